@@ -1,0 +1,1 @@
+"""Deploy NGINX scenarios to target hosts and drive wrk sweeps (see the issue tracker)."""

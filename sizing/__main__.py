@@ -1,0 +1,3 @@
+from sizing.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,312 @@
+"""Command line: each subcommand parses its arguments and calls one library function.
+
+Imports stay lazy so that ``recommend`` starts without pandas or scipy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import math
+import re
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from sizing.errors import Infeasible, InputError
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line on stderr and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def parse_rps(text: str) -> float:
+    """Positive finite requests per second, e.g. ``1e6`` or ``250000``."""
+    try:
+        value = float(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number; expected a positive request rate such as 1e6"
+        ) from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a positive finite request rate; expected e.g. 1e6"
+        )
+    return value
+
+
+_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(us|µs|ms|s)\s*$")
+_DURATION_MS = {"us": 1e-3, "µs": 1e-3, "ms": 1.0, "s": 1000.0}
+
+
+def parse_duration_ms(text: str) -> float:
+    """A positive duration with a unit (``5ms``, ``0.005s``, ``500us``) in milliseconds."""
+    m = _DURATION.match(text)
+    if not m:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a duration with a unit; expected e.g. 5ms, 0.005s or 500us"
+        )
+    value = float(m.group(1)) * _DURATION_MS[m.group(2)]
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: the SLA must be longer than zero")
+    return value
+
+
+_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([kmg]?)(i?b?)\s*$", re.IGNORECASE)
+_SIZE_MULT = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+
+
+def parse_size(text: str) -> int:
+    """A response size: plain bytes, or with K/KB/KiB, M/MB/MiB, G (powers of 1024)."""
+    m = _SIZE.match(text)
+    if not m or (m.group(3).lower() == "i"):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a size; expected bytes or a size such as 0, 1KB, 53KB, 1MB"
+        )
+    return round(float(m.group(1)) * _SIZE_MULT[m.group(2).lower()])
+
+
+def parse_fraction(text: str) -> float:
+    """A fraction in [0, 1): ``0.2`` or ``20%``."""
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a fraction; expected e.g. 0.2 or 20%") from None
+    if not (0 <= value < 1):
+        raise argparse.ArgumentTypeError(f"{text!r} is outside [0, 1); expected e.g. 0.2 or 20%")
+    return value
+
+
+def _int_at_least(low: int) -> Any:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{text!r} must be >= {low}")
+        return value
+
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``python -m sizing`` argument parser."""
+    parser = _Parser(prog="python -m sizing", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    rec = sub.add_parser("recommend", help="cheapest fleets that meet an RPS target under a p99 SLA")
+    rec.add_argument("--rps", type=parse_rps, required=True, help="target requests per second")
+    rec.add_argument("--sla-p99", type=parse_duration_ms, default=5.0, metavar="DURATION",
+                     help="p99 latency SLA with a unit (default 5ms)")
+    rec.add_argument("--headroom", type=parse_fraction, default=None,
+                     help="spare fraction of each instance's SLA capacity (default 0.2)")
+    rec.add_argument("--redundancy", type=_int_at_least(0), default=0,
+                     help="instances that may fail while the rest meet the target, N+k (default 0)")
+    rec.add_argument("--protocol", choices=("http", "https"), default="https")
+    rec.add_argument("--file-size", type=parse_size, default=1024, metavar="SIZE",
+                     help="response body size, e.g. 0, 1KB, 53KB, 1MB (default 1KB)")
+    rec.add_argument("--scenario", choices=("static", "reverse_proxy", "api_gateway"), default="static")
+    rec.add_argument("--provider", help="only these providers (comma list)")
+    rec.add_argument("--region", help="only these regions (comma list)")
+    rec.add_argument("--arch", help="only these architectures: x86_64, arm64 (comma list)")
+    rec.add_argument("--family", help="only these families (comma list)")
+    rec.add_argument("--max-count", type=_int_at_least(1), default=None,
+                     help="largest fleet to consider per instance type")
+    rec.add_argument("--top", type=_int_at_least(1), default=None,
+                     help="options to show (default 10 in the table, all in json/csv)")
+    rec.add_argument("--catalog", action="append", default=[], metavar="PATH",
+                     help="your own catalog CSV (same columns); adds or replaces entries")
+    rec.add_argument("--format", choices=("table", "json", "csv"), default="table")
+
+    fit = sub.add_parser("fit", help="fit scaling curves to a reference dataset")
+    fit.add_argument("--reference", default="nginx-web-server", metavar="NAME")
+    fit.add_argument("--format", choices=("table", "json"), default="table")
+    fit.add_argument("--compare", action="store_true", help="include every candidate model")
+
+    ref = sub.add_parser("reference", help="list or show the published reference datasets")
+    ref.add_argument("--list", action="store_true", help="list datasets, rows and sources")
+    ref.add_argument("--show", metavar="NAME", help="print one dataset as CSV")
+
+    cat = sub.add_parser("catalog", help="list the instance catalog, filtered")
+    for name in ("provider", "region", "arch", "family"):
+        cat.add_argument(f"--{name}")
+    cat.add_argument("--catalog", action="append", default=[], metavar="PATH")
+
+    pre = sub.add_parser("precompute", help="refit the reference and write data/fits/")
+    pre.add_argument("--out", default=None, metavar="PATH")
+    return parser
+
+
+def _fmt_rps(v: float) -> str:
+    return f"{v / 1e6:.2f}M" if v >= 1e6 else f"{v / 1e3:.0f}k" if v >= 1e3 else f"{v:.0f}"
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: set[int]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
+
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+
+
+def render_recommendation(doc: dict[str, Any], top: int) -> str:
+    """Human-readable recommendation: options, vCPUs by family, and what it rests on."""
+    w = doc["workload"]
+    out = [
+        f"Target {doc['target_rps']:,.0f} RPS, p99 <= {doc['sla_p99_ms']:g} ms, "
+        f"{w['scenario']} {w['protocol'].upper()} {w['file_bytes']:,} B responses, "
+        f"headroom {doc['headroom']:.0%}, redundancy N+{doc['redundancy']}",
+        "",
+    ]
+    rows = []
+    for i, o in enumerate(doc["options"][:top], start=1):
+        rows.append([
+            str(i), o["instance_type"], f"{o['provider']}/{o['region']}", o["arch"], str(o["vcpus"]),
+            str(o["count"]), _fmt_rps(o["capacity_rps_per_instance"]),
+            f"{o['utilization_at_target']:.0%}", f"{o['hourly_cost_usd']:.3f}",
+            f"{o['monthly_cost_usd']:,.0f}", f"{o['usd_per_billion_requests']:.3f}",
+            o["binding_constraint"],
+        ])
+    out.append(_table(
+        ["#", "instance", "where", "arch", "vCPUs", "count", "RPS/inst", "util", "$/hour",
+         "$/month", "$/1e9 req", "binds"], rows, {0, 4, 5, 6, 7, 8, 9, 10}))
+    out += ["", "vCPUs needed by family (cheapest size; fewest vCPUs over sizes):"]
+    fam_rows = [
+        [f["family"], f["provider"], f"{f['cheapest_count']} x {f['cheapest_instance_type']}",
+         str(f["cheapest_total_vcpus"]), str(f["min_total_vcpus"]), f"{f['cheapest_hourly_cost_usd']:.3f}"]
+        for f in doc["vcpus_by_family"][:top]
+    ]
+    out.append(_table(["family", "provider", "cheapest fleet", "vCPUs", "min vCPUs", "$/hour"], fam_rows, {3, 4, 5}))
+    best = doc["options"][0]
+    lo, hi = best["capacity_factor_range"]
+    out += ["", f"Rests on (option 1, {best['instance_type']}):"]
+    out += [f"  - {b}" for b in best["basis"]]
+    out.append(f"  - capacity range from the factor ranges: x{lo:.2f} to x{hi:.2f} of the point value")
+    out.append(f"  - estimate: headroom {doc['headroom']:.0%} (capacity used at most {1 - doc['headroom']:.0%})")
+    out.append("  - --format json gives every option's basis; data/estimates/factors.csv holds the editable estimates")
+    return "\n".join(out)
+
+
+def _csv(rows: list[dict[str, Any]]) -> str:
+    buf = io.StringIO()
+    if rows:
+        flat = [{k: ("; ".join(v) if k == "basis" else json.dumps(v) if isinstance(v, list | dict) else v)
+                 for k, v in r.items()} for r in rows]
+        writer = csv.DictWriter(buf, fieldnames=list(flat[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(flat)
+    return buf.getvalue()
+
+
+def cmd_recommend(args: argparse.Namespace) -> int:
+    from sizing.capacity import Workload
+    from sizing.catalog import filter_catalog, load_catalog
+    from sizing.recommend import DEFAULT_HEADROOM, recommend
+
+    instances = filter_catalog(
+        load_catalog(args.catalog), provider=args.provider, region=args.region,
+        arch=args.arch, family=args.family,
+    )
+    work = Workload(args.scenario, args.protocol, args.file_size, args.sla_p99)
+    headroom = DEFAULT_HEADROOM if args.headroom is None else args.headroom
+    rec = recommend(args.rps, instances, work, headroom, args.redundancy, args.max_count)
+    doc = rec.to_dict(top=args.top)
+    if args.format == "json":
+        print(json.dumps(doc, indent=1))
+    elif args.format == "csv":
+        print(_csv(doc["options"]), end="")
+    else:
+        print(render_recommendation(doc, args.top or 10))
+    return 0
+
+
+def _clean_json(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _clean_json(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_clean_json(v) for v in obj]
+    return obj
+
+
+def cmd_fit(args: argparse.Namespace) -> int:
+    from sizing.fits import fit_reference
+
+    rows = fit_reference(args.reference, compare=args.compare)
+    if args.format == "json":
+        print(json.dumps(_clean_json({"reference": args.reference, "series": rows}), indent=1))
+        return 0
+    table = []
+    for r in rows:
+        pe = r["power_exponent"]
+        params = ", ".join(f"{k}={v:.4g}" for k, v in r["params"].items())
+        table.append([r["metric"], r["protocol"], r["file_size"], r["model"], params,
+                      f"{r['mape_pct']:.2f}", f"{r['loo_mape_pct']:.2f}",
+                      f"{pe['b']:.2f} [{pe['low']:.2f}, {pe['high']:.2f}]"])
+    print(_table(["metric", "protocol", "size", "model", "params", "MAPE %", "LOO %", "power b (95%)"],
+                 table, {5, 6}))
+    return 0
+
+
+def cmd_reference(args: argparse.Namespace) -> int:
+    from sizing.datasets import list_reference, load_reference
+
+    if args.show:
+        print(load_reference(args.show).to_csv(index=False), end="")
+        return 0
+    rows = [[d["name"], str(d["rows"]), ", ".join(d["sources"]), d["file"], d["description"]]
+            for d in list_reference()]
+    print(_table(["dataset", "rows", "sources", "file", "description"], rows, {1}))
+    return 0
+
+
+def cmd_catalog(args: argparse.Namespace) -> int:
+    from sizing.catalog import filter_catalog, load_catalog
+
+    items = filter_catalog(load_catalog(args.catalog), provider=args.provider,
+                           region=args.region, arch=args.arch, family=args.family)
+    rows = [[i.provider, i.region, i.instance_type, i.arch, str(i.vcpus), f"{i.network_gbps:g}",
+             f"{i.price_usd_hour:.4f}", i.source_date] for i in items]
+    print(_table(["provider", "region", "instance", "arch", "vCPUs", "Gbps", "$/hour", "as of"],
+                 rows, {4, 5, 6}))
+    return 0
+
+
+def cmd_precompute(args: argparse.Namespace) -> int:
+    from sizing.fits import precompute
+    from sizing.paths import FITS_PATH
+
+    print(precompute(args.out or FITS_PATH))
+    return 0
+
+
+COMMANDS = {
+    "recommend": cmd_recommend,
+    "fit": cmd_fit,
+    "reference": cmd_reference,
+    "catalog": cmd_catalog,
+    "precompute": cmd_precompute,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code (2 bad input, 1 infeasible target)."""
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except InputError as exc:
+        print(f"python -m sizing {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except Infeasible as exc:
+        print(f"python -m sizing {args.command}: {exc}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        return 0

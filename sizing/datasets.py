@@ -1,0 +1,138 @@
+"""Reference tables as tidy DataFrames, and the series that the fits run on.
+
+One way to find data: every path is resolved from :data:`sizing.paths.DATA_DIR`.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sizing.errors import InputError
+from sizing.paths import REFERENCE_DIR
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """One reference dataset: its name, file, what it holds and where it comes from."""
+
+    name: str
+    filename: str
+    description: str
+
+
+REFERENCE_DATASETS: dict[str, DatasetInfo] = {
+    d.name: d
+    for d in (
+        DatasetInfo(
+            "nginx-web-server",
+            "nginx-web-server.csv",
+            "RPS (0/1/10/100 KB, HTTP and HTTPS), CPS and throughput by CPU count, "
+            "bare metal Xeon E5-2699 v3",
+        ),
+        DatasetInfo(
+            "relative-claims",
+            "relative-claims.csv",
+            "published ratios between instance families, scenarios and software stacks",
+        ),
+        DatasetInfo(
+            "gcp-32vcpu-test-vms",
+            "gcp-32vcpu-test-vms.csv",
+            "the three 32-vCPU GCP VMs of the T2A/N2/N2D comparison, with hourly prices",
+        ),
+        DatasetInfo(
+            "proxy-tail-latency",
+            "proxy-tail-latency.csv",
+            "p99 latency at request rate, kernel stack vs Onload kernel bypass",
+        ),
+    )
+}
+
+SERIES_KEYS = ("metric", "protocol", "file_size", "file_bytes")
+
+
+def _path(name: str) -> Path:
+    try:
+        info = REFERENCE_DATASETS[name]
+    except KeyError:
+        known = ", ".join(REFERENCE_DATASETS)
+        raise InputError(f"unknown reference dataset {name!r}; expected one of: {known}") from None
+    return REFERENCE_DIR / info.filename
+
+
+def load_reference(name: str) -> pd.DataFrame:
+    """Load one reference dataset as a tidy DataFrame.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`REFERENCE_DATASETS`, e.g. ``"nginx-web-server"``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per published value, with a ``source`` column naming the seed file and table.
+    """
+    import pandas as pd
+
+    path = _path(name)
+    frame = pd.read_csv(path, keep_default_na=True)
+    if "source" not in frame.columns or frame["source"].isna().any():
+        raise InputError(f"{path}: every row needs a source")
+    return frame
+
+
+def list_reference() -> list[dict[str, object]]:
+    """Describe every reference dataset: name, file, rows, sources and description."""
+    out: list[dict[str, object]] = []
+    for info in REFERENCE_DATASETS.values():
+        path = REFERENCE_DIR / info.filename
+        with path.open(newline="") as fh:
+            rows = list(csv.DictReader(fh))
+        sources = sorted({r["source"].split(" ", 1)[0] for r in rows})
+        out.append(
+            {
+                "name": info.name,
+                "file": str(path.relative_to(REFERENCE_DIR.parent.parent)),
+                "rows": len(rows),
+                "sources": sources,
+                "description": info.description,
+            }
+        )
+    return out
+
+
+def reference_series(name: str = "nginx-web-server") -> list[dict[str, object]]:
+    """Split a scaling dataset into fit-ready series.
+
+    Returns
+    -------
+    list of dict
+        One per (metric, protocol, file size): ``metric``, ``protocol``, ``file_size``,
+        ``file_bytes``, ``x`` (CPUs), ``y`` (values), ``source``.
+    """
+    frame = load_reference(name)
+    missing = [c for c in (*SERIES_KEYS, "cpus", "value") if c not in frame.columns]
+    if missing:
+        raise InputError(f"dataset {name!r} is not a scaling table (missing {missing})")
+    out: list[dict[str, object]] = []
+    for key, grp in frame.groupby(list(SERIES_KEYS), sort=False):
+        grp = grp.sort_values("cpus")
+        metric, protocol, file_size, file_bytes = key
+        out.append(
+            {
+                "metric": str(metric),
+                "protocol": str(protocol),
+                "file_size": str(file_size),
+                "file_bytes": int(file_bytes),
+                "x": [float(v) for v in grp["cpus"]],
+                "y": [float(v) for v in grp["value"]],
+                "source": f"{name}: " + "; ".join(sorted(set(grp["source"]))),
+            }
+        )
+    return out

@@ -1,0 +1,11 @@
+"""Exceptions the CLI turns into one-line messages."""
+
+from __future__ import annotations
+
+
+class InputError(ValueError):
+    """Bad input from the user or a data file; the message names the value and what is expected."""
+
+
+class Infeasible(RuntimeError):
+    """A well-formed request that no option can satisfy."""
