@@ -160,7 +160,9 @@ def load_factors(path: Path = FACTORS_PATH) -> dict[str, Factor]:
 
     def resolve(fid: str, stack: tuple[str, ...]) -> Factor:
         if fid == "reference-cpu":
-            return Factor(fid, 1.0, 1.0, 1.0, "reference", "one seed-004 CPU (Xeon E5-2699 v3 core)")
+            return Factor(
+                fid, 1.0, 1.0, 1.0, "reference", "one seed-004 CPU (Xeon E5-2699 v3 core)"
+            )
         if fid in resolved:
             return resolved[fid]
         if fid in stack:
@@ -171,7 +173,9 @@ def load_factors(path: Path = FACTORS_PATH) -> dict[str, Factor]:
         base = resolve(row["base"], (*stack, fid))
         kind = row["kind"]
         if kind == "estimate":
-            m, lo, hi = (num(line, row, c) for c in ("multiplier", "multiplier_low", "multiplier_high"))
+            m, lo, hi = (
+                num(line, row, c) for c in ("multiplier", "multiplier_low", "multiplier_high")
+            )
             how = f"x{m:g} (estimate, {lo:g}-{hi:g})"
         elif kind == "published_ratio":
             cid = row["claim_id"]
@@ -195,7 +199,11 @@ def load_factors(path: Path = FACTORS_PATH) -> dict[str, Factor]:
             raise InputError(
                 f"{path}:{line}: field 'kind': expected estimate or published_ratio, got {kind!r}"
             )
-        chain = how if base.factor_id == "reference-cpu" else f"{how} of {base.factor_id} = {base.explanation}"
+        chain = (
+            how
+            if base.factor_id == "reference-cpu"
+            else f"{how} of {base.factor_id} = {base.explanation}"
+        )
         f = Factor(fid, base.value * m, base.low * lo, base.high * hi, kind, chain)
         resolved[fid] = f
         return f
@@ -253,7 +261,11 @@ def reference_rps(vcpus: int, protocol: str, file_bytes: float) -> tuple[float, 
     """
     fits = load_fits()
     series = sorted(
-        (s for s in fits["series"] if s["metric"] == "requests_per_s" and s["protocol"] == protocol),
+        (
+            s
+            for s in fits["series"]
+            if s["metric"] == "requests_per_s" and s["protocol"] == protocol
+        ),
         key=lambda s: s["file_bytes"],
     )
     sizes = np.array([s["file_bytes"] for s in series], dtype=float)
@@ -275,7 +287,9 @@ def reference_rps(vcpus: int, protocol: str, file_bytes: float) -> tuple[float, 
     if t > 1:
         notes.append(f"estimate: {file_bytes:g} B extrapolated past the largest published size")
     elif 0 < t < 1:
-        notes.append(f"{file_bytes:g} B interpolated between published sizes (cost linear in bytes)")
+        notes.append(
+            f"{file_bytes:g} B interpolated between published sizes (cost linear in bytes)"
+        )
     top = max(s["x_range"][1] for s in used)
     if best + 1 > top:
         notes.append(f"estimate: {best + 1} workers extrapolated past the {top:g} CPUs measured")
@@ -289,7 +303,9 @@ def bytes_per_response(file_bytes: float, protocol: str) -> float:
     """Bytes on the wire per response, headers and framing included [B] (an estimate)."""
     payload = file_bytes + ESTIMATES["response_header_bytes"][0]
     if protocol == "https":
-        payload += ESTIMATES["tls_record_overhead_bytes"][0] * max(1.0, math.ceil(payload / TLS_RECORD_BYTES))
+        payload += ESTIMATES["tls_record_overhead_bytes"][0] * max(
+            1.0, math.ceil(payload / TLS_RECORD_BYTES)
+        )
     segments = max(1.0, math.ceil(payload / MSS_BYTES))
     return payload + segments * ESTIMATES["segment_overhead_bytes"][0]
 
@@ -336,7 +352,9 @@ def instance_capacity(inst: Instance, work: Workload) -> Capacity:
     basis = [
         *notes,
         f"{fam.factor_id} {fam.value:.3g}/vCPU: {fam.explanation}"
-        + (f" (estimate: no row for family {inst.family}, {inst.arch} default)" if fallback else ""),
+        + (
+            f" (estimate: no row for family {inst.family}, {inst.arch} default)" if fallback else ""
+        ),
     ]
     if scen.value != 1.0:
         basis.append(f"{scen.factor_id} x{scen.value:.3g}: {scen.explanation}")

@@ -154,15 +154,18 @@ def read_catalog(path: str | Path) -> list[Instance]:
                 catalog_file=str(p),
             )
             if inst.key in seen:
+                first = seen[inst.key]
                 raise InputError(
-                    f"{p}:{i}: duplicate instance {'/'.join(inst.key)} (first on line {seen[inst.key]})"
+                    f"{p}:{i}: duplicate instance {'/'.join(inst.key)} (first on line {first})"
                 )
             seen[inst.key] = i
             out.append(inst)
     return out
 
 
-def load_catalog(extra: Iterable[str | Path] = (), base: str | Path | None = DEFAULT_CATALOG) -> list[Instance]:
+def load_catalog(
+    extra: Iterable[str | Path] = (), base: str | Path | None = DEFAULT_CATALOG
+) -> list[Instance]:
     """Load the shipped catalog, then add or replace entries from the user's files.
 
     Parameters

@@ -76,7 +76,9 @@ def parse_fraction(text: str) -> float:
     try:
         value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a fraction; expected e.g. 0.2 or 20%") from None
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a fraction; expected e.g. 0.2 or 20%"
+        ) from None
     if not (0 <= value < 1):
         raise argparse.ArgumentTypeError(f"{text!r} is outside [0, 1); expected e.g. 0.2 or 20%")
     return value
@@ -100,28 +102,63 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m sizing", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    rec = sub.add_parser("recommend", help="cheapest fleets that meet an RPS target under a p99 SLA")
+    rec = sub.add_parser(
+        "recommend", help="cheapest fleets that meet an RPS target under a p99 SLA"
+    )
     rec.add_argument("--rps", type=parse_rps, required=True, help="target requests per second")
-    rec.add_argument("--sla-p99", type=parse_duration_ms, default=5.0, metavar="DURATION",
-                     help="p99 latency SLA with a unit (default 5ms)")
-    rec.add_argument("--headroom", type=parse_fraction, default=None,
-                     help="spare fraction of each instance's SLA capacity (default 0.2)")
-    rec.add_argument("--redundancy", type=_int_at_least(0), default=0,
-                     help="instances that may fail while the rest meet the target, N+k (default 0)")
+    rec.add_argument(
+        "--sla-p99",
+        type=parse_duration_ms,
+        default=5.0,
+        metavar="DURATION",
+        help="p99 latency SLA with a unit (default 5ms)",
+    )
+    rec.add_argument(
+        "--headroom",
+        type=parse_fraction,
+        default=None,
+        help="spare fraction of each instance's SLA capacity (default 0.2)",
+    )
+    rec.add_argument(
+        "--redundancy",
+        type=_int_at_least(0),
+        default=0,
+        help="instances that may fail while the rest meet the target, N+k (default 0)",
+    )
     rec.add_argument("--protocol", choices=("http", "https"), default="https")
-    rec.add_argument("--file-size", type=parse_size, default=1024, metavar="SIZE",
-                     help="response body size, e.g. 0, 1KB, 53KB, 1MB (default 1KB)")
-    rec.add_argument("--scenario", choices=("static", "reverse_proxy", "api_gateway"), default="static")
+    rec.add_argument(
+        "--file-size",
+        type=parse_size,
+        default=1024,
+        metavar="SIZE",
+        help="response body size, e.g. 0, 1KB, 53KB, 1MB (default 1KB)",
+    )
+    rec.add_argument(
+        "--scenario", choices=("static", "reverse_proxy", "api_gateway"), default="static"
+    )
     rec.add_argument("--provider", help="only these providers (comma list)")
     rec.add_argument("--region", help="only these regions (comma list)")
     rec.add_argument("--arch", help="only these architectures: x86_64, arm64 (comma list)")
     rec.add_argument("--family", help="only these families (comma list)")
-    rec.add_argument("--max-count", type=_int_at_least(1), default=None,
-                     help="largest fleet to consider per instance type")
-    rec.add_argument("--top", type=_int_at_least(1), default=None,
-                     help="options to show (default 10 in the table, all in json/csv)")
-    rec.add_argument("--catalog", action="append", default=[], metavar="PATH",
-                     help="your own catalog CSV (same columns); adds or replaces entries")
+    rec.add_argument(
+        "--max-count",
+        type=_int_at_least(1),
+        default=None,
+        help="largest fleet to consider per instance type",
+    )
+    rec.add_argument(
+        "--top",
+        type=_int_at_least(1),
+        default=None,
+        help="options to show (default 10 in the table, all in json/csv)",
+    )
+    rec.add_argument(
+        "--catalog",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="your own catalog CSV (same columns); adds or replaces entries",
+    )
     rec.add_argument("--format", choices=("table", "json", "csv"), default="table")
 
     fit = sub.add_parser("fit", help="fit scaling curves to a reference dataset")
@@ -148,10 +185,15 @@ def _fmt_rps(v: float) -> str:
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: set[int]) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    widths = [
+        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)
+    ]
 
     def line(cells: Sequence[str]) -> str:
-        return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
+        return "  ".join(
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
 
     return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)])
 
@@ -167,38 +209,91 @@ def render_recommendation(doc: dict[str, Any], top: int) -> str:
     ]
     rows = []
     for i, o in enumerate(doc["options"][:top], start=1):
-        rows.append([
-            str(i), o["instance_type"], f"{o['provider']}/{o['region']}", o["arch"], str(o["vcpus"]),
-            str(o["count"]), _fmt_rps(o["capacity_rps_per_instance"]),
-            f"{o['utilization_at_target']:.0%}", f"{o['hourly_cost_usd']:.3f}",
-            f"{o['monthly_cost_usd']:,.0f}", f"{o['usd_per_billion_requests']:.3f}",
-            o["binding_constraint"],
-        ])
-    out.append(_table(
-        ["#", "instance", "where", "arch", "vCPUs", "count", "RPS/inst", "util", "$/hour",
-         "$/month", "$/1e9 req", "binds"], rows, {0, 4, 5, 6, 7, 8, 9, 10}))
+        rows.append(
+            [
+                str(i),
+                o["instance_type"],
+                f"{o['provider']}/{o['region']}",
+                o["arch"],
+                str(o["vcpus"]),
+                str(o["count"]),
+                _fmt_rps(o["capacity_rps_per_instance"]),
+                f"{o['utilization_at_target']:.0%}",
+                f"{o['hourly_cost_usd']:.3f}",
+                f"{o['monthly_cost_usd']:,.0f}",
+                f"{o['usd_per_billion_requests']:.3f}",
+                o["binding_constraint"],
+            ]
+        )
+    out.append(
+        _table(
+            [
+                "#",
+                "instance",
+                "where",
+                "arch",
+                "vCPUs",
+                "count",
+                "RPS/inst",
+                "util",
+                "$/hour",
+                "$/month",
+                "$/1e9 req",
+                "binds",
+            ],
+            rows,
+            {0, 4, 5, 6, 7, 8, 9, 10},
+        )
+    )
     out += ["", "vCPUs needed by family (cheapest size; fewest vCPUs over sizes):"]
     fam_rows = [
-        [f["family"], f["provider"], f"{f['cheapest_count']} x {f['cheapest_instance_type']}",
-         str(f["cheapest_total_vcpus"]), str(f["min_total_vcpus"]), f"{f['cheapest_hourly_cost_usd']:.3f}"]
+        [
+            f["family"],
+            f["provider"],
+            f"{f['cheapest_count']} x {f['cheapest_instance_type']}",
+            str(f["cheapest_total_vcpus"]),
+            str(f["min_total_vcpus"]),
+            f"{f['cheapest_hourly_cost_usd']:.3f}",
+        ]
         for f in doc["vcpus_by_family"][:top]
     ]
-    out.append(_table(["family", "provider", "cheapest fleet", "vCPUs", "min vCPUs", "$/hour"], fam_rows, {3, 4, 5}))
+    out.append(
+        _table(
+            ["family", "provider", "cheapest fleet", "vCPUs", "min vCPUs", "$/hour"],
+            fam_rows,
+            {3, 4, 5},
+        )
+    )
     best = doc["options"][0]
     lo, hi = best["capacity_factor_range"]
     out += ["", f"Rests on (option 1, {best['instance_type']}):"]
     out += [f"  - {b}" for b in best["basis"]]
-    out.append(f"  - capacity range from the factor ranges: x{lo:.2f} to x{hi:.2f} of the point value")
-    out.append(f"  - estimate: headroom {doc['headroom']:.0%} (capacity used at most {1 - doc['headroom']:.0%})")
-    out.append("  - --format json gives every option's basis; data/estimates/factors.csv holds the editable estimates")
+    out.append(
+        f"  - capacity range from the factor ranges: x{lo:.2f} to x{hi:.2f} of the point value"
+    )
+    used = 1 - doc["headroom"]
+    out.append(f"  - estimate: headroom {doc['headroom']:.0%} (capacity used at most {used:.0%})")
+    out.append("  - --format json gives every option's basis")
+    out.append("  - data/estimates/factors.csv holds the editable estimates")
     return "\n".join(out)
 
 
 def _csv(rows: list[dict[str, Any]]) -> str:
     buf = io.StringIO()
     if rows:
-        flat = [{k: ("; ".join(v) if k == "basis" else json.dumps(v) if isinstance(v, list | dict) else v)
-                 for k, v in r.items()} for r in rows]
+        flat = [
+            {
+                k: (
+                    "; ".join(v)
+                    if k == "basis"
+                    else json.dumps(v)
+                    if isinstance(v, list | dict)
+                    else v
+                )
+                for k, v in r.items()
+            }
+            for r in rows
+        ]
         writer = csv.DictWriter(buf, fieldnames=list(flat[0]), lineterminator="\n")
         writer.writeheader()
         writer.writerows(flat)
@@ -206,13 +301,17 @@ def _csv(rows: list[dict[str, Any]]) -> str:
 
 
 def cmd_recommend(args: argparse.Namespace) -> int:
+    """Print the cheapest fleets for the target."""
     from sizing.capacity import Workload
     from sizing.catalog import filter_catalog, load_catalog
     from sizing.recommend import DEFAULT_HEADROOM, recommend
 
     instances = filter_catalog(
-        load_catalog(args.catalog), provider=args.provider, region=args.region,
-        arch=args.arch, family=args.family,
+        load_catalog(args.catalog),
+        provider=args.provider,
+        region=args.region,
+        arch=args.arch,
+        family=args.family,
     )
     work = Workload(args.scenario, args.protocol, args.file_size, args.sla_p99)
     headroom = DEFAULT_HEADROOM if args.headroom is None else args.headroom
@@ -238,6 +337,7 @@ def _clean_json(obj: Any) -> Any:
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
+    """Print the fitted model of every series of a reference dataset."""
     from sizing.fits import fit_reference
 
     rows = fit_reference(args.reference, compare=args.compare)
@@ -248,39 +348,79 @@ def cmd_fit(args: argparse.Namespace) -> int:
     for r in rows:
         pe = r["power_exponent"]
         params = ", ".join(f"{k}={v:.4g}" for k, v in r["params"].items())
-        table.append([r["metric"], r["protocol"], r["file_size"], r["model"], params,
-                      f"{r['mape_pct']:.2f}", f"{r['loo_mape_pct']:.2f}",
-                      f"{pe['b']:.2f} [{pe['low']:.2f}, {pe['high']:.2f}]"])
-    print(_table(["metric", "protocol", "size", "model", "params", "MAPE %", "LOO %", "power b (95%)"],
-                 table, {5, 6}))
+        table.append(
+            [
+                r["metric"],
+                r["protocol"],
+                r["file_size"],
+                r["model"],
+                params,
+                f"{r['mape_pct']:.2f}",
+                f"{r['loo_mape_pct']:.2f}",
+                f"{pe['b']:.2f} [{pe['low']:.2f}, {pe['high']:.2f}]",
+            ]
+        )
+    print(
+        _table(
+            ["metric", "protocol", "size", "model", "params", "MAPE %", "LOO %", "power b (95%)"],
+            table,
+            {5, 6},
+        )
+    )
     return 0
 
 
 def cmd_reference(args: argparse.Namespace) -> int:
+    """List the reference datasets, or print one."""
     from sizing.datasets import list_reference, load_reference
 
     if args.show:
         print(load_reference(args.show).to_csv(index=False), end="")
         return 0
-    rows = [[d["name"], str(d["rows"]), ", ".join(d["sources"]), d["file"], d["description"]]
-            for d in list_reference()]
+    rows = [
+        [d["name"], str(d["rows"]), ", ".join(d["sources"]), d["file"], d["description"]]
+        for d in list_reference()
+    ]
     print(_table(["dataset", "rows", "sources", "file", "description"], rows, {1}))
     return 0
 
 
 def cmd_catalog(args: argparse.Namespace) -> int:
+    """Print the filtered instance catalog."""
     from sizing.catalog import filter_catalog, load_catalog
 
-    items = filter_catalog(load_catalog(args.catalog), provider=args.provider,
-                           region=args.region, arch=args.arch, family=args.family)
-    rows = [[i.provider, i.region, i.instance_type, i.arch, str(i.vcpus), f"{i.network_gbps:g}",
-             f"{i.price_usd_hour:.4f}", i.source_date] for i in items]
-    print(_table(["provider", "region", "instance", "arch", "vCPUs", "Gbps", "$/hour", "as of"],
-                 rows, {4, 5, 6}))
+    items = filter_catalog(
+        load_catalog(args.catalog),
+        provider=args.provider,
+        region=args.region,
+        arch=args.arch,
+        family=args.family,
+    )
+    rows = [
+        [
+            i.provider,
+            i.region,
+            i.instance_type,
+            i.arch,
+            str(i.vcpus),
+            f"{i.network_gbps:g}",
+            f"{i.price_usd_hour:.4f}",
+            i.source_date,
+        ]
+        for i in items
+    ]
+    print(
+        _table(
+            ["provider", "region", "instance", "arch", "vCPUs", "Gbps", "$/hour", "as of"],
+            rows,
+            {4, 5, 6},
+        )
+    )
     return 0
 
 
 def cmd_precompute(args: argparse.Namespace) -> int:
+    """Write the precomputed reference fits."""
     from sizing.fits import precompute
     from sizing.paths import FITS_PATH
 

@@ -168,9 +168,7 @@ MODELS: dict[str, ModelSpec] = {
     "sqrt": ModelSpec(
         "sqrt", sqrt, ("a",), lambda x, y: [_slope0(x, y)], (0.0,), (INF,), "a*sqrt(x)"
     ),
-    "power": ModelSpec(
-        "power", power, ("a", "b"), _power_guess, (0.0, -2.0), (INF, 3.0), "a*x**b"
-    ),
+    "power": ModelSpec("power", power, ("a", "b"), _power_guess, (0.0, -2.0), (INF, 3.0), "a*x**b"),
     "linear_plateau": ModelSpec(
         "linear_plateau",
         linear_plateau,
@@ -333,7 +331,9 @@ class CurveFit:
         upper = np.asarray(spec.upper)
         # Start strictly inside the bounds, as trust-region-reflective requires.
         span = np.where(np.isfinite(upper), upper - lower, np.abs(p0) + 1.0)
-        p0 = np.clip(p0, lower + 1e-9 * span, np.where(np.isfinite(upper), upper - 1e-9 * span, INF))
+        p0 = np.clip(
+            p0, lower + 1e-9 * span, np.where(np.isfinite(upper), upper - 1e-9 * span, INF)
+        )
         try:
             popt, pcov = curve_fit(
                 spec.func,

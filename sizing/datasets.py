@@ -8,7 +8,7 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sizing.errors import InputError
 from sizing.paths import REFERENCE_DIR
@@ -87,9 +87,9 @@ def load_reference(name: str) -> pd.DataFrame:
     return frame
 
 
-def list_reference() -> list[dict[str, object]]:
+def list_reference() -> list[dict[str, Any]]:
     """Describe every reference dataset: name, file, rows, sources and description."""
-    out: list[dict[str, object]] = []
+    out: list[dict[str, Any]] = []
     for info in REFERENCE_DATASETS.values():
         path = REFERENCE_DIR / info.filename
         with path.open(newline="") as fh:
@@ -107,7 +107,7 @@ def list_reference() -> list[dict[str, object]]:
     return out
 
 
-def reference_series(name: str = "nginx-web-server") -> list[dict[str, object]]:
+def reference_series(name: str = "nginx-web-server") -> list[dict[str, Any]]:
     """Split a scaling dataset into fit-ready series.
 
     Returns
@@ -120,7 +120,7 @@ def reference_series(name: str = "nginx-web-server") -> list[dict[str, object]]:
     missing = [c for c in (*SERIES_KEYS, "cpus", "value") if c not in frame.columns]
     if missing:
         raise InputError(f"dataset {name!r} is not a scaling table (missing {missing})")
-    out: list[dict[str, object]] = []
+    out: list[dict[str, Any]] = []
     for key, grp in frame.groupby(list(SERIES_KEYS), sort=False):
         grp = grp.sort_values("cpus")
         metric, protocol, file_size, file_bytes = key
@@ -129,7 +129,7 @@ def reference_series(name: str = "nginx-web-server") -> list[dict[str, object]]:
                 "metric": str(metric),
                 "protocol": str(protocol),
                 "file_size": str(file_size),
-                "file_bytes": int(file_bytes),
+                "file_bytes": int(str(file_bytes)),
                 "x": [float(v) for v in grp["cpus"]],
                 "y": [float(v) for v in grp["value"]],
                 "source": f"{name}: " + "; ".join(sorted(set(grp["source"]))),

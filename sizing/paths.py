@@ -6,7 +6,9 @@ import os
 from pathlib import Path
 
 #: Root of the shipped data; ``NGINX_SIZING_DATA`` points elsewhere (tests, user copies).
-DATA_DIR = Path(os.environ.get("NGINX_SIZING_DATA", Path(__file__).resolve().parent.parent / "data"))
+DATA_DIR = Path(
+    os.environ.get("NGINX_SIZING_DATA", Path(__file__).resolve().parent.parent / "data")
+)
 REFERENCE_DIR = DATA_DIR / "reference"
 CATALOG_DIR = DATA_DIR / "catalog"
 ESTIMATES_DIR = DATA_DIR / "estimates"

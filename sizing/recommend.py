@@ -157,7 +157,10 @@ def recommend(
             continue
         if max_count is not None and n > max_count:
             excluded.append(
-                {"instance_type": inst.instance_type, "reason": f"needs {n} > max count {max_count}"}
+                {
+                    "instance_type": inst.instance_type,
+                    "reason": f"needs {n} > max count {max_count}",
+                }
             )
             continue
         options.append(
@@ -174,13 +177,18 @@ def recommend(
             f"no instance type meets {target_rps:,.0f} RPS under p99 {work.sla_p99_ms:g} ms{why}"
         )
     options.sort(
-        key=lambda o: (o.hourly_cost_usd, o.count, o.capacity.instance.provider, o.capacity.instance.instance_type)
+        key=lambda o: (
+            o.hourly_cost_usd,
+            o.count,
+            o.capacity.instance.provider,
+            o.capacity.instance.instance_type,
+        )
     )
     return Recommendation(target_rps, work, headroom, redundancy, options, excluded)
 
 
 def vcpus_by_family(options: Iterable[Option]) -> list[dict[str, Any]]:
-    """The vCPU answer: per family, the cheapest fleet's vCPUs and the fewest vCPUs any size needs."""
+    """Answer in vCPUs: per family, the cheapest fleet's vCPUs and the fewest any size needs."""
     best: dict[tuple[str, str], dict[str, Any]] = {}
     for o in options:
         inst = o.capacity.instance

@@ -1,0 +1,52 @@
+# Two entry points: `make demo` (set up, then the main job) and `make test` (set up, then every check).
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+SYSTEM_PACKAGES := nginx wrk openssh-server
+
+.PHONY: demo test lint typecheck pytest system-packages fits bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed pyproject.toml
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+demo: $(VENV)/.installed
+	$(PY) -m sizing recommend --rps 1e6
+
+# nginx, wrk and sshd from Debian's packages, installed only when one is missing.
+system-packages:
+	@missing=""; \
+	command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing="$$missing nginx"; \
+	command -v wrk >/dev/null 2>&1 || missing="$$missing wrk"; \
+	[ -x /usr/sbin/sshd ] || missing="$$missing openssh-server"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(SYSTEM_PACKAGES); \
+	fi
+
+lint: $(VENV)/.installed-dev
+	$(PY) -m ruff check .
+
+typecheck: $(VENV)/.installed-dev
+	$(PY) -m mypy
+
+pytest: $(VENV)/.installed-dev
+	$(PY) -m pytest
+
+test: system-packages lint typecheck pytest
+
+# Refit the reference tables into data/fits/ (a test checks the file against a fresh fit).
+fits: $(VENV)/.installed
+	$(PY) -m sizing precompute
+
+bench: $(VENV)/.installed-dev
+	$(PY) benchmarks/bench_recommend.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

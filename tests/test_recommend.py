@@ -1,0 +1,152 @@
+import itertools
+import math
+
+import pytest
+
+from sizing import capacity
+from sizing.capacity import Workload, instance_capacity
+from sizing.catalog import filter_catalog, load_catalog
+from sizing.errors import Infeasible, InputError
+from sizing.recommend import fleet_count, recommend
+
+CATALOG = load_catalog()
+
+
+def brute_force(target, instances, work, headroom, redundancy, max_count):
+    """Cheapest feasible (type, count) by trying every count of every type."""
+    best = {}
+    for inst in instances:
+        usable = instance_capacity(inst, work).capacity_rps * (1 - headroom)
+        for n in range(1, max_count + 1):
+            if (n - redundancy) * usable >= target:
+                best[inst.key] = (n * inst.price_usd_hour, n)
+                break
+    return best
+
+
+@pytest.mark.parametrize(
+    "target,work,headroom,redundancy",
+    [
+        (1e6, Workload(), 0.2, 0),
+        (2.5e5, Workload("static", "http", 10240, 5.0), 0.0, 1),
+        (3e6, Workload("reverse_proxy", "https", 1024, 2.0), 0.3, 2),
+        (5e4, Workload("api_gateway", "http", 100 * 1024, 10.0), 0.1, 0),
+        (7e5, Workload("static", "https", 53 * 1024, 5.0), 0.25, 1),
+    ],
+)
+def test_recommend_is_the_exact_optimum(target, work, headroom, redundancy):
+    max_count = 400
+    rec = recommend(target, CATALOG, work, headroom, redundancy, max_count)
+    truth = brute_force(target, CATALOG, work, headroom, redundancy, max_count)
+    got = {o.capacity.instance.key: (o.hourly_cost_usd, o.count) for o in rec.options}
+    assert got.keys() == truth.keys()
+    for key, (cost, n) in truth.items():
+        assert got[key][1] == n
+        assert got[key][0] == pytest.approx(cost)
+    costs = [o.hourly_cost_usd for o in rec.options]
+    assert costs == sorted(costs)
+    assert rec.options[0].hourly_cost_usd == pytest.approx(min(c for c, _ in truth.values()))
+
+
+def test_fleet_count_at_exact_multiples():
+    assert fleet_count(100.0, 25.0, 0) == 4
+    assert fleet_count(100.0, 24.999, 0) == 5
+    assert fleet_count(0.3, 0.1, 0) == 3  # 0.3/0.1 is 2.9999999999999996 in floats
+    assert fleet_count(100.0, 25.0, 2) == 6
+    assert fleet_count(1.0, 1e9, 0) == 1
+
+
+def test_options_carry_what_they_rest_on():
+    rec = recommend(1e6, CATALOG)
+    doc = rec.to_dict()
+    assert doc["target_rps"] == 1e6 and doc["sla_p99_ms"] == 5.0
+    for o in doc["options"]:
+        for k in (
+            "provider",
+            "region",
+            "instance_type",
+            "family",
+            "arch",
+            "vcpus",
+            "count",
+            "capacity_rps_per_instance",
+            "hourly_cost_usd",
+            "binding_constraint",
+        ):
+            assert k in o
+        assert o["basis"] and any("004_2a50d35d485b581a.txt" in b for b in o["basis"])
+        assert o["utilization_at_target"] <= 1 - doc["headroom"] + 1e-9
+    t2a = next(o for o in doc["options"] if o["family"] == "t2a-standard")
+    assert any("000-perf-t2a-vs-n2" in b for b in t2a["basis"])
+    assert (
+        doc["vcpus_by_family"][0]["cheapest_hourly_cost_usd"]
+        == doc["options"][0]["hourly_cost_usd"]
+    )
+
+
+def test_seed_000_ratios_come_through():
+    # T2A is 15% above N2 and on par with N2D at 32 vCPU (same curve, same vCPUs).
+    work = Workload("static", "https", 53 * 1024, 5.0)
+    get = {i.instance_type: i for i in CATALOG}
+    cap = {
+        t: instance_capacity(get[t], work).cpu_peak_rps
+        for t in ("t2a-standard-32", "n2-standard-32", "n2d-standard-32")
+    }
+    assert cap["t2a-standard-32"] / cap["n2-standard-32"] == pytest.approx(1.15)
+    assert cap["t2a-standard-32"] / cap["n2d-standard-32"] == pytest.approx(1.0)
+
+
+def test_network_binds_for_large_files_on_small_links():
+    work = Workload("static", "http", 1024 * 1024, 5.0)
+    c7g = next(i for i in CATALOG if i.instance_type == "c7g.4xlarge")
+    cap = instance_capacity(c7g, work)
+    assert cap.binding_constraint == "network"
+    assert cap.capacity_rps == pytest.approx(
+        7.5e9 / 8 / capacity.bytes_per_response(1024**2, "http")
+    )
+
+
+def test_tighter_sla_never_adds_capacity():
+    inst = next(i for i in CATALOG if i.instance_type == "c7gn.large")
+    caps = [
+        instance_capacity(inst, Workload(sla_p99_ms=s)).capacity_rps for s in (0.6, 1, 2, 5, 50)
+    ]
+    assert caps == sorted(caps)
+    assert instance_capacity(inst, Workload(sla_p99_ms=0.4)).binding_constraint == "latency"
+
+
+def test_sla_model():
+    # rho = 1 - ln(100) / (mu * budget): mu 10k/s, budget 4.5 ms -> 1 - 4.605/45.
+    assert capacity.sla_utilization(10_000, 5.0) == pytest.approx(1 - math.log(100) / 45)
+    assert capacity.sla_utilization(10_000, 0.5) == 0.0
+
+
+def test_more_vcpus_never_lose_capacity():
+    for proto, size in itertools.product(("http", "https"), (0, 1024, 10240, 102400, 10**6)):
+        rates = [capacity.reference_rps(v, proto, size)[0] for v in (1, 2, 4, 8, 16, 32, 64, 128)]
+        assert rates == sorted(rates), (proto, size)
+
+
+def test_infeasible_and_bad_arguments():
+    with pytest.raises(Infeasible, match="no instance type meets"):
+        recommend(1e10, CATALOG, max_count=1)
+    for bad in (-5, 0, math.nan, math.inf):
+        with pytest.raises(InputError, match="target RPS"):
+            recommend(bad, CATALOG)
+    with pytest.raises(InputError, match="headroom"):
+        recommend(1e6, CATALOG, headroom=1.0)
+    with pytest.raises(InputError, match="unknown scenario"):
+        Workload(scenario="cache")
+
+
+def test_filtered_recommendation_only_uses_filtered_types():
+    rec = recommend(1e6, filter_catalog(CATALOG, provider="aws", arch="x86_64"))
+    assert {o.capacity.instance.family for o in rec.options} <= {"c6in", "c7i"}
+
+
+def test_factor_table_resolves_every_family_in_the_catalog():
+    factors = capacity.load_factors()
+    for inst in CATALOG:
+        f, fallback = capacity.family_factor(inst, factors)
+        assert not fallback, inst.family
+        assert f.low <= f.value <= f.high
