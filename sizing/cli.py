@@ -300,19 +300,24 @@ def _csv(rows: list[dict[str, Any]]) -> str:
     return buf.getvalue()
 
 
-def cmd_recommend(args: argparse.Namespace) -> int:
-    """Print the cheapest fleets for the target."""
-    from sizing.capacity import Workload
+def _instances(args: argparse.Namespace) -> list[Any]:
     from sizing.catalog import filter_catalog, load_catalog
-    from sizing.recommend import DEFAULT_HEADROOM, recommend
 
-    instances = filter_catalog(
+    return filter_catalog(
         load_catalog(args.catalog),
         provider=args.provider,
         region=args.region,
         arch=args.arch,
         family=args.family,
     )
+
+
+def cmd_recommend(args: argparse.Namespace) -> int:
+    """Print the cheapest fleets for the target."""
+    from sizing.capacity import Workload
+    from sizing.recommend import DEFAULT_HEADROOM, recommend
+
+    instances = _instances(args)
     work = Workload(args.scenario, args.protocol, args.file_size, args.sla_p99)
     headroom = DEFAULT_HEADROOM if args.headroom is None else args.headroom
     rec = recommend(args.rps, instances, work, headroom, args.redundancy, args.max_count)
@@ -326,23 +331,13 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     return 0
 
 
-def _clean_json(obj: Any) -> Any:
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _clean_json(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_clean_json(v) for v in obj]
-    return obj
-
-
 def cmd_fit(args: argparse.Namespace) -> int:
     """Print the fitted model of every series of a reference dataset."""
-    from sizing.fits import fit_reference
+    from sizing.fits import finite_json, fit_reference
 
     rows = fit_reference(args.reference, compare=args.compare)
     if args.format == "json":
-        print(json.dumps(_clean_json({"reference": args.reference, "series": rows}), indent=1))
+        print(json.dumps(finite_json({"reference": args.reference, "series": rows}), indent=1))
         return 0
     table = []
     for r in rows:
@@ -387,15 +382,7 @@ def cmd_reference(args: argparse.Namespace) -> int:
 
 def cmd_catalog(args: argparse.Namespace) -> int:
     """Print the filtered instance catalog."""
-    from sizing.catalog import filter_catalog, load_catalog
-
-    items = filter_catalog(
-        load_catalog(args.catalog),
-        provider=args.provider,
-        region=args.region,
-        arch=args.arch,
-        family=args.family,
-    )
+    items = _instances(args)
     rows = [
         [
             i.provider,

@@ -76,13 +76,14 @@ def fit_reference(
     return out
 
 
-def _clean(obj: Any) -> Any:
+def finite_json(obj: Any) -> Any:
+    """Replace non-finite floats (inf AICc, nan LOO) with None so the JSON is standard."""
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
     if isinstance(obj, dict):
-        return {k: _clean(v) for k, v in obj.items()}
+        return {k: finite_json(v) for k, v in obj.items()}
     if isinstance(obj, list):
-        return [_clean(v) for v in obj]
+        return [finite_json(v) for v in obj]
     return obj
 
 
@@ -95,5 +96,5 @@ def precompute(path: str | Path = FITS_PATH, name: str = "nginx-web-server") -> 
         "generated_by": "python -m sizing precompute",
         "series": fit_reference(name, compare=False),
     }
-    p.write_text(json.dumps(_clean(doc), indent=1, sort_keys=True) + "\n")
+    p.write_text(json.dumps(finite_json(doc), indent=1, sort_keys=True) + "\n")
     return p
