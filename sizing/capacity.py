@@ -270,10 +270,11 @@ def reference_rps(vcpus: int, protocol: str, file_bytes: float) -> tuple[float, 
     )
     sizes = np.array([s["file_bytes"] for s in series], dtype=float)
     w = np.arange(1, max(int(vcpus), 1) + 1, dtype=float)
-    cost = np.array([1.0 / _cpu_curve(s, w) for s in series])  # shape (sizes, workers)
     i = int(np.clip(np.searchsorted(sizes, file_bytes) - 1, 0, len(sizes) - 2))
     t = (file_bytes - sizes[i]) / (sizes[i + 1] - sizes[i])
-    per_req = cost[i] + t * (cost[i + 1] - cost[i])
+    # Only the two neighbouring sizes matter; cost per request is linear in bytes between them.
+    lo_cost, hi_cost = (1.0 / _cpu_curve(series[j], w) for j in (i, i + 1))
+    per_req = lo_cost + t * (hi_cost - lo_cost)
     rate = 1.0 / per_req
     best = int(np.argmax(rate))
     used = [series[i], series[i + 1]] if 0 < t < 1 or t > 1 else [series[i + (t >= 1)]]

@@ -82,10 +82,10 @@ class Recommendation:
         }
 
 
-def fleet_count(target_rps: float, usable_rps: float, redundancy: int) -> int:
-    """Smallest ``n`` with ``(n - redundancy) * usable_rps >= target_rps``."""
+def fleet_count(target_rps: float, usable_rps: float, redundancy: int) -> int | None:
+    """Smallest ``n`` with ``(n - redundancy) * usable_rps >= target_rps`` (None: no such n)."""
     if usable_rps <= 0:
-        return math.inf  # type: ignore[return-value]
+        return None
     n = max(math.ceil(target_rps / usable_rps), 1)
     # Guard the float division at exact multiples.
     while n > 1 and (n - 1) * usable_rps >= target_rps:
@@ -152,7 +152,7 @@ def recommend(
         cap = instance_capacity(inst, work)
         usable = cap.capacity_rps * (1.0 - headroom)
         n = fleet_count(target_rps, usable, redundancy)
-        if not math.isfinite(n):
+        if n is None:
             excluded.append({"instance_type": inst.instance_type, "reason": "cannot meet the SLA"})
             continue
         if max_count is not None and n > max_count:
