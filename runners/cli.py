@@ -1,0 +1,368 @@
+"""Command line: ``python -m runners sweep|facts``; each subcommand calls one library function."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import signal
+import sys
+import tomllib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from runners.errors import RunnerError
+from sizing.units import Parser, parse_duration_ms, parse_fraction, parse_size
+
+
+def parse_int_list(text: str) -> tuple[int, ...]:
+    """``"1,2,4"`` -> ``(1, 2, 4)``; every value a positive integer."""
+    try:
+        values = tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a comma-separated list of integers, e.g. 1,2,4"
+        ) from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected positive integers, e.g. 1,2,4")
+    return values
+
+
+def parse_seconds(text: str, *, allow_zero: bool = False) -> int:
+    """A duration with a unit in whole seconds (wrk runs whole seconds)."""
+    if allow_zero and text.strip() in ("0", "0s"):
+        return 0
+    ms = parse_duration_ms(text)
+    seconds = ms / 1000.0
+    if not math.isclose(seconds, round(seconds)) or round(seconds) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: wrk runs whole seconds; use e.g. 3s or 10s")
+    return round(seconds)
+
+
+def _seconds0(text: str) -> int:
+    return parse_seconds(text, allow_zero=True)
+
+
+def _seconds_float(text: str) -> float:
+    if text.strip() in ("0", "0s"):
+        return 0.0
+    return parse_duration_ms(text) / 1000.0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``python -m runners`` argument parser."""
+    parser = Parser(prog="python -m runners", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+
+    sw = sub.add_parser("sweep", help="measure a grid of vCPUs x threads x connections")
+    _host_options(sw)
+    _scenario_options(sw)
+    sw.add_argument(
+        "--vcpus",
+        type=parse_int_list,
+        default=(1,),
+        metavar="LIST",
+        help="nginx workers, one pinned CPU each (default 1)",
+    )
+    sw.add_argument(
+        "--threads",
+        type=parse_int_list,
+        default=(1,),
+        metavar="LIST",
+        help="wrk threads per client (default 1)",
+    )
+    sw.add_argument(
+        "--connections",
+        type=parse_int_list,
+        default=(16,),
+        metavar="LIST",
+        help="wrk connections per client (default 16)",
+    )
+    sw.add_argument(
+        "--duration",
+        type=parse_seconds,
+        default=10,
+        metavar="DURATION",
+        help="length of each trial (default 10s)",
+    )
+    sw.add_argument(
+        "--warmup",
+        type=_seconds0,
+        default=1,
+        metavar="DURATION",
+        help="discarded load before each trial (default 1s; 0 for none)",
+    )
+    sw.add_argument(
+        "--cooldown",
+        type=_seconds_float,
+        default=1.0,
+        metavar="DURATION",
+        help="pause after each trial (default 1s)",
+    )
+    sw.add_argument(
+        "--timeout",
+        type=parse_seconds,
+        default=2,
+        metavar="DURATION",
+        help="wrk socket timeout; slower responses count as timeouts (default 2s)",
+    )
+    sw.add_argument(
+        "--sla-p99",
+        type=parse_duration_ms,
+        default=5.0,
+        metavar="DURATION",
+        help="p99 latency a trial must meet (default 5ms)",
+    )
+    sw.add_argument(
+        "--max-error-rate",
+        type=parse_fraction,
+        default=0.01,
+        metavar="FRACTION",
+        help="errors per response above which a trial is invalid (default 1%%)",
+    )
+    sw.add_argument(
+        "--label",
+        default="",
+        help="instance type or free label stored in each row (instance_label)",
+    )
+    sw.add_argument(
+        "--out",
+        default="data/runs",
+        metavar="DIR",
+        help="parent folder of run folders (default data/runs)",
+    )
+    sw.add_argument(
+        "--resume",
+        metavar="RUN_ID",
+        help="continue run RUN_ID in --out, skipping trials already done",
+    )
+    sw.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    sw.add_argument("--quiet", action="store_true", help="no progress line")
+
+    fa = sub.add_parser("facts", help="check tools and print host facts as JSON")
+    _host_options(fa)
+    return parser
+
+
+def _host_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--server",
+        default=None,
+        metavar="HOST",
+        help="local (default), netns:NAME or [user@]host[:port]",
+    )
+    p.add_argument(
+        "--client",
+        action="append",
+        default=None,
+        metavar="HOST",
+        help="load generator host; repeat for several (default local)",
+    )
+    p.add_argument(
+        "--inventory",
+        metavar="FILE",
+        help="TOML file with server, clients, target_address, ssh_config",
+    )
+    p.add_argument(
+        "--target-address",
+        metavar="ADDR",
+        help="address the clients use to reach the server (derived when omitted)",
+    )
+    p.add_argument(
+        "--accept-new-host-keys",
+        action="store_true",
+        help="trust and record SSH host keys not yet in known_hosts",
+    )
+    p.add_argument("--ssh-config", metavar="FILE", help="ssh config file instead of ~/.ssh/config")
+    p.add_argument("--nginx", default="nginx", metavar="PATH", help="nginx binary on the server")
+    p.add_argument("--wrk", default="wrk", metavar="PATH", help="wrk binary on the clients")
+    p.add_argument(
+        "--openssl", default="openssl", metavar="PATH", help="openssl binary on the server"
+    )
+
+
+def _scenario_options(p: argparse.ArgumentParser) -> None:
+    from runners.nginx import SCENARIOS, TLS_KEYS
+
+    p.add_argument("--scenario", choices=SCENARIOS, default="static")
+    p.add_argument("--protocol", choices=("http", "https"), default="http")
+    p.add_argument(
+        "--file-size",
+        type=parse_size,
+        default=None,
+        metavar="SIZE",
+        help="response body, e.g. 0, 1KB, 53KB, 1MB (default 1KB; 1MB for throughput; 0 for cps)",
+    )
+    p.add_argument("--gzip", action="store_true", help="compress responses on the fly")
+    p.add_argument(
+        "--upstreams",
+        type=int,
+        default=1,
+        metavar="N",
+        help="upstream file servers behind the proxy scenarios (default 1)",
+    )
+    p.add_argument(
+        "--tls-key",
+        choices=TLS_KEYS,
+        default="ecdsa",
+        help="self-signed certificate key: ecdsa P-256 (default) or rsa 2048",
+    )
+    p.add_argument(
+        "--nginx-directive",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="extra directive for the http block, e.g. 'ssl_ciphers ...'",
+    )
+
+
+def _hosts(args: argparse.Namespace) -> dict[str, Any]:
+    """Server, clients and SSH options from the arguments and the inventory file."""
+    inv: dict[str, Any] = {}
+    if args.inventory:
+        try:
+            inv = tomllib.loads(Path(args.inventory).read_text())
+        except OSError as exc:
+            raise RunnerError(f"cannot read inventory {args.inventory}: {exc.strerror}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise RunnerError(f"inventory {args.inventory} is not valid TOML: {exc}") from None
+        unknown = set(inv) - {
+            "server",
+            "clients",
+            "target_address",
+            "ssh_config",
+            "accept_new_host_keys",
+        }
+        if unknown:
+            raise RunnerError(f"inventory {args.inventory}: unknown keys {sorted(unknown)}")
+    clients = args.client or inv.get("clients") or ["local"]
+    if isinstance(clients, str):
+        clients = [clients]
+    return {
+        "server": args.server or inv.get("server") or "local",
+        "clients": tuple(clients),
+        "target_address": args.target_address or inv.get("target_address"),
+        "ssh_config": args.ssh_config or inv.get("ssh_config"),
+        "accept_new_host_keys": args.accept_new_host_keys
+        or bool(inv.get("accept_new_host_keys", False)),
+    }
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from runners.sweep import Access, Plan, make_scenario, run_sweep
+
+    hosts = _hosts(args)
+    scenario = make_scenario(
+        args.scenario,
+        args.file_size,
+        protocol=args.protocol,
+        gzip=args.gzip,
+        upstreams=args.upstreams,
+        tls_key=args.tls_key,
+        directives=tuple(args.nginx_directive),
+    )
+    plan = Plan(
+        scenario=scenario,
+        server=hosts["server"],
+        clients=hosts["clients"],
+        vcpus=args.vcpus,
+        threads=args.threads,
+        connections=args.connections,
+        duration_s=args.duration,
+        warmup_s=args.warmup,
+        cooldown_s=args.cooldown,
+        timeout_s=args.timeout,
+        sla_p99_ms=args.sla_p99,
+        max_error_rate=args.max_error_rate,
+        label=args.label,
+        target_address=hosts["target_address"],
+        nginx=args.nginx,
+        wrk=args.wrk,
+        openssl=args.openssl,
+    )
+    access = Access(hosts["accept_new_host_keys"], hosts["ssh_config"])
+    df = run_sweep(
+        plan,
+        args.out,
+        resume=args.resume,
+        access=access,
+        progress=None if args.quiet else sys.stderr,
+    )
+    run_dir = Path(args.out) / str(df["run_id"].iloc[0]) if len(df) else Path(args.out)
+    if args.format == "json":
+        print(df.to_json(orient="records", indent=1))
+    elif args.format == "csv":
+        print(df.to_csv(index=False), end="")
+    else:
+        cols = [
+            "trial_id",
+            "vcpus",
+            "threads",
+            "connections",
+            "rps",
+            "latency_p99_ms",
+            "error_rate",
+            "client_cpu_pct",
+            "server_cpu_pct",
+            "meets_sla",
+            "valid",
+        ]
+        with pd.option_context("display.width", 200, "display.max_columns", 20):
+            print(df[cols].to_string(index=False, float_format=lambda x: f"{x:,.2f}"))
+        bad = df[~df["valid"]]
+        for _, r in bad.iterrows():
+            print(f"invalid {r['trial_id']}: {r['invalid_reason']}")
+        print(f"run folder: {run_dir}")
+    return 0
+
+
+def _facts(args: argparse.Namespace) -> int:
+    from runners.hosts import connect, facts, require_tools
+
+    hosts = _hosts(args)
+    out: dict[str, Any] = {}
+    found: dict[str, dict[str, str]] = {}
+    for role, spec in [("server", hosts["server"])] + [("client", c) for c in hosts["clients"]]:
+        host = connect(
+            spec, accept_new_host_keys=hosts["accept_new_host_keys"], ssh_config=hosts["ssh_config"]
+        )
+        try:
+            tools = [args.nginx, args.openssl, "taskset"] if role == "server" else [args.wrk]
+            info = facts(host, tools)
+        finally:
+            host.close()
+        out.setdefault(host.name, {}).update(info)
+        found.setdefault(host.name, {}).update(info["tools"])
+    print(json.dumps(out, indent=1))
+    require_tools(
+        {h: {t: p for t, p in tools.items() if t != "taskset"} for h, tools in found.items()}
+    )
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    # A terminal closing or `kill` stops a sweep as cleanly as Ctrl-C does.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _raise_interrupt)
+    try:
+        return {"sweep": _sweep, "facts": _facts}[args.command](args)
+    except RunnerError as exc:
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(
+            f"{parser.prog}: interrupted; finished trials are kept in the run folder "
+            "(continue with --resume RUN_ID)",
+            file=sys.stderr,
+        )
+        return 130
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt

@@ -1,0 +1,7 @@
+"""The one exception the runners' command line turns into a one-line message."""
+
+from __future__ import annotations
+
+
+class RunnerError(RuntimeError):
+    """A host, program or trial problem; the message names the host and what to do."""

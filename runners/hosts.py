@@ -1,0 +1,390 @@
+"""Hosts: this machine (``local``), a network namespace on it (``netns:NAME``), or SSH.
+
+Every command is an argv list. Locally it runs without a shell; over SSH it is joined with
+POSIX shell quoting, so a label or path with spaces or metacharacters stays one argument and
+cannot inject anything. Shell snippets are passed as ``sh -c SCRIPT sh ARG...`` with their
+inputs as positional parameters, never pasted into the script.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import socket
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from runners.errors import RunnerError
+
+_SPEC = re.compile(
+    r"^(?:(?P<user>[^@\s:]+)@)?(?P<host>\[[^\]]+\]|[^@\s:\[\]]+)(?::(?P<port>\d+))?$"
+)
+_NETNS = re.compile(r"^netns:(?P<name>[A-Za-z0-9_.-]+)$")
+
+
+@dataclass(frozen=True)
+class HostSpec:
+    """Where a host is: ``local``, ``netns:NAME`` or ``[user@]host[:port]``."""
+
+    kind: str
+    host: str = ""
+    user: str | None = None
+    port: int | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> HostSpec:
+        """Parse a host argument; raise `RunnerError` naming the bad text."""
+        text = text.strip()
+        if text in ("", "local", "localhost-direct"):
+            return cls("local")
+        if m := _NETNS.match(text):
+            return cls("netns", m["name"])
+        m = _SPEC.match(text)
+        if not m:
+            raise RunnerError(f"host {text!r} is not 'local', 'netns:NAME' or '[user@]host[:port]'")
+        port = int(m["port"]) if m["port"] else None
+        if port is not None and not 0 < port < 65536:
+            raise RunnerError(f"host {text!r}: port {port} is outside 1-65535")
+        return cls("ssh", m["host"].strip("[]"), m["user"], port)
+
+    def __str__(self) -> str:
+        if self.kind == "local":
+            return "local"
+        if self.kind == "netns":
+            return f"netns:{self.host}"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        user = f"{self.user}@" if self.user else ""
+        port = f":{self.port}" if self.port else ""
+        return f"{user}{host}{port}"
+
+
+@dataclass
+class Result:
+    """What a command returned."""
+
+    stdout: str
+    stderr: str
+    exited: int
+
+    @property
+    def ok(self) -> bool:
+        """Whether it exited 0."""
+        return self.exited == 0
+
+
+class Host:
+    """A place to run commands. Subclasses implement `_exec`."""
+
+    spec: HostSpec
+
+    @property
+    def name(self) -> str:
+        """The host as the user wrote it."""
+        return str(self.spec)
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float | None = None,
+        check: bool = True,
+        what: str | None = None,
+    ) -> Result:
+        """Run ``argv``; with ``check``, a non-zero exit raises `RunnerError`.
+
+        Parameters
+        ----------
+        argv : sequence of str
+            The program and its arguments.
+        timeout : float, optional
+            Give up after this many seconds [s].
+        check : bool
+            Raise on a non-zero exit.
+        what : str, optional
+            What the command does, for the error message.
+        """
+        result = self._exec(list(argv), timeout)
+        if check and not result.ok:
+            detail = _last_line(result.stderr) or _last_line(result.stdout) or "no output"
+            raise RunnerError(
+                f"{what or shlex.join(argv)} failed on {self.name} (exit {result.exited}): {detail}"
+            )
+        return result
+
+    def sh(
+        self,
+        script: str,
+        *args: str,
+        timeout: float | None = None,
+        check: bool = True,
+        what: str | None = None,
+    ) -> Result:
+        """Run a POSIX shell snippet whose inputs are the positional parameters ``args``."""
+        return self.run(["sh", "-c", script, "sh", *args], timeout=timeout, check=check, what=what)
+
+    def write_text(self, path: str, text: str, mode: int = 0o644) -> None:
+        """Create or replace a text file on the host with the given permission bits."""
+        self.sh(
+            'umask 077; printf "%s" "$1" > "$2" && chmod "$3" "$2"',
+            text,
+            path,
+            f"{mode:o}",
+            what=f"writing {path}",
+        )
+
+    def close(self) -> None:
+        """Release the connection, if any."""
+
+    def _exec(self, argv: list[str], timeout: float | None) -> Result:
+        raise NotImplementedError
+
+
+class LocalHost(Host):
+    """The local machine, or a network namespace on it (``netns:NAME``, via ``ip netns``)."""
+
+    def __init__(self, spec: HostSpec | None = None) -> None:
+        self.spec = spec or HostSpec("local")
+
+    def _exec(self, argv: list[str], timeout: float | None) -> Result:
+        if self.spec.kind == "netns":
+            argv = ["ip", "netns", "exec", self.spec.host, *argv]
+        try:
+            proc = subprocess.run(
+                argv,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+                stdin=subprocess.DEVNULL,
+            )
+        except FileNotFoundError:
+            return Result("", f"{argv[0]}: not found", 127)
+        except subprocess.TimeoutExpired:
+            return Result("", f"timed out after {timeout:g} s", 124)
+        return Result(proc.stdout, proc.stderr, proc.returncode)
+
+
+class SSHHost(Host):
+    """A host reached over SSH through Fabric, with the user's ssh config and keys.
+
+    Unknown host keys are refused unless ``accept_new_host_keys`` (or the ssh config's
+    ``StrictHostKeyChecking accept-new|no``); an accepted key is saved to the user's
+    known_hosts file. A changed key is always refused.
+    """
+
+    def __init__(
+        self,
+        spec: HostSpec,
+        *,
+        accept_new_host_keys: bool = False,
+        ssh_config: str | None = None,
+        connect_timeout: float = 10.0,
+    ) -> None:
+        from fabric import Config, Connection
+
+        self.spec = spec
+        config = Config(runtime_ssh_path=ssh_config) if ssh_config else Config()
+        self.conn = Connection(
+            spec.host,
+            user=spec.user,
+            port=spec.port,
+            config=config,
+            connect_timeout=int(connect_timeout),
+        )
+        ssh_cfg = self.conn.ssh_config
+        strict = str(ssh_cfg.get("stricthostkeychecking", "yes")).lower()
+        accept = accept_new_host_keys or strict in ("no", "accept-new", "off")
+        known = [
+            os.path.expanduser(p)
+            for p in str(ssh_cfg.get("userknownhostsfile", "~/.ssh/known_hosts")).split()
+        ]
+        client = self.conn.client
+        for path in known:
+            if os.path.exists(path):
+                client.load_host_keys(path)
+        client.set_missing_host_key_policy(_HostKeyPolicy(self.name, accept, known[0]))
+        self._open()
+
+    def _open(self) -> None:
+        import paramiko
+
+        target = f"{self.conn.user}@{self.conn.host}:{self.conn.port}"
+        try:
+            self.conn.open()
+        except _UnknownHostKey as exc:
+            raise RunnerError(str(exc)) from None
+        except paramiko.BadHostKeyException:
+            raise RunnerError(
+                f"{self.name}: the host key of {target} has CHANGED since it was recorded in "
+                "known_hosts; refusing to connect (remove the old entry only if you know why)"
+            ) from None
+        except paramiko.AuthenticationException as exc:
+            raise RunnerError(
+                f"{self.name}: authentication as {self.conn.user} failed ({exc}); check the "
+                "key in your ssh config or agent"
+            ) from None
+        except (OSError, paramiko.SSHException, EOFError) as exc:
+            reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+            if isinstance(exc, paramiko.ssh_exception.NoValidConnectionsError):
+                reason = "connection refused"
+            elif isinstance(exc, socket.gaierror):
+                reason = f"cannot resolve host name ({exc.strerror})"
+            raise RunnerError(f"cannot connect to {self.name} ({target}): {reason}") from None
+
+    def _exec(self, argv: list[str], timeout: float | None) -> Result:
+        from invoke.exceptions import CommandTimedOut
+
+        try:
+            r = self.conn.run(
+                shlex.join(argv), hide=True, warn=True, timeout=timeout, in_stream=False
+            )
+        except CommandTimedOut:
+            return Result("", f"timed out after {timeout:g} s", 124)
+        except (OSError, EOFError) as exc:
+            raise RunnerError(f"lost the connection to {self.name}: {exc}") from None
+        return Result(r.stdout, r.stderr, r.exited)
+
+    def close(self) -> None:
+        """Close the SSH connection."""
+        self.conn.close()
+
+
+class _UnknownHostKey(Exception):
+    pass
+
+
+class _HostKeyPolicy:
+    """Refuse unknown host keys, or accept and save them (``accept-new`` semantics)."""
+
+    def __init__(self, name: str, accept: bool, known_hosts: str) -> None:
+        self.name, self.accept, self.known_hosts = name, accept, known_hosts
+
+    def missing_host_key(self, client: Any, hostname: str, key: Any) -> None:
+        fingerprint = key.fingerprint
+        if not self.accept:
+            raise _UnknownHostKey(
+                f"{self.name}: host key for {hostname} is unknown ({fingerprint}, not in "
+                f"{self.known_hosts}); check it and rerun with --accept-new-host-keys to "
+                "trust and record it"
+            )
+        client.get_host_keys().add(hostname, key.get_name(), key)
+        path = Path(self.known_hosts)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with path.open("a") as fh:
+            fh.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
+
+
+def connect(
+    text: str | HostSpec,
+    *,
+    accept_new_host_keys: bool = False,
+    ssh_config: str | None = None,
+) -> Host:
+    """A `Host` for ``local``, ``netns:NAME`` or ``[user@]host[:port]``."""
+    spec = text if isinstance(text, HostSpec) else HostSpec.parse(text)
+    if spec.kind in ("local", "netns"):
+        return LocalHost(spec)
+    return SSHHost(spec, accept_new_host_keys=accept_new_host_keys, ssh_config=ssh_config)
+
+
+# One round trip: resolve the tools and read the facts a run records.
+_FACTS = r"""
+find_tool() {
+  case "$1" in */*) [ -x "$1" ] && echo "$1"; return;; esac
+  p=$(command -v "$1" 2>/dev/null) && { echo "$p"; return; }
+  for d in /usr/sbin /sbin /usr/local/sbin /usr/local/bin /usr/local/nginx/sbin; do
+    [ -x "$d/$1" ] && { echo "$d/$1"; return; }
+  done
+}
+for t in "$@"; do echo "tool.$t=$(find_tool "$t")"; done
+echo "hostname=$(hostname 2>/dev/null || cat /proc/sys/kernel/hostname)"
+echo "kernel=$(uname -r)"
+echo "arch=$(uname -m)"
+echo "cores=$(getconf _NPROCESSORS_ONLN)"
+echo "clk_tck=$(getconf CLK_TCK)"
+echo "cpus_allowed=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)"
+m=$(sed -n 's/^model name[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo | head -n 1)
+[ -n "$m" ] || m=$(lscpu 2>/dev/null | sed -n 's/^Model name:[[:space:]]*//p' | head -n 1)
+echo "cpu_model=$m"
+echo "mem_kb=$(sed -n 's/^MemTotal:[[:space:]]*\([0-9]*\).*/\1/p' /proc/meminfo)"
+for s in net.core.somaxconn net.ipv4.ip_local_port_range net.ipv4.tcp_tw_reuse \
+         net.ipv4.tcp_max_syn_backlog fs.file-max; do
+  f=/proc/sys/$(echo "$s" | tr . /)
+  echo "sysctl.$s=$(tr '\t' ' ' < "$f" 2>/dev/null)"
+done
+echo "nofile=$(ulimit -n)"
+n=$(find_tool nginx); [ -n "$n" ] && echo "nginx_version=$("$n" -v 2>&1 | head -n 1)"
+o=$(find_tool openssl); [ -n "$o" ] && echo "openssl_version=$("$o" version 2>&1 | head -n 1)"
+w=$(find_tool wrk); [ -n "$w" ] && echo "wrk_version=$("$w" -v 2>&1 | head -n 1)"
+echo "user=$(id -un)"
+"""
+
+
+def facts(host: Host, tools: Sequence[str] = ()) -> dict[str, Any]:
+    """Host facts for ``run.json`` and the resolved path of each tool (empty if missing).
+
+    Returns a dict with ``cpu_model``, ``cores``, ``cpus_allowed`` (list of int), ``arch``,
+    ``kernel``, the nginx, OpenSSL and wrk versions, ``sysctl`` (somaxconn, local port range
+    and a few more), and ``tools`` (name -> path or "").
+    """
+    out = host.sh(_FACTS, *tools, what="reading host facts", timeout=30)
+    info: dict[str, Any] = {"host": host.name, "tools": {}, "sysctl": {}}
+    for line in out.stdout.splitlines():
+        key, sep, value = line.partition("=")
+        if not sep:
+            continue
+        if key.startswith("tool."):
+            info["tools"][key[5:]] = value.strip()
+        elif key.startswith("sysctl."):
+            info["sysctl"][key[7:]] = value.strip()
+        else:
+            info[key] = value.strip()
+    info["cores"] = int(info.get("cores") or 1)
+    info["clk_tck"] = int(info.get("clk_tck") or 100)
+    info["cpus_allowed"] = parse_cpu_list(info.get("cpus_allowed", "")) or list(
+        range(info["cores"])
+    )
+    return info
+
+
+def parse_cpu_list(text: str) -> list[int]:
+    """``"0-3,6"`` -> ``[0, 1, 2, 3, 6]``."""
+    cpus: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        lo, _, hi = part.partition("-")
+        cpus.extend(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+def require_tools(found: dict[str, dict[str, str]]) -> None:
+    """Raise one `RunnerError` naming every missing tool on every host.
+
+    Parameters
+    ----------
+    found : dict
+        host name -> tool name -> resolved path ("" when missing).
+    """
+    missing = [
+        f"{tool} on {host}"
+        for host, tools in found.items()
+        for tool, path in tools.items()
+        if not path
+    ]
+    if missing:
+        raise RunnerError(
+            "missing before any load: "
+            + ", ".join(missing)
+            + " (install it, or give its path with --nginx/--wrk/--openssl)"
+        )
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1] if lines else ""

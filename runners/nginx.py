@@ -1,0 +1,606 @@
+"""NGINX scenarios: the nginx.conf for each, and a private nginx deployed on a host.
+
+A `Deployment` owns a prefix directory made with ``mktemp -d`` on the host, its own config,
+pid file, ports, content and TLS key. It never reads, signals or edits any other nginx, and
+`Deployment.teardown` stops its processes (workers too, even when the master was killed) and
+removes the prefix, also after an error or Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from runners.errors import RunnerError
+from runners.hosts import Host
+
+SCENARIOS = ("static", "cps", "reverse_proxy", "api_gateway", "throughput")
+DEFAULT_FILE_BYTES = {
+    "static": 1024,
+    "cps": 0,
+    "reverse_proxy": 1024,
+    "api_gateway": 1024,
+    "throughput": 1024 * 1024,
+}
+TLS_KEYS = ("ecdsa", "rsa")
+KEY_ARGS = {"ecdsa": ("ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"), "rsa": ("rsa:2048",)}
+# A response carries the status line and headers besides the body: nginx sends 200-300 bytes.
+HEADER_BYTES_RANGE = (64, 2048)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """What the server does.
+
+    Attributes
+    ----------
+    name : str
+        ``static``, ``cps`` (one request per connection), ``reverse_proxy``, ``api_gateway``
+        (regex match and URI rewrite, then proxy) or ``throughput`` (large files).
+    protocol : str
+        ``http`` or ``https``.
+    file_bytes : int
+        Response body size [B].
+    gzip : bool
+        Compress responses on the fly (clients send ``Accept-Encoding: gzip``).
+    upstreams : int
+        File servers behind the proxy (proxy scenarios only).
+    tls_key : str
+        ``ecdsa`` (P-256) or ``rsa`` (2048 bits) for the self-signed certificate.
+    directives : tuple of str
+        Extra directives for the ``http`` block, e.g. ``ssl_ciphers ...;``.
+    """
+
+    name: str = "static"
+    protocol: str = "http"
+    file_bytes: int = 1024
+    gzip: bool = False
+    upstreams: int = 1
+    tls_key: str = "ecdsa"
+    directives: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.name not in SCENARIOS:
+            raise RunnerError(f"unknown scenario {self.name!r}; expected one of {SCENARIOS}")
+        if self.protocol not in ("http", "https"):
+            raise RunnerError(f"unknown protocol {self.protocol!r}; expected http or https")
+        if self.tls_key not in TLS_KEYS:
+            raise RunnerError(f"unknown TLS key {self.tls_key!r}; expected ecdsa or rsa")
+        if self.file_bytes < 0:
+            raise RunnerError(f"file size {self.file_bytes} is negative")
+        if self.name == "cps" and self.file_bytes != 0:
+            raise RunnerError("the cps scenario serves a 0-byte response; drop --file-size")
+        if self.upstreams < 1:
+            raise RunnerError(f"--upstreams must be at least 1 (got {self.upstreams})")
+
+    @property
+    def keepalive(self) -> bool:
+        """Whether client connections are reused (all but ``cps``)."""
+        return self.name != "cps"
+
+    @property
+    def proxied(self) -> bool:
+        """Whether the server proxies to upstream file servers."""
+        return self.name in ("reverse_proxy", "api_gateway")
+
+    @property
+    def body_name(self) -> str:
+        """File name of the body under the content root."""
+        return "body.html" if self.gzip else "body.bin"
+
+    @property
+    def path(self) -> str:
+        """The request path clients ask for."""
+        return "/api/v1/body" if self.name == "api_gateway" else f"/{self.body_name}"
+
+    @property
+    def headers(self) -> tuple[str, ...]:
+        """Request headers clients send."""
+        out = []
+        if not self.keepalive:
+            out.append("Connection: close")
+        if self.gzip:
+            out.append("Accept-Encoding: gzip")
+        return tuple(out)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for ``run.json``."""
+        d = asdict(self)
+        d["directives"] = list(self.directives)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Scenario:
+        """Inverse of `to_dict`."""
+        return cls(**{**d, "directives": tuple(d.get("directives", ()))})
+
+
+def response_size_problem(scenario: Scenario, bytes_per_response: float) -> str | None:
+    """Why the bytes read per response do not fit what the scenario serves, or None."""
+    lo, hi = HEADER_BYTES_RANGE
+    body = scenario.file_bytes
+    if scenario.gzip and body > 0:
+        if not lo <= bytes_per_response <= body + hi:
+            return f"response size {bytes_per_response:.0f} B does not fit a gzip of {body} B"
+        if bytes_per_response >= body + lo:
+            return f"response size {bytes_per_response:.0f} B: the body was not compressed"
+        return None
+    if not body + lo <= bytes_per_response <= body + hi:
+        return (
+            f"response size {bytes_per_response:.0f} B is not a {body} B body plus headers "
+            f"({body + lo}-{body + hi} B)"
+        )
+    return None
+
+
+def affinity_masks(cpus: Sequence[int]) -> str:
+    """``worker_cpu_affinity`` masks, one CPU per worker: ``[0, 2]`` -> ``"001 100"``."""
+    width = max(cpus) + 1
+    return " ".join("".join("1" if width - 1 - i == c else "0" for i in range(width)) for c in cpus)
+
+
+def render_conf(
+    scenario: Scenario,
+    *,
+    prefix: str,
+    listen: str,
+    port: int,
+    cpus: Sequence[int],
+    upstream: Sequence[str] = (),
+    user: str | None = None,
+) -> str:
+    """The nginx.conf of the server under test.
+
+    Parameters
+    ----------
+    scenario : Scenario
+        What to serve.
+    prefix : str
+        The deployment's directory on the host (content, key, pid, logs, temp files).
+    listen, port
+        Address and port to listen on.
+    cpus : sequence of int
+        One worker per CPU, pinned with ``worker_cpu_affinity``.
+    upstream : sequence of str
+        ``host:port`` of each upstream file server (proxy scenarios).
+    user : str, optional
+        ``user`` directive (only meaningful when the master runs as root).
+    """
+    https = scenario.protocol == "https"
+    lines = [
+        f"# nginx-sizing: {scenario.name} over {scenario.protocol}, {scenario.file_bytes} B"
+        f"{' gzip' if scenario.gzip else ''}, {len(cpus)} workers on CPUs "
+        + ",".join(map(str, cpus)),
+    ]
+    if user:
+        lines.append(f"user {user};")
+    lines += [
+        f"worker_processes {len(cpus)};",
+        f"worker_cpu_affinity {affinity_masks(cpus)};",
+        "worker_rlimit_nofile 65536;",
+        f"pid {prefix}/nginx.pid;",
+        f"error_log {prefix}/error.log warn;",
+        "events {",
+        "    worker_connections 16384;",
+        "    accept_mutex off;",
+        "}",
+        "http {",
+        *_http_common(prefix, keepalive=scenario.keepalive),
+    ]
+    if scenario.gzip:
+        lines += [
+            "    gzip on;",
+            "    gzip_types *;",
+            "    gzip_min_length 0;",
+            "    gzip_proxied any;",
+        ]
+    if https:
+        lines += [
+            f"    ssl_certificate {prefix}/cert.pem;",
+            f"    ssl_certificate_key {prefix}/key.pem;",
+            "    ssl_protocols TLSv1.2 TLSv1.3;",
+            # Every new connection does a full handshake, as the reference CPS tests did.
+            "    ssl_session_cache off;",
+            "    ssl_session_tickets off;",
+        ]
+    if scenario.proxied:
+        if not upstream:
+            raise RunnerError(f"the {scenario.name} scenario needs upstream servers")
+        lines.append("    upstream backend {")
+        lines += [f"        server {u};" for u in upstream]
+        lines += ["        keepalive 64;", "    }"]
+    lines += [f"    {d.rstrip(';')};" for d in scenario.directives]
+    lines += [
+        "    server {",
+        f"        listen {_hostport(listen, port)}{' ssl' if https else ''} backlog=4096;",
+        f"        root {prefix}/html;",
+    ]
+    proxy = [
+        "proxy_pass http://backend;",
+        "proxy_http_version 1.1;",
+        'proxy_set_header Connection "";',
+    ]
+    if scenario.name == "reverse_proxy":
+        lines += ["        location / {", *(f"            {p}" for p in proxy), "        }"]
+    elif scenario.name == "api_gateway":
+        lines += [
+            r"        location ~ ^/api/(?<api_version>v[0-9]+)/(?<api_item>[a-z0-9_-]+)$ {",
+            f"            rewrite ^ /$api_item.{scenario.body_name.split('.')[-1]} break;",
+            *(f"            {p}" for p in proxy),
+            "        }",
+            "        location / {",
+            "            return 404;",
+            "        }",
+        ]
+    lines += ["    }", "}", ""]
+    return "\n".join(lines)
+
+
+def render_upstream_conf(
+    scenario: Scenario, *, prefix: str, listen: str, ports: Sequence[int], user: str | None
+) -> str:
+    """The nginx.conf of the upstream file servers: one server block per port."""
+    lines = ["# nginx-sizing: upstream file servers for the proxy scenarios"]
+    if user:
+        lines.append(f"user {user};")
+    lines += [
+        f"worker_processes {len(ports)};",
+        "worker_rlimit_nofile 65536;",
+        f"pid {prefix}/nginx.pid;",
+        f"error_log {prefix}/error.log warn;",
+        "events {",
+        "    worker_connections 16384;",
+        "}",
+        "http {",
+        *_http_common(prefix, keepalive=True),
+    ]
+    for port in ports:
+        lines += [
+            "    server {",
+            f"        listen {_hostport(listen, port)} backlog=4096;",
+            f"        root {prefix}/html;",
+            "    }",
+        ]
+    lines += ["}", ""]
+    return "\n".join(lines)
+
+
+def _http_common(prefix: str, *, keepalive: bool) -> list[str]:
+    return [
+        "    access_log off;",
+        "    default_type application/octet-stream;",
+        "    types {",
+        "        text/html html;",
+        "        application/octet-stream bin;",
+        "    }",
+        "    sendfile on;",
+        "    tcp_nopush on;",
+        "    tcp_nodelay on;",
+        f"    keepalive_timeout {'300s' if keepalive else '0'};",
+        "    keepalive_requests 1000000;",
+        "    open_file_cache max=1024 inactive=60s;",
+        "    open_file_cache_valid 80s;",
+        "    open_file_cache_min_uses 1;",
+        *(
+            f"    {kind}_temp_path {prefix}/tmp/{kind};"
+            for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+        ),
+    ]
+
+
+def _hostport(addr: str, port: int) -> str:
+    return f"[{addr}]:{port}" if ":" in addr else f"{addr}:{port}"
+
+
+# The content: random bytes, or hex text that gzip can compress (about 2:1).
+_SETUP = r"""
+set -e
+umask 022
+d=$(mktemp -d "${TMPDIR:-/tmp}/nginx-sizing.XXXXXXXX")
+chmod 755 "$d"
+mkdir -p "$d/html" "$d/tmp"
+if [ "$2" = 1 ]; then
+  od -An -v -tx1 /dev/urandom | tr -d ' \n' | head -c "$1" > "$d/html/$3"
+else
+  head -c "$1" /dev/urandom > "$d/html/$3"
+fi
+echo "$d"
+"""
+
+_CERT = r"""
+set -e
+umask 077
+o=$1 d=$2
+shift 2
+"$o" req -x509 -nodes -keyout "$d/key.pem" -out "$d/cert.pem" -days 7 -subj /CN=nginx-sizing \
+  -newkey "$@" >/dev/null 2>&1 || { echo "openssl could not make a certificate" >&2; exit 1; }
+chmod 600 "$d/key.pem"
+chmod 644 "$d/cert.pem"
+"""
+
+_LISTENING = r"cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk '$4 == \"0A\" {print $2}'"
+
+# Alive: the pid exists and is not a zombie (a container's init may not reap it).
+_ALIVE = r"""
+for p in "$@"; do
+  s=$(sed 's/.*) \(.\).*/\1/' "/proc/$p/stat" 2>/dev/null) || s=
+  if [ -n "$s" ] && [ "$s" != Z ]; then echo "$p"; fi
+done
+"""
+
+_CHILDREN = r"""
+pgrep -P "$1" 2>/dev/null || cat "/proc/$1/task/$1/children" 2>/dev/null | tr ' ' '\n'
+"""
+
+_STOP = r"""
+m=$1; shift
+alive() {
+  s=$(sed 's/.*) \(.\).*/\1/' "/proc/$1/stat" 2>/dev/null) || return 1
+  [ -n "$s" ] && [ "$s" != Z ]
+}
+if [ -n "$m" ] && alive "$m"; then
+  kill -TERM "$m" 2>/dev/null || true
+  i=0
+  while alive "$m" && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+  alive "$m" && kill -KILL "$m" 2>/dev/null
+fi
+for w in "$@"; do
+  if alive "$w" && [ "$(cat "/proc/$w/comm" 2>/dev/null)" = nginx ]; then
+    kill -KILL "$w" 2>/dev/null || true
+  fi
+done
+exit 0
+"""
+
+
+@dataclass
+class NginxProcess:
+    """One running private nginx: its prefix, config path, master and worker pids."""
+
+    prefix: str
+    conf_path: str
+    master: int
+    workers: list[int] = field(default_factory=list)
+
+
+class Deployment:
+    """A private nginx for one scenario on one host (and its upstream file servers).
+
+    Parameters
+    ----------
+    host : Host
+        The server host.
+    scenario : Scenario
+        What to serve.
+    listen : str
+        Address the server listens on (127.0.0.1 when every client is on the same host).
+    nginx, openssl : str
+        Resolved paths of the binaries on the host.
+    run_as_root : bool
+        Whether commands on the host run as root (workers then run as ``nobody``).
+    clk_tck : int
+        The host's clock ticks per second, for CPU time in /proc.
+    """
+
+    def __init__(
+        self,
+        host: Host,
+        scenario: Scenario,
+        *,
+        listen: str = "127.0.0.1",
+        nginx: str = "nginx",
+        openssl: str = "openssl",
+        run_as_root: bool = False,
+        clk_tck: int = 100,
+    ) -> None:
+        self.host, self.scenario, self.listen = host, scenario, listen
+        self.nginx, self.openssl, self.clk_tck = nginx, openssl, clk_tck
+        self.user = _worker_user(host) if run_as_root else None
+        self.prefix: str | None = None
+        self.port: int | None = None
+        self.server: NginxProcess | None = None
+        self.upstream: NginxProcess | None = None
+        self.upstream_ports: list[int] = []
+        self.conf: str = ""
+        self.upstream_conf: str = ""
+        self._all_pids: set[int] = set()
+        self._cpus: tuple[int, ...] = ()
+
+    def setup(self) -> None:
+        """Make the prefix, content and certificate; start the upstream servers if needed."""
+        s = self.scenario
+        out = self.host.sh(
+            _SETUP,
+            str(s.file_bytes),
+            "1" if s.gzip else "0",
+            s.body_name,
+            what="creating the nginx prefix",
+            timeout=120,
+        )
+        self.prefix = out.stdout.strip().splitlines()[-1]
+        if s.protocol == "https":
+            key = KEY_ARGS[s.tls_key]
+            self.host.sh(_CERT, self.openssl, self.prefix, *key, what="making the TLS certificate")
+        if s.proxied:
+            self._start_upstream()
+
+    def _start_upstream(self) -> None:
+        assert self.prefix is not None
+        up = f"{self.prefix}/upstream"
+        self.host.sh(
+            'mkdir -p "$1/tmp" && ln -s ../html "$1/html"', up, what="creating the upstream prefix"
+        )
+        for _ in range(5):
+            self.upstream_ports = self.free_ports(self.scenario.upstreams)
+            self.upstream_conf = render_upstream_conf(
+                self.scenario,
+                prefix=up,
+                listen="127.0.0.1",
+                ports=self.upstream_ports,
+                user=self.user,
+            )
+            proc = self._launch(up, self.upstream_conf, "upstream", len(self.upstream_ports))
+            if proc is not None:
+                self.upstream = proc
+                return
+        raise RunnerError(f"could not find free ports for the upstream servers on {self.host.name}")
+
+    def start(self, cpus: Sequence[int]) -> str:
+        """Start (or restart) the server with one worker pinned to each of ``cpus``.
+
+        Returns the exact nginx.conf used. The config is checked with ``nginx -t`` first.
+        """
+        if self.prefix is None:
+            self.setup()
+        assert self.prefix is not None
+        if self.server is not None and tuple(cpus) == self._cpus and self.alive():
+            return self.conf
+        self.stop_server()
+        upstream = [f"127.0.0.1:{p}" for p in self.upstream_ports]
+        for _ in range(5):
+            self.port = self.free_ports(1)[0]
+            self.conf = render_conf(
+                self.scenario,
+                prefix=self.prefix,
+                listen=self.listen,
+                port=self.port,
+                cpus=cpus,
+                upstream=upstream,
+                user=self.user,
+            )
+            proc = self._launch(self.prefix, self.conf, "server", len(cpus))
+            if proc is not None:
+                self.server, self._cpus = proc, tuple(cpus)
+                return self.conf
+        raise RunnerError(f"could not find a free port for nginx on {self.host.name}")
+
+    def _launch(self, prefix: str, conf: str, role: str, want: int) -> NginxProcess | None:
+        """Write, test and start one nginx; None when its port was taken meanwhile."""
+        conf_path = f"{prefix}/nginx.conf"
+        self.host.write_text(conf_path, conf)
+        test = self.host.run(
+            [self.nginx, "-t", "-q", "-p", prefix, "-c", conf_path], check=False, timeout=60
+        )
+        if not test.ok:
+            raise RunnerError(
+                f"nginx -t rejected the {role} config on {self.host.name}: "
+                + _nginx_message(test.stderr or test.stdout)
+            )
+        run = self.host.run(
+            [self.nginx, "-p", prefix, "-c", conf_path, "-e", f"{prefix}/error.log"],
+            check=False,
+            timeout=60,
+        )
+        if not run.ok:
+            message = _nginx_message(run.stderr or run.stdout)
+            if "Address already in use" in message:
+                return None
+            raise RunnerError(f"nginx ({role}) did not start on {self.host.name}: {message}")
+        master = self._read_pid(prefix)
+        self._all_pids.add(master)
+        workers: list[int] = []
+        for _ in range(100):
+            out = self.host.sh(_CHILDREN, str(master), check=False)
+            workers = [int(p) for p in out.stdout.split() if p.strip().isdigit()]
+            if len(workers) >= want:
+                break
+            time.sleep(0.02)
+        self._all_pids.update(workers)
+        return NginxProcess(prefix, conf_path, master, workers)
+
+    def _read_pid(self, prefix: str) -> int:
+        for _ in range(100):
+            out = self.host.run(["cat", f"{prefix}/nginx.pid"], check=False)
+            if out.ok and out.stdout.strip().isdigit():
+                return int(out.stdout.strip())
+            time.sleep(0.02)
+        raise RunnerError(f"nginx on {self.host.name} wrote no pid file in {prefix}")
+
+    def free_ports(self, n: int) -> list[int]:
+        """``n`` TCP ports in 20000-29999 that nothing on the host listens on."""
+        out = self.host.sh(_LISTENING, check=False)
+        used = {int(h.rsplit(":", 1)[-1], 16) for h in out.stdout.split() if ":" in h}
+        free = [p for p in range(20000, 30000) if p not in used]
+        return random.sample(free, n)
+
+    def pids(self) -> list[int]:
+        """Master and worker pids of the server under test."""
+        if self.server is None:
+            return []
+        return [self.server.master, *self.server.workers]
+
+    def alive(self) -> bool:
+        """Whether the server's master and every worker still run."""
+        pids = self.pids()
+        if not pids:
+            return False
+        out = self.host.sh(_ALIVE, *map(str, pids), check=False)
+        return len(out.stdout.split()) == len(pids)
+
+    def cpu_seconds(self) -> float:
+        """CPU time used so far by the server's master and workers [s]."""
+        pids = self.pids()
+        out = self.host.run(["cat", *(f"/proc/{p}/stat" for p in pids)], check=False)
+        return sum(_stat_ticks(line) for line in out.stdout.splitlines()) / self.clk_tck
+
+    def error_log_tail(self) -> str:
+        """The last line of the server's error log, if any."""
+        if self.prefix is None:
+            return ""
+        out = self.host.run(["tail", "-n", "1", f"{self.prefix}/error.log"], check=False)
+        return out.stdout.strip()
+
+    def stop_server(self) -> None:
+        """Stop the server under test (upstreams keep running)."""
+        if self.server is not None:
+            self.host.sh(_STOP, *map(str, self.pids()), check=False, timeout=30)
+            self.server = None
+
+    def teardown(self) -> None:
+        """Stop every process this deployment started and remove its prefix."""
+        try:
+            if self._all_pids:
+                masters = [p.master for p in (self.server, self.upstream) if p is not None]
+                rest = sorted(self._all_pids - set(masters))
+                for m in masters or [0]:
+                    self.host.sh(
+                        _STOP, str(m) if m else "", *map(str, rest), check=False, timeout=30
+                    )
+            if self.prefix:
+                self.host.run(["rm", "-rf", "--", self.prefix], check=False, timeout=60)
+        finally:
+            self.server = self.upstream = None
+            self.prefix = None
+            self._all_pids.clear()
+
+    def __enter__(self) -> Deployment:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.teardown()
+
+
+def _stat_ticks(line: str) -> int:
+    """Utime + stime from one /proc/PID/stat line [clock ticks]."""
+    fields = line.rpartition(")")[2].split()
+    if len(fields) < 13:
+        return 0
+    return int(fields[11]) + int(fields[12])
+
+
+def _nginx_message(text: str) -> str:
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    for ln in lines:
+        if "[emerg]" in ln or "[alert]" in ln:
+            return ln.split("] ", 1)[-1]
+    return lines[-1] if lines else "no output"
+
+
+def _worker_user(host: Host) -> str:
+    """``nobody`` and its primary group, for workers started by a root master."""
+    out = host.run(["id", "-gn", "nobody"], check=False)
+    group = out.stdout.strip() if out.ok and out.stdout.strip() else "nogroup"
+    return f"nobody {group}"

@@ -1,0 +1,230 @@
+"""Append-only trial store: one folder per run, a row flushed to disk as each trial ends.
+
+``DIR/<run_id>/`` holds
+
+- ``trials.csv``: one row per trial, the columns of `TRIAL_COLUMNS` (units in the names);
+- ``histograms.jsonl``: one line per trial, ``{"trial_id", "clients": {host: [[us, n], ...]}}``,
+  every client's full latency histogram, so that clients merge exactly later;
+- ``run.json``: the plan, host facts, the exact nginx.conf per vCPU count, the command lines
+  and the run's status. It is rewritten atomically (write, then rename).
+
+A crash loses at most the trial in flight: rows are written whole, flushed and fsynced, and a
+torn last line (power loss) is cut off when the run is opened again.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import re
+import secrets
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from runners.errors import RunnerError
+
+TRIAL_COLUMNS = (
+    "run_id",
+    "trial_id",
+    "started_at",
+    "kind",
+    "simulated",
+    "server_host",
+    "client_hosts",
+    "clients",
+    "instance_label",
+    "arch",
+    "cpu_model",
+    "vcpus",
+    "server_cpus",
+    "client_cpus",
+    "placement",
+    "scenario",
+    "protocol",
+    "file_bytes",
+    "gzip",
+    "keepalive",
+    "upstreams",
+    "threads",
+    "connections",
+    "rate_rps",
+    "warmup_s",
+    "duration_s",
+    "requests",
+    "rps",
+    "bytes_per_s",
+    "throughput_gbps",
+    "bytes_per_response",
+    "errors_connect",
+    "errors_read",
+    "errors_write",
+    "errors_status",
+    "errors_timeout",
+    "error_rate",
+    "latency_p50_ms",
+    "latency_p90_ms",
+    "latency_p99_ms",
+    "latency_p999_ms",
+    "latency_max_ms",
+    "latency_mean_ms",
+    "client_cpu_pct",
+    "server_cpu_pct",
+    "sla_p99_ms",
+    "meets_sla",
+    "valid",
+    "invalid_reason",
+)
+
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+
+def new_run_id(label: str = "") -> str:
+    """``YYYYmmddTHHMMSSZ[-label]-xxxx``: sortable by time, unique, safe as a folder name."""
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", label).strip("-")[:40]
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    return "-".join(p for p in (stamp, slug, secrets.token_hex(2)) if p)
+
+
+class RunStore:
+    """The folder of one run. Use `create` for a new run and `open` to resume one."""
+
+    def __init__(self, path: Path, meta: dict[str, Any]) -> None:
+        self.path = path
+        self.meta = meta
+
+    @property
+    def run_id(self) -> str:
+        """The run's id, which is also its folder name."""
+        return str(self.meta["run_id"])
+
+    @property
+    def trials_path(self) -> Path:
+        """``trials.csv``."""
+        return self.path / "trials.csv"
+
+    @property
+    def histograms_path(self) -> Path:
+        """``histograms.jsonl``."""
+        return self.path / "histograms.jsonl"
+
+    @classmethod
+    def create(cls, out: str | os.PathLike[str], meta: Mapping[str, Any]) -> RunStore:
+        """Make ``out/<run_id>/`` with an empty trial table and ``run.json``."""
+        run_id = str(meta["run_id"])
+        if not _RUN_ID.match(run_id):
+            raise RunnerError(f"run id {run_id!r} is not a plain folder name")
+        path = Path(out) / run_id
+        try:
+            path.mkdir(parents=True, exist_ok=False)
+        except FileExistsError:
+            raise RunnerError(f"{path} already exists; use --resume {run_id}") from None
+        except OSError as exc:
+            raise RunnerError(f"cannot create the run folder {path}: {exc.strerror}") from None
+        store = cls(path, dict(meta))
+        with store.trials_path.open("w", newline="") as fh:
+            csv.writer(fh, lineterminator="\n").writerow(TRIAL_COLUMNS)
+        store.histograms_path.touch()
+        store.save_meta()
+        return store
+
+    @classmethod
+    def open(cls, out: str | os.PathLike[str], run_id: str) -> RunStore:
+        """Open ``out/<run_id>/`` to resume it; repairs a torn last line."""
+        if not _RUN_ID.match(run_id):
+            raise RunnerError(f"run id {run_id!r} is not a plain folder name")
+        path = Path(out) / run_id
+        meta_path = path / "run.json"
+        if not meta_path.is_file():
+            raise RunnerError(f"no run {run_id!r} in {out} (no {meta_path})")
+        try:
+            meta = json.loads(meta_path.read_text())
+        except json.JSONDecodeError as exc:
+            raise RunnerError(f"{meta_path} is not valid JSON: {exc}") from None
+        store = cls(path, meta)
+        for p in (store.trials_path, store.histograms_path):
+            _cut_torn_line(p)
+        header = store.trials_path.read_text().partition("\n")[0].split(",")
+        if tuple(header) != TRIAL_COLUMNS:
+            raise RunnerError(f"{store.trials_path} does not have this version's trial columns")
+        return store
+
+    def save_meta(self) -> None:
+        """Write ``run.json`` atomically."""
+        tmp = self.path / "run.json.tmp"
+        tmp.write_text(json.dumps(self.meta, indent=1, sort_keys=False, default=str) + "\n")
+        os.replace(tmp, self.path / "run.json")
+
+    def append(self, row: Mapping[str, Any], histograms: Mapping[str, Any] | None = None) -> None:
+        """Append one trial: its histograms first, then its row, each flushed and fsynced."""
+        unknown = set(row) - set(TRIAL_COLUMNS)
+        if unknown:
+            raise RunnerError(f"unknown trial columns: {sorted(unknown)}")
+        if histograms is not None:
+            line = json.dumps(
+                {"trial_id": row["trial_id"], "clients": histograms}, separators=(",", ":")
+            )
+            _append_line(self.histograms_path, line + "\n")
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="\n").writerow(_cell(row.get(c)) for c in TRIAL_COLUMNS)
+        _append_line(self.trials_path, buf.getvalue())
+
+    def rows(self) -> list[dict[str, str]]:
+        """The trial rows written so far, as strings."""
+        with self.trials_path.open(newline="") as fh:
+            return list(csv.DictReader(fh))
+
+    def histograms(self) -> Iterator[dict[str, Any]]:
+        """Each trial's per-client histograms: ``{"trial_id", "clients": {host: pairs}}``."""
+        with self.histograms_path.open() as fh:
+            for line in fh:
+                if line.strip():
+                    yield json.loads(line)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return ""
+        return f"{value:.6g}" if abs(value) < 1e15 else f"{value:.0f}"
+    if isinstance(value, (list, tuple)):
+        return " ".join(map(str, value))
+    return str(value)
+
+
+def _append_line(path: Path, text: str) -> None:
+    with path.open("a", newline="") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _cut_torn_line(path: Path) -> None:
+    if not path.exists():
+        return
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        with path.open("r+b") as fh:
+            fh.truncate(data.rfind(b"\n") + 1)
+
+
+def load_trials(run_dir: str | os.PathLike[str]) -> Any:
+    """A run folder's ``trials.csv`` as a pandas DataFrame with typed columns."""
+    import pandas as pd
+
+    path = Path(run_dir) / "trials.csv"
+    if not path.is_file():
+        raise RunnerError(f"{run_dir} is not a run folder (no trials.csv)")
+    df = pd.read_csv(path, dtype={"run_id": str, "trial_id": str, "invalid_reason": str})
+    for col in ("simulated", "gzip", "keepalive", "meets_sla", "valid"):
+        if col in df:
+            df[col] = df[col].map({"true": True, "false": False, True: True, False: False})
+    return df

@@ -1,0 +1,244 @@
+"""wrk: command lines, the Lua JSON reporter, output parsing and exact histogram merging.
+
+wrk records latency in one bucket per microsecond, and the shipped reporter (``report.lua``)
+prints every non-empty bucket. Histograms from several load generators therefore merge exactly
+by summing counts per bucket, and fleet percentiles come from the merge, never from one client.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from runners.errors import RunnerError
+
+REPORTER = Path(__file__).with_name("report.lua")
+JSON_MARKER = "NGINX_SIZING_JSON "
+ERROR_KINDS = ("connect", "read", "write", "status", "timeout")
+PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p999": 99.9}
+
+
+@dataclass
+class WrkResult:
+    """One wrk run, or the exact merge of several run side by side.
+
+    Attributes
+    ----------
+    duration_s : float
+        Measured duration [s] (the longest of the merged runs).
+    requests : int
+        Completed requests.
+    bytes : int
+        Bytes read, headers included.
+    errors : dict of str to int
+        Error counters: connect, read, write, status (non-2xx/3xx), timeout.
+    histogram_us : dict of int to int
+        Latency histogram: microseconds -> responses. Empty when parsed from text output.
+    latency_ms : dict of str to float
+        p50, p90, p99, p999, max and mean latency [ms].
+    rps : float
+        Requests per second [1/s], the sum over merged runs.
+    """
+
+    duration_s: float
+    requests: int
+    bytes: int
+    errors: dict[str, int]
+    histogram_us: dict[int, int] = field(default_factory=dict)
+    latency_ms: dict[str, float] = field(default_factory=dict)
+    rps: float = math.nan
+
+    @property
+    def bytes_per_s(self) -> float:
+        """Bytes read per second [B/s]."""
+        return self.bytes / self.duration_s if self.duration_s > 0 else math.nan
+
+    @property
+    def error_count(self) -> int:
+        """All errors of every kind."""
+        return sum(self.errors.values())
+
+
+def command(
+    url: str,
+    *,
+    threads: int,
+    connections: int,
+    duration_s: int,
+    timeout_s: int = 2,
+    headers: Sequence[str] = (),
+    script: str | None = None,
+    cpus: Sequence[int] = (),
+    wrk: str = "wrk",
+) -> list[str]:
+    """The argv of one wrk run, pinned with ``taskset`` when ``cpus`` is given.
+
+    Parameters
+    ----------
+    url : str
+        Target URL.
+    threads, connections : int
+        wrk threads and total open connections (``connections >= threads``).
+    duration_s, timeout_s : int
+        Run length and socket timeout [s]; wrk accepts whole seconds only.
+    headers : sequence of str
+        Extra request headers, e.g. ``"Connection: close"``.
+    script : str, optional
+        Path of a Lua script on the client host.
+    cpus : sequence of int
+        CPUs to pin wrk to; empty for no pinning.
+    wrk : str
+        The wrk binary.
+    """
+    if threads < 1 or connections < threads:
+        raise RunnerError(
+            f"wrk needs threads >= 1 and connections >= threads (got {threads}, {connections})"
+        )
+    argv = [wrk, "-t", str(threads), "-c", str(connections), "-d", f"{duration_s}s"]
+    argv += ["--timeout", f"{timeout_s}s", "--latency"]
+    for header in headers:
+        argv += ["-H", header]
+    if script:
+        argv += ["-s", script]
+    argv.append(url)
+    if cpus:
+        argv = ["taskset", "-c", ",".join(str(c) for c in cpus), *argv]
+    return argv
+
+
+def percentile(histogram_us: Mapping[int, int], p: float) -> float:
+    """The ``p``-th percentile [us] of a histogram, with wrk's own rank rule.
+
+    wrk returns the smallest value whose cumulative count reaches
+    ``round(p / 100 * n + 0.5)`` (C ``round``: halves away from zero).
+    """
+    n = sum(histogram_us.values())
+    if n == 0:
+        return math.nan
+    rank = math.floor(p / 100.0 * n + 0.5 + 0.5)
+    total = 0
+    for value in sorted(histogram_us):
+        total += histogram_us[value]
+        if total >= rank:
+            return float(value)
+    return float(max(histogram_us))
+
+
+def latency_summary(histogram_us: Mapping[int, int]) -> dict[str, float]:
+    """p50, p90, p99, p999, max and mean [ms] of a histogram in microseconds."""
+    n = sum(histogram_us.values())
+    out = {name: percentile(histogram_us, p) / 1000.0 for name, p in PERCENTILES.items()}
+    out["max"] = max(histogram_us) / 1000.0 if n else math.nan
+    out["mean"] = sum(v * c for v, c in histogram_us.items()) / n / 1000.0 if n else math.nan
+    return out
+
+
+def parse_json(text: str) -> WrkResult:
+    """Parse the reporter's JSON line out of a wrk run's standard output."""
+    for line in reversed(text.splitlines()):
+        if line.startswith(JSON_MARKER):
+            break
+    else:
+        raise RunnerError(_no_result_message(text))
+    try:
+        doc = json.loads(line[len(JSON_MARKER) :])
+        hist = {int(v): int(c) for v, c in doc["histogram_us"]}
+        duration_s = doc["duration_us"] / 1e6
+        result = WrkResult(
+            duration_s=duration_s,
+            requests=int(doc["requests"]),
+            bytes=int(doc["bytes"]),
+            errors={k: int(doc["errors"][k]) for k in ERROR_KINDS},
+            histogram_us=hist,
+            rps=doc["requests"] / duration_s if duration_s > 0 else math.nan,
+        )
+    except (ValueError, KeyError, TypeError) as exc:
+        raise RunnerError(f"wrk reporter output is malformed: {exc}") from None
+    result.latency_ms = latency_summary(hist)
+    return result
+
+
+_UNITS_S = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_UNITS_B = {"B": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
+_TIME = r"([0-9.]+)(us|ms|s|m|h)"
+_DONE = re.compile(r"^\s*(\d+) requests in " + _TIME + r", ([0-9.]+)([KMGT]?B) read", re.M)
+_DIST = re.compile(r"^\s*(50|75|90|99|99\.9)%\s+" + _TIME + r"\s*$", re.M)
+_MAX = re.compile(r"^\s*Latency\s+\S+\s+\S+\s+" + _TIME, re.M)
+_AVG = re.compile(r"^\s*Latency\s+" + _TIME, re.M)
+_SOCKET = re.compile(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", re.M)
+_STATUS = re.compile(r"Non-2xx or 3xx responses: (\d+)")
+_RPS = re.compile(r"^Requests/sec:\s+([0-9.]+)", re.M)
+
+
+def parse_text(text: str) -> WrkResult:
+    """Parse wrk's plain output (run with ``--latency``); the result has no histogram."""
+    done = _DONE.search(text)
+    if not done:
+        raise RunnerError(_no_result_message(text))
+    duration_s = float(done.group(2)) * _UNITS_S[done.group(3)]
+    errors = dict.fromkeys(ERROR_KINDS, 0)
+    if m := _SOCKET.search(text):
+        errors.update(
+            zip(("connect", "read", "write", "timeout"), map(int, m.groups()), strict=True)
+        )
+    if m := _STATUS.search(text):
+        errors["status"] = int(m.group(1))
+    latency: dict[str, float] = {}
+    for m in _DIST.finditer(text):
+        latency[
+            {"50": "p50", "75": "p75", "90": "p90", "99": "p99", "99.9": "p999"}[m.group(1)]
+        ] = float(m.group(2)) * _UNITS_S[m.group(3)] * 1000.0
+    if m := _MAX.search(text):
+        latency["max"] = float(m.group(1)) * _UNITS_S[m.group(2)] * 1000.0
+    if m := _AVG.search(text):
+        latency["mean"] = float(m.group(1)) * _UNITS_S[m.group(2)] * 1000.0
+    rps = _RPS.search(text)
+    return WrkResult(
+        duration_s=duration_s,
+        requests=int(done.group(1)),
+        bytes=round(float(done.group(4)) * _UNITS_B[done.group(5)]),
+        errors=errors,
+        latency_ms=latency,
+        rps=float(rps.group(1)) if rps else int(done.group(1)) / duration_s,
+    )
+
+
+def merge(results: Iterable[WrkResult]) -> WrkResult:
+    """Exact merge of wrk runs that ran side by side on several clients.
+
+    Counts, bytes, errors and histogram buckets add up; RPS is the sum of each run's rate;
+    percentiles are recomputed from the merged histogram.
+    """
+    runs = list(results)
+    if not runs:
+        raise RunnerError("nothing to merge: no wrk results")
+    if len(runs) > 1 and any(not r.histogram_us and r.requests for r in runs):
+        raise RunnerError(
+            "cannot merge wrk results without histograms (text output); use the JSON reporter"
+        )
+    hist: dict[int, int] = {}
+    for r in runs:
+        for v, c in r.histogram_us.items():
+            hist[v] = hist.get(v, 0) + c
+    merged = WrkResult(
+        duration_s=max(r.duration_s for r in runs),
+        requests=sum(r.requests for r in runs),
+        bytes=sum(r.bytes for r in runs),
+        errors={k: sum(r.errors[k] for r in runs) for k in ERROR_KINDS},
+        histogram_us=hist,
+        rps=sum(r.rps for r in runs),
+    )
+    merged.latency_ms = latency_summary(hist) if hist else dict(runs[0].latency_ms)
+    return merged
+
+
+def _no_result_message(text: str) -> str:
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    first = lines[0] if lines else "no output"
+    if first.startswith("Usage:"):
+        return "wrk rejected its arguments (it printed its usage)"
+    return f"wrk gave no result: {first}"
