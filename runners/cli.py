@@ -334,8 +334,8 @@ def _facts(args: argparse.Namespace) -> int:
             info = facts(host, tools)
         finally:
             host.close()
-        out.setdefault(host.name, {}).update(info)
         found.setdefault(host.name, {}).update(info["tools"])
+        out[host.name] = {**info, "tools": found[host.name]}
     print(json.dumps(out, indent=1))
     require_tools(
         {h: {t: p for t, p in tools.items() if t != "taskset"} for h, tools in found.items()}

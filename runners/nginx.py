@@ -9,6 +9,7 @@ removes the prefix, also after an error or Ctrl-C.
 from __future__ import annotations
 
 import random
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -595,7 +596,7 @@ def _nginx_message(text: str) -> str:
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     for ln in lines:
         if "[emerg]" in ln or "[alert]" in ln:
-            return ln.split("] ", 1)[-1]
+            return re.sub(r"^\d+#\d+: ", "", ln.split("] ", 1)[-1])
     return lines[-1] if lines else "no output"
 
 

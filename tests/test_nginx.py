@@ -1,0 +1,168 @@
+"""Scenario configs and the private nginx, run for real on this machine."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import signal
+import socket
+import ssl
+import stat
+import subprocess
+import time
+
+import pytest
+
+from runners.errors import RunnerError
+from runners.hosts import LocalHost
+from runners.nginx import Deployment, Scenario, affinity_masks, response_size_problem
+from tests.conftest import live_nginx_pids
+
+ROOT = os.geteuid() == 0
+
+
+def _get(port: int, path: str, https: bool, headers: dict[str, str] | None = None):
+    if https:
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        conn: http.client.HTTPConnection = http.client.HTTPSConnection(
+            "127.0.0.1", port, timeout=5, context=ctx)
+    else:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    conn.request("GET", path, headers=headers or {})
+    resp = conn.getresponse()
+    body = resp.read()
+    conn.close()
+    return resp, body
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        Scenario("static", "http", 1024),
+        Scenario("static", "https", 10 * 1024),
+        Scenario("static", "https", 53 * 1024, gzip=True),
+        Scenario("cps", "http", 0),
+        Scenario("cps", "https", 0, tls_key="rsa"),
+        Scenario("reverse_proxy", "http", 1024, upstreams=2),
+        Scenario("api_gateway", "https", 1024),
+        Scenario("throughput", "http", 1 << 20),
+    ],
+    ids=lambda s: f"{s.name}-{s.protocol}-{s.file_bytes}{'-gzip' if s.gzip else ''}",
+)
+def test_scenario_serves_what_it_says(scenario, leaves_no_nginx):
+    with Deployment(LocalHost(), scenario, run_as_root=ROOT) as dep:
+        conf = dep.start([0])
+        assert "worker_processes 1;" in conf and "worker_cpu_affinity 1;" in conf
+        assert dep.alive() and dep.port
+        headers = {"Accept-Encoding": "gzip"} if scenario.gzip else {}
+        resp, body = _get(dep.port, scenario.path, scenario.protocol == "https", headers)
+        assert resp.status == 200
+        if scenario.gzip:
+            assert resp.getheader("Content-Encoding") == "gzip"
+            assert 0 < len(body) < scenario.file_bytes
+        else:
+            assert len(body) == scenario.file_bytes
+        if not scenario.keepalive:
+            assert resp.getheader("Connection") == "close"
+        if scenario.name == "api_gateway":
+            resp404, _ = _get(dep.port, "/body.bin", scenario.protocol == "https")
+            assert resp404.status == 404
+        if scenario.protocol == "https":
+            key = f"{dep.prefix}/key.pem"
+            assert stat.S_IMODE(os.stat(key).st_mode) == 0o600
+            text = subprocess.run(["openssl", "pkey", "-in", key, "-noout", "-text"],
+                                  capture_output=True, text=True, check=True).stdout
+            expected = "prime256v1" if scenario.tls_key == "ecdsa" else "2048 bit"
+            assert expected in text
+
+
+def test_restart_with_more_workers_pins_each(leaves_no_nginx):
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs 2 CPUs")
+    with Deployment(LocalHost(), Scenario(), run_as_root=ROOT) as dep:
+        dep.start([0])
+        first = dep.pids()
+        conf = dep.start([0, 1])
+        assert "worker_cpu_affinity 01 10;" in conf
+        assert len(dep.server.workers) == 2
+        assert not set(first) & set(dep.pids())
+        for w in dep.server.workers:
+            allowed = os.sched_getaffinity(w)
+            assert len(allowed) == 1
+        assert sorted(next(iter(os.sched_getaffinity(w))) for w in dep.server.workers) == [0, 1]
+
+
+def test_bad_config_is_refused_by_nginx_t(leaves_no_nginx):
+    dep = Deployment(LocalHost(), Scenario(directives=("bogus_directive on",)), run_as_root=ROOT)
+    with pytest.raises(RunnerError) as err, dep:
+        dep.start([0])
+    message = str(err.value)
+    assert message.startswith("nginx -t rejected the server config on local:")
+    assert "bogus_directive" in message and "\n" not in message
+
+
+def test_killed_master_leaves_no_workers(leaves_no_nginx):
+    with Deployment(LocalHost(), Scenario(), run_as_root=ROOT) as dep:
+        dep.start([0])
+        os.kill(dep.server.master, signal.SIGKILL)
+        time.sleep(0.1)
+        assert not dep.alive()
+        assert set(dep.server.workers) <= live_nginx_pids()  # orphans still serve
+
+
+def test_other_nginx_is_left_alone(tmp_path, leaves_no_nginx):
+    """An nginx that is not ours keeps running through a whole deployment."""
+    (tmp_path / "html").mkdir()
+    conf = tmp_path / "nginx.conf"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    conf.write_text(
+        f"pid {tmp_path}/nginx.pid;\nerror_log {tmp_path}/error.log;\n"
+        f"events {{}}\nhttp {{ server {{ listen 127.0.0.1:{port}; }} }}\n"
+    )
+    subprocess.run(["nginx", "-p", str(tmp_path), "-c", str(conf), "-e",
+                    str(tmp_path / "error.log")], check=True)
+    foreign = int((tmp_path / "nginx.pid").read_text())
+    try:
+        with Deployment(LocalHost(), Scenario(), run_as_root=ROOT) as dep:
+            dep.start([0])
+        assert foreign in live_nginx_pids()
+    finally:
+        os.kill(foreign, signal.SIGTERM)
+        for _ in range(100):
+            if foreign not in live_nginx_pids():
+                break
+            time.sleep(0.02)
+
+
+def test_affinity_masks():
+    assert affinity_masks([0]) == "1"
+    assert affinity_masks([0, 1]) == "01 10"
+    assert affinity_masks([1, 3]) == "0010 1000"
+
+
+@pytest.mark.parametrize(
+    ("scenario", "per_response", "ok"),
+    [
+        (Scenario(file_bytes=1024), 1278, True),
+        (Scenario(file_bytes=1024), 300, False),
+        (Scenario(file_bytes=1024), 1024 + 5000, False),
+        (Scenario("cps", file_bytes=0), 170, True),
+        (Scenario(file_bytes=53 * 1024, gzip=True), 30000, True),
+        (Scenario(file_bytes=53 * 1024, gzip=True), 53 * 1024 + 250, False),
+    ],
+)
+def test_response_size_check(scenario, per_response, ok):
+    assert (response_size_problem(scenario, per_response) is None) is ok
+
+
+def test_scenario_validation():
+    with pytest.raises(RunnerError, match="unknown scenario"):
+        Scenario("bogus")
+    with pytest.raises(RunnerError, match="0-byte"):
+        Scenario("cps", file_bytes=10)
+    with pytest.raises(RunnerError, match="upstreams"):
+        Scenario("reverse_proxy", upstreams=0)
