@@ -1,0 +1,143 @@
+"""The runners through Fabric over SSH, to a real sshd the tests start on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from runners import wrk
+from runners.errors import RunnerError
+from runners.hosts import connect
+from runners.store import RunStore
+from runners.sweep import Access, Plan, make_scenario, run_sweep
+from tests.sshd import free_port, keygen, start_sshd
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[1]
+FAST = {"duration_s": 1, "warmup_s": 0, "cooldown_s": 0.0}
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory):
+    server = start_sshd(tmp_path_factory.mktemp("sshd"))
+    yield server
+    server.stop()
+
+
+def client_config(tmp_path: Path, sshd, *, known: bool = True, key: Path | None = None,
+                  host_line: str | None = None) -> Path:
+    """An ssh config for the test sshd with its own known_hosts in ``tmp_path``."""
+    known_hosts = tmp_path / "known_hosts"
+    if known:
+        kind, blob = sshd.host_pub.read_text().split()[:2]
+        known_hosts.write_text(host_line or f"[127.0.0.1]:{sshd.port} {kind} {blob}\n")
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text(f"Host 127.0.0.1\n  IdentityFile {key or sshd.user_key}\n"
+                   f"  UserKnownHostsFile {known_hosts}\n")
+    return cfg
+
+
+def runners_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "runners", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_unknown_host_key_is_refused_then_accepted(tmp_path, sshd):
+    cfg = client_config(tmp_path, sshd, known=False)
+    p = runners_cli("facts", "--server", sshd.spec, "--client", sshd.spec, "--ssh-config",
+                    str(cfg))
+    assert p.returncode == 1
+    assert len(p.stderr.strip().splitlines()) == 1
+    assert "host key for [127.0.0.1]" in p.stderr and "--accept-new-host-keys" in p.stderr
+    assert not (tmp_path / "known_hosts").exists()
+
+    p = runners_cli("facts", "--server", sshd.spec, "--ssh-config", str(cfg),
+                    "--accept-new-host-keys")
+    assert p.returncode == 0, p.stderr
+    recorded = (tmp_path / "known_hosts").read_text().split()
+    assert recorded[0] == f"[127.0.0.1]:{sshd.port}"
+    assert recorded[2] == sshd.host_pub.read_text().split()[1]
+    assert json.loads(p.stdout)[sshd.spec]["tools"]["nginx"]
+
+    p = runners_cli("facts", "--server", sshd.spec, "--ssh-config", str(cfg))
+    assert p.returncode == 0, p.stderr
+
+
+def test_changed_host_key_is_refused(tmp_path, sshd):
+    other = tmp_path / "other"
+    keygen(other)
+    kind, blob = Path(f"{other}.pub").read_text().split()[:2]
+    cfg = client_config(tmp_path, sshd, host_line=f"[127.0.0.1]:{sshd.port} {kind} {blob}\n")
+    with pytest.raises(RunnerError, match="CHANGED"):
+        connect(sshd.spec, ssh_config=str(cfg), accept_new_host_keys=True)
+
+
+def test_refused_user_key(tmp_path, sshd):
+    stranger = tmp_path / "stranger"
+    keygen(stranger)
+    cfg = client_config(tmp_path, sshd, key=stranger)
+    p = runners_cli("facts", "--server", sshd.spec, "--ssh-config", str(cfg))
+    assert p.returncode == 1
+    assert len(p.stderr.strip().splitlines()) == 1
+    assert f"authentication as {sshd.user} failed" in p.stderr
+
+
+def test_unreachable_host(tmp_path, sshd):
+    cfg = client_config(tmp_path, sshd)
+    p = runners_cli("sweep", "--server", f"{sshd.user}@127.0.0.1:{free_port()}",
+                    "--ssh-config", str(cfg), "--out", str(tmp_path), "--quiet")
+    assert p.returncode == 1
+    assert len(p.stderr.strip().splitlines()) == 1
+    assert "cannot connect to" in p.stderr and "connection refused" in p.stderr.lower()
+
+
+def test_remote_arguments_cannot_inject(tmp_path, sshd):
+    host = connect(sshd.spec, ssh_config=str(client_config(tmp_path, sshd)))
+    try:
+        evil = f"a; touch {tmp_path}/pwned $(touch {tmp_path}/pwned2) `id` 'q\" \\n"
+        assert host.run(["echo", evil]).stdout.rstrip("\n") == evil
+        host.write_text(f"{tmp_path}/odd $(name).txt", evil + "\n", 0o600)
+        assert (tmp_path / "odd $(name).txt").read_text() == evil + "\n"
+        assert not (tmp_path / "pwned").exists() and not (tmp_path / "pwned2").exists()
+    finally:
+        host.close()
+
+
+def test_sweep_over_ssh(tmp_path, sshd, leaves_no_nginx):
+    cfg = client_config(tmp_path, sshd)
+    plan = Plan(scenario=make_scenario("static", protocol="https"), server=sshd.spec,
+                clients=(sshd.spec,), connections=(4, 8), label="ssh host", **FAST)
+    df = run_sweep(plan, tmp_path / "runs", access=Access(ssh_config=str(cfg)), progress=None)
+    assert len(df) == 2
+    assert (df["server_host"] == sshd.spec).all() and (df["client_hosts"] == sshd.spec).all()
+    assert (df["requests"] > 10).all() and (df["error_rate"] == 0).all()
+    meta = json.loads(next((tmp_path / "runs").glob("*/run.json")).read_text())
+    assert meta["hosts"]["target_address"] == "127.0.0.1"
+    assert meta["hosts"]["server"]["host"] == sshd.spec
+    assert all(sshd.spec in c["hosts"] for c in meta["commands"])
+    assert not list(Path("/tmp").glob("nginx-sizing-wrk.*"))  # the uploaded script is gone
+
+
+def test_two_clients_merge_exactly(tmp_path, sshd, leaves_no_nginx):
+    cfg = client_config(tmp_path, sshd)
+    plan = Plan(server="local", clients=("local", sshd.spec), target_address="127.0.0.1",
+                connections=(4,), **FAST)
+    df = run_sweep(plan, tmp_path / "runs", access=Access(ssh_config=str(cfg)), progress=None)
+    row = df.iloc[0]
+    assert row["clients"] == 2 and row["client_hosts"] == f"local {sshd.spec}"
+    store = RunStore.open(tmp_path / "runs", row["run_id"])
+    (h,) = list(store.histograms())
+    assert set(h["clients"]) == {"local", sshd.spec}
+    merged = wrk.merge(
+        wrk.WrkResult(1.0, sum(c for _, c in pairs), 0, dict.fromkeys(wrk.ERROR_KINDS, 0),
+                      {int(v): int(c) for v, c in pairs}, rps=0.0)
+        for pairs in h["clients"].values()
+    )
+    assert row["latency_p99_ms"] == pytest.approx(merged.latency_ms["p99"])
+    assert row["latency_p50_ms"] == pytest.approx(merged.latency_ms["p50"])
+    assert merged.requests >= 0.99 * row["requests"]
+    assert all(sum(c for _, c in pairs) > 0 for pairs in h["clients"].values())
