@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import random
 import re
-import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -324,37 +323,67 @@ chmod 644 "$d/cert.pem"
 
 _LISTENING = r"cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk '$4 == \"0A\" {print $2}'"
 
-# Alive: the pid exists and is not a zombie (a container's init may not reap it).
-_ALIVE = r"""
-for p in "$@"; do
-  s=$(sed 's/.*) \(.\).*/\1/' "/proc/$p/stat" 2>/dev/null) || s=
-  if [ -n "$s" ] && [ "$s" != Z ]; then echo "$p"; fi
-done
-"""
-
-_CHILDREN = r"""
-pgrep -P "$1" 2>/dev/null || cat "/proc/$1/task/$1/children" 2>/dev/null | tr ' ' '\n'
-"""
-
-_STOP = r"""
-m=$1; shift
+# Shell helpers: a pid is alive when it exists and is not a zombie (a container's init may
+# never reap it).
+_ALIVE_FN = r"""
 alive() {
   s=$(sed 's/.*) \(.\).*/\1/' "/proc/$1/stat" 2>/dev/null) || return 1
   [ -n "$s" ] && [ "$s" != Z ]
 }
-if [ -n "$m" ] && alive "$m"; then
-  kill -TERM "$m" 2>/dev/null || true
+"""
+
+# Write the config, test it, start nginx, wait for its pid and workers: one round trip.
+_LAUNCH = r"""
+p=$1 conf=$2 nginx=$3 want=$4
+umask 022
+printf '%s' "$5" > "$conf" || exit 1
+out=$("$nginx" -t -q -p "$p" -c "$conf" 2>&1) || { echo TEST_FAILED; echo "$out"; exit 0; }
+out=$("$nginx" -p "$p" -c "$conf" -e "$p/error.log" 2>&1) || {
+  echo START_FAILED; echo "$out"; exit 0; }
+i=0
+while [ ! -s "$p/nginx.pid" ] && [ $i -lt 250 ]; do sleep 0.02; i=$((i+1)); done
+m=$(cat "$p/nginx.pid" 2>/dev/null)
+[ -n "$m" ] || { echo NO_PID; exit 0; }
+i=0
+while :; do
+  w=$(pgrep -P "$m" 2>/dev/null || cat "/proc/$m/task/$m/children" 2>/dev/null)
+  set -- $w
+  if [ $# -ge "$want" ] || [ $i -ge 250 ]; then break; fi
+  sleep 0.02; i=$((i+1))
+done
+echo STARTED "$m" $w
+"""
+
+# Which of the pids are alive, then their /proc stat lines (CPU time): one round trip.
+_SAMPLE = (
+    _ALIVE_FN
+    + r"""
+for p in "$@"; do alive "$p" && echo "ALIVE $p"; done
+for p in "$@"; do cat "/proc/$p/stat" 2>/dev/null; done
+exit 0
+"""
+)
+
+# Stop masters (TERM, then KILL after 5 s), kill leftover workers, remove the prefix.
+_STOP = (
+    _ALIVE_FN
+    + r"""
+dir=$1 masters=$2; shift 2
+for m in $masters; do alive "$m" && kill -TERM "$m" 2>/dev/null; done
+for m in $masters; do
   i=0
   while alive "$m" && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
   alive "$m" && kill -KILL "$m" 2>/dev/null
-fi
+done
 for w in "$@"; do
   if alive "$w" && [ "$(cat "/proc/$w/comm" 2>/dev/null)" = nginx ]; then
-    kill -KILL "$w" 2>/dev/null || true
+    kill -KILL "$w" 2>/dev/null
   fi
 done
+[ -n "$dir" ] && rm -rf -- "$dir"
 exit 0
 """
+)
 
 
 @dataclass
@@ -481,44 +510,30 @@ class Deployment:
     def _launch(self, prefix: str, conf: str, role: str, want: int) -> NginxProcess | None:
         """Write, test and start one nginx; None when its port was taken meanwhile."""
         conf_path = f"{prefix}/nginx.conf"
-        self.host.write_text(conf_path, conf)
-        test = self.host.run(
-            [self.nginx, "-t", "-q", "-p", prefix, "-c", conf_path], check=False, timeout=60
+        out = self.host.sh(
+            _LAUNCH,
+            prefix,
+            conf_path,
+            self.nginx,
+            str(want),
+            conf,
+            what=f"starting nginx ({role})",
+            timeout=120,
         )
-        if not test.ok:
-            raise RunnerError(
-                f"nginx -t rejected the {role} config on {self.host.name}: "
-                + _nginx_message(test.stderr or test.stdout)
-            )
-        run = self.host.run(
-            [self.nginx, "-p", prefix, "-c", conf_path, "-e", f"{prefix}/error.log"],
-            check=False,
-            timeout=60,
-        )
-        if not run.ok:
-            message = _nginx_message(run.stderr or run.stdout)
-            if "Address already in use" in message:
+        lines = out.stdout.strip().splitlines()
+        status = lines[0] if lines else "NO_OUTPUT"
+        detail = _nginx_message("\n".join(lines[1:]))
+        if status == "TEST_FAILED":
+            raise RunnerError(f"nginx -t rejected the {role} config on {self.host.name}: {detail}")
+        if status == "START_FAILED":
+            if "Address already in use" in detail:
                 return None
-            raise RunnerError(f"nginx ({role}) did not start on {self.host.name}: {message}")
-        master = self._read_pid(prefix)
-        self._all_pids.add(master)
-        workers: list[int] = []
-        for _ in range(100):
-            out = self.host.sh(_CHILDREN, str(master), check=False)
-            workers = [int(p) for p in out.stdout.split() if p.strip().isdigit()]
-            if len(workers) >= want:
-                break
-            time.sleep(0.02)
-        self._all_pids.update(workers)
+            raise RunnerError(f"nginx ({role}) did not start on {self.host.name}: {detail}")
+        if not status.startswith("STARTED"):
+            raise RunnerError(f"nginx ({role}) on {self.host.name} wrote no pid file in {prefix}")
+        master, *workers = (int(p) for p in status.split()[1:])
+        self._all_pids.update([master, *workers])
         return NginxProcess(prefix, conf_path, master, workers)
-
-    def _read_pid(self, prefix: str) -> int:
-        for _ in range(100):
-            out = self.host.run(["cat", f"{prefix}/nginx.pid"], check=False)
-            if out.ok and out.stdout.strip().isdigit():
-                return int(out.stdout.strip())
-            time.sleep(0.02)
-        raise RunnerError(f"nginx on {self.host.name} wrote no pid file in {prefix}")
 
     def free_ports(self, n: int) -> list[int]:
         """``n`` TCP ports in 20000-29999 that nothing on the host listens on."""
@@ -533,19 +548,23 @@ class Deployment:
             return []
         return [self.server.master, *self.server.workers]
 
-    def alive(self) -> bool:
-        """Whether the server's master and every worker still run."""
+    def sample(self) -> tuple[bool, float]:
+        """Whether the server's master and every worker run, and their CPU time [s].
+
+        One round trip to the host.
+        """
         pids = self.pids()
         if not pids:
-            return False
-        out = self.host.sh(_ALIVE, *map(str, pids), check=False)
-        return len(out.stdout.split()) == len(pids)
+            return False, 0.0
+        out = self.host.sh(_SAMPLE, *map(str, pids), check=False)
+        lines = out.stdout.splitlines()
+        alive = sum(1 for ln in lines if ln.startswith("ALIVE "))
+        ticks = sum(_stat_ticks(ln) for ln in lines if not ln.startswith("ALIVE "))
+        return alive == len(pids), ticks / self.clk_tck
 
-    def cpu_seconds(self) -> float:
-        """CPU time used so far by the server's master and workers [s]."""
-        pids = self.pids()
-        out = self.host.run(["cat", *(f"/proc/{p}/stat" for p in pids)], check=False)
-        return sum(_stat_ticks(line) for line in out.stdout.splitlines()) / self.clk_tck
+    def alive(self) -> bool:
+        """Whether the server's master and every worker still run."""
+        return self.sample()[0]
 
     def error_log_tail(self) -> str:
         """The last line of the server's error log, if any."""
@@ -557,21 +576,30 @@ class Deployment:
     def stop_server(self) -> None:
         """Stop the server under test (upstreams keep running)."""
         if self.server is not None:
-            self.host.sh(_STOP, *map(str, self.pids()), check=False, timeout=30)
+            self.host.sh(
+                _STOP,
+                "",
+                str(self.server.master),
+                *map(str, self.server.workers),
+                check=False,
+                timeout=30,
+            )
             self.server = None
 
     def teardown(self) -> None:
         """Stop every process this deployment started and remove its prefix."""
         try:
-            if self._all_pids:
-                masters = [p.master for p in (self.server, self.upstream) if p is not None]
-                rest = sorted(self._all_pids - set(masters))
-                for m in masters or [0]:
-                    self.host.sh(
-                        _STOP, str(m) if m else "", *map(str, rest), check=False, timeout=30
-                    )
-            if self.prefix:
-                self.host.run(["rm", "-rf", "--", self.prefix], check=False, timeout=60)
+            masters = [p.master for p in (self.server, self.upstream) if p is not None]
+            rest = sorted(self._all_pids - set(masters))
+            if self.prefix or self._all_pids:
+                self.host.sh(
+                    _STOP,
+                    self.prefix or "",
+                    " ".join(map(str, masters)),
+                    *map(str, rest),
+                    check=False,
+                    timeout=60,
+                )
         finally:
             self.server = self.upstream = None
             self.prefix = None

@@ -249,15 +249,14 @@ class Session:
             spec = HostSpec.parse(c)
             host = self.server if str(spec) == str(server_spec) else self._connect(c)
             hosts.append((c, spec, host))
-        self.server_facts = facts(self.server, server_tools)
+        shares = any(host is self.server for _, _, host in hosts)
+        self.server_facts = facts(
+            self.server, [*server_tools, plan.wrk] if shares else server_tools
+        )
         found = {self.server.name: {t: self.server_facts["tools"][t] for t in server_tools}}
         client_facts = []
         for _, _spec, host in hosts:
-            info = (
-                facts(host, [plan.wrk, "taskset"])
-                if host is not self.server
-                else facts(host, [plan.wrk, "taskset", *server_tools])
-            )
+            info = self.server_facts if host is self.server else facts(host, [plan.wrk, "taskset"])
             client_facts.append(info)
             found.setdefault(host.name, {})[plan.wrk] = info["tools"][plan.wrk]
         require_tools(found)
@@ -294,13 +293,14 @@ class Session:
             self.store.meta["upstream_conf"] = self.deployment.upstream_conf
         for client in self.clients:
             if client.spec.kind == "ssh":
-                out = client.host.run(
-                    ["mktemp", "-d", "/tmp/nginx-sizing-wrk.XXXXXXXX"],
-                    what="making a folder for the wrk script",
+                out = client.host.sh(
+                    'd=$(mktemp -d "${TMPDIR:-/tmp}/nginx-sizing-wrk.XXXXXXXX") && '
+                    'printf "%s" "$1" > "$d/report.lua" && echo "$d"',
+                    wrk.REPORTER.read_text(),
+                    what="copying the wrk script",
                 )
                 client.script_dir = out.stdout.strip()
                 client.script = f"{client.script_dir}/report.lua"
-                client.host.write_text(client.script, wrk.REPORTER.read_text())
             else:
                 client.script = str(wrk.REPORTER)
 
@@ -333,7 +333,7 @@ class Session:
     def configure(self, vcpus: int) -> None:
         """Run nginx with ``vcpus`` pinned workers, and place each client's wrk."""
         assert self.deployment is not None
-        if self._vcpus == vcpus and self.deployment.alive():
+        if self._vcpus == vcpus:
             return
         allowed = self.server_facts["cpus_allowed"]
         self.server_cpus = allowed[:vcpus]
@@ -426,10 +426,11 @@ class Session:
                     )
         argvs = [self._argv(c, threads, connections, seconds, True) for c in self.clients]
         started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        cpu0 = self.deployment.cpu_seconds()
-        outputs = self._run_clients(argvs, seconds)
-        cpu1 = self.deployment.cpu_seconds()
-        if not self.deployment.alive():
+        alive, cpu0 = self.deployment.sample()
+        if alive:
+            outputs = self._run_clients(argvs, seconds)
+            alive, cpu1 = self.deployment.sample()
+        if not alive:
             tail = self.deployment.error_log_tail()
             raise RunnerError(
                 f"nginx on {self.server.name} exited during trial {trial_id}"

@@ -1,0 +1,113 @@
+"""What the runner costs: overhead per trial, and throughput against a bare wrk.
+
+1. Overhead: a sweep of 10-second trials (no warm-up, no cooldown, so every second that is not
+   wrk's measured duration is the runner's own: connecting, host facts, deploying nginx,
+   ``nginx -t``, starting it, CPU sampling, parsing, storing, tearing down). Goal: <= 5% of the
+   wall time locally, <= 10% over SSH (to a test sshd on 127.0.0.1 started here).
+2. Harness cost: the runner's RPS and a bare ``wrk`` at the same settings (same nginx, same
+   pinning), measured alternately in one run. Goal: median ratio >= 0.95.
+
+    .venv/bin/python benchmarks/bench_runner.py [--trials 3] [--pairs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from runners import wrk  # noqa: E402
+from runners.sweep import Access, Plan, Session, make_scenario, open_store, run_sweep  # noqa: E402
+from tests.sshd import start_sshd  # noqa: E402
+
+
+def overhead(plan: Plan, out: Path, access: Access | None = None) -> dict[str, float]:
+    t0 = time.perf_counter()
+    df = run_sweep(plan, out, access=access, progress=None)
+    wall = time.perf_counter() - t0
+    load = float(df["duration_s"].sum())
+    return {"trials": len(df), "wall_s": wall, "load_s": load,
+            "overhead_pct": 100 * (wall - load) / wall,
+            "per_trial_overhead_s": (wall - load) / len(df)}
+
+
+def harness_vs_bare(out: Path, pairs: int, seconds: int) -> dict[str, object]:
+    plan = Plan(scenario=make_scenario("static"), connections=(16,), duration_s=seconds,
+                warmup_s=0, cooldown_s=0.0)
+    plan, store = open_store(plan, out, None)
+    ratios, runner_rps, bare_rps = [], [], []
+    with Session(plan, store) as session:
+        session.configure(1)
+        client = session.clients[0]
+        bare = wrk.command(session.url(), threads=1, connections=16, duration_s=seconds,
+                           cpus=client.cpus)
+        subprocess.run(bare, capture_output=True, check=True)  # warm-up for both
+        for _ in range(pairs):
+            row = session.trial(1, 1, 16)
+            b = wrk.parse_text(subprocess.run(bare, capture_output=True, text=True,
+                                              check=True).stdout)
+            runner_rps.append(row["rps"])
+            bare_rps.append(b.rps)
+            ratios.append(row["rps"] / b.rps)
+    return {"pairs": pairs, "seconds": seconds, "runner_rps": runner_rps, "bare_rps": bare_rps,
+            "ratios": ratios, "median_ratio": statistics.median(ratios),
+            "bare_command": " ".join(bare)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--trials", type=int, default=3, help="10-second trials per sweep")
+    parser.add_argument("--pairs", type=int, default=5, help="runner/bare pairs")
+    parser.add_argument("--pair-seconds", type=int, default=5)
+    args = parser.parse_args()
+    conns = tuple(8 * 2**i for i in range(args.trials))
+    results: dict[str, object] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        plan = Plan(connections=conns, duration_s=10, warmup_s=0, cooldown_s=0.0)
+        results["local"] = overhead(plan, base / "local")
+        sshd = start_sshd(base / "sshd")
+        try:
+            kind, blob = sshd.host_pub.read_text().split()[:2]
+            (base / "kh").write_text(f"[127.0.0.1]:{sshd.port} {kind} {blob}\n")
+            cfg = base / "ssh_config"
+            cfg.write_text(f"Host 127.0.0.1\n  IdentityFile {sshd.user_key}\n"
+                           f"  UserKnownHostsFile {base / 'kh'}\n")
+            ssh_plan = Plan(server=sshd.spec, clients=(sshd.spec,), connections=conns,
+                            duration_s=10, warmup_s=0, cooldown_s=0.0)
+            results["ssh"] = overhead(ssh_plan, base / "ssh", Access(ssh_config=str(cfg)))
+        finally:
+            sshd.stop()
+        results["harness"] = harness_vs_bare(base / "pairs", args.pairs, args.pair_seconds)
+    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text()
+                .splitlines() if ln.startswith("model name")), platform.processor())
+    import os
+
+    results["machine"] = f"{cpu}, {os.cpu_count()} CPUs, {platform.platform()}"
+    out = ROOT / "benchmarks" / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "runner.json").write_text(json.dumps(results, indent=1) + "\n")
+    loc, ssh, h = results["local"], results["ssh"], results["harness"]
+    assert isinstance(loc, dict) and isinstance(ssh, dict) and isinstance(h, dict)
+    print(f"machine: {results['machine']}")
+    for name, r, goal in (("local", loc, 5.0), ("ssh", ssh, 10.0)):
+        print(f"overhead {name}: {r['overhead_pct']:.2f}% of {r['wall_s']:.1f} s wall "
+              f"({r['trials']} x 10 s trials, {r['per_trial_overhead_s']:.2f} s each) "
+              f"goal <= {goal:g}%: {'ok' if r['overhead_pct'] <= goal else 'MISSED'}")
+    print(f"runner/bare wrk RPS: median {h['median_ratio']:.3f} over {h['pairs']} pairs "
+          f"(ratios {', '.join(f'{x:.3f}' for x in h['ratios'])}) goal >= 0.95: "
+          f"{'ok' if h['median_ratio'] >= 0.95 else 'MISSED'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
