@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -22,6 +23,8 @@ def _ip(*args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture
 def two_namespaces():
+    if shutil.which("ip") is None:
+        pytest.skip("no ip command (iproute2) on this machine")
     made = []
     try:
         for ns in (SERVER_NS, CLIENT_NS):

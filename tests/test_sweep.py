@@ -205,3 +205,17 @@ def test_facts_command():
     info = json.loads(p.stdout)["local"]
     assert info["tools"]["wrk"] and info["tools"]["nginx"]
     assert LocalHost().run(["uname", "-r"]).stdout.strip() == info["kernel"]
+
+
+def test_inventory_file(tmp_path):
+    inv = tmp_path / "hosts.toml"
+    inv.write_text('server = "local"\nclients = ["local"]\n')
+    p = runners_cli("facts", "--inventory", str(inv))
+    assert p.returncode == 0, p.stderr
+    assert list(json.loads(p.stdout)) == ["local"]
+    inv.write_text('server = "local"\nclinets = ["local"]\n')
+    p = runners_cli("facts", "--inventory", str(inv))
+    assert p.returncode == 1 and "unknown keys ['clinets']" in p.stderr
+    inv.write_text('server = "local\n')
+    p = runners_cli("facts", "--inventory", str(inv))
+    assert p.returncode == 1 and "not valid TOML" in p.stderr
