@@ -164,6 +164,12 @@ class RunStore:
         unknown = set(row) - set(TRIAL_COLUMNS)
         if unknown:
             raise RunnerError(f"unknown trial columns: {sorted(unknown)}")
+        if bool(row.get("simulated")) != bool(self.meta.get("simulated")):
+            kinds = ("measured", "simulated")
+            raise RunnerError(
+                f"run {self.run_id} holds {kinds[bool(self.meta.get('simulated'))]} trials; "
+                f"a {kinds[bool(row.get('simulated'))]} row cannot join it"
+            )
         if histograms is not None:
             line = json.dumps(
                 {"trial_id": row["trial_id"], "clients": histograms}, separators=(",", ":")

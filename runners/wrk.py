@@ -74,6 +74,7 @@ def command(
     script: str | None = None,
     cpus: Sequence[int] = (),
     wrk: str = "wrk",
+    rate_rps: float | None = None,
 ) -> list[str]:
     """The argv of one wrk run, pinned with ``taskset`` when ``cpus`` is given.
 
@@ -92,13 +93,17 @@ def command(
     cpus : sequence of int
         CPUs to pin wrk to; empty for no pinning.
     wrk : str
-        The wrk binary.
+        The wrk binary (a wrk2 binary when ``rate_rps`` is given).
+    rate_rps : float, optional
+        Constant request rate for wrk2 (``-R``), open loop [1/s].
     """
     if threads < 1 or connections < threads:
         raise RunnerError(
             f"wrk needs threads >= 1 and connections >= threads (got {threads}, {connections})"
         )
     argv = [wrk, "-t", str(threads), "-c", str(connections), "-d", f"{duration_s}s"]
+    if rate_rps is not None:
+        argv += ["-R", str(max(1, round(rate_rps)))]
     argv += ["--timeout", f"{timeout_s}s", "--latency"]
     for header in headers:
         argv += ["-H", header]
@@ -205,6 +210,40 @@ def parse_text(text: str) -> WrkResult:
         latency_ms=latency,
         rps=float(rps.group(1)) if rps else int(done.group(1)) / duration_s,
     )
+
+
+_SPECTRUM_ROW = re.compile(r"^\s*([0-9.]+)\s+([0-9.]+)\s+(\d+)\s+(?:[0-9.]+|inf)\s*$")
+
+
+def parse_wrk2(text: str) -> WrkResult:
+    """Parse wrk2's output with ``--latency``: its HdrHistogram "Detailed Percentile spectrum".
+
+    The spectrum's cumulative counts become a histogram at the spectrum's own resolution
+    (values in ms, 3 decimals, turned into microseconds), so clients still merge by summing.
+    """
+    _, found, spectrum = text.partition("Detailed Percentile spectrum:")
+    if not found:
+        raise RunnerError(
+            "wrk2 output has no 'Detailed Percentile spectrum' (was it run with --latency?)"
+        )
+    summary = parse_text(text)
+    hist: dict[int, int] = {}
+    previous = 0
+    for line in spectrum.splitlines():
+        if line.lstrip().startswith("#["):
+            break
+        m = _SPECTRUM_ROW.match(line)
+        if not m:
+            continue
+        value_us, total = round(float(m.group(1)) * 1000), int(m.group(3))
+        if total > previous:
+            hist[value_us] = hist.get(value_us, 0) + total - previous
+            previous = total
+    if not hist:
+        raise RunnerError("wrk2's percentile spectrum is empty")
+    summary.histogram_us = hist
+    summary.latency_ms = latency_summary(hist)
+    return summary
 
 
 def merge(results: Iterable[WrkResult]) -> WrkResult:
