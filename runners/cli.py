@@ -1,4 +1,4 @@
-"""Command line: ``python -m runners sweep|facts``; each subcommand calls one library function."""
+"""Command line: ``python -m runners sweep|search|facts``; each calls one library function."""
 
 from __future__ import annotations
 
@@ -139,6 +139,104 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sw.add_argument("--format", choices=("table", "json", "csv"), default="table")
     sw.add_argument("--quiet", action="store_true", help="no progress line")
+
+    se = sub.add_parser("search", help="highest RPS under a p99 SLA, per vCPU count")
+    _host_options(se)
+    _scenario_options(se)
+    se.add_argument(
+        "--sla-p99",
+        type=parse_duration_ms,
+        default=5.0,
+        metavar="DURATION",
+        help="p99 latency SLA (default 5ms)",
+    )
+    se.add_argument(
+        "--vcpus",
+        type=parse_int_list,
+        default=(1,),
+        metavar="LIST",
+        help="vCPU counts to search (default 1)",
+    )
+    se.add_argument(
+        "--strategy",
+        choices=("adaptive", "grid", "rate"),
+        default="adaptive",
+        help="adaptive ramp and refinement (default), the full grid, or wrk2 rates",
+    )
+    se.add_argument(
+        "--duration",
+        type=parse_seconds,
+        default=3,
+        metavar="DURATION",
+        help="length of each search trial (default 3s)",
+    )
+    se.add_argument(
+        "--confirm",
+        type=int,
+        default=3,
+        metavar="N",
+        help="confirmation trials at the answer (default 3, at least 3)",
+    )
+    se.add_argument(
+        "--confirm-duration",
+        type=parse_seconds,
+        default=6,
+        metavar="DURATION",
+        help="length of each confirmation trial (default 6s)",
+    )
+    se.add_argument(
+        "--start-connections",
+        type=int,
+        default=None,
+        metavar="N",
+        help="first load of the ramp (default: 4 per thread)",
+    )
+    se.add_argument(
+        "--max-connections",
+        type=int,
+        default=4096,
+        metavar="N",
+        help="most connections per client the search tries (default 4096)",
+    )
+    se.add_argument(
+        "--start-rate",
+        type=float,
+        default=1000.0,
+        metavar="RPS",
+        help="first rate of the wrk2 ramp (default 1000)",
+    )
+    se.add_argument(
+        "--warmup",
+        type=_seconds0,
+        default=1,
+        metavar="DURATION",
+        help="discarded load before each trial (default 1s)",
+    )
+    se.add_argument(
+        "--cooldown",
+        type=_seconds_float,
+        default=1.0,
+        metavar="DURATION",
+        help="pause after each trial (default 1s)",
+    )
+    se.add_argument("--timeout", type=parse_seconds, default=2, metavar="DURATION")
+    se.add_argument("--max-error-rate", type=parse_fraction, default=0.01, metavar="FRACTION")
+    se.add_argument("--seed", type=int, default=1, help="noise seed of --server sim")
+    se.add_argument(
+        "--sim-lambda",
+        type=float,
+        default=None,
+        metavar="RPS",
+        help="simulated capacity of one vCPU (default 74000)",
+    )
+    se.add_argument("--sim-sigma", type=float, default=None, help="simulated USL sigma")
+    se.add_argument("--sim-kappa", type=float, default=None, help="simulated USL kappa")
+    se.add_argument("--wrk2", default="wrk2", metavar="PATH", help="wrk2 binary (rate)")
+    se.add_argument("--label", default="")
+    se.add_argument("--out", default="data/runs", metavar="DIR")
+    se.add_argument("--resume", metavar="RUN_ID", help="continue an interrupted search")
+    se.add_argument("--format", choices=("table", "json"), default="table")
+    se.add_argument("--quiet", action="store_true", help="no line per trial")
 
     fa = sub.add_parser("facts", help="check tools and print host facts as JSON")
     _host_options(fa)
@@ -319,6 +417,133 @@ def _sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def _search(args: argparse.Namespace) -> int:
+    from runners.search import SearchOptions, run_search
+    from runners.sim import SimServer
+    from runners.sweep import Access, Plan, make_scenario
+
+    hosts = _hosts(args)
+    simulated = hosts["server"] == "sim"
+    if simulated and hosts["clients"] != ("local",):
+        raise RunnerError("--server sim simulates its own load generator; drop --client")
+    if not simulated and any(
+        v is not None for v in (args.sim_lambda, args.sim_sigma, args.sim_kappa)
+    ):
+        raise RunnerError("--sim-lambda/--sim-sigma/--sim-kappa need --server sim")
+    scenario = make_scenario(
+        args.scenario,
+        args.file_size,
+        protocol=args.protocol,
+        gzip=args.gzip,
+        upstreams=args.upstreams,
+        tls_key=args.tls_key,
+        directives=tuple(args.nginx_directive),
+    )
+    plan = Plan(
+        scenario=scenario,
+        server="local" if simulated else hosts["server"],
+        clients=hosts["clients"],
+        vcpus=args.vcpus,
+        duration_s=args.duration,
+        warmup_s=0 if simulated else args.warmup,
+        cooldown_s=0.0 if simulated else args.cooldown,
+        timeout_s=args.timeout,
+        sla_p99_ms=args.sla_p99,
+        max_error_rate=args.max_error_rate,
+        label=args.label,
+        target_address=hosts["target_address"],
+        nginx=args.nginx,
+        wrk=args.wrk,
+        openssl=args.openssl,
+        wrk2=args.wrk2,
+    )
+    options = SearchOptions(
+        sla_p99_ms=args.sla_p99,
+        strategy=args.strategy,
+        duration_s=args.duration,
+        confirm=args.confirm,
+        confirm_duration_s=args.confirm_duration,
+        start_connections=args.start_connections,
+        max_connections=args.max_connections,
+        start_rate_rps=args.start_rate,
+    )
+    sim = None
+    if simulated:
+        params = {
+            k: v
+            for k, v in (
+                ("lambda_rps", args.sim_lambda),
+                ("sigma", args.sim_sigma),
+                ("kappa", args.sim_kappa),
+            )
+            if v is not None
+        }
+        sim = SimServer(seed=args.seed, **params)
+    run_id, results = run_search(
+        plan,
+        options,
+        args.out,
+        sim=sim,
+        resume=args.resume,
+        access=Access(hosts["accept_new_host_keys"], hosts["ssh_config"]),
+        progress=None if args.quiet else sys.stderr,
+    )
+    run_dir = Path(args.out) / run_id
+    if args.format == "json":
+        print(
+            json.dumps(
+                {
+                    "run_id": run_id,
+                    "run_dir": str(run_dir),
+                    "results": [r.to_dict() for r in results],
+                },
+                indent=1,
+            )
+        )
+        return 0
+    head = (
+        f"{'vcpus':>5} {'max_rps_under_sla':>18} {'95% CI':>23} {'threads':>7} "
+        f"{'load':>12} {'p99 ms':>7} {'trials':>6} {'load s':>7}  flags"
+    )
+    print(
+        f"{'simulated ' if simulated else ''}{args.strategy} search, p99 <= "
+        f"{args.sla_p99:g} ms, {scenario.name} {scenario.protocol} {scenario.file_bytes} B"
+    )
+    print(head)
+    for r in results:
+        ci = (
+            f"{r.ci95_low:,.0f}-{r.ci95_high:,.0f}"
+            if r.ci95_low is not None and r.ci95_high is not None
+            else "-"
+        )
+        load = (
+            f"rate {r.rate_rps:,.0f}"
+            if r.rate_rps is not None
+            else f"c {r.connections}"
+            if r.connections is not None
+            else "-"
+        )
+        flags = [
+            f
+            for f, on in (
+                ("unconfirmed", not r.confirmed),
+                ("non-monotonic", r.non_monotonic),
+                ("simulated", r.simulated),
+            )
+            if on
+        ]
+        rps = f"{r.max_rps_under_sla:,.0f}" if r.max_rps_under_sla is not None else "none"
+        p99 = f"{r.latency_p99_ms:.2f}" if r.latency_p99_ms is not None else "-"
+        print(
+            f"{r.vcpus:>5} {rps:>18} {ci:>23} {r.threads or '-':>7} {load:>12} {p99:>7} "
+            f"{r.trials:>6} {r.load_seconds:>7.0f}  {' '.join(flags)}"
+        )
+        for note in r.notes:
+            print(f"      note: {note}")
+    print(f"run folder: {run_dir}")
+    return 0
+
+
 def _facts(args: argparse.Namespace) -> int:
     from runners.hosts import connect, facts, require_tools
 
@@ -351,7 +576,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _raise_interrupt)
     try:
-        return {"sweep": _sweep, "facts": _facts}[args.command](args)
+        return {"sweep": _sweep, "search": _search, "facts": _facts}[args.command](args)
     except RunnerError as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return 1

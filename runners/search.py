@@ -19,6 +19,7 @@ the simulated `runners.sim.SimTarget`. Every trial lands in the run's ``trials.c
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import statistics
 from collections.abc import Callable
@@ -97,7 +98,7 @@ class SearchOptions:
     confirm : int
         Confirmation trials at the answer (at least 3).
     start_connections, max_connections : int
-        Where the ramp starts (default: the thread count) and the most it tries, per client.
+        Where the ramp starts (default: 4 per thread) and the most it tries, per client.
     rps_tolerance : float
         Refinement stops when the RPS of the first fail is within this fraction of the pass.
     max_trials : int
@@ -158,8 +159,9 @@ class SearchResult:
         return asdict(self)
 
 
-def _passes(row: dict[str, Any]) -> bool:
-    return bool(row["valid"]) and float(row["latency_p99_ms"]) <= float(row["sla_p99_ms"])
+def _passes(row: dict[str, Any], sla_p99_ms: float | None = None) -> bool:
+    sla = float(row["sla_p99_ms"]) if sla_p99_ms is None else sla_p99_ms
+    return bool(row["valid"]) and float(row["latency_p99_ms"]) <= sla
 
 
 def _ci95(values: list[float]) -> tuple[float, float, float]:
@@ -174,7 +176,9 @@ def _ci95(values: list[float]) -> tuple[float, float, float]:
     return mean, mean - half, mean + half
 
 
-def non_monotonic(rows: list[dict[str, Any]], load_key: str) -> list[str]:
+def non_monotonic(
+    rows: list[dict[str, Any]], load_key: str, sla_p99_ms: float | None = None
+) -> list[str]:
     """Where more load gave clearly lower p99 or RPS, or a pass sits above a fail."""
     notes = []
     by_load: dict[float, list[dict[str, Any]]] = {}
@@ -198,9 +202,11 @@ def non_monotonic(rows: list[dict[str, Any]], load_key: str) -> list[str]:
             notes.append(
                 f"RPS fell from {ra:,.0f} to {rb:,.0f} as connections rose from {a:g} to {b:g}"
             )
-    fails = [k for k in loads if not all(_passes(r) for r in by_load[k])]
+    fails = [k for k in loads if not all(_passes(r, sla_p99_ms) for r in by_load[k])]
     passes_above = [
-        k for k in loads if fails and k > min(fails) and all(_passes(r) for r in by_load[k])
+        k
+        for k in loads
+        if fails and k > min(fails) and all(_passes(r, sla_p99_ms) for r in by_load[k])
     ]
     if passes_above:
         notes.append(
@@ -238,13 +244,13 @@ def search(
         return _finish_grid(target, vcpus, options, rows, run, threads, scenario, simulated)
     rate = options.strategy == "rate"
     load_key = "rate_rps" if rate else "connections"
-    load = float(options.start_rate_rps if rate else (options.start_connections or threads))
+    load = float(options.start_rate_rps if rate else (options.start_connections or 4 * threads))
     top = math.inf if rate else float(options.max_connections)
     lo: dict[str, Any] | None = None
     hi: dict[str, Any] | None = None
     while len(rows) < options.max_trials:
         row = run(threads, load, "search-ramp")
-        if not _passes(row):
+        if not _passes(row, options.sla_p99_ms):
             hi = row
             break
         lo = row
@@ -270,7 +276,7 @@ def search(
         if nxt <= a or nxt >= b:
             break
         row = run(threads, nxt, "search-refine")
-        if _passes(row):
+        if _passes(row, options.sla_p99_ms):
             lo = row
         else:
             hi = row
@@ -280,7 +286,9 @@ def search(
             "reached, so the answer is a lower bound"
         )
     # Confirm at the answer; step back to the next passing load if most confirmations fail.
-    candidates = sorted({float(r[load_key]) for r in rows if _passes(r)}, reverse=True)
+    candidates = sorted(
+        {float(r[load_key]) for r in rows if _passes(r, options.sla_p99_ms)}, reverse=True
+    )
     confirms: list[dict[str, Any]] = []
     chosen = None
     for step, answer in enumerate(candidates[:3]):
@@ -289,7 +297,7 @@ def search(
             for _ in range(options.confirm)
         ]
         confirms, chosen = batch, answer
-        if sum(_passes(r) for r in batch) * 2 > len(batch):
+        if sum(_passes(r, options.sla_p99_ms) for r in batch) * 2 > len(batch):
             break
         notes.append(
             f"confirmation at {load_key} {answer:g} failed in most repeats; "
@@ -328,12 +336,14 @@ def _finish_grid(
         for c in conns:
             if c >= t:
                 run(t, c, "grid")
-    passing = [r for r in rows if _passes(r)]
+    passing = [r for r in rows if _passes(r, options.sla_p99_ms)]
     notes = []
     for t in sorted({int(r["threads"]) for r in rows}):
         notes += [
             f"threads {t}: {n}"
-            for n in non_monotonic([r for r in rows if int(r["threads"]) == t], "connections")
+            for n in non_monotonic(
+                [r for r in rows if int(r["threads"]) == t], "connections", options.sla_p99_ms
+            )
         ]
     if not passing:
         return _result(
@@ -378,8 +388,9 @@ def _result(
     rate = options.strategy == "rate"
     key = "rate_rps" if rate else "connections"
     if not grid:
-        notes = non_monotonic([r for r in rows if r["kind"] != "search-confirm"], key) + notes
-    passing = [r for r in confirms if _passes(r)]
+        searched = [r for r in rows if r["kind"] != "search-confirm"]
+        notes = non_monotonic(searched, key, options.sla_p99_ms) + notes
+    passing = [r for r in confirms if _passes(r, options.sla_p99_ms)]
     if confirms and passing:
         mean, low, high = _ci95([float(r["rps"]) for r in confirms])
         p99 = statistics.median(float(r["latency_p99_ms"]) for r in confirms)
@@ -409,3 +420,211 @@ def _result(
         trial_ids=[str(r["trial_id"]) for r in rows],
         simulated=simulated,
     )
+
+
+class _Replay:
+    """A target that answers from a resumed run's rows before measuring anything new.
+
+    The strategies are deterministic given the answers they see, so replaying the stored rows
+    in order brings a resumed search back to where it stopped.
+    """
+
+    def __init__(self, target: Any, stored: list[dict[str, str]]) -> None:
+        self.target = target
+        self.stored: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+        for r in stored:
+            row = _typed(r)
+            self.stored.setdefault(_key(row), []).append(row)
+        self.seen: dict[tuple[Any, ...], int] = {}
+
+    def max_threads(self, vcpus: int) -> int:
+        return int(self.target.max_threads(vcpus))
+
+    def trial(
+        self,
+        vcpus: int,
+        threads: int,
+        connections: int,
+        *,
+        duration_s: int = 10,
+        kind: str = "sweep",
+        rate_rps: float | None = None,
+    ) -> dict[str, Any]:
+        key = (vcpus, threads, connections, None if rate_rps is None else round(rate_rps), kind)
+        n = self.seen.get(key, 0)
+        self.seen[key] = n + 1
+        old = self.stored.get(key, [])
+        if n < len(old):
+            note = getattr(self.target, "replayed", None)
+            if note is not None:
+                note(vcpus, threads, connections, rate_rps)
+            return old[n]
+        row: dict[str, Any] = self.target.trial(
+            vcpus, threads, connections, duration_s=duration_s, kind=kind, rate_rps=rate_rps
+        )
+        return row
+
+
+def _key(row: dict[str, Any]) -> tuple[Any, ...]:
+    rate = row.get("rate_rps")
+    return (
+        int(row["vcpus"]),
+        int(row["threads"]),
+        int(row["connections"]),
+        None
+        if rate in (None, "") or (isinstance(rate, float) and math.isnan(rate))
+        else round(float(rate)),
+        row["kind"],
+    )
+
+
+def _typed(row: dict[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in row.items():
+        if v in ("true", "false"):
+            out[k] = v == "true"
+        elif k in ("run_id", "trial_id", "kind", "invalid_reason", "started_at"):
+            out[k] = v
+        else:
+            try:
+                out[k] = float(v) if v != "" else None
+            except ValueError:
+                out[k] = v
+    return out
+
+
+def run_search(
+    plan: Any,
+    options: SearchOptions,
+    out: Any = "data/runs",
+    *,
+    sim: Any = None,
+    resume: str | None = None,
+    access: Any = None,
+    progress: Any = None,
+) -> tuple[str, list[SearchResult]]:
+    """Search every vCPU count of ``plan`` and store all trials in one run folder.
+
+    Parameters
+    ----------
+    plan : runners.sweep.Plan
+        Hosts, scenario, vCPU counts, trial timing; its threads and connections are unused.
+    options : SearchOptions
+        Strategy and SLA.
+    out : path
+        Parent folder of run folders.
+    sim : runners.sim.SimServer, optional
+        Search the simulated server instead of real hosts (rows say ``simulated=true``).
+    resume : str, optional
+        Run id of an interrupted search to continue; stored trials are replayed, not rerun.
+    access : runners.sweep.Access, optional
+        SSH options.
+    progress : file, optional
+        Where one line per trial goes.
+
+    Returns
+    -------
+    run_id, results
+        The run's id and one `SearchResult` per vCPU count.
+    """
+    import time
+
+    from runners.sim import SimTarget
+    from runners.store import RunStore, new_run_id
+    from runners.sweep import Session
+
+    if options.sla_p99_ms != plan.sla_p99_ms:
+        raise RunnerError("the plan's SLA and the search's SLA differ")
+    meta_plan = {
+        "plan": plan.to_dict(),
+        "search": asdict(options),
+        "sim": sim.to_dict() if sim is not None else None,
+    }
+    if resume is None:
+        meta = {
+            "run_id": new_run_id(plan.label or ("sim" if sim else "")),
+            "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "status": "running",
+            "simulated": sim is not None,
+            **meta_plan,
+        }
+        store = RunStore.create(out, meta)
+    else:
+        store = RunStore.open(out, resume)
+        wanted = json.loads(json.dumps(meta_plan))
+        if {k: store.meta.get(k) for k in wanted} != wanted:
+            raise RunnerError(
+                f"run {resume} was a search with other settings; resume it with the same "
+                "options, or start a new one"
+            )
+    results: list[SearchResult] = []
+
+    class _Log:
+        def __init__(self, target: Any) -> None:
+            self.target, self.n = target, 0
+
+        def max_threads(self, vcpus: int) -> int:
+            return int(self.target.max_threads(vcpus))
+
+        def trial(self, *a: Any, **kw: Any) -> dict[str, Any]:
+            row: dict[str, Any] = self.target.trial(*a, **kw)
+            self.n += 1
+            if progress is not None:
+                load = (
+                    f"rate {row['rate_rps']:,.0f}"
+                    if options.strategy == "rate"
+                    else f"t{int(row['threads'])} c{int(row['connections'])}"
+                )
+                verdict = (
+                    "pass"
+                    if _passes(row, options.sla_p99_ms)
+                    else ("invalid" if not row["valid"] else "over SLA")
+                )
+                print(
+                    f"[v{int(row['vcpus'])} {row['kind']} #{self.n}] {load}: "
+                    f"{float(row['rps']):,.0f} rps, p99 {float(row['latency_p99_ms']):.2f} "
+                    f"ms, {verdict}",
+                    file=progress,
+                    flush=True,
+                )
+            return row
+
+    def go(target: Any) -> None:
+        replay = _Replay(target, [r for r in store.rows()])
+        logged = _Log(replay)
+        for v in plan.vcpus:
+            results.append(
+                search(logged, v, options, scenario=plan.scenario.name, simulated=sim is not None)
+            )
+            store.meta["search_results"] = [r.to_dict() for r in results]
+            store.save_meta()
+
+    try:
+        if sim is not None:
+            go(
+                SimTarget(
+                    sim,
+                    store,
+                    plan.scenario,
+                    options.sla_p99_ms,
+                    plan.label,
+                    plan.max_error_rate,
+                    plan.saturation,
+                )
+            )
+        else:
+            with Session(
+                plan, store, access=access, log=progress, rate=options.strategy == "rate"
+            ) as session:
+                go(session)
+    except KeyboardInterrupt:
+        store.meta["status"] = "interrupted"
+        raise
+    except BaseException as exc:
+        store.meta["status"] = f"failed: {exc}"
+        raise
+    else:
+        store.meta["status"] = "complete"
+    finally:
+        store.save_meta()
+    return store.run_id, results

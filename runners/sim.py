@@ -149,6 +149,13 @@ class SimTarget:
         """Threads the load generator can run without sharing CPUs."""
         return self.sim.client_cpus
 
+    def replayed(
+        self, vcpus: int, threads: int, connections: int, rate_rps: float | None = None
+    ) -> None:
+        """Count a trial a resumed search took from the stored rows (keeps the noise in step)."""
+        key = (vcpus, threads, connections, rate_rps)
+        self._repeats[key] = self._repeats.get(key, 0) + 1
+
     def trial(
         self,
         vcpus: int,

@@ -200,7 +200,7 @@ def _cell(value: Any) -> str:
     if isinstance(value, float):
         if not math.isfinite(value):
             return ""
-        return f"{value:.6g}" if abs(value) < 1e15 else f"{value:.0f}"
+        return f"{value:.12g}"
     if isinstance(value, (list, tuple)):
         return " ".join(map(str, value))
     return str(value)

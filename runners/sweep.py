@@ -57,8 +57,9 @@ class Plan:
         Instance type or free label stored in each row (``instance_label``).
     target_address : str, optional
         Address the clients use to reach the server; derived from the hosts when omitted.
-    nginx, wrk, openssl : str
-        Binaries on the hosts (names looked up on PATH and in the sbin folders, or paths).
+    nginx, wrk, openssl, wrk2 : str
+        Binaries on the hosts (names looked up on PATH and in the sbin folders, or paths);
+        wrk2 is needed only for constant-rate trials.
     """
 
     scenario: Scenario = field(default_factory=Scenario)
@@ -79,6 +80,7 @@ class Plan:
     nginx: str = "nginx"
     wrk: str = "wrk"
     openssl: str = "openssl"
+    wrk2: str = "wrk2"
 
     def __post_init__(self) -> None:
         for name in ("vcpus", "threads", "connections"):
@@ -188,6 +190,7 @@ class _Client:
     wrk: str
     script: str
     script_dir: str | None = None
+    wrk2: str = ""
     cpus: list[int] = field(default_factory=list)
 
 
@@ -205,8 +208,10 @@ class Session:
         *,
         access: Access | None = None,
         log: IO[str] | None = None,
+        rate: bool = False,
     ) -> None:
         self.plan, self.store = plan, store
+        self.rate = rate
         self.access = access or Access()
         self.log = log
         self.server: Host | None = None
@@ -249,19 +254,34 @@ class Session:
             spec = HostSpec.parse(c)
             host = self.server if str(spec) == str(server_spec) else self._connect(c)
             hosts.append((c, spec, host))
+        client_tools = [plan.wrk, plan.wrk2] if self.rate else [plan.wrk]
         shares = any(host is self.server for _, _, host in hosts)
         self.server_facts = facts(
-            self.server, [*server_tools, plan.wrk] if shares else server_tools
+            self.server, [*server_tools, *client_tools] if shares else server_tools
         )
         found = {self.server.name: {t: self.server_facts["tools"][t] for t in server_tools}}
         client_facts = []
         for _, _spec, host in hosts:
-            info = self.server_facts if host is self.server else facts(host, [plan.wrk, "taskset"])
+            info = (
+                self.server_facts
+                if host is self.server
+                else facts(host, [*client_tools, "taskset"])
+            )
             client_facts.append(info)
-            found.setdefault(host.name, {})[plan.wrk] = info["tools"][plan.wrk]
+            for tool in client_tools:
+                found.setdefault(host.name, {})[tool] = info["tools"][tool]
         require_tools(found)
         for (_, spec, host), info in zip(hosts, client_facts, strict=True):
-            self.clients.append(_Client(host, spec, info, info["tools"][plan.wrk], ""))
+            self.clients.append(
+                _Client(
+                    host,
+                    spec,
+                    info,
+                    info["tools"][plan.wrk],
+                    "",
+                    wrk2=info["tools"].get(plan.wrk2, "") if self.rate else "",
+                )
+            )
         self.target = self._target_address(server_spec)
         too_many = [v for v in plan.vcpus if v > len(self.server_facts["cpus_allowed"])]
         if too_many:
@@ -356,6 +376,11 @@ class Session:
         self.store.save_meta()
         self._vcpus = vcpus
 
+    def max_threads(self, vcpus: int) -> int:
+        """Threads per wrk client that fit the CPUs each client has for itself."""
+        self.configure(vcpus)
+        return max(1, min(len(c.cpus) or int(c.facts["cores"]) for c in self.clients))
+
     # -- one trial --------------------------------------------------------------------------
     def url(self) -> str:
         """The URL the clients load."""
@@ -367,8 +392,26 @@ class Session:
         )
 
     def _argv(
-        self, client: _Client, threads: int, connections: int, seconds: int, script: bool
+        self,
+        client: _Client,
+        threads: int,
+        connections: int,
+        seconds: int,
+        script: bool,
+        rate_rps: float | None = None,
     ) -> list[str]:
+        if rate_rps is not None:
+            return wrk.command(
+                self.url(),
+                threads=threads,
+                connections=connections,
+                duration_s=seconds,
+                timeout_s=self.plan.timeout_s,
+                headers=self.plan.scenario.headers,
+                cpus=client.cpus,
+                wrk=client.wrk2,
+                rate_rps=rate_rps / len(self.clients),
+            )
         return wrk.command(
             self.url(),
             threads=threads,
@@ -402,8 +445,12 @@ class Session:
         *,
         duration_s: int | None = None,
         kind: str = "sweep",
+        rate_rps: float | None = None,
     ) -> dict[str, Any]:
         """Measure one setting; append and return its row.
+
+        With ``rate_rps``, wrk2 drives a constant rate (open loop) and its percentile spectrum
+        is parsed; the trial is invalid when the achieved rate is under 95% of it.
 
         Raises `RunnerError` if nginx dies or no client could produce a result; the rows of
         earlier trials are already on disk.
@@ -415,7 +462,10 @@ class Session:
         self._seq += 1
         trial_id = f"{self.store.run_id}-{self._seq:04d}"
         if plan.warmup_s > 0:
-            warm = [self._argv(c, threads, connections, plan.warmup_s, False) for c in self.clients]
+            warm = [
+                self._argv(c, threads, connections, plan.warmup_s, False, rate_rps)
+                for c in self.clients
+            ]
             for (out, err, code), client in zip(
                 self._run_clients(warm, plan.warmup_s), self.clients, strict=True
             ):
@@ -424,7 +474,7 @@ class Session:
                         f"wrk on {client.host.name}: "
                         + wrk._no_result_message(err or out).removeprefix("wrk gave no result: ")
                     )
-        argvs = [self._argv(c, threads, connections, seconds, True) for c in self.clients]
+        argvs = [self._argv(c, threads, connections, seconds, True, rate_rps) for c in self.clients]
         started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         alive, cpu0 = self.deployment.sample()
         if alive:
@@ -439,7 +489,7 @@ class Session:
         results = []
         for (out, err, _), client in zip(outputs, self.clients, strict=True):
             try:
-                results.append(wrk.parse_json(out))
+                results.append(wrk.parse_wrk2(out) if rate_rps else wrk.parse_json(out))
             except RunnerError as exc:
                 detail = str(exc) if "Usage" not in out else "wrk rejected its arguments"
                 if err.strip():
@@ -466,6 +516,7 @@ class Session:
             client_pcts,
             100.0 * (cpu1 - cpu0) / merged.duration_s,
             saturated,
+            rate_rps,
         )
         self.store.append(
             row,
@@ -500,6 +551,7 @@ class Session:
         client_pcts: list[float],
         server_pct: float,
         saturated: list[str],
+        rate_rps: float | None = None,
     ) -> dict[str, Any]:
         plan, sc = self.plan, self.plan.scenario
         assert self.server is not None
@@ -514,6 +566,8 @@ class Session:
             reasons.append(problem)
         if saturated:
             reasons.append("load generator saturated: " + ", ".join(saturated))
+        if rate_rps is not None and m.rps < 0.95 * rate_rps:
+            reasons.append(f"achieved {m.rps:.0f} of the {rate_rps:.0f} rps asked")
         p99 = m.latency_ms.get("p99", math.nan)
         valid = not reasons
         placements = {c.host.name: c for c in self.clients}
@@ -543,7 +597,7 @@ class Session:
             "upstreams": sc.upstreams if sc.proxied else None,
             "threads": threads,
             "connections": connections,
-            "rate_rps": None,
+            "rate_rps": rate_rps,
             "warmup_s": plan.warmup_s,
             "duration_s": m.duration_s,
             "requests": m.requests,

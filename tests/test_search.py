@@ -1,0 +1,228 @@
+"""SLA search strategies on the simulated server, wrk2 parsing, and the search CLI."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from runners import wrk
+from runners.errors import RunnerError
+from runners.search import SearchOptions, _passes, non_monotonic, run_search, search
+from runners.sim import SimServer, SimTarget
+from runners.store import RunStore, load_trials
+from runners.sweep import Plan
+
+ROOT = Path(__file__).resolve().parents[1]
+WRK2 = Path(__file__).parent / "data" / "wrk2" / "readme-example.txt"
+
+
+def sim_target(tmp_path, seed=1, name="r", **sim):
+    store = RunStore.create(tmp_path, {"run_id": f"{name}{seed}", "simulated": True, "plan": {}})
+    return SimTarget(SimServer(seed=seed, **sim), store)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
+def test_adaptive_matches_grid_in_a_quarter_of_the_trials(tmp_path, seed):
+    grid = search(sim_target(tmp_path, seed, "g"), 4, SearchOptions(strategy="grid"))
+    adaptive = search(sim_target(tmp_path, seed, "a"), 4, SearchOptions())
+    assert adaptive.max_rps_under_sla == pytest.approx(grid.max_rps_under_sla, rel=0.03)
+    assert adaptive.trials <= 0.25 * grid.trials
+    assert adaptive.confirmed and adaptive.latency_p99_ms <= 5.0
+    assert adaptive.ci95_low < adaptive.max_rps_under_sla < adaptive.ci95_high
+    assert adaptive.load_seconds < grid.load_seconds
+
+
+def test_search_is_deterministic_per_seed(tmp_path):
+    a = search(sim_target(tmp_path, 3, "x"), 2, SearchOptions())
+    b = search(sim_target(tmp_path, 3, "y"), 2, SearchOptions())
+    c = search(sim_target(tmp_path, 4, "z"), 2, SearchOptions())
+    assert a.max_rps_under_sla == b.max_rps_under_sla
+    assert a.max_rps_under_sla != c.max_rps_under_sla
+
+
+def test_every_trial_lands_in_the_run(tmp_path):
+    target = sim_target(tmp_path)
+    result = search(target, 4, SearchOptions())
+    df = load_trials(target.store.path)
+    assert len(df) == result.trials == len(result.trial_ids)
+    assert df["simulated"].all()
+    assert (df["kind"] == "search-confirm").sum() == 3
+    assert set(df["kind"]) >= {"search-ramp", "search-confirm"}
+
+
+def test_rate_strategy_on_the_simulator(tmp_path):
+    target = sim_target(tmp_path)
+    result = search(target, 4, SearchOptions(strategy="rate"))
+    capacity = target.sim.capacity(4)
+    assert 0.95 * capacity <= result.max_rps_under_sla <= 1.01 * capacity
+    assert result.rate_rps is not None and result.connections is None
+    assert result.latency_p99_ms <= 5.0
+
+
+def test_an_unreachable_sla_says_so(tmp_path):
+    result = search(sim_target(tmp_path), 1, SearchOptions(sla_p99_ms=0.1))
+    assert result.max_rps_under_sla is None and not result.confirmed
+    assert "failed already at the lightest load" in result.notes[-1]
+
+
+def test_client_saturation_fails_trials(tmp_path):
+    # One wrk thread drives at most thread_rps: a strong server saturates it.
+    target = sim_target(tmp_path, client_cpus=1, thread_rps=50000)
+    result = search(target, 4, SearchOptions())
+    df = load_trials(target.store.path)
+    assert (~df["valid"]).any()
+    assert df.loc[~df["valid"], "invalid_reason"].str.contains("saturated").all()
+    assert result.max_rps_under_sla is None or result.max_rps_under_sla < 50000
+
+
+class _Flaky:
+    """A target whose highest passing load fails on repeat: the confirmation steps back."""
+
+    def __init__(self):
+        self.n = 0
+
+    def max_threads(self, vcpus):
+        return 1
+
+    def trial(self, vcpus, threads, connections, *, duration_s=10, kind="sweep", rate_rps=None):
+        self.n += 1
+        p99 = connections / 20
+        if kind == "search-confirm" and connections == 64:
+            p99 = 6.0
+        return {"trial_id": str(self.n), "kind": kind, "vcpus": vcpus, "threads": threads,
+                "connections": connections, "rate_rps": rate_rps, "rps": 1000 * connections,
+                "latency_p99_ms": p99, "sla_p99_ms": 5.0, "valid": True, "error_rate": 0.0,
+                "duration_s": duration_s, "warmup_s": 0, "invalid_reason": ""}
+
+
+def test_failed_confirmation_steps_back():
+    result = search(_Flaky(), 1, SearchOptions(start_connections=4, max_trials=4))
+    assert result.connections == 16
+    assert any("stepped back" in n for n in result.notes)
+    assert result.confirmed
+
+
+def test_non_monotonic_is_flagged():
+    rows = [{"connections": c, "latency_p99_ms": p, "rps": r, "valid": True, "sla_p99_ms": 5}
+            for c, p, r in [(4, 0.9, 100), (16, 0.3, 200), (64, 6.0, 300), (256, 4.0, 310)]]
+    notes = non_monotonic(rows, "connections")
+    assert any("p99 fell from 0.90 to 0.30" in n for n in notes)
+    assert any("passed above a failure at 64" in n for n in notes)
+    assert not non_monotonic(rows[:1], "connections")
+    assert _passes(rows[0]) and not _passes(rows[2])
+
+
+def test_simulated_and_measured_rows_do_not_mix(tmp_path):
+    target = sim_target(tmp_path)
+    row = target.trial(1, 1, 4, duration_s=1)
+    measured = RunStore.create(tmp_path, {"run_id": "m", "simulated": False, "plan": {}})
+    with pytest.raises(RunnerError, match="a simulated row cannot join it"):
+        measured.append(row)
+    with pytest.raises(RunnerError, match="needs a run marked simulated"):
+        SimTarget(SimServer(), measured)
+
+
+class _StopAfter(io.StringIO):
+    def __init__(self, n):
+        super().__init__()
+        self.n = n
+
+    def write(self, text):
+        if f"#{self.n}]" in text:
+            raise KeyboardInterrupt
+        return super().write(text)
+
+
+def test_interrupted_search_resumes_to_the_same_answer(tmp_path):
+    plan = Plan(vcpus=(2, 4), duration_s=3)
+    options = SearchOptions()
+    _, whole = run_search(plan, options, tmp_path / "a", sim=SimServer(seed=2))
+    with pytest.raises(KeyboardInterrupt):
+        run_search(plan, options, tmp_path / "b", sim=SimServer(seed=2), progress=_StopAfter(9))
+    (run,) = (tmp_path / "b").iterdir()
+    assert len(load_trials(run)) == 9
+    with pytest.raises(RunnerError, match="other settings"):
+        run_search(plan, SearchOptions(confirm=4), tmp_path / "b", sim=SimServer(seed=2),
+                   resume=run.name)
+    _, resumed = run_search(plan, options, tmp_path / "b", sim=SimServer(seed=2),
+                            resume=run.name)
+    assert [r.max_rps_under_sla for r in resumed] == pytest.approx(
+        [r.max_rps_under_sla for r in whole], rel=1e-9)
+    assert len(load_trials(run)) == sum(r.trials for r in whole)
+
+
+def test_parse_wrk2_recorded_output():
+    r = wrk.parse_wrk2(WRK2.read_text())
+    assert r.requests == 60018 and r.rps == pytest.approx(2000.28)
+    assert sum(r.histogram_us.values()) == 39500  # the spectrum's total count
+    # The spectrum is coarser than wrk2's own percentiles: ours is the bucket at or above.
+    assert 11.18 <= r.latency_ms["p99"] <= 11.18 * 1.01
+    assert 6.67 <= r.latency_ms["p50"] <= 6.68
+    assert r.latency_ms["max"] == pytest.approx(12.503)
+    with pytest.raises(RunnerError, match="--latency"):
+        wrk.parse_wrk2(WRK2.read_text().split("  Detailed")[0])
+    argv = wrk.command("http://h/", threads=2, connections=64, duration_s=5, rate_rps=2000.4,
+                       wrk="wrk2")
+    assert argv[0] == "wrk2" and argv[argv.index("-R") + 1] == "2000"
+
+
+def runners_cli(*args):
+    return subprocess.run([sys.executable, "-m", "runners", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_cli_search_sim_json(tmp_path):
+    p = runners_cli("search", "--server", "sim", "--seed", "2", "--vcpus", "1,4",
+                    "--out", str(tmp_path), "--format", "json", "--quiet")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert [r["vcpus"] for r in doc["results"]] == [1, 4]
+    for r in doc["results"]:
+        for key in ("max_rps_under_sla", "trials", "load_seconds", "threads", "connections",
+                    "latency_p99_ms", "error_rate", "ci95_low", "ci95_high"):
+            assert key in r and r[key] is not None
+        assert r["simulated"] is True
+    assert doc["results"][1]["max_rps_under_sla"] > 3 * doc["results"][0]["max_rps_under_sla"]
+    meta = json.loads((Path(doc["run_dir"]) / "run.json").read_text())
+    assert meta["simulated"] is True and meta["sim"]["seed"] == 2
+    assert meta["status"] == "complete" and len(meta["search_results"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["--server", "sim", "--confirm", "2"], 1, "at least 3"),
+        (["--server", "sim", "--strategy", "bogus"], 2, "invalid choice"),
+        (["--sim-lambda", "5"], 1, "need --server sim"),
+        (["--server", "sim", "--client", "h2"], 1, "drop --client"),
+        (["--strategy", "rate", "--wrk2", "/nonexistent/wrk2"], 1,
+         "/nonexistent/wrk2 on local"),
+        (["--server", "sim", "--sla-p99", "5"], 2, "not a duration with a unit"),
+    ],
+)
+def test_cli_search_bad_input(tmp_path, args, code, message, leaves_no_nginx):
+    p = runners_cli("search", "--out", str(tmp_path), "--quiet", *args)
+    assert p.returncode == code, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and message in p.stderr
+
+
+@pytest.mark.slow
+def test_real_local_search(tmp_path, leaves_no_nginx):
+    p = runners_cli("search", "--vcpus", "1", "--duration", "1s", "--confirm-duration", "1s",
+                    "--warmup", "0", "--cooldown", "0", "--max-connections", "256",
+                    "--out", str(tmp_path), "--format", "json", "--quiet")
+    assert p.returncode == 0, p.stderr
+    (r,) = json.loads(p.stdout)["results"]
+    assert r["simulated"] is False and r["threads"] >= 1
+    df = load_trials(next(tmp_path.iterdir()))
+    assert len(df) == r["trials"] >= 4
+    assert (df["kind"] == "search-confirm").sum() >= 3
+    if r["max_rps_under_sla"] is not None:
+        assert r["latency_p99_ms"] <= 5.0 and r["max_rps_under_sla"] > 1000
+        assert not math.isnan(r["ci95_low"])
