@@ -48,6 +48,7 @@ fits: $(VENV)/.installed
 bench: $(VENV)/.installed-dev
 	$(PY) benchmarks/bench_recommend.py
 	$(PY) benchmarks/bench_runner.py
+	$(PY) benchmarks/bench_search.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
