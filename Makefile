@@ -2,14 +2,16 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-SYSTEM_PACKAGES := nginx wrk openssh-server
+SYSTEM_PACKAGES := nginx wrk openssh-server chromium
+KERNEL := nginx-sizing
 
-.PHONY: demo test lint typecheck pytest system-packages fits bench clean
+.PHONY: demo test lint typecheck pytest system-packages fits bench lab clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e .
+	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python ($(KERNEL))" >/dev/null
 	touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed pyproject.toml
@@ -19,12 +21,13 @@ $(VENV)/.installed-dev: $(VENV)/.installed pyproject.toml
 demo: $(VENV)/.installed
 	$(PY) -m sizing recommend --rps 1e6
 
-# nginx, wrk and sshd from Debian's packages, installed only when one is missing.
+# nginx, wrk, sshd and chromium from Debian's packages, installed only when one is missing.
 system-packages:
 	@missing=""; \
 	command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing="$$missing nginx"; \
 	command -v wrk >/dev/null 2>&1 || missing="$$missing wrk"; \
 	[ -x /usr/sbin/sshd ] || missing="$$missing openssh-server"; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(SYSTEM_PACKAGES); \
@@ -45,10 +48,15 @@ test: system-packages lint typecheck pytest
 fits: $(VENV)/.installed
 	$(PY) -m sizing precompute
 
+# JupyterLab on the project's environment and kernel, opened on the notebooks.
+lab: $(VENV)/.installed
+	$(PY) -m jupyter lab --ServerApp.root_dir=notebooks $(LAB_ARGS)
+
 bench: $(VENV)/.installed-dev
 	$(PY) benchmarks/bench_recommend.py
 	$(PY) benchmarks/bench_runner.py
 	$(PY) benchmarks/bench_search.py
+	$(PY) benchmarks/bench_report.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

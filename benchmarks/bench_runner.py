@@ -35,32 +35,49 @@ def overhead(plan: Plan, out: Path, access: Access | None = None) -> dict[str, f
     df = run_sweep(plan, out, access=access, progress=None)
     wall = time.perf_counter() - t0
     load = float(df["duration_s"].sum())
-    return {"trials": len(df), "wall_s": wall, "load_s": load,
-            "overhead_pct": 100 * (wall - load) / wall,
-            "per_trial_overhead_s": (wall - load) / len(df)}
+    return {
+        "trials": len(df),
+        "wall_s": wall,
+        "load_s": load,
+        "overhead_pct": 100 * (wall - load) / wall,
+        "per_trial_overhead_s": (wall - load) / len(df),
+    }
 
 
 def harness_vs_bare(out: Path, pairs: int, seconds: int) -> dict[str, object]:
-    plan = Plan(scenario=make_scenario("static"), connections=(16,), duration_s=seconds,
-                warmup_s=0, cooldown_s=0.0)
+    plan = Plan(
+        scenario=make_scenario("static"),
+        connections=(16,),
+        duration_s=seconds,
+        warmup_s=0,
+        cooldown_s=0.0,
+    )
     plan, store = open_store(plan, out, None)
     ratios, runner_rps, bare_rps = [], [], []
     with Session(plan, store) as session:
         session.configure(1)
         client = session.clients[0]
-        bare = wrk.command(session.url(), threads=1, connections=16, duration_s=seconds,
-                           cpus=client.cpus)
+        bare = wrk.command(
+            session.url(), threads=1, connections=16, duration_s=seconds, cpus=client.cpus
+        )
         subprocess.run(bare, capture_output=True, check=True)  # warm-up for both
         for _ in range(pairs):
             row = session.trial(1, 1, 16)
-            b = wrk.parse_text(subprocess.run(bare, capture_output=True, text=True,
-                                              check=True).stdout)
+            b = wrk.parse_text(
+                subprocess.run(bare, capture_output=True, text=True, check=True).stdout
+            )
             runner_rps.append(row["rps"])
             bare_rps.append(b.rps)
             ratios.append(row["rps"] / b.rps)
-    return {"pairs": pairs, "seconds": seconds, "runner_rps": runner_rps, "bare_rps": bare_rps,
-            "ratios": ratios, "median_ratio": statistics.median(ratios),
-            "bare_command": " ".join(bare)}
+    return {
+        "pairs": pairs,
+        "seconds": seconds,
+        "runner_rps": runner_rps,
+        "bare_rps": bare_rps,
+        "ratios": ratios,
+        "median_ratio": statistics.median(ratios),
+        "bare_command": " ".join(bare),
+    }
 
 
 def main() -> int:
@@ -80,16 +97,30 @@ def main() -> int:
             kind, blob = sshd.host_pub.read_text().split()[:2]
             (base / "kh").write_text(f"[127.0.0.1]:{sshd.port} {kind} {blob}\n")
             cfg = base / "ssh_config"
-            cfg.write_text(f"Host 127.0.0.1\n  IdentityFile {sshd.user_key}\n"
-                           f"  UserKnownHostsFile {base / 'kh'}\n")
-            ssh_plan = Plan(server=sshd.spec, clients=(sshd.spec,), connections=conns,
-                            duration_s=10, warmup_s=0, cooldown_s=0.0)
+            cfg.write_text(
+                f"Host 127.0.0.1\n  IdentityFile {sshd.user_key}\n"
+                f"  UserKnownHostsFile {base / 'kh'}\n"
+            )
+            ssh_plan = Plan(
+                server=sshd.spec,
+                clients=(sshd.spec,),
+                connections=conns,
+                duration_s=10,
+                warmup_s=0,
+                cooldown_s=0.0,
+            )
             results["ssh"] = overhead(ssh_plan, base / "ssh", Access(ssh_config=str(cfg)))
         finally:
             sshd.stop()
         results["harness"] = harness_vs_bare(base / "pairs", args.pairs, args.pair_seconds)
-    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text()
-                .splitlines() if ln.startswith("model name")), platform.processor())
+    cpu = next(
+        (
+            ln.split(":", 1)[1].strip()
+            for ln in Path("/proc/cpuinfo").read_text().splitlines()
+            if ln.startswith("model name")
+        ),
+        platform.processor(),
+    )
     import os
 
     results["machine"] = f"{cpu}, {os.cpu_count()} CPUs, {platform.platform()}"
@@ -100,12 +131,16 @@ def main() -> int:
     assert isinstance(loc, dict) and isinstance(ssh, dict) and isinstance(h, dict)
     print(f"machine: {results['machine']}")
     for name, r, goal in (("local", loc, 5.0), ("ssh", ssh, 10.0)):
-        print(f"overhead {name}: {r['overhead_pct']:.2f}% of {r['wall_s']:.1f} s wall "
-              f"({r['trials']} x 10 s trials, {r['per_trial_overhead_s']:.2f} s each) "
-              f"goal <= {goal:g}%: {'ok' if r['overhead_pct'] <= goal else 'MISSED'}")
-    print(f"runner/bare wrk RPS: median {h['median_ratio']:.3f} over {h['pairs']} pairs "
-          f"(ratios {', '.join(f'{x:.3f}' for x in h['ratios'])}) goal >= 0.95: "
-          f"{'ok' if h['median_ratio'] >= 0.95 else 'MISSED'}")
+        print(
+            f"overhead {name}: {r['overhead_pct']:.2f}% of {r['wall_s']:.1f} s wall "
+            f"({r['trials']} x 10 s trials, {r['per_trial_overhead_s']:.2f} s each) "
+            f"goal <= {goal:g}%: {'ok' if r['overhead_pct'] <= goal else 'MISSED'}"
+        )
+    print(
+        f"runner/bare wrk RPS: median {h['median_ratio']:.3f} over {h['pairs']} pairs "
+        f"(ratios {', '.join(f'{x:.3f}' for x in h['ratios'])}) goal >= 0.95: "
+        f"{'ok' if h['median_ratio'] >= 0.95 else 'MISSED'}"
+    )
     return 0
 
 

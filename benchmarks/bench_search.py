@@ -35,13 +35,17 @@ def simulated(tmp: Path) -> list[dict[str, float]]:
         _, (grid,) = run_search(plan, SearchOptions(strategy="grid"), tmp, sim=SimServer(seed))
         _, (adap,) = run_search(plan, SearchOptions(), tmp, sim=SimServer(seed))
         assert grid.max_rps_under_sla and adap.max_rps_under_sla
-        out.append({
-            "seed": seed,
-            "grid_rps": grid.max_rps_under_sla, "grid_trials": grid.trials,
-            "adaptive_rps": adap.max_rps_under_sla, "adaptive_trials": adap.trials,
-            "rps_ratio": adap.max_rps_under_sla / grid.max_rps_under_sla,
-            "trial_ratio": adap.trials / grid.trials,
-        })
+        out.append(
+            {
+                "seed": seed,
+                "grid_rps": grid.max_rps_under_sla,
+                "grid_trials": grid.trials,
+                "adaptive_rps": adap.max_rps_under_sla,
+                "adaptive_trials": adap.trials,
+                "rps_ratio": adap.max_rps_under_sla / grid.max_rps_under_sla,
+                "trial_ratio": adap.trials / grid.trials,
+            }
+        )
     return out
 
 
@@ -52,13 +56,17 @@ def real(tmp: Path, seconds: int) -> dict[str, object]:
     _, (adap,) = run_search(plan, SearchOptions(**common), tmp)
     assert grid.max_rps_under_sla and adap.max_rps_under_sla and grid.connections
     # The grid's own noise: repeat its best setting as often as adaptive confirms.
-    plan2, store = open_store(Plan(vcpus=(1,), duration_s=2 * seconds, warmup_s=1,
-                                   cooldown_s=0.5), tmp, None)
+    plan2, store = open_store(
+        Plan(vcpus=(1,), duration_s=2 * seconds, warmup_s=1, cooldown_s=0.5), tmp, None
+    )
     with Session(plan2, store) as session:
-        repeats = [session.trial(1, int(grid.threads or 1), grid.connections, kind="repeat")["rps"]
-                   for _ in range(3)]
+        repeats = [
+            session.trial(1, int(grid.threads or 1), grid.connections, kind="repeat")["rps"]
+            for _ in range(3)
+        ]
     return {
-        "grid": grid.to_dict(), "adaptive": adap.to_dict(),
+        "grid": grid.to_dict(),
+        "adaptive": adap.to_dict(),
         "rps_ratio": adap.max_rps_under_sla / grid.max_rps_under_sla,
         "trial_ratio": adap.trials / grid.trials,
         "grid_best_repeats": repeats,
@@ -78,29 +86,43 @@ def main() -> int:
         print("simulator, 4 vCPUs, p99 <= 5 ms:")
         print(" seed  grid rps (trials)   adaptive rps (trials)   rps ratio  trial ratio")
         for r in sims:
-            print(f" {r['seed']:>4}  {r['grid_rps']:>9,.0f} ({r['grid_trials']:>3})   "
-                  f"{r['adaptive_rps']:>12,.0f} ({r['adaptive_trials']:>3})   "
-                  f"{r['rps_ratio']:>9.3f}  {r['trial_ratio']:>11.3f}")
+            print(
+                f" {r['seed']:>4}  {r['grid_rps']:>9,.0f} ({r['grid_trials']:>3})   "
+                f"{r['adaptive_rps']:>12,.0f} ({r['adaptive_trials']:>3})   "
+                f"{r['rps_ratio']:>9.3f}  {r['trial_ratio']:>11.3f}"
+            )
         worst = max(abs(r["rps_ratio"] - 1) for r in sims)
         most = max(r["trial_ratio"] for r in sims)
-        print(f" goal: |rps ratio - 1| <= 0.03 (worst {worst:.3f}), trial ratio <= 0.25 "
-              f"(worst {most:.3f}): {'ok' if worst <= 0.03 and most <= 0.25 else 'MISSED'}")
+        print(
+            f" goal: |rps ratio - 1| <= 0.03 (worst {worst:.3f}), trial ratio <= 0.25 "
+            f"(worst {most:.3f}): {'ok' if worst <= 0.03 and most <= 0.25 else 'MISSED'}"
+        )
         if not args.skip_real:
             r = real(Path(tmp) / "real", args.real_seconds)
             results["real"] = r
             g, a = r["grid"], r["adaptive"]
             assert isinstance(g, dict) and isinstance(a, dict)
             print("real local nginx, 1 vCPU:")
-            print(f" grid     {g['max_rps_under_sla']:>9,.0f} rps at t{g['threads']} "
-                  f"c{g['connections']}, {g['trials']} trials, {g['load_seconds']:.0f} s of load;"
-                  f" repeats of its best: {', '.join(f'{x:,.0f}' for x in r['grid_best_repeats'])}"
-                  f" (spread {r['grid_repeat_spread_pct']:.1f}%)")
-            print(f" adaptive {a['max_rps_under_sla']:>9,.0f} rps at t{a['threads']} "
-                  f"c{a['connections']}, {a['trials']} trials, {a['load_seconds']:.0f} s of load;"
-                  f" 95% CI {a['ci95_low']:,.0f}-{a['ci95_high']:,.0f}")
+            print(
+                f" grid     {g['max_rps_under_sla']:>9,.0f} rps at t{g['threads']} "
+                f"c{g['connections']}, {g['trials']} trials, {g['load_seconds']:.0f} s of load;"
+                f" repeats of its best: {', '.join(f'{x:,.0f}' for x in r['grid_best_repeats'])}"
+                f" (spread {r['grid_repeat_spread_pct']:.1f}%)"
+            )
+            print(
+                f" adaptive {a['max_rps_under_sla']:>9,.0f} rps at t{a['threads']} "
+                f"c{a['connections']}, {a['trials']} trials, {a['load_seconds']:.0f} s of load;"
+                f" 95% CI {a['ci95_low']:,.0f}-{a['ci95_high']:,.0f}"
+            )
             print(f" rps ratio {r['rps_ratio']:.3f}, trial ratio {r['trial_ratio']:.3f}")
-    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text()
-                .splitlines() if ln.startswith("model name")), platform.processor())
+    cpu = next(
+        (
+            ln.split(":", 1)[1].strip()
+            for ln in Path("/proc/cpuinfo").read_text().splitlines()
+            if ln.startswith("model name")
+        ),
+        platform.processor(),
+    )
     results["machine"] = f"{cpu}, {os.cpu_count()} CPUs"
     out = ROOT / "benchmarks" / "results"
     out.mkdir(parents=True, exist_ok=True)

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from sizing.errors import Infeasible, InputError
+from sizing.errors import Infeasible, InputError, ReportError
 from sizing.units import Parser as _Parser
 from sizing.units import int_at_least as _int_at_least
 from sizing.units import parse_duration_ms, parse_fraction, parse_rps, parse_size
@@ -96,6 +96,44 @@ def build_parser() -> argparse.ArgumentParser:
     for name in ("provider", "region", "arch", "family"):
         cat.add_argument(f"--{name}")
     cat.add_argument("--catalog", action="append", default=[], metavar="PATH")
+
+    rep = sub.add_parser("report", help="execute the sizing report notebook and write HTML")
+    rep.add_argument("--rps", type=parse_rps, required=True, help="target requests per second")
+    rep.add_argument("--sla-p99", type=parse_duration_ms, default=5.0, metavar="DURATION")
+    rep.add_argument("--protocol", choices=("http", "https"), default="https")
+    rep.add_argument("--file-size", default="1KB", metavar="SIZE")
+    rep.add_argument(
+        "--scenario", choices=("static", "reverse_proxy", "api_gateway"), default="static"
+    )
+    rep.add_argument("--headroom", type=parse_fraction, default=0.2)
+    rep.add_argument("--redundancy", type=_int_at_least(0), default=0)
+    rep.add_argument("--provider", default="", help="only these providers (comma list)")
+    rep.add_argument("--region", default="", help="only these regions (comma list)")
+    rep.add_argument("--arch", default="", help="only these architectures (comma list)")
+    rep.add_argument(
+        "--catalog",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="user catalog CSV adding or replacing entries (repeatable)",
+    )
+    rep.add_argument("--top", type=_int_at_least(1), default=10)
+    rep.add_argument(
+        "--out",
+        required=True,
+        metavar="DIR",
+        help="folder for the executed notebook and the HTML page",
+    )
+    rep.add_argument("--show-code", action="store_true", help="keep code cells in the HTML")
+    rep.add_argument(
+        "-p",
+        "--parameter",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("NAME", "VALUE"),
+        help="any other notebook parameter",
+    )
 
     pre = sub.add_parser("precompute", help="refit the reference and write data/fits/")
     pre.add_argument("--out", default=None, metavar="PATH")
@@ -328,6 +366,32 @@ def cmd_catalog(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    """Execute the sizing report with papermill and write its HTML page."""
+    from sizing.report import build_report
+
+    parse_size(args.file_size)
+    params: dict[str, Any] = {
+        "rps": args.rps,
+        "sla_p99_ms": args.sla_p99,
+        "protocol": args.protocol,
+        "file_size": args.file_size,
+        "scenario": args.scenario,
+        "headroom": args.headroom,
+        "redundancy": args.redundancy,
+        "providers": args.provider,
+        "regions": args.region,
+        "arch": args.arch,
+        "catalog": ",".join(args.catalog),
+        "top": args.top,
+    }
+    params.update({name: value for name, value in args.parameter})
+    ipynb, html = build_report(params, args.out, show_code=args.show_code)
+    print(ipynb)
+    print(html)
+    return 0
+
+
 def cmd_precompute(args: argparse.Namespace) -> int:
     """Write the precomputed reference fits."""
     from sizing.fits import precompute
@@ -343,6 +407,7 @@ COMMANDS = {
     "reference": cmd_reference,
     "catalog": cmd_catalog,
     "precompute": cmd_precompute,
+    "report": cmd_report,
 }
 
 
@@ -357,5 +422,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Infeasible as exc:
         print(f"python -m sizing {args.command}: {exc}", file=sys.stderr)
         return 1
+    except ReportError as exc:
+        print(f"python -m sizing {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+    except argparse.ArgumentTypeError as exc:
+        print(f"python -m sizing {args.command}: error: {exc}", file=sys.stderr)
+        return 2
     except BrokenPipeError:
         return 0

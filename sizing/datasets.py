@@ -136,3 +136,111 @@ def reference_series(name: str = "nginx-web-server") -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+# ----------------------------------------------------------------------------- runs
+
+RUN_GROUP = ("instance_label", "scenario", "protocol", "file_bytes", "vcpus")
+
+
+def load_runs(dirs: list[str] | tuple[str, ...], allow_simulated: bool = False) -> pd.DataFrame:
+    """The trial tables of run folders, concatenated, with their run ids checked.
+
+    Parameters
+    ----------
+    dirs : sequence of path
+        Run folders (each holds ``trials.csv`` and ``run.json``; its name is its run id).
+    allow_simulated : bool
+        Accept rows of the simulated server; otherwise they are refused.
+
+    Raises
+    ------
+    InputError
+        A folder that is not a run, a run id that does not match its folder, or simulated
+        rows without ``allow_simulated``.
+    """
+    import pandas as pd
+
+    frames = []
+    for d in dirs:
+        path = Path(d)
+        trials = path / "trials.csv"
+        if not trials.is_file():
+            raise InputError(f"{d} is not a run folder (no trials.csv)")
+        df = pd.read_csv(
+            trials,
+            dtype={"run_id": str, "trial_id": str, "invalid_reason": str, "instance_label": str},
+        )
+        for col in ("simulated", "gzip", "keepalive", "meets_sla", "valid"):
+            if col in df:
+                df[col] = df[col].map({"true": True, "false": False, True: True, False: False})
+        if len(df) and set(df["run_id"]) != {path.name}:
+            raise InputError(
+                f"{d}: its trials name run {sorted(set(df['run_id']))}, "
+                f"not the folder's {path.name!r}"
+            )
+        if df["simulated"].any() and not allow_simulated:
+            raise InputError(
+                f"{d} holds simulated trials; pass --allow-simulated to use them "
+                "(they are marked as simulated)"
+            )
+        df["instance_label"] = df["instance_label"].fillna("")
+        frames.append(df)
+    if not frames:
+        raise InputError("no run folders given")
+    return pd.concat(frames, ignore_index=True)
+
+
+def max_rps_under_sla(trials: pd.DataFrame) -> pd.DataFrame:
+    """Per (label, scenario, protocol, size, vCPUs): the highest RPS that met the SLA.
+
+    Where a search confirmed its answer (``kind == "search-confirm"``), the answer is the mean
+    of the confirmation trials at the confirmed setting, with their standard deviation;
+    otherwise it is the best valid trial that met the SLA. Groups with no passing trial are
+    kept with ``max_rps_under_sla`` empty.
+    """
+    import pandas as pd
+
+    rows = []
+    for key, grp in trials.groupby(list(RUN_GROUP), sort=True, dropna=False):
+        ok = grp[grp["meets_sla"].astype(bool) & grp["valid"].astype(bool)]
+        conf = ok[ok["kind"] == "search-confirm"]
+        entry = dict(zip(RUN_GROUP, key, strict=True))
+        entry.update(
+            {
+                "runs": " ".join(sorted(set(grp["run_id"]))),
+                "trials": len(grp),
+                "simulated": bool(grp["simulated"].any()),
+            }
+        )
+        if len(conf):
+            best = conf.groupby(["threads", "connections"])["rps"].agg(["mean", "std", "count"])
+            top = best.sort_values("mean").iloc[-1]
+            entry.update(
+                {
+                    "max_rps_under_sla": float(top["mean"]),
+                    "rps_std": float(top["std"]) if top["count"] > 1 else None,
+                    "repeats": int(top["count"]),
+                    "basis": "search confirmation mean",
+                }
+            )
+        elif len(ok):
+            entry.update(
+                {
+                    "max_rps_under_sla": float(ok["rps"].max()),
+                    "rps_std": None,
+                    "repeats": 1,
+                    "basis": "best trial meeting the SLA",
+                }
+            )
+        else:
+            entry.update(
+                {
+                    "max_rps_under_sla": None,
+                    "rps_std": None,
+                    "repeats": 0,
+                    "basis": "no trial met the SLA",
+                }
+            )
+        rows.append(entry)
+    return pd.DataFrame(rows)

@@ -9,3 +9,7 @@ class InputError(ValueError):
 
 class Infeasible(RuntimeError):
     """A well-formed request that no option can satisfy."""
+
+
+class ReportError(RuntimeError):
+    """A report notebook cell failed; the message names the cell and its error."""

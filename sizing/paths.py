@@ -13,3 +13,7 @@ REFERENCE_DIR = DATA_DIR / "reference"
 CATALOG_DIR = DATA_DIR / "catalog"
 ESTIMATES_DIR = DATA_DIR / "estimates"
 FITS_PATH = DATA_DIR / "fits" / "reference-fits.json"
+#: The parameterised notebooks that `sizing.report` executes.
+NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+#: The Jupyter kernel the project registers (``make``) and papermill runs.
+KERNEL_NAME = "nginx-sizing"

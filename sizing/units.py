@@ -81,6 +81,7 @@ def parse_fraction(text: str) -> float:
 
 def int_at_least(low: int) -> Any:
     """An argument type for integers no smaller than ``low``."""
+
     def parse(text: str) -> int:
         try:
             value = int(text)

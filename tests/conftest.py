@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -38,3 +40,14 @@ def leaves_no_nginx():
     yield
     assert live_nginx_pids() - before == set(), "nginx processes left running"
     assert nginx_prefixes() - prefixes == set(), "deployment folders left behind"
+
+
+def runners_cli(*args: str) -> subprocess.CompletedProcess:
+    """``python -m runners ARGS`` from the project root, bounded in time."""
+    return subprocess.run(
+        [sys.executable, "-m", "runners", *args],
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )

@@ -44,8 +44,7 @@ class Sshd:
 
 
 def keygen(path: Path) -> None:
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)],
-                   check=True)
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True)
 
 
 def start_sshd(base: Path) -> Sshd:
@@ -67,8 +66,11 @@ def start_sshd(base: Path) -> Sshd:
         "Subsystem sftp internal-sftp\n"
     )
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation folder
-    proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stdout=subprocess.DEVNULL,
-                            stderr=open(base / "sshd.log", "w"))
+    proc = subprocess.Popen(
+        [SSHD, "-D", "-e", "-f", str(config)],
+        stdout=subprocess.DEVNULL,
+        stderr=open(base / "sshd.log", "w"),
+    )
     deadline = time.monotonic() + 10
     while True:
         try:
@@ -76,12 +78,15 @@ def start_sshd(base: Path) -> Sshd:
             break
         except OSError:
             if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("test sshd did not start: "
-                                   + (base / "sshd.log").read_text()[-300:]) from None
+                raise RuntimeError(
+                    "test sshd did not start: " + (base / "sshd.log").read_text()[-300:]
+                ) from None
             time.sleep(0.05)
     known = base / "known_hosts"
-    user = os.environ.get("USER") or subprocess.run(["id", "-un"], capture_output=True,
-                                                    text=True).stdout.strip()
+    user = (
+        os.environ.get("USER")
+        or subprocess.run(["id", "-un"], capture_output=True, text=True).stdout.strip()
+    )
     ssh_config = base / "ssh_config"
     ssh_config.write_text(
         f"Host 127.0.0.1\n  IdentityFile {user_key}\n  UserKnownHostsFile {known}\n"

@@ -18,8 +18,14 @@ from runners.hosts import HostSpec, LocalHost, connect, facts, parse_cpu_list, r
         ("", "local", "", None, None, "local"),
         ("netns:srv-1", "netns", "srv-1", None, None, "netns:srv-1"),
         ("web1", "ssh", "web1", None, None, "web1"),
-        ("ops@web1.example.com:2222", "ssh", "web1.example.com", "ops", 2222,
-         "ops@web1.example.com:2222"),
+        (
+            "ops@web1.example.com:2222",
+            "ssh",
+            "web1.example.com",
+            "ops",
+            2222,
+            "ops@web1.example.com:2222",
+        ),
         ("root@[::1]:22", "ssh", "::1", "root", 22, "root@[::1]:22"),
     ],
 )
@@ -78,8 +84,9 @@ def test_facts_of_this_machine():
 
 def test_require_tools_names_every_missing_tool():
     with pytest.raises(RunnerError) as err:
-        require_tools({"local": {"nginx": "/usr/sbin/nginx", "wrk": ""},
-                       "ops@h2": {"wrk": "", "openssl": ""}})
+        require_tools(
+            {"local": {"nginx": "/usr/sbin/nginx", "wrk": ""}, "ops@h2": {"wrk": "", "openssl": ""}}
+        )
     message = str(err.value)
     assert "wrk on local" in message and "wrk on ops@h2" in message
     assert "openssl on ops@h2" in message and "nginx" not in message.split("(")[0]

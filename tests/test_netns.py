@@ -55,9 +55,15 @@ def two_namespaces():
 
 
 def test_server_and_client_in_two_namespaces(tmp_path, two_namespaces, leaves_no_nginx):
-    plan = Plan(scenario=make_scenario("static"), server=f"netns:{SERVER_NS}",
-                clients=(f"netns:{CLIENT_NS}",), connections=(8,), duration_s=1, warmup_s=0,
-                cooldown_s=0.0)
+    plan = Plan(
+        scenario=make_scenario("static"),
+        server=f"netns:{SERVER_NS}",
+        clients=(f"netns:{CLIENT_NS}",),
+        connections=(8,),
+        duration_s=1,
+        warmup_s=0,
+        cooldown_s=0.0,
+    )
     df = run_sweep(plan, tmp_path, progress=None)
     row = df.iloc[0]
     assert row["server_host"] == f"netns:{SERVER_NS}"
@@ -67,6 +73,7 @@ def test_server_and_client_in_two_namespaces(tmp_path, two_namespaces, leaves_no
     assert meta["hosts"]["target_address"] == SERVER_IP
     assert f"listen {SERVER_IP}:" in meta["nginx_conf"]["1"]
     # The server is not reachable from the client namespace's loopback: traffic crossed the veth.
-    r = subprocess.run(["ip", "netns", "exec", CLIENT_NS, "ip", "-4", "-o", "addr"],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        ["ip", "netns", "exec", CLIENT_NS, "ip", "-4", "-o", "addr"], capture_output=True, text=True
+    )
     assert SERVER_IP not in r.stdout

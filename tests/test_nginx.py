@@ -27,7 +27,8 @@ def _get(port: int, path: str, https: bool, headers: dict[str, str] | None = Non
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
         conn: http.client.HTTPConnection = http.client.HTTPSConnection(
-            "127.0.0.1", port, timeout=5, context=ctx)
+            "127.0.0.1", port, timeout=5, context=ctx
+        )
     else:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
     conn.request("GET", path, headers=headers or {})
@@ -72,8 +73,12 @@ def test_scenario_serves_what_it_says(scenario, leaves_no_nginx):
         if scenario.protocol == "https":
             key = f"{dep.prefix}/key.pem"
             assert stat.S_IMODE(os.stat(key).st_mode) == 0o600
-            text = subprocess.run(["openssl", "pkey", "-in", key, "-noout", "-text"],
-                                  capture_output=True, text=True, check=True).stdout
+            text = subprocess.run(
+                ["openssl", "pkey", "-in", key, "-noout", "-text"],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
             expected = "prime256v1" if scenario.tls_key == "ecdsa" else "2048 bit"
             assert expected in text
 
@@ -123,8 +128,10 @@ def test_other_nginx_is_left_alone(tmp_path, leaves_no_nginx):
         f"pid {tmp_path}/nginx.pid;\nerror_log {tmp_path}/error.log;\n"
         f"events {{}}\nhttp {{ server {{ listen 127.0.0.1:{port}; }} }}\n"
     )
-    subprocess.run(["nginx", "-p", str(tmp_path), "-c", str(conf), "-e",
-                    str(tmp_path / "error.log")], check=True)
+    subprocess.run(
+        ["nginx", "-p", str(tmp_path), "-c", str(conf), "-e", str(tmp_path / "error.log")],
+        check=True,
+    )
     foreign = int((tmp_path / "nginx.pid").read_text())
     try:
         with Deployment(LocalHost(), Scenario(), run_as_root=ROOT) as dep:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import io
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ from runners.search import SearchOptions, _passes, non_monotonic, run_search, se
 from runners.sim import SimServer, SimTarget
 from runners.store import RunStore, load_trials
 from runners.sweep import Plan
+from tests.conftest import runners_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 WRK2 = Path(__file__).parent / "data" / "wrk2" / "readme-example.txt"
@@ -95,10 +94,22 @@ class _Flaky:
         p99 = connections / 20
         if kind == "search-confirm" and connections == 64:
             p99 = 6.0
-        return {"trial_id": str(self.n), "kind": kind, "vcpus": vcpus, "threads": threads,
-                "connections": connections, "rate_rps": rate_rps, "rps": 1000 * connections,
-                "latency_p99_ms": p99, "sla_p99_ms": 5.0, "valid": True, "error_rate": 0.0,
-                "duration_s": duration_s, "warmup_s": 0, "invalid_reason": ""}
+        return {
+            "trial_id": str(self.n),
+            "kind": kind,
+            "vcpus": vcpus,
+            "threads": threads,
+            "connections": connections,
+            "rate_rps": rate_rps,
+            "rps": 1000 * connections,
+            "latency_p99_ms": p99,
+            "sla_p99_ms": 5.0,
+            "valid": True,
+            "error_rate": 0.0,
+            "duration_s": duration_s,
+            "warmup_s": 0,
+            "invalid_reason": "",
+        }
 
 
 def test_failed_confirmation_steps_back():
@@ -109,8 +120,10 @@ def test_failed_confirmation_steps_back():
 
 
 def test_non_monotonic_is_flagged():
-    rows = [{"connections": c, "latency_p99_ms": p, "rps": r, "valid": True, "sla_p99_ms": 5}
-            for c, p, r in [(4, 0.9, 100), (16, 0.3, 200), (64, 6.0, 300), (256, 4.0, 310)]]
+    rows = [
+        {"connections": c, "latency_p99_ms": p, "rps": r, "valid": True, "sla_p99_ms": 5}
+        for c, p, r in [(4, 0.9, 100), (16, 0.3, 200), (64, 6.0, 300), (256, 4.0, 310)]
+    ]
     notes = non_monotonic(rows, "connections")
     assert any("p99 fell from 0.90 to 0.30" in n for n in notes)
     assert any("passed above a failure at 64" in n for n in notes)
@@ -148,12 +161,13 @@ def test_interrupted_search_resumes_to_the_same_answer(tmp_path):
     (run,) = (tmp_path / "b").iterdir()
     assert len(load_trials(run)) == 9
     with pytest.raises(RunnerError, match="other settings"):
-        run_search(plan, SearchOptions(confirm=4), tmp_path / "b", sim=SimServer(seed=2),
-                   resume=run.name)
-    _, resumed = run_search(plan, options, tmp_path / "b", sim=SimServer(seed=2),
-                            resume=run.name)
+        run_search(
+            plan, SearchOptions(confirm=4), tmp_path / "b", sim=SimServer(seed=2), resume=run.name
+        )
+    _, resumed = run_search(plan, options, tmp_path / "b", sim=SimServer(seed=2), resume=run.name)
     assert [r.max_rps_under_sla for r in resumed] == pytest.approx(
-        [r.max_rps_under_sla for r in whole], rel=1e-9)
+        [r.max_rps_under_sla for r in whole], rel=1e-9
+    )
     assert len(load_trials(run)) == sum(r.trials for r in whole)
 
 
@@ -167,25 +181,42 @@ def test_parse_wrk2_recorded_output():
     assert r.latency_ms["max"] == pytest.approx(12.503)
     with pytest.raises(RunnerError, match="--latency"):
         wrk.parse_wrk2(WRK2.read_text().split("  Detailed")[0])
-    argv = wrk.command("http://h/", threads=2, connections=64, duration_s=5, rate_rps=2000.4,
-                       wrk="wrk2")
+    argv = wrk.command(
+        "http://h/", threads=2, connections=64, duration_s=5, rate_rps=2000.4, wrk="wrk2"
+    )
     assert argv[0] == "wrk2" and argv[argv.index("-R") + 1] == "2000"
 
 
-def runners_cli(*args):
-    return subprocess.run([sys.executable, "-m", "runners", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
-
-
 def test_cli_search_sim_json(tmp_path):
-    p = runners_cli("search", "--server", "sim", "--seed", "2", "--vcpus", "1,4",
-                    "--out", str(tmp_path), "--format", "json", "--quiet")
+    p = runners_cli(
+        "search",
+        "--server",
+        "sim",
+        "--seed",
+        "2",
+        "--vcpus",
+        "1,4",
+        "--out",
+        str(tmp_path),
+        "--format",
+        "json",
+        "--quiet",
+    )
     assert p.returncode == 0, p.stderr
     doc = json.loads(p.stdout)
     assert [r["vcpus"] for r in doc["results"]] == [1, 4]
     for r in doc["results"]:
-        for key in ("max_rps_under_sla", "trials", "load_seconds", "threads", "connections",
-                    "latency_p99_ms", "error_rate", "ci95_low", "ci95_high"):
+        for key in (
+            "max_rps_under_sla",
+            "trials",
+            "load_seconds",
+            "threads",
+            "connections",
+            "latency_p99_ms",
+            "error_rate",
+            "ci95_low",
+            "ci95_high",
+        ):
             assert key in r and r[key] is not None
         assert r["simulated"] is True
     assert doc["results"][1]["max_rps_under_sla"] > 3 * doc["results"][0]["max_rps_under_sla"]
@@ -201,8 +232,7 @@ def test_cli_search_sim_json(tmp_path):
         (["--server", "sim", "--strategy", "bogus"], 2, "invalid choice"),
         (["--sim-lambda", "5"], 1, "need --server sim"),
         (["--server", "sim", "--client", "h2"], 1, "drop --client"),
-        (["--strategy", "rate", "--wrk2", "/nonexistent/wrk2"], 1,
-         "/nonexistent/wrk2 on local"),
+        (["--strategy", "rate", "--wrk2", "/nonexistent/wrk2"], 1, "/nonexistent/wrk2 on local"),
         (["--server", "sim", "--sla-p99", "5"], 2, "not a duration with a unit"),
     ],
 )
@@ -214,9 +244,26 @@ def test_cli_search_bad_input(tmp_path, args, code, message, leaves_no_nginx):
 
 @pytest.mark.slow
 def test_real_local_search(tmp_path, leaves_no_nginx):
-    p = runners_cli("search", "--vcpus", "1", "--duration", "1s", "--confirm-duration", "1s",
-                    "--warmup", "0", "--cooldown", "0", "--max-connections", "256",
-                    "--out", str(tmp_path), "--format", "json", "--quiet")
+    p = runners_cli(
+        "search",
+        "--vcpus",
+        "1",
+        "--duration",
+        "1s",
+        "--confirm-duration",
+        "1s",
+        "--warmup",
+        "0",
+        "--cooldown",
+        "0",
+        "--max-connections",
+        "256",
+        "--out",
+        str(tmp_path),
+        "--format",
+        "json",
+        "--quiet",
+    )
     assert p.returncode == 0, p.stderr
     (r,) = json.loads(p.stdout)["results"]
     assert r["simulated"] is False and r["threads"] >= 1

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +12,7 @@ from runners.errors import RunnerError
 from runners.hosts import connect
 from runners.store import RunStore
 from runners.sweep import Access, Plan, make_scenario, run_sweep
+from tests.conftest import runners_cli
 from tests.sshd import free_port, keygen, start_sshd
 
 pytestmark = pytest.mark.slow
@@ -28,35 +27,38 @@ def sshd(tmp_path_factory):
     server.stop()
 
 
-def client_config(tmp_path: Path, sshd, *, known: bool = True, key: Path | None = None,
-                  host_line: str | None = None) -> Path:
+def client_config(
+    tmp_path: Path,
+    sshd,
+    *,
+    known: bool = True,
+    key: Path | None = None,
+    host_line: str | None = None,
+) -> Path:
     """An ssh config for the test sshd with its own known_hosts in ``tmp_path``."""
     known_hosts = tmp_path / "known_hosts"
     if known:
         kind, blob = sshd.host_pub.read_text().split()[:2]
         known_hosts.write_text(host_line or f"[127.0.0.1]:{sshd.port} {kind} {blob}\n")
     cfg = tmp_path / "ssh_config"
-    cfg.write_text(f"Host 127.0.0.1\n  IdentityFile {key or sshd.user_key}\n"
-                   f"  UserKnownHostsFile {known_hosts}\n")
+    cfg.write_text(
+        f"Host 127.0.0.1\n  IdentityFile {key or sshd.user_key}\n"
+        f"  UserKnownHostsFile {known_hosts}\n"
+    )
     return cfg
-
-
-def runners_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "runners", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
 
 
 def test_unknown_host_key_is_refused_then_accepted(tmp_path, sshd):
     cfg = client_config(tmp_path, sshd, known=False)
-    p = runners_cli("facts", "--server", sshd.spec, "--client", sshd.spec, "--ssh-config",
-                    str(cfg))
+    p = runners_cli("facts", "--server", sshd.spec, "--client", sshd.spec, "--ssh-config", str(cfg))
     assert p.returncode == 1
     assert len(p.stderr.strip().splitlines()) == 1
     assert "host key for [127.0.0.1]" in p.stderr and "--accept-new-host-keys" in p.stderr
     assert not (tmp_path / "known_hosts").exists()
 
-    p = runners_cli("facts", "--server", sshd.spec, "--ssh-config", str(cfg),
-                    "--accept-new-host-keys")
+    p = runners_cli(
+        "facts", "--server", sshd.spec, "--ssh-config", str(cfg), "--accept-new-host-keys"
+    )
     assert p.returncode == 0, p.stderr
     recorded = (tmp_path / "known_hosts").read_text().split()
     assert recorded[0] == f"[127.0.0.1]:{sshd.port}"
@@ -88,8 +90,16 @@ def test_refused_user_key(tmp_path, sshd):
 
 def test_unreachable_host(tmp_path, sshd):
     cfg = client_config(tmp_path, sshd)
-    p = runners_cli("sweep", "--server", f"{sshd.user}@127.0.0.1:{free_port()}",
-                    "--ssh-config", str(cfg), "--out", str(tmp_path), "--quiet")
+    p = runners_cli(
+        "sweep",
+        "--server",
+        f"{sshd.user}@127.0.0.1:{free_port()}",
+        "--ssh-config",
+        str(cfg),
+        "--out",
+        str(tmp_path),
+        "--quiet",
+    )
     assert p.returncode == 1
     assert len(p.stderr.strip().splitlines()) == 1
     assert "cannot connect to" in p.stderr and "connection refused" in p.stderr.lower()
@@ -109,8 +119,14 @@ def test_remote_arguments_cannot_inject(tmp_path, sshd):
 
 def test_sweep_over_ssh(tmp_path, sshd, leaves_no_nginx):
     cfg = client_config(tmp_path, sshd)
-    plan = Plan(scenario=make_scenario("static", protocol="https"), server=sshd.spec,
-                clients=(sshd.spec,), connections=(4, 8), label="ssh host", **FAST)
+    plan = Plan(
+        scenario=make_scenario("static", protocol="https"),
+        server=sshd.spec,
+        clients=(sshd.spec,),
+        connections=(4, 8),
+        label="ssh host",
+        **FAST,
+    )
     df = run_sweep(plan, tmp_path / "runs", access=Access(ssh_config=str(cfg)), progress=None)
     assert len(df) == 2
     assert (df["server_host"] == sshd.spec).all() and (df["client_hosts"] == sshd.spec).all()
@@ -124,8 +140,13 @@ def test_sweep_over_ssh(tmp_path, sshd, leaves_no_nginx):
 
 def test_two_clients_merge_exactly(tmp_path, sshd, leaves_no_nginx):
     cfg = client_config(tmp_path, sshd)
-    plan = Plan(server="local", clients=("local", sshd.spec), target_address="127.0.0.1",
-                connections=(4,), **FAST)
+    plan = Plan(
+        server="local",
+        clients=("local", sshd.spec),
+        target_address="127.0.0.1",
+        connections=(4,),
+        **FAST,
+    )
     df = run_sweep(plan, tmp_path / "runs", access=Access(ssh_config=str(cfg)), progress=None)
     row = df.iloc[0]
     assert row["clients"] == 2 and row["client_hosts"] == f"local {sshd.spec}"
@@ -133,8 +154,14 @@ def test_two_clients_merge_exactly(tmp_path, sshd, leaves_no_nginx):
     (h,) = list(store.histograms())
     assert set(h["clients"]) == {"local", sshd.spec}
     merged = wrk.merge(
-        wrk.WrkResult(1.0, sum(c for _, c in pairs), 0, dict.fromkeys(wrk.ERROR_KINDS, 0),
-                      {int(v): int(c) for v, c in pairs}, rps=0.0)
+        wrk.WrkResult(
+            1.0,
+            sum(c for _, c in pairs),
+            0,
+            dict.fromkeys(wrk.ERROR_KINDS, 0),
+            {int(v): int(c) for v, c in pairs},
+            rps=0.0,
+        )
         for pairs in h["clients"].values()
     )
     assert row["latency_p99_ms"] == pytest.approx(merged.latency_ms["p99"])

@@ -11,9 +11,19 @@ from runners.store import TRIAL_COLUMNS, RunStore, load_trials, new_run_id
 
 
 def _row(i: int) -> dict:
-    return {"run_id": "r1", "trial_id": f"r1-{i:04d}", "kind": "sweep", "vcpus": 1,
-            "threads": 1, "connections": 8 * i, "rps": 1000.5 * i, "valid": True,
-            "meets_sla": i % 2 == 0, "simulated": False, "invalid_reason": ""}
+    return {
+        "run_id": "r1",
+        "trial_id": f"r1-{i:04d}",
+        "kind": "sweep",
+        "vcpus": 1,
+        "threads": 1,
+        "connections": 8 * i,
+        "rps": 1000.5 * i,
+        "valid": True,
+        "meets_sla": i % 2 == 0,
+        "simulated": False,
+        "invalid_reason": "",
+    }
 
 
 def test_append_and_reload(tmp_path):

@@ -17,23 +17,36 @@ from runners.errors import RunnerError
 from runners.hosts import LocalHost
 from runners.store import load_trials
 from runners.sweep import Plan, make_scenario, run_sweep
-from tests.conftest import live_nginx_pids
+from tests.conftest import live_nginx_pids, runners_cli
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
 FAST = {"duration_s": 1, "warmup_s": 0, "cooldown_s": 0.0}
 
 
-def runners_cli(*args: str, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "runners", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120, **kw)
-
-
 def test_issue_command_works_exactly(tmp_path, leaves_no_nginx):
     out = tmp_path / "runs"
-    p = runners_cli("sweep", "--server", "local", "--scenario", "static", "--protocol", "http",
-                    "--file-size", "1KB", "--vcpus", "1", "--threads", "1", "--connections",
-                    "16", "--duration", "3s", "--out", str(out))
+    p = runners_cli(
+        "sweep",
+        "--server",
+        "local",
+        "--scenario",
+        "static",
+        "--protocol",
+        "http",
+        "--file-size",
+        "1KB",
+        "--vcpus",
+        "1",
+        "--threads",
+        "1",
+        "--connections",
+        "16",
+        "--duration",
+        "3s",
+        "--out",
+        str(out),
+    )
     assert p.returncode == 0, p.stderr
     (run,) = out.iterdir()
     df = load_trials(run)
@@ -102,8 +115,7 @@ def test_interrupted_sweep_resumes(tmp_path, leaves_no_nginx):
     ],
 )
 def test_scenarios_measure(tmp_path, name, kw, leaves_no_nginx):
-    plan = Plan(scenario=make_scenario(name, **kw), connections=(4,), label="this machine",
-                **FAST)
+    plan = Plan(scenario=make_scenario(name, **kw), connections=(4,), label="this machine", **FAST)
     row = run_sweep(plan, tmp_path, progress=None).iloc[0]
     assert row["requests"] > 10
     assert row["error_rate"] == 0
@@ -139,9 +151,27 @@ def _wait_rows(run_parent: Path, n: int, proc: subprocess.Popen, limit: float = 
 @pytest.mark.parametrize("fault", ["kill-nginx", "ctrl-c"])
 def test_faults_during_a_trial_keep_finished_trials(tmp_path, fault, leaves_no_nginx):
     proc = subprocess.Popen(
-        [sys.executable, "-m", "runners", "sweep", "--connections", "4,8,16", "--duration",
-         "2s", "--warmup", "0", "--cooldown", "0", "--out", str(tmp_path), "--quiet"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "runners",
+            "sweep",
+            "--connections",
+            "4,8,16",
+            "--duration",
+            "2s",
+            "--warmup",
+            "0",
+            "--cooldown",
+            "0",
+            "--out",
+            str(tmp_path),
+            "--quiet",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     run = _wait_rows(tmp_path, 1, proc)
     time.sleep(0.5)  # inside the second trial
@@ -168,8 +198,11 @@ def test_faults_during_a_trial_keep_finished_trials(tmp_path, fault, leaves_no_n
     ("args", "code", "message"),
     [
         (["--wrk", "/nonexistent/wrk"], 1, "missing before any load: /nonexistent/wrk on local"),
-        (["--nginx-directive", "bogus_directive on"], 1,
-         "nginx -t rejected the server config on local: unknown directive \"bogus_directive\""),
+        (
+            ["--nginx-directive", "bogus_directive on"],
+            1,
+            'nginx -t rejected the server config on local: unknown directive "bogus_directive"',
+        ),
         (["--vcpus", "512"], 1, "has only"),
         (["--vcpus", "0"], 2, "expected positive integers"),
         (["--duration", "1.5s"], 2, "whole seconds"),
@@ -182,8 +215,9 @@ def test_faults_during_a_trial_keep_finished_trials(tmp_path, fault, leaves_no_n
     ],
 )
 def test_bad_input_is_one_line(tmp_path, args, code, message, leaves_no_nginx):
-    p = runners_cli("sweep", "--duration", "1s", "--warmup", "0", "--out", str(tmp_path),
-                    "--quiet", *args)
+    p = runners_cli(
+        "sweep", "--duration", "1s", "--warmup", "0", "--out", str(tmp_path), "--quiet", *args
+    )
     assert p.returncode == code, p.stderr
     assert len(p.stderr.strip().splitlines()) == 1, p.stderr
     assert message in p.stderr

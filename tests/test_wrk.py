@@ -120,10 +120,22 @@ def test_merge_is_exact():
             a[v] = k
         if c - k:
             b[v] = c - k
-    ra = wrk.WrkResult(base.duration_s, sum(a.values()), 1, dict.fromkeys(wrk.ERROR_KINDS, 0), a,
-                       rps=sum(a.values()) / base.duration_s)
-    rb = wrk.WrkResult(base.duration_s, sum(b.values()), 2, {**ra.errors, "read": 3}, b,
-                       rps=sum(b.values()) / base.duration_s)
+    ra = wrk.WrkResult(
+        base.duration_s,
+        sum(a.values()),
+        1,
+        dict.fromkeys(wrk.ERROR_KINDS, 0),
+        a,
+        rps=sum(a.values()) / base.duration_s,
+    )
+    rb = wrk.WrkResult(
+        base.duration_s,
+        sum(b.values()),
+        2,
+        {**ra.errors, "read": 3},
+        b,
+        rps=sum(b.values()) / base.duration_s,
+    )
     m = wrk.merge([ra, rb])
     assert m.histogram_us == base.histogram_us
     assert m.latency_ms == wrk.latency_summary(base.histogram_us)
@@ -148,9 +160,15 @@ def test_merge_refuses_text_results():
 
 
 def test_command_quoting_and_pinning():
-    argv = wrk.command("https://10.0.0.1:8443/body.bin", threads=2, connections=64,
-                       duration_s=10, headers=("Connection: close",), script="/tmp/a b.lua",
-                       cpus=(1, 3))
+    argv = wrk.command(
+        "https://10.0.0.1:8443/body.bin",
+        threads=2,
+        connections=64,
+        duration_s=10,
+        headers=("Connection: close",),
+        script="/tmp/a b.lua",
+        cpus=(1, 3),
+    )
     assert argv[:3] == ["taskset", "-c", "1,3"]
     assert argv[argv.index("-H") + 1] == "Connection: close"
     assert argv[argv.index("-s") + 1] == "/tmp/a b.lua"

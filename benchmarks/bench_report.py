@@ -1,0 +1,74 @@
+"""Time to build the default batch report: ``python -m sizing report --rps 1e6 --out DIR``.
+
+Goal: <= 20 s on this machine (kernel start, notebook execution and HTML rendering included).
+
+    .venv/bin/python benchmarks/bench_report.py [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    walls = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(args.repeat):
+            t0 = time.perf_counter()
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "sizing",
+                    "report",
+                    "--rps",
+                    "1e6",
+                    "--sla-p99",
+                    "5ms",
+                    "--out",
+                    f"{tmp}/{i}",
+                ],
+                cwd=ROOT,
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
+            walls.append(time.perf_counter() - t0)
+    median = statistics.median(walls)
+    cpu = next(
+        (
+            ln.split(":", 1)[1].strip()
+            for ln in Path("/proc/cpuinfo").read_text().splitlines()
+            if ln.startswith("model name")
+        ),
+        "unknown CPU",
+    )
+    out = ROOT / "benchmarks" / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "report.json").write_text(
+        json.dumps(
+            {"walls_s": walls, "median_s": median, "machine": f"{cpu}, {os.cpu_count()} CPUs"}
+        )
+    )
+    print(
+        f"default report: median {median:.1f} s over {len(walls)} builds "
+        f"({', '.join(f'{w:.1f}' for w in walls)}); goal <= 20 s: "
+        f"{'ok' if median <= 20 else 'MISSED'}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,100 @@
+"""Published family comparisons recomputed from the catalog and the capacity model.
+
+Seeds 000 and 002 publish ratios between instance families (performance, and performance per
+dollar). Recomputing them from this package's own capacity model and today's catalog prices
+shows which of the published figures the model reproduces and how prices moved since.
+"""
+
+from __future__ import annotations
+
+import csv
+from typing import Any
+
+from sizing.capacity import SCENARIOS, Workload, instance_capacity
+from sizing.catalog import Instance
+from sizing.paths import REFERENCE_DIR
+
+# AWS size names in the seeds' "L/XL/2XL/4XL" notation, in vCPUs.
+AWS_SIZES = {"L": 2, "XL": 4, "2XL": 8, "4XL": 16}
+METRICS = {
+    "requests_per_s": "performance",
+    "requests_per_s_under_sla": "performance",
+    "requests_per_s_per_usd": "price-performance",
+}
+
+
+def _sizes(text: str) -> list[int]:
+    text = text.strip()
+    if text.endswith("vCPU"):
+        return [int(text.split()[0])]
+    return [AWS_SIZES[s] for s in text.split("/") if s in AWS_SIZES]
+
+
+def recompute_claims(instances: list[Instance], region: str | None = None) -> list[dict[str, Any]]:
+    """Each family comparison of ``relative-claims.csv`` next to its recomputed value.
+
+    Parameters
+    ----------
+    instances : list of Instance
+        The catalog to price and size with.
+    region : str, optional
+        Only instances of this region (default: the first region that has both families).
+
+    Returns
+    -------
+    list of dict
+        ``claim_id``, ``comparison``, ``kind`` (performance or price-performance),
+        ``published_low``/``published_high``, ``recomputed_low``/``recomputed_high`` over the
+        sizes the claim covers, ``recomputed_cpu_only`` (the same without the network cap),
+        ``sizes`` and ``source``. Claims whose families or sizes are
+        not in the catalog are left out.
+    """
+    with (REFERENCE_DIR / "relative-claims.csv").open(newline="") as fh:
+        claims = list(csv.DictReader(fh))
+    out = []
+    for c in claims:
+        kind = METRICS.get(c["metric"])
+        if kind is None or c["scenario"] not in SCENARIOS or not c["file_bytes"]:
+            continue
+        sla = float(c["sla_p99_ms"]) if c["sla_p99_ms"] else 5.0
+        work = Workload(c["scenario"], c["protocol"], int(c["file_bytes"]), sla)
+        ratios, cpu_ratios = [], []
+        for v in _sizes(c["sizes"]):
+            subject = _pick(instances, c["subject"], v, region)
+            baseline = _pick(instances, c["baseline"], v, region)
+            if subject is None or baseline is None:
+                continue
+            pair = [subject, baseline]
+            found = [instance_capacity(i, work) for i in pair]
+            price = [1.0, 1.0] if kind == "performance" else [i.price_usd_hour for i in pair]
+            caps = [f.capacity_rps / p for f, p in zip(found, price, strict=True)]
+            cpus = [f.cpu_sla_rps / p for f, p in zip(found, price, strict=True)]
+            ratios.append(caps[0] / caps[1])
+            cpu_ratios.append(cpus[0] / cpus[1])
+        if not ratios:
+            continue
+        out.append(
+            {
+                "claim_id": c["claim_id"],
+                "comparison": f"{c['subject']} / {c['baseline']}",
+                "kind": kind,
+                "scenario": c["scenario"],
+                "sizes": c["sizes"],
+                "published_low": float(c["ratio_low"]),
+                "published_high": float(c["ratio_high"]),
+                "recomputed_low": min(ratios),
+                "recomputed_high": max(ratios),
+                "recomputed_cpu_only": sum(cpu_ratios) / len(cpu_ratios),
+                "source": c["source"],
+            }
+        )
+    return out
+
+
+def _pick(
+    instances: list[Instance], family: str, vcpus: int, region: str | None
+) -> Instance | None:
+    for i in instances:
+        if i.family == family and i.vcpus == vcpus and (region is None or i.region == region):
+            return i
+    return None
