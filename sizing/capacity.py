@@ -104,6 +104,17 @@ class Capacity:
     factor_low: float
     factor_high: float
     basis: list[str] = field(default_factory=list)
+    rel_sd: float = 0.0
+    measured: str = ""
+
+    def interval(self, level: float = 0.95) -> tuple[float, float]:
+        """Capacity interval [1/s]: log-normal CPU capacity with ``rel_sd``, network capped."""
+        from statistics import NormalDist
+
+        z = NormalDist().inv_cdf(0.5 + level / 2)
+        lo = self.cpu_sla_rps * math.exp(-z * self.rel_sd)
+        hi = self.cpu_sla_rps * math.exp(z * self.rel_sd)
+        return min(lo, self.network_rps), min(hi, self.network_rps)
 
 
 # ----------------------------------------------------------------------------- factors
@@ -332,8 +343,26 @@ def sla_utilization(per_worker_rps: float, sla_p99_ms: float) -> float:
     return max(0.0, 1.0 - math.log(100.0) / (per_worker_rps * budget_s))
 
 
-def instance_capacity(inst: Instance, work: Workload) -> Capacity:
-    """Capacity of one instance under the SLA, the binding constraint, and its basis."""
+def instance_capacity(inst: Instance, work: Workload, evidence: Any = None) -> Capacity:
+    """Capacity of one instance under the SLA, the binding constraint, and its basis.
+
+    Parameters
+    ----------
+    inst : Instance
+        The instance type.
+    work : Workload
+        What it serves.
+    evidence : sizing.measured.Evidence, optional
+        Calibrations from measured runs: a family with its own runs takes its capacity from
+        them; other families with a factor row take the measured level through the relative
+        factors.
+
+    Notes
+    -----
+    ``rel_sd`` is the log-scale standard deviation of the CPU capacity: from the factor ranges
+    (read as 95% ranges, an estimate) for the model, from the fit or the repeated trials for
+    measurements.
+    """
     factors = load_factors()
     fam, fallback = family_factor(inst, factors)
     scen = factors[f"scenario:{work.scenario}"]
@@ -343,14 +372,39 @@ def instance_capacity(inst: Instance, work: Workload) -> Capacity:
     cpu_peak = ref_rps * factor
     rho = sla_utilization(cpu_peak / workers, work.sla_p99_ms)
     cpu_sla = cpu_peak * rho
+    factor_low = fam.low * scen.low * proto.low
+    factor_high = fam.high * scen.high * proto.high
+    rel_sd = max(math.log(factor_high / factor), math.log(factor / factor_low), 0.0) / 1.96
+    measured_lines: list[str] = []
+    measured = ""
+    if evidence is not None:
+        cal = evidence.for_family(inst.family)
+        if cal is not None:
+            from sizing.measured import measured_capacity
+
+            cpu_sla, rel_sd, line = measured_capacity(cal, inst, cpu_sla)
+            measured_lines = [cal.describe(), line]
+            measured = "own"
+        elif evidence.carry_k is not None and not fallback:
+            cpu_sla *= evidence.carry_k
+            rel_sd = math.sqrt(rel_sd**2 + evidence.carry_sd**2)
+            src = evidence.carry_from
+            measured_lines = [
+                f"measured level carried through the relative factors: x{evidence.carry_k:.2f} "
+                f"of the model, from runs {', '.join(evidence.runs)} on "
+                + ", ".join(sorted({c.family for c in src}))
+                + (" (SIMULATED)" if evidence.simulated else "")
+            ]
+            measured = "carried"
     wire = bytes_per_response(work.file_bytes, work.protocol)
     net = float(curves.bandwidth_cap_rps(inst.network_gbps, wire))
     capacity = min(cpu_sla, net)
-    if rho <= 0:
+    if cpu_sla <= 0 or (rho <= 0 and measured != "own"):
         binding = "latency"
     else:
         binding = "network" if net < cpu_sla else "cpu"
     basis = [
+        *measured_lines,
         *notes,
         f"{fam.factor_id} {fam.value:.3g}/vCPU: {fam.explanation}"
         + (
@@ -361,10 +415,11 @@ def instance_capacity(inst: Instance, work: Workload) -> Capacity:
         basis.append(f"{scen.factor_id} x{scen.value:.3g}: {scen.explanation}")
     if proto.value != 1.0:
         basis.append(f"{proto.factor_id} x{proto.value:.3g}: {proto.explanation}")
-    basis.append(
-        f"estimate: SLA derating to {rho:.1%} of peak (M/M/1 per worker, "
-        f"{workers} workers, base latency {ESTIMATES['base_latency_ms'][0]:g} ms)"
-    )
+    if measured != "own":
+        basis.append(
+            f"estimate: SLA derating to {rho:.1%} of peak (M/M/1 per worker, "
+            f"{workers} workers, base latency {ESTIMATES['base_latency_ms'][0]:g} ms)"
+        )
     basis.append(
         f"network {inst.network_gbps:g} Gbps"
         + (" (baseline of an 'up to' size)" if inst.network_burst else "")
@@ -380,7 +435,9 @@ def instance_capacity(inst: Instance, work: Workload) -> Capacity:
         max_utilization=rho,
         binding_constraint=binding,
         factor=factor,
-        factor_low=fam.low * scen.low * proto.low,
-        factor_high=fam.high * scen.high * proto.high,
+        factor_low=factor_low,
+        factor_high=factor_high,
         basis=basis,
+        rel_sd=rel_sd,
+        measured=measured,
     )

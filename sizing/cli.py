@@ -82,9 +82,37 @@ def build_parser() -> argparse.ArgumentParser:
         help="your own catalog CSV (same columns); adds or replaces entries",
     )
     rec.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    rec.add_argument(
+        "--runs",
+        nargs="+",
+        default=[],
+        metavar="DIR",
+        help="run folders whose measurements replace or calibrate the model",
+    )
+    rec.add_argument(
+        "--allow-simulated",
+        action="store_true",
+        help="accept simulated runs (their use is marked in the output)",
+    )
+    rec.add_argument(
+        "--confidence",
+        type=parse_fraction,
+        default=0.95,
+        metavar="FRACTION",
+        help="also give each option's count that keeps the headroom with this "
+        "probability (default 0.95)",
+    )
 
     fit = sub.add_parser("fit", help="fit scaling curves to a reference dataset")
     fit.add_argument("--reference", default="nginx-web-server", metavar="NAME")
+    fit.add_argument(
+        "--runs",
+        nargs="+",
+        default=[],
+        metavar="DIR",
+        help="fit these run folders instead of the reference",
+    )
+    fit.add_argument("--allow-simulated", action="store_true", help="accept simulated runs")
     fit.add_argument("--format", choices=("table", "json"), default="table")
     fit.add_argument("--compare", action="store_true", help="include every candidate model")
 
@@ -182,7 +210,9 @@ def render_recommendation(doc: dict[str, Any], top: int) -> str:
                 f"{o['hourly_cost_usd']:.3f}",
                 f"{o['monthly_cost_usd']:,.0f}",
                 f"{o['usd_per_billion_requests']:.3f}",
-                o["binding_constraint"],
+                o["binding_constraint"] + {"own": "*", "carried": "+"}.get(o["measured"], ""),
+                f"{o['p_meets_target']:.0%}",
+                str(o["count_at_confidence"] or "-"),
             ]
         )
     out.append(
@@ -200,10 +230,32 @@ def render_recommendation(doc: dict[str, Any], top: int) -> str:
                 "$/month",
                 "$/1e9 req",
                 "binds",
+                "P(meet)",
+                f"n@{doc['confidence']:.0%}",
             ],
             rows,
-            {0, 4, 5, 6, 7, 8, 9, 10},
+            {0, 4, 5, 6, 7, 8, 9, 10, 12, 13},
         )
+    )
+    m = doc.get("measured")
+    if m:
+        sim = " SIMULATED" if m["simulated"] else ""
+        out.append(
+            f"* measured{sim} (runs {', '.join(m['runs']) or 'none used'}); "
+            "+ measured level carried through the relative factors"
+        )
+        for c in m["calibrations"]:
+            shape = f"own {c['model']} curve" if c["shape"] == "own" else "shape borrowed"
+            out.append(
+                f"  {c['label']} -> family {c['family']}: {shape}, x{c['k_vs_model']:.2f} of the "
+                f"model at vCPUs {', '.join(f'{v:g}' for v in c['vcpus'])}"
+                + ("" if c["carried_to_other_families"] else " (not carried: no factor row)")
+            )
+        out += [f"  note: {n}" for n in m["notes"]]
+    out.append(
+        f"P(meet): probability the count serves the target (capacity spread from the "
+        f"{'fits and repeats' if m else 'factor ranges, an estimate'}); "
+        f"n@{doc['confidence']:.0%}: count that keeps the headroom with that probability"
     )
     out += ["", "vCPUs needed by family (cheapest size; fewest vCPUs over sizes):"]
     fam_rows = [
@@ -280,7 +332,26 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     instances = _instances(args)
     work = Workload(args.scenario, args.protocol, args.file_size, args.sla_p99)
     headroom = DEFAULT_HEADROOM if args.headroom is None else args.headroom
-    rec = recommend(args.rps, instances, work, headroom, args.redundancy, args.max_count)
+    evidence = None
+    if args.runs:
+        from sizing.catalog import load_catalog
+        from sizing.measured import build_evidence, measured_series
+
+        series = measured_series(args.runs, allow_simulated=args.allow_simulated)
+        # Match labels against the whole catalog: a filter must not hide the measured type.
+        evidence = build_evidence(series, load_catalog(args.catalog), work)
+    if not 0 < args.confidence < 1:
+        raise InputError(f"--confidence must be in (0, 1), got {args.confidence}")
+    rec = recommend(
+        args.rps,
+        instances,
+        work,
+        headroom,
+        args.redundancy,
+        args.max_count,
+        evidence,
+        args.confidence,
+    )
     doc = rec.to_dict(top=args.top)
     if args.format == "json":
         print(json.dumps(doc, indent=1))
@@ -295,34 +366,62 @@ def cmd_fit(args: argparse.Namespace) -> int:
     """Print the fitted model of every series of a reference dataset."""
     from sizing.fits import finite_json, fit_reference
 
+    if args.runs:
+        from sizing.measured import fit_runs
+
+        rows = fit_runs(args.runs, allow_simulated=args.allow_simulated)
+        if not args.compare:
+            for r in rows:
+                r.pop("comparison", None)
+        if args.format == "json":
+            print(json.dumps(finite_json({"runs": args.runs, "series": rows}), indent=1))
+            return 0
+        print(_fit_table(rows))
+        return 0
     rows = fit_reference(args.reference, compare=args.compare)
     if args.format == "json":
         print(json.dumps(finite_json({"reference": args.reference, "series": rows}), indent=1))
         return 0
+    print(_fit_table(rows))
+    return 0
+
+
+def _fit_table(rows: list[dict[str, Any]]) -> str:
+    """Fitted series as a table; runs add their label and measured points."""
+    runs = any("label" in r for r in rows)
     table = []
     for r in rows:
-        pe = r["power_exponent"]
-        params = ", ".join(f"{k}={v:.4g}" for k, v in r["params"].items())
-        table.append(
-            [
-                r["metric"],
-                r["protocol"],
-                r["file_size"],
+        if r.get("model") is None:
+            fit_cells = ["-", "(shape borrowed: too few vCPU counts)", "-", "-", "-"]
+        else:
+            pe = r["power_exponent"]
+            params = ", ".join(f"{k}={v:.4g}" for k, v in r["params"].items())
+            fit_cells = [
                 r["model"],
                 params,
                 f"{r['mape_pct']:.2f}",
                 f"{r['loo_mape_pct']:.2f}",
                 f"{pe['b']:.2f} [{pe['low']:.2f}, {pe['high']:.2f}]",
             ]
-        )
-    print(
-        _table(
-            ["metric", "protocol", "size", "model", "params", "MAPE %", "LOO %", "power b (95%)"],
-            table,
-            {5, 6},
-        )
-    )
-    return 0
+        head = [r["metric"], r["protocol"], r["file_size"]]
+        if runs:
+            points = ", ".join(f"{x:g}:{_fmt_rps(y)}" for x, y in zip(r["x"], r["y"], strict=True))
+            head = [
+                r["label"] + (" (simulated)" if r["simulated"] else ""),
+                r["scenario"],
+                *head,
+                f"{r['sla_p99_ms']:g} ms",
+                points,
+            ]
+        table.append([*head, *fit_cells])
+    headers = ["metric", "protocol", "size", "model", "params", "MAPE %", "LOO %", "power b (95%)"]
+    if runs:
+        headers = ["label", "scenario", *headers[:3], "SLA", "vCPUs:RPS", *headers[3:]]
+    n = len(headers)
+    out = _table(headers, table, {n - 3, n - 2})
+    if runs:
+        out += "\n\nruns: " + ", ".join(sorted({x for r in rows for x in r["runs"]}))
+    return out
 
 
 def cmd_reference(args: argparse.Namespace) -> int:

@@ -23,6 +23,9 @@ class Option:
     count: int
     utilization: float
     hourly_cost_usd: float
+    p_meets_target: float = math.nan
+    confidence: float = 0.95
+    count_at_confidence: int | None = None
 
     def to_dict(self, target_rps: float) -> dict[str, Any]:
         """JSON-ready row."""
@@ -47,6 +50,17 @@ class Option:
             "usd_per_billion_requests": self.hourly_cost_usd / (target_rps * 3600.0) * 1e9,
             "binding_constraint": cap.binding_constraint,
             "capacity_factor_range": [cap.factor_low / cap.factor, cap.factor_high / cap.factor],
+            "capacity_interval_rps": list(cap.interval(0.95)),
+            "capacity_sd_log": cap.rel_sd,
+            "measured": cap.measured,
+            "p_meets_target": self.p_meets_target,
+            "confidence": self.confidence,
+            "count_at_confidence": self.count_at_confidence,
+            "hourly_cost_at_confidence_usd": (
+                None
+                if self.count_at_confidence is None
+                else self.count_at_confidence * inst.price_usd_hour
+            ),
             "basis": list(cap.basis),
         }
 
@@ -61,6 +75,8 @@ class Recommendation:
     redundancy: int
     options: list[Option]
     excluded: list[dict[str, Any]] = field(default_factory=list)
+    evidence: Any = None
+    confidence: float = 0.95
 
     def to_dict(self, top: int | None = None) -> dict[str, Any]:
         """JSON-ready document."""
@@ -75,11 +91,40 @@ class Recommendation:
                 "protocol": self.workload.protocol,
                 "file_bytes": self.workload.file_bytes,
             },
+            "confidence": self.confidence,
+            "measured": _evidence_dict(self.evidence),
             "options": [o.to_dict(self.target_rps) for o in opts],
             "vcpus_by_family": vcpus_by_family(self.options),
             "estimates": {k: {"value": v, "reasoning": r} for k, (v, r) in ESTIMATES.items()},
             "excluded": self.excluded,
         }
+
+
+def _evidence_dict(ev: Any) -> dict[str, Any] | None:
+    if ev is None:
+        return None
+    return {
+        "runs": ev.runs,
+        "simulated": ev.simulated,
+        "notes": list(ev.notes),
+        "calibrations": [
+            {
+                "label": c.series.label,
+                "family": c.family,
+                "runs": c.series.runs,
+                "vcpus": c.series.x,
+                "max_rps_under_sla": c.series.y,
+                "shape": "own" if c.series.fit is not None else "borrowed",
+                "model": c.series.fit.model if c.series.fit is not None else None,
+                "k_vs_model": c.k,
+                "k_sd_log": c.k_sd,
+                "carried_to_other_families": c.factor_row,
+                "simulated": c.series.simulated,
+            }
+            for c in ev.calibrations
+        ],
+        "carry_k": ev.carry_k,
+    }
 
 
 def fleet_count(target_rps: float, usable_rps: float, redundancy: int) -> int | None:
@@ -93,6 +138,32 @@ def fleet_count(target_rps: float, usable_rps: float, redundancy: int) -> int | 
     while n * usable_rps < target_rps:
         n += 1
     return n + redundancy
+
+
+def p_meets_target(count: int, redundancy: int, cap: Capacity, target_rps: float) -> float:
+    """Probability that ``count - redundancy`` instances serve ``target_rps`` under the SLA.
+
+    The CPU capacity is log-normal around its point value with ``cap.rel_sd`` (the same for
+    every instance of a type); the network cap is taken as known.
+    """
+    m = count - redundancy
+    if m <= 0 or m * cap.network_rps < target_rps or cap.cpu_sla_rps <= 0:
+        return 0.0
+    need = target_rps / (m * cap.cpu_sla_rps)
+    if cap.rel_sd <= 0:
+        return 1.0 if need <= 1 else 0.0
+    return 0.5 * math.erfc(math.log(need) / (cap.rel_sd * math.sqrt(2)))
+
+
+def count_at_confidence(
+    target_rps: float, cap: Capacity, headroom: float, redundancy: int, confidence: float
+) -> int | None:
+    """Fewest instances that keep the headroom with probability ``confidence``."""
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf(confidence)
+    low = min(cap.cpu_sla_rps * math.exp(-z * cap.rel_sd), cap.network_rps)
+    return fleet_count(target_rps, low * (1.0 - headroom), redundancy)
 
 
 def _check(target_rps: float, headroom: float, redundancy: int, max_count: int | None) -> None:
@@ -113,6 +184,8 @@ def recommend(
     headroom: float = DEFAULT_HEADROOM,
     redundancy: int = 0,
     max_count: int | None = None,
+    evidence: Any = None,
+    confidence: float = 0.95,
 ) -> Recommendation:
     """Find, for every instance type, the cheapest homogeneous fleet that meets the target.
 
@@ -131,6 +204,10 @@ def recommend(
         Instances that may fail while the rest still meet the target (N+k).
     max_count : int, optional
         Largest fleet to consider per instance type.
+    evidence : sizing.measured.Evidence, optional
+        Calibrations from measured runs (see `sizing.capacity.instance_capacity`).
+    confidence : float
+        For each option, also the count that keeps the headroom with this probability.
 
     Returns
     -------
@@ -146,10 +223,12 @@ def recommend(
     """
     work = workload or Workload()
     _check(target_rps, headroom, redundancy, max_count)
+    if not 0 < confidence < 1:
+        raise InputError(f"confidence must be in (0, 1), got {confidence!r}")
     options: list[Option] = []
     excluded: list[dict[str, Any]] = []
     for inst in instances:
-        cap = instance_capacity(inst, work)
+        cap = instance_capacity(inst, work, evidence)
         usable = cap.capacity_rps * (1.0 - headroom)
         n = fleet_count(target_rps, usable, redundancy)
         if n is None:
@@ -169,6 +248,11 @@ def recommend(
                 count=n,
                 utilization=target_rps / (n * cap.capacity_rps),
                 hourly_cost_usd=n * inst.price_usd_hour,
+                p_meets_target=p_meets_target(n, redundancy, cap, target_rps),
+                confidence=confidence,
+                count_at_confidence=count_at_confidence(
+                    target_rps, cap, headroom, redundancy, confidence
+                ),
             )
         )
     if not options:
@@ -184,7 +268,9 @@ def recommend(
             o.capacity.instance.instance_type,
         )
     )
-    return Recommendation(target_rps, work, headroom, redundancy, options, excluded)
+    return Recommendation(
+        target_rps, work, headroom, redundancy, options, excluded, evidence, confidence
+    )
 
 
 def vcpus_by_family(options: Iterable[Option]) -> list[dict[str, Any]]:

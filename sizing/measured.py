@@ -1,0 +1,339 @@
+"""Capacity from the user's own runs: fits, calibrations against the model, evidence.
+
+A run's trials give, per (instance label, scenario, protocol, size, SLA, vCPUs), the highest
+RPS that met the SLA (`sizing.datasets.max_rps_under_sla`). Those points become a
+`MeasuredSeries`. A series is matched to the catalog by its label (an instance type, or else
+a family) and turned into a `Calibration`: the ratio ``k`` of the measured RPS to what the
+capacity model predicts for the same family and vCPUs.
+
+- With 3 or more vCPU counts the series has its own fitted curve, which gives the capacity of
+  every size of the family directly (its confidence interval widens outside the measured
+  range).
+- With fewer, the shape is borrowed: a size that was measured takes its measured value; any
+  other size takes the nearest measured value moved along the model's curve, and the output
+  says so. Each doubling away from the measurement adds an estimated spread
+  (`BORROWED_SHAPE_SD_PER_DOUBLING`).
+- Families without their own runs get the measured level through the model's relative factors:
+  the pooled ``k`` of calibrations whose family has a factor row (measurements of a family the
+  model only guesses at are not carried).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from sizing.catalog import Instance
+from sizing.errors import InputError
+
+if TYPE_CHECKING:
+    from sizing.capacity import Workload
+    from sizing.curves import CurveFit
+
+BORROWED_SHAPE_SD_PER_DOUBLING = (
+    0.05,
+    "estimate: a measured level moved to another size along the model's curve gains 5% "
+    "(one standard deviation, log scale) of uncertainty per doubling of vCPUs",
+)
+METRICS = {
+    "cps": ("connections_per_s_under_sla", "rps"),
+    "throughput": ("throughput_gbps_under_sla", "throughput_gbps"),
+}
+DEFAULT_METRIC = ("requests_per_s_under_sla", "rps")
+
+
+@dataclass
+class MeasuredSeries:
+    """The best measured RPS under the SLA per vCPU count, for one label and workload."""
+
+    label: str
+    scenario: str
+    protocol: str
+    file_bytes: int
+    sla_p99_ms: float
+    metric: str
+    x: list[float]
+    y: list[float]
+    sd: list[float]
+    repeats: list[int]
+    runs: list[str]
+    simulated: bool
+    fit: CurveFit | None = None
+    comparison: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def own_shape(self) -> bool:
+        """Whether the series has enough vCPU counts (3) for its own curve."""
+        return self.fit is not None
+
+
+def measured_series(dirs: Sequence[str], allow_simulated: bool = False) -> list[MeasuredSeries]:
+    """Load run folders and build one `MeasuredSeries` per label and workload."""
+    import numpy as np
+
+    from sizing import curves
+    from sizing.datasets import load_runs, max_rps_under_sla
+
+    trials = load_runs(list(dirs), allow_simulated=allow_simulated)
+    out = []
+    group = ["instance_label", "scenario", "protocol", "file_bytes", "sla_p99_ms"]
+    for key, grp in trials.groupby(group, sort=True, dropna=False):
+        label, scenario, protocol, file_bytes, sla = (str(k) for k in key)
+        metric, column = METRICS.get(str(scenario), DEFAULT_METRIC)
+        answers = max_rps_under_sla(grp.assign(rps=grp[column])).dropna(
+            subset=["max_rps_under_sla"]
+        )
+        answers = answers.sort_values("vcpus")
+        x = [float(v) for v in answers["vcpus"]]
+        y = [float(v) for v in answers["max_rps_under_sla"]]
+        sd = [float(v) if v is not None and np.isfinite(v) else 0.0 for v in answers["rps_std"]]
+        s = MeasuredSeries(
+            label=str(label),
+            scenario=str(scenario),
+            protocol=str(protocol),
+            file_bytes=int(float(file_bytes)),
+            sla_p99_ms=float(sla),
+            metric=metric,
+            x=x,
+            y=y,
+            sd=sd,
+            repeats=[int(r) for r in answers["repeats"]],
+            runs=sorted(set(grp["run_id"])),
+            simulated=bool(grp["simulated"].any()),
+        )
+        if len(set(x)) >= 3:
+            with warnings.catch_warnings():
+                # Over-parameterised candidates on few points warn; the selection weighs them.
+                warnings.simplefilter("ignore")
+                sel = curves.select_model(x, y)
+            s.fit, s.comparison = sel.best, sel.table
+        out.append(s)
+    return out
+
+
+def fit_runs(dirs: Sequence[str], allow_simulated: bool = False) -> list[dict[str, Any]]:
+    """Fit each measured series; rows in the form of `sizing.fits.fit_reference`.
+
+    Series with fewer than 3 vCPU counts are listed with their points and no model: their
+    shape is borrowed from the reference when they are used for sizing.
+    """
+    from sizing import curves
+
+    rows = []
+    for s in measured_series(dirs, allow_simulated):
+        row: dict[str, Any] = {
+            "metric": s.metric,
+            "label": s.label,
+            "scenario": s.scenario,
+            "protocol": s.protocol,
+            "file_size": f"{s.file_bytes} B",
+            "file_bytes": s.file_bytes,
+            "sla_p99_ms": s.sla_p99_ms,
+            "x": s.x,
+            "y": s.y,
+            "runs": s.runs,
+            "simulated": s.simulated,
+            "source": "runs " + ", ".join(s.runs) + (" (simulated)" if s.simulated else ""),
+        }
+        if s.fit is not None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                pw = curves.fit_curve("power", s.x, s.y, errors="relative")
+            lo, hi = pw.param_interval("b", 0.95)
+            row.update(
+                {
+                    "model": s.fit.model,
+                    "formula": s.fit.spec.formula,
+                    "params": s.fit.params_,
+                    "stderr": s.fit.stderr_,
+                    "mape_pct": s.fit.mape_pct_,
+                    "loo_mape_pct": next(r["loo_mape_pct"] for r in s.comparison if r["selected"]),
+                    "aicc": s.fit.aicc_,
+                    "criterion": "loo" if len(s.x) < 10 else "aicc",
+                    "x_range": list(s.fit.x_range_),
+                    "power_exponent": {"b": pw.params_["b"], "low": lo, "high": hi, "level": 0.95},
+                    "comparison": s.comparison,
+                }
+            )
+        else:
+            row.update(
+                {
+                    "model": None,
+                    "note": f"{len(s.x)} vCPU count(s): too few to fit a curve; sizing borrows "
+                    "the reference curve's shape and calibrates its level",
+                }
+            )
+        rows.append(row)
+    return rows
+
+
+@dataclass
+class Calibration:
+    """One measured series matched to the catalog and set against the model."""
+
+    series: MeasuredSeries
+    family: str
+    instance: Instance
+    k: float
+    k_sd: float
+    factor_row: bool
+    ratios: list[float] = field(default_factory=list)
+    ratio_sds: list[float] = field(default_factory=list)
+
+    def describe(self) -> str:
+        """One line for an option's basis."""
+        s = self.series
+        shape = (
+            f"own {s.fit.model} curve over {len(s.x)} vCPU counts"
+            if s.fit is not None
+            else f"shape borrowed from the reference ({len(s.x)} vCPU count(s) measured)"
+        )
+        sim = " SIMULATED" if s.simulated else ""
+        return (
+            f"measured{sim}: runs {', '.join(s.runs)} ({s.label}, {s.scenario} {s.protocol} "
+            f"{s.file_bytes} B, p99 <= {s.sla_p99_ms:g} ms) at vCPUs "
+            f"{', '.join(f'{v:g}' for v in s.x)}: "
+            + ", ".join(f"{y:,.0f}" for y in s.y)
+            + f" RPS; {shape}; x{self.k:.2f} of the model"
+        )
+
+
+@dataclass
+class Evidence:
+    """Calibrations for a workload, and the pooled level carried to unmeasured families."""
+
+    calibrations: list[Calibration]
+    notes: list[str]
+    carry_k: float | None = None
+    carry_sd: float = 0.0
+    carry_from: list[Calibration] = field(default_factory=list)
+
+    @property
+    def runs(self) -> list[str]:
+        """Every run id the evidence rests on."""
+        return sorted({r for c in self.calibrations for r in c.series.runs})
+
+    @property
+    def simulated(self) -> bool:
+        """Whether any of it is simulated."""
+        return any(c.series.simulated for c in self.calibrations)
+
+    def for_family(self, family: str) -> Calibration | None:
+        """The calibration measured on ``family`` (the one with most vCPU counts)."""
+        own = [c for c in self.calibrations if c.family == family]
+        return max(own, key=lambda c: len(c.series.x)) if own else None
+
+
+def _match(label: str, instances: Sequence[Instance], runs: list[str]) -> tuple[Instance, str]:
+    if not label:
+        raise InputError(
+            f"runs {', '.join(runs)} have no instance_label; measure with --label TYPE so they "
+            "can be matched to the catalog"
+        )
+    low = label.lower()
+    for i in instances:
+        if i.instance_type.lower() == low:
+            return i, i.family
+    fam = [i for i in instances if i.family.lower() == low]
+    if fam:
+        return min(fam, key=lambda i: i.vcpus), fam[0].family
+    raise InputError(
+        f"runs {', '.join(runs)}: label {label!r} is neither an instance type nor a family of "
+        "the catalog; add this machine with --catalog FILE (same columns as "
+        "data/catalog/instances.csv, instance_type = the label)"
+    )
+
+
+def build_evidence(
+    series: Sequence[MeasuredSeries], instances: Sequence[Instance], work: Workload
+) -> Evidence:
+    """Match each series that measured ``work`` to the catalog and calibrate it."""
+    from sizing.capacity import family_factor, instance_capacity, load_factors
+
+    factors = load_factors()
+    cals, notes = [], []
+    for s in series:
+        same = (s.scenario, s.protocol, s.file_bytes) == (
+            work.scenario,
+            work.protocol,
+            work.file_bytes,
+        )
+        if not same:
+            notes.append(
+                f"runs {', '.join(s.runs)} measured {s.scenario} {s.protocol} {s.file_bytes} B; "
+                f"the request is {work.scenario} {work.protocol} {work.file_bytes} B: not used"
+            )
+            continue
+        if not math.isclose(s.sla_p99_ms, work.sla_p99_ms):
+            notes.append(
+                f"runs {', '.join(s.runs)} measured under p99 <= {s.sla_p99_ms:g} ms; the "
+                f"request asks {work.sla_p99_ms:g} ms: not used"
+            )
+            continue
+        if not s.x:
+            notes.append(f"runs {', '.join(s.runs)}: no trial met the SLA: not used")
+            continue
+        inst, family = _match(s.label, instances, s.runs)
+        logs, sds = [], []
+        for v, y, sd, n in zip(s.x, s.y, s.sd, s.repeats, strict=True):
+            model = instance_capacity(replace(inst, vcpus=int(v)), work).cpu_sla_rps
+            logs.append(math.log(y / model))
+            sds.append(sd / y / math.sqrt(max(n, 1)) if y > 0 else 0.0)
+        k = math.exp(sum(logs) / len(logs))
+        spread = (
+            math.sqrt(sum((v - math.log(k)) ** 2 for v in logs) / (len(logs) - 1))
+            if len(logs) > 1
+            else 0.0
+        )
+        k_sd = math.sqrt(spread**2 / len(logs) + (sum(sds) / len(sds)) ** 2)
+        _, fallback = family_factor(inst, factors)
+        cals.append(
+            Calibration(s, family, inst, k, k_sd, not fallback, [math.exp(v) for v in logs], sds)
+        )
+    ev = Evidence(cals, notes)
+    carriers = [c for c in cals if c.factor_row]
+    if carriers:
+        ev.carry_k = math.exp(sum(math.log(c.k) for c in carriers) / len(carriers))
+        ev.carry_sd = math.sqrt(sum(c.k_sd**2 for c in carriers) / len(carriers))
+        ev.carry_from = carriers
+    return ev
+
+
+def measured_capacity(
+    cal: Calibration, inst: Instance, model_cpu_sla: float
+) -> tuple[float, float, str]:
+    """CPU capacity under the SLA of ``inst`` from its family's calibration.
+
+    Returns the capacity [1/s], its log-scale standard deviation, and a basis line.
+    """
+    s = cal.series
+    v = float(inst.vcpus)
+    if s.fit is not None:
+        point = float(s.fit.predict([v])[0])
+        lo, hi = s.fit.predict_interval([v], level=0.95, kind="confidence")
+        sd = max(math.log(max(hi[0], point) / point), math.log(point / max(lo[0], 1e-9))) / 1.96
+        sd = math.sqrt(sd**2 + cal.k_sd**2) if point > 0 else math.inf
+        where = (
+            "inside the measured vCPUs"
+            if min(s.x) <= v <= max(s.x)
+            else f"extrapolated from {min(s.x):g}-{max(s.x):g} vCPUs"
+        )
+        return point, sd, f"{inst.vcpus} vCPUs from the measured curve ({where})"
+    # Anchor on the nearest measured vCPU count; move along the model's curve from there.
+    i = min(range(len(s.x)), key=lambda j: abs(math.log2(v / s.x[j])))
+    doublings = abs(math.log2(v / s.x[i]))
+    ratio = cal.ratios[i] if cal.ratios else cal.k
+    anchor_sd = cal.ratio_sds[i] if cal.ratio_sds else cal.k_sd
+    shape_sd = BORROWED_SHAPE_SD_PER_DOUBLING[0] * doublings
+    sd = math.sqrt(anchor_sd**2 + shape_sd**2)
+    if doublings == 0:
+        return s.y[i], sd, f"{inst.vcpus} vCPUs: measured directly"
+    return (
+        ratio * model_cpu_sla,
+        sd,
+        f"{inst.vcpus} vCPUs: the measured {s.x[i]:g}-vCPU value moved along the model's curve "
+        f"(shape borrowed, {doublings:.1f} doublings; {BORROWED_SHAPE_SD_PER_DOUBLING[1]})",
+    )

@@ -1,0 +1,266 @@
+"""Sizing from measured runs: fits, calibration, carried evidence, uncertainty."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from runners.search import SearchOptions, run_search
+from runners.sim import SimServer
+from runners.sweep import Plan
+from sizing.capacity import Workload, instance_capacity
+from sizing.catalog import load_catalog
+from sizing.errors import InputError
+from sizing.measured import build_evidence, fit_runs, measured_series
+from sizing.recommend import count_at_confidence, p_meets_target, recommend
+
+ROOT = Path(__file__).resolve().parents[1]
+HTTP = Workload("static", "http", 1024, 5.0)
+
+
+def sim_run(tmp_path: Path, label: str, vcpus=(1, 2, 4, 8), seed=1) -> str:
+    run_id, _ = run_search(
+        Plan(vcpus=tuple(vcpus), label=label), SearchOptions(), tmp_path, sim=SimServer(seed=seed)
+    )
+    return str(tmp_path / run_id)
+
+
+def sizing_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "sizing", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_simulated_runs_are_refused_unless_allowed(tmp_path):
+    run = sim_run(tmp_path, "c7g")
+    with pytest.raises(InputError, match="--allow-simulated"):
+        measured_series([run])
+    (s,) = measured_series([run], allow_simulated=True)
+    assert s.simulated and s.x == [1, 2, 4, 8] and s.own_shape
+    p = sizing_cli("recommend", "--rps", "1e6", "--protocol", "http", "--runs", run)
+    assert p.returncode == 2 and "--allow-simulated" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+
+
+def test_fit_runs_has_the_reference_form(tmp_path):
+    run = sim_run(tmp_path, "c7g")
+    (row,) = fit_runs([run], allow_simulated=True)
+    for key in (
+        "metric",
+        "protocol",
+        "file_size",
+        "model",
+        "params",
+        "mape_pct",
+        "loo_mape_pct",
+        "power_exponent",
+        "x_range",
+        "source",
+    ):
+        assert key in row
+    assert row["metric"] == "requests_per_s_under_sla" and row["label"] == "c7g"
+    assert row["mape_pct"] < 5
+    p = sizing_cli("fit", "--runs", run, "--allow-simulated", "--format", "json")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["series"][0]["runs"] == [Path(run).name]
+    table = sizing_cli("fit", "--runs", run, "--allow-simulated")
+    assert "c7g (simulated)" in table.stdout and Path(run).name in table.stdout
+
+
+def test_own_family_uses_the_measured_curve(tmp_path):
+    run = sim_run(tmp_path, "c7g")
+    catalog = load_catalog()
+    ev = build_evidence(measured_series([run], allow_simulated=True), catalog, HTTP)
+    (cal,) = ev.calibrations
+    assert cal.family == "c7g" and cal.factor_row
+    sim = SimServer(seed=1)
+    for inst in (i for i in catalog if i.family == "c7g" and i.vcpus in (2, 4, 8)):
+        cap = instance_capacity(inst, HTTP, ev)
+        assert cap.measured == "own"
+        assert Path(run).name in cap.basis[0] and "SIMULATED" in cap.basis[0]
+        # The measured curve, not the model: close to the simulator's own answer.
+        expected = min(sim.capacity(inst.vcpus) * 0.99, cap.network_rps)
+        assert cap.capacity_rps == pytest.approx(expected, rel=0.06)
+        lo, hi = cap.interval()
+        assert lo <= cap.capacity_rps <= hi and cap.rel_sd > 0
+
+
+def test_measured_level_is_carried_to_other_families(tmp_path):
+    run = sim_run(tmp_path, "c7g")
+    catalog = load_catalog()
+    ev = build_evidence(measured_series([run], allow_simulated=True), catalog, HTTP)
+    other = next(i for i in catalog if i.family == "c6in" and i.vcpus == 4)
+    model = instance_capacity(other, HTTP)
+    carried = instance_capacity(other, HTTP, ev)
+    assert carried.measured == "carried"
+    assert carried.cpu_sla_rps == pytest.approx(model.cpu_sla_rps * ev.carry_k)
+    assert Path(run).name in carried.basis[0]
+    assert carried.rel_sd >= model.rel_sd
+
+
+def test_single_vcpu_run_borrows_the_shape(tmp_path):
+    run = sim_run(tmp_path, "c7g", vcpus=(2,))
+    catalog = load_catalog()
+    ev = build_evidence(measured_series([run], allow_simulated=True), catalog, HTTP)
+    (cal,) = ev.calibrations
+    assert not cal.series.own_shape
+    two = next(i for i in catalog if i.family == "c7g" and i.vcpus == 2)
+    eight = next(i for i in catalog if i.family == "c7g" and i.vcpus == 8)
+    cap2, cap8 = instance_capacity(two, HTTP, ev), instance_capacity(eight, HTTP, ev)
+    assert cap2.cpu_sla_rps == pytest.approx(cal.series.y[0], rel=1e-6)
+    assert "shape borrowed" in " ".join(cap8.basis)
+    assert cap8.rel_sd > cap2.rel_sd  # two doublings away from the measurement
+    assert cap8.cpu_sla_rps == pytest.approx(
+        instance_capacity(eight, HTTP).cpu_sla_rps * cal.k, rel=1e-9
+    )
+
+
+def test_runs_that_do_not_match_the_request_are_not_used(tmp_path):
+    run = sim_run(tmp_path, "c7g")
+    series = measured_series([run], allow_simulated=True)
+    https = build_evidence(series, load_catalog(), Workload("static", "https", 1024, 5.0))
+    assert not https.calibrations and "not used" in https.notes[0]
+    tight = build_evidence(series, load_catalog(), Workload("static", "http", 1024, 2.0))
+    assert not tight.calibrations and "p99 <= 5 ms" in tight.notes[0]
+
+
+def test_unknown_label_says_how_to_add_the_machine(tmp_path):
+    run = sim_run(tmp_path, "my-box")
+    with pytest.raises(InputError, match="--catalog FILE"):
+        build_evidence(measured_series([run], allow_simulated=True), load_catalog(), HTTP)
+
+
+def test_probability_and_confidence_count():
+    inst = next(i for i in load_catalog() if instance_capacity(i, HTTP).binding_constraint == "cpu")
+    cap = instance_capacity(inst, HTTP)
+    target = 10 * cap.capacity_rps
+    probs = [p_meets_target(n, 0, cap, target) for n in range(8, 30)]
+    assert probs == sorted(probs) and 0 < probs[0] < probs[-1] <= 1
+    assert p_meets_target(5, 5, cap, target) == 0.0
+    counts = [count_at_confidence(target, cap, 0.2, 0, c) for c in (0.5, 0.9, 0.99)]
+    assert counts == sorted(counts) and counts[0] < counts[-1]
+    # At confidence 0.5 the pessimistic capacity is the point value: the point count.
+    rec = recommend(target, [inst], HTTP, 0.2, 0, confidence=0.5)
+    assert rec.options[0].count_at_confidence == rec.options[0].count
+    opt = rec.to_dict()["options"][0]
+    lo, hi = opt["capacity_interval_rps"]
+    assert lo < opt["capacity_rps_per_instance"] <= hi
+    with pytest.raises(InputError, match="confidence"):
+        recommend(target, [inst], HTTP, confidence=1.0)
+
+
+def test_recommend_with_simulated_runs_is_marked(tmp_path):
+    run = sim_run(tmp_path, "c7g")
+    p = sizing_cli(
+        "recommend",
+        "--rps",
+        "1e6",
+        "--protocol",
+        "http",
+        "--runs",
+        run,
+        "--allow-simulated",
+        "--confidence",
+        "0.9",
+        "--format",
+        "json",
+    )
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["measured"]["simulated"] and doc["measured"]["runs"] == [Path(run).name]
+    assert doc["confidence"] == 0.9
+    for o in doc["options"]:
+        assert o["measured"] in ("own", "carried", "")
+        if o["measured"]:
+            assert Path(run).name in " ".join(o["basis"]) and "SIMULATED" in " ".join(o["basis"])
+        assert 0 <= o["p_meets_target"] <= 1 and o["count_at_confidence"] >= 1
+    text = sizing_cli(
+        "recommend", "--rps", "1e6", "--protocol", "http", "--runs", run, "--allow-simulated"
+    ).stdout
+    assert "measured SIMULATED" in text and "P(meet)" in text
+
+
+@pytest.mark.slow
+def test_local_sweep_fit_recommend_end_to_end(tmp_path, leaves_no_nginx):
+    """Real nginx and wrk: a sweep at 1 and 2 vCPUs, fitted, then sized for this machine."""
+    out = tmp_path / "runs"
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "runners",
+            "sweep",
+            "--vcpus",
+            "1,2",
+            "--connections",
+            "8,32",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0",
+            "--cooldown",
+            "0",
+            "--label",
+            "this-machine",
+            "--sla-p99",
+            "5ms",
+            "--out",
+            str(out),
+            "--quiet",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert p.returncode == 0, p.stderr
+    (run,) = out.iterdir()
+    catalog = tmp_path / "mine.csv"
+    header = (ROOT / "data/catalog/instances.csv").read_text().splitlines()[0]
+    catalog.write_text(
+        header + "\nlocal,lab,this-machine,this-machine,x86_64,this CPU,2,4,10,"
+        "false,0.05,measured here,2026-11-21\n"
+    )
+    fit = sizing_cli("fit", "--runs", str(run), "--format", "json")
+    assert fit.returncode == 0, fit.stderr
+    (series,) = json.loads(fit.stdout)["series"]
+    assert series["label"] == "this-machine" and len(series["x"]) >= 1
+    rec = sizing_cli(
+        "recommend",
+        "--rps",
+        "5e4",
+        "--protocol",
+        "http",
+        "--runs",
+        str(run),
+        "--catalog",
+        str(catalog),
+        "--provider",
+        "local",
+        "--format",
+        "json",
+    )
+    assert rec.returncode in (0, 1), rec.stderr
+    if rec.returncode == 1:
+        pytest.skip(f"this machine measured nothing under the SLA: {rec.stderr.strip()}")
+    doc = json.loads(rec.stdout)
+    (opt,) = doc["options"]
+    assert opt["instance_type"] == "this-machine" and opt["measured"] == "own"
+    assert run.name in opt["basis"][0]
+    measured_2 = dict(zip(series["x"], series["y"], strict=True)).get(2.0)
+    if measured_2 is not None:
+        # The plan's capacity per instance is the measured number at its 2 vCPUs.
+        assert opt["capacity_rps_per_instance"] == pytest.approx(
+            min(measured_2, opt["network_rps_per_instance"]), rel=1e-6
+        )
+    assert opt["count"] == math.ceil(5e4 / (opt["capacity_rps_per_instance"] * 0.8))
