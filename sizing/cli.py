@@ -11,6 +11,7 @@ import io
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from sizing.errors import Infeasible, InputError, ReportError
@@ -146,6 +147,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="user catalog CSV adding or replacing entries (repeatable)",
     )
     rep.add_argument("--top", type=_int_at_least(1), default=10)
+    rep.add_argument(
+        "--runs",
+        nargs="+",
+        default=[],
+        metavar="DIR",
+        help="run folders whose measurements the report rests on",
+    )
+    rep.add_argument("--allow-simulated", action="store_true", help="accept simulated runs")
+    rep.add_argument("--confidence", type=parse_fraction, default=0.95, metavar="FRACTION")
     rep.add_argument(
         "--out",
         required=True,
@@ -483,6 +493,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         "arch": args.arch,
         "catalog": ",".join(args.catalog),
         "top": args.top,
+        "runs": ",".join(str(Path(r).resolve()) for r in args.runs),
+        "allow_simulated": args.allow_simulated,
+        "confidence": args.confidence,
     }
     params.update({name: value for name, value in args.parameter})
     ipynb, html = build_report(params, args.out, show_code=args.show_code)

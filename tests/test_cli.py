@@ -94,7 +94,7 @@ def test_json_and_csv_formats(capsys):
 def test_arguments_reach_the_library(monkeypatch, capsys):
     seen = {}
 
-    def fake(target, instances, work, headroom, redundancy, max_count):
+    def fake(target, instances, work, headroom, redundancy, max_count, evidence, confidence):
         seen.update(
             target=target,
             n=len(instances),
@@ -102,6 +102,8 @@ def test_arguments_reach_the_library(monkeypatch, capsys):
             headroom=headroom,
             redundancy=redundancy,
             max_count=max_count,
+            evidence=evidence,
+            confidence=confidence,
         )
         raise cli.Infeasible("stop")
 
@@ -129,9 +131,12 @@ def test_arguments_reach_the_library(monkeypatch, capsys):
             "arm64",
             "--max-count",
             "7",
+            "--confidence",
+            "90%",
         ]
     )
     assert code == 1
+    assert seen["evidence"] is None and seen["confidence"] == pytest.approx(0.9)
     assert seen["target"] == 2.5e5 and seen["headroom"] == pytest.approx(0.3)
     assert seen["work"].sla_p99_ms == pytest.approx(2.5)
     assert seen["work"].file_bytes == 53 * 1024 and seen["work"].protocol == "http"

@@ -264,3 +264,17 @@ def test_local_sweep_fit_recommend_end_to_end(tmp_path, leaves_no_nginx):
             min(measured_2, opt["network_rps_per_instance"]), rel=1e-6
         )
     assert opt["count"] == math.ceil(5e4 / (opt["capacity_rps_per_instance"] * 0.8))
+
+
+@pytest.mark.slow
+def test_notebooks_accept_runs(tmp_path):
+    from sizing.report import build_report, execute
+
+    run = sim_run(tmp_path / "runs", "c7g")
+    nb = execute("fit_runs", {"runs": [run], "allow_simulated": True}, tmp_path / "fit.ipynb")
+    assert Path(run).name in nb.read_text()
+    _, html = build_report(
+        {"rps": 1e6, "protocol": "http", "runs": run, "allow_simulated": True}, tmp_path / "rep"
+    )
+    text = html.read_text()
+    assert "Rests on SIMULATED runs" in text and Path(run).name in text
