@@ -307,6 +307,18 @@ def _scenario_options(p: argparse.ArgumentParser) -> None:
         help="self-signed certificate key: ecdsa P-256 (default) or rsa 2048",
     )
     p.add_argument(
+        "--upstream-host",
+        default=None,
+        metavar="HOST",
+        help="where the proxy scenarios' upstream file servers run (default: the server)",
+    )
+    p.add_argument(
+        "--upstream-address",
+        default=None,
+        metavar="ADDR",
+        help="address the server reaches the upstream host at (derived when omitted)",
+    )
+    p.add_argument(
         "--nginx-directive",
         action="append",
         default=[],
@@ -331,6 +343,8 @@ def _hosts(args: argparse.Namespace) -> dict[str, Any]:
             "target_address",
             "ssh_config",
             "accept_new_host_keys",
+            "upstream_host",
+            "upstream_address",
         }
         if unknown:
             raise RunnerError(f"inventory {args.inventory}: unknown keys {sorted(unknown)}")
@@ -341,6 +355,8 @@ def _hosts(args: argparse.Namespace) -> dict[str, Any]:
         "server": args.server or inv.get("server") or "local",
         "clients": tuple(clients),
         "target_address": args.target_address or inv.get("target_address"),
+        "upstream_host": getattr(args, "upstream_host", None) or inv.get("upstream_host"),
+        "upstream_address": getattr(args, "upstream_address", None) or inv.get("upstream_address"),
         "ssh_config": args.ssh_config or inv.get("ssh_config"),
         "accept_new_host_keys": args.accept_new_host_keys
         or bool(inv.get("accept_new_host_keys", False)),
@@ -377,6 +393,8 @@ def _sweep(args: argparse.Namespace) -> int:
         max_error_rate=args.max_error_rate,
         label=args.label,
         target_address=hosts["target_address"],
+        upstream_host=hosts["upstream_host"],
+        upstream_address=hosts["upstream_address"],
         nginx=args.nginx,
         wrk=args.wrk,
         openssl=args.openssl,
@@ -452,6 +470,8 @@ def _search(args: argparse.Namespace) -> int:
         max_error_rate=args.max_error_rate,
         label=args.label,
         target_address=hosts["target_address"],
+        upstream_host=hosts["upstream_host"],
+        upstream_address=hosts["upstream_address"],
         nginx=args.nginx,
         wrk=args.wrk,
         openssl=args.openssl,

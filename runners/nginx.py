@@ -8,6 +8,7 @@ removes the prefix, also after an error or Ctrl-C.
 
 from __future__ import annotations
 
+import ipaddress
 import random
 import re
 from collections.abc import Sequence
@@ -413,6 +414,14 @@ class Deployment:
         Whether commands on the host run as root (workers then run as ``nobody``).
     clk_tck : int
         The host's clock ticks per second, for CPU time in /proc.
+    upstream_host : Host, optional
+        Where the upstream file servers run (default: the server host, on 127.0.0.1).
+    upstream_address : str
+        Address the server reaches them at, and they listen on when it is an IP.
+    upstream_nginx : str, optional
+        nginx binary on the upstream host.
+    upstream_as_root : bool
+        Whether commands on the upstream host run as root.
     """
 
     def __init__(
@@ -425,10 +434,22 @@ class Deployment:
         openssl: str = "openssl",
         run_as_root: bool = False,
         clk_tck: int = 100,
+        upstream_host: Host | None = None,
+        upstream_address: str = "127.0.0.1",
+        upstream_nginx: str | None = None,
+        upstream_as_root: bool | None = None,
     ) -> None:
         self.host, self.scenario, self.listen = host, scenario, listen
         self.nginx, self.openssl, self.clk_tck = nginx, openssl, clk_tck
         self.user = _worker_user(host) if run_as_root else None
+        separate = upstream_host is not None and upstream_host is not host
+        self.up_host: Host = upstream_host if separate and upstream_host else host
+        self.up_address = upstream_address if separate else "127.0.0.1"
+        self.up_nginx = (upstream_nginx or nginx) if separate else nginx
+        as_root = run_as_root if upstream_as_root is None else upstream_as_root
+        self.up_user = (_worker_user(self.up_host) if as_root else None) if separate else self.user
+        self.up_prefix: str | None = None
+        self._up_pids: set[int] = set()
         self.prefix: str | None = None
         self.port: int | None = None
         self.server: NginxProcess | None = None
@@ -459,24 +480,43 @@ class Deployment:
 
     def _start_upstream(self) -> None:
         assert self.prefix is not None
-        up = f"{self.prefix}/upstream"
-        self.host.sh(
-            'mkdir -p "$1/tmp" && ln -s ../html "$1/html"', up, what="creating the upstream prefix"
-        )
+        s = self.scenario
+        if self.up_host is self.host:
+            up = f"{self.prefix}/upstream"
+            self.host.sh(
+                'mkdir -p "$1/tmp" && ln -s ../html "$1/html"',
+                up,
+                what="creating the upstream prefix",
+            )
+        else:
+            out = self.up_host.sh(
+                _SETUP,
+                str(s.file_bytes),
+                "1" if s.gzip else "0",
+                s.body_name,
+                what="creating the upstream prefix",
+                timeout=120,
+            )
+            up = self.up_prefix = out.stdout.strip().splitlines()[-1]
+        listen = self.up_address if _is_ip(self.up_address) else "0.0.0.0"
         for _ in range(5):
-            self.upstream_ports = self.free_ports(self.scenario.upstreams)
+            self.upstream_ports = self.free_ports(self.scenario.upstreams, self.up_host)
             self.upstream_conf = render_upstream_conf(
                 self.scenario,
                 prefix=up,
-                listen="127.0.0.1",
+                listen=listen,
                 ports=self.upstream_ports,
-                user=self.user,
+                user=self.up_user,
             )
-            proc = self._launch(up, self.upstream_conf, "upstream", len(self.upstream_ports))
+            proc = self._launch(
+                up, self.upstream_conf, "upstream", len(self.upstream_ports), self.up_host
+            )
             if proc is not None:
                 self.upstream = proc
                 return
-        raise RunnerError(f"could not find free ports for the upstream servers on {self.host.name}")
+        raise RunnerError(
+            f"could not find free ports for the upstream servers on {self.up_host.name}"
+        )
 
     def start(self, cpus: Sequence[int]) -> str:
         """Start (or restart) the server with one worker pinned to each of ``cpus``.
@@ -489,7 +529,7 @@ class Deployment:
         if self.server is not None and tuple(cpus) == self._cpus and self.alive():
             return self.conf
         self.stop_server()
-        upstream = [f"127.0.0.1:{p}" for p in self.upstream_ports]
+        upstream = [_hostport(self.up_address, p) for p in self.upstream_ports]
         for _ in range(5):
             self.port = self.free_ports(1)[0]
             self.conf = render_conf(
@@ -507,14 +547,17 @@ class Deployment:
                 return self.conf
         raise RunnerError(f"could not find a free port for nginx on {self.host.name}")
 
-    def _launch(self, prefix: str, conf: str, role: str, want: int) -> NginxProcess | None:
+    def _launch(
+        self, prefix: str, conf: str, role: str, want: int, host: Host | None = None
+    ) -> NginxProcess | None:
         """Write, test and start one nginx; None when its port was taken meanwhile."""
+        host = host or self.host
         conf_path = f"{prefix}/nginx.conf"
-        out = self.host.sh(
+        out = host.sh(
             _LAUNCH,
             prefix,
             conf_path,
-            self.nginx,
+            self.up_nginx if host is not self.host else self.nginx,
             str(want),
             conf,
             what=f"starting nginx ({role})",
@@ -524,20 +567,20 @@ class Deployment:
         status = lines[0] if lines else "NO_OUTPUT"
         detail = _nginx_message("\n".join(lines[1:]))
         if status == "TEST_FAILED":
-            raise RunnerError(f"nginx -t rejected the {role} config on {self.host.name}: {detail}")
+            raise RunnerError(f"nginx -t rejected the {role} config on {host.name}: {detail}")
         if status == "START_FAILED":
             if "Address already in use" in detail:
                 return None
-            raise RunnerError(f"nginx ({role}) did not start on {self.host.name}: {detail}")
+            raise RunnerError(f"nginx ({role}) did not start on {host.name}: {detail}")
         if not status.startswith("STARTED"):
-            raise RunnerError(f"nginx ({role}) on {self.host.name} wrote no pid file in {prefix}")
+            raise RunnerError(f"nginx ({role}) on {host.name} wrote no pid file in {prefix}")
         master, *workers = (int(p) for p in status.split()[1:])
-        self._all_pids.update([master, *workers])
+        (self._all_pids if host is self.host else self._up_pids).update([master, *workers])
         return NginxProcess(prefix, conf_path, master, workers)
 
-    def free_ports(self, n: int) -> list[int]:
+    def free_ports(self, n: int, host: Host | None = None) -> list[int]:
         """``n`` TCP ports in 20000-29999 that nothing on the host listens on."""
-        out = self.host.sh(_LISTENING, check=False)
+        out = (host or self.host).sh(_LISTENING, check=False)
         used = {int(h.rsplit(":", 1)[-1], 16) for h in out.stdout.split() if ":" in h}
         free = [p for p in range(20000, 30000) if p not in used]
         return random.sample(free, n)
@@ -587,8 +630,19 @@ class Deployment:
             self.server = None
 
     def teardown(self) -> None:
-        """Stop every process this deployment started and remove its prefix."""
+        """Stop every process this deployment started and remove its prefixes, on each host."""
         try:
+            if self.up_host is not self.host and (self.up_prefix or self._up_pids):
+                up_master = [self.upstream.master] if self.upstream is not None else []
+                self.up_host.sh(
+                    _STOP,
+                    self.up_prefix or "",
+                    " ".join(map(str, up_master)),
+                    *map(str, sorted(self._up_pids - set(up_master))),
+                    check=False,
+                    timeout=60,
+                )
+                self.upstream = None
             masters = [p.master for p in (self.server, self.upstream) if p is not None]
             rest = sorted(self._all_pids - set(masters))
             if self.prefix or self._all_pids:
@@ -602,14 +656,23 @@ class Deployment:
                 )
         finally:
             self.server = self.upstream = None
-            self.prefix = None
+            self.prefix = self.up_prefix = None
             self._all_pids.clear()
+            self._up_pids.clear()
 
     def __enter__(self) -> Deployment:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.teardown()
+
+
+def _is_ip(addr: str) -> bool:
+    try:
+        ipaddress.ip_address(addr)
+    except ValueError:
+        return False
+    return True
 
 
 def _stat_ticks(line: str) -> int:

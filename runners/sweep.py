@@ -57,6 +57,9 @@ class Plan:
         Instance type or free label stored in each row (``instance_label``).
     target_address : str, optional
         Address the clients use to reach the server; derived from the hosts when omitted.
+    upstream_host, upstream_address : str, optional
+        Where the proxy scenarios' upstream file servers run (default: the server host) and
+        the address the server reaches them at (derived when omitted).
     nginx, wrk, openssl, wrk2 : str
         Binaries on the hosts (names looked up on PATH and in the sbin folders, or paths);
         wrk2 is needed only for constant-rate trials.
@@ -77,6 +80,8 @@ class Plan:
     saturation: float = 0.9
     label: str = ""
     target_address: str | None = None
+    upstream_host: str | None = None
+    upstream_address: str | None = None
     nginx: str = "nginx"
     wrk: str = "wrk"
     openssl: str = "openssl"
@@ -222,6 +227,7 @@ class Session:
         self.server_cpus: list[int] = []
         self._vcpus: int | None = None
         self._seq = len(store.rows())
+        self._extra_hosts: list[Host] = []
 
     # -- setting up -------------------------------------------------------------------------
     def __enter__(self) -> Session:
@@ -299,6 +305,7 @@ class Session:
             f"server {self.server.name}: {self.server_facts.get('cpu_model')}, "
             f"{self.server_facts['cores']} CPUs; target {self.target}"
         )
+        up_host, up_address, up_facts = self._upstream(server_spec, hosts)
         self.deployment = Deployment(
             self.server,
             plan.scenario,
@@ -307,6 +314,10 @@ class Session:
             openssl=self.server_facts["tools"].get(plan.openssl, plan.openssl),
             run_as_root=self.server_facts.get("user") == "root",
             clk_tck=self.server_facts["clk_tck"],
+            upstream_host=up_host,
+            upstream_address=up_address,
+            upstream_nginx=up_facts["tools"].get(plan.nginx) if up_facts else None,
+            upstream_as_root=up_facts.get("user") == "root" if up_facts else None,
         )
         self.deployment.setup()
         if self.deployment.upstream_conf:
@@ -324,16 +335,30 @@ class Session:
             else:
                 client.script = str(wrk.REPORTER)
 
-    def _target_address(self, server_spec: HostSpec) -> str:
-        if self.plan.target_address:
-            return self.plan.target_address
-        if all(c.spec == server_spec for c in self.clients) or (
-            server_spec.kind == "local" and all(c.spec.kind == "local" for c in self.clients)
-        ):
-            return "127.0.0.1"
-        if server_spec.kind == "netns":
-            assert self.server is not None
-            out = self.server.run(
+    def _upstream(
+        self, server_spec: HostSpec, hosts: list[tuple[str, HostSpec, Host]]
+    ) -> tuple[Host | None, str, dict[str, Any]]:
+        """The upstream host (None: the server host), its address, and its facts."""
+        plan = self.plan
+        if not plan.scenario.proxied or not plan.upstream_host:
+            return None, "127.0.0.1", {}
+        spec = HostSpec.parse(plan.upstream_host)
+        if str(spec) == str(server_spec):
+            return None, "127.0.0.1", {}
+        host = next((h for _, sp, h in hosts if str(sp) == str(spec)), None)
+        if host is None:
+            host = self._connect(plan.upstream_host)
+            self._extra_hosts.append(host)
+        info = facts(host, [plan.nginx])
+        require_tools({host.name: {plan.nginx: info["tools"][plan.nginx]}})
+        self.store.meta.setdefault("hosts", {})["upstream"] = info
+        address = plan.upstream_address or self._address_of(spec, host, "the upstream host")
+        self.store.meta["hosts"]["upstream_address"] = address
+        return host, address, info
+
+    def _address_of(self, spec: HostSpec, host: Host, what: str) -> str:
+        if spec.kind == "netns":
+            out = host.run(
                 ["ip", "-4", "-o", "addr", "show", "scope", "global"],
                 what="reading the namespace's address",
             )
@@ -341,14 +366,24 @@ class Session:
                 parts = line.split()
                 if "inet" in parts:
                     return parts[parts.index("inet") + 1].split("/")[0]
-            raise RunnerError(f"{server_spec} has no global IPv4 address for the clients")
-        if server_spec.kind == "ssh":
-            host = getattr(self.server, "conn", None)
-            return str(host.host) if host is not None else server_spec.host
+            raise RunnerError(f"{spec} has no global IPv4 address for {what}")
+        if spec.kind == "ssh":
+            conn = getattr(host, "conn", None)
+            return str(conn.host) if conn is not None else spec.host
         raise RunnerError(
-            "the clients are on other hosts: give --target-address, the address they use to "
-            "reach this machine"
+            f"{what} is reached over a network: give its address (--target-address or "
+            "--upstream-address)"
         )
+
+    def _target_address(self, server_spec: HostSpec) -> str:
+        if self.plan.target_address:
+            return self.plan.target_address
+        if all(c.spec == server_spec for c in self.clients) or (
+            server_spec.kind == "local" and all(c.spec.kind == "local" for c in self.clients)
+        ):
+            return "127.0.0.1"
+        assert self.server is not None
+        return self._address_of(server_spec, self.server, "the clients")
 
     def configure(self, vcpus: int) -> None:
         """Run nginx with ``vcpus`` pinned workers, and place each client's wrk."""
@@ -633,6 +668,7 @@ class Session:
                         client.host.run(["rm", "-rf", "--", client.script_dir], check=False)
             finally:
                 hosts = {id(c.host): c.host for c in self.clients}
+                hosts.update({id(h): h for h in self._extra_hosts})
                 if self.server is not None:
                     hosts[id(self.server)] = self.server
                 for h in hosts.values():

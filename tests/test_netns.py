@@ -77,3 +77,24 @@ def test_server_and_client_in_two_namespaces(tmp_path, two_namespaces, leaves_no
         ["ip", "netns", "exec", CLIENT_NS, "ip", "-4", "-o", "addr"], capture_output=True, text=True
     )
     assert SERVER_IP not in r.stdout
+
+
+def test_upstreams_on_another_host(tmp_path, two_namespaces, leaves_no_nginx):
+    """The api_gateway's upstream file servers run in the client's namespace, across the veth."""
+    plan = Plan(
+        scenario=make_scenario("api_gateway", upstreams=2),
+        server=f"netns:{SERVER_NS}",
+        clients=(f"netns:{CLIENT_NS}",),
+        upstream_host=f"netns:{CLIENT_NS}",
+        connections=(8,),
+        duration_s=1,
+        warmup_s=0,
+        cooldown_s=0.0,
+    )
+    row = run_sweep(plan, tmp_path, progress=None).iloc[0]
+    assert row["requests"] > 100 and row["error_rate"] == 0
+    assert "response size" not in str(row["invalid_reason"])
+    meta = json.loads(next(Path(tmp_path).glob("*/run.json")).read_text())
+    assert meta["hosts"]["upstream_address"] == CLIENT_IP
+    assert f"listen {CLIENT_IP}:" in meta["upstream_conf"]
+    assert f"server {CLIENT_IP}:" in meta["nginx_conf"]["1"]
