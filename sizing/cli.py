@@ -251,8 +251,8 @@ def render_recommendation(doc: dict[str, Any], top: int) -> str:
     if m:
         sim = " SIMULATED" if m["simulated"] else ""
         out.append(
-            f"* measured{sim} (runs {', '.join(m['runs']) or 'none used'}); "
-            "+ measured level carried through the relative factors"
+            f"* measured{sim} (runs {', '.join(m['runs']) or 'none used'})"
+            + ("; + measured level carried through the relative factors" if m["carry_k"] else "")
         )
         for c in m["calibrations"]:
             shape = f"own {c['model']} curve" if c["shape"] == "own" else "shape borrowed"

@@ -38,6 +38,11 @@ BORROWED_SHAPE_SD_PER_DOUBLING = (
     "estimate: a measured level moved to another size along the model's curve gains 5% "
     "(one standard deviation, log scale) of uncertainty per doubling of vCPUs",
 )
+SINGLE_TRIAL_SD = (
+    0.05,
+    "estimate: an unrepeated trial's RPS is taken to vary by 5% (one standard deviation, log "
+    "scale) between identical trials; repeated trials (a search's confirmations) measure it",
+)
 METRICS = {
     "cps": ("connections_per_s_under_sla", "rps"),
     "throughput": ("throughput_gbps_under_sla", "throughput_gbps"),
@@ -281,7 +286,10 @@ def build_evidence(
         for v, y, sd, n in zip(s.x, s.y, s.sd, s.repeats, strict=True):
             model = instance_capacity(replace(inst, vcpus=int(v)), work).cpu_sla_rps
             logs.append(math.log(y / model))
-            sds.append(sd / y / math.sqrt(max(n, 1)) if y > 0 else 0.0)
+            if n <= 1 or y <= 0:
+                sds.append(SINGLE_TRIAL_SD[0])
+            else:
+                sds.append(sd / y / math.sqrt(n))
         k = math.exp(sum(logs) / len(logs))
         spread = (
             math.sqrt(sum((v - math.log(k)) ** 2 for v in logs) / (len(logs) - 1))
