@@ -139,6 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sw.add_argument("--format", choices=("table", "json", "csv"), default="table")
     sw.add_argument("--quiet", action="store_true", help="no progress line")
+    _sim_options(sw)
 
     se = sub.add_parser("search", help="highest RPS under a p99 SLA, per vCPU count")
     _host_options(se)
@@ -221,16 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     se.add_argument("--timeout", type=parse_seconds, default=2, metavar="DURATION")
     se.add_argument("--max-error-rate", type=parse_fraction, default=0.01, metavar="FRACTION")
-    se.add_argument("--seed", type=int, default=1, help="noise seed of --server sim")
-    se.add_argument(
-        "--sim-lambda",
-        type=float,
-        default=None,
-        metavar="RPS",
-        help="simulated capacity of one vCPU (default 74000)",
-    )
-    se.add_argument("--sim-sigma", type=float, default=None, help="simulated USL sigma")
-    se.add_argument("--sim-kappa", type=float, default=None, help="simulated USL kappa")
+    _sim_options(se)
     se.add_argument("--wrk2", default="wrk2", metavar="PATH", help="wrk2 binary (rate)")
     se.add_argument("--label", default="")
     se.add_argument("--out", default="data/runs", metavar="DIR")
@@ -241,6 +233,41 @@ def build_parser() -> argparse.ArgumentParser:
     fa = sub.add_parser("facts", help="check tools and print host facts as JSON")
     _host_options(fa)
     return parser
+
+
+def _sim_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--seed", type=int, default=1, help="noise seed of --server sim")
+    p.add_argument(
+        "--sim-lambda",
+        type=float,
+        default=None,
+        metavar="RPS",
+        help="simulated capacity of one vCPU (default 74000)",
+    )
+    p.add_argument("--sim-sigma", type=float, default=None, help="simulated USL sigma")
+    p.add_argument("--sim-kappa", type=float, default=None, help="simulated USL kappa")
+
+
+def _simulator(args: argparse.Namespace, hosts: dict[str, Any]) -> Any:
+    """A SimServer for ``--server sim``, else None (and no simulator options allowed)."""
+    from runners.sim import SimServer
+
+    params = {
+        k: v
+        for k, v in (
+            ("lambda_rps", args.sim_lambda),
+            ("sigma", args.sim_sigma),
+            ("kappa", args.sim_kappa),
+        )
+        if v is not None
+    }
+    if hosts["server"] != "sim":
+        if params:
+            raise RunnerError("--sim-lambda/--sim-sigma/--sim-kappa need --server sim")
+        return None
+    if hosts["clients"] != ("local",):
+        raise RunnerError("--server sim simulates its own load generator; drop --client")
+    return SimServer(seed=args.seed, **params)
 
 
 def _host_options(p: argparse.ArgumentParser) -> None:
@@ -369,6 +396,7 @@ def _sweep(args: argparse.Namespace) -> int:
     from runners.sweep import Access, Plan, make_scenario, run_sweep
 
     hosts = _hosts(args)
+    sim = _simulator(args, hosts)
     scenario = make_scenario(
         args.scenario,
         args.file_size,
@@ -380,14 +408,14 @@ def _sweep(args: argparse.Namespace) -> int:
     )
     plan = Plan(
         scenario=scenario,
-        server=hosts["server"],
+        server="local" if sim is not None else hosts["server"],
         clients=hosts["clients"],
         vcpus=args.vcpus,
         threads=args.threads,
         connections=args.connections,
         duration_s=args.duration,
-        warmup_s=args.warmup,
-        cooldown_s=args.cooldown,
+        warmup_s=0 if sim is not None else args.warmup,
+        cooldown_s=0.0 if sim is not None else args.cooldown,
         timeout_s=args.timeout,
         sla_p99_ms=args.sla_p99,
         max_error_rate=args.max_error_rate,
@@ -403,6 +431,7 @@ def _sweep(args: argparse.Namespace) -> int:
     df = run_sweep(
         plan,
         args.out,
+        sim=sim,
         resume=args.resume,
         access=access,
         progress=None if args.quiet else sys.stderr,
@@ -437,17 +466,11 @@ def _sweep(args: argparse.Namespace) -> int:
 
 def _search(args: argparse.Namespace) -> int:
     from runners.search import SearchOptions, run_search
-    from runners.sim import SimServer
     from runners.sweep import Access, Plan, make_scenario
 
     hosts = _hosts(args)
-    simulated = hosts["server"] == "sim"
-    if simulated and hosts["clients"] != ("local",):
-        raise RunnerError("--server sim simulates its own load generator; drop --client")
-    if not simulated and any(
-        v is not None for v in (args.sim_lambda, args.sim_sigma, args.sim_kappa)
-    ):
-        raise RunnerError("--sim-lambda/--sim-sigma/--sim-kappa need --server sim")
+    sim = _simulator(args, hosts)
+    simulated = sim is not None
     scenario = make_scenario(
         args.scenario,
         args.file_size,
@@ -487,18 +510,6 @@ def _search(args: argparse.Namespace) -> int:
         max_connections=args.max_connections,
         start_rate_rps=args.start_rate,
     )
-    sim = None
-    if simulated:
-        params = {
-            k: v
-            for k, v in (
-                ("lambda_rps", args.sim_lambda),
-                ("sigma", args.sim_sigma),
-                ("kappa", args.sim_kappa),
-            )
-            if v is not None
-        }
-        sim = SimServer(seed=args.seed, **params)
     run_id, results = run_search(
         plan,
         options,

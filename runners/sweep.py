@@ -102,6 +102,11 @@ class Plan:
         if len(set(specs)) != len(specs):
             raise RunnerError(f"a client host is listed twice: {', '.join(self.clients)}")
         HostSpec.parse(self.server)
+        if not self.settings():
+            raise RunnerError(
+                "no setting to run: every --connections value is below every --threads value "
+                "(wrk needs connections >= threads)"
+            )
         if not 0 < self.saturation <= 1 or not 0 <= self.max_error_rate < 1:
             raise RunnerError("saturation must be in (0, 1] and max error rate in [0, 1)")
 
@@ -731,19 +736,24 @@ class Progress:
 
 
 def open_store(
-    plan: Plan, out: str | os.PathLike[str], resume: str | None
+    plan: Plan, out: str | os.PathLike[str], resume: str | None, sim: Any = None
 ) -> tuple[Plan, RunStore]:
     """A new run folder for ``plan``, or the run ``resume`` (whose stored plan must match)."""
     if resume is None:
         meta = {
-            "run_id": new_run_id(plan.label),
+            "run_id": new_run_id(plan.label or ("sim" if sim is not None else "")),
             "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "status": "running",
-            "simulated": False,
+            "simulated": sim is not None,
             "plan": plan.to_dict(),
+            "sim": sim.to_dict() if sim is not None else None,
         }
         return plan, RunStore.create(out, meta)
     store = RunStore.open(out, resume)
+    if bool(store.meta.get("simulated")) != (sim is not None):
+        held = "simulated" if store.meta.get("simulated") else "measured"
+        way = "with --server sim" if held == "simulated" else "against real hosts"
+        raise RunnerError(f"run {resume} holds {held} trials; resume it {way}")
     stored = Plan.from_dict(store.meta["plan"])
     if stored != plan:
         a, b = stored.to_dict(), plan.to_dict()
@@ -762,6 +772,7 @@ def run_sweep(
     resume: str | None = None,
     access: Access | None = None,
     progress: IO[str] | None = sys.stderr,
+    sim: Any = None,
 ) -> Any:
     """Run every setting of ``plan`` not already in the run; return its trials as a DataFrame.
 
@@ -777,8 +788,10 @@ def run_sweep(
         SSH options.
     progress : file, optional
         Where the progress line goes (None for silence).
+    sim : runners.sim.SimServer, optional
+        Sweep the simulated server instead of real hosts (rows say ``simulated=true``).
     """
-    plan, store = open_store(plan, out, resume)
+    plan, store = open_store(plan, out, resume, sim)
     done = {
         (int(r["vcpus"]), int(r["threads"]), int(r["connections"]))
         for r in store.rows()
@@ -790,9 +803,24 @@ def run_sweep(
     store.save_meta()
     try:
         if todo:
-            with Session(plan, store, access=access, log=progress) as session:
+            if sim is not None:
+                from runners.sim import SimTarget
+
+                target = SimTarget(
+                    sim,
+                    store,
+                    plan.scenario,
+                    plan.sla_p99_ms,
+                    plan.label,
+                    plan.max_error_rate,
+                    plan.saturation,
+                )
                 for v, t, c in todo:
-                    bar.update(session.trial(v, t, c))
+                    bar.update(target.trial(v, t, c, duration_s=plan.duration_s))
+            else:
+                with Session(plan, store, access=access, log=progress) as session:
+                    for v, t, c in todo:
+                        bar.update(session.trial(v, t, c))
     except KeyboardInterrupt:
         store.meta["status"] = "interrupted"
         raise

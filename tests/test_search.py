@@ -273,3 +273,44 @@ def test_real_local_search(tmp_path, leaves_no_nginx):
     if r["max_rps_under_sla"] is not None:
         assert r["latency_p99_ms"] <= 5.0 and r["max_rps_under_sla"] > 1000
         assert not math.isnan(r["ci95_low"])
+
+
+def test_sweep_on_the_simulator(tmp_path):
+    p = runners_cli(
+        "sweep",
+        "--server",
+        "sim",
+        "--seed",
+        "3",
+        "--vcpus",
+        "1,2",
+        "--threads",
+        "8",
+        "--connections",
+        "16,64",
+        "--out",
+        str(tmp_path),
+        "--quiet",
+        "--format",
+        "json",
+    )
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(p.stdout)
+    assert len(rows) == 4 and all(r["simulated"] for r in rows)
+    (run,) = tmp_path.iterdir()
+    assert json.loads((run / "run.json").read_text())["sim"]["seed"] == 3
+    again = runners_cli(
+        "sweep",
+        "--vcpus",
+        "1,2",
+        "--threads",
+        "8",
+        "--connections",
+        "16,64",
+        "--out",
+        str(tmp_path),
+        "--quiet",
+        "--resume",
+        run.name,
+    )
+    assert again.returncode == 1 and "holds simulated trials" in again.stderr

@@ -212,6 +212,8 @@ def test_faults_during_a_trial_keep_finished_trials(tmp_path, fault, leaves_no_n
         (["--resume", "no-such-run"], 1, "no run 'no-such-run'"),
         (["--client", "local", "--client", "local"], 1, "listed twice"),
         (["--inventory", "/nonexistent.toml"], 1, "cannot read inventory"),
+        (["--threads", "4", "--connections", "2"], 1, "no setting to run"),
+        (["--sim-sigma", "0.1"], 1, "need --server sim"),
     ],
 )
 def test_bad_input_is_one_line(tmp_path, args, code, message, leaves_no_nginx):
