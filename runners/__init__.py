@@ -1,1 +1,1 @@
-"""Deploy NGINX scenarios to target hosts and drive wrk sweeps (see the issue tracker)."""
+"""Deploy NGINX scenarios to target hosts, drive wrk sweeps and SLA searches, store trials."""

@@ -39,7 +39,7 @@ class HostSpec:
     def parse(cls, text: str) -> HostSpec:
         """Parse a host argument; raise `RunnerError` naming the bad text."""
         text = text.strip()
-        if text in ("", "local", "localhost-direct"):
+        if text in ("", "local"):
             return cls("local")
         if m := _NETNS.match(text):
             return cls("netns", m["name"])
@@ -317,9 +317,16 @@ for s in net.core.somaxconn net.ipv4.ip_local_port_range net.ipv4.tcp_tw_reuse \
   echo "sysctl.$s=$(tr '\t' ' ' < "$f" 2>/dev/null)"
 done
 echo "nofile=$(ulimit -n)"
-n=$(find_tool nginx); [ -n "$n" ] && echo "nginx_version=$("$n" -v 2>&1 | head -n 1)"
-o=$(find_tool openssl); [ -n "$o" ] && echo "openssl_version=$("$o" version 2>&1 | head -n 1)"
-w=$(find_tool wrk); [ -n "$w" ] && echo "wrk_version=$("$w" -v 2>&1 | head -n 1)"
+# Versions of the binaries asked for (by name or path), else of those on PATH.
+nginx=nginx openssl=openssl wrk=wrk
+for t in "$@"; do
+  case "${t##*/}" in
+    nginx*) nginx=$t;; openssl*) openssl=$t;; wrk2*) ;; wrk*) wrk=$t;;
+  esac
+done
+n=$(find_tool "$nginx"); [ -n "$n" ] && echo "nginx_version=$("$n" -v 2>&1 | head -n 1)"
+o=$(find_tool "$openssl"); [ -n "$o" ] && echo "openssl_version=$("$o" version 2>&1 | head -n 1)"
+w=$(find_tool "$wrk"); [ -n "$w" ] && echo "wrk_version=$("$w" -v 2>&1 | head -n 1)"
 echo "user=$(id -un)"
 """
 

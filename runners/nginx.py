@@ -301,6 +301,7 @@ _SETUP = r"""
 set -e
 umask 022
 d=$(mktemp -d "${TMPDIR:-/tmp}/nginx-sizing.XXXXXXXX")
+echo "$d"
 chmod 755 "$d"
 mkdir -p "$d/html" "$d/tmp"
 if [ "$2" = 1 ]; then
@@ -308,7 +309,6 @@ if [ "$2" = 1 ]; then
 else
   head -c "$1" /dev/urandom > "$d/html/$3"
 fi
-echo "$d"
 """
 
 _CERT = r"""
@@ -339,7 +339,9 @@ p=$1 conf=$2 nginx=$3 want=$4
 umask 022
 printf '%s' "$5" > "$conf" || exit 1
 out=$("$nginx" -t -q -p "$p" -c "$conf" 2>&1) || { echo TEST_FAILED; echo "$out"; exit 0; }
-out=$("$nginx" -p "$p" -c "$conf" -e "$p/error.log" 2>&1) || {
+# -e (nginx >= 1.19.5) keeps even start-up messages out of the host's own error log.
+if [ "$6" = 1 ]; then set -- -e "$p/error.log"; else set --; fi
+out=$("$nginx" -p "$p" -c "$conf" "$@" 2>&1) || {
   echo START_FAILED; echo "$out"; exit 0; }
 i=0
 while [ ! -s "$p/nginx.pid" ] && [ $i -lt 250 ]; do sleep 0.02; i=$((i+1)); done
@@ -369,17 +371,43 @@ exit 0
 _STOP = (
     _ALIVE_FN
     + r"""
+# Stop this deployment's nginx: the masters given, and any master started with -p under $dir
+# (one whose pid was never learnt); then their workers, and the recorded workers that are
+# orphans (a recycled pid now in someone else's nginx has a live nginx parent: left alone).
 dir=$1 masters=$2; shift 2
-for m in $masters; do alive "$m" && kill -TERM "$m" 2>/dev/null; done
+if [ -n "$dir" ]; then
+  for d in /proc/[0-9]*; do
+    case "$(tr '\0' ' ' < "$d/cmdline" 2>/dev/null)" in
+      *"master process"*" -p $dir"*) masters="$masters ${d#/proc/}";;
+    esac
+  done
+fi
+kids=
+for m in $masters; do
+  if alive "$m"; then
+    kids="$kids $(pgrep -P "$m" 2>/dev/null || cat "/proc/$m/task/$m/children" 2>/dev/null)"
+    kill -TERM "$m" 2>/dev/null
+  fi
+done
 for m in $masters; do
   i=0
   while alive "$m" && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
   alive "$m" && kill -KILL "$m" 2>/dev/null
 done
-for w in "$@"; do
-  if alive "$w" && [ "$(cat "/proc/$w/comm" 2>/dev/null)" = nginx ]; then
-    kill -KILL "$w" 2>/dev/null
-  fi
+for w in $kids "$@"; do
+  alive "$w" || continue
+  [ "$(cat "/proc/$w/comm" 2>/dev/null)" = nginx ] || continue
+  case " $kids " in
+    *" $w "*) ;;
+    *)
+      pp=$(sed 's/.*) . \([0-9]*\).*/\1/' "/proc/$w/stat" 2>/dev/null)
+      [ "$(cat "/proc/$pp/comm" 2>/dev/null)" = nginx ] && continue
+      case "$(tr '\0' ' ' < "/proc/$w/cmdline" 2>/dev/null)" in
+        *"master process"*) continue;;
+      esac
+      ;;
+  esac
+  kill -KILL "$w" 2>/dev/null
 done
 [ -n "$dir" ] && rm -rf -- "$dir"
 exit 0
@@ -422,6 +450,8 @@ class Deployment:
         nginx binary on the upstream host.
     upstream_as_root : bool
         Whether commands on the upstream host run as root.
+    nginx_version, upstream_nginx_version : str
+        ``nginx -v`` output on each host; ``-e`` (1.19.5 and later) is used when it exists.
     """
 
     def __init__(
@@ -438,6 +468,8 @@ class Deployment:
         upstream_address: str = "127.0.0.1",
         upstream_nginx: str | None = None,
         upstream_as_root: bool | None = None,
+        nginx_version: str = "",
+        upstream_nginx_version: str | None = None,
     ) -> None:
         self.host, self.scenario, self.listen = host, scenario, listen
         self.nginx, self.openssl, self.clk_tck = nginx, openssl, clk_tck
@@ -450,6 +482,8 @@ class Deployment:
         self.up_user = (_worker_user(self.up_host) if as_root else None) if separate else self.user
         self.up_prefix: str | None = None
         self._up_pids: set[int] = set()
+        self.nginx_e = _has_e_flag(nginx_version)
+        self.up_e = _has_e_flag(upstream_nginx_version or "") if separate else self.nginx_e
         self.prefix: str | None = None
         self.port: int | None = None
         self.server: NginxProcess | None = None
@@ -463,24 +497,39 @@ class Deployment:
     def setup(self) -> None:
         """Make the prefix, content and certificate; start the upstream servers if needed."""
         s = self.scenario
-        out = self.host.sh(
-            _SETUP,
-            str(s.file_bytes),
-            "1" if s.gzip else "0",
-            s.body_name,
-            what="creating the nginx prefix",
-            timeout=120,
-        )
-        self.prefix = out.stdout.strip().splitlines()[-1]
+        self.prefix = self._make_prefix(self.host, "creating the nginx prefix")
         if s.protocol == "https":
             key = KEY_ARGS[s.tls_key]
             self.host.sh(_CERT, self.openssl, self.prefix, *key, what="making the TLS certificate")
         if s.proxied:
             self._start_upstream()
 
+    def _make_prefix(self, host: Host, what: str) -> str:
+        """A new prefix with the content on ``host``; recorded before anything can fail."""
+        s = self.scenario
+        out = host.sh(
+            _SETUP,
+            str(s.file_bytes),
+            "1" if s.gzip else "0",
+            s.body_name,
+            check=False,
+            timeout=120,
+        )
+        first = out.stdout.strip().splitlines()[0] if out.stdout.strip() else ""
+        if first.startswith("/"):
+            if host is self.host:
+                self.prefix = first
+            else:
+                self.up_prefix = first
+        if not out.ok or not first.startswith("/"):
+            detail = (out.stderr or out.stdout).strip().splitlines()
+            raise RunnerError(
+                f"{what} failed on {host.name}: {detail[-1] if detail else 'no output'}"
+            )
+        return first
+
     def _start_upstream(self) -> None:
         assert self.prefix is not None
-        s = self.scenario
         if self.up_host is self.host:
             up = f"{self.prefix}/upstream"
             self.host.sh(
@@ -489,15 +538,7 @@ class Deployment:
                 what="creating the upstream prefix",
             )
         else:
-            out = self.up_host.sh(
-                _SETUP,
-                str(s.file_bytes),
-                "1" if s.gzip else "0",
-                s.body_name,
-                what="creating the upstream prefix",
-                timeout=120,
-            )
-            up = self.up_prefix = out.stdout.strip().splitlines()[-1]
+            up = self._make_prefix(self.up_host, "creating the upstream prefix")
         listen = self.up_address if _is_ip(self.up_address) else "0.0.0.0"
         for _ in range(5):
             self.upstream_ports = self.free_ports(self.scenario.upstreams, self.up_host)
@@ -560,6 +601,7 @@ class Deployment:
             self.up_nginx if host is not self.host else self.nginx,
             str(want),
             conf,
+            "1" if (self.up_e if host is not self.host else self.nginx_e) else "0",
             what=f"starting nginx ({role})",
             timeout=120,
         )
@@ -627,6 +669,7 @@ class Deployment:
                 check=False,
                 timeout=30,
             )
+            self._all_pids -= {self.server.master, *self.server.workers}
             self.server = None
 
     def teardown(self) -> None:
@@ -665,6 +708,14 @@ class Deployment:
 
     def __exit__(self, *exc: object) -> None:
         self.teardown()
+
+
+def _has_e_flag(version: str) -> bool:
+    """Whether an ``nginx -v`` line is of a version with the ``-e`` option (1.19.5+)."""
+    m = re.search(r"nginx/(\d+)\.(\d+)\.(\d+)", version)
+    if m is None:
+        return False
+    return tuple(int(g) for g in m.groups()) >= (1, 19, 5)
 
 
 def _is_ip(addr: str) -> bool:

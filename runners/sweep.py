@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import ipaddress
 import math
 import os
@@ -15,7 +16,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import IO, Any
@@ -23,7 +24,13 @@ from typing import IO, Any
 from runners import wrk
 from runners.errors import RunnerError
 from runners.hosts import Host, HostSpec, connect, facts, require_tools
-from runners.nginx import DEFAULT_FILE_BYTES, Deployment, Scenario, response_size_problem
+from runners.nginx import (
+    DEFAULT_FILE_BYTES,
+    Deployment,
+    Scenario,
+    _is_ip,
+    response_size_problem,
+)
 from runners.store import RunStore, load_trials, new_run_id
 
 DEFAULT_OUT = "data/runs"
@@ -163,14 +170,6 @@ def _is_loopback(addr: str) -> bool:
         return ipaddress.ip_address(addr).is_loopback
     except ValueError:
         return addr == "localhost"
-
-
-def _is_ip(addr: str) -> bool:
-    try:
-        ipaddress.ip_address(addr)
-    except ValueError:
-        return False
-    return True
 
 
 _TIMES_MARKER = "NGINX_SIZING_TIMES"
@@ -323,6 +322,8 @@ class Session:
             upstream_address=up_address,
             upstream_nginx=up_facts["tools"].get(plan.nginx) if up_facts else None,
             upstream_as_root=up_facts.get("user") == "root" if up_facts else None,
+            nginx_version=self.server_facts.get("nginx_version", ""),
+            upstream_nginx_version=up_facts.get("nginx_version") if up_facts else None,
         )
         self.deployment.setup()
         if self.deployment.upstream_conf:
@@ -492,7 +493,7 @@ class Session:
         With ``rate_rps``, wrk2 drives a constant rate (open loop) and its percentile spectrum
         is parsed; the trial is invalid when the achieved rate is under 95% of it.
 
-        Raises `RunnerError` if nginx dies or no client could produce a result; the rows of
+        Raises `RunnerError` if nginx dies or any client produces no result; the rows of
         earlier trials are already on disk.
         """
         assert self.deployment is not None and self.server is not None
@@ -665,20 +666,25 @@ class Session:
     def close(self) -> None:
         """Stop and remove everything this session started; close connections."""
         with _interrupts_deferred():
-            try:
-                if self.deployment is not None:
-                    self.deployment.teardown()
-                for client in self.clients:
-                    if client.script_dir:
-                        client.host.run(["rm", "-rf", "--", client.script_dir], check=False)
-            finally:
-                hosts = {id(c.host): c.host for c in self.clients}
-                hosts.update({id(h): h for h in self._extra_hosts})
-                if self.server is not None:
-                    hosts[id(self.server)] = self.server
-                for h in hosts.values():
-                    with contextlib.suppress(Exception):
-                        h.close()
+            # Each step runs even if an earlier one fails (a lost connection, say).
+            steps: list[Callable[[], object]] = []
+            if self.deployment is not None:
+                steps.append(self.deployment.teardown)
+            for client in self.clients:
+                if client.script_dir:
+                    steps.append(
+                        functools.partial(
+                            client.host.run, ["rm", "-rf", "--", client.script_dir], check=False
+                        )
+                    )
+            hosts = {id(c.host): c.host for c in self.clients}
+            hosts.update({id(h): h for h in self._extra_hosts})
+            if self.server is not None:
+                hosts[id(self.server)] = self.server
+            steps += [h.close for h in hosts.values()]
+            for step in steps:
+                with contextlib.suppress(Exception):
+                    step()
 
     def _say(self, text: str) -> None:
         if self.log is not None:
@@ -687,16 +693,18 @@ class Session:
 
 @contextlib.contextmanager
 def _interrupts_deferred() -> Iterator[None]:
-    """Let cleanup finish before a Ctrl-C that arrives during it takes effect."""
+    """Let cleanup finish before a Ctrl-C, SIGTERM or SIGHUP that arrives during it acts."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     pending: list[int] = []
-    old = signal.signal(signal.SIGINT, lambda signum, frame: pending.append(signum))
+    signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    old = {sig: signal.signal(sig, lambda signum, frame: pending.append(signum)) for sig in signals}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, old)
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
     if pending:
         raise KeyboardInterrupt
 

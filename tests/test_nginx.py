@@ -10,6 +10,7 @@ import ssl
 import stat
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -133,16 +134,33 @@ def test_other_nginx_is_left_alone(tmp_path, leaves_no_nginx):
         check=True,
     )
     foreign = int((tmp_path / "nginx.pid").read_text())
+    foreign_workers = [
+        int(p) for p in Path(f"/proc/{foreign}/task/{foreign}/children").read_text().split()
+    ]
     try:
         with Deployment(LocalHost(), Scenario(), run_as_root=ROOT) as dep:
             dep.start([0])
+            # Even a recorded pid that now belongs to another nginx is left alone.
+            dep._all_pids.update(foreign_workers)
         assert foreign in live_nginx_pids()
+        assert set(foreign_workers) <= live_nginx_pids()
     finally:
         os.kill(foreign, signal.SIGTERM)
         for _ in range(100):
             if foreign not in live_nginx_pids():
                 break
             time.sleep(0.02)
+
+
+def test_teardown_finds_a_master_whose_pid_was_lost(leaves_no_nginx):
+    dep = Deployment(LocalHost(), Scenario(), run_as_root=ROOT)
+    dep.start([0])
+    pids = set(dep.pids())
+    dep.server = None
+    dep._all_pids.clear()
+    dep.teardown()
+    time.sleep(0.1)
+    assert not pids & live_nginx_pids()
 
 
 def test_affinity_masks():
