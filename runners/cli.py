@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import signal
 import sys
 import tomllib
@@ -375,6 +376,20 @@ def _hosts(args: argparse.Namespace) -> dict[str, Any]:
         }
         if unknown:
             raise RunnerError(f"inventory {args.inventory}: unknown keys {sorted(unknown)}")
+        for key, value in inv.items():
+            ok = (
+                isinstance(value, bool)
+                if key == "accept_new_host_keys"
+                else isinstance(value, list) and all(isinstance(v, str) for v in value)
+                if key == "clients" and not isinstance(value, str)
+                else isinstance(value, str)
+            )
+            if not ok:
+                raise RunnerError(
+                    f"inventory {args.inventory}: {key} = {value!r} is not "
+                    + ("true or false" if key == "accept_new_host_keys" else "a host string")
+                    + (" or a list of them" if key == "clients" else "")
+                )
     clients = args.client or inv.get("clients") or ["local"]
     if isinstance(clients, str):
         clients = [clients]
@@ -384,7 +399,8 @@ def _hosts(args: argparse.Namespace) -> dict[str, Any]:
         "target_address": args.target_address or inv.get("target_address"),
         "upstream_host": getattr(args, "upstream_host", None) or inv.get("upstream_host"),
         "upstream_address": getattr(args, "upstream_address", None) or inv.get("upstream_address"),
-        "ssh_config": args.ssh_config or inv.get("ssh_config"),
+        "ssh_config": args.ssh_config
+        or (os.path.expanduser(inv["ssh_config"]) if inv.get("ssh_config") else None),
         "accept_new_host_keys": args.accept_new_host_keys
         or bool(inv.get("accept_new_host_keys", False)),
     }

@@ -8,9 +8,11 @@ inputs as positional parameters, never pasted into the script.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
+import signal
 import socket
 import subprocess
 from collections.abc import Sequence
@@ -153,19 +155,32 @@ class LocalHost(Host):
         if self.spec.kind == "netns":
             argv = ["ip", "netns", "exec", self.spec.host, *argv]
         try:
-            proc = subprocess.run(
+            # Its own process group, so a timeout or Ctrl-C stops the command's children too.
+            proc = subprocess.Popen(
                 argv,
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                check=False,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
                 stdin=subprocess.DEVNULL,
+                text=True,
+                start_new_session=True,
             )
         except FileNotFoundError:
             return Result("", f"{argv[0]}: not found", 127)
+        try:
+            out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
+            _kill_group(proc)
             return Result("", f"timed out after {timeout:g} s", 124)
-        return Result(proc.stdout, proc.stderr, proc.returncode)
+        except BaseException:
+            _kill_group(proc)
+            raise
+        return Result(out, err, proc.returncode)
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate()
 
 
 class SSHHost(Host):
@@ -187,6 +202,10 @@ class SSHHost(Host):
         from fabric import Config, Connection
 
         self.spec = spec
+        if ssh_config:
+            ssh_config = os.path.expanduser(ssh_config)
+            if not os.path.isfile(ssh_config):
+                raise RunnerError(f"ssh config {ssh_config} does not exist")
         config = Config(runtime_ssh_path=ssh_config) if ssh_config else Config()
         self.conn = Connection(
             spec.host,
@@ -236,6 +255,7 @@ class SSHHost(Host):
             raise RunnerError(f"cannot connect to {self.name} ({target}): {reason}") from None
 
     def _exec(self, argv: list[str], timeout: float | None) -> Result:
+        import paramiko
         from invoke.exceptions import CommandTimedOut
 
         try:
@@ -244,7 +264,7 @@ class SSHHost(Host):
             )
         except CommandTimedOut:
             return Result("", f"timed out after {timeout:g} s", 124)
-        except (OSError, EOFError) as exc:
+        except (OSError, EOFError, paramiko.SSHException) as exc:
             raise RunnerError(f"lost the connection to {self.name}: {exc}") from None
         return Result(r.stdout, r.stderr, r.exited)
 

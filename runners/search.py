@@ -102,7 +102,7 @@ class SearchOptions:
     rps_tolerance : float
         Refinement stops when the RPS of the first fail is within this fraction of the pass.
     max_trials : int
-        Upper bound on search trials before confirmation.
+        Upper bound on search trials before confirmation (``grid`` runs its whole grid).
     grid_threads : tuple of int
         Thread counts the grid tries (only those up to the client's CPUs).
     start_rate_rps : float
@@ -128,6 +128,10 @@ class SearchOptions:
             raise RunnerError("confirmation needs at least 3 trials (--confirm 3)")
         if self.max_connections < 1 or self.duration_s < 1 or self.confirm_duration_s < 1:
             raise RunnerError("durations and --max-connections must be positive")
+        if not (math.isfinite(self.start_rate_rps) and self.start_rate_rps >= 1):
+            raise RunnerError(f"--start-rate must be a finite rate >= 1, got {self.start_rate_rps}")
+        if self.start_connections is not None and self.start_connections < 1:
+            raise RunnerError("--start-connections must be at least 1")
 
 
 @dataclass
@@ -244,7 +248,9 @@ def search(
         return _finish_grid(target, vcpus, options, rows, run, threads, scenario, simulated)
     rate = options.strategy == "rate"
     load_key = "rate_rps" if rate else "connections"
-    load = float(options.start_rate_rps if rate else (options.start_connections or 4 * threads))
+    load = float(
+        options.start_rate_rps if rate else max(threads, options.start_connections or 4 * threads)
+    )
     top = math.inf if rate else float(options.max_connections)
     lo: dict[str, Any] | None = None
     hi: dict[str, Any] | None = None
@@ -414,7 +420,7 @@ def _result(
         load_seconds=float(
             sum(float(r["duration_s"]) + float(r.get("warmup_s") or 0) for r in rows)
         ),
-        confirmed=grid or (len(passing) * 2 > len(confirms) > 0),
+        confirmed=(grid and bool(passing)) or (len(passing) * 2 > len(confirms) > 0),
         non_monotonic=any("fell" in n or "passed above" in n for n in notes),
         notes=notes,
         trial_ids=[str(r["trial_id"]) for r in rows],
@@ -487,7 +493,7 @@ def _typed(row: dict[str, str]) -> dict[str, Any]:
             out[k] = v
         else:
             try:
-                out[k] = float(v) if v != "" else None
+                out[k] = float(v) if v != "" else math.nan
             except ValueError:
                 out[k] = v
     return out

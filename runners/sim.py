@@ -103,8 +103,9 @@ class SimServer:
             quantile[1.0] = base + math.log(max(x * duration_s, 2.0)) / gap
             mean = base + 1 / gap
         else:
-            # The backlog grows all run: a request sent at time t waits t (rate - m) / rate.
-            slope = duration_s * (rate_rps - m) / rate_rps
+            # The backlog grows all run: at time t it holds (rate - m) t requests, which the
+            # server drains at m per second, so a request sent then waits t (rate - m) / m.
+            slope = duration_s * (rate_rps - m) / m
             quantile = {q: base + q * slope for q in (*qs, 1.0)}
             mean = base + 0.5 * slope
         rps = x * math.exp(rng.gauss(0.0, self.rps_noise))

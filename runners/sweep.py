@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import ipaddress
+import json
 import math
 import os
 import shlex
@@ -762,6 +763,11 @@ def open_store(
         held = "simulated" if store.meta.get("simulated") else "measured"
         way = "with --server sim" if held == "simulated" else "against real hosts"
         raise RunnerError(f"run {resume} holds {held} trials; resume it {way}")
+    if sim is not None and store.meta.get("sim") != json.loads(json.dumps(sim.to_dict())):
+        raise RunnerError(
+            f"run {resume} simulated another server (--seed/--sim-*); resume it with the same "
+            "options"
+        )
     stored = Plan.from_dict(store.meta["plan"])
     if stored != plan:
         a, b = stored.to_dict(), plan.to_dict()

@@ -63,6 +63,10 @@ class Workload:
 
     Attributes
     ----------
+    scenario : str
+        ``static``, ``reverse_proxy`` or ``api_gateway``.
+    protocol : str
+        ``http`` or ``https``.
     file_bytes : int
         Response body size [B].
     sla_p99_ms : float

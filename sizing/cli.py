@@ -290,9 +290,13 @@ def render_recommendation(doc: dict[str, Any], top: int) -> str:
     lo, hi = best["capacity_factor_range"]
     out += ["", f"Rests on (option 1, {best['instance_type']}):"]
     out += [f"  - {b}" for b in best["basis"]]
-    out.append(
-        f"  - capacity range from the factor ranges: x{lo:.2f} to x{hi:.2f} of the point value"
-    )
+    if best["measured"] == "own":
+        clo, chi = best["capacity_interval_rps"]
+        out.append(f"  - measured capacity, 95% interval {clo:,.0f} to {chi:,.0f} RPS")
+    else:
+        out.append(
+            f"  - capacity range from the factor ranges: x{lo:.2f} to x{hi:.2f} of the point value"
+        )
     used = 1 - doc["headroom"]
     out.append(f"  - estimate: headroom {doc['headroom']:.0%} (capacity used at most {used:.0%})")
     out.append("  - --format json gives every option's basis")

@@ -282,11 +282,18 @@ def build_evidence(
             notes.append(f"runs {', '.join(s.runs)}: no trial met the SLA: not used")
             continue
         inst, family = _match(s.label, instances, s.runs)
+        models = [instance_capacity(replace(inst, vcpus=int(v)), work).cpu_sla_rps for v in s.x]
+        if min(models) <= 0 or min(s.y) <= 0:
+            notes.append(
+                f"runs {', '.join(s.runs)}: the model has no capacity under p99 <= "
+                f"{work.sla_p99_ms:g} ms to compare with (the SLA is at or below its base "
+                "latency): not used"
+            )
+            continue
         logs, sds = [], []
-        for v, y, sd, n in zip(s.x, s.y, s.sd, s.repeats, strict=True):
-            model = instance_capacity(replace(inst, vcpus=int(v)), work).cpu_sla_rps
+        for y, sd, n, model in zip(s.y, s.sd, s.repeats, models, strict=True):
             logs.append(math.log(y / model))
-            if n <= 1 or y <= 0:
+            if n <= 1:
                 sds.append(SINGLE_TRIAL_SD[0])
             else:
                 sds.append(sd / y / math.sqrt(n))
@@ -321,9 +328,11 @@ def measured_capacity(
     v = float(inst.vcpus)
     if s.fit is not None:
         point = float(s.fit.predict([v])[0])
+        if not point > 0:
+            return 0.0, 0.0, f"{inst.vcpus} vCPUs: the measured curve gives no capacity there"
         lo, hi = s.fit.predict_interval([v], level=0.95, kind="confidence")
         sd = max(math.log(max(hi[0], point) / point), math.log(point / max(lo[0], 1e-9))) / 1.96
-        sd = math.sqrt(sd**2 + cal.k_sd**2) if point > 0 else math.inf
+        sd = math.sqrt(sd**2 + cal.k_sd**2)
         where = (
             "inside the measured vCPUs"
             if min(s.x) <= v <= max(s.x)

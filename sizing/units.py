@@ -48,7 +48,7 @@ def parse_duration_ms(text: str) -> float:
         )
     value = float(m.group(1)) * _DURATION_MS[m.group(2)]
     if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: the SLA must be longer than zero")
+        raise argparse.ArgumentTypeError(f"{text!r}: a duration must be longer than zero")
     return value
 
 

@@ -278,3 +278,56 @@ def test_notebooks_accept_runs(tmp_path):
     )
     text = html.read_text()
     assert "Rests on SIMULATED runs" in text and Path(run).name in text
+
+
+def test_search_answer_is_the_batch_the_search_reported():
+    import pandas as pd
+
+    from sizing.datasets import max_rps_under_sla
+
+    def row(i, conns, rps, ok):
+        return {
+            "run_id": "r",
+            "trial_id": f"r-{i:04d}",
+            "kind": "search-confirm",
+            "instance_label": "x",
+            "scenario": "static",
+            "protocol": "http",
+            "file_bytes": 1024,
+            "vcpus": 1,
+            "threads": 1,
+            "connections": conns,
+            "rate_rps": float("nan"),
+            "rps": rps,
+            "meets_sla": ok,
+            "valid": True,
+            "simulated": False,
+        }
+
+    rows = [
+        row(1, 64, 100.0, False),
+        row(2, 64, 110.0, True),
+        row(3, 64, 105.0, False),
+        row(4, 16, 90.0, True),
+        row(5, 16, 80.0, False),
+        row(6, 16, 85.0, True),
+    ]
+    (answer,) = max_rps_under_sla(pd.DataFrame(rows)).to_dict("records")
+    # The 64-connection batch failed in most repeats; the 16 batch is the answer, all of it.
+    assert answer["max_rps_under_sla"] == pytest.approx(85.0)
+    assert answer["repeats"] == 3 and answer["basis"] == "search confirmation mean"
+
+
+def test_an_sla_below_the_model_latency_floor_is_a_note(tmp_path):
+    run_id, _ = run_search(
+        Plan(vcpus=(1, 2), label="c7g", sla_p99_ms=0.45),
+        SearchOptions(sla_p99_ms=0.45, start_connections=1),
+        tmp_path,
+        sim=SimServer(base_ms=0.05, client_cpus=1),
+    )
+    ev = build_evidence(
+        measured_series([str(tmp_path / run_id)], allow_simulated=True),
+        load_catalog(),
+        Workload("static", "http", 1024, 0.45),
+    )
+    assert not ev.calibrations and "base latency" in ev.notes[0]

@@ -234,6 +234,8 @@ def test_cli_search_sim_json(tmp_path):
         (["--server", "sim", "--client", "h2"], 1, "drop --client"),
         (["--strategy", "rate", "--wrk2", "/nonexistent/wrk2"], 1, "/nonexistent/wrk2 on local"),
         (["--server", "sim", "--sla-p99", "5"], 2, "not a duration with a unit"),
+        (["--server", "sim", "--start-rate", "nan", "--strategy", "rate"], 1, "--start-rate"),
+        (["--server", "sim", "--start-rate", "0", "--strategy", "rate"], 1, "--start-rate"),
     ],
 )
 def test_cli_search_bad_input(tmp_path, args, code, message, leaves_no_nginx):

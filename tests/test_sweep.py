@@ -252,6 +252,12 @@ def test_inventory_file(tmp_path):
     inv.write_text('server = "local"\nclinets = ["local"]\n')
     p = runners_cli("facts", "--inventory", str(inv))
     assert p.returncode == 1 and "unknown keys ['clinets']" in p.stderr
+    inv.write_text("server = 5\n")
+    p = runners_cli("facts", "--inventory", str(inv))
+    assert p.returncode == 1 and "server = 5 is not a host string" in p.stderr
+    inv.write_text('ssh_config = "~/no/such/config"\nserver = "u@h"\n')
+    p = runners_cli("facts", "--inventory", str(inv))
+    assert p.returncode == 1 and "does not exist" in p.stderr
     inv.write_text('server = "local\n')
     p = runners_cli("facts", "--inventory", str(inv))
     assert p.returncode == 1 and "not valid TOML" in p.stderr
