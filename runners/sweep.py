@@ -514,7 +514,7 @@ class Session:
                 if code != 0 and "requests in" not in out:
                     raise RunnerError(
                         f"wrk on {client.host.name}: "
-                        + wrk._no_result_message(err or out).removeprefix("wrk gave no result: ")
+                        + wrk.no_result_message(err or out).removeprefix("wrk gave no result: ")
                     )
         argvs = [self._argv(c, threads, connections, seconds, True, rate_rps) for c in self.clients]
         started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

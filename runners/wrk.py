@@ -148,7 +148,7 @@ def parse_json(text: str) -> WrkResult:
         if line.startswith(JSON_MARKER):
             break
     else:
-        raise RunnerError(_no_result_message(text))
+        raise RunnerError(no_result_message(text))
     try:
         doc = json.loads(line[len(JSON_MARKER) :])
         hist = {int(v): int(c) for v, c in doc["histogram_us"]}
@@ -183,7 +183,7 @@ def parse_text(text: str) -> WrkResult:
     """Parse wrk's plain output (run with ``--latency``); the result has no histogram."""
     done = _DONE.search(text)
     if not done:
-        raise RunnerError(_no_result_message(text))
+        raise RunnerError(no_result_message(text))
     duration_s = float(done.group(2)) * _UNITS_S[done.group(3)]
     errors = dict.fromkeys(ERROR_KINDS, 0)
     if m := _SOCKET.search(text):
@@ -275,7 +275,8 @@ def merge(results: Iterable[WrkResult]) -> WrkResult:
     return merged
 
 
-def _no_result_message(text: str) -> str:
+def no_result_message(text: str) -> str:
+    """One line saying why wrk's output holds no result (its first line, or a usage error)."""
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     first = lines[0] if lines else "no output"
     if first.startswith("Usage:"):
