@@ -201,6 +201,7 @@ class _Client:
     script: str
     script_dir: str | None = None
     wrk2: str = ""
+    timeout: str = ""
     cpus: list[int] = field(default_factory=list)
 
 
@@ -266,9 +267,11 @@ class Session:
             host = self.server if str(spec) == str(server_spec) else self._connect(c)
             hosts.append((c, spec, host))
         client_tools = [plan.wrk, plan.wrk2] if self.rate else [plan.wrk]
+        optional = ["taskset", "timeout"]
         shares = any(host is self.server for _, _, host in hosts)
         self.server_facts = facts(
-            self.server, [*server_tools, *client_tools] if shares else server_tools
+            self.server,
+            [*server_tools, *client_tools, "timeout"] if shares else server_tools,
         )
         found = {self.server.name: {t: self.server_facts["tools"][t] for t in server_tools}}
         client_facts = []
@@ -276,7 +279,7 @@ class Session:
             info = (
                 self.server_facts
                 if host is self.server
-                else facts(host, [*client_tools, "taskset"])
+                else facts(host, [*client_tools, *optional])
             )
             client_facts.append(info)
             for tool in client_tools:
@@ -291,6 +294,7 @@ class Session:
                     info["tools"][plan.wrk],
                     "",
                     wrk2=info["tools"].get(plan.wrk2, "") if self.rate else "",
+                    timeout=info["tools"].get("timeout", ""),
                 )
             )
         self.target = self._target_address(server_spec)
@@ -471,6 +475,9 @@ class Session:
 
         def one(pair: tuple[_Client, list[str]]) -> tuple[str, str, int]:
             client, argv = pair
+            if client.timeout:
+                # wrk stops on its own host even if the connection to it is lost.
+                argv = [client.timeout, "-k", "5", f"{limit - 10}s", *argv]
             r = client.host.sh(_WRAP, *argv, check=False, timeout=limit)
             return r.stdout, r.stderr, r.exited
 
