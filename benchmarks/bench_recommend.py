@@ -9,14 +9,13 @@ measured alternately in one run so that machine noise hits both alike. Goal: rat
 from __future__ import annotations
 
 import argparse
-import platform
 import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from benchlib import ROOT, machine
+
 RECOMMEND = [sys.executable, "-m", "sizing", "recommend", "--rps", "1e6"]
 NUMPY = [sys.executable, "-c", "import numpy"]
 
@@ -37,18 +36,7 @@ def main() -> int:
         rec.append(wall(RECOMMEND))
         num.append(wall(NUMPY))
     r, n = statistics.median(rec), statistics.median(num)
-    cpu = next(
-        (
-            ln.split(":", 1)[1].strip()
-            for ln in open("/proc/cpuinfo")
-            if ln.startswith("model name")
-        ),
-        platform.processor(),
-    )
-    print(
-        f"machine: {cpu}, {len(open('/proc/cpuinfo').read().split('processor')) - 1} CPUs, "
-        f"Python {platform.python_version()}"
-    )
+    print(f"machine: {machine()}")
     print(f"recommend --rps 1e6: median {r * 1000:.0f} ms over {args.repeat}")
     print(f"import numpy:        median {n * 1000:.0f} ms over {args.repeat}")
     print(f"ratio: {r / n:.2f} (goal <= 2.5)")

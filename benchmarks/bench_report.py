@@ -8,16 +8,13 @@ Goal: <= 20 s on this machine (kernel start, notebook execution and HTML renderi
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from benchlib import ROOT, save
 
 
 def main() -> int:
@@ -47,21 +44,7 @@ def main() -> int:
             )
             walls.append(time.perf_counter() - t0)
     median = statistics.median(walls)
-    cpu = next(
-        (
-            ln.split(":", 1)[1].strip()
-            for ln in Path("/proc/cpuinfo").read_text().splitlines()
-            if ln.startswith("model name")
-        ),
-        "unknown CPU",
-    )
-    out = ROOT / "benchmarks" / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "report.json").write_text(
-        json.dumps(
-            {"walls_s": walls, "median_s": median, "machine": f"{cpu}, {os.cpu_count()} CPUs"}
-        )
-    )
+    save("report", {"walls_s": walls, "median_s": median})
     print(
         f"default report: median {median:.1f} s over {len(walls)} builds "
         f"({', '.join(f'{w:.1f}' for w in walls)}); goal <= 20 s: "

@@ -13,8 +13,6 @@
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import statistics
 import subprocess
 import sys
@@ -25,7 +23,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchlib import machine, save  # noqa: E402
+
 from runners import wrk  # noqa: E402
+from runners.hosts import connect  # noqa: E402
 from runners.sweep import Access, Plan, Session, make_scenario, open_store, run_sweep  # noqa: E402
 from tests.sshd import start_sshd  # noqa: E402
 
@@ -80,6 +81,20 @@ def harness_vs_bare(out: Path, pairs: int, seconds: int) -> dict[str, object]:
     }
 
 
+def ssh_command_ms(spec: str, ssh_config: str, n: int = 20) -> float:
+    """Median wall time of one trivial command over an open SSH connection [ms]."""
+    host = connect(spec, ssh_config=ssh_config)
+    try:
+        walls = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            host.run(["true"])
+            walls.append(1000 * (time.perf_counter() - t0))
+    finally:
+        host.close()
+    return statistics.median(walls)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--trials", type=int, default=3, help="10-second trials per sweep")
@@ -94,13 +109,8 @@ def main() -> int:
         results["local"] = overhead(plan, base / "local")
         sshd = start_sshd(base / "sshd")
         try:
-            kind, blob = sshd.host_pub.read_text().split()[:2]
-            (base / "kh").write_text(f"[127.0.0.1]:{sshd.port} {kind} {blob}\n")
-            cfg = base / "ssh_config"
-            cfg.write_text(
-                f"Host 127.0.0.1\n  IdentityFile {sshd.user_key}\n"
-                f"  UserKnownHostsFile {base / 'kh'}\n"
-            )
+            cfg = sshd.client_config(base)
+            results["ssh_command_ms"] = ssh_command_ms(sshd.spec, str(cfg))
             ssh_plan = Plan(
                 server=sshd.spec,
                 clients=(sshd.spec,),
@@ -113,23 +123,14 @@ def main() -> int:
         finally:
             sshd.stop()
         results["harness"] = harness_vs_bare(base / "pairs", args.pairs, args.pair_seconds)
-    cpu = next(
-        (
-            ln.split(":", 1)[1].strip()
-            for ln in Path("/proc/cpuinfo").read_text().splitlines()
-            if ln.startswith("model name")
-        ),
-        platform.processor(),
-    )
-    import os
-
-    results["machine"] = f"{cpu}, {os.cpu_count()} CPUs, {platform.platform()}"
-    out = ROOT / "benchmarks" / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "runner.json").write_text(json.dumps(results, indent=1) + "\n")
+    save("runner", results)
     loc, ssh, h = results["local"], results["ssh"], results["harness"]
     assert isinstance(loc, dict) and isinstance(ssh, dict) and isinstance(h, dict)
-    print(f"machine: {results['machine']}")
+    print(f"machine: {machine()}")
+    print(
+        f"one SSH command (sh -c true) through the runner's host: median "
+        f"{results['ssh_command_ms']:.0f} ms over 20"
+    )
     for name, r, goal in (("local", loc, 5.0), ("ssh", ssh, 10.0)):
         print(
             f"overhead {name}: {r['overhead_pct']:.2f}% of {r['wall_s']:.1f} s wall "

@@ -12,9 +12,6 @@
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -22,6 +19,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from benchlib import save  # noqa: E402
 
 from runners.search import SearchOptions, run_search  # noqa: E402
 from runners.sim import SimServer  # noqa: E402
@@ -115,18 +114,7 @@ def main() -> int:
                 f" 95% CI {a['ci95_low']:,.0f}-{a['ci95_high']:,.0f}"
             )
             print(f" rps ratio {r['rps_ratio']:.3f}, trial ratio {r['trial_ratio']:.3f}")
-    cpu = next(
-        (
-            ln.split(":", 1)[1].strip()
-            for ln in Path("/proc/cpuinfo").read_text().splitlines()
-            if ln.startswith("model name")
-        ),
-        platform.processor(),
-    )
-    results["machine"] = f"{cpu}, {os.cpu_count()} CPUs"
-    out = ROOT / "benchmarks" / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "search.json").write_text(json.dumps(results, indent=1, default=str) + "\n")
+    save("search", results)
     return 0
 
 

@@ -57,15 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     sw = sub.add_parser("sweep", help="measure a grid of vCPUs x threads x connections")
-    _host_options(sw)
-    _scenario_options(sw)
-    sw.add_argument(
-        "--vcpus",
-        type=parse_int_list,
-        default=(1,),
-        metavar="LIST",
-        help="nginx workers, one pinned CPU each (default 1)",
-    )
+    _trial_options(sw, duration=10, what="each trial")
     sw.add_argument(
         "--threads",
         type=parse_int_list,
@@ -80,97 +72,15 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="LIST",
         help="wrk connections per client (default 16)",
     )
-    sw.add_argument(
-        "--duration",
-        type=parse_seconds,
-        default=10,
-        metavar="DURATION",
-        help="length of each trial (default 10s)",
-    )
-    sw.add_argument(
-        "--warmup",
-        type=_seconds0,
-        default=1,
-        metavar="DURATION",
-        help="discarded load before each trial (default 1s; 0 for none)",
-    )
-    sw.add_argument(
-        "--cooldown",
-        type=_seconds_float,
-        default=1.0,
-        metavar="DURATION",
-        help="pause after each trial (default 1s)",
-    )
-    sw.add_argument(
-        "--timeout",
-        type=parse_seconds,
-        default=2,
-        metavar="DURATION",
-        help="wrk socket timeout; slower responses count as timeouts (default 2s)",
-    )
-    sw.add_argument(
-        "--sla-p99",
-        type=parse_duration_ms,
-        default=5.0,
-        metavar="DURATION",
-        help="p99 latency a trial must meet (default 5ms)",
-    )
-    sw.add_argument(
-        "--max-error-rate",
-        type=parse_fraction,
-        default=0.01,
-        metavar="FRACTION",
-        help="errors per response above which a trial is invalid (default 1%%)",
-    )
-    sw.add_argument(
-        "--label",
-        default="",
-        help="instance type or free label stored in each row (instance_label)",
-    )
-    sw.add_argument(
-        "--out",
-        default="data/runs",
-        metavar="DIR",
-        help="parent folder of run folders (default data/runs)",
-    )
-    sw.add_argument(
-        "--resume",
-        metavar="RUN_ID",
-        help="continue run RUN_ID in --out, skipping trials already done",
-    )
     sw.add_argument("--format", choices=("table", "json", "csv"), default="table")
-    sw.add_argument("--quiet", action="store_true", help="no progress line")
-    _sim_options(sw)
 
     se = sub.add_parser("search", help="highest RPS under a p99 SLA, per vCPU count")
-    _host_options(se)
-    _scenario_options(se)
-    se.add_argument(
-        "--sla-p99",
-        type=parse_duration_ms,
-        default=5.0,
-        metavar="DURATION",
-        help="p99 latency SLA (default 5ms)",
-    )
-    se.add_argument(
-        "--vcpus",
-        type=parse_int_list,
-        default=(1,),
-        metavar="LIST",
-        help="vCPU counts to search (default 1)",
-    )
+    _trial_options(se, duration=3, what="each search trial")
     se.add_argument(
         "--strategy",
         choices=("adaptive", "grid", "rate"),
         default="adaptive",
         help="adaptive ramp and refinement (default), the full grid, or wrk2 rates",
-    )
-    se.add_argument(
-        "--duration",
-        type=parse_seconds,
-        default=3,
-        metavar="DURATION",
-        help="length of each search trial (default 3s)",
     )
     se.add_argument(
         "--confirm",
@@ -207,33 +117,85 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="RPS",
         help="first rate of the wrk2 ramp (default 1000)",
     )
-    se.add_argument(
+    se.add_argument("--wrk2", default="wrk2", metavar="PATH", help="wrk2 binary (rate)")
+    se.add_argument("--format", choices=("table", "json"), default="table")
+
+    fa = sub.add_parser("facts", help="check tools and print host facts as JSON")
+    _host_options(fa)
+    return parser
+
+
+def _trial_options(p: argparse.ArgumentParser, *, duration: int, what: str) -> None:
+    """Hosts, scenario, vCPUs, trial timing, SLA, storage and simulator: sweep and search."""
+    _host_options(p)
+    _scenario_options(p)
+    p.add_argument(
+        "--vcpus",
+        type=parse_int_list,
+        default=(1,),
+        metavar="LIST",
+        help="nginx workers, one pinned CPU each (default 1)",
+    )
+    p.add_argument(
+        "--duration",
+        type=parse_seconds,
+        default=duration,
+        metavar="DURATION",
+        help=f"length of {what} (default {duration}s)",
+    )
+    p.add_argument(
         "--warmup",
         type=_seconds0,
         default=1,
         metavar="DURATION",
-        help="discarded load before each trial (default 1s)",
+        help="discarded load before each trial (default 1s; 0 for none)",
     )
-    se.add_argument(
+    p.add_argument(
         "--cooldown",
         type=_seconds_float,
         default=1.0,
         metavar="DURATION",
         help="pause after each trial (default 1s)",
     )
-    se.add_argument("--timeout", type=parse_seconds, default=2, metavar="DURATION")
-    se.add_argument("--max-error-rate", type=parse_fraction, default=0.01, metavar="FRACTION")
-    _sim_options(se)
-    se.add_argument("--wrk2", default="wrk2", metavar="PATH", help="wrk2 binary (rate)")
-    se.add_argument("--label", default="")
-    se.add_argument("--out", default="data/runs", metavar="DIR")
-    se.add_argument("--resume", metavar="RUN_ID", help="continue an interrupted search")
-    se.add_argument("--format", choices=("table", "json"), default="table")
-    se.add_argument("--quiet", action="store_true", help="no line per trial")
-
-    fa = sub.add_parser("facts", help="check tools and print host facts as JSON")
-    _host_options(fa)
-    return parser
+    p.add_argument(
+        "--timeout",
+        type=parse_seconds,
+        default=2,
+        metavar="DURATION",
+        help="wrk socket timeout; slower responses count as timeouts (default 2s)",
+    )
+    p.add_argument(
+        "--sla-p99",
+        type=parse_duration_ms,
+        default=5.0,
+        metavar="DURATION",
+        help="p99 latency a trial must meet (default 5ms)",
+    )
+    p.add_argument(
+        "--max-error-rate",
+        type=parse_fraction,
+        default=0.01,
+        metavar="FRACTION",
+        help="errors per response above which a trial is invalid (default 1%%)",
+    )
+    p.add_argument(
+        "--label",
+        default="",
+        help="instance type or free label stored in each row (instance_label)",
+    )
+    p.add_argument(
+        "--out",
+        default="data/runs",
+        metavar="DIR",
+        help="parent folder of run folders (default data/runs)",
+    )
+    p.add_argument(
+        "--resume",
+        metavar="RUN_ID",
+        help="continue run RUN_ID in --out, skipping trials already done",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+    _sim_options(p)
 
 
 def _sim_options(p: argparse.ArgumentParser) -> None:
@@ -406,13 +368,10 @@ def _hosts(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _sweep(args: argparse.Namespace) -> int:
-    import pandas as pd
+def _plan(args: argparse.Namespace, hosts: dict[str, Any], sim: Any, **extra: Any) -> Any:
+    """The `Plan` the sweep and search options describe (no warm-up or cooldown when simulated)."""
+    from runners.sweep import Plan, make_scenario
 
-    from runners.sweep import Access, Plan, make_scenario, run_sweep
-
-    hosts = _hosts(args)
-    sim = _simulator(args, hosts)
     scenario = make_scenario(
         args.scenario,
         args.file_size,
@@ -422,13 +381,11 @@ def _sweep(args: argparse.Namespace) -> int:
         tls_key=args.tls_key,
         directives=tuple(args.nginx_directive),
     )
-    plan = Plan(
+    return Plan(
         scenario=scenario,
         server="local" if sim is not None else hosts["server"],
         clients=hosts["clients"],
         vcpus=args.vcpus,
-        threads=args.threads,
-        connections=args.connections,
         duration_s=args.duration,
         warmup_s=0 if sim is not None else args.warmup,
         cooldown_s=0.0 if sim is not None else args.cooldown,
@@ -442,7 +399,18 @@ def _sweep(args: argparse.Namespace) -> int:
         nginx=args.nginx,
         wrk=args.wrk,
         openssl=args.openssl,
+        **extra,
     )
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from runners.sweep import Access, run_sweep
+
+    hosts = _hosts(args)
+    sim = _simulator(args, hosts)
+    plan = _plan(args, hosts, sim, threads=args.threads, connections=args.connections)
     access = Access(hosts["accept_new_host_keys"], hosts["ssh_config"])
     df = run_sweep(
         plan,
@@ -482,40 +450,12 @@ def _sweep(args: argparse.Namespace) -> int:
 
 def _search(args: argparse.Namespace) -> int:
     from runners.search import SearchOptions, run_search
-    from runners.sweep import Access, Plan, make_scenario
+    from runners.sweep import Access
 
     hosts = _hosts(args)
     sim = _simulator(args, hosts)
     simulated = sim is not None
-    scenario = make_scenario(
-        args.scenario,
-        args.file_size,
-        protocol=args.protocol,
-        gzip=args.gzip,
-        upstreams=args.upstreams,
-        tls_key=args.tls_key,
-        directives=tuple(args.nginx_directive),
-    )
-    plan = Plan(
-        scenario=scenario,
-        server="local" if simulated else hosts["server"],
-        clients=hosts["clients"],
-        vcpus=args.vcpus,
-        duration_s=args.duration,
-        warmup_s=0 if simulated else args.warmup,
-        cooldown_s=0.0 if simulated else args.cooldown,
-        timeout_s=args.timeout,
-        sla_p99_ms=args.sla_p99,
-        max_error_rate=args.max_error_rate,
-        label=args.label,
-        target_address=hosts["target_address"],
-        upstream_host=hosts["upstream_host"],
-        upstream_address=hosts["upstream_address"],
-        nginx=args.nginx,
-        wrk=args.wrk,
-        openssl=args.openssl,
-        wrk2=args.wrk2,
-    )
+    plan = _plan(args, hosts, sim, wrk2=args.wrk2)
     options = SearchOptions(
         sla_p99_ms=args.sla_p99,
         strategy=args.strategy,
@@ -552,9 +492,10 @@ def _search(args: argparse.Namespace) -> int:
         f"{'vcpus':>5} {'max_rps_under_sla':>18} {'95% CI':>23} {'threads':>7} "
         f"{'load':>12} {'p99 ms':>7} {'trials':>6} {'load s':>7}  flags"
     )
+    sc = plan.scenario
     print(
         f"{'simulated ' if simulated else ''}{args.strategy} search, p99 <= "
-        f"{args.sla_p99:g} ms, {scenario.name} {scenario.protocol} {scenario.file_bytes} B"
+        f"{args.sla_p99:g} ms, {sc.name} {sc.protocol} {sc.file_bytes} B"
     )
     print(head)
     for r in results:

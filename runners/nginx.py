@@ -661,47 +661,42 @@ class Deployment:
     def stop_server(self) -> None:
         """Stop the server under test (upstreams keep running)."""
         if self.server is not None:
-            self.host.sh(
-                _STOP,
-                "",
-                str(self.server.master),
-                *map(str, self.server.workers),
-                check=False,
-                timeout=30,
-            )
+            self._stop(self.host, None, [self.server], set(self.server.workers))
             self._all_pids -= {self.server.master, *self.server.workers}
             self.server = None
 
     def teardown(self) -> None:
         """Stop every process this deployment started and remove its prefixes, on each host."""
         try:
-            if self.up_host is not self.host and (self.up_prefix or self._up_pids):
-                up_master = [self.upstream.master] if self.upstream is not None else []
-                self.up_host.sh(
-                    _STOP,
-                    self.up_prefix or "",
-                    " ".join(map(str, up_master)),
-                    *map(str, sorted(self._up_pids - set(up_master))),
-                    check=False,
-                    timeout=60,
-                )
+            if self.up_host is not self.host:
+                self._stop(self.up_host, self.up_prefix, [self.upstream], self._up_pids)
                 self.upstream = None
-            masters = [p.master for p in (self.server, self.upstream) if p is not None]
-            rest = sorted(self._all_pids - set(masters))
-            if self.prefix or self._all_pids:
-                self.host.sh(
-                    _STOP,
-                    self.prefix or "",
-                    " ".join(map(str, masters)),
-                    *map(str, rest),
-                    check=False,
-                    timeout=60,
-                )
+            self._stop(self.host, self.prefix, [self.server, self.upstream], self._all_pids)
         finally:
             self.server = self.upstream = None
             self.prefix = self.up_prefix = None
             self._all_pids.clear()
             self._up_pids.clear()
+
+    def _stop(
+        self,
+        host: Host,
+        prefix: str | None,
+        procs: Sequence[NginxProcess | None],
+        pids: set[int],
+    ) -> None:
+        """Run `_STOP` on one host for its prefix, masters and every other pid recorded."""
+        if not prefix and not pids:
+            return
+        masters = [p.master for p in procs if p is not None]
+        host.sh(
+            _STOP,
+            prefix or "",
+            " ".join(map(str, masters)),
+            *map(str, sorted(pids - set(masters))),
+            check=False,
+            timeout=60,
+        )
 
     def __enter__(self) -> Deployment:
         return self

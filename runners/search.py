@@ -19,7 +19,6 @@ the simulated `runners.sim.SimTarget`. Every trial lands in the run's ``trials.c
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import statistics
 from collections.abc import Callable
@@ -435,11 +434,10 @@ class _Replay:
     in order brings a resumed search back to where it stopped.
     """
 
-    def __init__(self, target: Any, stored: list[dict[str, str]]) -> None:
+    def __init__(self, target: Any, stored: list[dict[str, Any]]) -> None:
         self.target = target
         self.stored: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-        for r in stored:
-            row = _typed(r)
+        for row in stored:
             self.stored.setdefault(_key(row), []).append(row)
         self.seen: dict[tuple[Any, ...], int] = {}
 
@@ -461,9 +459,6 @@ class _Replay:
         self.seen[key] = n + 1
         old = self.stored.get(key, [])
         if n < len(old):
-            note = getattr(self.target, "replayed", None)
-            if note is not None:
-                note(vcpus, threads, connections, rate_rps)
             return old[n]
         row: dict[str, Any] = self.target.trial(
             vcpus, threads, connections, duration_s=duration_s, kind=kind, rate_rps=rate_rps
@@ -482,21 +477,6 @@ def _key(row: dict[str, Any]) -> tuple[Any, ...]:
         else round(float(rate)),
         row["kind"],
     )
-
-
-def _typed(row: dict[str, str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in row.items():
-        if v in ("true", "false"):
-            out[k] = v == "true"
-        elif k in ("run_id", "trial_id", "kind", "invalid_reason", "started_at"):
-            out[k] = v
-        else:
-            try:
-                out[k] = float(v) if v != "" else math.nan
-            except ValueError:
-                out[k] = v
-    return out
 
 
 def run_search(
@@ -533,36 +513,12 @@ def run_search(
     run_id, results
         The run's id and one `SearchResult` per vCPU count.
     """
-    import time
-
-    from runners.sim import SimTarget
-    from runners.store import RunStore, new_run_id
-    from runners.sweep import Session
+    from runners.store import load_trials
+    from runners.sweep import open_store, target_for
 
     if options.sla_p99_ms != plan.sla_p99_ms:
         raise RunnerError("the plan's SLA and the search's SLA differ")
-    meta_plan = {
-        "plan": plan.to_dict(),
-        "search": asdict(options),
-        "sim": sim.to_dict() if sim is not None else None,
-    }
-    if resume is None:
-        meta = {
-            "run_id": new_run_id(plan.label or ("sim" if sim else "")),
-            "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "status": "running",
-            "simulated": sim is not None,
-            **meta_plan,
-        }
-        store = RunStore.create(out, meta)
-    else:
-        store = RunStore.open(out, resume)
-        wanted = json.loads(json.dumps(meta_plan))
-        if {k: store.meta.get(k) for k in wanted} != wanted:
-            raise RunnerError(
-                f"run {resume} was a search with other settings; resume it with the same "
-                "options, or start a new one"
-            )
+    plan, store = open_store(plan, out, resume, sim, extra={"search": asdict(options)})
     results: list[SearchResult] = []
 
     class _Log:
@@ -596,7 +552,7 @@ def run_search(
             return row
 
     def go(target: Any) -> None:
-        replay = _Replay(target, [r for r in store.rows()])
+        replay = _Replay(target, load_trials(store.path).to_dict("records"))
         logged = _Log(replay)
         for v in plan.vcpus:
             results.append(
@@ -605,32 +561,11 @@ def run_search(
             store.meta["search_results"] = [r.to_dict() for r in results]
             store.save_meta()
 
-    try:
-        if sim is not None:
-            go(
-                SimTarget(
-                    sim,
-                    store,
-                    plan.scenario,
-                    options.sla_p99_ms,
-                    plan.label,
-                    plan.max_error_rate,
-                    plan.saturation,
-                )
-            )
-        else:
-            with Session(
-                plan, store, access=access, log=progress, rate=options.strategy == "rate"
-            ) as session:
-                go(session)
-    except KeyboardInterrupt:
-        store.meta["status"] = "interrupted"
-        raise
-    except BaseException as exc:
-        store.meta["status"] = f"failed: {exc}"
-        raise
-    else:
-        store.meta["status"] = "complete"
-    finally:
-        store.save_meta()
+    with (
+        store.recording_status(),
+        target_for(
+            plan, store, sim=sim, access=access, log=progress, rate=options.strategy == "rate"
+        ) as target,
+    ):
+        go(target)
     return store.run_id, results

@@ -25,7 +25,8 @@ from typing import Any
 
 from runners.errors import RunnerError
 from runners.nginx import Scenario
-from runners.store import RunStore
+from runners.store import RunStore, saturation_note, trial_row
+from runners.wrk import ERROR_KINDS, WrkResult
 
 
 @dataclass(frozen=True)
@@ -144,18 +145,18 @@ class SimTarget:
     def __post_init__(self) -> None:
         if not self.store.meta.get("simulated"):
             raise RunnerError("a simulated target needs a run marked simulated")
-        self._seq = len(self.store.rows())
+        rows = self.store.rows()
+        self._seq = len(rows)
+        # Noise follows how often a setting was measured, the stored trials included, so a
+        # resumed run measures on exactly as an uninterrupted one would.
+        for r in rows:
+            rate = float(r["rate_rps"]) if r["rate_rps"] else None
+            key = _setting(int(r["vcpus"]), int(r["threads"]), int(r["connections"]), rate)
+            self._repeats[key] = self._repeats.get(key, 0) + 1
 
     def max_threads(self, vcpus: int) -> int:
         """Threads the load generator can run without sharing CPUs."""
         return self.sim.client_cpus
-
-    def replayed(
-        self, vcpus: int, threads: int, connections: int, rate_rps: float | None = None
-    ) -> None:
-        """Count a trial a resumed search took from the stored rows (keeps the noise in step)."""
-        key = (vcpus, threads, connections, rate_rps)
-        self._repeats[key] = self._repeats.get(key, 0) + 1
 
     def trial(
         self,
@@ -170,26 +171,24 @@ class SimTarget:
         """Simulate one trial; append and return its row."""
         if connections < threads:
             raise RunnerError(f"connections ({connections}) must be >= threads ({threads})")
-        key = (vcpus, threads, connections, rate_rps)
+        key = _setting(vcpus, threads, connections, rate_rps)
         repeat = self._repeats.get(key, 0)
         self._repeats[key] = repeat + 1
         m = self.sim.measure(
             vcpus, threads, connections, rate_rps=rate_rps, duration_s=duration_s, repeat=repeat
         )
         self._seq += 1
-        reasons = []
-        saturated = m["client_cpu_pct"] >= self.saturation * 100.0 * threads
-        if saturated:
-            reasons.append(
-                f"load generator saturated: wrk used {m['client_cpu_pct']:.0f}% of "
-                f"its {threads} CPU on sim"
-            )
-        if rate_rps is not None and m["rps"] < 0.95 * rate_rps:
-            reasons.append(f"achieved {m['rps']:.0f} of the {rate_rps:.0f} rps asked")
-        valid = not reasons
         requests = round(m["rps"] * duration_s)
-        sc = self.scenario
-        row = {
+        measured = WrkResult(
+            duration_s=float(duration_s),
+            requests=requests,
+            bytes=requests * self.sim.bytes_per_response,
+            errors=dict.fromkeys(ERROR_KINDS, 0),
+            latency_ms={k: m[k] for k in ("p50", "p90", "p99", "p999", "max", "mean")},
+            rps=m["rps"],
+        )
+        note = saturation_note(m["client_cpu_pct"], threads, self.saturation, "sim")
+        ids = {
             "run_id": self.store.run_id,
             "trial_id": f"{self.store.run_id}-{self._seq:04d}",
             "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -204,44 +203,30 @@ class SimTarget:
                 f"simulated: USL lambda={self.sim.lambda_rps:g} sigma={self.sim.sigma:g}"
                 f" kappa={self.sim.kappa:g}, seed {self.sim.seed}"
             ),
-            "vcpus": vcpus,
             "server_cpus": list(range(vcpus)),
             "client_cpus": "sim",
             "placement": "simulated",
-            "scenario": sc.name,
-            "protocol": sc.protocol,
-            "file_bytes": sc.file_bytes,
-            "gzip": sc.gzip,
-            "keepalive": sc.keepalive,
-            "upstreams": sc.upstreams if sc.proxied else None,
-            "threads": threads,
-            "connections": connections,
-            "rate_rps": rate_rps,
-            "warmup_s": 0,
-            "duration_s": float(duration_s),
-            "requests": requests,
-            "rps": m["rps"],
-            "bytes_per_s": m["rps"] * self.sim.bytes_per_response,
-            "throughput_gbps": m["rps"] * self.sim.bytes_per_response * 8 / 1e9,
-            "bytes_per_response": float(self.sim.bytes_per_response),
-            "errors_connect": 0,
-            "errors_read": 0,
-            "errors_write": 0,
-            "errors_status": 0,
-            "errors_timeout": 0,
-            "error_rate": 0.0,
-            "latency_p50_ms": m["p50"],
-            "latency_p90_ms": m["p90"],
-            "latency_p99_ms": m["p99"],
-            "latency_p999_ms": m["p999"],
-            "latency_max_ms": m["max"],
-            "latency_mean_ms": m["mean"],
-            "client_cpu_pct": m["client_cpu_pct"],
-            "server_cpu_pct": m["server_cpu_pct"],
-            "sla_p99_ms": self.sla_p99_ms,
-            "meets_sla": valid and m["p99"] <= self.sla_p99_ms,
-            "valid": valid,
-            "invalid_reason": "; ".join(reasons),
         }
+        row = trial_row(
+            ids,
+            self.scenario,
+            measured,
+            vcpus=vcpus,
+            threads=threads,
+            connections=connections,
+            rate_rps=rate_rps,
+            warmup_s=0,
+            client_cpu_pct=m["client_cpu_pct"],
+            server_cpu_pct=m["server_cpu_pct"],
+            sla_p99_ms=self.sla_p99_ms,
+            max_error_rate=self.max_error_rate,
+            saturated=[note] if note else [],
+        )
         self.store.append(row)
         return row
+
+
+def _setting(
+    vcpus: int, threads: int, connections: int, rate_rps: float | None
+) -> tuple[int, int, int, int | None]:
+    return vcpus, threads, connections, None if rate_rps is None else round(rate_rps)

@@ -14,6 +14,7 @@ torn last line (power loss) is cut off when the run is opened again.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -22,11 +23,12 @@ import os
 import re
 import secrets
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from runners.errors import RunnerError
+from runners.wrk import ERROR_KINDS, WrkResult
 
 TRIAL_COLUMNS = (
     "run_id",
@@ -79,6 +81,101 @@ TRIAL_COLUMNS = (
     "valid",
     "invalid_reason",
 )
+
+
+def saturation_note(cpu_pct: float, allotted: int, saturation: float, host: str) -> str | None:
+    """Why a load generator counts as saturated (CPU at ``saturation`` of its CPUs), or None."""
+    if cpu_pct >= saturation * 100.0 * allotted:
+        return f"wrk used {cpu_pct:.0f}% of its {allotted} CPU on {host}"
+    return None
+
+
+def trial_row(
+    ids: Mapping[str, Any],
+    scenario: Any,
+    m: WrkResult,
+    *,
+    vcpus: int,
+    threads: int,
+    connections: int,
+    rate_rps: float | None,
+    warmup_s: float,
+    client_cpu_pct: float,
+    server_cpu_pct: float,
+    sla_p99_ms: float,
+    max_error_rate: float,
+    saturated: Sequence[str] = (),
+    size_problem: Callable[[float], str | None] | None = None,
+) -> dict[str, Any]:
+    """One row of the trial table from a measurement, judged valid or not.
+
+    Parameters
+    ----------
+    ids : mapping
+        The identity and placement columns (``run_id``, ``trial_id``, ``started_at``, ``kind``,
+        ``simulated``, hosts, ``instance_label``, ``arch``, ``cpu_model``, CPUs, placement).
+    scenario : runners.nginx.Scenario
+        What was served.
+    m : runners.wrk.WrkResult
+        The (merged) measurement.
+    saturated : sequence of str
+        One note per saturated load generator.
+    size_problem : callable, optional
+        Bytes per response -> why they do not fit the scenario, or None.
+
+    A trial is invalid with no responses, errors above ``max_error_rate``, a wrong response
+    size, a saturated load generator, or (constant rate) under 95% of the rate asked.
+    """
+    per_response = m.bytes / m.requests if m.requests else math.nan
+    error_rate = m.error_count / max(m.requests, 1)
+    reasons = []
+    if m.requests == 0:
+        reasons.append("no responses")
+    if error_rate > max_error_rate:
+        reasons.append(f"errors {error_rate:.2%} > {max_error_rate:.2%}")
+    if m.requests and size_problem is not None and (problem := size_problem(per_response)):
+        reasons.append(problem)
+    if saturated:
+        reasons.append("load generator saturated: " + ", ".join(saturated))
+    if rate_rps is not None and m.rps < 0.95 * rate_rps:
+        reasons.append(f"achieved {m.rps:.0f} of the {rate_rps:.0f} rps asked")
+    p99 = m.latency_ms.get("p99", math.nan)
+    valid = not reasons
+    return {
+        **ids,
+        "vcpus": vcpus,
+        "scenario": scenario.name,
+        "protocol": scenario.protocol,
+        "file_bytes": scenario.file_bytes,
+        "gzip": scenario.gzip,
+        "keepalive": scenario.keepalive,
+        "upstreams": scenario.upstreams if scenario.proxied else None,
+        "threads": threads,
+        "connections": connections,
+        "rate_rps": rate_rps,
+        "warmup_s": warmup_s,
+        "duration_s": m.duration_s,
+        "requests": m.requests,
+        "rps": m.rps,
+        "bytes_per_s": m.bytes_per_s,
+        "throughput_gbps": m.bytes_per_s * 8 / 1e9,
+        "bytes_per_response": per_response,
+        **{f"errors_{k}": m.errors[k] for k in ERROR_KINDS},
+        "error_rate": error_rate,
+        "latency_p50_ms": m.latency_ms.get("p50"),
+        "latency_p90_ms": m.latency_ms.get("p90"),
+        "latency_p99_ms": p99,
+        "latency_p999_ms": m.latency_ms.get("p999"),
+        "latency_max_ms": m.latency_ms.get("max"),
+        "latency_mean_ms": m.latency_ms.get("mean"),
+        "client_cpu_pct": client_cpu_pct,
+        "server_cpu_pct": server_cpu_pct,
+        "sla_p99_ms": sla_p99_ms,
+        "meets_sla": valid and p99 <= sla_p99_ms,
+        "valid": valid,
+        "invalid_reason": "; ".join(reasons),
+    }
+
 
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
@@ -153,6 +250,24 @@ class RunStore:
             raise RunnerError(f"{store.trials_path} does not have this version's trial columns")
         return store
 
+    @contextlib.contextmanager
+    def recording_status(self) -> Iterator[None]:
+        """Mark the run running, then complete, interrupted or failed, in ``run.json``."""
+        self.meta["status"] = "running"
+        self.save_meta()
+        try:
+            yield
+        except KeyboardInterrupt:
+            self.meta["status"] = "interrupted"
+            raise
+        except BaseException as exc:
+            self.meta["status"] = f"failed: {exc}"
+            raise
+        else:
+            self.meta["status"] = "complete"
+        finally:
+            self.save_meta()
+
     def save_meta(self) -> None:
         """Write ``run.json`` atomically."""
         tmp = self.path / "run.json.tmp"
@@ -223,14 +338,14 @@ def _cut_torn_line(path: Path) -> None:
 
 
 def load_trials(run_dir: str | os.PathLike[str]) -> Any:
-    """A run folder's ``trials.csv`` as a pandas DataFrame with typed columns."""
-    import pandas as pd
+    """A run folder's ``trials.csv`` as a pandas DataFrame with typed columns.
 
-    path = Path(run_dir) / "trials.csv"
-    if not path.is_file():
-        raise RunnerError(f"{run_dir} is not a run folder (no trials.csv)")
-    df = pd.read_csv(path, dtype={"run_id": str, "trial_id": str, "invalid_reason": str})
-    for col in ("simulated", "gzip", "keepalive", "meets_sla", "valid"):
-        if col in df:
-            df[col] = df[col].map({"true": True, "false": False, True: True, False: False})
-    return df
+    The reader is `sizing.datasets.read_trials`, the one the fit and sizing stages use.
+    """
+    from sizing.datasets import read_trials
+    from sizing.errors import InputError
+
+    try:
+        return read_trials(Path(run_dir))
+    except InputError as exc:
+        raise RunnerError(str(exc)) from None

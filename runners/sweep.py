@@ -17,7 +17,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import IO, Any
@@ -32,7 +32,7 @@ from runners.nginx import (
     _is_ip,
     response_size_problem,
 )
-from runners.store import RunStore, load_trials, new_run_id
+from runners.store import RunStore, load_trials, new_run_id, saturation_note, trial_row
 
 DEFAULT_OUT = "data/runs"
 
@@ -446,18 +446,8 @@ class Session:
         script: bool,
         rate_rps: float | None = None,
     ) -> list[str]:
-        if rate_rps is not None:
-            return wrk.command(
-                self.url(),
-                threads=threads,
-                connections=connections,
-                duration_s=seconds,
-                timeout_s=self.plan.timeout_s,
-                headers=self.plan.scenario.headers,
-                cpus=client.cpus,
-                wrk=client.wrk2,
-                rate_rps=rate_rps / len(self.clients),
-            )
+        # wrk2 (constant rate, split across clients) prints its own spectrum: no reporter.
+        rate = rate_rps is not None
         return wrk.command(
             self.url(),
             threads=threads,
@@ -465,9 +455,10 @@ class Session:
             duration_s=seconds,
             timeout_s=self.plan.timeout_s,
             headers=self.plan.scenario.headers,
-            script=client.script if script else None,
+            script=client.script if script and not rate else None,
             cpus=client.cpus,
-            wrk=client.wrk,
+            wrk=client.wrk2 if rate else client.wrk,
+            rate_rps=rate_rps / len(self.clients) if rate_rps is not None else None,
         )
 
     def _run_clients(self, argvs: Sequence[list[str]], seconds: int) -> list[tuple[str, str, int]]:
@@ -551,21 +542,23 @@ class Session:
             pct = 100.0 * cpu_s / res.duration_s if res.duration_s > 0 else math.nan
             client_pcts.append(pct)
             allotted = min(threads, len(client.cpus) or int(client.facts["cores"]))
-            if pct >= plan.saturation * 100.0 * allotted:
-                saturated.append(f"wrk used {pct:.0f}% of its {allotted} CPU on {client.host.name}")
-        row = self._row(
-            trial_id,
-            started_at,
-            kind,
-            vcpus,
-            threads,
-            connections,
-            seconds,
+            if note := saturation_note(pct, allotted, plan.saturation, client.host.name):
+                saturated.append(note)
+        row = trial_row(
+            self._ids(trial_id, started_at, kind, vcpus),
+            plan.scenario,
             merged,
-            client_pcts,
-            100.0 * (cpu1 - cpu0) / merged.duration_s,
-            saturated,
-            rate_rps,
+            vcpus=vcpus,
+            threads=threads,
+            connections=connections,
+            rate_rps=rate_rps,
+            warmup_s=plan.warmup_s,
+            client_cpu_pct=max(client_pcts) if client_pcts else math.nan,
+            server_cpu_pct=100.0 * (cpu1 - cpu0) / merged.duration_s,
+            sla_p99_ms=plan.sla_p99_ms,
+            max_error_rate=plan.max_error_rate,
+            saturated=saturated,
+            size_problem=functools.partial(response_size_problem, plan.scenario),
         )
         self.store.append(
             row,
@@ -587,39 +580,9 @@ class Session:
             time.sleep(plan.cooldown_s)
         return row
 
-    def _row(
-        self,
-        trial_id: str,
-        started_at: str,
-        kind: str,
-        vcpus: int,
-        threads: int,
-        connections: int,
-        seconds: int,
-        m: wrk.WrkResult,
-        client_pcts: list[float],
-        server_pct: float,
-        saturated: list[str],
-        rate_rps: float | None = None,
-    ) -> dict[str, Any]:
-        plan, sc = self.plan, self.plan.scenario
+    def _ids(self, trial_id: str, started_at: str, kind: str, vcpus: int) -> dict[str, Any]:
+        """The identity and placement columns of a trial's row."""
         assert self.server is not None
-        per_response = m.bytes / m.requests if m.requests else math.nan
-        error_rate = m.error_count / max(m.requests, 1)
-        reasons = []
-        if m.requests == 0:
-            reasons.append("no responses")
-        if error_rate > plan.max_error_rate:
-            reasons.append(f"errors {error_rate:.2%} > {plan.max_error_rate:.2%}")
-        if m.requests and (problem := response_size_problem(sc, per_response)):
-            reasons.append(problem)
-        if saturated:
-            reasons.append("load generator saturated: " + ", ".join(saturated))
-        if rate_rps is not None and m.rps < 0.95 * rate_rps:
-            reasons.append(f"achieved {m.rps:.0f} of the {rate_rps:.0f} rps asked")
-        p99 = m.latency_ms.get("p99", math.nan)
-        valid = not reasons
-        placements = {c.host.name: c for c in self.clients}
         return {
             "run_id": self.store.run_id,
             "trial_id": trial_id,
@@ -627,47 +590,16 @@ class Session:
             "kind": kind,
             "simulated": False,
             "server_host": self.server.name,
-            "client_hosts": " ".join(placements),
+            "client_hosts": " ".join(c.host.name for c in self.clients),
             "clients": len(self.clients),
-            "instance_label": plan.label,
+            "instance_label": self.plan.label,
             "arch": self.server_facts.get("arch", ""),
             "cpu_model": self.server_facts.get("cpu_model", ""),
-            "vcpus": vcpus,
             "server_cpus": self.server_cpus,
             "client_cpus": ";".join(",".join(map(str, c.cpus)) or "any" for c in self.clients),
             "placement": self.store.meta["placement"][str(vcpus)]["clients"][
                 self.clients[0].host.name
             ]["placement"],
-            "scenario": sc.name,
-            "protocol": sc.protocol,
-            "file_bytes": sc.file_bytes,
-            "gzip": sc.gzip,
-            "keepalive": sc.keepalive,
-            "upstreams": sc.upstreams if sc.proxied else None,
-            "threads": threads,
-            "connections": connections,
-            "rate_rps": rate_rps,
-            "warmup_s": plan.warmup_s,
-            "duration_s": m.duration_s,
-            "requests": m.requests,
-            "rps": m.rps,
-            "bytes_per_s": m.bytes_per_s,
-            "throughput_gbps": m.bytes_per_s * 8 / 1e9,
-            "bytes_per_response": per_response,
-            **{f"errors_{k}": m.errors[k] for k in wrk.ERROR_KINDS},
-            "error_rate": error_rate,
-            "latency_p50_ms": m.latency_ms.get("p50"),
-            "latency_p90_ms": m.latency_ms.get("p90"),
-            "latency_p99_ms": p99,
-            "latency_p999_ms": m.latency_ms.get("p999"),
-            "latency_max_ms": m.latency_ms.get("max"),
-            "latency_mean_ms": m.latency_ms.get("mean"),
-            "client_cpu_pct": max(client_pcts) if client_pcts else math.nan,
-            "server_cpu_pct": server_pct,
-            "sla_p99_ms": plan.sla_p99_ms,
-            "meets_sla": valid and p99 <= plan.sla_p99_ms,
-            "valid": valid,
-            "invalid_reason": "; ".join(reasons),
         }
 
     # -- tearing down -----------------------------------------------------------------------
@@ -751,10 +683,48 @@ class Progress:
         self.stream.flush()
 
 
+@contextlib.contextmanager
+def target_for(
+    plan: Plan,
+    store: RunStore,
+    *,
+    sim: Any = None,
+    access: Access | None = None,
+    log: IO[str] | None = None,
+    rate: bool = False,
+    sla_p99_ms: float | None = None,
+) -> Iterator[Any]:
+    """What trials run on: the simulated server, or a `Session` on the plan's hosts."""
+    if sim is not None:
+        from runners.sim import SimTarget
+
+        yield SimTarget(
+            sim,
+            store,
+            plan.scenario,
+            plan.sla_p99_ms if sla_p99_ms is None else sla_p99_ms,
+            plan.label,
+            plan.max_error_rate,
+            plan.saturation,
+        )
+        return
+    with Session(plan, store, access=access, log=log, rate=rate) as session:
+        yield session
+
+
 def open_store(
-    plan: Plan, out: str | os.PathLike[str], resume: str | None, sim: Any = None
+    plan: Plan,
+    out: str | os.PathLike[str],
+    resume: str | None,
+    sim: Any = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> tuple[Plan, RunStore]:
-    """A new run folder for ``plan``, or the run ``resume`` (whose stored plan must match)."""
+    """A new run folder for ``plan``, or the run ``resume``, whose plan must match.
+
+    ``extra`` holds more of what defines the run (a search's options); it is stored in
+    ``run.json`` and must match too on resume.
+    """
+    extra = json.loads(json.dumps(dict(extra or {})))
     if resume is None:
         meta = {
             "run_id": new_run_id(plan.label or ("sim" if sim is not None else "")),
@@ -763,6 +733,7 @@ def open_store(
             "simulated": sim is not None,
             "plan": plan.to_dict(),
             "sim": sim.to_dict() if sim is not None else None,
+            **extra,
         }
         return plan, RunStore.create(out, meta)
     store = RunStore.open(out, resume)
@@ -776,9 +747,10 @@ def open_store(
             "options"
         )
     stored = Plan.from_dict(store.meta["plan"])
-    if stored != plan:
+    if stored != plan or any(store.meta.get(k) != v for k, v in extra.items()):
         a, b = stored.to_dict(), plan.to_dict()
         diff = [k for k in a if a[k] != b.get(k)]
+        diff += [k for k, v in extra.items() if store.meta.get(k) != v]
         raise RunnerError(
             f"run {resume} was planned with other settings ({', '.join(diff)}); resume it "
             "with the same options, or start a new run"
@@ -820,36 +792,9 @@ def run_sweep(
     }
     todo = [s for s in plan.settings() if s not in done]
     bar = Progress(len(todo), plan.warmup_s + plan.duration_s + plan.cooldown_s, progress)
-    store.meta["status"] = "running"
-    store.save_meta()
-    try:
+    with store.recording_status():
         if todo:
-            if sim is not None:
-                from runners.sim import SimTarget
-
-                target = SimTarget(
-                    sim,
-                    store,
-                    plan.scenario,
-                    plan.sla_p99_ms,
-                    plan.label,
-                    plan.max_error_rate,
-                    plan.saturation,
-                )
+            with target_for(plan, store, sim=sim, access=access, log=progress) as target:
                 for v, t, c in todo:
                     bar.update(target.trial(v, t, c, duration_s=plan.duration_s))
-            else:
-                with Session(plan, store, access=access, log=progress) as session:
-                    for v, t, c in todo:
-                        bar.update(session.trial(v, t, c))
-    except KeyboardInterrupt:
-        store.meta["status"] = "interrupted"
-        raise
-    except BaseException as exc:
-        store.meta["status"] = f"failed: {exc}"
-        raise
-    else:
-        store.meta["status"] = "complete"
-    finally:
-        store.save_meta()
     return load_trials(store.path)

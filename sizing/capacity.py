@@ -111,14 +111,20 @@ class Capacity:
     rel_sd: float = 0.0
     measured: str = ""
 
-    def interval(self, level: float = 0.95) -> tuple[float, float]:
-        """Capacity interval [1/s]: log-normal CPU capacity with ``rel_sd``, network capped."""
-        from statistics import NormalDist
+    def quantile(self, p: float) -> float:
+        """Capacity [1/s] at probability ``p``: log-normal CPU capacity, network capped."""
+        return min(self.cpu_sla_rps * math.exp(_normal_quantile(p) * self.rel_sd), self.network_rps)
 
-        z = NormalDist().inv_cdf(0.5 + level / 2)
-        lo = self.cpu_sla_rps * math.exp(-z * self.rel_sd)
-        hi = self.cpu_sla_rps * math.exp(z * self.rel_sd)
-        return min(lo, self.network_rps), min(hi, self.network_rps)
+    def interval(self, level: float = 0.95) -> tuple[float, float]:
+        """Central ``level`` interval of the capacity [1/s]."""
+        return self.quantile(0.5 - level / 2), self.quantile(0.5 + level / 2)
+
+
+@cache
+def _normal_quantile(p: float) -> float:
+    from statistics import NormalDist
+
+    return NormalDist().inv_cdf(p)
 
 
 # ----------------------------------------------------------------------------- factors

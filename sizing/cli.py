@@ -28,41 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     rec = sub.add_parser(
         "recommend", help="cheapest fleets that meet an RPS target under a p99 SLA"
     )
-    rec.add_argument("--rps", type=parse_rps, required=True, help="target requests per second")
-    rec.add_argument(
-        "--sla-p99",
-        type=parse_duration_ms,
-        default=5.0,
-        metavar="DURATION",
-        help="p99 latency SLA with a unit (default 5ms)",
-    )
-    rec.add_argument(
-        "--headroom",
-        type=parse_fraction,
-        default=None,
-        help="spare fraction of each instance's SLA capacity (default 0.2)",
-    )
-    rec.add_argument(
-        "--redundancy",
-        type=_int_at_least(0),
-        default=0,
-        help="instances that may fail while the rest meet the target, N+k (default 0)",
-    )
-    rec.add_argument("--protocol", choices=("http", "https"), default="https")
-    rec.add_argument(
-        "--file-size",
-        type=parse_size,
-        default=1024,
-        metavar="SIZE",
-        help="response body size, e.g. 0, 1KB, 53KB, 1MB (default 1KB)",
-    )
-    rec.add_argument(
-        "--scenario", choices=("static", "reverse_proxy", "api_gateway"), default="static"
-    )
-    rec.add_argument("--provider", help="only these providers (comma list)")
-    rec.add_argument("--region", help="only these regions (comma list)")
-    rec.add_argument("--arch", help="only these architectures: x86_64, arm64 (comma list)")
-    rec.add_argument("--family", help="only these families (comma list)")
+    _sizing_options(rec)
     rec.add_argument(
         "--max-count",
         type=_int_at_least(1),
@@ -75,34 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="options to show (default 10 in the table, all in json/csv)",
     )
-    rec.add_argument(
-        "--catalog",
-        action="append",
-        default=[],
-        metavar="PATH",
-        help="your own catalog CSV (same columns); adds or replaces entries",
-    )
     rec.add_argument("--format", choices=("table", "json", "csv"), default="table")
-    rec.add_argument(
-        "--runs",
-        nargs="+",
-        default=[],
-        metavar="DIR",
-        help="run folders whose measurements replace or calibrate the model",
-    )
-    rec.add_argument(
-        "--allow-simulated",
-        action="store_true",
-        help="accept simulated runs (their use is marked in the output)",
-    )
-    rec.add_argument(
-        "--confidence",
-        type=parse_fraction,
-        default=0.95,
-        metavar="FRACTION",
-        help="also give each option's count that keeps the headroom with this "
-        "probability (default 0.95)",
-    )
 
     fit = sub.add_parser("fit", help="fit scaling curves to a reference dataset")
     fit.add_argument("--reference", default="nginx-web-server", metavar="NAME")
@@ -127,35 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     cat.add_argument("--catalog", action="append", default=[], metavar="PATH")
 
     rep = sub.add_parser("report", help="execute the sizing report notebook and write HTML")
-    rep.add_argument("--rps", type=parse_rps, required=True, help="target requests per second")
-    rep.add_argument("--sla-p99", type=parse_duration_ms, default=5.0, metavar="DURATION")
-    rep.add_argument("--protocol", choices=("http", "https"), default="https")
-    rep.add_argument("--file-size", default="1KB", metavar="SIZE")
-    rep.add_argument(
-        "--scenario", choices=("static", "reverse_proxy", "api_gateway"), default="static"
-    )
-    rep.add_argument("--headroom", type=parse_fraction, default=0.2)
-    rep.add_argument("--redundancy", type=_int_at_least(0), default=0)
-    rep.add_argument("--provider", default="", help="only these providers (comma list)")
-    rep.add_argument("--region", default="", help="only these regions (comma list)")
-    rep.add_argument("--arch", default="", help="only these architectures (comma list)")
-    rep.add_argument(
-        "--catalog",
-        action="append",
-        default=[],
-        metavar="PATH",
-        help="user catalog CSV adding or replacing entries (repeatable)",
-    )
-    rep.add_argument("--top", type=_int_at_least(1), default=10)
-    rep.add_argument(
-        "--runs",
-        nargs="+",
-        default=[],
-        metavar="DIR",
-        help="run folders whose measurements the report rests on",
-    )
-    rep.add_argument("--allow-simulated", action="store_true", help="accept simulated runs")
-    rep.add_argument("--confidence", type=parse_fraction, default=0.95, metavar="FRACTION")
+    _sizing_options(rep)
+    rep.add_argument("--top", type=_int_at_least(1), default=10, help="options to show")
     rep.add_argument(
         "--out",
         required=True,
@@ -176,6 +88,72 @@ def build_parser() -> argparse.ArgumentParser:
     pre = sub.add_parser("precompute", help="refit the reference and write data/fits/")
     pre.add_argument("--out", default=None, metavar="PATH")
     return parser
+
+
+def _sizing_options(p: argparse.ArgumentParser) -> None:
+    """Target, workload, catalog filters and runs: shared by ``recommend`` and ``report``."""
+    p.add_argument("--rps", type=parse_rps, required=True, help="target requests per second")
+    p.add_argument(
+        "--sla-p99",
+        type=parse_duration_ms,
+        default=5.0,
+        metavar="DURATION",
+        help="p99 latency SLA with a unit (default 5ms)",
+    )
+    p.add_argument(
+        "--headroom",
+        type=parse_fraction,
+        default=None,
+        help="spare fraction of each instance's SLA capacity (default 0.2)",
+    )
+    p.add_argument(
+        "--redundancy",
+        type=_int_at_least(0),
+        default=0,
+        help="instances that may fail while the rest meet the target, N+k (default 0)",
+    )
+    p.add_argument("--protocol", choices=("http", "https"), default="https")
+    p.add_argument(
+        "--file-size",
+        type=parse_size,
+        default=1024,
+        metavar="SIZE",
+        help="response body size, e.g. 0, 1KB, 53KB, 1MB (default 1KB)",
+    )
+    p.add_argument(
+        "--scenario", choices=("static", "reverse_proxy", "api_gateway"), default="static"
+    )
+    p.add_argument("--provider", help="only these providers (comma list)")
+    p.add_argument("--region", help="only these regions (comma list)")
+    p.add_argument("--arch", help="only these architectures: x86_64, arm64 (comma list)")
+    p.add_argument("--family", help="only these families (comma list)")
+    p.add_argument(
+        "--catalog",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="your own catalog CSV (same columns); adds or replaces entries",
+    )
+    p.add_argument(
+        "--runs",
+        nargs="+",
+        default=[],
+        metavar="DIR",
+        help="run folders whose measurements replace or calibrate the model",
+    )
+    p.add_argument(
+        "--allow-simulated",
+        action="store_true",
+        help="accept simulated runs (their use is marked in the output)",
+    )
+    p.add_argument(
+        "--confidence",
+        type=parse_fraction,
+        default=0.95,
+        metavar="FRACTION",
+        help="also give each option's count that keeps the headroom with this "
+        "probability (default 0.95)",
+    )
 
 
 def _fmt_rps(v: float) -> str:
@@ -326,11 +304,11 @@ def _csv(rows: list[dict[str, Any]]) -> str:
     return buf.getvalue()
 
 
-def _instances(args: argparse.Namespace) -> list[Any]:
+def _instances(args: argparse.Namespace, catalog: list[Any] | None = None) -> list[Any]:
     from sizing.catalog import filter_catalog, load_catalog
 
     return filter_catalog(
-        load_catalog(args.catalog),
+        load_catalog(args.catalog) if catalog is None else catalog,
         provider=args.provider,
         region=args.region,
         arch=args.arch,
@@ -341,21 +319,20 @@ def _instances(args: argparse.Namespace) -> list[Any]:
 def cmd_recommend(args: argparse.Namespace) -> int:
     """Print the cheapest fleets for the target."""
     from sizing.capacity import Workload
+    from sizing.catalog import load_catalog
     from sizing.recommend import DEFAULT_HEADROOM, recommend
 
-    instances = _instances(args)
+    catalog = load_catalog(args.catalog)
+    instances = _instances(args, catalog)
     work = Workload(args.scenario, args.protocol, args.file_size, args.sla_p99)
     headroom = DEFAULT_HEADROOM if args.headroom is None else args.headroom
     evidence = None
     if args.runs:
-        from sizing.catalog import load_catalog
         from sizing.measured import build_evidence, measured_series
 
         series = measured_series(args.runs, allow_simulated=args.allow_simulated)
         # Match labels against the whole catalog: a filter must not hide the measured type.
-        evidence = build_evidence(series, load_catalog(args.catalog), work)
-    if not 0 < args.confidence < 1:
-        raise InputError(f"--confidence must be in (0, 1), got {args.confidence}")
+        evidence = build_evidence(series, catalog, work)
     rec = recommend(
         args.rps,
         instances,
@@ -481,20 +458,21 @@ def cmd_catalog(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Execute the sizing report with papermill and write its HTML page."""
+    from sizing.recommend import DEFAULT_HEADROOM
     from sizing.report import build_report
 
-    parse_size(args.file_size)
     params: dict[str, Any] = {
         "rps": args.rps,
         "sla_p99_ms": args.sla_p99,
         "protocol": args.protocol,
-        "file_size": args.file_size,
+        "file_size": str(args.file_size),
         "scenario": args.scenario,
-        "headroom": args.headroom,
+        "headroom": DEFAULT_HEADROOM if args.headroom is None else args.headroom,
         "redundancy": args.redundancy,
-        "providers": args.provider,
-        "regions": args.region,
-        "arch": args.arch,
+        "providers": args.provider or "",
+        "regions": args.region or "",
+        "arch": args.arch or "",
+        "families": args.family or "",
         "catalog": ",".join(args.catalog),
         "top": args.top,
         "runs": ",".join(str(Path(r).resolve()) for r in args.runs),

@@ -143,6 +143,27 @@ def reference_series(name: str = "nginx-web-server") -> list[dict[str, Any]]:
 RUN_GROUP = ("instance_label", "scenario", "protocol", "file_bytes", "vcpus")
 
 
+def read_trials(run_dir: str | Path) -> pd.DataFrame:
+    """One run folder's ``trials.csv`` as a DataFrame: text columns as text, flags as bool.
+
+    Raises
+    ------
+    InputError
+        If the folder has no ``trials.csv``.
+    """
+    import pandas as pd
+
+    path = Path(run_dir) / "trials.csv"
+    if not path.is_file():
+        raise InputError(f"{run_dir} is not a run folder (no trials.csv)")
+    text = ("run_id", "trial_id", "invalid_reason", "instance_label", "kind", "started_at")
+    df = pd.read_csv(path, dtype=dict.fromkeys(text, str))
+    for col in ("simulated", "gzip", "keepalive", "meets_sla", "valid"):
+        if col in df:
+            df[col] = df[col].map({"true": True, "false": False, True: True, False: False})
+    return df
+
+
 def load_runs(dirs: list[str] | tuple[str, ...], allow_simulated: bool = False) -> pd.DataFrame:
     """The trial tables of run folders, concatenated, with their run ids checked.
 
@@ -164,16 +185,7 @@ def load_runs(dirs: list[str] | tuple[str, ...], allow_simulated: bool = False) 
     frames = []
     for d in dirs:
         path = Path(d)
-        trials = path / "trials.csv"
-        if not trials.is_file():
-            raise InputError(f"{d} is not a run folder (no trials.csv)")
-        df = pd.read_csv(
-            trials,
-            dtype={"run_id": str, "trial_id": str, "invalid_reason": str, "instance_label": str},
-        )
-        for col in ("simulated", "gzip", "keepalive", "meets_sla", "valid"):
-            if col in df:
-                df[col] = df[col].map({"true": True, "false": False, True: True, False: False})
+        df = read_trials(path)
         if len(df) and set(df["run_id"]) != {path.name}:
             raise InputError(
                 f"{d}: its trials name run {sorted(set(df['run_id']))}, "

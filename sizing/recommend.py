@@ -159,11 +159,7 @@ def count_at_confidence(
     target_rps: float, cap: Capacity, headroom: float, redundancy: int, confidence: float
 ) -> int | None:
     """Fewest instances that keep the headroom with probability ``confidence``."""
-    from statistics import NormalDist
-
-    z = NormalDist().inv_cdf(confidence)
-    low = min(cap.cpu_sla_rps * math.exp(-z * cap.rel_sd), cap.network_rps)
-    return fleet_count(target_rps, low * (1.0 - headroom), redundancy)
+    return fleet_count(target_rps, cap.quantile(1.0 - confidence) * (1.0 - headroom), redundancy)
 
 
 def _check(target_rps: float, headroom: float, redundancy: int, max_count: int | None) -> None:

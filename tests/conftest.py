@@ -42,12 +42,21 @@ def leaves_no_nginx():
     assert nginx_prefixes() - prefixes == set(), "deployment folders left behind"
 
 
-def runners_cli(*args: str) -> subprocess.CompletedProcess:
-    """``python -m runners ARGS`` from the project root, bounded in time."""
+def _cli(package: str, args: tuple[str, ...], timeout: float) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "runners", *args],
+        [sys.executable, "-m", package, *args],
         cwd=Path(__file__).resolve().parents[1],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
     )
+
+
+def runners_cli(*args: str) -> subprocess.CompletedProcess:
+    """``python -m runners ARGS`` from the project root, bounded in time."""
+    return _cli("runners", args, 120)
+
+
+def sizing_cli(*args: str) -> subprocess.CompletedProcess:
+    """``python -m sizing ARGS`` from the project root, bounded in time."""
+    return _cli("sizing", args, 300)

@@ -27,13 +27,35 @@ class Sshd:
     user: str
     user_key: Path
     host_pub: Path
-    ssh_config: Path
-    known_hosts: Path
     proc: subprocess.Popen
 
     @property
     def spec(self) -> str:
         return f"{self.user}@127.0.0.1:{self.port}"
+
+    def client_config(
+        self,
+        directory: Path,
+        *,
+        known: bool = True,
+        key: Path | None = None,
+        host_line: str | None = None,
+    ) -> Path:
+        """An ssh config for this sshd with its own known_hosts in ``directory``.
+
+        ``known`` records the real host key (or ``host_line`` instead); ``key`` replaces the
+        authorised user key.
+        """
+        known_hosts = directory / "known_hosts"
+        if known:
+            kind, blob = self.host_pub.read_text().split()[:2]
+            known_hosts.write_text(host_line or f"[127.0.0.1]:{self.port} {kind} {blob}\n")
+        cfg = directory / "ssh_config"
+        cfg.write_text(
+            f"Host 127.0.0.1\n  IdentityFile {key or self.user_key}\n"
+            f"  UserKnownHostsFile {known_hosts}\n"
+        )
+        return cfg
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -82,14 +104,8 @@ def start_sshd(base: Path) -> Sshd:
                     "test sshd did not start: " + (base / "sshd.log").read_text()[-300:]
                 ) from None
             time.sleep(0.05)
-    known = base / "known_hosts"
     user = (
         os.environ.get("USER")
         or subprocess.run(["id", "-un"], capture_output=True, text=True).stdout.strip()
     )
-    ssh_config = base / "ssh_config"
-    ssh_config.write_text(
-        f"Host 127.0.0.1\n  IdentityFile {user_key}\n  UserKnownHostsFile {known}\n"
-        "  IdentitiesOnly yes\n"
-    )
-    return Sshd(port, user, user_key, base / "host_ed25519.pub", ssh_config, known, proc)
+    return Sshd(port, user, user_key, base / "host_ed25519.pub", proc)

@@ -18,6 +18,7 @@ from sizing.catalog import load_catalog
 from sizing.errors import InputError
 from sizing.measured import build_evidence, fit_runs, measured_series
 from sizing.recommend import count_at_confidence, p_meets_target, recommend
+from tests.conftest import sizing_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 HTTP = Workload("static", "http", 1024, 5.0)
@@ -28,16 +29,6 @@ def sim_run(tmp_path: Path, label: str, vcpus=(1, 2, 4, 8), seed=1) -> str:
         Plan(vcpus=tuple(vcpus), label=label), SearchOptions(), tmp_path, sim=SimServer(seed=seed)
     )
     return str(tmp_path / run_id)
-
-
-def sizing_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "sizing", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 def test_simulated_runs_are_refused_unless_allowed(tmp_path):
@@ -179,6 +170,7 @@ def test_recommend_with_simulated_runs_is_marked(tmp_path):
     doc = json.loads(p.stdout)
     assert doc["measured"]["simulated"] and doc["measured"]["runs"] == [Path(run).name]
     assert doc["confidence"] == 0.9
+    assert any(o["measured"] for o in doc["options"])
     for o in doc["options"]:
         assert o["measured"] in ("own", "carried", "")
         if o["measured"]:

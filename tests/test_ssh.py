@@ -27,29 +27,8 @@ def sshd(tmp_path_factory):
     server.stop()
 
 
-def client_config(
-    tmp_path: Path,
-    sshd,
-    *,
-    known: bool = True,
-    key: Path | None = None,
-    host_line: str | None = None,
-) -> Path:
-    """An ssh config for the test sshd with its own known_hosts in ``tmp_path``."""
-    known_hosts = tmp_path / "known_hosts"
-    if known:
-        kind, blob = sshd.host_pub.read_text().split()[:2]
-        known_hosts.write_text(host_line or f"[127.0.0.1]:{sshd.port} {kind} {blob}\n")
-    cfg = tmp_path / "ssh_config"
-    cfg.write_text(
-        f"Host 127.0.0.1\n  IdentityFile {key or sshd.user_key}\n"
-        f"  UserKnownHostsFile {known_hosts}\n"
-    )
-    return cfg
-
-
 def test_unknown_host_key_is_refused_then_accepted(tmp_path, sshd):
-    cfg = client_config(tmp_path, sshd, known=False)
+    cfg = sshd.client_config(tmp_path, known=False)
     p = runners_cli("facts", "--server", sshd.spec, "--client", sshd.spec, "--ssh-config", str(cfg))
     assert p.returncode == 1
     assert len(p.stderr.strip().splitlines()) == 1
@@ -73,7 +52,7 @@ def test_changed_host_key_is_refused(tmp_path, sshd):
     other = tmp_path / "other"
     keygen(other)
     kind, blob = Path(f"{other}.pub").read_text().split()[:2]
-    cfg = client_config(tmp_path, sshd, host_line=f"[127.0.0.1]:{sshd.port} {kind} {blob}\n")
+    cfg = sshd.client_config(tmp_path, host_line=f"[127.0.0.1]:{sshd.port} {kind} {blob}\n")
     with pytest.raises(RunnerError, match="CHANGED"):
         connect(sshd.spec, ssh_config=str(cfg), accept_new_host_keys=True)
 
@@ -81,7 +60,7 @@ def test_changed_host_key_is_refused(tmp_path, sshd):
 def test_refused_user_key(tmp_path, sshd):
     stranger = tmp_path / "stranger"
     keygen(stranger)
-    cfg = client_config(tmp_path, sshd, key=stranger)
+    cfg = sshd.client_config(tmp_path, key=stranger)
     p = runners_cli("facts", "--server", sshd.spec, "--ssh-config", str(cfg))
     assert p.returncode == 1
     assert len(p.stderr.strip().splitlines()) == 1
@@ -89,7 +68,7 @@ def test_refused_user_key(tmp_path, sshd):
 
 
 def test_unreachable_host(tmp_path, sshd):
-    cfg = client_config(tmp_path, sshd)
+    cfg = sshd.client_config(tmp_path)
     p = runners_cli(
         "sweep",
         "--server",
@@ -106,7 +85,7 @@ def test_unreachable_host(tmp_path, sshd):
 
 
 def test_remote_arguments_cannot_inject(tmp_path, sshd):
-    host = connect(sshd.spec, ssh_config=str(client_config(tmp_path, sshd)))
+    host = connect(sshd.spec, ssh_config=str(sshd.client_config(tmp_path)))
     try:
         evil = f"a; touch {tmp_path}/pwned $(touch {tmp_path}/pwned2) `id` 'q\" \\n"
         assert host.run(["echo", evil]).stdout.rstrip("\n") == evil
@@ -118,7 +97,7 @@ def test_remote_arguments_cannot_inject(tmp_path, sshd):
 
 
 def test_sweep_over_ssh(tmp_path, sshd, leaves_no_nginx):
-    cfg = client_config(tmp_path, sshd)
+    cfg = sshd.client_config(tmp_path)
     plan = Plan(
         scenario=make_scenario("static", protocol="https"),
         server=sshd.spec,
@@ -139,7 +118,7 @@ def test_sweep_over_ssh(tmp_path, sshd, leaves_no_nginx):
 
 
 def test_two_clients_merge_exactly(tmp_path, sshd, leaves_no_nginx):
-    cfg = client_config(tmp_path, sshd)
+    cfg = sshd.client_config(tmp_path)
     plan = Plan(
         server="local",
         clients=("local", sshd.spec),
