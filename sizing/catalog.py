@@ -50,6 +50,12 @@ class Instance:
         Whether the provider sells the size as "up to" a higher peak.
     price_usd_hour : float
         On-demand hourly price [USD/h].
+    threads_per_core : int or None
+        vCPUs that share one physical core (1 or 2); None means the CPU platform's usual value
+        (optional column ``threads_per_core``).
+    burstable : bool
+        Shared-core or credit-based CPU whose burst is not sustained (optional column
+        ``burstable``).
     """
 
     provider: str
@@ -66,6 +72,8 @@ class Instance:
     source: str
     source_date: str
     catalog_file: str = ""
+    threads_per_core: int | None = None
+    burstable: bool = False
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -95,6 +103,17 @@ def _bool(path: Path, line: int, field: str, raw: str) -> bool:
     if low in ("false", "0", "no", ""):
         return False
     raise InputError(f"{path}:{line}: field {field!r}: expected true or false, got {raw!r}")
+
+
+def _threads(path: Path, line: int, raw: str) -> int | None:
+    raw = raw.strip()
+    if not raw:
+        return None
+    if raw not in ("1", "2"):
+        raise InputError(
+            f"{path}:{line}: field 'threads_per_core': expected 1, 2 or empty, got {raw!r}"
+        )
+    return int(raw)
 
 
 def read_catalog(path: str | Path) -> list[Instance]:
@@ -152,6 +171,8 @@ def read_catalog(path: str | Path) -> list[Instance]:
                 source=row["source"].strip(),
                 source_date=row["source_date"].strip(),
                 catalog_file=str(p),
+                threads_per_core=_threads(p, i, row.get("threads_per_core") or ""),
+                burstable=_bool(p, i, "burstable", row.get("burstable") or ""),
             )
             if inst.key in seen:
                 first = seen[inst.key]
