@@ -56,6 +56,9 @@ class Instance:
     burstable : bool
         Shared-core or credit-based CPU whose burst is not sustained (optional column
         ``burstable``).
+    network_burst_gbps : float or None
+        The "up to" peak bandwidth [Gbit/s] where the provider publishes one (optional column
+        ``network_burst_gbps``); None when unknown.
     """
 
     provider: str
@@ -74,6 +77,7 @@ class Instance:
     catalog_file: str = ""
     threads_per_core: int | None = None
     burstable: bool = False
+    network_burst_gbps: float | None = None
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -173,6 +177,11 @@ def read_catalog(path: str | Path) -> list[Instance]:
                 catalog_file=str(p),
                 threads_per_core=_threads(p, i, row.get("threads_per_core") or ""),
                 burstable=_bool(p, i, "burstable", row.get("burstable") or ""),
+                network_burst_gbps=(
+                    _positive(p, i, "network_burst_gbps", row["network_burst_gbps"])
+                    if (row.get("network_burst_gbps") or "").strip()
+                    else None
+                ),
             )
             if inst.key in seen:
                 first = seen[inst.key]
