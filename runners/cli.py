@@ -1,4 +1,4 @@
-"""Command line: ``python -m runners sweep|search|facts|cleanup``; each calls one library function."""
+"""Command line: ``python -m runners sweep|search|facts|cleanup``, each calling one function."""
 
 from __future__ import annotations
 
@@ -485,8 +485,8 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def _search(args: argparse.Namespace) -> int:
-    from runners.search import SearchOptions, run_search
     from runners.plan import Access
+    from runners.search import SearchOptions, run_search
 
     hosts = _hosts(args)
     sim = _simulator(args, hosts)
