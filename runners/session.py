@@ -376,21 +376,33 @@ class Session:
     def _argv(self, client: _Client, load: loadgen.Load) -> list[str]:
         return self.generator.command(load, binary=client.binary, workdir=client.workdir)
 
-    def _run_clients(self, argvs: Sequence[list[str]], seconds: int) -> list[tuple[str, str, int]]:
+    def _run_clients(
+        self, argvs: Sequence[list[str]], seconds: int, loads: Sequence[loadgen.Load] = ()
+    ) -> list[tuple[str, str, int]]:
+        """Run each client's argv side by side; (stdout, stderr, exit status) per client.
+
+        The CPU time of the run follows its output (``times``). With ``loads``, what the
+        generator's `collect` asks for runs after it (outside the timing) and its output is
+        appended.
+        """
         limit = seconds + self.plan.timeout_s + 60
 
-        def one(pair: tuple[_Client, list[str]]) -> tuple[str, str, int]:
-            client, argv = pair
+        def one(i: int) -> tuple[str, str, int]:
+            client, argv = self.clients[i], argvs[i]
             if client.timeout:
-                # wrk stops on its own host even if the connection to it is lost.
+                # The generator stops on its own host even if the connection to it is lost.
                 argv = [client.timeout, "-k", "5", f"{limit - 10}s", *argv]
             r = client.host.sh(_WRAP, *argv, check=False, timeout=limit)
+            after = self.generator.collect(loads[i], workdir=client.workdir) if loads else None
+            if after:
+                extra = client.host.run(after, check=False, timeout=limit)
+                return r.stdout + extra.stdout, r.stderr + extra.stderr, r.exited
             return r.stdout, r.stderr, r.exited
 
         if len(self.clients) == 1:
-            return [one((self.clients[0], argvs[0]))]
+            return [one(0)]
         with ThreadPoolExecutor(len(self.clients)) as pool:
-            return list(pool.map(one, zip(self.clients, argvs, strict=True)))
+            return list(pool.map(one, range(len(self.clients))))
 
     def trial(
         self,
@@ -425,16 +437,14 @@ class Session:
             for (out, err, code), client in zip(
                 self._run_clients(warm, plan.warmup_s), self.clients, strict=True
             ):
-                if code != 0 and "requests in" not in out:
-                    raise RunnerError(
-                        f"{gen.name} on {client.host.name}: {gen.no_result(err or out)}"
-                    )
+                if problem := gen.warmup_problem(out, err, code):
+                    raise RunnerError(f"{gen.name} on {client.host.name}: {problem}")
         loads = [self._load(c, threads, connections, seconds, True, rate_rps) for c in self.clients]
         argvs = [self._argv(c, load) for c, load in zip(self.clients, loads, strict=True)]
         started_at = utc_now()
         alive, cpu0 = self.deployment.sample()
         if alive:
-            outputs = self._run_clients(argvs, seconds)
+            outputs = self._run_clients(argvs, seconds, loads)
             alive, cpu1 = self.deployment.sample()
         if not alive:
             tail = self.deployment.error_log_tail()
