@@ -335,7 +335,7 @@ class Session:
         self._vcpus = vcpus
 
     def max_threads(self, vcpus: int) -> int:
-        """Threads per wrk client that fit the CPUs each client has for itself."""
+        """Load-generator threads per client that fit the CPUs each client has for itself."""
         self.configure(vcpus)
         return max(1, min(len(c.cpus) or int(c.facts["cores"]) for c in self.clients))
 
@@ -416,8 +416,8 @@ class Session:
     ) -> dict[str, Any]:
         """Measure one setting; append and return its row.
 
-        With ``rate_rps``, wrk2 drives a constant rate (open loop) and its percentile spectrum
-        is parsed; the trial is invalid when the achieved rate is under 95% of it.
+        With ``rate_rps``, the load generator drives a constant rate (open loop), split evenly
+        across the clients; the trial is invalid when the achieved rate is under 95% of it.
 
         Raises `RunnerError` if nginx dies or any client produces no result; the rows of
         earlier trials are already on disk.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
 from pathlib import Path
@@ -137,3 +138,24 @@ def test_resume_says_what_is_wrong_or_repairs(pristine, tmp_path, case):
     assert str(run) in err and message in err, err
     after = {p.name: p.read_bytes() for p in run.iterdir() if p.name != "run.lock"}
     assert after == before  # nothing changed: fixed by hand, the run resumes
+
+
+def test_resume_names_a_bad_value(pristine, tmp_path):
+    run = _copy(pristine, tmp_path)
+    path = run / "trials.csv"
+    rows = list(csv.reader(path.open(newline="")))
+    rows[1][rows[0].index("vcpus")] = "two"
+    with path.open("w", newline="") as fh:
+        csv.writer(fh, lineterminator="\n").writerows(rows)
+    p = runners_cli("sweep", *SWEEP, "--out", str(run.parent), "--resume", run.name)
+    assert p.returncode == 1
+    assert "trials.csv line 2, column vcpus: 'two' is not an integer" in p.stderr
+
+
+def test_an_empty_table_with_histograms_is_not_restarted(pristine, tmp_path):
+    run = _copy(pristine, tmp_path)
+    (run / "trials.csv").write_bytes(b"")
+    (run / "histograms.jsonl").write_text('{"trial_id": "x-0001", "clients": {}}\n')
+    p = runners_cli("sweep", *SWEEP, "--out", str(run.parent), "--resume", run.name)
+    assert p.returncode == 1 and "the table was lost" in p.stderr
+    assert (run / "trials.csv").read_bytes() == b""
