@@ -159,3 +159,20 @@ def test_an_empty_table_with_histograms_is_not_restarted(pristine, tmp_path):
     p = runners_cli("sweep", *SWEEP, "--out", str(run.parent), "--resume", run.name)
     assert p.returncode == 1 and "the table was lost" in p.stderr
     assert (run / "trials.csv").read_bytes() == b""
+
+
+def test_a_run_of_an_older_version_is_upgraded_on_resume(pristine, tmp_path):
+    run = _copy(pristine, tmp_path)
+    path = run / "trials.csv"
+    rows = list(csv.DictReader(path.open(newline="")))
+    old = [c for c in rows[0] if c not in ("http_version", "load_generator", "streams")]
+    with path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, old, lineterminator="\n", extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    p = runners_cli("sweep", *SWEEP, "--out", str(run.parent), "--resume", run.name)
+    assert p.returncode == 0, p.stderr
+    again = list(csv.DictReader(path.open(newline="")))
+    assert [r["load_generator"] for r in again] == ["wrk", "wrk"]  # what older rows meant
+    assert [r["rps"] for r in again] == [r["rps"] for r in rows]
+    assert not (run / "trials.csv.tmp").exists()

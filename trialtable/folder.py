@@ -197,9 +197,18 @@ class RunFolder:
             data = path.read_bytes()
         check_text(self.path, "trials.csv", data)
         header = data.partition(b"\n")[0].decode("utf-8").split(",")
-        check_header(self.path, header, TRIAL_COLUMNS)
+        added = check_header(self.path, header, TRIAL_COLUMNS, older=True)
         _cut_torn_line(path)
-        read_rows(self.path)  # every row whole and typed, or one line saying where not
+        rows = read_rows(self.path)  # every row whole and typed, or one line saying where not
+        if added:
+            # Written before columns were added: the same rows, with what their absence meant.
+            buf = io.StringIO()
+            out = csv.writer(buf, lineterminator="\n")
+            out.writerow(TRIAL_COLUMNS)
+            out.writerows([cell(r[c]) for c in TRIAL_COLUMNS] for r in rows)
+            tmp = path.with_name("trials.csv.tmp")
+            self._rewrite(tmp, buf.getvalue().encode())
+            os.replace(tmp, path)
         if self.histograms_path.exists():
             _cut_torn_line(self.histograms_path)
         else:
