@@ -110,10 +110,14 @@ def read_rows(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
         )
     text = data.decode("utf-8")
     reader = csv.reader(io.StringIO(text, newline=""))
-    header = next(reader)
-    added = check_header(folder, header, TRIAL_COLUMNS, older=True)
+    try:
+        header = next(reader)
+        added = check_header(folder, header, TRIAL_COLUMNS, older=True)
+        records = list(reader)
+    except csv.Error as exc:
+        raise _error(folder, "trials.csv", f"line {reader.line_num} is not CSV ({exc})") from None
     rows = []
-    for n, fields in enumerate(reader, start=2):
+    for n, fields in enumerate(records, start=2):
         if not fields:
             continue
         if len(fields) != len(header):
