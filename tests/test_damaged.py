@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -14,6 +15,8 @@ from runners.sim import SimServer
 from runners.sweep import run_sweep
 from sizing.cli import main as sizing_main
 from tests.conftest import runners_cli
+from trialtable.folder import RunFolderError
+from trialtable.read import read_rows
 
 SWEEP = (
     "--server",
@@ -176,3 +179,12 @@ def test_a_run_of_an_older_version_is_upgraded_on_resume(pristine, tmp_path):
     assert [r["load_generator"] for r in again] == ["wrk", "wrk"]  # what older rows meant
     assert [r["rps"] for r in again] == [r["rps"] for r in rows]
     assert not (run / "trials.csv.tmp").exists()
+
+
+def test_a_row_being_written_is_skipped_while_its_writer_lives(pristine, tmp_path):
+    run = _copy(pristine, tmp_path)
+    _tear(run)
+    with pytest.raises(RunFolderError, match="cut-short line 4"):
+        read_rows(run)
+    (run / "run.lock").write_text(f"{os.getpid()}\n")  # a live writer
+    assert len(read_rows(run)) == 2
