@@ -211,6 +211,8 @@ class Deployment:
     record_started, record_removed : callable, optional
         Told ``(host, what, prefix, pids)`` when a prefix or nginx starts (before it is
         used), and ``(host, prefix)`` once a prefix is stopped and removed.
+    http2 : bool
+        Serve HTTP/2 (the clients speak HTTP/2).
     """
 
     def __init__(
@@ -223,6 +225,7 @@ class Deployment:
         upstream_address: str = "127.0.0.1",
         record_started: Recorder | None = None,
         record_removed: Callable[[str, str], None] | None = None,
+        http2: bool = False,
     ) -> None:
         if not is_ip(listen) or (upstream is not None and not is_ip(upstream_address)):
             raise RunnerError("nginx listens on an IP address; resolve host names first")
@@ -251,6 +254,7 @@ class Deployment:
         self._cpus: tuple[int, ...] = ()
         self._record_started = record_started
         self._record_removed = record_removed
+        self.http2 = http2
 
     def setup(self) -> None:
         """Make the prefix, content and certificate; start the upstream servers if needed."""
@@ -346,6 +350,7 @@ class Deployment:
                 cpus=cpus,
                 upstream=upstream,
                 user=self.user,
+                http2=self.http2,
             )
             proc = self._launch(self.prefix, self.conf, "server", len(cpus))
             if proc is not None:

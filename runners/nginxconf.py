@@ -23,6 +23,7 @@ def render_conf(
     cpus: Sequence[int],
     upstream: Sequence[str] = (),
     user: str | None = None,
+    http2: bool = False,
 ) -> str:
     """The nginx.conf of the server under test.
 
@@ -40,6 +41,8 @@ def render_conf(
         ``host:port`` of each upstream file server (proxy scenarios).
     user : str, optional
         ``user`` directive (only meaningful when the master runs as root).
+    http2 : bool
+        Serve HTTP/2 on the listening socket (with TLS by ALPN; cleartext: prior knowledge).
     """
     https = scenario.protocol == "https"
     lines = [
@@ -87,7 +90,8 @@ def render_conf(
     lines += [f"    {d.rstrip(';')};" for d in scenario.directives]
     lines += [
         "    server {",
-        f"        listen {hostport(listen, port)}{' ssl' if https else ''} backlog=4096;",
+        f"        listen {hostport(listen, port)}{' ssl' if https else ''}"
+        f"{' http2' if http2 else ''} backlog=4096;",
         f"        root {prefix}/html;",
     ]
     proxy = [

@@ -228,6 +228,7 @@ class Session:
             upstream_address=up_address,
             record_started=self.run.started,
             record_removed=self.run.removed,
+            http2=plan.http_version == "2",
         )
         self.deployment.setup()
         if self.deployment.upstream_conf:
