@@ -206,11 +206,17 @@ def service_cv2(work: Workload, terms_by_size: Sequence[tuple[float, float]]) ->
 @cache
 def _aws_burst() -> dict[str, float]:
     path = CATALOG_DIR / "aws-network-burst.csv"
+    out: dict[str, float] = {}
     try:
         with path.open(newline="") as fh:
-            return {r["instance_type"]: float(r["burst_peak_gbps"]) for r in csv.DictReader(fh)}
-    except (FileNotFoundError, KeyError, ValueError):
-        return {}
+            for r in csv.DictReader(fh):
+                try:
+                    out[r["instance_type"]] = float(r["burst_peak_gbps"])
+                except (KeyError, TypeError, ValueError):
+                    continue  # a size whose peak is not published
+    except FileNotFoundError:
+        pass
+    return out
 
 
 def network_gbps(inst: Instance, work: Workload) -> tuple[float, str]:

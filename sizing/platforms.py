@@ -22,7 +22,7 @@ this project's data covers Graviton).
 
 Mapping a catalog row (`platform_of`): the ``cpu`` text is searched for the keywords of
 `KEYWORDS` (first column; when several platforms are named, e.g. "Cascade Lake / Ice Lake",
-the fastest is used and the range widened to the slowest); failing that, the instance family's
+the newest is used and the range widened to the slowest); failing that, the instance family's
 prefix (`FAMILY_PREFIXES`, e.g. AWS ``c7g`` = Graviton3, GCP ``n2d`` = Zen 3); failing that,
 the architecture's default, marked as an estimate.
 """
@@ -255,7 +255,7 @@ _RULES: tuple[tuple[str, str, str, int, tuple[object, ...]], ...] = (
 )
 
 #: cpu-text keyword (lower case, matched as a substring) -> platform id; first match wins
-#: within a text, and when several platforms are named the fastest is used (range widened).
+#: within a text, and when several platforms are named the newest is used (range widened).
 KEYWORDS: tuple[tuple[str, str], ...] = (
     ("graviton4", "graviton4"),
     ("graviton3e", "graviton3e"),
@@ -485,8 +485,32 @@ def platform_by_text(text: str, arch: str) -> Platform:
     return _fallback(arch, f"cpu text {text!r} not recognised")
 
 
+#: Release order, newest last: when a CPU text names several platforms the newest is used.
+RELEASE_ORDER = (
+    "haswell",
+    "broadwell",
+    "skylake",
+    "cascade_lake",
+    "ice_lake",
+    "sapphire_rapids",
+    "emerald_rapids",
+    "granite_rapids",
+    "zen2",
+    "zen3",
+    "zen4",
+    "zen5",
+    "graviton2",
+    "altra",
+    "graviton3",
+    "graviton3e",
+    "ampereone",
+    "graviton4",
+    "axion",
+)
+
+
 def _combine(found: list[Platform], how: str) -> Platform:
-    newest = max(found, key=lambda p: p.core_speed)
+    newest = max(found, key=lambda p: RELEASE_ORDER.index(p.platform_id))
     if len(found) == 1:
         return replace(newest, matched_by=how)
     return replace(
