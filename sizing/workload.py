@@ -170,3 +170,56 @@ def parse_size_mix(
         mix.append((int(parse_size(size)), w))
     Workload(size_mix=tuple(mix))  # validates
     return round(sum(s * w for s, w in mix)), tuple(mix)
+
+
+def from_parameters(
+    scenario: str,
+    protocol: str,
+    file_size: str,
+    sla_p99_ms: float,
+    requests_per_connection: float = 0,
+    tls_resumption: float = 0.0,
+    tls_key: str = "ecdsa-p256",
+    gzip: float = 0.0,
+    size_mix: str = "",
+    http_version: str = "1.1",
+    network: str = "baseline",
+    internet_facing: bool = False,
+) -> Workload:
+    """A `Workload` from notebook parameters (text sizes; 0 requests per connection = no limit).
+
+    Raises
+    ------
+    InputError
+        For a bad value (the message names it).
+    """
+    import argparse
+
+    from sizing.units import parse_size
+
+    def size(text: str) -> int:
+        try:
+            return parse_size(text)
+        except argparse.ArgumentTypeError as exc:
+            raise InputError(str(exc)) from None
+
+    if network not in ("baseline", "burst"):
+        raise InputError(f"unknown network {network!r}; expected baseline or burst")
+    mix: tuple[tuple[int, float], ...] = ()
+    if size_mix:
+        _, mix = parse_size_mix(size_mix, size)
+    rpc = float(requests_per_connection)
+    return Workload(
+        scenario,
+        protocol,
+        size(str(file_size)),
+        float(sla_p99_ms),
+        requests_per_connection=math.inf if rpc == 0 else rpc,
+        tls_resumption=float(tls_resumption),
+        tls_key=tls_key,
+        gzip=float(gzip),
+        size_mix=mix,
+        http_version=str(http_version),
+        burst_network=network == "burst",
+        internet_facing=bool(internet_facing),
+    )

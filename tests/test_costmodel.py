@@ -290,3 +290,48 @@ def test_fit_reference_shows_coefficients_and_residuals():
             "cpu_us_per_request"
         ]
     )
+
+
+def test_stored_thread_gain_matches_a_fresh_fit():
+    from sizing import platforms
+    from sizing.fits import fit_ht_nginx
+
+    stored = json.loads(platforms.HT_FIT_PATH.read_text())["ht_nginx"]
+    assert fit_ht_nginx() == pytest.approx(stored, rel=0.01)
+
+
+def test_report_parameters_carry_the_workload_flags():
+    from sizing import cli
+    from sizing.workload import from_parameters
+
+    argv = [
+        "report",
+        "--rps",
+        "1e5",
+        "--out",
+        "x",
+        "--requests-per-connection",
+        "4",
+        "--tls-resumption",
+        "0.5",
+        "--tls-key",
+        "rsa2048",
+        "--gzip",
+        "0.3",
+        "--file-size",
+        "1KB:0.7,50KB:0.3",
+        "--http-version",
+        "2",
+        "--network",
+        "burst",
+        "--internet-facing",
+    ]
+    args = cli.build_parser().parse_args(argv)
+    params = cli._workload_params(args)
+    work = from_parameters(
+        args.scenario, args.protocol, str(args.file_size[0]), args.sla_p99, **params
+    )
+    assert work == cli.workload_from_args(args)
+    # Defaults add no parameters, so the notebook's own defaults apply.
+    plain = cli.build_parser().parse_args(["report", "--rps", "1e5", "--out", "x"])
+    assert cli._workload_params(plain) == {}
