@@ -12,12 +12,16 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sizing.errors import Infeasible, InputError, ReportError
 from sizing.units import Parser as _Parser
 from sizing.units import int_at_least as _int_at_least
 from sizing.units import parse_duration_ms, parse_fraction, parse_rps, parse_size
+
+if TYPE_CHECKING:
+    from sizing.costmodel import Cost
+    from sizing.workload import Workload
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -260,7 +264,7 @@ def _workload_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def workload_from_args(args: argparse.Namespace) -> Any:
+def workload_from_args(args: argparse.Namespace) -> Workload:
     """The `Workload` the parsed flags describe."""
     from sizing.workload import Workload
 
@@ -536,7 +540,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cost_model_table(doc: dict[str, Any], work: Any, cost: Any) -> str:
+def _cost_model_table(doc: dict[str, Any], work: Workload, cost: Cost) -> str:
     """The reference coefficients with standard errors, and the per-point residuals."""
     out = [
         f"Cost model of {doc['cpu_model']} ({doc['stack']}), fitted jointly to "

@@ -324,7 +324,7 @@ FAMILY_PREFIXES: tuple[tuple[str, str], ...] = (
     ("e2", "skylake"),
     ("m1", "broadwell"),
 )
-_AWS_FAMILY = re.compile(r"^[a-z]+?(\d)([a-z]*)$")
+_AWS_FAMILY = re.compile(r"^[a-z]+?(\d)([a-z]*)(?:-[a-z]+)?$")
 _AWS_GEN = {
     "g": {"6": "graviton2", "7": "graviton3", "8": "graviton4"},
     "a": {"5": "zen2", "6": "zen3", "7": "zen4", "8": "zen5"},
