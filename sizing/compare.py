@@ -22,6 +22,7 @@ INPUTS = {
     "002-rp-c7gn-vs-c6gn": "input: places Graviton3 against Graviton2 (sizing.platforms)",
     "002-apigw-vs-rp": "input: the API gateway's extra cost per request (sizing.fits)",
     "004-ecc-vs-rsa": "input: ECDSA P-256 handshake cost from RSA 2048's (sizing.fits)",
+    "004-openssl-102-vs-101": "input: full handshakes on a current OpenSSL (sizing.capacity)",
 }
 METRICS = {
     "requests_per_s": "performance",
