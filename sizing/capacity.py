@@ -266,6 +266,12 @@ def _scaled(prof: CostProfile, factor: float, name: str) -> CostProfile:
     return replace(prof, name=name, coefficients=coefs)
 
 
+THREAD_SHARE_SD = (
+    0.10,
+    "estimate: a profile measured on hyper-threads and used on whole-core vCPUs (or the "
+    "reverse) is converted by the thread gain fitted on one seed-000 ratio, taken to hold "
+    "within 10% (1 sd, log scale) on another platform",
+)
 OPENSSL_HANDSHAKE_FACTOR = (
     0.5,
     0.33,
@@ -333,13 +339,17 @@ def model_capacity(
         ht = ht_nginx()[0]
         share = {(2, 1): 2.0 / ht, (1, 2): ht / 2.0}.get((host_tpc, tpc), 1.0)
         speed = share
-        speed_sd = 0.0 if share == 1.0 else math.log(ht / 1.25) / 1.96
+        speed_sd = 0.0 if share == 1.0 else THREAD_SHARE_SD[0]
         ref_speed = plat.vcpu_speed(host_tpc)
         fallback = _scaled(ref, 1.0 / ref_speed, f"reference / {ref_speed:.2f} ({plat.name})")
         speed_line = (
             f"profile {prof.name} ({prof.cpu_model}, measured over {prof.measured_over}; "
             f"{prof.source})"
-            + (f"; x{share:.2f} for {tpc} thread(s) per core vs {host_tpc}" if share != 1 else "")
+            + (
+                f"; x{share:.2f} for {tpc} thread(s) per core vs {host_tpc} ({THREAD_SHARE_SD[1]})"
+                if share != 1
+                else ""
+            )
         )
         sigma, sigma_sd = prof.sigma, prof.sigma_stderr
         used = prof
