@@ -1,32 +1,61 @@
-"""Capacity of one instance type for one workload, with what it rests on.
+"""Capacity of one instance type for one workload, with what it rests on: the pure model.
 
-capacity = min(reference curve(vCPUs) x family x scenario x protocol factors, derated to the
-p99 SLA by a latency model;  network bandwidth / bytes per response)
+::
 
-Imports numpy and the standard library only: this is the interactive ``recommend`` path.
+    cpu_us      = CPU time of one worker per request (`sizing.costmodel`), on the reference
+                  core, or from a measured CPU profile of the instance's platform
+    per_worker  = 1e6 x vCPU speed (`sizing.platforms`) / cpu_us
+    cpu_peak    = vCPUs x scaling_efficiency(vCPUs) x per_worker
+    capacity    = min( cpu_peak x SLA utilization,  network Gbps / bytes on the wire per response )
+
+Measured evidence (runs) is applied to this model from outside (`sizing.measured`), through
+the `Evidence` protocol below; this module imports neither pandas nor scipy.
 """
 
 from __future__ import annotations
 
 import csv
-import json
 import math
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from functools import cache
-from pathlib import Path
-from typing import Any
+from typing import Protocol
 
-import numpy as np
-
-from sizing import curves
+from sizing import costmodel
 from sizing.catalog import Instance
-from sizing.errors import InputError
-from sizing.paths import ESTIMATES_DIR, FITS_PATH, REFERENCE_DIR
+from sizing.costmodel import (
+    MSS_BYTES,
+    SEED_LINK_GBPS,
+    TLS_RECORD_BYTES,
+    CostProfile,
+    cpu_us_per_request,
+    reference_profile,
+    scaling_efficiency,
+)
+from sizing.paths import CATALOG_DIR
+from sizing.platforms import Platform, ht_nginx, platform_by_text, platform_of
+from sizing.workload import PROTOCOLS, SCENARIOS, Workload
 
-FACTORS_PATH = ESTIMATES_DIR / "factors.csv"
-CLAIMS_PATH = REFERENCE_DIR / "relative-claims.csv"
-SCENARIOS = ("static", "reverse_proxy", "api_gateway")
-PROTOCOLS = ("http", "https")
+__all__ = [
+    "ESTIMATES",
+    "MSS_BYTES",
+    "PROTOCOLS",
+    "REFERENCE_LINK_GBPS",
+    "SCENARIOS",
+    "TLS_RECORD_BYTES",
+    "Capacity",
+    "Evidence",
+    "Workload",
+    "bytes_per_response",
+    "instance_capacity",
+    "model_capacity",
+    "network_gbps",
+    "sla_utilization",
+]
+
+REFERENCE_LINK_GBPS = SEED_LINK_GBPS
+AWS_INTERNET_GATEWAY_GBPS = 5.0
+GCP_GBPS_PER_VCPU = 2.0
 
 #: Model constants that are estimates, each with its reasoning (printed with the answer).
 ESTIMATES: dict[str, tuple[float, str]] = {
@@ -35,67 +64,32 @@ ESTIMATES: dict[str, tuple[float, str]] = {
         "p99 of everything but NGINX's queue (network round trip in one zone, client and "
         "kernel stacks): 0.5 ms",
     ),
-    "response_header_bytes": (
-        250.0,
-        "HTTP response status line and headers of a static file from NGINX: about 250 B",
-    ),
-    "segment_overhead_bytes": (
-        66.0,
-        "Ethernet (14), IPv4 (20) and TCP with timestamps (32) per segment of 1448 B",
-    ),
-    "tls_record_overhead_bytes": (
-        29.0,
-        "TLS 1.2/1.3 AES-GCM record header, nonce and tag per 16 KiB record",
-    ),
-    "reference_link_bound_fraction": (
-        0.85,
-        "a reference plateau at >= 85% of the 80 Gbps test link is taken as the link, not the CPU",
+    **costmodel.ESTIMATES,
+    "gcp_sustained_gbps_per_vcpu": (
+        GCP_GBPS_PER_VCPU,
+        "GCP documents per-VM egress as about 2 Gbps per vCPU with a 10 Gbps floor for small "
+        "shapes; the floor is an 'up to' (burst), the per-vCPU rate is taken as sustained",
     ),
 }
-REFERENCE_LINK_GBPS = 80.0  # seed 004: 2x Intel XL710 40 GbE
-MSS_BYTES = 1448.0
-TLS_RECORD_BYTES = 16384.0
-
-
-@dataclass(frozen=True)
-class Workload:
-    """What one request costs: scenario, protocol, response size and the p99 SLA.
-
-    Attributes
-    ----------
-    scenario : str
-        ``static``, ``reverse_proxy`` or ``api_gateway``.
-    protocol : str
-        ``http`` or ``https``.
-    file_bytes : int
-        Response body size [B].
-    sla_p99_ms : float
-        p99 latency the fleet must stay under [ms].
-    """
-
-    scenario: str = "static"
-    protocol: str = "https"
-    file_bytes: int = 1024
-    sla_p99_ms: float = 5.0
-
-    def __post_init__(self) -> None:
-        if self.scenario not in SCENARIOS:
-            raise InputError(
-                f"unknown scenario {self.scenario!r}; expected one of: {', '.join(SCENARIOS)}"
-            )
-        if self.protocol not in PROTOCOLS:
-            raise InputError(
-                f"unknown protocol {self.protocol!r}; expected one of: {', '.join(PROTOCOLS)}"
-            )
-        if self.file_bytes < 0:
-            raise InputError(f"file size must be >= 0 bytes, got {self.file_bytes}")
-        if not (math.isfinite(self.sla_p99_ms) and self.sla_p99_ms > 0):
-            raise InputError(f"SLA p99 must be a positive duration, got {self.sla_p99_ms} ms")
 
 
 @dataclass
 class Capacity:
-    """Capacity of one instance for one workload and the constraint that binds."""
+    """Capacity of one instance for one workload and the constraint that binds.
+
+    Attributes
+    ----------
+    capacity_rps : float
+        Requests per second under the SLA, network cap included [1/s].
+    cpu_peak_rps, cpu_sla_rps, network_rps : float
+        CPU peak, CPU under the SLA, and network cap [1/s].
+    rel_sd : float
+        Log-normal sd of the CPU capacity.
+    cpu_us_per_request : float
+        CPU time of one worker per request [us].
+    platform : Platform or None
+        The CPU platform used.
+    """
 
     instance: Instance
     capacity_rps: float
@@ -110,6 +104,10 @@ class Capacity:
     basis: list[str] = field(default_factory=list)
     rel_sd: float = 0.0
     measured: str = ""
+    cpu_us_per_request: float = math.nan
+    platform: Platform | None = None
+    profile: str = ""
+    network_gbps: float = math.nan
 
     def quantile(self, p: float) -> float:
         """Capacity [1/s] at probability ``p``: log-normal CPU capacity, network capped."""
@@ -120,6 +118,14 @@ class Capacity:
         return self.quantile(0.5 - level / 2), self.quantile(0.5 + level / 2)
 
 
+class Evidence(Protocol):
+    """Measurements applied to the model's capacity from outside (see `sizing.measured`)."""
+
+    def apply(self, cap: Capacity, work: Workload) -> Capacity:
+        """The capacity with the evidence applied (or ``cap`` unchanged)."""
+        ...
+
+
 @cache
 def _normal_quantile(p: float) -> float:
     from statistics import NormalDist
@@ -127,217 +133,38 @@ def _normal_quantile(p: float) -> float:
     return NormalDist().inv_cdf(p)
 
 
-# ----------------------------------------------------------------------------- factors
-
-
-@dataclass(frozen=True)
-class Factor:
-    """A resolved multiplicative factor with its range and provenance chain."""
-
-    factor_id: str
-    value: float
-    low: float
-    high: float
-    kind: str
-    explanation: str
-
-
-@cache
-def _claims(path: Path = CLAIMS_PATH) -> dict[str, dict[str, str]]:
-    with path.open(newline="") as fh:
-        return {r["claim_id"]: r for r in csv.DictReader(fh)}
-
-
-@cache
-def load_factors(path: Path = FACTORS_PATH) -> dict[str, Factor]:
-    """Resolve the editable factor table into values, ranges and provenance.
-
-    Each row is either an ``estimate`` (``multiplier`` on its ``base``) or a
-    ``published_ratio`` (a claim of the relative-claims table, applied to its ``base`` in the
-    direction the claim runs).
-
-    Raises
-    ------
-    InputError
-        For an unknown base or claim, a claim that does not relate the row to its base, a
-        cycle, or a bad number; the message names the file, line and field.
-    """
-    claims = _claims()
-    try:
-        with path.open(newline="") as fh:
-            rows = {r["factor_id"]: (i, r) for i, r in enumerate(csv.DictReader(fh), start=2)}
-    except FileNotFoundError:
-        raise InputError(f"factor table {path} does not exist") from None
-    resolved: dict[str, Factor] = {}
-
-    def num(line: int, row: dict[str, str], name: str) -> float:
-        try:
-            v = float(row[name])
-        except (TypeError, ValueError):
-            raise InputError(f"{path}:{line}: field {name!r}: expected a positive number") from None
-        if not (math.isfinite(v) and v > 0):
-            raise InputError(f"{path}:{line}: field {name!r}: expected a positive number")
-        return v
-
-    def resolve(fid: str, stack: tuple[str, ...]) -> Factor:
-        if fid == "reference-cpu":
-            return Factor(
-                fid, 1.0, 1.0, 1.0, "reference", "one seed-004 CPU (Xeon E5-2699 v3 core)"
-            )
-        if fid in resolved:
-            return resolved[fid]
-        if fid in stack:
-            raise InputError(f"{path}: factor cycle {' -> '.join((*stack, fid))}")
-        if fid not in rows:
-            raise InputError(f"{path}: unknown base factor {fid!r} (after {stack[-1]})")
-        line, row = rows[fid]
-        base = resolve(row["base"], (*stack, fid))
-        kind = row["kind"]
-        if kind == "estimate":
-            m, lo, hi = (
-                num(line, row, c) for c in ("multiplier", "multiplier_low", "multiplier_high")
-            )
-            how = f"x{m:g} (estimate, {lo:g}-{hi:g})"
-        elif kind == "published_ratio":
-            cid = row["claim_id"]
-            if cid not in claims:
-                raise InputError(f"{path}:{line}: field 'claim_id': unknown claim {cid!r}")
-            c = claims[cid]
-            rlo, rhi = float(c["ratio_low"]), float(c["ratio_high"])
-            rmid = math.sqrt(rlo * rhi)
-            me, of = fid.split(":", 1)[1], row["base"].split(":", 1)[1]
-            if (c["subject"], c["baseline"]) == (me, of):
-                m, lo, hi = rmid, rlo, rhi
-            elif (c["subject"], c["baseline"]) == (of, me):
-                m, lo, hi = 1 / rmid, 1 / rhi, 1 / rlo
-            else:
-                raise InputError(
-                    f"{path}:{line}: claim {cid} compares {c['subject']} with {c['baseline']}, "
-                    f"not {me} with {of}"
-                )
-            how = f"x{m:.3g} ({lo:.3g}-{hi:.3g}, {c['source'].split(' ', 1)[0]} claim {cid})"
-        else:
-            raise InputError(
-                f"{path}:{line}: field 'kind': expected estimate or published_ratio, got {kind!r}"
-            )
-        chain = (
-            how
-            if base.factor_id == "reference-cpu"
-            else f"{how} of {base.factor_id} = {base.explanation}"
-        )
-        f = Factor(fid, base.value * m, base.low * lo, base.high * hi, kind, chain)
-        resolved[fid] = f
-        return f
-
-    for fid in rows:
-        resolve(fid, ())
-    return resolved
-
-
-def family_factor(inst: Instance, factors: dict[str, Factor]) -> tuple[Factor, bool]:
-    """Per-vCPU factor of an instance's family, and whether it fell back to its arch."""
-    f = factors.get(f"family:{inst.family}")
-    if f is not None:
-        return f, False
-    return factors[f"arch:{inst.arch}"], True
-
-
-# ----------------------------------------------------------------------------- reference curves
-
-
-@cache
-def load_fits(path: Path = FITS_PATH) -> dict[str, Any]:
-    """Precomputed reference fits (``python -m sizing precompute`` writes them)."""
-    try:
-        return dict(json.loads(path.read_text()))
-    except FileNotFoundError:
-        raise InputError(
-            f"precomputed fits {path} are missing; run: python -m sizing precompute"
-        ) from None
-
-
-def _cpu_curve(series: dict[str, Any], x: np.ndarray) -> np.ndarray:
-    params = dict(series["params"])
-    if series.get("link_bound"):
-        # The reference plateau is the test link; the CPU could go on rising.
-        params["p"] = math.inf
-    return curves.evaluate(series["model"], params, x)
-
-
-def reference_rps(vcpus: int, protocol: str, file_bytes: float) -> tuple[float, int, list[str]]:
-    """Reference RPS of ``vcpus`` seed-004 CPUs for a response size, from the fitted curves.
-
-    The per-request cost ``1/rps`` is interpolated linearly in bytes between the published
-    sizes (0, 1, 10, 100 KB) and extrapolated past 100 KB along the last segment. NGINX may run
-    fewer workers than CPUs, so the capacity at ``vcpus`` is the best of 1..vcpus workers.
-
-    Returns
-    -------
-    rps : float
-        Requests per second [1/s].
-    workers : int
-        Workers at which that rate is reached.
-    notes : list of str
-        Provenance of the curves used.
-    """
-    fits = load_fits()
-    series = sorted(
-        (
-            s
-            for s in fits["series"]
-            if s["metric"] == "requests_per_s" and s["protocol"] == protocol
-        ),
-        key=lambda s: s["file_bytes"],
-    )
-    sizes = np.array([s["file_bytes"] for s in series], dtype=float)
-    w = np.arange(1, max(int(vcpus), 1) + 1, dtype=float)
-    i = int(np.clip(np.searchsorted(sizes, file_bytes) - 1, 0, len(sizes) - 2))
-    t = (file_bytes - sizes[i]) / (sizes[i + 1] - sizes[i])
-    # Only the two neighbouring sizes matter; cost per request is linear in bytes between them.
-    lo_cost, hi_cost = (1.0 / _cpu_curve(series[j], w) for j in (i, i + 1))
-    per_req = lo_cost + t * (hi_cost - lo_cost)
-    rate = 1.0 / per_req
-    best = int(np.argmax(rate))
-    used = [series[i], series[i + 1]] if 0 < t < 1 or t > 1 else [series[i + (t >= 1)]]
-    notes = []
-    for s in used:
-        extra = ", reference link plateau removed" if s.get("link_bound") else ""
-        notes.append(
-            f"{s['model']} fit of {s['source']} ({protocol}, {s['file_size']}; "
-            f"MAPE {s['mape_pct']:.1f}%{extra})"
-        )
-    if t > 1:
-        notes.append(f"estimate: {file_bytes:g} B extrapolated past the largest published size")
-    elif 0 < t < 1:
-        notes.append(
-            f"{file_bytes:g} B interpolated between published sizes (cost linear in bytes)"
-        )
-    top = max(s["x_range"][1] for s in used)
-    if best + 1 > top:
-        notes.append(f"estimate: {best + 1} workers extrapolated past the {top:g} CPUs measured")
-    return float(rate[best]), best + 1, notes
-
-
 # ----------------------------------------------------------------------------- limits
 
 
 def bytes_per_response(file_bytes: float, protocol: str) -> float:
     """Bytes on the wire per response, headers and framing included [B] (an estimate)."""
-    payload = file_bytes + ESTIMATES["response_header_bytes"][0]
-    if protocol == "https":
-        payload += ESTIMATES["tls_record_overhead_bytes"][0] * max(
-            1.0, math.ceil(payload / TLS_RECORD_BYTES)
-        )
-    segments = max(1.0, math.ceil(payload / MSS_BYTES))
-    return payload + segments * ESTIMATES["segment_overhead_bytes"][0]
+    return costmodel.wire_bytes(file_bytes, protocol == "https")
 
 
-def sla_utilization(per_worker_rps: float, sla_p99_ms: float) -> float:
-    """Highest utilization at which p99 stays under the SLA, in an M/M/1-per-worker model.
+def _wire_per_request(work: Workload) -> float:
+    ratio = costmodel.ESTIMATES["gzip_ratio"][0]
+    return sum(
+        w * bytes_per_response(s * (1 - work.gzip) + s * work.gzip * ratio, work.protocol)
+        for s, w in work.sizes
+    )
 
-    Each worker serves its share of requests at rate ``mu``; in M/M/1 the sojourn time is
-    exponential with rate ``mu - lambda``, so ``p99 = base + ln(100) / (mu (1 - rho))``.
-    Solving for ``rho`` at ``p99 = SLA`` gives the cap (0 when even an idle worker misses it).
+
+SERVICE_CV2 = (
+    0.25,
+    "estimate: the CPU time of one request of one size varies with a squared coefficient of "
+    "variation of about 0.25 (cache misses, interrupts, timers); a size mix adds its own",
+)
+
+
+def sla_utilization(per_worker_rps: float, sla_p99_ms: float, service_cv2: float = -1.0) -> float:
+    """Highest utilization at which p99 stays under the SLA, one M/G/1 queue per worker.
+
+    Each worker serves its share of requests with mean service time ``S = 1/mu``. The waiting
+    time of M/G/1 has an approximately exponential tail (Kingman) with mean
+    ``rho S (1 + cv2) / (2 (1 - rho))`` and ``P(wait > 0) = rho``, so
+    ``p99 = base + S + S (1 + cv2) / 2 * ln(100 rho) / (1 - rho)`` (the wait term is 0 while
+    ``rho <= 0.01``). The largest ``rho`` meeting the SLA is found by bisection (0 when even
+    an idle worker misses it).
 
     Parameters
     ----------
@@ -345,16 +172,151 @@ def sla_utilization(per_worker_rps: float, sla_p99_ms: float) -> float:
         Peak rate of one worker [1/s].
     sla_p99_ms : float
         SLA [ms].
+    service_cv2 : float
+        Squared coefficient of variation of the service time [1]; negative: `SERVICE_CV2`.
     """
-    base = ESTIMATES["base_latency_ms"][0]
-    budget_s = (sla_p99_ms - base) / 1000.0
-    if budget_s <= 0 or per_worker_rps <= 0:
+    cv2 = SERVICE_CV2[0] if service_cv2 < 0 else service_cv2
+    if per_worker_rps <= 0:
         return 0.0
-    return max(0.0, 1.0 - math.log(100.0) / (per_worker_rps * budget_s))
+    s_ms = 1000.0 / per_worker_rps
+    budget = sla_p99_ms - ESTIMATES["base_latency_ms"][0] - s_ms
+    if budget <= 0:
+        return 0.0
+
+    def p99_wait(rho: float) -> float:
+        return s_ms * (1.0 + cv2) / 2.0 * max(math.log(100.0 * rho), 0.0) / (1.0 - rho)
+
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if p99_wait(mid) <= budget:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
-def instance_capacity(inst: Instance, work: Workload, evidence: Any = None) -> Capacity:
-    """Capacity of one instance under the SLA, the binding constraint, and its basis.
+def service_cv2(work: Workload, terms_by_size: Sequence[tuple[float, float]]) -> float:
+    """Service-time cv^2 of a workload: the per-request estimate plus its size mix's spread."""
+    mean = sum(w * t for w, t in terms_by_size)
+    var = sum(w * (t - mean) ** 2 for w, t in terms_by_size)
+    return SERVICE_CV2[0] + (var / mean**2 if mean > 0 else 0.0)
+
+
+@cache
+def _aws_burst() -> dict[str, float]:
+    path = CATALOG_DIR / "aws-network-burst.csv"
+    out: dict[str, float] = {}
+    try:
+        with path.open(newline="") as fh:
+            for r in csv.DictReader(fh):
+                try:
+                    out[r["instance_type"]] = float(r["burst_peak_gbps"])
+                except (KeyError, TypeError, ValueError):
+                    continue  # a size whose peak is not published
+    except FileNotFoundError:
+        pass
+    return out
+
+
+def network_gbps(inst: Instance, work: Workload) -> tuple[float, str]:
+    """The bandwidth that caps this instance for this workload [Gbit/s], and why.
+
+    AWS and GCP are treated alike: ``baseline`` is what each sells as sustained (AWS: the
+    baseline; GCP: 2 Gbps per vCPU up to the VM's ceiling, an estimate of GCP's rule), and
+    ``burst`` the published "up to" peak (AWS: the burst column or
+    ``aws-network-burst.csv``; GCP: the per-VM egress ceiling). ``internet_facing`` applies
+    AWS's internet-gateway limit: 5 Gbps under 32 vCPUs, half the bandwidth from 32 up.
+    """
+    if inst.provider == "gcp":
+        sustained = min(inst.network_gbps, GCP_GBPS_PER_VCPU * inst.vcpus)
+        peak = inst.network_burst_gbps or inst.network_gbps
+        how_base = (
+            f"GCP {sustained:g} Gbps sustained (2 Gbps per vCPU, an estimate, up to the "
+            f"{inst.network_gbps:g} Gbps egress ceiling)"
+        )
+    else:
+        sustained = inst.network_gbps
+        peak = inst.network_burst_gbps or _aws_burst().get(inst.instance_type, inst.network_gbps)
+        how_base = f"{inst.provider.upper()} {sustained:g} Gbps baseline"
+    if work.burst_network:
+        gbps = max(peak, sustained)
+        how = f"{inst.provider.upper()} {gbps:g} Gbps 'up to' peak (--network burst)"
+    else:
+        gbps, how = sustained, how_base
+    if work.internet_facing and inst.provider == "aws":
+        cap = AWS_INTERNET_GATEWAY_GBPS if inst.vcpus < 32 else gbps / 2.0
+        if cap < gbps:
+            gbps = cap
+            how += f", internet-facing: AWS internet gateway limit {cap:g} Gbps " + (
+                "(under 32 vCPUs)" if inst.vcpus < 32 else "(half the bandwidth at 32+ vCPUs)"
+            )
+    return gbps, how
+
+
+# ----------------------------------------------------------------------------- the model
+
+
+def _scaled(prof: CostProfile, factor: float, name: str) -> CostProfile:
+    """A profile with every coefficient multiplied by ``factor`` (speed conversion)."""
+    coefs = {
+        k: replace(c, value=c.value * factor, stderr=c.stderr * factor)
+        for k, c in prof.coefficients.items()
+    }
+    return replace(prof, name=name, coefficients=coefs)
+
+
+THREAD_SHARE_SD = (
+    0.10,
+    "estimate: a profile measured on hyper-threads and used on whole-core vCPUs (or the "
+    "reverse) is converted by the thread gain fitted on one seed-000 ratio, taken to hold "
+    "within 10% (1 sd, log scale) on another platform",
+)
+OPENSSL_HANDSHAKE_FACTOR = (
+    0.5,
+    0.33,
+    1.0,
+    "seed 004 (Miscellaneous Notes, claim 004-openssl-102-vs-101; an input): OpenSSL 1.0.2 "
+    "gave about 2x over the 1.0.1f the tables used (its optimised P-256 and RSA code); every "
+    "current distribution ships a later OpenSSL, so full handshakes on the reference cost "
+    "x0.5 (0.33-1.0)",
+)
+HANDSHAKES = ("handshake_full_rsa2048_us", "handshake_full_ecdsa_p256_us")
+
+
+def current_stack(ref: CostProfile) -> CostProfile:
+    """The reference with full-handshake costs moved from OpenSSL 1.0.1f to a current one."""
+    f, lo, hi, why = OPENSSL_HANDSHAKE_FACTOR
+    rel = max(math.log(hi / f), math.log(f / lo)) / 1.96
+    coefs = dict(ref.coefficients)
+    for name in HANDSHAKES:
+        c = coefs[name]
+        value = c.value * f
+        coefs[name] = replace(
+            c,
+            value=value,
+            stderr=value * math.sqrt(c.rel_sd**2 + rel**2),
+            source=f"{c.source}; x{f:g} for a current OpenSSL: {why}",
+        )
+    return replace(ref, coefficients=coefs)
+
+
+def profile_platform(prof: CostProfile) -> Platform:
+    """The platform a profile's ``cpu_model`` names (arch default if unknown)."""
+    return platform_by_text(prof.cpu_model, prof.arch)
+
+
+def _matching_profile(plat: Platform, profiles: Sequence[CostProfile]) -> CostProfile | None:
+    for p in profiles:
+        if profile_platform(p).platform_id == plat.platform_id:
+            return p
+    return None
+
+
+def model_capacity(
+    inst: Instance, work: Workload, profiles: Sequence[CostProfile] = ()
+) -> Capacity:
+    """Capacity of one instance under the SLA from the cost model alone.
 
     Parameters
     ----------
@@ -362,80 +324,103 @@ def instance_capacity(inst: Instance, work: Workload, evidence: Any = None) -> C
         The instance type.
     work : Workload
         What it serves.
-    evidence : sizing.measured.Evidence, optional
-        Calibrations from measured runs: a family with its own runs takes its capacity from
-        them; other families with a factor row take the measured level through the relative
-        factors.
-
-    Notes
-    -----
-    ``rel_sd`` is the log-scale standard deviation of the CPU capacity: from the factor ranges
-    (read as 95% ranges, an estimate) for the model, from the fit or the repeated trials for
-    measurements.
+    profiles : sequence of CostProfile
+        Measured CPU profiles; one whose ``cpu_model`` maps to the instance's platform gives
+        the coefficients (missing ones from the reference, speed-scaled).
     """
-    factors = load_factors()
-    fam, fallback = family_factor(inst, factors)
-    scen = factors[f"scenario:{work.scenario}"]
-    proto = factors[f"protocol:{work.protocol}"]
-    ref_rps, workers, notes = reference_rps(inst.vcpus, work.protocol, work.file_bytes)
-    factor = fam.value * scen.value * proto.value
-    cpu_peak = ref_rps * factor
-    rho = sla_utilization(cpu_peak / workers, work.sla_p99_ms)
+    ref = current_stack(reference_profile())
+    plat = platform_of(inst)
+    tpc = plat.threads_per_core
+    prof = _matching_profile(plat, profiles)
+    notes: list[str] = []
+    if prof is not None:
+        # One worker of the profile = one vCPU of its host; convert to this instance's vCPU.
+        host_tpc = prof.threads_per_core or tpc
+        ht = ht_nginx()[0]
+        share = {(2, 1): 2.0 / ht, (1, 2): ht / 2.0}.get((host_tpc, tpc), 1.0)
+        speed = share
+        speed_sd = 0.0 if share == 1.0 else THREAD_SHARE_SD[0]
+        ref_speed = plat.vcpu_speed(host_tpc)
+        fallback = _scaled(ref, 1.0 / ref_speed, f"reference / {ref_speed:.2f} ({plat.name})")
+        speed_line = (
+            f"profile {prof.name} ({prof.cpu_model}, measured over {prof.measured_over}; "
+            f"{prof.source})"
+            + (
+                f"; x{share:.2f} for {tpc} thread(s) per core vs {host_tpc} ({THREAD_SHARE_SD[1]})"
+                if share != 1
+                else ""
+            )
+        )
+        sigma, sigma_sd = prof.sigma, prof.sigma_stderr
+        used = prof
+    else:
+        speed = plat.vcpu_speed(tpc)
+        speed_sd = plat.rel_sd
+        fallback = None
+        sigma, sigma_sd = ref.sigma, ref.sigma_stderr
+        used = ref
+        vcpu_kind = "a whole core" if tpc == 1 else f"a hyper-thread ({ht_nginx()[1]})"
+        speed_line = (
+            f"platform {plat.name} ({plat.matched_by}): {plat.core_speed:.2f} reference cores "
+            f"per core ({plat.core_speed_low:.2f}-{plat.core_speed_high:.2f}), a vCPU is "
+            f"{vcpu_kind}: {speed:.2f} per vCPU; {plat.source}"
+        )
+    cloud = inst.provider in ("aws", "gcp")
+    cost = cpu_us_per_request(
+        work,
+        used,
+        fallback,
+        over_nic=True,
+        virtual_nic=cloud,
+    )
+    notes += cost.notes
+    per_worker = 1e6 * speed / cost.us
+    eff = scaling_efficiency(inst.vcpus, sigma, cap=True)
+    cpu_peak = inst.vcpus * eff * per_worker
+    if len(work.sizes) > 1:
+        per_size = [
+            (w, cpu_us_per_request(replace(work, size_mix=(), file_bytes=b), used, fallback).us)
+            for b, w in work.sizes
+        ]
+        cv2 = service_cv2(work, per_size)
+    else:
+        cv2 = SERVICE_CV2[0]
+    rho = sla_utilization(per_worker * eff, work.sla_p99_ms, cv2)
     cpu_sla = cpu_peak * rho
-    factor_low = fam.low * scen.low * proto.low
-    factor_high = fam.high * scen.high * proto.high
-    rel_sd = max(math.log(factor_high / factor), math.log(factor / factor_low), 0.0) / 1.96
-    measured_lines: list[str] = []
-    measured = ""
-    if evidence is not None:
-        cal = evidence.for_family(inst.family)
-        if cal is not None:
-            from sizing.measured import measured_capacity
-
-            cpu_sla, rel_sd, line = measured_capacity(cal, inst, cpu_sla)
-            measured_lines = [cal.describe(), line]
-            measured = "own"
-        elif evidence.carry_k is not None and not fallback:
-            cpu_sla *= evidence.carry_k
-            rel_sd = math.sqrt(rel_sd**2 + evidence.carry_sd**2)
-            src = evidence.carry_from
-            measured_lines = [
-                f"measured level carried through the relative factors: x{evidence.carry_k:.2f} "
-                f"of the model, from runs {', '.join(evidence.runs)} on "
-                + ", ".join(sorted({c.family for c in src}))
-                + (" (SIMULATED)" if evidence.simulated else "")
-            ]
-            measured = "carried"
-    wire = bytes_per_response(work.file_bytes, work.protocol)
-    net = float(curves.bandwidth_cap_rps(inst.network_gbps, wire))
+    eff_sd = (
+        (1.0 - eff) * sigma_sd / sigma if sigma > 0 else 0.0
+    )  # d log(eff) = -(1-eff) d log(sigma)
+    beyond = max(math.log2(inst.vcpus / costmodel.SEED_MAX_WORKERS), 0.0)
+    beyond_sd = costmodel.BEYOND_SEED_SD_PER_DOUBLING[0] * beyond
+    rel_sd = math.sqrt(cost.rel_sd**2 + speed_sd**2 + eff_sd**2 + beyond_sd**2)
+    gbps, net_how = network_gbps(inst, work)
+    wire = _wire_per_request(work)
+    net = gbps * 1e9 / 8.0 / wire
     capacity = min(cpu_sla, net)
-    if cpu_sla <= 0 or (rho <= 0 and measured != "own"):
+    if cpu_sla <= 0:
         binding = "latency"
     else:
         binding = "network" if net < cpu_sla else "cpu"
+    terms = ", ".join(f"{k} {v:.2f}" for k, v in sorted(cost.terms.items(), key=lambda t: -t[1]))
     basis = [
-        *measured_lines,
+        f"workload: {work.describe()}",
+        f"CPU time per request {cost.us:.1f} us on "
+        + (f"one worker of profile {used.name}" if prof is not None else "the reference core")
+        + f" (+-{cost.rel_sd:.0%}): {terms}",
+        *[
+            f"{c.name} = {c.value:.3g} {c.unit} (measured over {c.measured_over}): {c.source}"
+            for c in cost.sources.values()
+        ],
+        speed_line,
+        f"{inst.vcpus} workers x scaling efficiency {eff:.2f} (sigma {sigma:.2g}, fitted to the "
+        "seed's worker counts; its 50-connection closed-loop cap is not carried)",
         *notes,
-        f"{fam.factor_id} {fam.value:.3g}/vCPU: {fam.explanation}"
-        + (
-            f" (estimate: no row for family {inst.family}, {inst.arch} default)" if fallback else ""
-        ),
+        f"estimate: SLA derating to {rho:.1%} of peak (M/G/1 per worker, service cv^2 "
+        f"{cv2:.2f}, base latency {ESTIMATES['base_latency_ms'][0]:g} ms)",
+        f"network {net_how} / {wire:.0f} B per response (estimate of framing) = {net:,.0f} RPS",
+        f"catalog {inst.instance_type}: {inst.source} ({inst.source_date})",
     ]
-    if scen.value != 1.0:
-        basis.append(f"{scen.factor_id} x{scen.value:.3g}: {scen.explanation}")
-    if proto.value != 1.0:
-        basis.append(f"{proto.factor_id} x{proto.value:.3g}: {proto.explanation}")
-    if measured != "own":
-        basis.append(
-            f"estimate: SLA derating to {rho:.1%} of peak (M/M/1 per worker, "
-            f"{workers} workers, base latency {ESTIMATES['base_latency_ms'][0]:g} ms)"
-        )
-    basis.append(
-        f"network {inst.network_gbps:g} Gbps"
-        + (" (baseline of an 'up to' size)" if inst.network_burst else "")
-        + f" / {wire:.0f} B per response (estimate of framing) = {net:,.0f} RPS"
-    )
-    basis.append(f"catalog {inst.instance_type}: {inst.source} ({inst.source_date})")
+    k95 = math.exp(1.96 * rel_sd)
     return Capacity(
         instance=inst,
         capacity_rps=capacity,
@@ -444,10 +429,44 @@ def instance_capacity(inst: Instance, work: Workload, evidence: Any = None) -> C
         network_rps=net,
         max_utilization=rho,
         binding_constraint=binding,
-        factor=factor,
-        factor_low=factor_low,
-        factor_high=factor_high,
+        factor=speed,
+        factor_low=speed / k95,
+        factor_high=speed * k95,
         basis=basis,
         rel_sd=rel_sd,
-        measured=measured,
+        cpu_us_per_request=cost.us,
+        platform=plat,
+        profile=prof.name if prof is not None else "",
+        network_gbps=gbps,
     )
+
+
+def instance_capacity(
+    inst: Instance,
+    work: Workload,
+    evidence: Evidence | None = None,
+    profiles: Sequence[CostProfile] = (),
+) -> Capacity:
+    """Capacity of one instance under the SLA, the binding constraint, and its basis.
+
+    Parameters
+    ----------
+    inst : Instance
+        The instance type.
+    work : Workload
+        What it serves.
+    evidence : Evidence, optional
+        Measurements applied to the model from outside (`sizing.measured.Evidence`).
+    profiles : sequence of CostProfile
+        Measured CPU profiles (`sizing.profiles`).
+
+    Notes
+    -----
+    ``rel_sd`` is the log-scale standard deviation of the CPU capacity: the coefficients'
+    standard errors and the fit's residual scatter, the platform speed's range (read as a
+    95% range) and the scaling's error; or, with evidence, what the measurements say.
+    """
+    cap = model_capacity(inst, work, profiles)
+    if evidence is not None:
+        cap = evidence.apply(cap, work)
+    return cap

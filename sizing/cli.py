@@ -12,12 +12,16 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sizing.errors import Infeasible, InputError, ReportError
 from sizing.units import Parser as _Parser
 from sizing.units import int_at_least as _int_at_least
 from sizing.units import parse_duration_ms, parse_fraction, parse_rps, parse_size
+
+if TYPE_CHECKING:
+    from sizing.costmodel import Cost
+    from sizing.workload import Workload
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,6 +59,19 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--allow-simulated", action="store_true", help="accept simulated runs")
     fit.add_argument("--format", choices=("table", "json"), default="table")
     fit.add_argument("--compare", action="store_true", help="include every candidate model")
+    fit.add_argument("--protocol", choices=("http", "https"), default="https")
+    fit.add_argument(
+        "--file-size",
+        type=_size_or_mix,
+        default=(1024, ()),
+        metavar="SIZE",
+        help="the workload whose cost per request is broken down (default 1KB)",
+    )
+    fit.add_argument(
+        "--scenario", choices=("static", "reverse_proxy", "api_gateway"), default="static"
+    )
+    fit.add_argument("--sla-p99", type=parse_duration_ms, default=5.0, metavar="DURATION")
+    _workload_options(fit)
 
     ref = sub.add_parser("reference", help="list or show the published reference datasets")
     ref.add_argument("--list", action="store_true", help="list datasets, rows and sources")
@@ -115,14 +132,16 @@ def _sizing_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--protocol", choices=("http", "https"), default="https")
     p.add_argument(
         "--file-size",
-        type=parse_size,
-        default=1024,
+        type=_size_or_mix,
+        default=(1024, ()),
         metavar="SIZE",
-        help="response body size, e.g. 0, 1KB, 53KB, 1MB (default 1KB)",
+        help="response body size, e.g. 0, 1KB, 53KB, 1MB (default 1KB), or a mix of sizes "
+        "with their shares of requests, e.g. 1KB:0.7,50KB:0.3",
     )
     p.add_argument(
         "--scenario", choices=("static", "reverse_proxy", "api_gateway"), default="static"
     )
+    _workload_options(p)
     p.add_argument("--provider", help="only these providers (comma list)")
     p.add_argument("--region", help="only these regions (comma list)")
     p.add_argument("--arch", help="only these architectures: x86_64, arm64 (comma list)")
@@ -153,6 +172,116 @@ def _sizing_options(p: argparse.ArgumentParser) -> None:
         metavar="FRACTION",
         help="also give each option's count that keeps the headroom with this "
         "probability (default 0.95)",
+    )
+
+
+def _size_or_mix(text: str) -> tuple[int, tuple[tuple[int, float], ...]]:
+    """``--file-size``: one size or a mix ``SIZE:SHARE,...`` -> (mean bytes, mix)."""
+    from sizing.workload import parse_size_mix
+
+    try:
+        return parse_size_mix(text, parse_size)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _requests_per_connection(text: str) -> float:
+    if text.strip().lower() in ("inf", "unlimited"):
+        return float("inf")
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number; expected requests per connection >= 1, or inf"
+        ) from None
+    if not value >= 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: requests per connection must be >= 1")
+    return value
+
+
+def _share(text: str) -> float:
+    """A fraction in [0, 1]: ``0.8`` or ``80%``."""
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a fraction; expected e.g. 0.8 or 80%"
+        ) from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is outside [0, 1]; expected e.g. 0.8")
+    return value
+
+
+def _workload_options(p: argparse.ArgumentParser) -> None:
+    """The traffic knobs of `sizing.workload.Workload` (shared by recommend, report, fit)."""
+    p.add_argument(
+        "--requests-per-connection",
+        type=_requests_per_connection,
+        default=float("inf"),
+        metavar="N",
+        help="requests per connection (keep-alive reuse); 1 = a new connection for every "
+        "request; default inf (connections stay open)",
+    )
+    p.add_argument(
+        "--tls-resumption",
+        type=_share,
+        default=0.0,
+        metavar="FRACTION",
+        help="share of new TLS connections that resume a session (default 0)",
+    )
+    p.add_argument(
+        "--tls-key",
+        choices=("ecdsa-p256", "rsa2048"),
+        default="ecdsa-p256",
+        help="server key of full TLS handshakes (default ecdsa-p256)",
+    )
+    p.add_argument(
+        "--gzip",
+        type=_share,
+        default=0.0,
+        metavar="FRACTION",
+        help="share of the response bytes NGINX gzip-compresses on the fly (default 0)",
+    )
+    p.add_argument("--http-version", choices=("1.1", "2"), default="1.1")
+    p.add_argument(
+        "--network",
+        choices=("baseline", "burst"),
+        default="baseline",
+        help="size against sustained bandwidth (default) or the 'up to' peaks, AWS and GCP alike",
+    )
+    p.add_argument(
+        "--internet-facing",
+        action="store_true",
+        help="traffic passes AWS's internet gateway: 5 Gbps under 32 vCPUs",
+    )
+    p.add_argument(
+        "--profile",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="CPU profile JSON (python -m runners calibrate); its coefficients serve every "
+        "catalog type of its CPU platform",
+    )
+
+
+def workload_from_args(args: argparse.Namespace) -> Workload:
+    """The `Workload` the parsed flags describe."""
+    from sizing.workload import Workload
+
+    size, mix = args.file_size
+    return Workload(
+        args.scenario,
+        args.protocol,
+        size,
+        args.sla_p99,
+        requests_per_connection=args.requests_per_connection,
+        tls_resumption=args.tls_resumption,
+        tls_key=args.tls_key,
+        gzip=args.gzip,
+        size_mix=mix,
+        http_version=args.http_version,
+        burst_network=args.network == "burst",
+        internet_facing=args.internet_facing,
     )
 
 
@@ -242,7 +371,7 @@ def render_recommendation(doc: dict[str, Any], top: int) -> str:
         out += [f"  note: {n}" for n in m["notes"]]
     out.append(
         f"P(meet): probability the count serves the target (capacity spread from the "
-        f"{'fits and repeats' if m else 'factor ranges, an estimate'}); "
+        f"{'fits and repeats' if m else 'coefficient errors and platform speed ranges'}); "
         f"n@{doc['confidence']:.0%}: count that keeps the headroom with that probability"
     )
     out += ["", "vCPUs needed by family (cheapest size; fewest vCPUs over sizes):"]
@@ -273,12 +402,16 @@ def render_recommendation(doc: dict[str, Any], top: int) -> str:
         out.append(f"  - measured capacity, 95% interval {clo:,.0f} to {chi:,.0f} RPS")
     else:
         out.append(
-            f"  - capacity range from the factor ranges: x{lo:.2f} to x{hi:.2f} of the point value"
+            f"  - capacity 95% range from the coefficients' errors and the platform's speed range: "
+            f"x{lo:.2f} to x{hi:.2f} of the point value"
         )
     used = 1 - doc["headroom"]
     out.append(f"  - estimate: headroom {doc['headroom']:.0%} (capacity used at most {used:.0%})")
     out.append("  - --format json gives every option's basis")
-    out.append("  - data/estimates/factors.csv holds the editable estimates")
+    out.append(
+        "  - data/fits/cost-model.json holds the coefficients (python -m sizing fit --reference "
+        "shows them), sizing/platforms.py the CPU speeds"
+    )
     return "\n".join(out)
 
 
@@ -318,13 +451,14 @@ def _instances(args: argparse.Namespace, catalog: list[Any] | None = None) -> li
 
 def cmd_recommend(args: argparse.Namespace) -> int:
     """Print the cheapest fleets for the target."""
-    from sizing.capacity import Workload
     from sizing.catalog import load_catalog
+    from sizing.profiles import load_profiles
     from sizing.recommend import DEFAULT_HEADROOM, recommend
 
     catalog = load_catalog(args.catalog)
     instances = _instances(args, catalog)
-    work = Workload(args.scenario, args.protocol, args.file_size, args.sla_p99)
+    work = workload_from_args(args)
+    profiles = load_profiles(args.profile)
     headroom = DEFAULT_HEADROOM if args.headroom is None else args.headroom
     evidence = None
     if args.runs:
@@ -342,6 +476,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         args.max_count,
         evidence,
         args.confidence,
+        profiles=profiles,
     )
     doc = rec.to_dict(top=args.top)
     if args.format == "json":
@@ -369,12 +504,98 @@ def cmd_fit(args: argparse.Namespace) -> int:
             return 0
         print(_fit_table(rows))
         return 0
-    rows = fit_reference(args.reference, compare=args.compare)
-    if args.format == "json":
-        print(json.dumps(finite_json({"reference": args.reference, "series": rows}), indent=1))
+    if args.profile:
+        from sizing.profiles import describe_profile, load_profiles
+
+        profs = load_profiles(args.profile)
+        print("\n\n".join(describe_profile(p) for p in profs))
         return 0
+    from sizing.costmodel import cpu_us_per_request, load_cost_model, reference_profile
+
+    rows = fit_reference(args.reference, compare=args.compare)
+    doc = load_cost_model()
+    work = workload_from_args(args)
+    cost = cpu_us_per_request(work, reference_profile())
+    if args.format == "json":
+        print(
+            json.dumps(
+                finite_json(
+                    {
+                        "reference": args.reference,
+                        "cost_model": doc,
+                        "workload": work.to_dict(),
+                        "cpu_us_per_request": cost.us,
+                        "cost_terms_us": cost.terms,
+                        "series": rows,
+                    }
+                ),
+                indent=1,
+            )
+        )
+        return 0
+    print(_cost_model_table(doc, work, cost))
+    print()
+    print("Per-series scaling curves (for comparison):")
     print(_fit_table(rows))
     return 0
+
+
+def _cost_model_table(doc: dict[str, Any], work: Workload, cost: Cost) -> str:
+    """The reference coefficients with standard errors, and the per-point residuals."""
+    out = [
+        f"Cost model of {doc['cpu_model']} ({doc['stack']}), fitted jointly to "
+        f"{doc['n_points']} RPS/CPS values of {doc['source']}; residual sd "
+        f"{doc['residual_sd']:.1%} (log scale)",
+        "",
+    ]
+    rows = [
+        [
+            name,
+            f"{c['value']:.4g}",
+            f"{c['stderr']:.2g}",
+            c["unit"],
+            c["measured_over"],
+            c["source"][:90],
+        ]
+        for name, c in doc["coefficients"].items()
+    ]
+    out.append(_table(["coefficient", "value", "+- se", "unit", "over", "source"], rows, {1, 2}))
+    sc, st = doc["scaling"], doc["seed_test"]
+    out += [
+        "",
+        f"scaling: sigma {sc['sigma']:.3g} +- {sc['sigma_stderr']:.2g} ({sc['meaning']})",
+        f"seed test (not carried to instances): client-side delay z {st['z_us']:.3g} +- "
+        f"{st['z_us_stderr']:.2g} us, per new connection +{st['z_connection_us']:.3g} us, "
+        f"link {st['link_fraction']:.3g} x 80 Gbps",
+        "",
+        "Per-point residuals (predicted vs published):",
+    ]
+    res = [
+        [
+            r["metric"].replace("_per_s", "/s"),
+            r["protocol"],
+            f"{r['file_bytes']}",
+            f"{r['cpus']}",
+            f"{r['value']:,.0f}",
+            f"{r['predicted']:,.0f}",
+            f"{r['error_pct']:+.1f}%",
+        ]
+        for r in doc["residuals"]
+    ]
+    out.append(
+        _table(
+            ["metric", "protocol", "bytes", "CPUs", "published", "model", "error"],
+            res,
+            {2, 3, 4, 5, 6},
+        )
+    )
+    terms = ", ".join(f"{k} {v:.2f}" for k, v in cost.terms.items())
+    out += [
+        "",
+        f"{work.describe()}: {cost.us:.1f} us per request on the reference core "
+        f"(+-{cost.rel_sd:.0%}): {terms}",
+    ]
+    return "\n".join(out)
 
 
 def _fit_table(rows: list[dict[str, Any]]) -> str:
@@ -465,7 +686,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         "rps": args.rps,
         "sla_p99_ms": args.sla_p99,
         "protocol": args.protocol,
-        "file_size": str(args.file_size),
+        "file_size": str(args.file_size[0]),
         "scenario": args.scenario,
         "headroom": DEFAULT_HEADROOM if args.headroom is None else args.headroom,
         "redundancy": args.redundancy,
@@ -479,6 +700,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         "allow_simulated": args.allow_simulated,
         "confidence": args.confidence,
     }
+    params.update(_workload_params(args))
     params.update({name: value for name, value in args.parameter})
     if args.runs:
         from sizing.datasets import load_runs
@@ -491,12 +713,37 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _workload_params(args: argparse.Namespace) -> dict[str, Any]:
+    """The workload flags that differ from their defaults, as notebook parameters."""
+    out: dict[str, Any] = {}
+    if args.file_size[1]:
+        out["size_mix"] = ",".join(f"{b}:{w:g}" for b, w in args.file_size[1])
+    if args.requests_per_connection != float("inf"):
+        out["requests_per_connection"] = args.requests_per_connection
+    for name, default in (
+        ("tls_resumption", 0.0),
+        ("tls_key", "ecdsa-p256"),
+        ("gzip", 0.0),
+        ("http_version", "1.1"),
+        ("network", "baseline"),
+        ("internet_facing", False),
+    ):
+        if getattr(args, name) != default:
+            out[name] = getattr(args, name)
+    if args.profile:
+        out["profiles"] = ",".join(str(Path(f).resolve()) for f in args.profile)
+    return out
+
+
 def cmd_precompute(args: argparse.Namespace) -> int:
     """Write the precomputed reference fits."""
-    from sizing.fits import precompute
+    from sizing.fits import precompute, precompute_cost_model, precompute_platforms
     from sizing.paths import FITS_PATH
 
     print(precompute(args.out or FITS_PATH))
+    if args.out is None:
+        print(precompute_cost_model())
+        print(precompute_platforms())
     return 0
 
 

@@ -16,6 +16,14 @@ from sizing.paths import REFERENCE_DIR
 
 # AWS size names in the seeds' "L/XL/2XL/4XL" notation, in vCPUs.
 AWS_SIZES = {"L": 2, "XL": 4, "2XL": 8, "4XL": 16}
+#: Published ratios that the model uses as inputs (everything else it predicts).
+INPUTS = {
+    "000-perf-t2a-vs-n2": "input: fits NGINX's hyper-thread gain (sizing.platforms)",
+    "002-rp-c7gn-vs-c6gn": "input: places Graviton3 against Graviton2 (sizing.platforms)",
+    "002-apigw-vs-rp": "input: the API gateway's extra cost per request (sizing.fits)",
+    "004-ecc-vs-rsa": "input: ECDSA P-256 handshake cost from RSA 2048's (sizing.fits)",
+    "004-openssl-102-vs-101": "input: full handshakes on a current OpenSSL (sizing.capacity)",
+}
 METRICS = {
     "requests_per_s": "performance",
     "requests_per_s_under_sla": "performance",
@@ -46,6 +54,7 @@ def recompute_claims(instances: list[Instance], region: str | None = None) -> li
         ``claim_id``, ``comparison``, ``kind`` (performance or price-performance),
         ``published_low``/``published_high``, ``recomputed_low``/``recomputed_high`` over the
         sizes the claim covers, ``recomputed_cpu_only`` (the same without the network cap),
+        ``per_size`` (vCPUs and ratio), ``role`` (``predicted`` or why it is an input),
         ``sizes`` and ``source``. Claims whose families or sizes are
         not in the catalog are left out.
     """
@@ -57,8 +66,10 @@ def recompute_claims(instances: list[Instance], region: str | None = None) -> li
         if kind is None or c["scenario"] not in SCENARIOS or not c["file_bytes"]:
             continue
         sla = float(c["sla_p99_ms"]) if c["sla_p99_ms"] else 5.0
-        work = Workload(c["scenario"], c["protocol"], int(c["file_bytes"]), sla)
-        ratios, cpu_ratios = [], []
+        # Seed 000 served its 53 KB file gzip-compressed in every test.
+        gzip = 1.0 if c["source"].startswith("000_") else 0.0
+        work = Workload(c["scenario"], c["protocol"], int(c["file_bytes"]), sla, gzip=gzip)
+        ratios, cpu_ratios, per_size = [], [], []
         for v in _sizes(c["sizes"]):
             subject = _pick(instances, c["subject"], v, region)
             baseline = _pick(instances, c["baseline"], v, region)
@@ -71,6 +82,7 @@ def recompute_claims(instances: list[Instance], region: str | None = None) -> li
             cpus = [f.cpu_sla_rps / p for f, p in zip(found, price, strict=True)]
             ratios.append(caps[0] / caps[1])
             cpu_ratios.append(cpus[0] / cpus[1])
+            per_size.append({"vcpus": v, "ratio": caps[0] / caps[1]})
         if not ratios:
             continue
         out.append(
@@ -85,6 +97,8 @@ def recompute_claims(instances: list[Instance], region: str | None = None) -> li
                 "recomputed_low": min(ratios),
                 "recomputed_high": max(ratios),
                 "recomputed_cpu_only": sum(cpu_ratios) / len(cpu_ratios),
+                "per_size": per_size,
+                "role": INPUTS.get(c["claim_id"], "predicted"),
                 "source": c["source"],
             }
         )

@@ -24,14 +24,19 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from sizing.capacity import Capacity, model_capacity
 from sizing.catalog import Instance
 from sizing.errors import InputError
+from sizing.platforms import platform_of
+from sizing.workload import Workload
 
 if TYPE_CHECKING:
-    from sizing.capacity import Workload
     from sizing.curves import CurveFit
+
+#: A row of a fit table or a model comparison: JSON-ready values.
+Row = dict[str, object]
 
 BORROWED_SHAPE_SD_PER_DOUBLING = (
     0.05,
@@ -39,9 +44,15 @@ BORROWED_SHAPE_SD_PER_DOUBLING = (
     "(one standard deviation, log scale) of uncertainty per doubling of vCPUs",
 )
 SINGLE_TRIAL_SD = (
-    0.05,
-    "estimate: an unrepeated trial's RPS is taken to vary by 5% (one standard deviation, log "
-    "scale) between identical trials; repeated trials (a search's confirmations) measure it",
+    0.15,
+    "estimate: an unrepeated short trial's RPS is taken to vary by 15% (one standard "
+    "deviation, log scale) between identical trials (noisy neighbours, turbo, warm-up); "
+    "repeated trials (a search's confirmations) measure the spread instead",
+)
+LOW_SERVER_CPU = (
+    0.5,
+    "a trial whose server used less than half of the CPU time its vCPUs allow at the answer "
+    "was limited by something else (the client, the host, a throttled VM)",
 )
 METRICS = {
     "cps": ("connections_per_s_under_sla", "rps"),
@@ -67,7 +78,8 @@ class MeasuredSeries:
     runs: list[str]
     simulated: bool
     fit: CurveFit | None = None
-    comparison: list[dict[str, Any]] = field(default_factory=list)
+    comparison: list[Row] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def own_shape(self) -> bool:
@@ -109,6 +121,7 @@ def measured_series(dirs: Sequence[str], allow_simulated: bool = False) -> list[
             runs=sorted(set(grp["run_id"])),
             simulated=bool(grp["simulated"].any()),
         )
+        s.warnings = _low_cpu_warnings(grp, x, y)
         if len(set(x)) >= 3:
             with warnings.catch_warnings():
                 # Over-parameterised candidates on few points warn; the selection weighs them.
@@ -119,7 +132,27 @@ def measured_series(dirs: Sequence[str], allow_simulated: bool = False) -> list[
     return out
 
 
-def fit_runs(dirs: Sequence[str], allow_simulated: bool = False) -> list[dict[str, Any]]:
+def _low_cpu_warnings(grp: object, x: list[float], y: list[float]) -> list[str]:
+    """Flag answers whose server got much less CPU than its vCPUs allow."""
+    import pandas as pd
+
+    assert isinstance(grp, pd.DataFrame)
+    if "server_cpu_pct" not in grp:
+        return []
+    out = []
+    for v, rps in zip(x, y, strict=True):
+        at = grp[(grp["vcpus"] == v) & grp["valid"].fillna(False).astype(bool)]
+        at = at[at["rps"] >= 0.9 * rps]
+        used = pd.to_numeric(at["server_cpu_pct"], errors="coerce").dropna()
+        if len(used) and float(used.max()) < LOW_SERVER_CPU[0] * 100.0 * v:
+            out.append(
+                f"{v:g} vCPUs: the server used at most {float(used.max()) / v:.0f}% of each vCPU "
+                f"at the answer; {LOW_SERVER_CPU[1]}"
+            )
+    return out
+
+
+def fit_runs(dirs: Sequence[str], allow_simulated: bool = False) -> list[Row]:
     """Fit each measured series; rows in the form of `sizing.fits.fit_reference`.
 
     Series with fewer than 3 vCPU counts are listed with their points and no model: their
@@ -129,7 +162,7 @@ def fit_runs(dirs: Sequence[str], allow_simulated: bool = False) -> list[dict[st
 
     rows = []
     for s in measured_series(dirs, allow_simulated):
-        row: dict[str, Any] = {
+        row: Row = {
             "metric": s.metric,
             "label": s.label,
             "scenario": s.scenario,
@@ -142,6 +175,7 @@ def fit_runs(dirs: Sequence[str], allow_simulated: bool = False) -> list[dict[st
             "runs": s.runs,
             "simulated": s.simulated,
             "source": "runs " + ", ".join(s.runs) + (" (simulated)" if s.simulated else ""),
+            "warnings": s.warnings,
         }
         if s.fit is not None:
             with warnings.catch_warnings():
@@ -231,6 +265,50 @@ class Evidence:
         own = [c for c in self.calibrations if c.family == family]
         return max(own, key=lambda c: len(c.series.x)) if own else None
 
+    def apply(self, cap: Capacity, work: Workload) -> Capacity:
+        """The model's capacity with these measurements applied.
+
+        A family with its own runs takes its capacity from them; another family whose CPU
+        platform the model knows (not an architecture default) takes the measured level
+        through the model's relative speeds.
+        """
+        inst = cap.instance
+        cal = self.for_family(inst.family)
+        if cal is not None:
+            cpu_sla, rel_sd, line = measured_capacity(cal, inst, cap.cpu_sla_rps)
+            lines = [cal.describe(), line, *cal.series.warnings]
+            measured = "own"
+        elif self.carry_k is not None and _known_platform(inst):
+            cpu_sla = cap.cpu_sla_rps * self.carry_k
+            rel_sd = math.sqrt(cap.rel_sd**2 + self.carry_sd**2)
+            lines = [
+                f"measured level carried through the model's relative speeds: "
+                f"x{self.carry_k:.2f} of the model, from runs {', '.join(self.runs)} on "
+                + ", ".join(sorted({c.family for c in self.carry_from}))
+                + (" (SIMULATED)" if self.simulated else "")
+            ]
+            measured = "carried"
+        else:
+            return cap
+        capacity = min(cpu_sla, cap.network_rps)
+        binding = "latency" if cpu_sla <= 0 else "network" if cap.network_rps < cpu_sla else "cpu"
+        basis = [*lines, *(b for b in cap.basis if not b.startswith("estimate: SLA derating"))]
+        if measured == "carried":
+            basis = [*lines, *cap.basis]
+        return replace(
+            cap,
+            capacity_rps=capacity,
+            cpu_sla_rps=cpu_sla,
+            binding_constraint=binding,
+            basis=basis,
+            rel_sd=rel_sd,
+            measured=measured,
+        )
+
+
+def _known_platform(inst: Instance) -> bool:
+    return not platform_of(inst).platform_id.endswith("-default")
+
 
 def _match(label: str, instances: Sequence[Instance], runs: list[str]) -> tuple[Instance, str]:
     if not label:
@@ -256,9 +334,6 @@ def build_evidence(
     series: Sequence[MeasuredSeries], instances: Sequence[Instance], work: Workload
 ) -> Evidence:
     """Match each series that measured ``work`` to the catalog and calibrate it."""
-    from sizing.capacity import family_factor, instance_capacity, load_factors
-
-    factors = load_factors()
     cals, notes = [], []
     for s in series:
         same = (s.scenario, s.protocol, s.file_bytes) == (
@@ -282,7 +357,7 @@ def build_evidence(
             notes.append(f"runs {', '.join(s.runs)}: no trial met the SLA: not used")
             continue
         inst, family = _match(s.label, instances, s.runs)
-        models = [instance_capacity(replace(inst, vcpus=int(v)), work).cpu_sla_rps for v in s.x]
+        models = [model_capacity(replace(inst, vcpus=int(v)), work).cpu_sla_rps for v in s.x]
         if min(models) <= 0 or min(s.y) <= 0:
             notes.append(
                 f"runs {', '.join(s.runs)}: the model has no capacity under p99 <= "
@@ -304,9 +379,10 @@ def build_evidence(
             else 0.0
         )
         k_sd = math.sqrt(spread**2 / len(logs) + (sum(sds) / len(sds)) ** 2)
-        _, fallback = family_factor(inst, factors)
         cals.append(
-            Calibration(s, family, inst, k, k_sd, not fallback, [math.exp(v) for v in logs], sds)
+            Calibration(
+                s, family, inst, k, k_sd, _known_platform(inst), [math.exp(v) for v in logs], sds
+            )
         )
     ev = Evidence(cals, notes)
     carriers = [c for c in cals if c.factor_row]
@@ -347,7 +423,13 @@ def measured_capacity(
     shape_sd = BORROWED_SHAPE_SD_PER_DOUBLING[0] * doublings
     sd = math.sqrt(anchor_sd**2 + shape_sd**2)
     if doublings == 0:
-        return s.y[i], sd, f"{inst.vcpus} vCPUs: measured directly"
+        if s.repeats[i] <= 1:
+            return (
+                s.y[i],
+                sd,
+                f"{inst.vcpus} vCPUs: measured by one unrepeated trial ({SINGLE_TRIAL_SD[1]})",
+            )
+        return s.y[i], sd, f"{inst.vcpus} vCPUs: measured directly ({s.repeats[i]} trials)"
     return (
         ratio * model_cpu_sla,
         sd,

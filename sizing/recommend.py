@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from sizing.capacity import ESTIMATES, Capacity, Workload, instance_capacity
 from sizing.catalog import Instance
+from sizing.costmodel import CostProfile
 from sizing.errors import Infeasible, InputError
 
 HOURS_PER_MONTH = 730.0
@@ -86,11 +87,7 @@ class Recommendation:
             "sla_p99_ms": self.workload.sla_p99_ms,
             "headroom": self.headroom,
             "redundancy": self.redundancy,
-            "workload": {
-                "scenario": self.workload.scenario,
-                "protocol": self.workload.protocol,
-                "file_bytes": self.workload.file_bytes,
-            },
+            "workload": self.workload.to_dict(),
             "confidence": self.confidence,
             "measured": _evidence_dict(self.evidence),
             "options": [o.to_dict(self.target_rps) for o in opts],
@@ -182,6 +179,7 @@ def recommend(
     max_count: int | None = None,
     evidence: Any = None,
     confidence: float = 0.95,
+    profiles: Sequence[CostProfile] = (),
 ) -> Recommendation:
     """Find, for every instance type, the cheapest homogeneous fleet that meets the target.
 
@@ -204,6 +202,8 @@ def recommend(
         Calibrations from measured runs (see `sizing.capacity.instance_capacity`).
     confidence : float
         For each option, also the count that keeps the headroom with this probability.
+    profiles : sequence of CostProfile
+        Measured CPU profiles (`sizing.profiles.load_profiles`).
 
     Returns
     -------
@@ -224,7 +224,7 @@ def recommend(
     options: list[Option] = []
     excluded: list[dict[str, Any]] = []
     for inst in instances:
-        cap = instance_capacity(inst, work, evidence)
+        cap = instance_capacity(inst, work, evidence, profiles)
         usable = cap.capacity_rps * (1.0 - headroom)
         n = fleet_count(target_rps, usable, redundancy)
         if n is None:

@@ -1,5 +1,6 @@
 import importlib
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -94,8 +95,11 @@ def test_json_and_csv_formats(capsys):
 def test_arguments_reach_the_library(monkeypatch, capsys):
     seen = {}
 
-    def fake(target, instances, work, headroom, redundancy, max_count, evidence, confidence):
+    def fake(
+        target, instances, work, headroom, redundancy, max_count, evidence, confidence, **extra
+    ):
         seen.update(
+            extra=extra,
             target=target,
             n=len(instances),
             work=work,
@@ -143,6 +147,7 @@ def test_arguments_reach_the_library(monkeypatch, capsys):
     assert seen["work"].scenario == "api_gateway"
     assert seen["redundancy"] == 2 and seen["max_count"] == 7
     assert seen["n"] == 47  # AWS Arm sizes in the shipped catalog
+    assert seen["extra"] == {"profiles": []} and seen["work"].requests_per_connection == math.inf
 
 
 @pytest.mark.parametrize(

@@ -323,3 +323,60 @@ def test_an_sla_below_the_model_latency_floor_is_a_note(tmp_path):
         Workload("static", "http", 1024, 0.45),
     )
     assert not ev.calibrations and "base latency" in ev.notes[0]
+
+
+def test_one_unrepeated_trial_is_not_certain():
+    from sizing.measured import SINGLE_TRIAL_SD, Evidence, MeasuredSeries, build_evidence
+
+    catalog = load_catalog()
+    inst = next(i for i in catalog if i.instance_type == "c7g.large")
+    model = instance_capacity(inst, HTTP)
+    s = MeasuredSeries(
+        label="c7g.large",
+        scenario="static",
+        protocol="http",
+        file_bytes=1024,
+        sla_p99_ms=5.0,
+        metric="requests_per_s_under_sla",
+        x=[2.0],
+        y=[0.5 * model.cpu_sla_rps],
+        sd=[0.0],
+        repeats=[1],
+        runs=["one-trial"],
+        simulated=False,
+    )
+    ev = build_evidence([s], catalog, HTTP)
+    assert isinstance(ev, Evidence)
+    cap = instance_capacity(inst, HTTP, ev)
+    assert cap.measured == "own" and cap.rel_sd >= SINGLE_TRIAL_SD[0]
+    assert any("one unrepeated trial" in b for b in cap.basis)
+    # With the target at the measured value the fleet is not sure to meet it.
+    rec = recommend(cap.capacity_rps * 0.8 * 3, [inst], HTTP, 0.2, 0, evidence=ev)
+    assert rec.options[0].p_meets_target < 0.99
+
+
+def test_capacity_does_not_import_measured():
+    import ast
+
+    tree = ast.parse((ROOT / "sizing" / "capacity.py").read_text())
+    mods = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    mods |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert "sizing.measured" not in mods
+    assert "Any" not in (ROOT / "sizing" / "measured.py").read_text()
+
+
+def test_a_server_short_of_cpu_is_flagged():
+    import pandas as pd
+
+    from sizing.measured import _low_cpu_warnings
+
+    trials = pd.DataFrame(
+        {
+            "vcpus": [2, 2, 4],
+            "valid": [True, True, True],
+            "rps": [1000.0, 900.0, 5000.0],
+            "server_cpu_pct": [60.0, 50.0, 390.0],  # 2 vCPUs allow 200%; 4 allow 400%
+        }
+    )
+    (warning,) = _low_cpu_warnings(trials, [2.0, 4.0], [1000.0, 5000.0])
+    assert warning.startswith("2 vCPUs") and "30%" in warning

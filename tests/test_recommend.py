@@ -85,15 +85,16 @@ def test_options_carry_what_they_rest_on():
 
 
 def test_seed_000_ratios_come_through():
-    # T2A is 15% above N2 and on par with N2D at 32 vCPU (same curve, same vCPUs).
-    work = Workload("static", "https", 53 * 1024, 5.0)
+    # The input (T2A 15% above N2, which fits NGINX's hyper-thread gain) is reproduced; T2A
+    # "roughly on par" with N2D is predicted, within 10%.
+    work = Workload("static", "https", 53 * 1024, 5.0, gzip=1.0)
     get = {i.instance_type: i for i in CATALOG}
     cap = {
-        t: instance_capacity(get[t], work).cpu_peak_rps
+        t: instance_capacity(get[t], work).capacity_rps
         for t in ("t2a-standard-32", "n2-standard-32", "n2d-standard-32")
     }
-    assert cap["t2a-standard-32"] / cap["n2-standard-32"] == pytest.approx(1.15)
-    assert cap["t2a-standard-32"] / cap["n2d-standard-32"] == pytest.approx(1.0)
+    assert cap["t2a-standard-32"] / cap["n2-standard-32"] == pytest.approx(1.15, rel=0.01)
+    assert cap["t2a-standard-32"] / cap["n2d-standard-32"] == pytest.approx(1.0, rel=0.10)
 
 
 def test_network_binds_for_large_files_on_small_links():
@@ -116,15 +117,34 @@ def test_tighter_sla_never_adds_capacity():
 
 
 def test_sla_model():
-    # rho = 1 - ln(100) / (mu * budget): mu 10k/s, budget 4.5 ms -> 1 - 4.605/45.
-    assert capacity.sla_utilization(10_000, 5.0) == pytest.approx(1 - math.log(100) / 45)
+    # M/G/1 with cv^2 = 1 is M/M/1-like: p99 = base + S + S ln(100 rho) / (1 - rho).
+    rho = capacity.sla_utilization(10_000, 5.0, service_cv2=1.0)
+    s_ms = 0.1
+    assert 0.5 + s_ms + s_ms * math.log(100 * rho) / (1 - rho) == pytest.approx(5.0, rel=1e-6)
+    # Less variable service allows a higher utilization; no budget, no capacity.
+    assert capacity.sla_utilization(10_000, 5.0, service_cv2=0.0) > rho
     assert capacity.sla_utilization(10_000, 0.5) == 0.0
+    assert capacity.sla_utilization(1_000, 1.5) == 0.0
 
 
 def test_more_vcpus_never_lose_capacity():
     for proto, size in itertools.product(("http", "https"), (0, 1024, 10240, 102400, 10**6)):
-        rates = [capacity.reference_rps(v, proto, size)[0] for v in (1, 2, 4, 8, 16, 32, 64, 128)]
+        work = Workload("static", proto, size, 5.0)
+        c7i = sorted((i for i in CATALOG if i.family == "c7i"), key=lambda i: i.vcpus)
+        rates = [instance_capacity(i, work).cpu_sla_rps for i in c7i]
         assert rates == sorted(rates), (proto, size)
+
+
+def test_large_instances_are_not_far_worse_per_vcpu():
+    # Per vCPU, the largest size keeps at least 3/4 of the smallest size's CPU capacity of the
+    # same family (the seed's contention, held past its 36 workers, costs at most 1 - 1/1.2).
+    work = Workload()
+    for fam in {i.family for i in CATALOG}:
+        sizes = sorted((i for i in CATALOG if i.family == fam), key=lambda i: i.vcpus)
+        small, large = (instance_capacity(i, work) for i in (sizes[0], sizes[-1]))
+        per = [c.cpu_sla_rps / c.instance.vcpus for c in (small, large)]
+        assert per[1] >= 0.75 * per[0], fam
+        assert large.rel_sd >= small.rel_sd
 
 
 def test_infeasible_and_bad_arguments():
@@ -144,9 +164,10 @@ def test_filtered_recommendation_only_uses_filtered_types():
     assert {o.capacity.instance.family for o in rec.options} <= {"c6in", "c7i"}
 
 
-def test_factor_table_resolves_every_family_in_the_catalog():
-    factors = capacity.load_factors()
+def test_every_catalog_family_maps_to_a_known_platform():
+    from sizing.platforms import platform_of
+
     for inst in CATALOG:
-        f, fallback = capacity.family_factor(inst, factors)
-        assert not fallback, inst.family
-        assert f.low <= f.value <= f.high
+        plat = platform_of(inst)
+        assert not plat.platform_id.endswith("-default"), inst.family
+        assert plat.core_speed_low <= plat.core_speed <= plat.core_speed_high

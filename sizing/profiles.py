@@ -1,0 +1,161 @@
+"""CPU profiles (``nginx-sizing/cpu-profile/1`` JSON, written by ``python -m runners calibrate``).
+
+A profile holds the cost coefficients of ONE worker on one vCPU of the measured host, with
+their standard errors, and says whether they were measured over loopback or a network. It
+becomes a `sizing.costmodel.CostProfile`; `sizing.capacity` uses it for every catalog type
+whose CPU platform (`sizing.platforms.platform_by_text` of ``cpu_model``) matches, adds the NIC
+packet path to a loopback-measured profile, and takes any coefficient the profile lacks from
+the reference, speed-scaled to that platform.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from pathlib import Path
+
+from sizing.costmodel import UNITS, Coefficient, CostProfile, reference_profile
+from sizing.errors import InputError
+
+SCHEMA = "nginx-sizing/cpu-profile/1"
+MEASURED_OVER = ("loopback", "network")
+
+
+def _num(path: str, where: str, v: object, positive: bool = False) -> float:
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        raise InputError(f"{path}: {where}: expected a number, got {v!r}")
+    x = float(v)
+    if not math.isfinite(x) or (positive and x <= 0):
+        raise InputError(f"{path}: {where}: expected a {'positive ' if positive else ''}number")
+    return x
+
+
+def _sigma(path: str, scaling: object) -> tuple[float, float] | None:
+    """Contention ``sigma`` from the profile's worker scaling (mean over its worker counts)."""
+    if not isinstance(scaling, dict):
+        return None
+    workers, eff = scaling.get("workers"), scaling.get("efficiency")
+    if not (isinstance(workers, list) and isinstance(eff, list) and len(workers) == len(eff)):
+        return None
+    sig = [
+        (1.0 / _num(path, "scaling.efficiency", e, True) - 1.0)
+        / (_num(path, "scaling.workers", w, True) - 1.0)
+        for w, e in zip(workers, eff, strict=True)
+        if _num(path, "scaling.workers", w, True) > 1
+    ]
+    if not sig:
+        return None
+    mean = max(sum(sig) / len(sig), 0.0)
+    spread = math.sqrt(sum((s - mean) ** 2 for s in sig) / (len(sig) - 1)) if len(sig) > 1 else mean
+    return mean, spread
+
+
+def read_profile(path: str | Path) -> CostProfile:
+    """Read and validate one CPU profile file.
+
+    Raises
+    ------
+    InputError
+        A missing or unreadable file, bad JSON, another schema, an unknown ``measured_over``,
+        or a coefficient without a finite value; the message names the file and field.
+    """
+    p = str(path)
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"profile {p} does not exist") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"profile {p} cannot be read as JSON: {exc}") from None
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        raise InputError(f'profile {p}: expected "schema": "{SCHEMA}"')
+    over = doc.get("measured_over")
+    if over not in MEASURED_OVER:
+        raise InputError(
+            f"profile {p}: field 'measured_over': expected loopback or network, got {over!r}"
+        )
+    raw = doc.get("coefficients")
+    if not isinstance(raw, dict) or not raw:
+        raise InputError(f"profile {p}: field 'coefficients': expected an object")
+    cpu = str(doc.get("cpu_model") or "")
+    runs = doc.get("runs") if isinstance(doc.get("runs"), list) else []
+    assert isinstance(runs, list)
+    source = f"profile {Path(p).name} ({cpu}; runs {', '.join(map(str, runs)) or 'none named'})"
+    coefs: dict[str, Coefficient] = {}
+    for name, c in raw.items():
+        if name not in UNITS:
+            continue  # a coefficient this model does not use
+        if not isinstance(c, dict):
+            raise InputError(f"profile {p}: coefficient {name!r}: expected an object")
+        value = _num(p, f"{name}.value", c.get("value"))
+        stderr = abs(_num(p, f"{name}.stderr", c.get("stderr", 0.0)))
+        spread = abs(_num(p, f"{name}.spread", c.get("spread", 0.0)))
+        # An interval for capacity should hold the run-to-run spread, not only the mean's error.
+        sd = math.sqrt(stderr**2 + (spread * abs(value)) ** 2)
+        coefs[name] = Coefficient(
+            name,
+            value,
+            sd,
+            UNITS[name],
+            "nic" if over == "network" else "loopback",
+            source,
+        )
+    if "request_us" not in coefs:
+        raise InputError(f"profile {p}: coefficient 'request_us' is required")
+    tpc = doc.get("threads_per_core")
+    if tpc not in (1, 2, None):
+        raise InputError(f"profile {p}: field 'threads_per_core': expected 1, 2 or null")
+    arch = doc.get("arch", "x86_64")
+    if arch not in ("x86_64", "arm64"):
+        raise InputError(f"profile {p}: field 'arch': expected x86_64 or arm64, got {arch!r}")
+    ref = reference_profile()
+    sig = _sigma(p, doc.get("scaling"))
+    sigma, sigma_sd = sig if sig is not None else (ref.sigma, ref.sigma_stderr)
+    warns = doc.get("warnings") if isinstance(doc.get("warnings"), list) else []
+    assert isinstance(warns, list)
+    return CostProfile(
+        name=Path(p).name,
+        cpu_model=cpu,
+        coefficients=coefs,
+        sigma=sigma,
+        sigma_stderr=sigma_sd,
+        source=source,
+        measured_over=str(over),
+        speed_basis="vcpu",
+        threads_per_core=tpc if isinstance(tpc, int) else None,
+        arch=str(arch),
+        residual_sd=0.0,
+        warnings=tuple(str(w) for w in warns),
+        virtual_nic_included=over == "network",
+    )
+
+
+def load_profiles(paths: Iterable[str | Path]) -> list[CostProfile]:
+    """Read several profile files (see `read_profile`)."""
+    return [read_profile(p) for p in paths]
+
+
+def describe_profile(prof: CostProfile) -> str:
+    """A table of the profile's coefficients, their errors and where they come from."""
+    from sizing.capacity import profile_platform
+
+    plat = profile_platform(prof)
+    lines = [
+        f"profile {prof.name}: {prof.cpu_model} ({prof.arch}, "
+        f"{prof.threads_per_core or '?'} thread(s) per core), measured over {prof.measured_over}",
+        f"platform: {plat.name} ({plat.matched_by})",
+        f"scaling: sigma {prof.sigma:.3g} +- {prof.sigma_stderr:.2g}",
+        "",
+        f"{'coefficient':<30} {'value':>10} {'+- sd':>9}  unit",
+    ]
+    for c in prof.coefficients.values():
+        lines.append(f"{c.name:<30} {c.value:>10.4g} {c.stderr:>9.2g}  {c.unit}")
+    if prof.measured_over == "loopback":
+        lines.append(
+            "note: measured over loopback; on a NIC the model adds nic_packet_us per packet"
+        )
+    lines += [f"warning: {w}" for w in prof.warnings]
+    missing = sorted(set(reference_profile().coefficients) - set(prof.coefficients))
+    if missing:
+        lines.append("from the reference (speed-scaled): " + ", ".join(missing))
+    return "\n".join(lines)

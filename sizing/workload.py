@@ -1,0 +1,225 @@
+"""What the user serves: the traffic, not a lab test.
+
+The defaults reproduce the static keep-alive case (HTTPS, 1 KB, p99 <= 5 ms, every connection
+reused without end, no gzip).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from sizing.errors import InputError
+
+SCENARIOS = ("static", "reverse_proxy", "api_gateway")
+PROTOCOLS = ("http", "https")
+TLS_KEYS = ("ecdsa-p256", "rsa2048")
+HTTP_VERSIONS = ("1.1", "2")
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The traffic one fleet serves.
+
+    Attributes
+    ----------
+    scenario : str
+        ``static``, ``reverse_proxy`` or ``api_gateway``.
+    protocol : str
+        ``http`` or ``https``.
+    file_bytes : int
+        Response body size [B]; with ``size_mix`` the mix's mean (set from it).
+    sla_p99_ms : float
+        p99 latency the fleet must stay under [ms].
+    requests_per_connection : float
+        Requests served on one connection before it closes [1]; ``inf`` (default): keep-alive
+        reuse without end; 1: every request opens a connection (seed 004's CPS test).
+    tls_resumption : float
+        Share of new TLS connections that resume a session instead of a full handshake [1].
+    tls_key : str
+        Server key type for full handshakes: ``ecdsa-p256`` or ``rsa2048``.
+    gzip : float
+        Share of the response bytes gzip-compressed on the fly by NGINX [1].
+    size_mix : tuple of (int, float)
+        Response sizes [B] with their shares of requests (shares sum to 1); empty means one
+        size, ``file_bytes``.
+    http_version : str
+        ``1.1`` or ``2``.
+    burst_network : bool
+        Size against the providers' "up to" network peaks instead of the sustained rates.
+    internet_facing : bool
+        Traffic goes through AWS's internet gateway (5 Gbps under 32 vCPUs).
+    """
+
+    scenario: str = "static"
+    protocol: str = "https"
+    file_bytes: int = 1024
+    sla_p99_ms: float = 5.0
+    requests_per_connection: float = math.inf
+    tls_resumption: float = 0.0
+    tls_key: str = "ecdsa-p256"
+    gzip: float = 0.0
+    size_mix: tuple[tuple[int, float], ...] = field(default=())
+    http_version: str = "1.1"
+    burst_network: bool = False
+    internet_facing: bool = False
+
+    def __post_init__(self) -> None:
+        if self.scenario not in SCENARIOS:
+            raise InputError(
+                f"unknown scenario {self.scenario!r}; expected one of: {', '.join(SCENARIOS)}"
+            )
+        if self.protocol not in PROTOCOLS:
+            raise InputError(
+                f"unknown protocol {self.protocol!r}; expected one of: {', '.join(PROTOCOLS)}"
+            )
+        if self.file_bytes < 0:
+            raise InputError(f"file size must be >= 0 bytes, got {self.file_bytes}")
+        if not (math.isfinite(self.sla_p99_ms) and self.sla_p99_ms > 0):
+            raise InputError(f"SLA p99 must be a positive duration, got {self.sla_p99_ms} ms")
+        rpc = self.requests_per_connection
+        if not (isinstance(rpc, int | float) and not math.isnan(rpc) and rpc >= 1):
+            raise InputError(f"requests per connection must be >= 1, got {rpc!r}")
+        for name in ("tls_resumption", "gzip"):
+            v = getattr(self, name)
+            if not (isinstance(v, int | float) and 0 <= v <= 1):
+                raise InputError(
+                    f"{name.replace('_', ' ')} must be a fraction in [0, 1], got {v!r}"
+                )
+        if self.tls_key not in TLS_KEYS:
+            raise InputError(
+                f"unknown TLS key {self.tls_key!r}; expected one of: {', '.join(TLS_KEYS)}"
+            )
+        if self.http_version not in HTTP_VERSIONS:
+            raise InputError(
+                f"unknown HTTP version {self.http_version!r}; expected one of: "
+                + ", ".join(HTTP_VERSIONS)
+            )
+        if self.size_mix:
+            total = sum(w for _, w in self.size_mix)
+            if any(s < 0 for s, _ in self.size_mix) or any(
+                not (math.isfinite(w) and w > 0) for _, w in self.size_mix
+            ):
+                raise InputError("a size mix needs sizes >= 0 B and positive shares")
+            if not math.isclose(total, 1.0, abs_tol=1e-6):
+                raise InputError(f"the shares of a size mix must sum to 1, got {total:g}")
+            mean = round(sum(s * w for s, w in self.size_mix))
+            object.__setattr__(self, "file_bytes", mean)
+
+    @property
+    def sizes(self) -> tuple[tuple[int, float], ...]:
+        """Response sizes [B] with their shares of requests."""
+        return self.size_mix or ((self.file_bytes, 1.0),)
+
+    def describe(self) -> str:
+        """One line: what this workload is."""
+        sizes = (
+            ", ".join(f"{s:,} B x{w:g}" for s, w in self.size_mix)
+            if self.size_mix
+            else f"{self.file_bytes:,} B"
+        )
+        parts = [f"{self.scenario} {self.protocol.upper()}/{self.http_version} {sizes} responses"]
+        if math.isfinite(self.requests_per_connection):
+            parts.append(f"{self.requests_per_connection:g} requests per connection")
+            if self.protocol == "https":
+                parts.append(f"{self.tls_key} key, {self.tls_resumption:.0%} resumed")
+        if self.gzip:
+            parts.append(f"gzip on {self.gzip:.0%} of bytes")
+        return ", ".join(parts)
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready fields (``requests_per_connection`` None for unlimited reuse)."""
+        return {
+            "scenario": self.scenario,
+            "protocol": self.protocol,
+            "file_bytes": self.file_bytes,
+            "sla_p99_ms": self.sla_p99_ms,
+            "requests_per_connection": (
+                None if math.isinf(self.requests_per_connection) else self.requests_per_connection
+            ),
+            "tls_resumption": self.tls_resumption,
+            "tls_key": self.tls_key,
+            "gzip": self.gzip,
+            "size_mix": [list(p) for p in self.size_mix],
+            "http_version": self.http_version,
+            "network": "burst" if self.burst_network else "baseline",
+            "internet_facing": self.internet_facing,
+        }
+
+
+def parse_size_mix(
+    text: str, parse_size: Callable[[str], int]
+) -> tuple[int, tuple[tuple[int, float], ...]]:
+    """Parse ``1KB`` or ``1KB:0.7,50KB:0.3`` into (mean bytes, mix).
+
+    ``parse_size`` is the size parser of `sizing.units` (one word -> bytes). A single size
+    gives an empty mix.
+    """
+    if ":" not in text and "," not in text:
+        return int(parse_size(text)), ()
+    mix: list[tuple[int, float]] = []
+    for part in text.split(","):
+        size, sep, share = part.partition(":")
+        if not sep:
+            raise InputError(f"{part!r}: each part of a size mix is SIZE:SHARE, e.g. 1KB:0.7")
+        try:
+            w = float(share)
+        except ValueError:
+            raise InputError(f"{share!r} is not a share; expected e.g. 0.7") from None
+        mix.append((int(parse_size(size)), w))
+    Workload(size_mix=tuple(mix))  # validates
+    return round(sum(s * w for s, w in mix)), tuple(mix)
+
+
+def from_parameters(
+    scenario: str,
+    protocol: str,
+    file_size: str,
+    sla_p99_ms: float,
+    requests_per_connection: float = 0,
+    tls_resumption: float = 0.0,
+    tls_key: str = "ecdsa-p256",
+    gzip: float = 0.0,
+    size_mix: str = "",
+    http_version: str = "1.1",
+    network: str = "baseline",
+    internet_facing: bool = False,
+) -> Workload:
+    """A `Workload` from notebook parameters (text sizes; 0 requests per connection = no limit).
+
+    Raises
+    ------
+    InputError
+        For a bad value (the message names it).
+    """
+    import argparse
+
+    from sizing.units import parse_size
+
+    def size(text: str) -> int:
+        try:
+            return parse_size(text)
+        except argparse.ArgumentTypeError as exc:
+            raise InputError(str(exc)) from None
+
+    if network not in ("baseline", "burst"):
+        raise InputError(f"unknown network {network!r}; expected baseline or burst")
+    mix: tuple[tuple[int, float], ...] = ()
+    if size_mix:
+        _, mix = parse_size_mix(size_mix, size)
+    rpc = float(requests_per_connection)
+    return Workload(
+        scenario,
+        protocol,
+        size(str(file_size)),
+        float(sla_p99_ms),
+        requests_per_connection=math.inf if rpc == 0 else rpc,
+        tls_resumption=float(tls_resumption),
+        tls_key=tls_key,
+        gzip=float(gzip),
+        size_mix=mix,
+        http_version=str(http_version),
+        burst_network=network == "burst",
+        internet_facing=bool(internet_facing),
+    )

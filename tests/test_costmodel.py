@@ -1,0 +1,338 @@
+"""The cost model: the stored fit, each workload knob against the seed's tables, platforms,
+profiles, network caps and the workload flags."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from sizing import costmodel
+from sizing.capacity import instance_capacity, network_gbps
+from sizing.catalog import load_catalog
+from sizing.costmodel import cpu_us_per_request, reference_profile
+from sizing.platforms import platform_by_text, platform_of
+from sizing.profiles import read_profile
+from sizing.workload import Workload
+from tests.conftest import sizing_cli
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = ROOT / "tests" / "data" / "profile-fixture-epyc.json"
+CATALOG = load_catalog()
+REF = reference_profile()
+SEED = {  # seed 004 at 1 CPU
+    ("rps", "http", 0): 145_551,
+    ("rps", "http", 1024): 74_091,
+    ("rps", "https", 0): 71_561,
+    ("rps", "https", 1024): 40_207,
+    ("cps", "http", 0): 34_344,
+    ("cps", "https", 0): 428,
+}
+
+
+def ref_rate(**kw) -> float:
+    """Requests per second of one reference core for a workload (no NIC beyond the seed's)."""
+    return 1e6 / cpu_us_per_request(Workload(**kw), REF).us
+
+
+def get(name: str):
+    return next(i for i in CATALOG if i.instance_type == name)
+
+
+def test_stored_cost_model_matches_a_fresh_fit():
+    from sizing.fits import cost_model_doc, fit_cost_model, seed_points
+
+    fresh = cost_model_doc(fit_cost_model(seed_points()))
+    stored = json.loads(costmodel.COST_MODEL_PATH.read_text())
+    assert stored["n_points"] == fresh["n_points"] == 70
+    for name, c in fresh["coefficients"].items():
+        assert stored["coefficients"][name]["value"] == pytest.approx(c["value"], rel=0.02), name
+    assert stored["scaling"]["sigma"] == pytest.approx(fresh["scaling"]["sigma"], rel=0.05)
+    # Stored numbers carry meaningful digits only.
+    for c in stored["coefficients"].values():
+        assert float(f"{c['value']:.3g}") == c["value"]
+
+
+def test_fitted_coefficients_have_standard_errors_and_sources():
+    for name in costmodel.FITTED:
+        c = REF.coef(name)
+        assert c is not None and 0 < c.stderr < c.value and "004_" in c.source
+        assert c.measured_over == "nic"
+    assert REF.sigma > 0 and REF.residual_sd < 0.15
+
+
+def test_one_request_per_connection_reproduces_the_cps_tables():
+    # requests_per_connection=1 is seed 004's CPS test (0-byte responses).
+    http = ref_rate(protocol="http", file_bytes=0, requests_per_connection=1)
+    https = ref_rate(protocol="https", file_bytes=0, requests_per_connection=1, tls_key="rsa2048")
+    assert http == pytest.approx(SEED[("cps", "http", 0)], rel=0.15)
+    assert https == pytest.approx(SEED[("cps", "https", 0)], rel=0.10)
+    # And keep-alive reproduces the RPS tables; reuse sits in between.
+    assert ref_rate(protocol="http", file_bytes=0) == pytest.approx(SEED[("rps", "http", 0)], 0.15)
+    mid = ref_rate(protocol="http", file_bytes=0, requests_per_connection=10)
+    assert http < mid < ref_rate(protocol="http", file_bytes=0)
+
+
+def test_https_over_http_is_in_the_seeds_range():
+    # Seed 004's HTTPS/HTTP RPS ratios at 1-16 CPUs: 0.49-0.63 (0 KB), 0.54-0.71 (1 KB).
+    for size, lo, hi in ((0, 0.49, 0.63), (1024, 0.54, 0.71)):
+        ratio = ref_rate(protocol="https", file_bytes=size) / ref_rate(
+            protocol="http", file_bytes=size
+        )
+        assert lo * 0.95 <= ratio <= hi * 1.05, size
+    # On a cloud instance too (the old model said 0.97 on c4a).
+    inst = get("c4a-standard-4")
+    caps = [instance_capacity(inst, Workload(protocol=p)).cpu_sla_rps for p in ("https", "http")]
+    assert 0.54 <= caps[0] / caps[1] <= 0.75
+
+
+def test_tls_key_and_resumption():
+    def cps(**kw):
+        return ref_rate(protocol="https", file_bytes=0, requests_per_connection=1, **kw)
+
+    rsa, ecdsa = cps(tls_key="rsa2048"), cps(tls_key="ecdsa-p256")
+    assert 1.8 <= ecdsa / rsa <= 3.0  # seed 004: ECC 2x to 3x over RSA
+    resumed = cps(tls_key="rsa2048", tls_resumption=0.8)
+    # 80% abbreviated handshakes: most of the RSA cost goes; about 4x the connection rate.
+    assert 3.0 <= resumed / rsa <= 5.5
+
+
+def test_gzip_costs_cpu_and_saves_bytes():
+    plain = Workload(file_bytes=53 * 1024)
+    gz = replace(plain, gzip=0.3)
+    c0, c1 = (cpu_us_per_request(w, REF) for w in (plain, gz))
+    extra = c1.us - c0.us
+    gzip_ns = REF.coef("gzip_byte_ns")
+    assert gzip_ns is not None
+    # 30% of 53 KB through zlib, less the bytes no longer encrypted and sent.
+    assert extra == pytest.approx(
+        0.3 * 53 * 1024 * gzip_ns.value / 1000
+        - 0.3
+        * 0.7
+        * 53
+        * 1024
+        * (REF.coef("tls_byte_ns").value + REF.coef("byte_ns").value)
+        / 1000,
+        rel=1e-6,
+    )
+    assert extra > 0
+    inst = get("n2-standard-8")
+    net = [instance_capacity(inst, w).network_rps for w in (plain, gz)]
+    assert net[1] > net[0]
+
+
+def test_size_mix_is_the_mean_of_the_costs():
+    mix = Workload(size_mix=((1024, 0.7), (50 * 1024, 0.3)))
+    assert mix.file_bytes == round(0.7 * 1024 + 0.3 * 50 * 1024)
+    one, fifty = (cpu_us_per_request(Workload(file_bytes=b), REF).us for b in (1024, 50 * 1024))
+    assert cpu_us_per_request(mix, REF).us == pytest.approx(0.7 * one + 0.3 * fifty)
+    # A mix's service time varies more: a lower SLA utilization than its mean size alone.
+    inst = get("c7g.xlarge")
+    tight = replace(mix, sla_p99_ms=1.0)
+    same_mean = Workload(file_bytes=mix.file_bytes, sla_p99_ms=1.0)
+    assert (
+        instance_capacity(inst, tight).max_utilization
+        < instance_capacity(inst, same_mean).max_utilization
+    )
+
+
+def test_bad_workloads_are_input_errors():
+    from sizing.errors import InputError
+
+    for kw in (
+        {"requests_per_connection": 0.5},
+        {"tls_resumption": 1.5},
+        {"gzip": -0.1},
+        {"tls_key": "dsa"},
+        {"http_version": "3"},
+        {"size_mix": ((1024, 0.5),)},
+    ):
+        with pytest.raises(InputError):
+            Workload(**kw)
+
+
+@pytest.mark.parametrize(
+    "args,word",
+    [
+        (["--tls-resumption", "2"], "outside"),
+        (["--requests-per-connection", "0"], ">= 1"),
+        (["--file-size", "1KB:0.5"], "sum to 1"),
+        (["--file-size", "1KB:x"], "share"),
+        (["--gzip", "abc"], "fraction"),
+        (["--network", "fast"], "invalid choice"),
+    ],
+)
+def test_bad_workload_flags_are_one_line_and_exit_2(args, word):
+    p = sizing_cli("recommend", "--rps", "1e6", *args)
+    assert p.returncode == 2 and word in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+
+
+def test_workload_flags_reach_the_answer():
+    p = sizing_cli(
+        "recommend",
+        "--rps",
+        "1e5",
+        "--requests-per-connection",
+        "1",
+        "--tls-resumption",
+        "0.8",
+        "--gzip",
+        "0.3",
+        "--file-size",
+        "1KB:0.7,50KB:0.3",
+        "--format",
+        "json",
+    )
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    w = doc["workload"]
+    assert w["requests_per_connection"] == 1 and w["tls_resumption"] == 0.8
+    assert w["gzip"] == 0.3 and w["size_mix"] == [[1024, 0.7], [51200, 0.3]]
+    basis = " ".join(doc["options"][0]["basis"])
+    assert "handshake_full_ecdsa_p256_us" in basis and "gzip_byte_ns" in basis
+    assert "004-openssl-102-vs-101" in basis  # the seed's OpenSSL 1.0.1f is not carried
+
+
+def test_platform_mapping():
+    assert platform_of(get("c7gn.large")).platform_id == "graviton3e"
+    assert platform_of(get("n2-standard-8")).platform_id == "ice_lake"
+    assert platform_of(get("t2d-standard-4")).threads_per_core == 1
+    # AWS gives manufacturer and family only: the family prefix decides.
+    c6i = replace(get("c6in.large"), cpu="intel", family="c6i", instance_type="c6i.large")
+    assert platform_of(c6i).platform_id == "ice_lake"
+    m7a = replace(get("c6in.large"), cpu="amd", family="m7a", instance_type="m7a.large")
+    assert platform_of(m7a).platform_id == "zen4"
+    unknown = replace(get("c6in.large"), cpu="Mystery CPU", family="zz9")
+    fb = platform_of(unknown)
+    assert fb.estimate and "estimate" in fb.source and fb.platform_id == "x86_64-default"
+    assert platform_by_text("AMD EPYC 7B13", "x86_64").platform_id == "zen3"
+    assert platform_by_text("Intel(R) Xeon(R) Platinum 8375C CPU", "x86_64").platform_id == (
+        "ice_lake"
+    )
+
+
+def test_network_baseline_burst_and_internet_gateway():
+    small_aws, small_gcp = get("c7g.large"), get("t2a-standard-2")
+    base = Workload()
+    burst = Workload(burst_network=True)
+    for inst in (small_aws, small_gcp):
+        assert network_gbps(inst, burst)[0] > network_gbps(inst, base)[0]
+    assert network_gbps(small_gcp, base)[0] == pytest.approx(4.0)  # 2 Gbps per vCPU
+    face = Workload(burst_network=True, internet_facing=True)
+    assert network_gbps(small_aws, face)[0] == pytest.approx(5.0)
+    big = get("c7gn.16xlarge")
+    assert network_gbps(big, face)[0] == pytest.approx(network_gbps(big, burst)[0] / 2)
+    assert network_gbps(small_gcp, face) == network_gbps(small_gcp, burst)
+
+
+def test_profile_serves_its_platform_and_adds_the_nic_path():
+    prof = read_profile(FIXTURE)
+    assert prof.measured_over == "loopback" and prof.sigma == pytest.approx(0.0753, rel=0.01)
+    t2d, n2d, c7g = get("t2d-standard-8"), get("n2d-standard-8"), get("c7g.2xlarge")
+    work = Workload()
+    for inst in (t2d, n2d):
+        with_prof = instance_capacity(inst, work, profiles=[prof])
+        assert with_prof.profile == prof.name
+        assert any(prof.name in b for b in with_prof.basis)
+        assert any("nic_packet_us" in b for b in with_prof.basis)
+    assert instance_capacity(c7g, work, profiles=[prof]).profile == ""
+    # The NIC packet path makes a loopback profile slower on an instance than on loopback.
+    on_nic = cpu_us_per_request(work, prof, REF, over_nic=True).us
+    on_lo = cpu_us_per_request(work, prof, REF, over_nic=False).us
+    assert on_nic > on_lo
+    # A hyper-threaded host's per-vCPU profile is worth more on a whole-core vCPU (t2d).
+    t2d_cap = instance_capacity(t2d, work, profiles=[prof])
+    n2d_cap = instance_capacity(n2d, work, profiles=[prof])
+    assert t2d_cap.cpu_peak_rps > n2d_cap.cpu_peak_rps
+
+
+def test_profile_cli(tmp_path):
+    p = sizing_cli("fit", "--profile", str(FIXTURE))
+    assert p.returncode == 0, p.stderr
+    assert "AMD EPYC 7B13" in p.stdout and "request_us" in p.stdout and "loopback" in p.stdout
+    rec = sizing_cli(
+        "recommend",
+        "--rps",
+        "1e6",
+        "--family",
+        "t2d-standard",
+        "--profile",
+        str(FIXTURE),
+        "--format",
+        "json",
+    )
+    assert rec.returncode == 0, rec.stderr
+    assert all(FIXTURE.name in " ".join(o["basis"]) for o in json.loads(rec.stdout)["options"])
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema": "other"}')
+    p = sizing_cli("recommend", "--rps", "1e6", "--profile", str(bad))
+    assert p.returncode == 2 and "schema" in p.stderr and len(p.stderr.splitlines()) == 1
+
+
+def test_fit_reference_shows_coefficients_and_residuals():
+    p = sizing_cli("fit", "--reference", "nginx-web-server")
+    assert p.returncode == 0, p.stderr
+    for word in (
+        "request_us",
+        "+- se",
+        "handshake_full_rsa2048_us",
+        "Per-point residuals",
+        "sigma",
+        "closed",
+        "Per-series scaling curves",
+    ):
+        assert word in p.stdout or word.replace("closed", "not carried") in p.stdout, word
+    assert math.isfinite(
+        json.loads(sizing_cli("fit", "--reference", "nginx-web-server", "--format", "json").stdout)[
+            "cpu_us_per_request"
+        ]
+    )
+
+
+def test_stored_thread_gain_matches_a_fresh_fit():
+    from sizing import platforms
+    from sizing.fits import fit_ht_nginx
+
+    stored = json.loads(platforms.HT_FIT_PATH.read_text())["ht_nginx"]
+    assert fit_ht_nginx() == pytest.approx(stored, rel=0.01)
+
+
+def test_report_parameters_carry_the_workload_flags():
+    from sizing import cli
+    from sizing.workload import from_parameters
+
+    argv = [
+        "report",
+        "--rps",
+        "1e5",
+        "--out",
+        "x",
+        "--requests-per-connection",
+        "4",
+        "--tls-resumption",
+        "0.5",
+        "--tls-key",
+        "rsa2048",
+        "--gzip",
+        "0.3",
+        "--file-size",
+        "1KB:0.7,50KB:0.3",
+        "--http-version",
+        "2",
+        "--network",
+        "burst",
+        "--internet-facing",
+    ]
+    args = cli.build_parser().parse_args(argv)
+    params = cli._workload_params(args)
+    work = from_parameters(
+        args.scenario, args.protocol, str(args.file_size[0]), args.sla_p99, **params
+    )
+    assert work == cli.workload_from_args(args)
+    # Defaults add no parameters, so the notebook's own defaults apply.
+    plain = cli.build_parser().parse_args(["report", "--rps", "1e5", "--out", "x"])
+    assert cli._workload_params(plain) == {}
