@@ -129,7 +129,7 @@ def decide(rec: Recommendation) -> dict[str, Any]:
         doc["moves_most_with"] = top
     doc["sensitivity"] = rows
     mix = rec.mix
-    if mix and mix.get("hourly_cost_usd") is not None and mix["hourly_cost_usd"] < hourly - 1e-9:
+    if mix and mix.get("hourly_cost_usd") is not None and mix["hourly_cost_usd"] < hourly - 0.005:
         doc["mix_saves_usd_hour"] = hourly - mix["hourly_cost_usd"]
     doc["text"] = decision_text(doc, rec)
     return doc
