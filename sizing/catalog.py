@@ -75,7 +75,7 @@ RANGES: dict[str, tuple[float, float, str]] = {
 }
 MAX_TEXT = {"source": 2000}
 MAX_TEXT_DEFAULT = 200
-MAX_ROWS = 1_000_000
+MAX_ROWS = 200_000
 
 
 @dataclass(frozen=True)

@@ -235,6 +235,8 @@ _INTEL_FAMILY = {
     "i7i": "Intel Xeon Emerald Rapids",
     "i7ie": "Intel Xeon Emerald Rapids",
     "m3": "Intel Xeon Ivy Bridge / Intel Xeon Sandy Bridge",
+    "i2": "Intel Xeon Ivy Bridge",
+    "i4i": "Intel Xeon Ice Lake",
 }
 #: AMD platform by instance generation; first-generation EPYC families overridden below.
 _AMD_BY_GEN = {5: "AMD EPYC Rome", 6: "AMD EPYC Milan", 7: "AMD EPYC Genoa", 8: "AMD EPYC Turin"}

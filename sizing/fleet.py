@@ -52,11 +52,11 @@ if TYPE_CHECKING:
 
 HOURS_PER_MONTH = 730.0
 #: Candidate types per (provider, region) handed to the integer program.
-MAX_CANDIDATES = 12
+MAX_CANDIDATES = 10
 #: (provider, region) groups solved (those of the cheapest single-type options).
 MAX_GROUPS = 2
 MAX_LOSS_SCENARIOS = 64
-BISECTION_STEPS = 4
+BISECTION_STEPS = 3
 TIME_LIMIT_S = 5.0
 
 
@@ -447,6 +447,11 @@ def best_mix(rec: Recommendation, max_types: int) -> dict[str, Any]:
             "at_confidence": at_conf,
             "confidence": rec.confidence,
             "candidates": len(types),
+            "single_type_hourly_cost_usd": (
+                rec.options[0].hourly_cost_at_confidence_usd
+                if at_conf
+                else rec.options[0].hourly_cost_usd
+            ),
             "method": how + f" over the {len(types)} most cost-efficient types of "
             f"{rows[0]['provider']}/{rows[0]['region']} (scipy.optimize.milp, HiGHS); "
             "P(meet): over the worst loss, types of one CPU platform share their error, "

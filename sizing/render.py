@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -64,6 +65,11 @@ def render_mix(mix: dict[str, Any]) -> list[str]:
         f"${mix['hourly_cost_usd']:,.2f}/hour, ${mix['monthly_cost_usd']:,.0f}/month, "
         f"P(meet) {mix['p_meets_target']:.0%}"
         + (f" at {mix['confidence']:.0%} confidence" if mix.get("at_confidence") else "")
+        + (
+            " (no cheaper than the best single type)"
+            if mix["hourly_cost_usd"] >= mix.get("single_type_hourly_cost_usd", math.inf) - 0.005
+            else ""
+        )
     ]
     rows = [
         [
