@@ -20,6 +20,7 @@ from typing import Any
 
 from sizing.errors import InputError
 from sizing.paths import CATALOG_DIR
+from sizing.render import clean
 
 DEFAULT_CATALOG = CATALOG_DIR / "instances.csv"
 COMPACT_SUFFIX = ".compact.jsonl"
@@ -290,7 +291,7 @@ def read_catalog(path: str | Path) -> list[Instance]:
                 if inst.key in seen:
                     first = seen[inst.key]
                     raise InputError(
-                        f"{p}:{reader.line_num}: duplicate instance {'/'.join(inst.key)} "
+                        f"{p}:{reader.line_num}: duplicate instance {clean('/'.join(inst.key))} "
                         f"(first on line {first})"
                     )
                 seen[inst.key] = reader.line_num
@@ -459,14 +460,20 @@ def select_instances(
         unknown = sorted(wanted - set(known))
         if unknown:
             raise InputError(
-                f"unknown region {', '.join(unknown)}; expected all or one of: "
-                + ", ".join(sorted(set(known.values())))
+                f"unknown region {_listing(unknown)}; expected all or one of: "
+                + _listing(sorted(set(known.values())))
             )
         regions = {known[w] for w in wanted}
     merged = {i.key: i for i in load_catalog((), base, regions)}
     merged.update({i.key: i for i in user})
     items = [i for i in merged.values() if regions is None or i.region in regions]
     return filter_catalog(items, provider=provider, arch=arch, family=family)
+
+
+def _listing(values: Sequence[str], limit: int = 40) -> str:
+    """``a, b, c`` (control characters escaped), cut after ``limit`` values."""
+    shown = ", ".join(clean(v) for v in values[:limit])
+    return shown + (f" and {len(values) - limit} more" if len(values) > limit else "")
 
 
 def _norm(values: str | Sequence[str] | None) -> set[str] | None:
@@ -506,7 +513,7 @@ def filter_catalog(
         unknown = sorted(wanted - known)
         if unknown:
             raise InputError(
-                f"unknown {field} {', '.join(unknown)}; expected one of: {', '.join(sorted(known))}"
+                f"unknown {field} {_listing(unknown)}; expected one of: {_listing(sorted(known))}"
             )
         items = [i for i in items if str(getattr(i, field)).lower() in wanted]
     return items

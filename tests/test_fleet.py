@@ -357,3 +357,29 @@ def test_work_is_bounded_for_a_default_workload():
     assert count_for(1e300, 1e-300, rules) is None
     assert count_for(1e6, 1.0, rules) == 1_500_003 or count_for(1e6, 1.0, rules) is None
     assert Workload().sla_p99_ms == 5.0
+
+
+@pytest.mark.parametrize(
+    "field,value", [("vcpus", "1e8"), ("vcpus", "1e300"), ("network_gbps", "1e-320")]
+)
+def test_absurd_catalog_numbers_are_one_line_exit_2(tmp_path, field, value):
+    cols = "provider region instance_type family arch cpu vcpus memory_gib network_gbps".split()
+    cols += "network_burst price_usd_hour source source_date".split()
+    row = dict(
+        zip(cols, "x,lab,b-1,b,x86_64,Xeon,8,32,10,false,0.5,me,2026".split(","), strict=True)
+    )
+    row[field] = value
+    mine = tmp_path / "big.csv"
+    mine.write_text(",".join(cols) + "\n" + ",".join(row[c] for c in cols) + "\n")
+    res = subprocess.run(
+        [sys.executable, "-m", "sizing", "recommend", "--rps", "1e6", "--catalog", str(mine)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert res.returncode == 2
+    assert res.stderr.strip().splitlines() == [
+        f"python -m sizing recommend: error: {mine}:2: field '{field}': expected "
+        + res.stderr.split(": expected ", 1)[1].strip()
+    ]
