@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sizing.capacity import ESTIMATES, Capacity, Workload, instance_capacity
@@ -374,6 +374,40 @@ def _shape(inst: Instance) -> tuple[Any, ...]:
     )
 
 
+def sustained(cap: Capacity) -> Capacity:
+    """A burstable type's capacity at its sustained CPU baseline (others unchanged).
+
+    A shared-core type may burst above ``cpu_baseline`` vCPUs only for a while (credits, or
+    a share of the host), so its CPU capacity is scaled by ``cpu_baseline / vcpus``.
+    """
+    inst = cap.instance
+    if not inst.burstable or inst.cpu_baseline is None:
+        return cap
+    f = min(inst.cpu_baseline / inst.vcpus, 1.0)
+    if f >= 1.0:
+        return cap
+    cpu_sla = cap.cpu_sla_rps * f
+    out = replace(
+        cap,
+        cpu_peak_rps=cap.cpu_peak_rps * f,
+        cpu_sla_rps=cpu_sla,
+        capacity_rps=min(cpu_sla, cap.network_rps),
+        binding_constraint=(
+            cap.binding_constraint
+            if cap.binding_constraint == "latency"
+            else "network"
+            if cap.network_rps < cpu_sla
+            else "cpu"
+        ),
+        basis=[
+            *cap.basis,
+            f"burstable: CPU capacity at the sustained baseline of {inst.cpu_baseline:g} of "
+            f"{inst.vcpus} vCPU(s) (x{f:.2f})",
+        ],
+    )
+    return out
+
+
 def capacities(
     instances: Iterable[Instance], work: Workload, evidence: Any = None
 ) -> list[Capacity]:
@@ -384,7 +418,7 @@ def capacities(
         key = _shape(inst)
         cap = seen.get(key)
         if cap is None:
-            cap = seen[key] = instance_capacity(inst, work, evidence)
+            cap = seen[key] = sustained(instance_capacity(inst, work, evidence))
         elif cap.instance is not inst:
             cap = copy.copy(cap)
             cap.instance = inst
@@ -549,6 +583,14 @@ def recommend(
                     "reason": "burstable CPU: its burst is not sustained capacity",
                 }
             )
+        elif inst.burstable and inst.cpu_baseline is None:
+            excluded.append(
+                {
+                    "instance_type": inst.instance_type,
+                    "region": inst.region,
+                    "reason": "burstable CPU without a published sustained baseline",
+                }
+            )
         elif inst.price(pricing) is None:
             excluded.append(
                 {
@@ -601,6 +643,16 @@ def recommend(
                 unit_price_usd_hour=price,
                 rules=rules,
                 p_meets_at_confidence=p_conf,
+            )
+        )
+    if not candidates:
+        raise Infeasible(
+            f"no candidate instance type has a {pricing} price"
+            + (
+                " (the shipped AWS rows carry on-demand prices only; a --catalog file may add "
+                "spot_usd_hour, commit_1y_usd_hour and commit_3y_usd_hour)"
+                if pricing != "on-demand"
+                else ""
             )
         )
     if not options:

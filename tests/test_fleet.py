@@ -383,3 +383,26 @@ def test_absurd_catalog_numbers_are_one_line_exit_2(tmp_path, field, value):
         f"python -m sizing recommend: error: {mine}:2: field '{field}': expected "
         + res.stderr.split(": expected ", 1)[1].strip()
     ]
+
+
+def test_burstable_types_are_marked_and_never_taken_at_their_burst():
+    small = [i for i in CATALOG if i.instance_type in ("e2-micro", "t3.micro", "e2-highcpu-2")]
+    assert {i.instance_type for i in small if i.burstable} == {"e2-micro", "t3.micro"}
+    rec = recommend(2e3, small)
+    assert {o.capacity.instance.instance_type for o in rec.options} == {"e2-highcpu-2"}
+    reasons = {e["instance_type"]: e["reason"] for e in rec.excluded}
+    assert reasons["e2-micro"].startswith("burstable CPU")
+    rec = recommend(2e3, small, burstable=True, prune=False)
+    got = {o.capacity.instance.instance_type: o.capacity for o in rec.options}
+    reasons = {e["instance_type"]: e["reason"] for e in rec.excluded}
+    assert "without a published sustained baseline" in reasons["t3.micro"]
+    micro = got["e2-micro"]
+    full = instance_capacity(micro.instance, Workload())
+    assert micro.cpu_sla_rps == pytest.approx(full.cpu_sla_rps * 0.25)
+    assert any("sustained baseline of 0.25" in b for b in micro.basis)
+
+
+def test_no_price_under_the_pricing_model_is_said(capsys):
+    assert main(["recommend", "--rps", "1e6", "--provider", "aws", "--pricing", "3y"]) == 1
+    err = capsys.readouterr().err
+    assert "no candidate instance type has a 3y price" in err and "on-demand prices only" in err
