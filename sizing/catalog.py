@@ -413,7 +413,7 @@ def load_catalog(
     regions : collection of str, optional
         Read only these regions of ``base`` (fast with a current compact form); None: all.
     """
-    merged: dict[tuple[str, str, str], Instance] = {}
+    items: list[Instance] = []
     if base is not None:
         p = Path(base)
         compact = _read_compact(p, regions) if p.exists() else None
@@ -421,8 +421,10 @@ def load_catalog(
             items = compact[0]
         else:
             items = [i for i in read_catalog(p) if regions is None or i.region in regions]
-        for inst in items:
-            merged[inst.key] = inst
+    extra = list(extra)
+    if not extra:
+        return items  # keys are unique within one validated file
+    merged = {inst.key: inst for inst in items}
     for path in extra:
         for inst in read_catalog(path):
             merged[inst.key] = inst
@@ -464,9 +466,11 @@ def select_instances(
                 + _listing(sorted(set(known.values())))
             )
         regions = {known[w] for w in wanted}
-    merged = {i.key: i for i in load_catalog((), base, regions)}
-    merged.update({i.key: i for i in user})
-    items = [i for i in merged.values() if regions is None or i.region in regions]
+    items = load_catalog((), base, regions)
+    if user:
+        merged = {i.key: i for i in items}
+        merged.update({i.key: i for i in user})
+        items = [i for i in merged.values() if regions is None or i.region in regions]
     return filter_catalog(items, provider=provider, arch=arch, family=family)
 
 

@@ -47,6 +47,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from sizing.errors import InputError
+
 if TYPE_CHECKING:
     from sizing.recommend import FleetRules, Option, Recommendation
 
@@ -165,8 +167,13 @@ def p_capacity_at_least(counts: np.ndarray, types: list[TypeSpec], need: float) 
 
 
 def _loss_sets(zones: int, loss: int) -> list[tuple[int, ...]]:
-    sets = list(itertools.islice(itertools.combinations(range(zones), loss), MAX_LOSS_SCENARIOS))
-    return sets or [()]
+    """Every set of ``loss`` zones out of ``zones`` (refused above `MAX_LOSS_SCENARIOS`)."""
+    if math.comb(zones, loss) > MAX_LOSS_SCENARIOS:
+        raise InputError(
+            f"--mix with {zones} zones and a loss of {loss} has {math.comb(zones, loss):,} "
+            f"loss scenarios; at most {MAX_LOSS_SCENARIOS} are solved"
+        )
+    return list(itertools.combinations(range(zones), loss)) or [()]
 
 
 def solve_mix(

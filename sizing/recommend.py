@@ -12,7 +12,6 @@ are not considered.
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -420,8 +419,10 @@ def capacities(
         if cap is None:
             cap = seen[key] = sustained(instance_capacity(inst, work, evidence))
         elif cap.instance is not inst:
-            cap = copy.copy(cap)
-            cap.instance = inst
+            twin = object.__new__(Capacity)  # a shallow copy, cheaper than copy.copy
+            twin.__dict__.update(cap.__dict__)
+            twin.instance = inst
+            cap = twin
         out.append(cap)
     return out
 
@@ -443,6 +444,7 @@ def prune_dominated(
     excluded : list of dict
         One row per dominated type, naming the type that dominates it.
     """
+    column = PRICING_COLUMNS[pricing]
     groups: dict[tuple[Any, ...], list[Instance]] = {}
     for inst in instances:
         key = (
@@ -459,7 +461,7 @@ def prune_dominated(
     kept: list[Instance] = []
     dropped: list[dict[str, Any]] = []
     for group in groups.values():
-        group.sort(key=lambda i: (i.price(pricing) or math.inf, -i.network_gbps, i.instance_type))
+        group.sort(key=lambda i: (getattr(i, column) or math.inf, -i.network_gbps, i.instance_type))
         best_net = -math.inf
         best: Instance | None = None
         for inst in group:  # cheapest first: kept only if it adds bandwidth

@@ -406,3 +406,31 @@ def test_no_price_under_the_pricing_model_is_said(capsys):
     assert main(["recommend", "--rps", "1e6", "--provider", "aws", "--pricing", "3y"]) == 1
     err = capsys.readouterr().err
     assert "no candidate instance type has a 3y price" in err and "on-demand prices only" in err
+
+
+def test_pruning_keeps_the_optimum_when_capacity_rests_on_the_platform(monkeypatch):
+    real = instance_capacity
+
+    def by_platform(inst, work, evidence=None):
+        # capacity from what the design's model uses: platform, vCPUs, threads, bandwidth
+        cap = real(inst, work, evidence)
+        speed = (
+            1.0 + (sum(map(ord, inst.cpu)) % 7) / 10 + (0.3 if inst.threads_per_core == 1 else 0)
+        )
+        cpu = 4e4 * inst.vcpus * speed
+        net = inst.network_gbps * 1e9 / 8 / 1500
+        return replace(cap, cpu_sla_rps=cpu, network_rps=net, capacity_rps=min(cpu, net))
+
+    monkeypatch.setattr(
+        importlib.import_module("sizing.recommend"), "instance_capacity", by_platform
+    )
+    monkeypatch.setattr(
+        importlib.import_module("sizing.decision"), "instance_capacity", by_platform
+    )
+    for sort in ("cost", "cost-at-confidence"):
+        full = recommend(1e6, CATALOG, prune=False, sort=sort)
+        pruned = recommend(1e6, CATALOG, sort=sort)
+        assert len(pruned.options) < len(full.options) / 2
+        key = "hourly_cost_usd" if sort == "cost" else "hourly_cost_at_confidence_usd"
+        assert getattr(pruned.options[0], key) == pytest.approx(getattr(full.options[0], key))
+        assert any(e["reason"].startswith("dominated by") for e in pruned.excluded)
