@@ -45,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
         "recommend", help="cheapest fleets that meet an RPS target under a p99 SLA"
     )
     _sizing_options(rec)
+    _fleet_options(rec)
     rec.add_argument(
         "--max-count",
         type=_int_at_least(1),
@@ -95,8 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
     cat.add_argument(
         "--burst-table",
         metavar="CSV",
-        default=str(Path(__file__).resolve().parent.parent / "data/catalog/aws-network-burst.csv"),
-        help="build: AWS 'up to' bandwidth peaks (default: the shipped table)",
+        default=None,
+        help="build: AWS 'up to' bandwidth peaks (default: the shipped aws-network-burst.csv)",
     )
     cat.add_argument("--out", metavar="FILE", help="build: the catalog CSV to write")
 
@@ -125,28 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _sizing_options(p: argparse.ArgumentParser) -> None:
-    """Target, workload, catalog filters and runs: shared by ``recommend`` and ``report``."""
-    p.add_argument("--rps", type=parse_rps, required=True, help="target requests per second")
-    p.add_argument(
-        "--sla-p99",
-        type=parse_duration_ms,
-        default=5.0,
-        metavar="DURATION",
-        help="p99 latency SLA with a unit (default 5ms)",
-    )
-    p.add_argument(
-        "--headroom",
-        type=parse_fraction,
-        default=None,
-        help="spare fraction of each instance's SLA capacity (default 0.2)",
-    )
-    p.add_argument(
-        "--redundancy",
-        type=_int_at_least(0),
-        default=0,
-        help="instances that may fail while the rest meet the target, N+k (default 0)",
-    )
+def _fleet_options(p: argparse.ArgumentParser) -> None:
+    """Zones, failures, pricing, sort and burstable types: ``recommend`` only."""
     p.add_argument(
         "--zones",
         type=_int_between(1, 64),
@@ -187,6 +168,30 @@ def _sizing_options(p: argparse.ArgumentParser) -> None:
         "--burstable",
         action="store_true",
         help="also consider shared-core and credit-based types (t3, e2-micro...)",
+    )
+
+
+def _sizing_options(p: argparse.ArgumentParser) -> None:
+    """Target, workload, catalog filters and runs: shared by ``recommend`` and ``report``."""
+    p.add_argument("--rps", type=parse_rps, required=True, help="target requests per second")
+    p.add_argument(
+        "--sla-p99",
+        type=parse_duration_ms,
+        default=5.0,
+        metavar="DURATION",
+        help="p99 latency SLA with a unit (default 5ms)",
+    )
+    p.add_argument(
+        "--headroom",
+        type=parse_fraction,
+        default=None,
+        help="spare fraction of each instance's SLA capacity (default 0.2)",
+    )
+    p.add_argument(
+        "--redundancy",
+        type=_int_at_least(0),
+        default=0,
+        help="instances that may fail while the rest meet the target, N+k (default 0)",
     )
     p.add_argument("--protocol", choices=("http", "https"), default="https")
     p.add_argument(
@@ -372,11 +377,16 @@ def cmd_reference(args: argparse.Namespace) -> int:
 def cmd_catalog(args: argparse.Namespace) -> int:
     """Print the filtered instance catalog, or build it from the providers' files."""
     if args.action == "build":
-        from sizing.catalog_build import build_catalog, iter_summary, write_catalog
+        from sizing.catalog_build import (
+            DEFAULT_BURST_TABLE,
+            build_catalog,
+            iter_summary,
+            write_catalog,
+        )
 
         if args.out is None:
             raise InputError("catalog build needs --out FILE")
-        result = build_catalog(args.aws_dir, args.gcp_dir, args.burst_table)
+        result = build_catalog(args.aws_dir, args.gcp_dir, args.burst_table or DEFAULT_BURST_TABLE)
         paths = write_catalog(result, args.out)
         for line in iter_summary(result):
             print(line)

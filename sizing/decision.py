@@ -114,8 +114,11 @@ def decide(rec: Recommendation) -> dict[str, Any]:
         "p_meets_target": p,
         "basis": "count at confidence" if at_conf else "point estimate",
     }
-    if len(rec.options) > 1:
-        nxt = rec.options[1]
+    nxt = next(
+        (o for o in rec.options[1:] if o.capacity.instance.instance_type != inst.instance_type),
+        None,
+    )  # another type, not the same type in another region
+    if nxt is not None:
         nn = nxt.count_at_confidence if at_conf and nxt.count_at_confidence else nxt.count
         doc["next_best"] = {
             "instance_type": nxt.capacity.instance.instance_type,
