@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 SYSTEM_PACKAGES := nginx wrk openssh-server chromium
 KERNEL := nginx-sizing
 
-.PHONY: demo test lint typecheck pytest system-packages fits bench lab clean
+.PHONY: demo test lint typecheck pytest system-packages fits catalog bench lab clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,12 @@ pytest: $(VENV)/.installed-dev
 	$(PY) -m pytest
 
 test: system-packages lint typecheck pytest
+
+# Rebuild data/catalog/ from the providers' public files, read unchanged (a test compares).
+UPSTREAM ?= ../shared/facts/upstream
+catalog: $(VENV)/.installed
+	$(PY) -m sizing catalog build --aws-dir $(UPSTREAM)/aws --gcp-dir $(UPSTREAM)/gcp \
+		--out data/catalog/instances.csv
 
 # Refit the reference tables into data/fits/ (a test checks the file against a fresh fit).
 fits: $(VENV)/.installed

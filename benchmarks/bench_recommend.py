@@ -1,7 +1,11 @@
-"""Start-up cost of the interactive path.
+"""Start-up cost of the interactive path, and the mixed-fleet solve.
 
-Median wall time of ``python -m sizing recommend --rps 1e6`` against ``python -c "import numpy"``,
-measured alternately in one run so that machine noise hits both alike. Goal: ratio <= 2.5.
+Median wall times, measured alternately in one run so that machine noise hits all alike:
+
+- ``python -m sizing recommend --rps 1e6`` (default regions) / ``python -c "import numpy"``:
+  goal <= 2.5;
+- ``python -m sizing recommend --rps 1e6 --region all`` / ``import numpy``: goal <= 4;
+- ``python -m sizing recommend --rps 1e6 --mix 3 --zones 3`` wall time: goal <= 2 s.
 
     .venv/bin/python benchmarks/bench_recommend.py [--repeat 15]
 """
@@ -14,10 +18,17 @@ import subprocess
 import sys
 import time
 
-from benchlib import ROOT, machine
+from benchlib import ROOT, machine, save
 
-RECOMMEND = [sys.executable, "-m", "sizing", "recommend", "--rps", "1e6"]
-NUMPY = [sys.executable, "-c", "import numpy"]
+BASE = [sys.executable, "-m", "sizing", "recommend", "--rps", "1e6"]
+COMMANDS = {
+    "recommend": BASE,
+    "recommend --region all": [*BASE, "--region", "all"],
+    "recommend --mix 3 --zones 3": [*BASE, "--mix", "3", "--zones", "3"],
+    "import numpy": [sys.executable, "-c", "import numpy"],
+}
+GOALS = {"recommend": 2.5, "recommend --region all": 4.0}
+MIX_GOAL_S = 2.0
 
 
 def wall(cmd: list[str]) -> float:
@@ -30,17 +41,29 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=15)
     args = parser.parse_args()
-    wall(RECOMMEND), wall(NUMPY)  # warm the page cache and .pyc files
-    rec, num = [], []
+    for cmd in COMMANDS.values():
+        wall(cmd)  # warm the page cache and .pyc files
+    times: dict[str, list[float]] = {name: [] for name in COMMANDS}
     for _ in range(args.repeat):
-        rec.append(wall(RECOMMEND))
-        num.append(wall(NUMPY))
-    r, n = statistics.median(rec), statistics.median(num)
+        for name, cmd in COMMANDS.items():
+            times[name].append(wall(cmd))
+    med = {name: statistics.median(t) for name, t in times.items()}
+    numpy = med["import numpy"]
     print(f"machine: {machine()}")
-    print(f"recommend --rps 1e6: median {r * 1000:.0f} ms over {args.repeat}")
-    print(f"import numpy:        median {n * 1000:.0f} ms over {args.repeat}")
-    print(f"ratio: {r / n:.2f} (goal <= 2.5)")
-    return 0 if r / n <= 2.5 else 1
+    ok = True
+    results: dict[str, object] = {"repeat": args.repeat, "median_s": med}
+    for name, m in med.items():
+        print(f"{name:28s} median {m * 1000:6.0f} ms over {args.repeat}")
+    for name, goal in GOALS.items():
+        ratio = med[name] / numpy
+        ok &= ratio <= goal
+        results[f"ratio {name}"] = ratio
+        print(f"ratio {name} / import numpy: {ratio:.2f} (goal <= {goal})")
+    mix = med["recommend --mix 3 --zones 3"]
+    ok &= mix <= MIX_GOAL_S
+    print(f"--mix 3 --zones 3 wall time: {mix:.2f} s (goal <= {MIX_GOAL_S} s)")
+    save("recommend", results)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -1,21 +1,32 @@
-"""The instance catalog: instance types with vCPUs, network bandwidth and hourly price.
+"""The instance catalog: instance types with vCPUs, network bandwidth and hourly prices.
 
 Loaded with the standard library only (this sits on the interactive ``recommend`` path).
+The shipped catalog (``data/catalog/instances.csv``, built from the providers' public files by
+``python -m sizing catalog build``) has a compact companion, ``instances.compact.jsonl``,
+written and validated at build time and bound to the CSV by its SHA-256: when the two agree
+only the regions asked for are read from it, otherwise the CSV is read and validated.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
+import json
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import asdict, astuple, dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from sizing.errors import InputError
 from sizing.paths import CATALOG_DIR
+from sizing.render import clean
 
 DEFAULT_CATALOG = CATALOG_DIR / "instances.csv"
+COMPACT_SUFFIX = ".compact.jsonl"
+COMPACT_SCHEMA = "nginx-sizing/catalog-compact/1"
+#: The regions the default answer ranks (``--region all`` ranks every region).
+DEFAULT_REGIONS = ("us-east-1", "us-central1")
 COLUMNS = (
     "provider",
     "region",
@@ -31,7 +42,41 @@ COLUMNS = (
     "source",
     "source_date",
 )
+#: Optional columns: absent or empty means unknown (or, for prices, not published).
+OPTIONAL_COLUMNS = (
+    "threads_per_core",
+    "burstable",
+    "network_burst_gbps",
+    "spot_usd_hour",
+    "commit_1y_usd_hour",
+    "commit_3y_usd_hour",
+    "cpu_baseline",
+    "coremark",
+)
 ARCHES = ("x86_64", "arm64")
+#: Pricing model -> the column holding its USD/hour.
+PRICING_COLUMNS = {
+    "on-demand": "price_usd_hour",
+    "spot": "spot_usd_hour",
+    "1y": "commit_1y_usd_hour",
+    "3y": "commit_3y_usd_hour",
+}
+#: Sane range of every number in a catalog row: (low, high, unit); checked at load.
+RANGES: dict[str, tuple[float, float, str]] = {
+    "vcpus": (1, 4096, "vCPUs"),
+    "memory_gib": (0.05, 65536, "GiB"),
+    "network_gbps": (0.001, 10000, "Gbit/s"),
+    "network_burst_gbps": (0.001, 10000, "Gbit/s"),
+    "price_usd_hour": (1e-6, 10000, "USD/h"),
+    "spot_usd_hour": (1e-6, 10000, "USD/h"),
+    "commit_1y_usd_hour": (1e-6, 10000, "USD/h"),
+    "commit_3y_usd_hour": (1e-6, 10000, "USD/h"),
+    "cpu_baseline": (0.01, 4096, "vCPUs"),
+    "coremark": (1, 1e9, "CoreMark"),
+}
+MAX_TEXT = {"source": 2000}
+MAX_TEXT_DEFAULT = 200
+MAX_ROWS = 200_000
 
 
 @dataclass(frozen=True)
@@ -59,6 +104,12 @@ class Instance:
     network_burst_gbps : float or None
         The "up to" peak bandwidth [Gbit/s] where the provider publishes one (optional column
         ``network_burst_gbps``); None when unknown.
+    spot_usd_hour, commit_1y_usd_hour, commit_3y_usd_hour : float or None
+        Spot, 1-year and 3-year committed-use hourly prices [USD/h]; None when not published.
+    cpu_baseline : float or None
+        Sustained vCPUs of a shared-core type (e.g. 0.25 for GCP e2-micro) [vCPUs].
+    coremark : float or None
+        The provider's published CoreMark score of the whole instance [1].
     """
 
     provider: str
@@ -78,26 +129,48 @@ class Instance:
     threads_per_core: int | None = None
     burstable: bool = False
     network_burst_gbps: float | None = None
+    spot_usd_hour: float | None = None
+    commit_1y_usd_hour: float | None = None
+    commit_3y_usd_hour: float | None = None
+    cpu_baseline: float | None = None
+    coremark: float | None = None
 
     @property
     def key(self) -> tuple[str, str, str]:
         """Unique key: provider, region, instance type."""
         return (self.provider, self.region, self.instance_type)
 
+    def price(self, pricing: str = "on-demand") -> float | None:
+        """Hourly price [USD/h] under a pricing model of `PRICING_COLUMNS` (None: unpublished)."""
+        value = getattr(self, PRICING_COLUMNS[pricing])
+        return None if value is None else float(value)
+
     def to_dict(self) -> dict[str, Any]:
         """Plain dict of the fields."""
         return asdict(self)
 
 
-def _positive(path: Path, line: int, field: str, raw: str, integer: bool = False) -> float:
-    kind = "a positive integer" if integer else "a positive number"
+FIELD_NAMES = tuple(f.name for f in fields(Instance))
+
+
+def _number(path: Path, line: int, field: str, raw: str, integer: bool = False) -> float:
+    low, high, unit = RANGES[field]
+    kind = "an integer" if integer else "a number"
+    expect = f"{kind} in [{low:g}, {high:g}] {unit}"
     try:
         value = float(raw)
     except ValueError:
-        raise InputError(f"{path}:{line}: field {field!r}: expected {kind}, got {raw!r}") from None
-    if not math.isfinite(value) or value <= 0 or (integer and value != int(value)):
-        raise InputError(f"{path}:{line}: field {field!r}: expected {kind}, got {raw!r}")
+        raise InputError(
+            f"{path}:{line}: field {field!r}: expected {expect}, got {raw!r}"
+        ) from None
+    if not (math.isfinite(value) and low <= value <= high) or (integer and value != int(value)):
+        raise InputError(f"{path}:{line}: field {field!r}: expected {expect}, got {raw!r}")
     return value
+
+
+def _optional(path: Path, line: int, field: str, row: dict[str, str]) -> float | None:
+    raw = (row.get(field) or "").strip()
+    return _number(path, line, field, raw) if raw else None
 
 
 def _bool(path: Path, line: int, field: str, raw: str) -> bool:
@@ -120,6 +193,71 @@ def _threads(path: Path, line: int, raw: str) -> int | None:
     return int(raw)
 
 
+def _text(path: Path, line: int, field: str, raw: str, required: bool = True) -> str:
+    value = raw.strip()
+    if required and not value:
+        raise InputError(f"{path}:{line}: field {field!r}: must not be empty")
+    limit = MAX_TEXT.get(field, MAX_TEXT_DEFAULT)
+    if len(value) > limit:
+        raise InputError(
+            f"{path}:{line}: field {field!r}: longer than {limit} characters ({len(value)})"
+        )
+    return value
+
+
+def parse_row(p: Path, i: int, row: dict[str, str]) -> Instance:
+    """One validated catalog row (``i`` is its line number, for messages)."""
+    if None in row or any(v is None for v in row.values()):
+        raise InputError(f"{p}:{i}: wrong number of fields")
+    text = {
+        f: _text(p, i, f, row[f], required=f not in ("cpu", "source_date"))
+        for f in ("provider", "region", "instance_type", "family", "arch", "cpu", "source")
+    }
+    text["source_date"] = _text(p, i, "source_date", row["source_date"], required=False)
+    arch = text["arch"]
+    if arch not in ARCHES:
+        raise InputError(
+            f"{p}:{i}: field 'arch': expected one of {', '.join(ARCHES)}, got {arch!r}"
+        )
+    vcpus = int(_number(p, i, "vcpus", row["vcpus"], integer=True))
+    network = _number(p, i, "network_gbps", row["network_gbps"])
+    burst_peak = _optional(p, i, "network_burst_gbps", row)
+    if burst_peak is not None and burst_peak < network:
+        raise InputError(
+            f"{p}:{i}: field 'network_burst_gbps': the peak {burst_peak:g} Gbit/s is below "
+            f"the baseline network_gbps {network:g}"
+        )
+    baseline = _optional(p, i, "cpu_baseline", row)
+    if baseline is not None and baseline > vcpus:
+        raise InputError(
+            f"{p}:{i}: field 'cpu_baseline': {baseline:g} sustained vCPUs exceed vcpus {vcpus}"
+        )
+    return Instance(
+        provider=text["provider"].lower(),
+        region=text["region"],
+        instance_type=text["instance_type"],
+        family=text["family"],
+        arch=arch,
+        cpu=text["cpu"],
+        vcpus=vcpus,
+        memory_gib=_number(p, i, "memory_gib", row["memory_gib"]),
+        network_gbps=network,
+        network_burst=_bool(p, i, "network_burst", row["network_burst"]),
+        price_usd_hour=_number(p, i, "price_usd_hour", row["price_usd_hour"]),
+        source=text["source"],
+        source_date=text["source_date"],
+        catalog_file=str(p),
+        threads_per_core=_threads(p, i, row.get("threads_per_core") or ""),
+        burstable=_bool(p, i, "burstable", row.get("burstable") or ""),
+        network_burst_gbps=burst_peak,
+        spot_usd_hour=_optional(p, i, "spot_usd_hour", row),
+        commit_1y_usd_hour=_optional(p, i, "commit_1y_usd_hour", row),
+        commit_3y_usd_hour=_optional(p, i, "commit_3y_usd_hour", row),
+        cpu_baseline=baseline,
+        coremark=_optional(p, i, "coremark", row),
+    )
+
+
 def read_catalog(path: str | Path) -> list[Instance]:
     """Read and validate one catalog CSV file.
 
@@ -127,8 +265,8 @@ def read_catalog(path: str | Path) -> list[Instance]:
     ------
     InputError
         Naming the file, line and field of the first problem: a missing file or column,
-        an empty required field, a non-positive number, an unknown architecture, or a
-        duplicate (provider, region, instance_type).
+        an empty required field, a number outside its sane range (`RANGES`), an unknown
+        architecture, an over-long text, or a duplicate (provider, region, instance_type).
     """
     p = Path(path)
     try:
@@ -139,62 +277,128 @@ def read_catalog(path: str | Path) -> list[Instance]:
         raise InputError(f"catalog file {p} cannot be read: {exc.strerror}") from None
     with fh:
         reader = csv.DictReader(fh)
-        header = reader.fieldnames or []
-        missing = [c for c in COLUMNS if c not in header]
-        if missing:
-            raise InputError(f"{p}:1: missing column(s) {', '.join(missing)}")
         out: list[Instance] = []
         seen: dict[tuple[str, str, str], int] = {}
         try:
-            rows = list(reader)
+            header = reader.fieldnames or []
+            missing = [c for c in COLUMNS if c not in header]
+            if missing:
+                raise InputError(f"{p}:1: missing column(s) {', '.join(missing)}")
+            for i, row in enumerate(reader, start=2):
+                if i > MAX_ROWS + 1:
+                    raise InputError(f"{p}: more than {MAX_ROWS:,} rows")
+                inst = parse_row(p, reader.line_num if reader.line_num else i, row)
+                if inst.key in seen:
+                    first = seen[inst.key]
+                    raise InputError(
+                        f"{p}:{reader.line_num}: duplicate instance {clean('/'.join(inst.key))} "
+                        f"(first on line {first})"
+                    )
+                seen[inst.key] = reader.line_num
+                out.append(inst)
         except (csv.Error, UnicodeDecodeError) as exc:
-            raise InputError(f"{p}: malformed CSV: {exc}") from None
-        for i, row in enumerate(rows, start=2):
-            if None in row or any(v is None for v in row.values()):
-                raise InputError(f"{p}:{i}: wrong number of fields")
-            for field in ("provider", "region", "instance_type", "family", "arch", "source"):
-                if not row[field].strip():
-                    raise InputError(f"{p}:{i}: field {field!r}: must not be empty")
-            arch = row["arch"].strip()
-            if arch not in ARCHES:
-                raise InputError(
-                    f"{p}:{i}: field 'arch': expected one of {', '.join(ARCHES)}, got {arch!r}"
-                )
-            inst = Instance(
-                provider=row["provider"].strip().lower(),
-                region=row["region"].strip(),
-                instance_type=row["instance_type"].strip(),
-                family=row["family"].strip(),
-                arch=arch,
-                cpu=row["cpu"].strip(),
-                vcpus=int(_positive(p, i, "vcpus", row["vcpus"], integer=True)),
-                memory_gib=_positive(p, i, "memory_gib", row["memory_gib"]),
-                network_gbps=_positive(p, i, "network_gbps", row["network_gbps"]),
-                network_burst=_bool(p, i, "network_burst", row["network_burst"]),
-                price_usd_hour=_positive(p, i, "price_usd_hour", row["price_usd_hour"]),
-                source=row["source"].strip(),
-                source_date=row["source_date"].strip(),
-                catalog_file=str(p),
-                threads_per_core=_threads(p, i, row.get("threads_per_core") or ""),
-                burstable=_bool(p, i, "burstable", row.get("burstable") or ""),
-                network_burst_gbps=(
-                    _positive(p, i, "network_burst_gbps", row["network_burst_gbps"])
-                    if (row.get("network_burst_gbps") or "").strip()
-                    else None
-                ),
-            )
-            if inst.key in seen:
-                first = seen[inst.key]
-                raise InputError(
-                    f"{p}:{i}: duplicate instance {'/'.join(inst.key)} (first on line {first})"
-                )
-            seen[inst.key] = i
-            out.append(inst)
+            raise InputError(f"{p}:{reader.line_num}: malformed CSV: {exc}") from None
     return out
 
 
+# ----------------------------------------------------------------------------- compact form
+
+
+def compact_path(csv_path: str | Path) -> Path:
+    """Where the compact companion of a catalog CSV lives."""
+    p = Path(csv_path)
+    return p.with_name(p.name.removesuffix(".csv") + COMPACT_SUFFIX)
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def write_compact(csv_path: str | Path, instances: Sequence[Instance] | None = None) -> Path:
+    """Validate a catalog CSV and write its compact companion (one JSON line per region).
+
+    Line 1 holds the schema, the CSV's SHA-256, the field names, the shared text tables and
+    the line of each (provider, region) group; every further line is one group's rows.
+    """
+    src = Path(csv_path)
+    items = list(instances) if instances is not None else read_catalog(src)
+    groups: dict[str, list[list[Any]]] = {}
+    sources: dict[str, int] = {}
+    for inst in items:
+        row = list(astuple(inst))
+        row[FIELD_NAMES.index("source")] = sources.setdefault(inst.source, len(sources))
+        row[FIELD_NAMES.index("catalog_file")] = ""
+        groups.setdefault(f"{inst.provider}/{inst.region}", []).append(row)
+    header = {
+        "schema": COMPACT_SCHEMA,
+        "csv": src.name,
+        "csv_sha256": _sha256(src),
+        "fields": list(FIELD_NAMES),
+        "sources": list(sources),
+        "groups": {g: i + 2 for i, g in enumerate(groups)},
+        "regions": sorted({inst.region for inst in items}),
+        "rows": len(items),
+    }
+    out = compact_path(src)
+    lines = [json.dumps(header, separators=(",", ":"))]
+    lines += [json.dumps(rows, separators=(",", ":")) for rows in groups.values()]
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    tmp.replace(out)
+    return out
+
+
+def _read_compact(
+    csv_path: Path, regions: Collection[str] | None
+) -> tuple[list[Instance], list[str]] | None:
+    """Rows of the wanted regions and every region, or None when the compact form is stale."""
+    cp = compact_path(csv_path)
+    try:
+        text = cp.read_text(encoding="utf-8")
+        lines = text.split("\n")
+        header = json.loads(lines[0])
+        if (
+            header.get("schema") != COMPACT_SCHEMA
+            or header.get("fields") != list(FIELD_NAMES)
+            or header.get("csv_sha256") != _sha256(csv_path)
+        ):
+            return None
+        sources = header["sources"]
+        file_name = str(csv_path)
+        src_i = FIELD_NAMES.index("source")
+        file_i = FIELD_NAMES.index("catalog_file")
+        out: list[Instance] = []
+        for group, line in header["groups"].items():
+            if regions is not None and group.split("/", 1)[1] not in regions:
+                continue
+            new = object.__new__
+            for row in json.loads(lines[line - 1]):
+                row[src_i] = sources[row[src_i]]
+                row[file_i] = file_name
+                # Validated when the compact form was written: skip the frozen __init__.
+                inst = new(Instance)
+                inst.__dict__.update(zip(FIELD_NAMES, row, strict=True))
+                out.append(inst)
+        return out, list(header["regions"])
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return None
+
+
+def catalog_regions(base: str | Path | None = DEFAULT_CATALOG) -> list[str]:
+    """Every region of a catalog file (from the compact form when it is current)."""
+    if base is None:
+        return []
+    p = Path(base)
+    compact = _read_compact(p, ()) if p.exists() else None
+    if compact is not None:
+        return compact[1]
+    return sorted({i.region for i in read_catalog(p)})
+
+
 def load_catalog(
-    extra: Iterable[str | Path] = (), base: str | Path | None = DEFAULT_CATALOG
+    extra: Iterable[str | Path] = (),
+    base: str | Path | None = DEFAULT_CATALOG,
+    regions: Collection[str] | None = None,
 ) -> list[Instance]:
     """Load the shipped catalog, then add or replace entries from the user's files.
 
@@ -202,18 +406,78 @@ def load_catalog(
     ----------
     extra : iterable of path
         User catalog files, same columns; an entry with the same provider, region and
-        instance type replaces the shipped one, any other is added.
+        instance type replaces the shipped one, any other is added (all of them, whatever
+        ``regions`` says).
     base : path or None
         The catalog to start from; None starts empty.
+    regions : collection of str, optional
+        Read only these regions of ``base`` (fast with a current compact form); None: all.
     """
-    merged: dict[tuple[str, str, str], Instance] = {}
+    items: list[Instance] = []
     if base is not None:
-        for inst in read_catalog(base):
-            merged[inst.key] = inst
+        p = Path(base)
+        compact = _read_compact(p, regions) if p.exists() else None
+        if compact is not None:
+            items = compact[0]
+        else:
+            items = [i for i in read_catalog(p) if regions is None or i.region in regions]
+    extra = list(extra)
+    if not extra:
+        return items  # keys are unique within one validated file
+    merged = {inst.key: inst for inst in items}
     for path in extra:
         for inst in read_catalog(path):
             merged[inst.key] = inst
     return list(merged.values())
+
+
+def select_instances(
+    extra: Sequence[str | Path] = (),
+    provider: str | Sequence[str] | None = None,
+    region: str | Sequence[str] | None = None,
+    arch: str | Sequence[str] | None = None,
+    family: str | Sequence[str] | None = None,
+    base: str | Path | None = DEFAULT_CATALOG,
+) -> list[Instance]:
+    """Load and filter the catalog the way ``recommend`` does.
+
+    ``region`` None means the default regions (`DEFAULT_REGIONS`, plus every region of the
+    user's files); ``"all"`` means every region; otherwise a value, a list or ``"a,b"``.
+
+    Raises
+    ------
+    InputError
+        For a filter value no instance has (the message lists the known ones).
+    """
+    user = [i for path in extra for i in read_catalog(path)]
+    wanted = _norm(region)
+    if wanted is not None and "all" in wanted:
+        if len(wanted) > 1:
+            raise InputError("--region all cannot be combined with other regions")
+        regions: set[str] | None = None
+    elif wanted is None:
+        regions = set(DEFAULT_REGIONS) | {i.region for i in user}
+    else:
+        known = {r.lower(): r for r in [*catalog_regions(base), *(i.region for i in user)]}
+        unknown = sorted(wanted - set(known))
+        if unknown:
+            raise InputError(
+                f"unknown region {_listing(unknown)}; expected all or one of: "
+                + _listing(sorted(set(known.values())))
+            )
+        regions = {known[w] for w in wanted}
+    items = load_catalog((), base, regions)
+    if user:
+        merged = {i.key: i for i in items}
+        merged.update({i.key: i for i in user})
+        items = [i for i in merged.values() if regions is None or i.region in regions]
+    return filter_catalog(items, provider=provider, arch=arch, family=family)
+
+
+def _listing(values: Sequence[str], limit: int = 40) -> str:
+    """``a, b, c`` (control characters escaped), cut after ``limit`` values."""
+    shown = ", ".join(clean(v) for v in values[:limit])
+    return shown + (f" and {len(values) - limit} more" if len(values) > limit else "")
 
 
 def _norm(values: str | Sequence[str] | None) -> set[str] | None:
@@ -253,7 +517,7 @@ def filter_catalog(
         unknown = sorted(wanted - known)
         if unknown:
             raise InputError(
-                f"unknown {field} {', '.join(unknown)}; expected one of: {', '.join(sorted(known))}"
+                f"unknown {field} {_listing(unknown)}; expected one of: {_listing(sorted(known))}"
             )
         items = [i for i in items if str(getattr(i, field)).lower() in wanted]
     return items

@@ -6,8 +6,6 @@ Imports stay lazy so that ``recommend`` starts without pandas or scipy.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import sys
 from collections.abc import Sequence
@@ -15,6 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sizing.errors import Infeasible, InputError, ReportError
+from sizing.render import fmt_rps as _fmt_rps
+from sizing.render import render_catalog, render_recommendation, to_csv
+from sizing.render import table as _table
 from sizing.units import Parser as _Parser
 from sizing.units import int_at_least as _int_at_least
 from sizing.units import parse_duration_ms, parse_fraction, parse_rps, parse_size
@@ -22,6 +23,21 @@ from sizing.units import parse_duration_ms, parse_fraction, parse_rps, parse_siz
 if TYPE_CHECKING:
     from sizing.costmodel import Cost
     from sizing.workload import Workload
+
+
+def _int_between(low: int, high: int) -> Any:
+    """An argument type for integers in ``[low, high]``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text!r} must be {low} to {high}")
+        return value
+
+    return parse
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
         "recommend", help="cheapest fleets that meet an RPS target under a p99 SLA"
     )
     _sizing_options(rec)
+    _fleet_options(rec)
     rec.add_argument(
         "--max-count",
         type=_int_at_least(1),
@@ -46,6 +63,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="options to show (default 10 in the table, all in json/csv)",
     )
     rec.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    rec.add_argument(
+        "--mix",
+        type=_int_between(1, 8),
+        default=1,
+        metavar="K",
+        help="also find the cheapest fleet of up to K instance types per zone (integer program)",
+    )
 
     fit = sub.add_parser("fit", help="fit scaling curves to a reference dataset")
     fit.add_argument("--reference", default="nginx-web-server", metavar="NAME")
@@ -77,10 +101,22 @@ def build_parser() -> argparse.ArgumentParser:
     ref.add_argument("--list", action="store_true", help="list datasets, rows and sources")
     ref.add_argument("--show", metavar="NAME", help="print one dataset as CSV")
 
-    cat = sub.add_parser("catalog", help="list the instance catalog, filtered")
+    cat = sub.add_parser(
+        "catalog", help="list the instance catalog (filtered), or build it from upstream files"
+    )
+    cat.add_argument("action", nargs="?", choices=("list", "build"), default="list")
     for name in ("provider", "region", "arch", "family"):
         cat.add_argument(f"--{name}")
     cat.add_argument("--catalog", action="append", default=[], metavar="PATH")
+    cat.add_argument("--aws-dir", metavar="DIR", help="build: karpenter's AWS files")
+    cat.add_argument("--gcp-dir", metavar="DIR", help="build: pricing.yml and series/*.sql")
+    cat.add_argument(
+        "--burst-table",
+        metavar="CSV",
+        default=None,
+        help="build: AWS 'up to' bandwidth peaks (default: the shipped aws-network-burst.csv)",
+    )
+    cat.add_argument("--out", metavar="FILE", help="build: the catalog CSV to write")
 
     rep = sub.add_parser("report", help="execute the sizing report notebook and write HTML")
     _sizing_options(rep)
@@ -105,6 +141,51 @@ def build_parser() -> argparse.ArgumentParser:
     pre = sub.add_parser("precompute", help="refit the reference and write data/fits/")
     pre.add_argument("--out", default=None, metavar="PATH")
     return parser
+
+
+def _fleet_options(p: argparse.ArgumentParser) -> None:
+    """Zones, failures, pricing, sort and burstable types: ``recommend`` only."""
+    p.add_argument(
+        "--zones",
+        type=_int_between(1, 64),
+        default=1,
+        metavar="Z",
+        help="spread the fleet evenly over Z zones, at least one instance each (default 1)",
+    )
+    p.add_argument(
+        "--zone-loss",
+        type=_int_between(0, 63),
+        default=0,
+        metavar="N",
+        help="keep the target with the headroom after losing N whole zones (default 0)",
+    )
+    p.add_argument(
+        "--pricing",
+        choices=("on-demand", "spot", "1y", "3y"),
+        default="on-demand",
+        help="price column: on-demand, spot, 1y or 3y committed (the shipped AWS rows have "
+        "on-demand prices only; a --catalog file may add its own spot_usd_hour, "
+        "commit_1y_usd_hour, commit_3y_usd_hour)",
+    )
+    p.add_argument(
+        "--spot-reserve",
+        type=parse_fraction,
+        default=None,
+        metavar="FRACTION",
+        help="with spot prices: fraction of the fleet that may be reclaimed at once, kept as "
+        "extra instances (default 20%%, an estimate)",
+    )
+    p.add_argument(
+        "--sort",
+        choices=("cost-at-confidence", "cost"),
+        default="cost-at-confidence",
+        help="rank by the cost of the count at --confidence (default) or of the point estimate",
+    )
+    p.add_argument(
+        "--burstable",
+        action="store_true",
+        help="also consider shared-core and credit-based types (t3, e2-micro...)",
+    )
 
 
 def _sizing_options(p: argparse.ArgumentParser) -> None:
@@ -143,7 +224,11 @@ def _sizing_options(p: argparse.ArgumentParser) -> None:
     )
     _workload_options(p)
     p.add_argument("--provider", help="only these providers (comma list)")
-    p.add_argument("--region", help="only these regions (comma list)")
+    p.add_argument(
+        "--region",
+        help="only these regions (comma list), or all (default: us-east-1, us-central1 and "
+        "the regions of your --catalog files)",
+    )
     p.add_argument("--arch", help="only these architectures: x86_64, arm64 (comma list)")
     p.add_argument("--family", help="only these families (comma list)")
     p.add_argument(
@@ -285,163 +370,11 @@ def workload_from_args(args: argparse.Namespace) -> Workload:
     )
 
 
-def _fmt_rps(v: float) -> str:
-    return f"{v / 1e6:.2f}M" if v >= 1e6 else f"{v / 1e3:.0f}k" if v >= 1e3 else f"{v:.0f}"
+def _instances(args: argparse.Namespace) -> list[Any]:
+    from sizing.catalog import select_instances
 
-
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: set[int]) -> str:
-    widths = [
-        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)
-    ]
-
-    def line(cells: Sequence[str]) -> str:
-        return "  ".join(
-            c.rjust(w) if i in right else c.ljust(w)
-            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-        ).rstrip()
-
-    return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)])
-
-
-def render_recommendation(doc: dict[str, Any], top: int) -> str:
-    """Human-readable recommendation: options, vCPUs by family, and what it rests on."""
-    w = doc["workload"]
-    out = [
-        f"Target {doc['target_rps']:,.0f} RPS, p99 <= {doc['sla_p99_ms']:g} ms, "
-        f"{w['scenario']} {w['protocol'].upper()} {w['file_bytes']:,} B responses, "
-        f"headroom {doc['headroom']:.0%}, redundancy N+{doc['redundancy']}",
-        "",
-    ]
-    rows = []
-    for i, o in enumerate(doc["options"][:top], start=1):
-        rows.append(
-            [
-                str(i),
-                o["instance_type"],
-                f"{o['provider']}/{o['region']}",
-                o["arch"],
-                str(o["vcpus"]),
-                str(o["count"]),
-                _fmt_rps(o["capacity_rps_per_instance"]),
-                f"{o['utilization_at_target']:.0%}",
-                f"{o['hourly_cost_usd']:.3f}",
-                f"{o['monthly_cost_usd']:,.0f}",
-                f"{o['usd_per_billion_requests']:.3f}",
-                o["binding_constraint"] + {"own": "*", "carried": "+"}.get(o["measured"], ""),
-                f"{o['p_meets_target']:.0%}",
-                str(o["count_at_confidence"] or "-"),
-            ]
-        )
-    out.append(
-        _table(
-            [
-                "#",
-                "instance",
-                "where",
-                "arch",
-                "vCPUs",
-                "count",
-                "RPS/inst",
-                "util",
-                "$/hour",
-                "$/month",
-                "$/1e9 req",
-                "binds",
-                "P(meet)",
-                f"n@{doc['confidence']:.0%}",
-            ],
-            rows,
-            {0, 4, 5, 6, 7, 8, 9, 10, 12, 13},
-        )
-    )
-    m = doc.get("measured")
-    if m:
-        sim = " SIMULATED" if m["simulated"] else ""
-        out.append(
-            f"* measured{sim} (runs {', '.join(m['runs']) or 'none used'})"
-            + ("; + measured level carried through the relative factors" if m["carry_k"] else "")
-        )
-        for c in m["calibrations"]:
-            shape = f"own {c['model']} curve" if c["shape"] == "own" else "shape borrowed"
-            out.append(
-                f"  {c['label']} -> family {c['family']}: {shape}, x{c['k_vs_model']:.2f} of the "
-                f"model at vCPUs {', '.join(f'{v:g}' for v in c['vcpus'])}"
-                + ("" if c["carried_to_other_families"] else " (not carried: no factor row)")
-            )
-        out += [f"  note: {n}" for n in m["notes"]]
-    out.append(
-        f"P(meet): probability the count serves the target (capacity spread from the "
-        f"{'fits and repeats' if m else 'coefficient errors and platform speed ranges'}); "
-        f"n@{doc['confidence']:.0%}: count that keeps the headroom with that probability"
-    )
-    out += ["", "vCPUs needed by family (cheapest size; fewest vCPUs over sizes):"]
-    fam_rows = [
-        [
-            f["family"],
-            f["provider"],
-            f"{f['cheapest_count']} x {f['cheapest_instance_type']}",
-            str(f["cheapest_total_vcpus"]),
-            str(f["min_total_vcpus"]),
-            f"{f['cheapest_hourly_cost_usd']:.3f}",
-        ]
-        for f in doc["vcpus_by_family"][:top]
-    ]
-    out.append(
-        _table(
-            ["family", "provider", "cheapest fleet", "vCPUs", "min vCPUs", "$/hour"],
-            fam_rows,
-            {3, 4, 5},
-        )
-    )
-    best = doc["options"][0]
-    lo, hi = best["capacity_factor_range"]
-    out += ["", f"Rests on (option 1, {best['instance_type']}):"]
-    out += [f"  - {b}" for b in best["basis"]]
-    if best["measured"] == "own":
-        clo, chi = best["capacity_interval_rps"]
-        out.append(f"  - measured capacity, 95% interval {clo:,.0f} to {chi:,.0f} RPS")
-    else:
-        out.append(
-            f"  - capacity 95% range from the coefficients' errors and the platform's speed range: "
-            f"x{lo:.2f} to x{hi:.2f} of the point value"
-        )
-    used = 1 - doc["headroom"]
-    out.append(f"  - estimate: headroom {doc['headroom']:.0%} (capacity used at most {used:.0%})")
-    out.append("  - --format json gives every option's basis")
-    out.append(
-        "  - data/fits/cost-model.json holds the coefficients (python -m sizing fit --reference "
-        "shows them), sizing/platforms.py the CPU speeds"
-    )
-    return "\n".join(out)
-
-
-def _csv(rows: list[dict[str, Any]]) -> str:
-    buf = io.StringIO()
-    if rows:
-        flat = [
-            {
-                k: (
-                    "; ".join(v)
-                    if k == "basis"
-                    else json.dumps(v)
-                    if isinstance(v, list | dict)
-                    else v
-                )
-                for k, v in r.items()
-            }
-            for r in rows
-        ]
-        writer = csv.DictWriter(buf, fieldnames=list(flat[0]), lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(flat)
-    return buf.getvalue()
-
-
-def _instances(args: argparse.Namespace, catalog: list[Any] | None = None) -> list[Any]:
-    from sizing.catalog import filter_catalog, load_catalog
-
-    return filter_catalog(
-        load_catalog(args.catalog) if catalog is None else catalog,
+    return select_instances(
+        args.catalog,
         provider=args.provider,
         region=args.region,
         arch=args.arch,
@@ -451,22 +384,21 @@ def _instances(args: argparse.Namespace, catalog: list[Any] | None = None) -> li
 
 def cmd_recommend(args: argparse.Namespace) -> int:
     """Print the cheapest fleets for the target."""
-    from sizing.catalog import load_catalog
     from sizing.profiles import load_profiles
     from sizing.recommend import DEFAULT_HEADROOM, recommend
 
-    catalog = load_catalog(args.catalog)
-    instances = _instances(args, catalog)
+    instances = _instances(args)
     work = workload_from_args(args)
     profiles = load_profiles(args.profile)
     headroom = DEFAULT_HEADROOM if args.headroom is None else args.headroom
     evidence = None
     if args.runs:
+        from sizing.catalog import load_catalog
         from sizing.measured import build_evidence, measured_series
 
         series = measured_series(args.runs, allow_simulated=args.allow_simulated)
         # Match labels against the whole catalog: a filter must not hide the measured type.
-        evidence = build_evidence(series, catalog, work)
+        evidence = build_evidence(series, load_catalog(args.catalog), work)
     rec = recommend(
         args.rps,
         instances,
@@ -477,14 +409,22 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         evidence,
         args.confidence,
         profiles=profiles,
+        zones=args.zones,
+        zone_loss=args.zone_loss,
+        pricing=args.pricing,
+        spot_reserve=args.spot_reserve,
+        sort=args.sort,
+        burstable=args.burstable,
+        mix=args.mix,
     )
-    doc = rec.to_dict(top=args.top)
+    top = args.top if args.top is not None or args.format != "table" else 10
+    doc = rec.to_dict(top=top)
     if args.format == "json":
         print(json.dumps(doc, indent=1))
     elif args.format == "csv":
-        print(_csv(doc["options"]), end="")
+        print(to_csv(doc["options"]), end="")
     else:
-        print(render_recommendation(doc, args.top or 10))
+        print(render_recommendation(doc, top or 10))
     return 0
 
 
@@ -652,28 +592,25 @@ def cmd_reference(args: argparse.Namespace) -> int:
 
 
 def cmd_catalog(args: argparse.Namespace) -> int:
-    """Print the filtered instance catalog."""
-    items = _instances(args)
-    rows = [
-        [
-            i.provider,
-            i.region,
-            i.instance_type,
-            i.arch,
-            str(i.vcpus),
-            f"{i.network_gbps:g}",
-            f"{i.price_usd_hour:.4f}",
-            i.source_date,
-        ]
-        for i in items
-    ]
-    print(
-        _table(
-            ["provider", "region", "instance", "arch", "vCPUs", "Gbps", "$/hour", "as of"],
-            rows,
-            {4, 5, 6},
+    """Print the filtered instance catalog, or build it from the providers' files."""
+    if args.action == "build":
+        from sizing.catalog_build import (
+            DEFAULT_BURST_TABLE,
+            build_catalog,
+            iter_summary,
+            write_catalog,
         )
-    )
+
+        if args.out is None:
+            raise InputError("catalog build needs --out FILE")
+        result = build_catalog(args.aws_dir, args.gcp_dir, args.burst_table or DEFAULT_BURST_TABLE)
+        paths = write_catalog(result, args.out)
+        for line in iter_summary(result):
+            print(line)
+        for p in paths:
+            print(p)
+        return 0
+    print(render_catalog(_instances(args)))
     return 0
 
 

@@ -114,6 +114,20 @@ class Platform:
 #   ("rel", base id, ratio, low, high, reasoning)
 _RULES: tuple[tuple[str, str, str, int, tuple[object, ...]], ...] = (
     ("haswell", "Intel Xeon Haswell", "x86_64", 2, ("ref",)),
+    (
+        "ivy_bridge",
+        "Intel Xeon Ivy Bridge",
+        "x86_64",
+        2,
+        (
+            "rel",
+            "haswell",
+            0.85,
+            0.7,
+            0.95,
+            "estimate: the generation before Haswell, about 10-15% less work per clock",
+        ),
+    ),
     ("broadwell", "Intel Xeon Broadwell", "x86_64", 2, ("coremark", "m1-ultramem-40")),
     ("skylake", "Intel Xeon Skylake", "x86_64", 2, ("coremark", "n1-standard-32")),
     ("cascade_lake", "Intel Xeon Cascade Lake", "x86_64", 2, ("coremark", "c2-standard-30")),
@@ -136,6 +150,20 @@ _RULES: tuple[tuple[str, str, str, int, tuple[object, ...]], ...] = (
         ),
     ),
     ("zen3", "AMD EPYC Milan (Zen 3)", "x86_64", 2, ("coremark", "n2d-standard-32")),
+    (
+        "zen1",
+        "AMD EPYC Naples (Zen)",
+        "x86_64",
+        2,
+        (
+            "rel",
+            "zen3",
+            0.7,
+            0.55,
+            0.85,
+            "estimate: Zen 2 and Zen 3 each added 15-19% work per clock over the first Zen",
+        ),
+    ),
     (
         "zen2",
         "AMD EPYC Rome (Zen 2)",
@@ -178,6 +206,20 @@ _RULES: tuple[tuple[str, str, str, int, tuple[object, ...]], ...] = (
             0.9,
             1.3,
             "estimate: Ampere's own wider core at 3.0 GHz, about 10% over Altra's N1",
+        ),
+    ),
+    (
+        "graviton1",
+        "AWS Graviton (Cortex-A72)",
+        "arm64",
+        1,
+        (
+            "rel",
+            "altra",
+            0.45,
+            0.3,
+            0.6,
+            "estimate: the first Graviton's Cortex-A72 cores at 2.3 GHz, about half a Neoverse N1",
         ),
     ),
     (
@@ -239,6 +281,20 @@ _RULES: tuple[tuple[str, str, str, int, tuple[object, ...]], ...] = (
         ),
     ),
     (
+        "graviton5",
+        "AWS Graviton5",
+        "arm64",
+        1,
+        (
+            "rel",
+            "graviton4",
+            1.2,
+            1.0,
+            1.35,
+            "estimate: AWS announces Graviton5 as up to 25% faster than Graviton4",
+        ),
+    ),
+    (
         "axion",
         "Google Axion (Neoverse V2)",
         "arm64",
@@ -257,10 +313,12 @@ _RULES: tuple[tuple[str, str, str, int, tuple[object, ...]], ...] = (
 #: cpu-text keyword (lower case, matched as a substring) -> platform id; first match wins
 #: within a text, and when several platforms are named the newest is used (range widened).
 KEYWORDS: tuple[tuple[str, str], ...] = (
+    ("graviton5", "graviton5"),
     ("graviton4", "graviton4"),
     ("graviton3e", "graviton3e"),
     ("graviton3", "graviton3"),
     ("graviton2", "graviton2"),
+    ("graviton", "graviton1"),
     ("axion", "axion"),
     ("ampereone", "ampereone"),
     ("ampere one", "ampereone"),
@@ -274,6 +332,7 @@ KEYWORDS: tuple[tuple[str, str], ...] = (
     ("skylake", "skylake"),
     ("broadwell", "broadwell"),
     ("haswell", "haswell"),
+    ("ivy bridge", "ivy_bridge"),
     ("turin", "zen5"),
     ("zen 5", "zen5"),
     ("genoa", "zen4"),
@@ -282,6 +341,7 @@ KEYWORDS: tuple[tuple[str, str], ...] = (
     ("zen 3", "zen3"),
     ("rome", "zen2"),
     ("zen 2", "zen2"),
+    ("naples", "zen1"),
     ("neoverse-v2", "graviton4"),
     ("neoverse-v1", "graviton3"),
     ("neoverse-n1", "altra"),
@@ -487,6 +547,7 @@ def platform_by_text(text: str, arch: str) -> Platform:
 
 #: Release order, newest last: when a CPU text names several platforms the newest is used.
 RELEASE_ORDER = (
+    "ivy_bridge",
     "haswell",
     "broadwell",
     "skylake",
@@ -495,10 +556,12 @@ RELEASE_ORDER = (
     "sapphire_rapids",
     "emerald_rapids",
     "granite_rapids",
+    "zen1",
     "zen2",
     "zen3",
     "zen4",
     "zen5",
+    "graviton1",
     "graviton2",
     "altra",
     "graviton3",
@@ -506,6 +569,7 @@ RELEASE_ORDER = (
     "ampereone",
     "graviton4",
     "axion",
+    "graviton5",
 )
 
 

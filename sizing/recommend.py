@@ -1,19 +1,208 @@
-"""The minimum-cost fleet per instance type that meets an RPS target under a p99 SLA."""
+"""The minimum-cost fleet per instance type that meets an RPS target under a p99 SLA.
+
+Fleet rules (`FleetRules`): headroom on every instance, ``zones`` the fleet is spread over
+(evenly, at least one instance per zone), ``zone_loss`` whole zones that may fail (the largest
+ones), ``redundancy`` further instances that may fail, and for spot prices a ``spot_reserve``:
+the fraction of the fleet that may be reclaimed at once. A count meets the rules when the
+instances left after all of these losses still carry the target with the headroom kept.
+
+Every count is computed in integers with bounded loops; fleets above `MAX_FLEET` instances
+are not considered.
+"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sizing.capacity import ESTIMATES, Capacity, Workload, instance_capacity
-from sizing.catalog import Instance
+from sizing.catalog import PRICING_COLUMNS, Instance
 from sizing.costmodel import CostProfile
 from sizing.errors import Infeasible, InputError
 
 HOURS_PER_MONTH = 730.0
 DEFAULT_HEADROOM = 0.2
+#: Largest fleet of one type considered: a bound on every count search.
+MAX_FLEET = 1_000_000
+#: Estimate: the fraction of a spot fleet that may be reclaimed at once. AWS publishes
+#: interruption-frequency bands of <5% to >20% a month per pool and GCP may reclaim spot VMs
+#: at any time with 30 s notice; 20% covers a bad pool without doubling the fleet.
+DEFAULT_SPOT_RESERVE = 0.2
+SORTS = ("cost-at-confidence", "cost")
+
+
+@dataclass(frozen=True)
+class FleetRules:
+    """How a fleet must survive: headroom, zones, failures, pricing and spot reserve.
+
+    Attributes
+    ----------
+    headroom : float
+        Spare fraction of every instance's capacity under the SLA [1].
+    redundancy : int
+        Instances that may fail (after a zone loss) while the rest meet the target.
+    zones : int
+        Zones the fleet is spread over, evenly, at least one instance in each.
+    zone_loss : int
+        Whole zones that may fail (the fullest ones), < ``zones``.
+    pricing : str
+        A key of `sizing.catalog.PRICING_COLUMNS`.
+    spot_reserve : float
+        Fraction of the fleet that may be reclaimed at once (used with spot prices) [1].
+    max_count : int or None
+        Largest fleet to consider (defaults to `MAX_FLEET`).
+    confidence : float
+        Probability with which the headroom must hold for the count at confidence.
+    """
+
+    headroom: float = DEFAULT_HEADROOM
+    redundancy: int = 0
+    zones: int = 1
+    zone_loss: int = 0
+    pricing: str = "on-demand"
+    spot_reserve: float = 0.0
+    max_count: int | None = None
+    confidence: float = 0.95
+
+    def check(self) -> None:
+        """Raise InputError for a rule out of range."""
+        if not (isinstance(self.headroom, int | float) and 0 <= self.headroom < 1):
+            raise InputError(f"headroom must be a fraction in [0, 1), got {self.headroom!r}")
+        if not 0 <= self.redundancy <= MAX_FLEET:
+            raise InputError(
+                f"redundancy must be 0 to {MAX_FLEET:,} instances, got {self.redundancy!r}"
+            )
+        if not 1 <= self.zones <= 64:
+            raise InputError(f"zones must be 1 to 64, got {self.zones!r}")
+        if not 0 <= self.zone_loss < self.zones:
+            raise InputError(
+                f"zone loss must be fewer than the {self.zones} zone(s), got {self.zone_loss!r}"
+            )
+        if self.pricing not in PRICING_COLUMNS:
+            raise InputError(
+                f"unknown pricing {self.pricing!r}; expected one of: {', '.join(PRICING_COLUMNS)}"
+            )
+        if not (isinstance(self.spot_reserve, int | float) and 0 <= self.spot_reserve < 1):
+            raise InputError(
+                f"spot reserve must be a fraction in [0, 1), got {self.spot_reserve!r}"
+            )
+        if self.max_count is not None and not 1 <= self.max_count:
+            raise InputError(f"max count must be >= 1, got {self.max_count!r}")
+        if not (isinstance(self.confidence, int | float) and 0 < self.confidence < 1):
+            raise InputError(f"confidence must be in (0, 1), got {self.confidence!r}")
+
+    @property
+    def limit(self) -> int:
+        """Largest fleet considered."""
+        return min(self.max_count or MAX_FLEET, MAX_FLEET)
+
+
+def per_zone(count: int, zones: int) -> list[int]:
+    """An even spread of ``count`` instances over ``zones`` (fullest zones first)."""
+    q, r = divmod(count, zones)
+    return [q + 1] * r + [q] * (zones - r)
+
+
+def survivors(count: int, rules: FleetRules) -> int:
+    """Instances certain to remain after the rules' zone loss, spot reclaim and failures.
+
+    With an even spread, ``r`` zones hold ``q + 1`` instances and the rest ``q``; losing the
+    ``zone_loss`` fullest leaves ``(zones - zone_loss) * q + max(0, r - zone_loss)``.
+    """
+    q, r = divmod(count, rules.zones)
+    left = (rules.zones - rules.zone_loss) * q + max(0, r - rules.zone_loss)
+    if rules.spot_reserve > 0:
+        left = math.floor(left * (1.0 - rules.spot_reserve) + 1e-9)
+    return left - rules.redundancy
+
+
+def min_instances(target_rps: float, usable_rps: float) -> int | None:
+    """Smallest ``m`` with ``m * usable_rps >= target_rps`` (None: above `MAX_FLEET`).
+
+    Integer arithmetic around one float division, with at most two corrections each way.
+    """
+    if not (usable_rps > 0 and math.isfinite(usable_rps)):
+        return None
+    ratio = target_rps / usable_rps
+    if not math.isfinite(ratio) or ratio > MAX_FLEET:
+        return None
+    m = max(math.ceil(ratio), 1)
+    for _ in range(2):  # guard the float division at exact multiples
+        if m > 1 and (m - 1) * usable_rps >= target_rps:
+            m -= 1
+    for _ in range(2):
+        if m * usable_rps < target_rps:
+            m += 1
+    return m
+
+
+def fleet_count(target_rps: float, usable_rps: float, redundancy: int) -> int | None:
+    """Smallest ``n`` with ``(n - redundancy) * usable_rps >= target_rps`` (None: no such n)."""
+    m = min_instances(target_rps, usable_rps)
+    return None if m is None else m + redundancy
+
+
+def count_for(target_rps: float, usable_rps: float, rules: FleetRules) -> int | None:
+    """Smallest fleet whose `survivors` carry the target at ``usable_rps`` each.
+
+    A binary search over at most ``log2(MAX_FLEET)`` steps; None when no fleet within the
+    rules' limit does.
+    """
+    m = min_instances(target_rps, usable_rps)
+    if m is None:
+        return None
+    lo, limit = max(rules.zones, m + rules.redundancy), rules.limit
+    if lo > limit or survivors(limit, rules) < m:
+        return None
+    if survivors(lo, rules) >= m:
+        return lo
+    # survivors() is non-decreasing in the count: gallop up from lo, then bisect.
+    step, hi = 1, lo
+    while survivors(hi, rules) < m:  # at most log2(MAX_FLEET) doublings
+        lo, hi, step = hi + 1, min(hi + step, limit), step * 2
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if survivors(mid, rules) >= m:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def p_meets_target(count: int, redundancy: int, cap: Capacity, target_rps: float) -> float:
+    """Probability that ``count - redundancy`` instances serve ``target_rps`` under the SLA.
+
+    The CPU capacity is log-normal around its point value with ``cap.rel_sd`` (the same for
+    every instance of a type); the network cap is taken as known.
+    """
+    m = count - redundancy
+    if m <= 0 or m * cap.network_rps < target_rps or cap.cpu_sla_rps <= 0:
+        return 0.0
+    need = target_rps / (m * cap.cpu_sla_rps)
+    if cap.rel_sd <= 0:
+        return 1.0 if need <= 1 else 0.0
+    return 0.5 * math.erfc(math.log(need) / (cap.rel_sd * math.sqrt(2)))
+
+
+def p_meet(count: int, cap: Capacity, target_rps: float, rules: FleetRules) -> float:
+    """Probability that the `survivors` of ``count`` instances serve the target (no headroom)."""
+    left = survivors(count, rules)
+    return p_meets_target(left, 0, cap, target_rps) if left > 0 else 0.0
+
+
+def count_at_confidence(
+    target_rps: float,
+    cap: Capacity,
+    headroom: float,
+    redundancy: int,
+    confidence: float,
+    rules: FleetRules | None = None,
+) -> int | None:
+    """Fewest instances that keep the headroom with probability ``confidence``."""
+    r = rules or FleetRules(headroom=headroom, redundancy=redundancy, confidence=confidence)
+    return count_for(target_rps, cap.quantile(1.0 - confidence) * (1.0 - headroom), r)
 
 
 @dataclass
@@ -27,17 +216,29 @@ class Option:
     p_meets_target: float = math.nan
     confidence: float = 0.95
     count_at_confidence: int | None = None
+    unit_price_usd_hour: float = math.nan
+    rules: FleetRules = field(default_factory=FleetRules)
+    p_meets_at_confidence: float = math.nan
+
+    @property
+    def hourly_cost_at_confidence_usd(self) -> float:
+        """Hourly cost of the count at confidence (inf when there is none) [USD/h]."""
+        if self.count_at_confidence is None:
+            return math.inf
+        return self.count_at_confidence * self.unit_price_usd_hour
 
     def to_dict(self, target_rps: float) -> dict[str, Any]:
         """JSON-ready row."""
         inst = self.capacity.instance
         cap = self.capacity
+        zones = self.rules.zones
         return {
             "provider": inst.provider,
             "region": inst.region,
             "instance_type": inst.instance_type,
             "family": inst.family,
             "arch": inst.arch,
+            "cpu": inst.cpu,
             "vcpus": inst.vcpus,
             "count": self.count,
             "total_vcpus": self.count * inst.vcpus,
@@ -46,6 +247,8 @@ class Option:
             "network_rps_per_instance": cap.network_rps,
             "utilization_at_target": self.utilization,
             "price_usd_hour": inst.price_usd_hour,
+            "pricing": self.rules.pricing,
+            "unit_price_usd_hour": self.unit_price_usd_hour,
             "hourly_cost_usd": self.hourly_cost_usd,
             "monthly_cost_usd": self.hourly_cost_usd * HOURS_PER_MONTH,
             "usd_per_billion_requests": self.hourly_cost_usd / (target_rps * 3600.0) * 1e9,
@@ -58,17 +261,24 @@ class Option:
             "confidence": self.confidence,
             "count_at_confidence": self.count_at_confidence,
             "hourly_cost_at_confidence_usd": (
+                None if self.count_at_confidence is None else self.hourly_cost_at_confidence_usd
+            ),
+            "p_meets_target_at_confidence": self.p_meets_at_confidence,
+            "zones": zones,
+            "count_per_zone": per_zone(self.count, zones),
+            "count_at_confidence_per_zone": (
                 None
                 if self.count_at_confidence is None
-                else self.count_at_confidence * inst.price_usd_hour
+                else per_zone(self.count_at_confidence, zones)
             ),
+            "burstable": inst.burstable,
             "basis": list(cap.basis),
         }
 
 
 @dataclass
 class Recommendation:
-    """All feasible options, cheapest first, with the inputs they answer."""
+    """All feasible options in the chosen order, with the inputs they answer."""
 
     target_rps: float
     workload: Workload
@@ -78,10 +288,16 @@ class Recommendation:
     excluded: list[dict[str, Any]] = field(default_factory=list)
     evidence: Any = None
     confidence: float = 0.95
+    rules: FleetRules = field(default_factory=FleetRules)
+    sort: str = "cost-at-confidence"
+    mix: dict[str, Any] | None = None
+    decision: dict[str, Any] | None = None
+    profiles: tuple[CostProfile, ...] = ()
 
     def to_dict(self, top: int | None = None) -> dict[str, Any]:
         """JSON-ready document."""
         opts = self.options if top is None else self.options[:top]
+        r = self.rules
         return {
             "target_rps": self.target_rps,
             "sla_p99_ms": self.workload.sla_p99_ms,
@@ -89,6 +305,15 @@ class Recommendation:
             "redundancy": self.redundancy,
             "workload": self.workload.to_dict(),
             "confidence": self.confidence,
+            "pricing": r.pricing,
+            "zones": r.zones,
+            "zone_loss": r.zone_loss,
+            "spot_reserve": r.spot_reserve,
+            "sort": self.sort,
+            "regions": sorted({o.capacity.instance.region for o in self.options}),
+            "no_redundancy": r.redundancy == 0 and r.zone_loss == 0,
+            "decision": self.decision,
+            "mix": self.mix,
             "measured": _evidence_dict(self.evidence),
             "options": [o.to_dict(self.target_rps) for o in opts],
             "vcpus_by_family": vcpus_by_family(self.options),
@@ -124,50 +349,143 @@ def _evidence_dict(ev: Any) -> dict[str, Any] | None:
     }
 
 
-def fleet_count(target_rps: float, usable_rps: float, redundancy: int) -> int | None:
-    """Smallest ``n`` with ``(n - redundancy) * usable_rps >= target_rps`` (None: no such n)."""
-    if usable_rps <= 0:
-        return None
-    n = max(math.ceil(target_rps / usable_rps), 1)
-    # Guard the float division at exact multiples.
-    while n > 1 and (n - 1) * usable_rps >= target_rps:
-        n -= 1
-    while n * usable_rps < target_rps:
-        n += 1
-    return n + redundancy
+def _shape(inst: Instance) -> tuple[Any, ...]:
+    """What capacity can depend on: everything but the region, the prices and the file."""
+    return (
+        inst.provider,
+        inst.instance_type,
+        inst.family,
+        inst.arch,
+        inst.cpu,
+        inst.vcpus,
+        inst.memory_gib,
+        inst.network_gbps,
+        inst.network_burst,
+        inst.source,
+        inst.source_date,
+        inst.threads_per_core,
+        inst.burstable,
+        inst.network_burst_gbps,
+        inst.cpu_baseline,
+        inst.coremark,
+    )
 
 
-def p_meets_target(count: int, redundancy: int, cap: Capacity, target_rps: float) -> float:
-    """Probability that ``count - redundancy`` instances serve ``target_rps`` under the SLA.
+def sustained(cap: Capacity) -> Capacity:
+    """A burstable type's capacity at its sustained CPU baseline (others unchanged).
 
-    The CPU capacity is log-normal around its point value with ``cap.rel_sd`` (the same for
-    every instance of a type); the network cap is taken as known.
+    A shared-core type may burst above ``cpu_baseline`` vCPUs only for a while (credits, or
+    a share of the host), so its CPU capacity is scaled by ``cpu_baseline / vcpus``.
     """
-    m = count - redundancy
-    if m <= 0 or m * cap.network_rps < target_rps or cap.cpu_sla_rps <= 0:
-        return 0.0
-    need = target_rps / (m * cap.cpu_sla_rps)
-    if cap.rel_sd <= 0:
-        return 1.0 if need <= 1 else 0.0
-    return 0.5 * math.erfc(math.log(need) / (cap.rel_sd * math.sqrt(2)))
+    inst = cap.instance
+    if not inst.burstable or inst.cpu_baseline is None:
+        return cap
+    f = min(inst.cpu_baseline / inst.vcpus, 1.0)
+    if f >= 1.0:
+        return cap
+    cpu_sla = cap.cpu_sla_rps * f
+    out = replace(
+        cap,
+        cpu_peak_rps=cap.cpu_peak_rps * f,
+        cpu_sla_rps=cpu_sla,
+        capacity_rps=min(cpu_sla, cap.network_rps),
+        binding_constraint=(
+            cap.binding_constraint
+            if cap.binding_constraint == "latency"
+            else "network"
+            if cap.network_rps < cpu_sla
+            else "cpu"
+        ),
+        basis=[
+            *cap.basis,
+            f"burstable: CPU capacity at the sustained baseline of {inst.cpu_baseline:g} of "
+            f"{inst.vcpus} vCPU(s) (x{f:.2f})",
+        ],
+    )
+    return out
 
 
-def count_at_confidence(
-    target_rps: float, cap: Capacity, headroom: float, redundancy: int, confidence: float
-) -> int | None:
-    """Fewest instances that keep the headroom with probability ``confidence``."""
-    return fleet_count(target_rps, cap.quantile(1.0 - confidence) * (1.0 - headroom), redundancy)
+def capacities(
+    instances: Iterable[Instance],
+    work: Workload,
+    evidence: Any = None,
+    profiles: Sequence[CostProfile] = (),
+) -> list[Capacity]:
+    """Capacity of each instance, computed once per shape (the same type in many regions)."""
+    seen: dict[tuple[Any, ...], Capacity] = {}
+    out = []
+    for inst in instances:
+        key = _shape(inst)
+        cap = seen.get(key)
+        if cap is None:
+            cap = seen[key] = sustained(instance_capacity(inst, work, evidence, profiles))
+        elif cap.instance is not inst:
+            twin = object.__new__(Capacity)  # a shallow copy, cheaper than copy.copy
+            twin.__dict__.update(cap.__dict__)
+            twin.instance = inst
+            cap = twin
+        out.append(cap)
+    return out
+
+
+def prune_dominated(
+    instances: Sequence[Instance], pricing: str = "on-demand"
+) -> tuple[list[Instance], list[dict[str, Any]]]:
+    """Drop each type that a cheaper type in its region matches in everything capacity uses.
+
+    Capacity depends on the CPU platform (``cpu``), architecture, vCPUs, threads per core,
+    burstability and bandwidth, not on memory or local disks (the design's capacity model).
+    So among types with the same provider, region, ``cpu``, ``arch``, ``vcpus``,
+    ``threads_per_core``, ``burstable`` and ``cpu_baseline``, a type is dominated when another
+    costs less (or the same, with an earlier name) and has at least its ``network_gbps``.
+
+    Returns
+    -------
+    kept : list of Instance
+    excluded : list of dict
+        One row per dominated type, naming the type that dominates it.
+    """
+    column = PRICING_COLUMNS[pricing]
+    groups: dict[tuple[Any, ...], list[Instance]] = {}
+    for inst in instances:
+        key = (
+            inst.provider,
+            inst.region,
+            inst.cpu,
+            inst.arch,
+            inst.vcpus,
+            inst.threads_per_core,
+            inst.burstable,
+            inst.cpu_baseline,
+        )
+        groups.setdefault(key, []).append(inst)
+    kept: list[Instance] = []
+    dropped: list[dict[str, Any]] = []
+    for group in groups.values():
+        group.sort(key=lambda i: (getattr(i, column) or math.inf, -i.network_gbps, i.instance_type))
+        best_net = -math.inf
+        best: Instance | None = None
+        for inst in group:  # cheapest first: kept only if it adds bandwidth
+            if best is not None and inst.network_gbps <= best_net:
+                dropped.append(
+                    {
+                        "instance_type": inst.instance_type,
+                        "region": inst.region,
+                        "reason": f"dominated by {best.instance_type} (same CPU, vCPUs and "
+                        f"at least its bandwidth, at a lower {pricing} price)",
+                    }
+                )
+                continue
+            kept.append(inst)
+            if inst.network_gbps > best_net:
+                best_net, best = inst.network_gbps, inst
+    return kept, dropped
 
 
 def _check(target_rps: float, headroom: float, redundancy: int, max_count: int | None) -> None:
     if not (isinstance(target_rps, int | float) and math.isfinite(target_rps) and target_rps > 0):
         raise InputError(f"target RPS must be a positive finite number, got {target_rps!r}")
-    if not (0 <= headroom < 1):
-        raise InputError(f"headroom must be a fraction in [0, 1), got {headroom!r}")
-    if redundancy < 0:
-        raise InputError(f"redundancy must be >= 0 instances, got {redundancy!r}")
-    if max_count is not None and max_count < 1:
-        raise InputError(f"max count must be >= 1, got {max_count!r}")
+    FleetRules(headroom=headroom, redundancy=redundancy, max_count=max_count).check()
 
 
 def recommend(
@@ -180,6 +498,15 @@ def recommend(
     evidence: Any = None,
     confidence: float = 0.95,
     profiles: Sequence[CostProfile] = (),
+    *,
+    zones: int = 1,
+    zone_loss: int = 0,
+    pricing: str = "on-demand",
+    spot_reserve: float | None = None,
+    sort: str = "cost-at-confidence",
+    burstable: bool = False,
+    mix: int = 1,
+    prune: bool = True,
 ) -> Recommendation:
     """Find, for every instance type, the cheapest homogeneous fleet that meets the target.
 
@@ -195,20 +522,39 @@ def recommend(
         Spare fraction kept free on every instance: each runs at most at
         ``(1 - headroom)`` of its capacity under the SLA [1].
     redundancy : int
-        Instances that may fail while the rest still meet the target (N+k).
+        Instances that may fail (after a zone loss) while the rest still meet the target.
     max_count : int, optional
-        Largest fleet to consider per instance type.
+        Largest fleet to consider per instance type (at most `MAX_FLEET`).
     evidence : sizing.measured.Evidence, optional
         Calibrations from measured runs (see `sizing.capacity.instance_capacity`).
     confidence : float
         For each option, also the count that keeps the headroom with this probability.
     profiles : sequence of CostProfile
         Measured CPU profiles (`sizing.profiles.load_profiles`).
+    zones : int
+        Zones the fleet is spread over (evenly, at least one instance per zone).
+    zone_loss : int
+        Whole zones that may be lost while the rest keep the target with the headroom.
+    pricing : str
+        ``on-demand``, ``spot``, ``1y`` or ``3y``; types without that price are excluded.
+    spot_reserve : float, optional
+        Fraction of a spot fleet that may be reclaimed at once; default
+        `DEFAULT_SPOT_RESERVE` with spot prices, 0 otherwise.
+    sort : str
+        ``cost-at-confidence`` (the cost of the count at confidence) or ``cost``.
+    burstable : bool
+        Also consider shared-core and credit-based types (their burst is not sustained).
+    prune : bool
+        Leave out types dominated by a cheaper one (`prune_dominated`); never with runs as
+        evidence, which are matched by family.
+    mix : int
+        With K > 1, also solve for the cheapest fleet of up to K types per zone
+        (`sizing.fleet.best_mix`; imports scipy).
 
     Returns
     -------
     Recommendation
-        Options sorted by hourly cost (then fewer instances, then name).
+        Options in ``sort`` order (then fewer instances, then name).
 
     Raises
     ------
@@ -218,24 +564,77 @@ def recommend(
         When no instance type can meet the target within the limits.
     """
     work = workload or Workload()
-    _check(target_rps, headroom, redundancy, max_count)
-    if not 0 < confidence < 1:
-        raise InputError(f"confidence must be in (0, 1), got {confidence!r}")
+    if not (isinstance(target_rps, int | float) and math.isfinite(target_rps) and target_rps > 0):
+        raise InputError(f"target RPS must be a positive finite number, got {target_rps!r}")
+    if sort not in SORTS:
+        raise InputError(f"unknown sort {sort!r}; expected one of: {', '.join(SORTS)}")
+    if not 1 <= mix <= 8:
+        raise InputError(f"mix must be 1 to 8 instance types, got {mix!r}")
+    reserve = spot_reserve
+    if reserve is None:
+        reserve = DEFAULT_SPOT_RESERVE if pricing == "spot" else 0.0
+    rules = FleetRules(
+        headroom, redundancy, zones, zone_loss, pricing, reserve, max_count, confidence
+    )
+    rules.check()
     options: list[Option] = []
     excluded: list[dict[str, Any]] = []
+    candidates: list[Instance] = []
     for inst in instances:
-        cap = instance_capacity(inst, work, evidence, profiles)
-        usable = cap.capacity_rps * (1.0 - headroom)
-        n = fleet_count(target_rps, usable, redundancy)
-        if n is None:
-            excluded.append({"instance_type": inst.instance_type, "reason": "cannot meet the SLA"})
-            continue
-        if max_count is not None and n > max_count:
+        if inst.burstable and not burstable:
             excluded.append(
                 {
                     "instance_type": inst.instance_type,
-                    "reason": f"needs {n} > max count {max_count}",
+                    "region": inst.region,
+                    "reason": "burstable CPU: its burst is not sustained capacity",
                 }
+            )
+        elif inst.burstable and inst.cpu_baseline is None:
+            excluded.append(
+                {
+                    "instance_type": inst.instance_type,
+                    "region": inst.region,
+                    "reason": "burstable CPU without a published sustained baseline",
+                }
+            )
+        elif inst.price(pricing) is None:
+            excluded.append(
+                {
+                    "instance_type": inst.instance_type,
+                    "region": inst.region,
+                    "reason": f"no {pricing} price published",
+                }
+            )
+        else:
+            candidates.append(inst)
+    if prune and evidence is None:
+        candidates, dominated = prune_dominated(candidates, pricing)
+        excluded += dominated
+    counts: dict[tuple[Any, ...], tuple[int | None, int | None, float, float]] = {}
+    for cap in capacities(candidates, work, evidence, profiles):
+        inst = cap.instance
+        price = inst.price(pricing)
+        assert price is not None
+        key = _shape(inst)
+        found = counts.get(key)
+        if found is None:
+            usable = cap.capacity_rps * (1.0 - headroom)
+            n = count_for(target_rps, usable, rules)
+            n_conf = count_for(target_rps, cap.quantile(1.0 - confidence) * (1.0 - headroom), rules)
+            found = counts[key] = (
+                n,
+                n_conf,
+                math.nan if n is None else p_meet(n, cap, target_rps, rules),
+                math.nan if n_conf is None else p_meet(n_conf, cap, target_rps, rules),
+            )
+        n, n_conf, p_n, p_conf = found
+        if n is None:
+            if cap.capacity_rps <= 0:
+                why = "cannot meet the SLA"
+            else:
+                why = f"needs more than {rules.limit:,} instances"
+            excluded.append(
+                {"instance_type": inst.instance_type, "region": inst.region, "reason": why}
             )
             continue
         options.append(
@@ -243,30 +642,69 @@ def recommend(
                 capacity=cap,
                 count=n,
                 utilization=target_rps / (n * cap.capacity_rps),
-                hourly_cost_usd=n * inst.price_usd_hour,
-                p_meets_target=p_meets_target(n, redundancy, cap, target_rps),
+                hourly_cost_usd=n * price,
+                p_meets_target=p_n,
                 confidence=confidence,
-                count_at_confidence=count_at_confidence(
-                    target_rps, cap, headroom, redundancy, confidence
-                ),
+                count_at_confidence=n_conf,
+                unit_price_usd_hour=price,
+                rules=rules,
+                p_meets_at_confidence=p_conf,
+            )
+        )
+    if not candidates:
+        raise Infeasible(
+            f"no candidate instance type has a {pricing} price"
+            + (
+                " (the shipped AWS rows carry on-demand prices only; a --catalog file may add "
+                "spot_usd_hour, commit_1y_usd_hour and commit_3y_usd_hour)"
+                if pricing != "on-demand"
+                else ""
             )
         )
     if not options:
         why = f" within --max-count {max_count}" if max_count is not None else ""
+        if (
+            max_count is None
+            and excluded
+            and all(e["reason"].startswith("needs more than") for e in excluded)
+        ):
+            why = f" within {MAX_FLEET:,} instances"
         raise Infeasible(
             f"no instance type meets {target_rps:,.0f} RPS under p99 {work.sla_p99_ms:g} ms{why}"
         )
-    options.sort(
-        key=lambda o: (
-            o.hourly_cost_usd,
-            o.count,
-            o.capacity.instance.provider,
-            o.capacity.instance.instance_type,
-        )
+    options.sort(key=_sort_key(sort))
+    rec = Recommendation(
+        target_rps,
+        work,
+        headroom,
+        redundancy,
+        options,
+        excluded,
+        evidence,
+        confidence,
+        rules,
+        sort,
+        profiles=tuple(profiles),
     )
-    return Recommendation(
-        target_rps, work, headroom, redundancy, options, excluded, evidence, confidence
-    )
+    if mix > 1:
+        from sizing.fleet import best_mix
+
+        rec.mix = best_mix(rec, mix)
+    from sizing.decision import decide
+
+    rec.decision = decide(rec)
+    return rec
+
+
+def _sort_key(sort: str) -> Any:
+    def by_cost(o: Option) -> tuple[Any, ...]:
+        inst = o.capacity.instance
+        return (o.hourly_cost_usd, o.count, inst.provider, inst.region, inst.instance_type)
+
+    def by_conf(o: Option) -> tuple[Any, ...]:
+        return (o.hourly_cost_at_confidence_usd, *by_cost(o))
+
+    return by_conf if sort == "cost-at-confidence" else by_cost
 
 
 def vcpus_by_family(options: Iterable[Option]) -> list[dict[str, Any]]:
@@ -297,3 +735,10 @@ def vcpus_by_family(options: Iterable[Option]) -> list[dict[str, Any]]:
             )
         row["min_total_vcpus"] = min(row["min_total_vcpus"], total)
     return sorted(best.values(), key=lambda r: r["cheapest_hourly_cost_usd"])
+
+
+def options_of(rec: Recommendation, sort: str) -> Sequence[Option]:
+    """The options re-ordered by another sort."""
+    if sort not in SORTS:
+        raise InputError(f"unknown sort {sort!r}; expected one of: {', '.join(SORTS)}")
+    return sorted(rec.options, key=_sort_key(sort))

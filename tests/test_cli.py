@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from sizing import cli
+from sizing.catalog import select_instances
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -84,8 +85,11 @@ def test_json_and_csv_formats(capsys):
     doc = json.loads(capsys.readouterr().out)
     assert set(doc) >= {"target_rps", "sla_p99_ms", "headroom", "redundancy", "options"}
     assert doc["redundancy"] == 1
-    costs = [o["hourly_cost_usd"] for o in doc["options"]]
-    assert costs == sorted(costs) and len(costs) > 50
+    costs = [o["hourly_cost_at_confidence_usd"] for o in doc["options"]]
+    assert costs == sorted(costs) and len(costs) > 50  # by the cost at the confidence
+    assert doc["pricing"] == "on-demand" and doc["zones"] == 1 and doc["mix"] is None
+    assert all(o["count_per_zone"] == [o["count"]] for o in doc["options"])
+    assert doc["decision"]["text"].startswith("Buy ")
     assert all(o["basis"] for o in doc["options"])
     assert cli.main(["recommend", "--rps", "1e6", "--format", "csv", "--top", "3"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
@@ -95,11 +99,9 @@ def test_json_and_csv_formats(capsys):
 def test_arguments_reach_the_library(monkeypatch, capsys):
     seen = {}
 
-    def fake(
-        target, instances, work, headroom, redundancy, max_count, evidence, confidence, **extra
-    ):
+    def fake(target, instances, work, headroom, redundancy, max_count, evidence, confidence, **kw):
+        seen.update(kw)
         seen.update(
-            extra=extra,
             target=target,
             n=len(instances),
             work=work,
@@ -146,8 +148,12 @@ def test_arguments_reach_the_library(monkeypatch, capsys):
     assert seen["work"].file_bytes == 53 * 1024 and seen["work"].protocol == "http"
     assert seen["work"].scenario == "api_gateway"
     assert seen["redundancy"] == 2 and seen["max_count"] == 7
-    assert seen["n"] == 47  # AWS Arm sizes in the shipped catalog
-    assert seen["extra"] == {"profiles": []} and seen["work"].requests_per_connection == math.inf
+    # AWS Arm sizes of the default regions in the shipped catalog
+    assert seen["n"] == sum(
+        1 for i in select_instances(provider="aws", arch="arm64") if i.arch == "arm64"
+    )
+    assert seen["zones"] == 1 and seen["pricing"] == "on-demand" and seen["mix"] == 1
+    assert seen["profiles"] == [] and seen["work"].requests_per_connection == math.inf
 
 
 @pytest.mark.parametrize(

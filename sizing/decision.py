@@ -1,0 +1,176 @@
+"""The decision: what to buy, the next best, and the input the answer depends on most.
+
+The sensitivity is a one-at-a-time check on the chosen type: the capacity estimate moved by
+one log-normal standard deviation each way, the headroom by 10 points each way, the SLA halved
+and doubled, and (when ranking at a confidence) the confidence at 90% and 99%. The input whose
+range moves the chosen fleet's hourly cost most is named.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from sizing.capacity import Capacity, instance_capacity
+
+if TYPE_CHECKING:
+    from sizing.recommend import FleetRules, Option, Recommendation
+
+HOURS_PER_MONTH = 730.0
+
+
+def _count(rec: Recommendation, cap: Capacity, rules: FleetRules, scale: float = 1.0) -> int | None:
+    from sizing.recommend import count_for
+
+    if rec.sort == "cost-at-confidence":
+        per = cap.quantile(1.0 - rules.confidence)
+    else:
+        per = cap.capacity_rps
+    return count_for(rec.target_rps, per * scale * (1.0 - rules.headroom), rules)
+
+
+def sensitivity(rec: Recommendation, option: Option) -> list[dict[str, Any]]:
+    """For each input, the chosen type's count at its low and high value (None: infeasible)."""
+    cap, rules = option.capacity, rec.rules
+    rows: list[dict[str, Any]] = []
+
+    def add(name: str, low: str, high: str, n_low: int | None, n_high: int | None) -> None:
+        rows.append(
+            {"input": name, "low": low, "high": high, "count_low": n_low, "count_high": n_high}
+        )
+
+    sd = cap.rel_sd
+    if sd > 0:
+        inst = cap.instance
+        what = "measured capacity" if cap.measured else "capacity estimate"
+        add(
+            f"the {what} of {inst.cpu or inst.family} (log-normal sd {sd:.2f})",
+            f"-1 sd (x{math.exp(-sd):.2f})",
+            f"+1 sd (x{math.exp(sd):.2f})",
+            _count(rec, cap, rules, math.exp(-sd)),
+            _count(rec, cap, rules, math.exp(sd)),
+        )
+    h = rules.headroom
+    lo_h, hi_h = max(0.0, h - 0.1), min(0.9, h + 0.1)
+    add(
+        "the headroom",
+        f"{lo_h:.0%}",
+        f"{hi_h:.0%}",
+        _count(rec, cap, replace(rules, headroom=lo_h)),
+        _count(rec, cap, replace(rules, headroom=hi_h)),
+    )
+    w = rec.workload
+    caps = []
+    for sla in (w.sla_p99_ms / 2, w.sla_p99_ms * 2):
+        work = replace(w, sla_p99_ms=sla)
+        caps.append(instance_capacity(cap.instance, work, rec.evidence, rec.profiles))
+    add(
+        "the p99 SLA",
+        f"{w.sla_p99_ms / 2:g} ms",
+        f"{w.sla_p99_ms * 2:g} ms",
+        _count(rec, caps[0], rules),
+        _count(rec, caps[1], rules),
+    )
+    if rec.sort == "cost-at-confidence":
+        add(
+            "the confidence",
+            "90%",
+            "99%",
+            _count(rec, cap, replace(rules, confidence=0.90)),
+            _count(rec, cap, replace(rules, confidence=0.99)),
+        )
+    return rows
+
+
+def _spread(row: dict[str, Any], base: int) -> float:
+    lo, hi = row["count_low"], row["count_high"]
+    if lo is None or hi is None:
+        return math.inf
+    return abs(math.log(max(lo, 1) / base)) + abs(math.log(max(hi, 1) / base))
+
+
+def decide(rec: Recommendation) -> dict[str, Any]:
+    """The fleet to buy, in words and numbers (see the module docstring)."""
+    at_conf = rec.sort == "cost-at-confidence"
+    best = rec.options[0]
+    inst = best.capacity.instance
+    zones = rec.rules.zones
+    n = best.count_at_confidence if at_conf and best.count_at_confidence else best.count
+    p = best.p_meets_at_confidence if at_conf and best.count_at_confidence else best.p_meets_target
+    from sizing.recommend import per_zone
+
+    hourly = n * best.unit_price_usd_hour
+    doc: dict[str, Any] = {
+        "instance_type": inst.instance_type,
+        "provider": inst.provider,
+        "region": inst.region,
+        "count": n,
+        "zones": zones,
+        "count_per_zone": per_zone(n, zones),
+        "pricing": rec.rules.pricing,
+        "hourly_cost_usd": hourly,
+        "monthly_cost_usd": hourly * HOURS_PER_MONTH,
+        "p_meets_target": p,
+        "basis": "count at confidence" if at_conf else "point estimate",
+    }
+    nxt = next(
+        (o for o in rec.options[1:] if o.capacity.instance.instance_type != inst.instance_type),
+        None,
+    )  # another type, not the same type in another region
+    if nxt is not None:
+        nn = nxt.count_at_confidence if at_conf and nxt.count_at_confidence else nxt.count
+        doc["next_best"] = {
+            "instance_type": nxt.capacity.instance.instance_type,
+            "region": nxt.capacity.instance.region,
+            "count": nn,
+            "hourly_cost_usd": nn * nxt.unit_price_usd_hour,
+        }
+    rows = sensitivity(rec, best)
+    if rows:
+        top = max(rows, key=lambda r: _spread(r, n))
+        doc["moves_most_with"] = top
+    doc["sensitivity"] = rows
+    mix = rec.mix
+    if mix and mix.get("hourly_cost_usd") is not None and mix["hourly_cost_usd"] < hourly - 0.005:
+        doc["mix_saves_usd_hour"] = hourly - mix["hourly_cost_usd"]
+    doc["text"] = decision_text(doc, rec)
+    return doc
+
+
+def decision_text(doc: dict[str, Any], rec: Recommendation) -> str:
+    """The one-paragraph decision."""
+    z = doc["zones"]
+    spread = "/".join(str(c) for c in doc["count_per_zone"])
+    where = f"in {z} zones ({spread} per zone)" if z > 1 else "in 1 zone"
+    out = (
+        f"Buy {doc['count']} x {doc['instance_type']} ({doc['provider']} {doc['region']}, "
+        f"{doc['pricing']}) {where}, ${doc['hourly_cost_usd']:,.2f}/hour, "
+        f"${doc['monthly_cost_usd']:,.0f}/month, P(meet) {doc['p_meets_target']:.0%}"
+    )
+    if doc["basis"] == "count at confidence":
+        out += f" (the count that keeps the headroom with {rec.confidence:.0%} confidence)"
+    nb = doc.get("next_best")
+    if nb:
+        out += (
+            f"; the next best is {nb['count']} x {nb['instance_type']} ({nb['region']}) at "
+            f"${nb['hourly_cost_usd']:,.2f}/hour"
+        )
+    mv = doc.get("moves_most_with")
+    if mv:
+        lo = "none" if mv["count_low"] is None else mv["count_low"]
+        hi = "none" if mv["count_high"] is None else mv["count_high"]
+        out += (
+            f"; the answer moves most with {mv['input']}: {mv['low']} -> {lo}, "
+            f"{mv['high']} -> {hi} instances"
+        )
+    if rec.mix and doc.get("mix_saves_usd_hour"):
+        out += f"; a mix of types saves ${doc['mix_saves_usd_hour']:,.2f}/hour (below)"
+    r = rec.rules
+    if r.redundancy == 0 and r.zone_loss == 0:
+        out += (
+            ". No redundancy: the plan keeps no spare instance"
+            + (" or zone" if z > 1 else " and sits in one zone")
+            + " (add --redundancy 1, or --zones 3 --zone-loss 1)"
+        )
+    return out + "."

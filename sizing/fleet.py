@@ -1,0 +1,477 @@
+"""Mixed fleets: the cheapest fleet of up to K instance types per zone, as an integer program.
+
+Variables, for candidate type ``t`` and zone ``z``: ``x[t, z]`` instances (integer) and
+``y[t, z]`` (binary, the type is used in the zone); ``m[S]`` (continuous) is the capacity of
+the largest instance left after losing the zone set ``S``. Minimise ``sum price_t x[t, z]``
+subject to
+
+- ``x[t, z] <= U_t y[t, z]`` and ``sum_t y[t, z] <= K`` in every zone;
+- ``sum_t x[t, z] >= 1`` in every zone (the fleet is spread over every zone),  and every
+  zone carries at least half its share of the target, ``sum_t c_t x[t, z] >= target / (2
+  zones)`` (an even spread of one type always does);
+- for every set ``S`` of ``zone_loss`` zones: ``(1 - r) sum_{z not in S} c_t x[t, z] -
+  redundancy * m[S] >= target``, with ``m[S] >= c_t y[t, z]`` for ``z`` not in ``S``:
+  after losing the zones of ``S``, a spot fraction ``r`` of the capacity and ``redundancy``
+  instances of the largest type left, the rest carries the target. (Losing ``redundancy``
+  instances of the largest type is exact when that type has that many instances left, and
+  conservative otherwise.)
+
+``c_t`` is a type's usable capacity: its capacity under the SLA times ``1 - headroom``, at
+the point estimate (``--sort cost``) or, at a confidence ``p`` (default), such that the
+fleet's capacity holds with probability ``p``.
+
+Confidence. One instance of type ``t`` carries ``min(cpu_t exp(sd_t Z), net_t)``: a
+log-normal CPU capacity (the model's spread) under a known network cap. ``Z`` is one draw per
+CPU platform: types on the same platform rest on the same speed estimate, so their errors
+move together; platforms are taken as independent. For one platform the probability that the
+fleet carries the target is exact (the capacity is monotone in ``Z``). For several, each
+platform's sum has its mean and variance computed by Gauss-Hermite quadrature, and the sum
+over platforms (a sum of independent, roughly log-normal terms) is approximated by one
+log-normal with the same mean and variance (Fenton-Wilkinson: ``s^2 = ln(1 + var/mean^2)``,
+``mu = ln(mean) - s^2/2``). A test checks it against Monte Carlo simulation.
+
+The program is solved first with every type at its own ``1 - p`` quantile (conservative:
+independent errors partly cancel), then with the quantiles relaxed towards the median by
+bisection, keeping the cheapest solution whose probability still reaches ``p``.
+
+scipy (``scipy.optimize.milp``, HiGHS) is imported here only: the ``--mix`` path.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from statistics import NormalDist
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from sizing.errors import InputError
+
+if TYPE_CHECKING:
+    from sizing.recommend import FleetRules, Option, Recommendation
+
+HOURS_PER_MONTH = 730.0
+#: Candidate types per (provider, region) handed to the integer program.
+MAX_CANDIDATES = 10
+#: (provider, region) groups solved (those of the cheapest single-type options).
+MAX_GROUPS = 2
+MAX_LOSS_SCENARIOS = 64
+BISECTION_STEPS = 3
+TIME_LIMIT_S = 5.0
+
+
+@dataclass(frozen=True)
+class TypeSpec:
+    """One candidate type: CPU capacity at the median, network cap, spread, price, platform.
+
+    One instance carries ``min(cpu_rps * exp(sd * Z), net_rps)`` under the SLA, ``Z``
+    standard normal and shared by every type of the same ``platform``.
+    """
+
+    name: str
+    cpu_rps: float
+    net_rps: float
+    sd: float
+    price: float
+    option: Any = None
+    platform: str = ""
+
+    def capacity(self, z: float | np.ndarray) -> Any:
+        """Capacity of one instance at the standard-normal value ``z`` [1/s]."""
+        return np.minimum(self.cpu_rps * np.exp(self.sd * np.asarray(z, dtype=float)), self.net_rps)
+
+    @property
+    def median_rps(self) -> float:
+        """Capacity at the median [1/s]."""
+        return min(self.cpu_rps, self.net_rps)
+
+
+_GH_X, _GH_W = np.polynomial.hermite_e.hermegauss(48)
+_GH_W = _GH_W / _GH_W.sum()
+
+
+def fw_lognormal(means: np.ndarray, variances: np.ndarray) -> tuple[float, float]:
+    """Fenton-Wilkinson: (mu, s) of the log-normal with the sum's mean and variance."""
+    mean, var = float(np.sum(means)), float(np.sum(variances))
+    if mean <= 0:
+        return -math.inf, 0.0
+    s2 = math.log1p(var / mean**2)
+    return math.log(mean) - s2 / 2, math.sqrt(s2)
+
+
+def lognormal_moments(medians: np.ndarray, sds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and variance of ``median * exp(sd * Z)``."""
+    s2 = np.asarray(sds, dtype=float) ** 2
+    a = np.asarray(medians, dtype=float)
+    return a * np.exp(s2 / 2), a**2 * np.exp(s2) * np.expm1(s2)
+
+
+def p_sum_at_least(means: np.ndarray, variances: np.ndarray, need: float) -> float:
+    """P(sum of independent positive terms >= ``need``), Fenton-Wilkinson approximation."""
+    mu, s = fw_lognormal(means, variances)
+    if mu == -math.inf:
+        return 0.0
+    if s <= 0:
+        return 1.0 if math.exp(mu) >= need else 0.0
+    return 1.0 - NormalDist().cdf((math.log(need) - mu) / s)
+
+
+def _group_capacity(counts: np.ndarray, types: list[TypeSpec], z: np.ndarray) -> np.ndarray:
+    total = np.zeros_like(z, dtype=float)
+    for n, t in zip(counts, types, strict=True):
+        if n > 0:
+            total = total + float(n) * t.capacity(z)
+    return total
+
+
+def p_capacity_at_least(counts: np.ndarray, types: list[TypeSpec], need: float) -> float:
+    """P(the fleet's capacity >= ``need``): types of one platform share their draw.
+
+    One platform: exact (the capacity is monotone in the shared draw; bisection on it).
+    Several: each platform's mean and variance by Gauss-Hermite quadrature (network caps
+    included), then Fenton-Wilkinson across the independent platforms.
+    """
+    if need <= 0:
+        return 1.0
+    groups: dict[str, list[int]] = {}
+    for i, (n, t) in enumerate(zip(counts, types, strict=True)):
+        if n > 0:
+            groups.setdefault(t.platform or t.name, []).append(i)
+    if not groups:
+        return 0.0
+    if len(groups) == 1:
+        idx = next(iter(groups.values()))
+        cnt, tps = counts[idx], [types[i] for i in idx]
+
+        def g(z: float) -> float:
+            return float(_group_capacity(cnt, tps, np.array([z]))[0])
+
+        lo, hi = -12.0, 12.0
+        if g(hi) < need:
+            return 0.0
+        if g(lo) >= need:
+            return 1.0
+        for _ in range(60):  # bounded bisection on the shared draw
+            mid = (lo + hi) / 2
+            lo, hi = (lo, mid) if g(mid) >= need else (mid, hi)
+        return 1.0 - NormalDist().cdf(hi)
+    means, variances = [], []
+    for idx in groups.values():
+        vals = _group_capacity(counts[idx], [types[i] for i in idx], _GH_X)
+        m = float(np.sum(_GH_W * vals))
+        means.append(m)
+        variances.append(max(float(np.sum(_GH_W * vals**2)) - m**2, 0.0))
+    return p_sum_at_least(np.array(means), np.array(variances), need)
+
+
+def _loss_sets(zones: int, loss: int) -> list[tuple[int, ...]]:
+    """Every set of ``loss`` zones out of ``zones`` (refused above `MAX_LOSS_SCENARIOS`)."""
+    if math.comb(zones, loss) > MAX_LOSS_SCENARIOS:
+        raise InputError(
+            f"--mix with {zones} zones and a loss of {loss} has {math.comb(zones, loss):,} "
+            f"loss scenarios; at most {MAX_LOSS_SCENARIOS} are solved"
+        )
+    return list(itertools.combinations(range(zones), loss)) or [()]
+
+
+def solve_mix(
+    types: list[TypeSpec],
+    capacity: list[float],
+    target: float,
+    rules: FleetRules,
+    max_types: int,
+) -> np.ndarray | None:
+    """The optimal ``x[t, z]`` (types x zones) for usable capacities ``capacity``, or None.
+
+    ``capacity[t]`` is what one instance of type ``t`` may carry (headroom already taken off).
+    """
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    n_t, n_z = len(types), rules.zones
+    loss = _loss_sets(n_z, rules.zone_loss)
+    n_x = n_t * n_z
+    n_m = len(loss) if rules.redundancy > 0 else 0
+    n_var = 2 * n_x + n_m
+
+    def xi(t: int, z: int) -> int:
+        return t * n_z + z
+
+    def yi(t: int, z: int) -> int:
+        return n_x + t * n_z + z
+
+    cost = np.zeros(n_var)
+    for t, spec in enumerate(types):
+        for z in range(n_z):
+            cost[xi(t, z)] = spec.price
+    keep = 1.0 - rules.spot_reserve
+    cmax = max(capacity)
+    upper = [
+        min(math.ceil(target / (keep * c)) + rules.redundancy * math.ceil(cmax / c) + 1, 10**6)
+        for c in capacity
+    ]
+    rows: list[np.ndarray] = []
+    lo: list[float] = []
+    hi: list[float] = []
+
+    def add(row: np.ndarray, low: float, high: float) -> None:
+        rows.append(row)
+        lo.append(low)
+        hi.append(high)
+
+    for t in range(n_t):
+        for z in range(n_z):
+            r = np.zeros(n_var)
+            r[xi(t, z)], r[yi(t, z)] = 1.0, -float(upper[t])
+            add(r, -np.inf, 0.0)
+    for z in range(n_z):
+        r = np.zeros(n_var)
+        for t in range(n_t):
+            r[yi(t, z)] = 1.0
+        add(r, -np.inf, float(max_types))
+        r = np.zeros(n_var)
+        for t in range(n_t):
+            r[xi(t, z)] = 1.0
+        add(r, 1.0, np.inf)
+        if n_z > 1:  # balanced: every zone carries at least half its share of the target
+            r = np.zeros(n_var)
+            for t in range(n_t):
+                r[xi(t, z)] = capacity[t]
+            add(r, target / (2 * n_z), np.inf)
+        if z + 1 < n_z:  # zones are interchangeable: order them by size (symmetry breaking)
+            r = np.zeros(n_var)
+            for t in range(n_t):
+                r[xi(t, z)], r[xi(t, z + 1)] = 1.0, -1.0
+            add(r, 0.0, np.inf)
+    for s, lost in enumerate(loss):
+        r = np.zeros(n_var)
+        for t in range(n_t):
+            for z in range(n_z):
+                if z not in lost:
+                    r[xi(t, z)] = keep * capacity[t]
+        if n_m:
+            m = 2 * n_x + s
+            r[m] = -float(rules.redundancy)
+            for t in range(n_t):
+                for z in range(n_z):
+                    if z not in lost:
+                        rm = np.zeros(n_var)
+                        rm[m], rm[yi(t, z)] = 1.0, -capacity[t]
+                        add(rm, 0.0, np.inf)
+        add(r, target, np.inf)
+    integrality = np.concatenate([np.ones(2 * n_x), np.zeros(n_m)])
+    ub = np.concatenate(
+        [
+            np.repeat(np.array(upper, dtype=float), n_z),
+            np.ones(n_x),
+            np.full(n_m, cmax),
+        ]
+    )
+    res = milp(
+        cost,
+        constraints=LinearConstraint(np.array(rows), np.array(lo), np.array(hi)),
+        integrality=integrality,
+        bounds=Bounds(np.zeros(n_var), ub),
+        options={"time_limit": TIME_LIMIT_S, "mip_rel_gap": 1e-6},
+    )
+    if res.x is None or res.status not in (0, 1):
+        return None
+    return np.rint(res.x[:n_x]).astype(int).reshape(n_t, n_z)
+
+
+def survivors_after_losses(
+    x: np.ndarray, capacity: list[float], rules: FleetRules
+) -> list[np.ndarray]:
+    """Per loss scenario, the instances of each type left after the rules' losses.
+
+    The spot reserve is applied by the caller as a capacity fraction.
+    """
+    out = []
+    order = sorted(range(len(capacity)), key=lambda t: -capacity[t])
+    for lost in _loss_sets(rules.zones, rules.zone_loss):
+        left = np.array(
+            [sum(x[t, z] for z in range(rules.zones) if z not in lost) for t in range(len(x))],
+            dtype=float,
+        )
+        k = rules.redundancy
+        present = [t for t in order if left[t] > 0]
+        if k and present:
+            left[present[0]] = max(0.0, left[present[0]] - k)  # K of the largest type left
+        out.append(left)
+    return out
+
+
+def plan_probability(x: np.ndarray, types: list[TypeSpec], rules: FleetRules, need: float) -> float:
+    """P(meet) of a plan: the worst loss scenario's probability that the rest carry ``need``."""
+    med = [t.median_rps for t in types]
+    keep = 1.0 - rules.spot_reserve
+    return min(
+        p_capacity_at_least(left, types, need / keep)
+        for left in survivors_after_losses(x, med, rules)
+    )
+
+
+def optimise(
+    types: list[TypeSpec],
+    target: float,
+    rules: FleetRules,
+    max_types: int,
+    confidence: float | None,
+) -> tuple[np.ndarray, float, str] | None:
+    """Cheapest plan: at the point estimate (``confidence`` None) or at a confidence.
+
+    Returns the plan, its hourly cost, and how it was found.
+    """
+    h = 1.0 - rules.headroom
+    med = [t.median_rps * h for t in types]
+    if confidence is None:
+        x = solve_mix(types, med, target, rules, max_types)
+        if x is None:
+            return None
+        return x, _cost(x, types), "integer program at the point estimate"
+    z = NormalDist().inv_cdf(confidence)
+
+    def caps(alpha: float) -> list[float]:
+        return [float(t.capacity(-alpha * z)) * h for t in types]
+
+    def ok(x: np.ndarray) -> bool:
+        return plan_probability(x, types, rules, target / h) >= confidence - 1e-9
+
+    x = solve_mix(types, caps(1.0), target, rules, max_types)
+    if x is None:
+        return None
+    best, lo, hi, solves = x, 0.0, 1.0, 1
+    for _ in range(BISECTION_STEPS):  # smallest alpha whose optimum still holds at p
+        mid = (lo + hi) / 2
+        cand = solve_mix(types, caps(mid), target, rules, max_types)
+        solves += 1
+        if cand is not None and ok(cand):
+            hi = mid
+            if _cost(cand, types) < _cost(best, types) - 1e-12:
+                best = cand
+        else:
+            lo = mid
+    how = (
+        f"integer program, {solves} solves: quantiles relaxed towards the median while the "
+        f"Fenton-Wilkinson P(capacity with headroom >= target) stays >= {confidence:.0%}"
+    )
+    return best, _cost(best, types), how
+
+
+def _cost(x: np.ndarray, types: list[TypeSpec]) -> float:
+    return float(sum(x[t].sum() * spec.price for t, spec in enumerate(types)))
+
+
+def candidates(options: list[Option], at_confidence: bool) -> list[list[Option]]:
+    """Per (provider, region), the most cost-efficient options, cheapest groups first."""
+    groups: dict[tuple[str, str], list[Option]] = {}
+    for o in options:
+        inst = o.capacity.instance
+        groups.setdefault((inst.provider, inst.region), []).append(o)
+
+    def per_dollar(o: Option) -> float:
+        cap = o.capacity
+        c = cap.quantile(1.0 - o.confidence) if at_confidence else cap.capacity_rps
+        return -c / o.unit_price_usd_hour
+
+    out = []
+    for opts in groups.values():
+        by_eff = sorted(opts, key=per_dollar)[: MAX_CANDIDATES * 2 // 3]
+        by_cost = opts[: MAX_CANDIDATES - len(by_eff)]  # already in the recommendation's order
+        seen: dict[int, Option] = {id(o): o for o in [*by_eff, *by_cost]}
+        out.append(list(seen.values()))
+    out.sort(
+        key=lambda g: min(
+            o.hourly_cost_at_confidence_usd if at_confidence else o.hourly_cost_usd for o in g
+        )
+    )
+    return out[:MAX_GROUPS]
+
+
+def best_mix(rec: Recommendation, max_types: int) -> dict[str, Any]:
+    """The cheapest fleet of up to ``max_types`` types per zone (see the module docstring)."""
+    from sizing.recommend import per_zone
+
+    at_conf = rec.sort == "cost-at-confidence"
+    rules = rec.rules
+    best: tuple[float, dict[str, Any]] | None = None
+    for group in candidates(rec.options, at_conf):
+        types = [
+            TypeSpec(
+                o.capacity.instance.instance_type,
+                o.capacity.cpu_sla_rps,
+                o.capacity.network_rps,
+                o.capacity.rel_sd,
+                o.unit_price_usd_hour,
+                o,
+                o.capacity.instance.cpu,
+            )
+            for o in group
+        ]
+        h = 1.0 - rules.headroom
+        bound = rec.target_rps / max(
+            t.median_rps * h / t.price for t in types
+        )  # no fleet of these types costs less (continuous relaxation at the median)
+        if best is not None and bound >= best[0]:
+            continue
+        found = optimise(
+            types, rec.target_rps, rules, max_types, rec.confidence if at_conf else None
+        )
+        if found is None:
+            continue
+        x, cost, how = found
+        used = [t for t in range(len(types)) if x[t].sum() > 0]
+        rows = []
+        for t in used:
+            o = types[t].option
+            inst = o.capacity.instance
+            rows.append(
+                {
+                    "instance_type": inst.instance_type,
+                    "provider": inst.provider,
+                    "region": inst.region,
+                    "count": int(x[t].sum()),
+                    "count_per_zone": [int(v) for v in x[t]],
+                    "capacity_rps_per_instance": o.capacity.capacity_rps,
+                    "capacity_sd_log": o.capacity.rel_sd,
+                    "unit_price_usd_hour": types[t].price,
+                    "hourly_cost_usd": float(x[t].sum() * types[t].price),
+                }
+            )
+        p = plan_probability(x, types, rules, rec.target_rps)
+        doc = {
+            "status": "optimal",
+            "max_types": max_types,
+            "zones": rules.zones,
+            "pricing": rules.pricing,
+            "types": rows,
+            "count": int(x.sum()),
+            "count_per_zone": [int(v) for v in x.sum(axis=0)],
+            "hourly_cost_usd": cost,
+            "monthly_cost_usd": cost * HOURS_PER_MONTH,
+            "p_meets_target": p,
+            "at_confidence": at_conf,
+            "confidence": rec.confidence,
+            "candidates": len(types),
+            "single_type_hourly_cost_usd": (
+                rec.options[0].hourly_cost_at_confidence_usd
+                if at_conf
+                else rec.options[0].hourly_cost_usd
+            ),
+            "method": how + f" over the {len(types)} most cost-efficient types of "
+            f"{rows[0]['provider']}/{rows[0]['region']} (scipy.optimize.milp, HiGHS); "
+            "P(meet): over the worst loss, types of one CPU platform share their error, "
+            "platforms are independent (Fenton-Wilkinson)",
+        }
+        if best is None or cost < best[0]:
+            best = (cost, doc)
+    if best is None:
+        return {
+            "status": "infeasible",
+            "max_types": max_types,
+            "zones": rules.zones,
+            "message": "no mix of the candidate types meets the rules",
+        }
+    _ = per_zone
+    return best[1]
