@@ -3,16 +3,10 @@
 from __future__ import annotations
 
 import base64
-import contextlib
 import http.client
 import json
-import os
 import shutil
-import signal
-import socket
-import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,6 +14,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding
 
 from runners import jwt
+from tests.loopback import BODY, private_nginx
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 NJS = Path(jwt.DEFAULT_MODULES_PATH) / jwt.MODULE_FILE
@@ -50,79 +45,25 @@ def test_config_lines():
         jwt.http_lines("/p/x.js", "abc; evil")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextlib.contextmanager
-def _nginx(tmp: Path, public_b64: str) -> Iterator[int]:
-    """A private nginx: a JWT-checking proxy on one port, its file server on another."""
-    (tmp / "html").mkdir()
-    (tmp / "html" / "body.bin").write_bytes(b"x" * 1024)
-    (tmp / "tmp").mkdir()
+def _jwt_proxy(tmp: Path, public_b64: str):
+    """A JWT-checking proxy on the first port, its file server on the second."""
     shutil.copy(jwt.VERIFY_SCRIPT, tmp / "jwt_verify.js")
-    port, up = _free_port(), _free_port()
-    proxy = [f"proxy_pass http://127.0.0.1:{up};", "proxy_http_version 1.1;"]
-    conf = "\n".join(
-        [
-            *jwt.main_lines(jwt.DEFAULT_MODULES_PATH),
-            "user root;" if os.geteuid() == 0 else "",
-            "worker_processes 1;",
-            f"pid {tmp}/nginx.pid;",
-            f"error_log {tmp}/error.log warn;",
-            "events { worker_connections 64; }",
-            "http {",
-            "access_log off;",
-            *(f"{k}_temp_path {tmp}/tmp;" for k in ("client_body", "proxy", "fastcgi", "uwsgi")),
-            f"scgi_temp_path {tmp}/tmp;",
-            *jwt.http_lines(f"{tmp}/jwt_verify.js", public_b64),
+
+    def http(prefix: Path, ports: list[int]) -> list[str]:
+        proxy = [f"proxy_pass http://127.0.0.1:{ports[1]};", "proxy_http_version 1.1;"]
+        return [
+            *jwt.http_lines(f"{prefix}/jwt_verify.js", public_b64),
             "server {",
-            f"listen 127.0.0.1:{port};",
+            f"listen 127.0.0.1:{ports[0]};",
             "location / {",
             *jwt.location_lines(),
             "}",
             *jwt.backend_location(proxy),
             "}",
-            f"server {{ listen 127.0.0.1:{up}; root {tmp}/html; }}",
-            "}",
-            "",
+            f"server {{ listen 127.0.0.1:{ports[1]}; root {prefix}/html; }}",
         ]
-    )
-    (tmp / "nginx.conf").write_text(conf)
-    base = [NGINX, "-p", str(tmp), "-c", str(tmp / "nginx.conf"), "-e", str(tmp / "error.log")]
-    subprocess.run([*base, "-t", "-q"], check=True, capture_output=True, timeout=60)
-    subprocess.run(base, check=True, capture_output=True, timeout=60)
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
-                break
-            time.sleep(0.05)
-        yield port
-    finally:
-        master = int((tmp / "nginx.pid").read_text())
-        ours = {master, *_children(master)}
-        os.kill(master, signal.SIGTERM)
-        deadline = time.monotonic() + 60
-        while any(_alive(p) for p in ours) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not any(_alive(p) for p in ours), "the test's nginx did not stop"
 
-
-def _children(pid: int) -> list[int]:
-    with contextlib.suppress(OSError):
-        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    return []
-
-
-def _alive(pid: int) -> bool:
-    """Whether a process exists and is not a zombie."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
+    return private_nginx(tmp, http, ports=2, main_lines=jwt.main_lines(jwt.DEFAULT_MODULES_PATH))
 
 
 def _status(port: int, headers: dict[str, str]) -> tuple[int, bytes, str | None]:
@@ -156,9 +97,9 @@ def test_nginx_accepts_valid_tokens_and_refuses_others(tmp_path):
         "signature cut": {"Authorization": f"Bearer {h}.{p}.{s[:-4]}"},
         "garbage": {"Authorization": "Bearer a.b.c"},
     }
-    with _nginx(tmp_path, keys.public_der_b64) as port:
+    with _jwt_proxy(tmp_path, keys.public_der_b64) as (port, _):
         status, body, _ = _status(port, {"Authorization": f"Bearer {good}"})
-        assert status == 200 and body == b"x" * 1024
+        assert status == 200 and body == BODY
         for name, headers in bad.items():
             status, _, challenge = _status(port, headers)
             assert status == 401, name

@@ -52,6 +52,7 @@ _AWK = (
 WRAPPER = (
     'log=$(mktemp "${TMPDIR:-/tmp}/nginx-sizing-h2load.XXXXXXXX") || exit 1\n'
     "trap 'rm -f \"$log\"' EXIT\n"
+    "trap 'exit 143' HUP INT TERM\n"
     '"$@" --log-file="$log"; rc=$?\n'
     f"echo; echo {TIMES_MARKER}; times\n"
     f"awk -F '\\t' '{_AWK}' \"$log\"\n"
