@@ -38,3 +38,13 @@ def test_parse_gives_an_exact_us_histogram_that_merges():
     assert merged.latency_ms["p99"] == r.latency_ms["p99"]
     assert wrk2.rate_shortfall(r.rps, 2000.0) is None
     assert wrk2.rate_shortfall(r.rps, 4000.0) is not None
+
+
+def test_parse_recorded_local_run():
+    r = wrk2.parse((EXAMPLE.parent / "local-http-500.txt").read_text())
+    assert r.requests == 1493 and r.rps == pytest.approx(497.52)
+    assert r.error_count == 0
+    # Few requests make a coarse spectrum: p99 is the spectrum row at or above wrk2's own.
+    assert 9.14 <= r.latency_ms["p99"] <= 9.591
+    assert r.latency_ms["max"] == pytest.approx(14.67, abs=0.01)
+    assert wrk2.rate_shortfall(r.rps, 500.0) is None
