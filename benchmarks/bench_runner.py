@@ -25,9 +25,10 @@ sys.path.insert(0, str(ROOT))
 
 from benchlib import machine, save  # noqa: E402
 
-from runners import wrk  # noqa: E402
 from runners.hosts import connect  # noqa: E402
-from runners.sweep import Access, Plan, Session, make_scenario, open_store, run_sweep  # noqa: E402
+from runners.loadgen import wrk  # noqa: E402
+from runners.run import open_run  # noqa: E402
+from runners.sweep import Access, Plan, make_scenario, run_sweep, target_for  # noqa: E402
 from tests.sshd import start_sshd  # noqa: E402
 
 
@@ -53,9 +54,9 @@ def harness_vs_bare(out: Path, pairs: int, seconds: int) -> dict[str, object]:
         warmup_s=0,
         cooldown_s=0.0,
     )
-    plan, store = open_store(plan, out, None)
+    plan, store = open_run(plan, out, None)
     ratios, runner_rps, bare_rps = [], [], []
-    with Session(plan, store) as session:
+    with target_for(plan, store) as session:
         session.configure(1)
         client = session.clients[0]
         bare = wrk.command(

@@ -22,9 +22,10 @@ sys.path.insert(0, str(ROOT))
 
 from benchlib import save  # noqa: E402
 
+from runners.run import open_run  # noqa: E402
 from runners.search import SearchOptions, run_search  # noqa: E402
 from runners.sim import SimServer  # noqa: E402
-from runners.sweep import Plan, Session, open_store  # noqa: E402
+from runners.sweep import Plan, target_for  # noqa: E402
 
 
 def simulated(tmp: Path) -> list[dict[str, float]]:
@@ -55,10 +56,10 @@ def real(tmp: Path, seconds: int) -> dict[str, object]:
     _, (adap,) = run_search(plan, SearchOptions(**common), tmp)
     assert grid.max_rps_under_sla and adap.max_rps_under_sla and grid.connections
     # The grid's own noise: repeat its best setting as often as adaptive confirms.
-    plan2, store = open_store(
+    plan2, store = open_run(
         Plan(vcpus=(1,), duration_s=2 * seconds, warmup_s=1, cooldown_s=0.5), tmp, None
     )
-    with Session(plan2, store) as session:
+    with target_for(plan2, store) as session:
         repeats = [
             session.trial(1, int(grid.threads or 1), grid.connections, kind="repeat")["rps"]
             for _ in range(3)

@@ -1,10 +1,9 @@
-"""Command line: ``python -m runners sweep|search|facts``; each calls one library function."""
+"""Command line: ``python -m runners sweep|search|facts|cleanup``; each calls one library function."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import signal
 import sys
@@ -14,31 +13,21 @@ from pathlib import Path
 from typing import Any
 
 from runners.errors import RunnerError
-from sizing.units import Parser, parse_duration_ms, parse_fraction, parse_size
+from runners.loadgen import UnsupportedLoad
+from trialtable.folder import RunFolderError
+from trialtable.values import (
+    Parser,
+    int_between,
+    parse_duration_ms,
+    parse_fraction,
+    parse_int_list,
+    parse_nonnegative,
+    parse_positive,
+    parse_seconds,
+    parse_size,
+)
 
-
-def parse_int_list(text: str) -> tuple[int, ...]:
-    """``"1,2,4"`` -> ``(1, 2, 4)``; every value a positive integer."""
-    try:
-        values = tuple(int(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a comma-separated list of integers, e.g. 1,2,4"
-        ) from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected positive integers, e.g. 1,2,4")
-    return values
-
-
-def parse_seconds(text: str, *, allow_zero: bool = False) -> int:
-    """A duration with a unit in whole seconds (wrk runs whole seconds)."""
-    if allow_zero and text.strip() in ("0", "0s"):
-        return 0
-    ms = parse_duration_ms(text)
-    seconds = ms / 1000.0
-    if not math.isclose(seconds, round(seconds)) or round(seconds) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: wrk runs whole seconds; use e.g. 3s or 10s")
-    return round(seconds)
+__all__ = ["build_parser", "main", "parse_int_list", "parse_seconds"]
 
 
 def _seconds0(text: str) -> int:
@@ -74,20 +63,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sw.add_argument("--format", choices=("table", "json", "csv"), default="table")
 
+    from runners.search import STRATEGY_NAMES
+
     se = sub.add_parser("search", help="highest RPS under a p99 SLA, per vCPU count")
     _trial_options(se, duration=3, what="each search trial")
     se.add_argument(
         "--strategy",
-        choices=("adaptive", "grid", "rate"),
+        choices=STRATEGY_NAMES,
         default="adaptive",
-        help="adaptive ramp and refinement (default), the full grid, or wrk2 rates",
+        help="adaptive ramp and refinement (default), the full grid, or constant rates",
     )
     se.add_argument(
         "--confirm",
         type=int,
         default=3,
         metavar="N",
-        help="confirmation trials at the answer (default 3, at least 3)",
+        help="confirmation trials at the answer (default 3, from 3 to 30)",
     )
     se.add_argument(
         "--confirm-duration",
@@ -122,6 +113,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     fa = sub.add_parser("facts", help="check tools and print host facts as JSON")
     _host_options(fa)
+
+    cl = sub.add_parser(
+        "cleanup",
+        help="stop the nginx and remove the folders a killed run left on its hosts",
+    )
+    which = cl.add_mutually_exclusive_group(required=True)
+    which.add_argument("run_id", nargs="?", metavar="RUN_ID", help="the run to clean up")
+    which.add_argument("--all", action="store_true", help="every run in --out")
+    cl.add_argument(
+        "--out", default="data/runs", metavar="DIR", help="parent folder of run folders"
+    )
+    cl.add_argument(
+        "--accept-new-host-keys",
+        action="store_true",
+        help="trust and record SSH host keys not yet in known_hosts",
+    )
+    cl.add_argument("--ssh-config", metavar="FILE", help="ssh config file instead of ~/.ssh/config")
     return parser
 
 
@@ -195,20 +203,43 @@ def _trial_options(p: argparse.ArgumentParser, *, duration: int, what: str) -> N
         help="continue run RUN_ID in --out, skipping trials already done",
     )
     p.add_argument("--quiet", action="store_true", help="no progress output")
+    _load_options(p)
     _sim_options(p)
+
+
+def _load_options(p: argparse.ArgumentParser) -> None:
+    from runners.loadgen import HTTP_VERSIONS, NAMES
+
+    p.add_argument(
+        "--load-generator",
+        choices=NAMES,
+        default="wrk",
+        help="load generator on the clients (default wrk)",
+    )
+    p.add_argument(
+        "--http-version",
+        choices=HTTP_VERSIONS,
+        default="1.1",
+        help="HTTP version the clients speak (default 1.1; the load generator must speak it)",
+    )
+    p.add_argument("--h2load", default="h2load", metavar="PATH", help="h2load binary (clients)")
 
 
 def _sim_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=1, help="noise seed of --server sim")
     p.add_argument(
         "--sim-lambda",
-        type=float,
+        type=parse_positive,
         default=None,
         metavar="RPS",
         help="simulated capacity of one vCPU (default 74000)",
     )
-    p.add_argument("--sim-sigma", type=float, default=None, help="simulated USL sigma")
-    p.add_argument("--sim-kappa", type=float, default=None, help="simulated USL kappa")
+    p.add_argument(
+        "--sim-sigma", type=parse_nonnegative, default=None, help="simulated USL sigma (>= 0)"
+    )
+    p.add_argument(
+        "--sim-kappa", type=parse_nonnegative, default=None, help="simulated USL kappa (>= 0)"
+    )
 
 
 def _simulator(args: argparse.Namespace, hosts: dict[str, Any]) -> Any:
@@ -271,7 +302,7 @@ def _host_options(p: argparse.ArgumentParser) -> None:
 
 
 def _scenario_options(p: argparse.ArgumentParser) -> None:
-    from runners.nginx import SCENARIOS, TLS_KEYS
+    from runners.scenario import SCENARIOS, TLS_KEYS
 
     p.add_argument("--scenario", choices=SCENARIOS, default="static")
     p.add_argument("--protocol", choices=("http", "https"), default="http")
@@ -285,10 +316,10 @@ def _scenario_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gzip", action="store_true", help="compress responses on the fly")
     p.add_argument(
         "--upstreams",
-        type=int,
+        type=int_between(1, 64),
         default=1,
         metavar="N",
-        help="upstream file servers behind the proxy scenarios (default 1)",
+        help="upstream file servers behind the proxy scenarios (default 1, at most 64)",
     )
     p.add_argument(
         "--tls-key",
@@ -370,7 +401,8 @@ def _hosts(args: argparse.Namespace) -> dict[str, Any]:
 
 def _plan(args: argparse.Namespace, hosts: dict[str, Any], sim: Any, **extra: Any) -> Any:
     """The `Plan` the sweep and search options describe (no warm-up or cooldown when simulated)."""
-    from runners.sweep import Plan, make_scenario
+    from runners.plan import Plan
+    from runners.scenario import make_scenario
 
     scenario = make_scenario(
         args.scenario,
@@ -399,6 +431,9 @@ def _plan(args: argparse.Namespace, hosts: dict[str, Any], sim: Any, **extra: An
         nginx=args.nginx,
         wrk=args.wrk,
         openssl=args.openssl,
+        load_generator=args.load_generator,
+        http_version=args.http_version,
+        h2load=args.h2load,
         **extra,
     )
 
@@ -406,7 +441,8 @@ def _plan(args: argparse.Namespace, hosts: dict[str, Any], sim: Any, **extra: An
 def _sweep(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from runners.sweep import Access, run_sweep
+    from runners.plan import Access
+    from runners.sweep import run_sweep
 
     hosts = _hosts(args)
     sim = _simulator(args, hosts)
@@ -450,7 +486,7 @@ def _sweep(args: argparse.Namespace) -> int:
 
 def _search(args: argparse.Namespace) -> int:
     from runners.search import SearchOptions, run_search
-    from runners.sweep import Access
+    from runners.plan import Access
 
     hosts = _hosts(args)
     sim = _simulator(args, hosts)
@@ -532,6 +568,21 @@ def _search(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cleanup(args: argparse.Namespace) -> int:
+    from runners.plan import Access
+    from runners.run import cleanup
+
+    lines = cleanup(
+        args.out,
+        None if args.all else args.run_id,
+        Access(args.accept_new_host_keys, args.ssh_config),
+        log=sys.stderr,
+    )
+    if not lines:
+        print("nothing left behind", file=sys.stderr)
+    return 0
+
+
 def _facts(args: argparse.Namespace) -> int:
     from runners.hosts import connect, facts, require_tools
 
@@ -564,14 +615,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _raise_interrupt)
     try:
-        return {"sweep": _sweep, "search": _search, "facts": _facts}[args.command](args)
-    except RunnerError as exc:
+        command = {"sweep": _sweep, "search": _search, "facts": _facts, "cleanup": _cleanup}
+        return command[args.command](args)
+    except UnsupportedLoad as exc:
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return 2
+    except (RunnerError, RunFolderError) as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        run_id = getattr(exc, "run_id", None)
         print(
-            f"{parser.prog}: interrupted; finished trials are kept in the run folder "
-            "(continue with --resume RUN_ID)",
+            f"{parser.prog}: interrupted; "
+            + (
+                f"finished trials are kept in run {run_id} (continue with --resume {run_id})"
+                if run_id
+                else "no run was started"
+            ),
             file=sys.stderr,
         )
         return 130

@@ -4,6 +4,8 @@ Strategies work on any *target* with ``trial(vcpus, threads, connections, *, dur
 kind, rate_rps=None) -> row`` and ``max_threads(vcpus)``: a real `runners.sweep.Session` or
 the simulated `runners.sim.SimTarget`. Every trial lands in the run's ``trials.csv``.
 
+Each strategy is an object (`Adaptive`, `Grid`, `Rate`), found once by name in `STRATEGIES`.
+
 - ``grid``: threads x connections over a grid (the hand method of seed 000), the reference.
 - ``adaptive``: with threads at the client's CPUs, an exponential ramp of connections (x4) up
   to the first failing trial, then a refinement of the bracket, then repeated confirmation
@@ -11,23 +13,30 @@ the simulated `runners.sim.SimTarget`. Every trial lands in the run's ``trials.c
   answer lies between the RPS of the last pass and of the first fail: refinement stops once
   that gap is within ``rps_tolerance`` and the pass is already near the SLA. Split points are
   interpolated on p99 (linear in connections once the server saturates) and kept inside the
-  bracket, falling back to the geometric midpoint.
-- ``rate``: the same ramp, refinement and confirmation on wrk2's constant request rate (open
-  loop), where a trial also fails when it does not reach the rate it asked for.
+  bracket, falling back to the geometric midpoint. When even the lightest load fails, it
+  steps down (one thread, then one connection) before giving up, and says what it tried.
+- ``rate``: the same ramp, refinement and confirmation on a constant request rate (open
+  loop, a load generator with an open mode), where a trial also fails when it does not
+  reach the rate it asked for.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import os
 import statistics
-from collections.abc import Callable
+from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import IO, Any, ClassVar, Protocol
 
 from runners.errors import RunnerError
+from runners.loadgen import CLOSED, OPEN
+from runners.plan import DEFAULT_OUT, Access, Plan
+from runners.run import name_run, open_run, verdict
+from trialtable.schema import majority_passed
 
-STRATEGIES = ("adaptive", "grid", "rate")
+STRATEGY_NAMES = ("adaptive", "grid", "rate")
 # Two-sided 95% Student t quantiles for n - 1 = 1..30 degrees of freedom.
 _T95 = (
     12.706,
@@ -121,10 +130,12 @@ class SearchOptions:
     start_rate_rps: float = 1000.0
 
     def __post_init__(self) -> None:
-        if self.strategy not in STRATEGIES:
-            raise RunnerError(f"unknown strategy {self.strategy!r}; expected {STRATEGIES}")
-        if self.confirm < 3:
-            raise RunnerError("confirmation needs at least 3 trials (--confirm 3)")
+        if self.strategy not in STRATEGY_NAMES:
+            raise RunnerError(f"unknown strategy {self.strategy!r}; expected {STRATEGY_NAMES}")
+        if not 3 <= self.confirm <= len(_T95):
+            raise RunnerError(
+                f"confirmation needs at least 3 and at most {len(_T95)} trials (--confirm)"
+            )
         if self.max_connections < 1 or self.duration_s < 1 or self.confirm_duration_s < 1:
             raise RunnerError("durations and --max-connections must be positive")
         if not (math.isfinite(self.start_rate_rps) and self.start_rate_rps >= 1):
@@ -219,6 +230,324 @@ def non_monotonic(
     return notes
 
 
+class Strategy(ABC):
+    """How a search picks its trials; one object per strategy (`STRATEGIES`).
+
+    Class attributes
+    ----------------
+    name : str
+        The ``--strategy`` name.
+    mode : str
+        The load generator's mode it needs: ``"closed"`` or ``"open"``.
+    load_key : str
+        The row column its load is measured in: ``connections`` or ``rate_rps``.
+    """
+
+    name: ClassVar[str]
+    mode: ClassVar[str] = CLOSED
+    load_key: ClassVar[str] = "connections"
+
+    @abstractmethod
+    def search(
+        self, target: Target, vcpus: int, options: SearchOptions, *, scenario: str, simulated: bool
+    ) -> SearchResult:
+        """The highest RPS under the SLA at ``vcpus``."""
+
+    def trial(
+        self,
+        target: Target,
+        vcpus: int,
+        threads: int,
+        load: float,
+        kind: str,
+        seconds: int,
+        options: SearchOptions,
+    ) -> dict[str, Any]:
+        """One trial at ``load`` (connections per client)."""
+        return target.trial(vcpus, threads, int(load), duration_s=seconds, kind=kind)
+
+    def describe(self, threads: int, load: float) -> str:
+        """A setting in words, for notes."""
+        t = f"{threads} thread{'s' if threads != 1 else ''}"
+        return f"{t} x {load:g} connection{'s' if load != 1 else ''}"
+
+    def result(
+        self,
+        vcpus: int,
+        options: SearchOptions,
+        scenario: str,
+        simulated: bool,
+        rows: list[dict[str, Any]],
+        confirms: list[dict[str, Any]],
+        threads: int | None,
+        load: float | None,
+        notes: list[str],
+    ) -> SearchResult:
+        """The answer from the trials, confirmations and notes."""
+        searched = [r for r in rows if r["kind"] != "search-confirm"]
+        notes = non_monotonic(searched, self.load_key, options.sla_p99_ms) + notes
+        passing = [r for r in confirms if _passes(r, options.sla_p99_ms)]
+        return _result(
+            vcpus,
+            options,
+            scenario,
+            simulated,
+            rows,
+            confirms,
+            threads,
+            load,
+            notes,
+            rate=self.load_key == "rate_rps",
+            confirmed=majority_passed(len(passing), len(confirms)),
+        )
+
+
+class Adaptive(Strategy):
+    """Ramp connections x4 from 4 per thread to the first fail, refine, confirm.
+
+    When even the lightest load fails, it steps down (one thread, then one connection)
+    before giving up, and the notes say what it tried.
+    """
+
+    name = "adaptive"
+
+    def first_load(self, threads: int, options: SearchOptions) -> float:
+        """Where the ramp starts."""
+        return float(max(threads, options.start_connections or 4 * threads))
+
+    def top(self, options: SearchOptions) -> float:
+        """The most load the ramp tries."""
+        return float(options.max_connections)
+
+    def rounded(self, load: float) -> float:
+        """A split point as a load the generator takes."""
+        return float(round(load))
+
+    def step_down(self, threads: int, load: float) -> list[tuple[int, float]]:
+        """Lighter settings to try when the first one fails: one thread, then one connection."""
+        out = [(1, float(max(1, int(load) // max(threads, 1)))), (1, 1.0)]
+        return [s for i, s in enumerate(out) if s != (threads, load) and s not in out[:i]]
+
+    def search(
+        self, target: Target, vcpus: int, options: SearchOptions, *, scenario: str, simulated: bool
+    ) -> SearchResult:
+        """Ramp, refine the bracket, confirm (see the module's description)."""
+        rows: list[dict[str, Any]] = []
+        key = self.load_key
+
+        def run(threads: int, load: float, kind: str, seconds: int | None = None) -> dict[str, Any]:
+            row = self.trial(
+                target, vcpus, threads, load, kind, seconds or options.duration_s, options
+            )
+            rows.append(row)
+            return row
+
+        threads = max(1, target.max_threads(vcpus))
+        load = self.first_load(threads, options)
+        top = self.top(options)
+        lo: dict[str, Any] | None = None
+        hi: dict[str, Any] | None = None
+        notes: list[str] = []
+        first = run(threads, load, "search-ramp")
+        if not _passes(first, options.sla_p99_ms):
+            tried = [f"{key} {load:g}: {_why(first)}"]
+            for t, lighter in self.step_down(threads, load):
+                row = run(t, lighter, "search-ramp")
+                if _passes(row, options.sla_p99_ms):
+                    threads, load, lo = t, lighter, row
+                    notes.append(
+                        f"the lightest load failed ({tried[0]}); stepped down to "
+                        f"{self.describe(t, lighter)}, which passed"
+                    )
+                    break
+                tried.append(f"{self.describe(t, lighter)}: {_why(row)}")
+            else:
+                notes.append(
+                    f"failed already at the lightest load ({tried[0]}); stepped down to "
+                    + "; ".join(tried[1:])
+                    if len(tried) > 1
+                    else f"failed already at the lightest load ({tried[0]})"
+                )
+                return self.result(
+                    vcpus, options, scenario, simulated, rows, [], threads, None, notes
+                )
+            if load < top:
+                load = min(top, load * 4)
+        else:
+            lo = first
+            load = min(top, load * 4) if load < top else load
+        while lo is not None and float(lo[key]) < top and len(rows) < options.max_trials:
+            row = run(threads, load, "search-ramp")
+            if not _passes(row, options.sla_p99_ms):
+                hi = row
+                break
+            lo = row
+            if load >= top:
+                break
+            load = min(top, load * 4)
+        assert lo is not None
+        while hi is not None and len(rows) < options.max_trials:
+            a, b = float(lo[key]), float(hi[key])
+            width = b - a
+            near_sla = float(lo["latency_p99_ms"]) >= 0.5 * options.sla_p99_ms
+            gap = float(hi["rps"]) / float(lo["rps"]) - 1 if float(lo["rps"]) > 0 else math.inf
+            if width <= max(1.0, 0.05 * a) or (near_sla and gap <= options.rps_tolerance):
+                break
+            nxt = self.rounded(_split(lo, hi, key, options.sla_p99_ms))
+            if nxt <= a or nxt >= b:
+                break
+            row = run(threads, nxt, "search-refine")
+            if _passes(row, options.sla_p99_ms):
+                lo = row
+            else:
+                hi = row
+        if hi is None and float(lo[key]) >= top:
+            notes.append(
+                f"every trial passed up to --max-connections {top:g}; the SLA was not "
+                "reached, so the answer is a lower bound"
+            )
+        # Confirm at the answer; step back to the next passing load if most confirmations fail.
+        candidates = sorted(
+            {
+                float(r[key])
+                for r in rows
+                if _passes(r, options.sla_p99_ms) and int(r["threads"]) == threads
+            },
+            reverse=True,
+        )
+        confirms: list[dict[str, Any]] = []
+        chosen = None
+        for step, answer in enumerate(candidates[:3]):
+            batch = [
+                run(threads, answer, "search-confirm", options.confirm_duration_s)
+                for _ in range(options.confirm)
+            ]
+            confirms, chosen = batch, answer
+            if majority_passed(sum(_passes(r, options.sla_p99_ms) for r in batch), len(batch)):
+                break
+            notes.append(
+                f"confirmation at {key} {answer:g} failed in most repeats; "
+                + ("stepped back" if step < 2 and len(candidates) > step + 1 else "gave up")
+            )
+        return self.result(
+            vcpus, options, scenario, simulated, rows, confirms, threads, chosen, notes
+        )
+
+
+class Rate(Adaptive):
+    """The adaptive ramp, refinement and confirmation on a constant request rate (open loop).
+
+    A trial also fails when it reaches less than 95% of the rate asked.
+    """
+
+    name = "rate"
+    mode = OPEN
+    load_key = "rate_rps"
+
+    def first_load(self, threads: int, options: SearchOptions) -> float:
+        """``--start-rate``."""
+        return float(options.start_rate_rps)
+
+    def top(self, options: SearchOptions) -> float:
+        """No upper bound: the ramp goes until a trial fails."""
+        return math.inf
+
+    def rounded(self, load: float) -> float:
+        """Rates stay as split."""
+        return load
+
+    def step_down(self, threads: int, load: float) -> list[tuple[int, float]]:
+        """One thread at a quarter, then a sixteenth, of the rate."""
+        return [(1, load / 4), (1, load / 16)]
+
+    def describe(self, threads: int, load: float) -> str:
+        """A rate in words."""
+        return f"{threads} thread{'s' if threads != 1 else ''} at {load:,.0f} rps"
+
+    def trial(
+        self,
+        target: Target,
+        vcpus: int,
+        threads: int,
+        load: float,
+        kind: str,
+        seconds: int,
+        options: SearchOptions,
+    ) -> dict[str, Any]:
+        """One trial at ``load`` requests per second, with 64 connections per thread."""
+        conns = min(options.max_connections, options.start_connections or 64 * threads)
+        return target.trial(
+            vcpus, threads, max(threads, conns), duration_s=seconds, kind=kind, rate_rps=load
+        )
+
+
+class Grid(Strategy):
+    """Threads x connections over the whole grid (the hand method of seed 000)."""
+
+    name = "grid"
+
+    def search(
+        self, target: Target, vcpus: int, options: SearchOptions, *, scenario: str, simulated: bool
+    ) -> SearchResult:
+        """Every setting of the grid; the answer is the best passing trial."""
+        threads = max(1, target.max_threads(vcpus))
+        rows: list[dict[str, Any]] = []
+        conns = []
+        c = 1
+        while c <= options.max_connections:
+            conns.append(c)
+            c *= 2
+        for t in [t for t in options.grid_threads if t <= threads]:
+            for c in conns:
+                if c >= t:
+                    rows.append(
+                        self.trial(target, vcpus, t, c, "grid", options.duration_s, options)
+                    )
+        passing = [r for r in rows if _passes(r, options.sla_p99_ms)]
+        notes = []
+        for t in sorted({int(r["threads"]) for r in rows}):
+            notes += [
+                f"threads {t}: {n}"
+                for n in non_monotonic(
+                    [r for r in rows if int(r["threads"]) == t], "connections", options.sla_p99_ms
+                )
+            ]
+        if not passing:
+            return _result(
+                vcpus,
+                options,
+                scenario,
+                simulated,
+                rows,
+                [],
+                None,
+                None,
+                [*notes, "no grid trial met the SLA"],
+                confirmed=False,
+            )
+        best = max(passing, key=lambda r: float(r["rps"]))
+        return _result(
+            vcpus,
+            options,
+            scenario,
+            simulated,
+            rows,
+            [best],
+            int(best["threads"]),
+            float(best["connections"]),
+            notes,
+            confirmed=True,
+        )
+
+
+STRATEGIES: dict[str, Strategy] = {s.name: s for s in (Adaptive(), Grid(), Rate())}
+
+
+def strategy_of(options: SearchOptions) -> Strategy:
+    """The strategy object ``options`` names."""
+    return STRATEGIES[options.strategy]
+
+
 def search(
     target: Target,
     vcpus: int,
@@ -228,87 +557,16 @@ def search(
     simulated: bool = False,
 ) -> SearchResult:
     """Find the highest RPS under the SLA at ``vcpus`` with the chosen strategy."""
-    rows: list[dict[str, Any]] = []
-
-    def run(threads: int, load: float, kind: str, seconds: int | None = None) -> dict[str, Any]:
-        seconds = seconds or options.duration_s
-        if options.strategy == "rate":
-            conns = min(options.max_connections, options.start_connections or 64 * threads)
-            row = target.trial(
-                vcpus, threads, max(threads, conns), duration_s=seconds, kind=kind, rate_rps=load
-            )
-        else:
-            row = target.trial(vcpus, threads, int(load), duration_s=seconds, kind=kind)
-        rows.append(row)
-        return row
-
-    threads = max(1, target.max_threads(vcpus))
-    if options.strategy == "grid":
-        return _finish_grid(target, vcpus, options, rows, run, threads, scenario, simulated)
-    rate = options.strategy == "rate"
-    load_key = "rate_rps" if rate else "connections"
-    load = float(
-        options.start_rate_rps if rate else max(threads, options.start_connections or 4 * threads)
+    return strategy_of(options).search(
+        target, vcpus, options, scenario=scenario, simulated=simulated
     )
-    top = math.inf if rate else float(options.max_connections)
-    lo: dict[str, Any] | None = None
-    hi: dict[str, Any] | None = None
-    while len(rows) < options.max_trials:
-        row = run(threads, load, "search-ramp")
-        if not _passes(row, options.sla_p99_ms):
-            hi = row
-            break
-        lo = row
-        if load >= top:
-            break
-        load = min(top, load * 4)
-    notes: list[str] = []
-    if lo is None:
-        first = rows[0]
-        why = str(first["invalid_reason"] or "") or f"p99 {first['latency_p99_ms']:.2f} ms"
-        notes.append(f"failed already at the lightest load ({load_key} {load:g}): {why}")
-        return _result(vcpus, options, scenario, simulated, rows, [], threads, None, notes)
-    while hi is not None and len(rows) < options.max_trials:
-        a, b = float(lo[load_key]), float(hi[load_key])
-        width = b - a
-        near_sla = float(lo["latency_p99_ms"]) >= 0.5 * options.sla_p99_ms
-        gap = float(hi["rps"]) / float(lo["rps"]) - 1 if float(lo["rps"]) > 0 else math.inf
-        if width <= max(1.0, 0.05 * a) or (near_sla and gap <= options.rps_tolerance):
-            break
-        nxt = _split(lo, hi, load_key, options.sla_p99_ms)
-        if not rate:
-            nxt = float(round(nxt))
-        if nxt <= a or nxt >= b:
-            break
-        row = run(threads, nxt, "search-refine")
-        if _passes(row, options.sla_p99_ms):
-            lo = row
-        else:
-            hi = row
-    if hi is None and lo is not None and float(lo[load_key]) >= top:
-        notes.append(
-            f"every trial passed up to --max-connections {top:g}; the SLA was not "
-            "reached, so the answer is a lower bound"
-        )
-    # Confirm at the answer; step back to the next passing load if most confirmations fail.
-    candidates = sorted(
-        {float(r[load_key]) for r in rows if _passes(r, options.sla_p99_ms)}, reverse=True
-    )
-    confirms: list[dict[str, Any]] = []
-    chosen = None
-    for step, answer in enumerate(candidates[:3]):
-        batch = [
-            run(threads, answer, "search-confirm", options.confirm_duration_s)
-            for _ in range(options.confirm)
-        ]
-        confirms, chosen = batch, answer
-        if sum(_passes(r, options.sla_p99_ms) for r in batch) * 2 > len(batch):
-            break
-        notes.append(
-            f"confirmation at {load_key} {answer:g} failed in most repeats; "
-            + ("stepped back" if step < 2 and len(candidates) > step + 1 else "gave up")
-        )
-    return _result(vcpus, options, scenario, simulated, rows, confirms, threads, chosen, notes)
+
+
+def _why(row: dict[str, Any]) -> str:
+    reason = row.get("invalid_reason")
+    if isinstance(reason, str) and reason:
+        return reason
+    return f"p99 {float(row['latency_p99_ms']):.2f} ms"
 
 
 def _split(lo: dict[str, Any], hi: dict[str, Any], key: str, sla: float) -> float:
@@ -322,62 +580,6 @@ def _split(lo: dict[str, Any], hi: dict[str, Any], key: str, sla: float) -> floa
     return min(max(x, a + 0.1 * w), b - 0.1 * w)
 
 
-def _finish_grid(
-    target: Target,
-    vcpus: int,
-    options: SearchOptions,
-    rows: list[dict[str, Any]],
-    run: Callable[..., dict[str, Any]],
-    threads: int,
-    scenario: str,
-    simulated: bool,
-) -> SearchResult:
-    conns = []
-    c = 1
-    while c <= options.max_connections:
-        conns.append(c)
-        c *= 2
-    for t in [t for t in options.grid_threads if t <= threads]:
-        for c in conns:
-            if c >= t:
-                run(t, c, "grid")
-    passing = [r for r in rows if _passes(r, options.sla_p99_ms)]
-    notes = []
-    for t in sorted({int(r["threads"]) for r in rows}):
-        notes += [
-            f"threads {t}: {n}"
-            for n in non_monotonic(
-                [r for r in rows if int(r["threads"]) == t], "connections", options.sla_p99_ms
-            )
-        ]
-    if not passing:
-        return _result(
-            vcpus,
-            options,
-            scenario,
-            simulated,
-            rows,
-            [],
-            None,
-            None,
-            [*notes, "no grid trial met the SLA"],
-            grid=True,
-        )
-    best = max(passing, key=lambda r: float(r["rps"]))
-    return _result(
-        vcpus,
-        options,
-        scenario,
-        simulated,
-        rows,
-        [best],
-        int(best["threads"]),
-        float(best["connections"]),
-        notes,
-        grid=True,
-    )
-
-
 def _result(
     vcpus: int,
     options: SearchOptions,
@@ -388,13 +590,10 @@ def _result(
     threads: int | None,
     load: float | None,
     notes: list[str],
-    grid: bool = False,
+    *,
+    confirmed: bool,
+    rate: bool = False,
 ) -> SearchResult:
-    rate = options.strategy == "rate"
-    key = "rate_rps" if rate else "connections"
-    if not grid:
-        searched = [r for r in rows if r["kind"] != "search-confirm"]
-        notes = non_monotonic(searched, key, options.sla_p99_ms) + notes
     passing = [r for r in confirms if _passes(r, options.sla_p99_ms)]
     if confirms and passing:
         mean, low, high = _ci95([float(r["rps"]) for r in confirms])
@@ -419,7 +618,7 @@ def _result(
         load_seconds=float(
             sum(float(r["duration_s"]) + float(r.get("warmup_s") or 0) for r in rows)
         ),
-        confirmed=(grid and bool(passing)) or (len(passing) * 2 > len(confirms) > 0),
+        confirmed=confirmed,
         non_monotonic=any("fell" in n or "passed above" in n for n in notes),
         notes=notes,
         trial_ids=[str(r["trial_id"]) for r in rows],
@@ -480,20 +679,20 @@ def _key(row: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def run_search(
-    plan: Any,
+    plan: Plan,
     options: SearchOptions,
-    out: Any = "data/runs",
+    out: str | os.PathLike[str] = DEFAULT_OUT,
     *,
     sim: Any = None,
     resume: str | None = None,
-    access: Any = None,
-    progress: Any = None,
+    access: Access | None = None,
+    progress: IO[str] | None = None,
 ) -> tuple[str, list[SearchResult]]:
     """Search every vCPU count of ``plan`` and store all trials in one run folder.
 
     Parameters
     ----------
-    plan : runners.sweep.Plan
+    plan : runners.plan.Plan
         Hosts, scenario, vCPU counts, trial timing; its threads and connections are unused.
     options : SearchOptions
         Strategy and SLA.
@@ -503,7 +702,7 @@ def run_search(
         Search the simulated server instead of real hosts (rows say ``simulated=true``).
     resume : str, optional
         Run id of an interrupted search to continue; stored trials are replayed, not rerun.
-    access : runners.sweep.Access, optional
+    access : runners.plan.Access, optional
         SSH options.
     progress : file, optional
         Where one line per trial goes.
@@ -514,58 +713,69 @@ def run_search(
         The run's id and one `SearchResult` per vCPU count.
     """
     from runners.store import load_trials
-    from runners.sweep import open_store, target_for
+    from runners.sweep import target_for
 
     if options.sla_p99_ms != plan.sla_p99_ms:
         raise RunnerError("the plan's SLA and the search's SLA differ")
-    plan, store = open_store(plan, out, resume, sim, extra={"search": asdict(options)})
+    strategy = strategy_of(options)
+    plan.generator().check(plan.http_version, strategy.mode)
+    plan, run = open_run(plan, out, resume, sim, extra={"search": asdict(options)})
     results: list[SearchResult] = []
-
-    class _Log:
-        def __init__(self, target: Any) -> None:
-            self.target, self.n = target, 0
-
-        def max_threads(self, vcpus: int) -> int:
-            return int(self.target.max_threads(vcpus))
-
-        def trial(self, *a: Any, **kw: Any) -> dict[str, Any]:
-            row: dict[str, Any] = self.target.trial(*a, **kw)
-            self.n += 1
-            if progress is not None:
-                load = (
-                    f"rate {row['rate_rps']:,.0f}"
-                    if options.strategy == "rate"
-                    else f"t{int(row['threads'])} c{int(row['connections'])}"
+    try:
+        with (
+            run.status(),
+            target_for(plan, run, sim=sim, access=access, log=progress, mode=strategy.mode) as t,
+        ):
+            logged = _Log(_Replay(t, load_trials(run.path).to_dict("records")), progress)
+            for v in plan.vcpus:
+                results.append(
+                    search(
+                        logged, v, options, scenario=plan.scenario.name, simulated=sim is not None
+                    )
                 )
-                verdict = (
-                    "pass"
-                    if _passes(row, options.sla_p99_ms)
-                    else ("invalid" if not row["valid"] else "over SLA")
-                )
-                print(
-                    f"[v{int(row['vcpus'])} {row['kind']} #{self.n}] {load}: "
-                    f"{float(row['rps']):,.0f} rps, p99 {float(row['latency_p99_ms']):.2f} "
-                    f"ms, {verdict}",
-                    file=progress,
-                    flush=True,
-                )
-            return row
+                run.record(search_results=[r.to_dict() for r in results])
+    except BaseException as exc:
+        name_run(exc, run.run_id)
+        raise
+    finally:
+        run.close()
+    return run.run_id, results
 
-    def go(target: Any) -> None:
-        replay = _Replay(target, load_trials(store.path).to_dict("records"))
-        logged = _Log(replay)
-        for v in plan.vcpus:
-            results.append(
-                search(logged, v, options, scenario=plan.scenario.name, simulated=sim is not None)
+
+class _Log:
+    """A target that prints one line per trial: its load, RPS, p99 and verdict."""
+
+    def __init__(self, target: Target, stream: IO[str] | None) -> None:
+        self.target, self.stream, self.n = target, stream, 0
+
+    def max_threads(self, vcpus: int) -> int:
+        return int(self.target.max_threads(vcpus))
+
+    def trial(
+        self,
+        vcpus: int,
+        threads: int,
+        connections: int,
+        *,
+        duration_s: int = 10,
+        kind: str = "sweep",
+        rate_rps: float | None = None,
+    ) -> dict[str, Any]:
+        row = self.target.trial(
+            vcpus, threads, connections, duration_s=duration_s, kind=kind, rate_rps=rate_rps
+        )
+        self.n += 1
+        if self.stream is not None:
+            load = (
+                f"rate {float(row['rate_rps']):,.0f}"
+                if rate_rps is not None
+                else f"t{int(row['threads'])} c{int(row['connections'])}"
             )
-            store.meta["search_results"] = [r.to_dict() for r in results]
-            store.save_meta()
-
-    with (
-        store.recording_status(),
-        target_for(
-            plan, store, sim=sim, access=access, log=progress, rate=options.strategy == "rate"
-        ) as target,
-    ):
-        go(target)
-    return store.run_id, results
+            print(
+                f"[v{int(row['vcpus'])} {row['kind']} #{self.n}] {load}: "
+                f"{float(row['rps']):,.0f} rps, p99 {float(row['latency_p99_ms']):.2f} "
+                f"ms, {verdict(row)}",
+                file=self.stream,
+                flush=True,
+            )
+        return row

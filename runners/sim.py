@@ -19,14 +19,16 @@ from __future__ import annotations
 
 import math
 import random
-import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from runners.errors import RunnerError
-from runners.nginx import Scenario
-from runners.store import RunStore, saturation_note, trial_row
-from runners.wrk import ERROR_KINDS, WrkResult
+from runners.loadgen.base import ERROR_KINDS, Measurement, saturation_note
+from runners.run import Run
+from runners.scenario import Scenario
+from runners.trial import trial_row
+from trialtable.folder import RunFolder
+from trialtable.schema import utc_now
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,14 @@ class SimServer:
     rps_noise: float = 0.01
     latency_noise: float = 0.03
     bytes_per_response: int = 1278
+
+    def __post_init__(self) -> None:
+        positive = ("lambda_rps", "base_ms", "client_cpus", "thread_rps", "bytes_per_response")
+        for name in (*positive, "sigma", "kappa", "rps_noise", "latency_noise"):
+            value = float(getattr(self, name))
+            if not math.isfinite(value) or value < 0 or (name in positive and value == 0):
+                need = "a positive finite number" if name in positive else "finite and >= 0"
+                raise RunnerError(f"simulator {name} = {value!r}: expected {need}")
 
     def capacity(self, vcpus: int) -> float:
         """USL capacity [1/s] of ``vcpus`` vCPUs."""
@@ -133,7 +143,7 @@ class SimTarget:
     """The simulated server behind the same ``trial`` interface as a real `Session`."""
 
     sim: SimServer
-    store: RunStore
+    store: RunFolder | Run
     scenario: Scenario = field(default_factory=Scenario)
     sla_p99_ms: float = 5.0
     label: str = ""
@@ -179,7 +189,7 @@ class SimTarget:
         )
         self._seq += 1
         requests = round(m["rps"] * duration_s)
-        measured = WrkResult(
+        measured = Measurement(
             duration_s=float(duration_s),
             requests=requests,
             bytes=requests * self.sim.bytes_per_response,
@@ -191,9 +201,12 @@ class SimTarget:
         ids = {
             "run_id": self.store.run_id,
             "trial_id": f"{self.store.run_id}-{self._seq:04d}",
-            "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "started_at": utc_now(),
             "kind": kind,
             "simulated": True,
+            "load_generator": "sim",
+            "http_version": "1.1",
+            "streams": 1,
             "server_host": "sim",
             "client_hosts": "sim",
             "clients": 1,

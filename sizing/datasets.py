@@ -144,24 +144,21 @@ RUN_GROUP = ("instance_label", "scenario", "protocol", "file_bytes", "vcpus")
 
 
 def read_trials(run_dir: str | Path) -> pd.DataFrame:
-    """One run folder's ``trials.csv`` as a DataFrame: text columns as text, flags as bool.
+    """One run folder's ``trials.csv`` as a typed DataFrame (`trialtable.read.read_trials`).
 
     Raises
     ------
     InputError
-        If the folder has no ``trials.csv``.
+        One line naming the folder, the file and what is wrong, for a folder that is not a
+        run or a damaged ``trials.csv``.
     """
-    import pandas as pd
+    from trialtable.folder import RunFolderError
+    from trialtable.read import read_trials as read
 
-    path = Path(run_dir) / "trials.csv"
-    if not path.is_file():
-        raise InputError(f"{run_dir} is not a run folder (no trials.csv)")
-    text = ("run_id", "trial_id", "invalid_reason", "instance_label", "kind", "started_at")
-    df = pd.read_csv(path, dtype=dict.fromkeys(text, str))
-    for col in ("simulated", "gzip", "keepalive", "meets_sla", "valid"):
-        if col in df:
-            df[col] = df[col].map({"true": True, "false": False, True: True, False: False})
-    return df
+    try:
+        return read(run_dir)
+    except RunFolderError as exc:
+        raise InputError(str(exc)) from None
 
 
 def load_runs(dirs: list[str] | tuple[str, ...], allow_simulated: bool = False) -> pd.DataFrame:

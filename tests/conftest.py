@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -27,19 +29,48 @@ def live_nginx_pids() -> set[int]:
     return pids
 
 
-def nginx_prefixes() -> set[str]:
-    """Deployment folders under the temporary directory."""
-    tmp = Path(os.environ.get("TMPDIR", "/tmp"))
+def nginx_prefixes(tmp: Path | None = None) -> set[str]:
+    """Deployment folders under a temporary directory (default: ``$TMPDIR`` or /tmp)."""
+    tmp = tmp or Path(os.environ.get("TMPDIR", "/tmp"))
     return {p.name for p in tmp.glob("nginx-sizing.*")}
 
 
+def nginx_under(folder: Path) -> set[int]:
+    """Live nginx pids whose command line names a prefix under ``folder``."""
+    out = set()
+    for pid in live_nginx_pids():
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if f"{folder}/" in cmd:
+            out.add(pid)
+    return out
+
+
 @pytest.fixture
-def leaves_no_nginx():
-    """Fail if the test leaves an nginx process or a deployment folder behind."""
-    before, prefixes = live_nginx_pids(), nginx_prefixes()
+def own_tmpdir(monkeypatch):
+    """A private ``$TMPDIR`` for this test: every nginx prefix it makes lands there.
+
+    World-traversable (like /tmp), so workers running as ``nobody`` can read the content.
+    """
+    folder = Path(tempfile.mkdtemp(prefix="nginx-sizing-test-", dir="/tmp"))
+    folder.chmod(0o755)
+    monkeypatch.setenv("TMPDIR", str(folder))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def leaves_no_nginx(own_tmpdir):
+    """Fail if the test leaves an nginx process or a deployment folder of its own behind.
+
+    Only what the test started is checked (nginx under its private ``$TMPDIR``, and the pids
+    of those processes), so other programs' nginx on a busy machine do not matter.
+    """
     yield
-    assert live_nginx_pids() - before == set(), "nginx processes left running"
-    assert nginx_prefixes() - prefixes == set(), "deployment folders left behind"
+    assert nginx_under(own_tmpdir) == set(), "nginx processes left running"
+    assert nginx_prefixes(own_tmpdir) == set(), "deployment folders left behind"
 
 
 def _cli(package: str, args: tuple[str, ...], timeout: float) -> subprocess.CompletedProcess:

@@ -14,9 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from runners.deploy import Deployment, NginxHost, relevant_log_line
 from runners.errors import RunnerError
 from runners.hosts import LocalHost
-from runners.nginx import Deployment, Scenario, affinity_masks, response_size_problem
+from runners.nginxconf import affinity_masks
+from runners.scenario import Scenario, response_size_problem
 from tests.conftest import live_nginx_pids
 
 ROOT = os.geteuid() == 0
@@ -54,7 +56,7 @@ def _get(port: int, path: str, https: bool, headers: dict[str, str] | None = Non
     ids=lambda s: f"{s.name}-{s.protocol}-{s.file_bytes}{'-gzip' if s.gzip else ''}",
 )
 def test_scenario_serves_what_it_says(scenario, leaves_no_nginx):
-    with Deployment(LocalHost(), scenario, run_as_root=ROOT) as dep:
+    with Deployment(NginxHost(LocalHost(), as_root=ROOT), scenario) as dep:
         conf = dep.start([0])
         assert "worker_processes 1;" in conf and "worker_cpu_affinity 1;" in conf
         assert dep.alive() and dep.port
@@ -87,7 +89,7 @@ def test_scenario_serves_what_it_says(scenario, leaves_no_nginx):
 def test_restart_with_more_workers_pins_each(leaves_no_nginx):
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("needs 2 CPUs")
-    with Deployment(LocalHost(), Scenario(), run_as_root=ROOT) as dep:
+    with Deployment(NginxHost(LocalHost(), as_root=ROOT), Scenario()) as dep:
         dep.start([0])
         first = dep.pids()
         conf = dep.start([0, 1])
@@ -101,7 +103,9 @@ def test_restart_with_more_workers_pins_each(leaves_no_nginx):
 
 
 def test_bad_config_is_refused_by_nginx_t(leaves_no_nginx):
-    dep = Deployment(LocalHost(), Scenario(directives=("bogus_directive on",)), run_as_root=ROOT)
+    dep = Deployment(
+        NginxHost(LocalHost(), as_root=ROOT), Scenario(directives=("bogus_directive on",))
+    )
     with pytest.raises(RunnerError) as err, dep:
         dep.start([0])
     message = str(err.value)
@@ -110,7 +114,7 @@ def test_bad_config_is_refused_by_nginx_t(leaves_no_nginx):
 
 
 def test_killed_master_leaves_no_workers(leaves_no_nginx):
-    with Deployment(LocalHost(), Scenario(), run_as_root=ROOT) as dep:
+    with Deployment(NginxHost(LocalHost(), as_root=ROOT), Scenario()) as dep:
         dep.start([0])
         os.kill(dep.server.master, signal.SIGKILL)
         time.sleep(0.1)
@@ -138,7 +142,7 @@ def test_other_nginx_is_left_alone(tmp_path, leaves_no_nginx):
         int(p) for p in Path(f"/proc/{foreign}/task/{foreign}/children").read_text().split()
     ]
     try:
-        with Deployment(LocalHost(), Scenario(), run_as_root=ROOT) as dep:
+        with Deployment(NginxHost(LocalHost(), as_root=ROOT), Scenario()) as dep:
             dep.start([0])
             # Even a recorded pid that now belongs to another nginx is left alone.
             dep._all_pids.update(foreign_workers)
@@ -153,7 +157,7 @@ def test_other_nginx_is_left_alone(tmp_path, leaves_no_nginx):
 
 
 def test_teardown_finds_a_master_whose_pid_was_lost(leaves_no_nginx):
-    dep = Deployment(LocalHost(), Scenario(), run_as_root=ROOT)
+    dep = Deployment(NginxHost(LocalHost(), as_root=ROOT), Scenario())
     dep.start([0])
     pids = set(dep.pids())
     dep.server = None
@@ -191,3 +195,14 @@ def test_scenario_validation():
         Scenario("cps", file_bytes=10)
     with pytest.raises(RunnerError, match="upstreams"):
         Scenario("reverse_proxy", upstreams=0)
+
+
+def test_the_relevant_error_log_line_is_quoted():
+    log = (
+        "2026/11/21 10:00:00 [notice] 10#10: start worker process 11\n"
+        "2026/11/21 10:00:05 [alert] 10#10: worker process 11 exited on signal 9\n"
+        "2026/11/21 10:00:05 [notice] 10#10: signal 17 (SIGCHLD) received from 11\n"
+    )
+    assert "worker process 11 exited on signal 9" in relevant_log_line(log)
+    assert relevant_log_line("a\nb [notice] last\n") == "b [notice] last"
+    assert relevant_log_line("") == ""

@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from runners import wrk
 from runners.errors import RunnerError
+from runners.loadgen import wrk
 from runners.search import SearchOptions, _passes, non_monotonic, run_search, search
 from runners.sim import SimServer, SimTarget
 from runners.store import RunStore, load_trials
 from runners.sweep import Plan
 from tests.conftest import runners_cli
+from trialtable.folder import RunFolderError
 
 ROOT = Path(__file__).resolve().parents[1]
 WRK2 = Path(__file__).parent / "data" / "wrk2" / "readme-example.txt"
@@ -135,7 +136,7 @@ def test_simulated_and_measured_rows_do_not_mix(tmp_path):
     target = sim_target(tmp_path)
     row = target.trial(1, 1, 4, duration_s=1)
     measured = RunStore.create(tmp_path, {"run_id": "m", "simulated": False, "plan": {}})
-    with pytest.raises(RunnerError, match="a simulated row cannot join it"):
+    with pytest.raises(RunFolderError, match="a simulated row cannot join it"):
         measured.append(row)
     with pytest.raises(RunnerError, match="needs a run marked simulated"):
         SimTarget(SimServer(), measured)

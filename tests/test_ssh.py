@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from runners import wrk
 from runners.errors import RunnerError
 from runners.hosts import connect
+from runners.loadgen import wrk
 from runners.store import RunStore
 from runners.sweep import Access, Plan, make_scenario, run_sweep
 from tests.conftest import runners_cli
@@ -114,7 +114,7 @@ def test_sweep_over_ssh(tmp_path, sshd, leaves_no_nginx):
     assert meta["hosts"]["target_address"] == "127.0.0.1"
     assert meta["hosts"]["server"]["host"] == sshd.spec
     assert all(sshd.spec in c["hosts"] for c in meta["commands"])
-    assert not list(Path("/tmp").glob("nginx-sizing-wrk.*"))  # the uploaded script is gone
+    assert not list(Path("/tmp").glob("nginx-sizing-load.*"))  # the uploaded script is gone
 
 
 def test_two_clients_merge_exactly(tmp_path, sshd, leaves_no_nginx):

@@ -8,6 +8,7 @@ import pytest
 
 from runners.errors import RunnerError
 from runners.store import TRIAL_COLUMNS, RunStore, load_trials, new_run_id
+from trialtable.folder import RunFolderError
 
 
 def _row(i: int) -> dict:
@@ -61,13 +62,13 @@ def test_meta_is_replaced_atomically(tmp_path):
 
 def test_errors(tmp_path):
     RunStore.create(tmp_path, {"run_id": "r1", "plan": {}})
-    with pytest.raises(RunnerError, match="already exists; use --resume r1"):
+    with pytest.raises(RunFolderError, match="already exists; use --resume r1"):
         RunStore.create(tmp_path, {"run_id": "r1", "plan": {}})
-    with pytest.raises(RunnerError, match="no run 'nope'"):
+    with pytest.raises(RunFolderError, match="no run 'nope'"):
         RunStore.open(tmp_path, "nope")
-    with pytest.raises(RunnerError, match="plain folder name"):
+    with pytest.raises(RunFolderError, match="plain folder name"):
         RunStore.open(tmp_path, "../etc")
-    with pytest.raises(RunnerError, match="unknown trial columns"):
+    with pytest.raises(RunFolderError, match="unknown trial columns"):
         RunStore.open(tmp_path, "r1").append({"bogus": 1})
     with pytest.raises(RunnerError, match="not a run folder"):
         load_trials(tmp_path)

@@ -17,7 +17,7 @@ from runners.errors import RunnerError
 from runners.hosts import LocalHost
 from runners.store import load_trials
 from runners.sweep import Plan, make_scenario, run_sweep
-from tests.conftest import live_nginx_pids, runners_cli
+from tests.conftest import nginx_under, runners_cli
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
@@ -127,13 +127,11 @@ def test_scenarios_measure(tmp_path, name, kw, leaves_no_nginx):
         assert row["bytes_per_response"] > 1024 * 1024
 
 
-def _master_of_our_nginx() -> int | None:
-    for pid in live_nginx_pids():
-        try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if "master process" in cmd and "nginx-sizing." in cmd:
+def _master_of_our_nginx(folder: Path) -> int | None:
+    """The master of the nginx this test started (its prefix is under ``folder``)."""
+    for pid in nginx_under(folder):
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        if "master process" in cmd:
             return pid
     return None
 
@@ -149,7 +147,7 @@ def _wait_rows(run_parent: Path, n: int, proc: subprocess.Popen, limit: float = 
 
 
 @pytest.mark.parametrize("fault", ["kill-nginx", "ctrl-c"])
-def test_faults_during_a_trial_keep_finished_trials(tmp_path, fault, leaves_no_nginx):
+def test_faults_during_a_trial_keep_finished_trials(tmp_path, fault, own_tmpdir, leaves_no_nginx):
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -176,7 +174,7 @@ def test_faults_during_a_trial_keep_finished_trials(tmp_path, fault, leaves_no_n
     run = _wait_rows(tmp_path, 1, proc)
     time.sleep(0.5)  # inside the second trial
     if fault == "kill-nginx":
-        master = _master_of_our_nginx()
+        master = _master_of_our_nginx(own_tmpdir)
         assert master is not None
         os.kill(master, signal.SIGKILL)
     else:

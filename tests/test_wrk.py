@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from runners import wrk
 from runners.errors import RunnerError
+from runners.loadgen import wrk
 
 DATA = Path(__file__).parent / "data" / "wrk"
 

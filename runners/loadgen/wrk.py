@@ -1,8 +1,9 @@
-"""wrk: command lines, the Lua JSON reporter, output parsing and exact histogram merging.
+"""wrk (and wrk2 for constant rates) behind the load-generator contract.
 
 wrk records latency in one bucket per microsecond, and the shipped reporter (``report.lua``)
-prints every non-empty bucket. Histograms from several load generators therefore merge exactly
-by summing counts per bucket, and fleet percentiles come from the merge, never from one client.
+prints every non-empty bucket, so histograms from several clients merge exactly. wrk2 (``-R``,
+open loop) prints its HdrHistogram percentile spectrum instead, parsed into a histogram at the
+spectrum's own resolution.
 """
 
 from __future__ import annotations
@@ -10,57 +11,46 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from runners.errors import RunnerError
+from runners.loadgen.base import (
+    CLOSED,
+    ERROR_KINDS,
+    OPEN,
+    PERCENTILES,
+    Load,
+    LoadGenerator,
+    Measurement,
+    latency_summary,
+    merge,
+    percentile,
+    pin,
+)
 
-REPORTER = Path(__file__).with_name("report.lua")
+__all__ = [
+    "ERROR_KINDS",
+    "GENERATOR",
+    "JSON_MARKER",
+    "PERCENTILES",
+    "REPORTER",
+    "Wrk",
+    "WrkResult",
+    "command",
+    "latency_summary",
+    "merge",
+    "no_result_message",
+    "parse_json",
+    "parse_text",
+    "parse_wrk2",
+    "percentile",
+]
+
+# The reporter lives beside the runners package so that it ships with it.
+REPORTER = Path(__file__).resolve().parents[1] / "report.lua"
 JSON_MARKER = "NGINX_SIZING_JSON "
-ERROR_KINDS = ("connect", "read", "write", "status", "timeout")
-PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p999": 99.9}
-
-
-@dataclass
-class WrkResult:
-    """One wrk run, or the exact merge of several run side by side.
-
-    Attributes
-    ----------
-    duration_s : float
-        Measured duration [s] (the longest of the merged runs).
-    requests : int
-        Completed requests.
-    bytes : int
-        Bytes read, headers included.
-    errors : dict of str to int
-        Error counters: connect, read, write, status (non-2xx/3xx), timeout.
-    histogram_us : dict of int to int
-        Latency histogram: microseconds -> responses. Empty when parsed from text output.
-    latency_ms : dict of str to float
-        p50, p90, p99, p999, max and mean latency [ms].
-    rps : float
-        Requests per second [1/s], the sum over merged runs.
-    """
-
-    duration_s: float
-    requests: int
-    bytes: int
-    errors: dict[str, int]
-    histogram_us: dict[int, int] = field(default_factory=dict)
-    latency_ms: dict[str, float] = field(default_factory=dict)
-    rps: float = math.nan
-
-    @property
-    def bytes_per_s(self) -> float:
-        """Bytes read per second [B/s]."""
-        return self.bytes / self.duration_s if self.duration_s > 0 else math.nan
-
-    @property
-    def error_count(self) -> int:
-        """All errors of every kind."""
-        return sum(self.errors.values())
+WrkResult = Measurement
 
 
 def command(
@@ -110,36 +100,7 @@ def command(
     if script:
         argv += ["-s", script]
     argv.append(url)
-    if cpus:
-        argv = ["taskset", "-c", ",".join(str(c) for c in cpus), *argv]
-    return argv
-
-
-def percentile(histogram_us: Mapping[int, int], p: float) -> float:
-    """The ``p``-th percentile [us] of a histogram, with wrk's own rank rule.
-
-    wrk returns the smallest value whose cumulative count reaches
-    ``round(p / 100 * n + 0.5)`` (C ``round``: halves away from zero).
-    """
-    n = sum(histogram_us.values())
-    if n == 0:
-        return math.nan
-    rank = math.floor(p / 100.0 * n + 0.5 + 0.5)
-    total = 0
-    for value in sorted(histogram_us):
-        total += histogram_us[value]
-        if total >= rank:
-            return float(value)
-    return float(max(histogram_us))
-
-
-def latency_summary(histogram_us: Mapping[int, int]) -> dict[str, float]:
-    """p50, p90, p99, p999, max and mean [ms] of a histogram in microseconds."""
-    n = sum(histogram_us.values())
-    out = {name: percentile(histogram_us, p) / 1000.0 for name, p in PERCENTILES.items()}
-    out["max"] = max(histogram_us) / 1000.0 if n else math.nan
-    out["mean"] = sum(v * c for v, c in histogram_us.items()) / n / 1000.0 if n else math.nan
-    return out
+    return pin(argv, cpus)
 
 
 def parse_json(text: str) -> WrkResult:
@@ -246,35 +207,6 @@ def parse_wrk2(text: str) -> WrkResult:
     return summary
 
 
-def merge(results: Iterable[WrkResult]) -> WrkResult:
-    """Exact merge of wrk runs that ran side by side on several clients.
-
-    Counts, bytes, errors and histogram buckets add up; RPS is the sum of each run's rate;
-    percentiles are recomputed from the merged histogram.
-    """
-    runs = list(results)
-    if not runs:
-        raise RunnerError("nothing to merge: no wrk results")
-    if len(runs) > 1 and any(not r.histogram_us and r.requests for r in runs):
-        raise RunnerError(
-            "cannot merge wrk results without histograms (text output); use the JSON reporter"
-        )
-    hist: dict[int, int] = {}
-    for r in runs:
-        for v, c in r.histogram_us.items():
-            hist[v] = hist.get(v, 0) + c
-    merged = WrkResult(
-        duration_s=max(r.duration_s for r in runs),
-        requests=sum(r.requests for r in runs),
-        bytes=sum(r.bytes for r in runs),
-        errors={k: sum(r.errors[k] for r in runs) for k in ERROR_KINDS},
-        histogram_us=hist,
-        rps=sum(r.rps for r in runs),
-    )
-    merged.latency_ms = latency_summary(hist) if hist else dict(runs[0].latency_ms)
-    return merged
-
-
 def no_result_message(text: str) -> str:
     """One line saying why wrk's output holds no result (its first line, or a usage error)."""
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
@@ -282,3 +214,49 @@ def no_result_message(text: str) -> str:
     if first.startswith("Usage:"):
         return "wrk rejected its arguments (it printed its usage)"
     return f"wrk gave no result: {first}"
+
+
+class Wrk(LoadGenerator):
+    """wrk over HTTP/1.1 in a closed loop; wrk2 (``-R``) for a constant rate (open loop).
+
+    Closed-loop runs load ``report.lua``, which prints the full 1 us histogram as JSON;
+    open-loop runs parse wrk2's percentile spectrum.
+    """
+
+    name = "wrk"
+    http_versions = ("1.1",)
+    modes = (CLOSED, OPEN)
+
+    def tool(self, binaries: Mapping[str, str], mode: str) -> str:
+        """``wrk`` for a closed loop, ``wrk2`` for an open one (as the user named them)."""
+        return binaries.get("wrk2", "wrk2") if mode == OPEN else binaries.get("wrk", "wrk")
+
+    def files(self) -> dict[str, str]:
+        """The JSON reporter script."""
+        return {"report.lua": REPORTER.read_text()}
+
+    def command(self, load: Load, *, binary: str, workdir: str) -> list[str]:
+        """Wrk's argv; the reporter only for measured closed-loop runs."""
+        return command(
+            load.url,
+            threads=load.threads,
+            connections=load.connections,
+            duration_s=load.duration_s,
+            timeout_s=load.timeout_s,
+            headers=load.headers,
+            script=f"{workdir}/report.lua" if load.record and load.mode == CLOSED else None,
+            cpus=load.cpus,
+            wrk=binary,
+            rate_rps=load.rate_rps,
+        )
+
+    def parse(self, stdout: str, load: Load) -> Measurement:
+        """The reporter's JSON (closed loop) or wrk2's spectrum (open loop)."""
+        return parse_wrk2(stdout) if load.mode == OPEN else parse_json(stdout)
+
+    def no_result(self, text: str) -> str:
+        """Wrk's first line, or that it printed its usage."""
+        return no_result_message(text).removeprefix("wrk gave no result: ")
+
+
+GENERATOR = Wrk()

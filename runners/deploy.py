@@ -1,0 +1,546 @@
+"""One private nginx on one host (and its upstream file servers), and its teardown.
+
+A `Deployment` owns a prefix directory made with ``mktemp -d`` on the host, its own config,
+pid file, ports, content and TLS key. It never reads, signals or edits any other nginx, and
+`Deployment.teardown` stops its processes (workers too, even when the master was killed) and
+removes the prefix, also after an error or Ctrl-C. `stop_leftovers` stops what a killed
+process left behind, from the prefix and pids it recorded.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import random
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from runners.errors import RunnerError
+from runners.hosts import Host
+from runners.nginxconf import hostport, render_conf, render_upstream_conf
+from runners.scenario import Scenario
+
+KEY_ARGS = {"ecdsa": ("ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"), "rsa": ("rsa:2048",)}
+
+
+# A new prefix: printed first, so it is known (and recorded) before the content is written.
+_PREFIX = r"""
+set -e
+umask 022
+d=$(mktemp -d "${TMPDIR:-/tmp}/nginx-sizing.XXXXXXXX")
+echo "$d"
+chmod 755 "$d"
+mkdir -p "$d/html" "$d/tmp"
+"""
+
+# The content: random bytes, or hex text that gzip can compress (about 2:1).
+_CONTENT = r"""
+set -e
+umask 022
+if [ "$2" = 1 ]; then
+  od -An -v -tx1 /dev/urandom | tr -d ' \n' | head -c "$1" > "$4/html/$3"
+else
+  head -c "$1" /dev/urandom > "$4/html/$3"
+fi
+"""
+
+_CERT = r"""
+set -e
+umask 077
+o=$1 d=$2
+shift 2
+"$o" req -x509 -nodes -keyout "$d/key.pem" -out "$d/cert.pem" -days 7 -subj /CN=nginx-sizing \
+  -newkey "$@" >/dev/null 2>&1 || { echo "openssl could not make a certificate" >&2; exit 1; }
+chmod 600 "$d/key.pem"
+chmod 644 "$d/cert.pem"
+"""
+
+_LISTENING = r"cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk '$4 == \"0A\" {print $2}'"
+
+# Shell helpers: a pid is alive when it exists and is not a zombie (a container's init may
+# never reap it).
+_ALIVE_FN = r"""
+alive() {
+  s=$(sed 's/.*) \(.\).*/\1/' "/proc/$1/stat" 2>/dev/null) || return 1
+  [ -n "$s" ] && [ "$s" != Z ]
+}
+"""
+
+# Write the config, test it, start nginx, wait for its pid and workers: one round trip.
+_LAUNCH = r"""
+p=$1 conf=$2 nginx=$3 want=$4
+umask 022
+printf '%s' "$5" > "$conf" || exit 1
+out=$("$nginx" -t -q -p "$p" -c "$conf" 2>&1) || { echo TEST_FAILED; echo "$out"; exit 0; }
+# -e (nginx >= 1.19.5) keeps even start-up messages out of the host's own error log.
+if [ "$6" = 1 ]; then set -- -e "$p/error.log"; else set --; fi
+out=$("$nginx" -p "$p" -c "$conf" "$@" 2>&1) || {
+  echo START_FAILED; echo "$out"; exit 0; }
+i=0
+while [ ! -s "$p/nginx.pid" ] && [ $i -lt 250 ]; do sleep 0.02; i=$((i+1)); done
+m=$(cat "$p/nginx.pid" 2>/dev/null)
+[ -n "$m" ] || { echo NO_PID; exit 0; }
+i=0
+while :; do
+  w=$(pgrep -P "$m" 2>/dev/null || cat "/proc/$m/task/$m/children" 2>/dev/null)
+  set -- $w
+  if [ $# -ge "$want" ] || [ $i -ge 250 ]; then break; fi
+  sleep 0.02; i=$((i+1))
+done
+echo STARTED "$m" $w
+"""
+
+# Which of the pids are alive, then their /proc stat lines (CPU time): one round trip.
+_SAMPLE = (
+    _ALIVE_FN
+    + r"""
+for p in "$@"; do alive "$p" && echo "ALIVE $p"; done
+for p in "$@"; do cat "/proc/$p/stat" 2>/dev/null; done
+exit 0
+"""
+)
+
+# Stop masters (TERM, then KILL after 5 s), kill leftover workers, remove the prefix.
+_STOP = (
+    _ALIVE_FN
+    + r"""
+# Stop this deployment's nginx: the masters given, and any master started with -p under $dir
+# (one whose pid was never learnt); then their workers, and the recorded workers that are
+# orphans (a recycled pid now in someone else's nginx has a live nginx parent: left alone).
+dir=$1 masters=$2; shift 2
+if [ -n "$dir" ]; then
+  for d in /proc/[0-9]*; do
+    case "$(tr '\0' ' ' < "$d/cmdline" 2>/dev/null)" in
+      *"master process"*" -p $dir"*) masters="$masters ${d#/proc/}";;
+    esac
+  done
+fi
+kids=
+for m in $masters; do
+  if alive "$m"; then
+    kids="$kids $(pgrep -P "$m" 2>/dev/null || cat "/proc/$m/task/$m/children" 2>/dev/null)"
+    kill -TERM "$m" 2>/dev/null
+  fi
+done
+for m in $masters; do
+  i=0
+  while alive "$m" && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+  alive "$m" && kill -KILL "$m" 2>/dev/null
+done
+for w in $kids "$@"; do
+  alive "$w" || continue
+  [ "$(cat "/proc/$w/comm" 2>/dev/null)" = nginx ] || continue
+  case " $kids " in
+    *" $w "*) ;;
+    *)
+      pp=$(sed 's/.*) . \([0-9]*\).*/\1/' "/proc/$w/stat" 2>/dev/null)
+      [ "$(cat "/proc/$pp/comm" 2>/dev/null)" = nginx ] && continue
+      case "$(tr '\0' ' ' < "/proc/$w/cmdline" 2>/dev/null)" in
+        *"master process"*) continue;;
+      esac
+      ;;
+  esac
+  kill -KILL "$w" 2>/dev/null
+done
+[ -n "$dir" ] && rm -rf -- "$dir"
+exit 0
+"""
+)
+
+
+@dataclass
+class NginxProcess:
+    """One running private nginx: its prefix, config path, master and worker pids."""
+
+    prefix: str
+    conf_path: str
+    master: int
+    workers: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class NginxHost:
+    """A host that runs nginx, and what the deployment needs to know about it.
+
+    Attributes
+    ----------
+    host : Host
+        Where the commands run.
+    nginx, openssl : str
+        Resolved paths (or names) of the binaries there.
+    as_root : bool
+        Whether commands there run as root (workers then run as ``nobody``).
+    clk_tck : int
+        Clock ticks per second, for CPU time in /proc.
+    nginx_version : str
+        ``nginx -v`` output; ``-e`` (1.19.5 and later) is used when it exists.
+    """
+
+    host: Host
+    nginx: str = "nginx"
+    openssl: str = "openssl"
+    as_root: bool = False
+    clk_tck: int = 100
+    nginx_version: str = ""
+
+    @property
+    def has_e_flag(self) -> bool:
+        """Whether this nginx has ``-e`` (keep start-up messages out of the host's log)."""
+        return _has_e_flag(self.nginx_version)
+
+
+# (host name, what, prefix, pids): called before a prefix or process can be used.
+Recorder = Callable[[str, str, str, list[int]], None]
+
+
+class Deployment:
+    """A private nginx for one scenario on one host (and its upstream file servers).
+
+    Parameters
+    ----------
+    server : NginxHost
+        The server host.
+    scenario : Scenario
+        What to serve.
+    listen : str
+        The IP address the server listens on (the clients' target address).
+    upstream : NginxHost, optional
+        Where the upstream file servers run (default: the server host, on 127.0.0.1).
+    upstream_address : str
+        The IP address the server reaches them at, and they listen on.
+    record_started, record_removed : callable, optional
+        Told ``(host, what, prefix, pids)`` when a prefix or nginx starts (before it is
+        used), and ``(host, prefix)`` once a prefix is stopped and removed.
+    """
+
+    def __init__(
+        self,
+        server: NginxHost,
+        scenario: Scenario,
+        *,
+        listen: str = "127.0.0.1",
+        upstream: NginxHost | None = None,
+        upstream_address: str = "127.0.0.1",
+        record_started: Recorder | None = None,
+        record_removed: Callable[[str, str], None] | None = None,
+    ) -> None:
+        if not is_ip(listen) or (upstream is not None and not is_ip(upstream_address)):
+            raise RunnerError("nginx listens on an IP address; resolve host names first")
+        self.nginx_host = server
+        self.host, self.scenario, self.listen = server.host, scenario, listen
+        self.nginx, self.openssl, self.clk_tck = server.nginx, server.openssl, server.clk_tck
+        self.user = _worker_user(server.host) if server.as_root else None
+        separate = upstream is not None and upstream.host is not server.host
+        up = upstream if separate and upstream is not None else server
+        self.up_host: Host = up.host
+        self.up_address = upstream_address if separate else "127.0.0.1"
+        self.up_nginx = up.nginx
+        self.up_user = (_worker_user(up.host) if up.as_root else None) if separate else self.user
+        self.up_prefix: str | None = None
+        self._up_pids: set[int] = set()
+        self.nginx_e = server.has_e_flag
+        self.up_e = up.has_e_flag
+        self.prefix: str | None = None
+        self.port: int | None = None
+        self.server: NginxProcess | None = None
+        self.upstream: NginxProcess | None = None
+        self.upstream_ports: list[int] = []
+        self.conf: str = ""
+        self.upstream_conf: str = ""
+        self._all_pids: set[int] = set()
+        self._cpus: tuple[int, ...] = ()
+        self._record_started = record_started
+        self._record_removed = record_removed
+
+    def setup(self) -> None:
+        """Make the prefix, content and certificate; start the upstream servers if needed."""
+        s = self.scenario
+        self.prefix = self._make_prefix(self.host, "creating the nginx prefix")
+        if s.protocol == "https":
+            key = KEY_ARGS[s.tls_key]
+            self.host.sh(_CERT, self.openssl, self.prefix, *key, what="making the TLS certificate")
+        if s.proxied:
+            self._start_upstream()
+
+    def _make_prefix(self, host: Host, what: str) -> str:
+        """A new prefix on ``host``, recorded before its content is written."""
+        s = self.scenario
+        out = host.sh(_PREFIX, check=False, timeout=60)
+        first = out.stdout.strip().splitlines()[0] if out.stdout.strip() else ""
+        if first.startswith("/"):
+            if host is self.host:
+                self.prefix = first
+            else:
+                self.up_prefix = first
+            self._record(host, "nginx-prefix", first, [])
+        if not out.ok or not first.startswith("/"):
+            detail = (out.stderr or out.stdout).strip().splitlines()
+            raise RunnerError(
+                f"{what} failed on {host.name}: {detail[-1] if detail else 'no output'}"
+            )
+        host.sh(
+            _CONTENT,
+            str(s.file_bytes),
+            "1" if s.gzip else "0",
+            s.body_name,
+            first,
+            what=f"writing the {s.file_bytes} B test file",
+            timeout=300,
+        )
+        return first
+
+    def _record(self, host: Host, what: str, prefix: str, pids: list[int]) -> None:
+        if self._record_started is not None:
+            self._record_started(host.name, what, prefix, pids)
+
+    def _start_upstream(self) -> None:
+        assert self.prefix is not None
+        if self.up_host is self.host:
+            up = f"{self.prefix}/upstream"
+            self.host.sh(
+                'mkdir -p "$1/tmp" && ln -s ../html "$1/html"',
+                up,
+                what="creating the upstream prefix",
+            )
+        else:
+            up = self._make_prefix(self.up_host, "creating the upstream prefix")
+        listen = self.up_address
+        for _ in range(5):
+            self.upstream_ports = self.free_ports(self.scenario.upstreams, self.up_host)
+            self.upstream_conf = render_upstream_conf(
+                self.scenario,
+                prefix=up,
+                listen=listen,
+                ports=self.upstream_ports,
+                user=self.up_user,
+            )
+            proc = self._launch(
+                up, self.upstream_conf, "upstream", len(self.upstream_ports), self.up_host
+            )
+            if proc is not None:
+                self.upstream = proc
+                return
+        raise RunnerError(
+            f"could not find free ports for the upstream servers on {self.up_host.name}"
+        )
+
+    def start(self, cpus: Sequence[int]) -> str:
+        """Start (or restart) the server with one worker pinned to each of ``cpus``.
+
+        Returns the exact nginx.conf used. The config is checked with ``nginx -t`` first.
+        """
+        if self.prefix is None:
+            self.setup()
+        assert self.prefix is not None
+        if self.server is not None and tuple(cpus) == self._cpus and self.alive():
+            return self.conf
+        self.stop_server()
+        upstream = [hostport(self.up_address, p) for p in self.upstream_ports]
+        for _ in range(5):
+            self.port = self.free_ports(1)[0]
+            self.conf = render_conf(
+                self.scenario,
+                prefix=self.prefix,
+                listen=self.listen,
+                port=self.port,
+                cpus=cpus,
+                upstream=upstream,
+                user=self.user,
+            )
+            proc = self._launch(self.prefix, self.conf, "server", len(cpus))
+            if proc is not None:
+                self.server, self._cpus = proc, tuple(cpus)
+                return self.conf
+        raise RunnerError(f"could not find a free port for nginx on {self.host.name}")
+
+    def _launch(
+        self, prefix: str, conf: str, role: str, want: int, host: Host | None = None
+    ) -> NginxProcess | None:
+        """Write, test and start one nginx; None when its port was taken meanwhile."""
+        host = host or self.host
+        conf_path = f"{prefix}/nginx.conf"
+        out = host.sh(
+            _LAUNCH,
+            prefix,
+            conf_path,
+            self.up_nginx if host is not self.host else self.nginx,
+            str(want),
+            conf,
+            "1" if (self.up_e if host is not self.host else self.nginx_e) else "0",
+            what=f"starting nginx ({role})",
+            timeout=120,
+        )
+        lines = out.stdout.strip().splitlines()
+        status = lines[0] if lines else "NO_OUTPUT"
+        detail = _nginx_message("\n".join(lines[1:]))
+        if status == "TEST_FAILED":
+            raise RunnerError(f"nginx -t rejected the {role} config on {host.name}: {detail}")
+        if status == "START_FAILED":
+            if "Address already in use" in detail:
+                return None
+            raise RunnerError(f"nginx ({role}) did not start on {host.name}: {detail}")
+        if not status.startswith("STARTED"):
+            raise RunnerError(f"nginx ({role}) on {host.name} wrote no pid file in {prefix}")
+        master, *workers = (int(p) for p in status.split()[1:])
+        (self._all_pids if host is self.host else self._up_pids).update([master, *workers])
+        own = self.prefix if host is self.host else self.up_prefix
+        self._record(host, "nginx", own or prefix, [master, *workers])
+        return NginxProcess(prefix, conf_path, master, workers)
+
+    def free_ports(self, n: int, host: Host | None = None) -> list[int]:
+        """``n`` TCP ports in 20000-29999 that nothing on the host listens on."""
+        out = (host or self.host).sh(_LISTENING, check=False)
+        used = {int(h.rsplit(":", 1)[-1], 16) for h in out.stdout.split() if ":" in h}
+        free = [p for p in range(20000, 30000) if p not in used]
+        return random.sample(free, n)
+
+    def pids(self) -> list[int]:
+        """Master and worker pids of the server under test."""
+        if self.server is None:
+            return []
+        return [self.server.master, *self.server.workers]
+
+    def sample(self) -> tuple[bool, float]:
+        """Whether the server's master and every worker run, and their CPU time [s].
+
+        One round trip to the host.
+        """
+        pids = self.pids()
+        if not pids:
+            return False, 0.0
+        out = self.host.sh(_SAMPLE, *map(str, pids), check=False)
+        lines = out.stdout.splitlines()
+        alive = sum(1 for ln in lines if ln.startswith("ALIVE "))
+        ticks = sum(_stat_ticks(ln) for ln in lines if not ln.startswith("ALIVE "))
+        return alive == len(pids), ticks / self.clk_tck
+
+    def alive(self) -> bool:
+        """Whether the server's master and every worker still run."""
+        return self.sample()[0]
+
+    def error_log_tail(self) -> str:
+        """The error-log line that says why nginx stopped, or "" when there is no log.
+
+        The last emerg, alert or crit line, or a worker that exited on a signal; else the
+        last line.
+        """
+        if self.prefix is None:
+            return ""
+        out = self.host.run(["tail", "-n", "200", f"{self.prefix}/error.log"], check=False)
+        return relevant_log_line(out.stdout)
+
+    def stop_server(self) -> None:
+        """Stop the server under test (upstreams keep running)."""
+        if self.server is not None:
+            self._stop(self.host, None, [self.server], set(self.server.workers))
+            self._all_pids -= {self.server.master, *self.server.workers}
+            self.server = None
+
+    def teardown(self) -> None:
+        """Stop every process this deployment started and remove its prefixes, on each host."""
+        try:
+            if self.up_host is not self.host:
+                self._stop(self.up_host, self.up_prefix, [self.upstream], self._up_pids)
+                self._removed(self.up_host, self.up_prefix)
+                self.upstream = None
+            self._stop(self.host, self.prefix, [self.server, self.upstream], self._all_pids)
+            self._removed(self.host, self.prefix)
+        finally:
+            self.server = self.upstream = None
+            self.prefix = self.up_prefix = None
+            self._all_pids.clear()
+            self._up_pids.clear()
+
+    def _removed(self, host: Host, prefix: str | None) -> None:
+        if prefix and self._record_removed is not None:
+            self._record_removed(host.name, prefix)
+
+    def _stop(
+        self,
+        host: Host,
+        prefix: str | None,
+        procs: Sequence[NginxProcess | None],
+        pids: set[int],
+    ) -> None:
+        """Run `_STOP` on one host for its prefix, masters and every other pid recorded."""
+        if not prefix and not pids:
+            return
+        masters = [p.master for p in procs if p is not None]
+        host.sh(
+            _STOP,
+            prefix or "",
+            " ".join(map(str, masters)),
+            *map(str, sorted(pids - set(masters))),
+            check=False,
+            timeout=60,
+        )
+
+    def __enter__(self) -> Deployment:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.teardown()
+
+
+def _has_e_flag(version: str) -> bool:
+    """Whether an ``nginx -v`` line is of a version with the ``-e`` option (1.19.5+)."""
+    m = re.search(r"nginx/(\d+)\.(\d+)\.(\d+)", version)
+    if m is None:
+        return False
+    return tuple(int(g) for g in m.groups()) >= (1, 19, 5)
+
+
+def stop_leftovers(host: Host, prefix: str, pids: Sequence[int]) -> bool:
+    """Stop the nginx of a prefix a killed run left behind, and remove the prefix.
+
+    Only a prefix the project names (``.../nginx-sizing.XXXXXXXX`` or a client's
+    ``.../nginx-sizing-load.XXXXXXXX``) is touched; pids are killed only while they are
+    nginx processes of that prefix or its orphaned workers (the same rules as teardown).
+    Returns whether the prefix qualified.
+    """
+    base = prefix.rstrip("/").rpartition("/")[2]
+    if not prefix.startswith("/") or not re.fullmatch(r"nginx-sizing(-load)?\.[A-Za-z0-9]+", base):
+        return False
+    host.sh(_STOP, prefix, "", *map(str, pids), check=False, timeout=60)
+    return True
+
+
+def relevant_log_line(text: str) -> str:
+    """The line of an nginx error log that says why it stopped (see `error_log_tail`)."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for ln in reversed(lines):
+        if re.search(r"\[(emerg|alert|crit)\]|exited on signal", ln):
+            return ln
+    return lines[-1] if lines else ""
+
+
+def is_ip(addr: str) -> bool:
+    """Whether ``addr`` is an IPv4 or IPv6 address (not a host name)."""
+    try:
+        ipaddress.ip_address(addr)
+    except ValueError:
+        return False
+    return True
+
+
+def _stat_ticks(line: str) -> int:
+    """Utime + stime from one /proc/PID/stat line [clock ticks]."""
+    fields = line.rpartition(")")[2].split()
+    if len(fields) < 13:
+        return 0
+    return int(fields[11]) + int(fields[12])
+
+
+def _nginx_message(text: str) -> str:
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    for ln in lines:
+        if "[emerg]" in ln or "[alert]" in ln:
+            return re.sub(r"^\d+#\d+: ", "", ln.split("] ", 1)[-1])
+    return lines[-1] if lines else "no output"
+
+
+def _worker_user(host: Host) -> str:
+    """``nobody`` and its primary group, for workers started by a root master."""
+    out = host.run(["id", "-gn", "nobody"], check=False)
+    group = out.stdout.strip() if out.ok and out.stdout.strip() else "nogroup"
+    return f"nobody {group}"

@@ -1,0 +1,168 @@
+"""The nginx.conf text of the server under test and of its upstream file servers (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from runners.errors import RunnerError
+from runners.scenario import Scenario
+
+
+def affinity_masks(cpus: Sequence[int]) -> str:
+    """``worker_cpu_affinity`` masks, one CPU per worker: ``[0, 2]`` -> ``"001 100"``."""
+    width = max(cpus) + 1
+    return " ".join("".join("1" if width - 1 - i == c else "0" for i in range(width)) for c in cpus)
+
+
+def render_conf(
+    scenario: Scenario,
+    *,
+    prefix: str,
+    listen: str,
+    port: int,
+    cpus: Sequence[int],
+    upstream: Sequence[str] = (),
+    user: str | None = None,
+) -> str:
+    """The nginx.conf of the server under test.
+
+    Parameters
+    ----------
+    scenario : Scenario
+        What to serve.
+    prefix : str
+        The deployment's directory on the host (content, key, pid, logs, temp files).
+    listen, port
+        Address and port to listen on.
+    cpus : sequence of int
+        One worker per CPU, pinned with ``worker_cpu_affinity``.
+    upstream : sequence of str
+        ``host:port`` of each upstream file server (proxy scenarios).
+    user : str, optional
+        ``user`` directive (only meaningful when the master runs as root).
+    """
+    https = scenario.protocol == "https"
+    lines = [
+        f"# nginx-sizing: {scenario.name} over {scenario.protocol}, {scenario.file_bytes} B"
+        f"{' gzip' if scenario.gzip else ''}, {len(cpus)} workers on CPUs "
+        + ",".join(map(str, cpus)),
+    ]
+    if user:
+        lines.append(f"user {user};")
+    lines += [
+        f"worker_processes {len(cpus)};",
+        f"worker_cpu_affinity {affinity_masks(cpus)};",
+        "worker_rlimit_nofile 65536;",
+        f"pid {prefix}/nginx.pid;",
+        f"error_log {prefix}/error.log warn;",
+        "events {",
+        "    worker_connections 16384;",
+        "    accept_mutex off;",
+        "}",
+        "http {",
+        *_http_common(prefix, keepalive=scenario.keepalive),
+    ]
+    if scenario.gzip:
+        lines += [
+            "    gzip on;",
+            "    gzip_types *;",
+            "    gzip_min_length 0;",
+            "    gzip_proxied any;",
+        ]
+    if https:
+        lines += [
+            f"    ssl_certificate {prefix}/cert.pem;",
+            f"    ssl_certificate_key {prefix}/key.pem;",
+            "    ssl_protocols TLSv1.2 TLSv1.3;",
+            # Every new connection does a full handshake, as the reference CPS tests did.
+            "    ssl_session_cache off;",
+            "    ssl_session_tickets off;",
+        ]
+    if scenario.proxied:
+        if not upstream:
+            raise RunnerError(f"the {scenario.name} scenario needs upstream servers")
+        lines.append("    upstream backend {")
+        lines += [f"        server {u};" for u in upstream]
+        lines += ["        keepalive 64;", "    }"]
+    lines += [f"    {d.rstrip(';')};" for d in scenario.directives]
+    lines += [
+        "    server {",
+        f"        listen {hostport(listen, port)}{' ssl' if https else ''} backlog=4096;",
+        f"        root {prefix}/html;",
+    ]
+    proxy = [
+        "proxy_pass http://backend;",
+        "proxy_http_version 1.1;",
+        'proxy_set_header Connection "";',
+    ]
+    if scenario.name == "reverse_proxy":
+        lines += ["        location / {", *(f"            {p}" for p in proxy), "        }"]
+    elif scenario.name == "api_gateway":
+        lines += [
+            r"        location ~ ^/api/(?<api_version>v[0-9]+)/(?<api_item>[a-z0-9_-]+)$ {",
+            f"            rewrite ^ /$api_item.{scenario.body_name.split('.')[-1]} break;",
+            *(f"            {p}" for p in proxy),
+            "        }",
+            "        location / {",
+            "            return 404;",
+            "        }",
+        ]
+    lines += ["    }", "}", ""]
+    return "\n".join(lines)
+
+
+def render_upstream_conf(
+    scenario: Scenario, *, prefix: str, listen: str, ports: Sequence[int], user: str | None
+) -> str:
+    """The nginx.conf of the upstream file servers: one server block per port."""
+    lines = ["# nginx-sizing: upstream file servers for the proxy scenarios"]
+    if user:
+        lines.append(f"user {user};")
+    lines += [
+        f"worker_processes {len(ports)};",
+        "worker_rlimit_nofile 65536;",
+        f"pid {prefix}/nginx.pid;",
+        f"error_log {prefix}/error.log warn;",
+        "events {",
+        "    worker_connections 16384;",
+        "}",
+        "http {",
+        *_http_common(prefix, keepalive=True),
+    ]
+    for port in ports:
+        lines += [
+            "    server {",
+            f"        listen {hostport(listen, port)} backlog=4096;",
+            f"        root {prefix}/html;",
+            "    }",
+        ]
+    lines += ["}", ""]
+    return "\n".join(lines)
+
+
+def _http_common(prefix: str, *, keepalive: bool) -> list[str]:
+    return [
+        "    access_log off;",
+        "    default_type application/octet-stream;",
+        "    types {",
+        "        text/html html;",
+        "        application/octet-stream bin;",
+        "    }",
+        "    sendfile on;",
+        "    tcp_nopush on;",
+        "    tcp_nodelay on;",
+        f"    keepalive_timeout {'300s' if keepalive else '0'};",
+        "    keepalive_requests 1000000;",
+        "    open_file_cache max=1024 inactive=60s;",
+        "    open_file_cache_valid 80s;",
+        "    open_file_cache_min_uses 1;",
+        *(
+            f"    {kind}_temp_path {prefix}/tmp/{kind};"
+            for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+        ),
+    ]
+
+
+def hostport(addr: str, port: int) -> str:
+    """``addr:port``, with IPv6 addresses in brackets."""
+    return f"[{addr}]:{port}" if ":" in addr else f"{addr}:{port}"

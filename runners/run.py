@@ -1,0 +1,315 @@
+"""A run's lifecycle: new or resumed, locked, its status, progress, and its ``run.json``.
+
+`Run` is the one writer of ``run.json``: sessions, searches and the simulator tell it what to
+record (host facts, configs, commands, results) and it saves. `open_run` creates a run or
+resumes one whose plan matches, and on resume stops what an earlier, killed process of the
+same run left on its hosts. `cleanup` does the same for a run (or every run) on demand.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from runners.errors import RunnerError
+from runners.hosts import Host, connect
+from runners.plan import Access, Plan
+from trialtable.folder import RunFolder, RunFolderError, RunInUse, check_run_id, new_run_id
+from trialtable.folder import outstanding as outstanding_in
+from trialtable.schema import utc_now
+
+
+class Run:
+    """One open run: its locked folder and everything it records.
+
+    Parameters
+    ----------
+    folder : trialtable.folder.RunFolder
+        The run's folder, locked by this process.
+    """
+
+    def __init__(self, folder: RunFolder) -> None:
+        self.folder = folder
+
+    @property
+    def run_id(self) -> str:
+        """The run's id (its folder name)."""
+        return self.folder.run_id
+
+    @property
+    def path(self) -> Any:
+        """The run folder."""
+        return self.folder.path
+
+    @property
+    def meta(self) -> Mapping[str, Any]:
+        """``run.json`` as recorded so far (read-only: record through the methods)."""
+        return self.folder.meta
+
+    def rows(self) -> list[dict[str, str]]:
+        """The trial rows written so far, as strings."""
+        return self.folder.rows()
+
+    def append(self, row: Mapping[str, Any], histograms: Mapping[str, Any] | None = None) -> None:
+        """Append one trial's row (and its clients' histograms)."""
+        self.folder.append(row, histograms)
+
+    # -- run.json ---------------------------------------------------------------------------
+    def record(self, **fields: Any) -> None:
+        """Set top-level fields of ``run.json`` and save it."""
+        self.folder.meta.update(fields)
+        self.folder.save_meta()
+
+    def record_in(self, key: str, name: str, value: Any) -> None:
+        """Set ``run.json[key][name]`` and save it."""
+        self.folder.meta.setdefault(key, {})[name] = value
+        self.folder.save_meta()
+
+    def record_command(self, trial_id: str, hosts: Mapping[str, str]) -> None:
+        """Add the command line each client ran for a trial."""
+        self.folder.meta.setdefault("commands", []).append(
+            {"trial_id": trial_id, "hosts": dict(hosts)}
+        )
+        self.folder.save_meta()
+
+    @contextlib.contextmanager
+    def status(self) -> Iterator[None]:
+        """Running, then complete, interrupted or failed (see `RunFolder.recording_status`)."""
+        with self.folder.recording_status():
+            yield
+
+    # -- what the run started on its hosts --------------------------------------------------
+    def started(self, host: str, what: str, path: str, pids: list[int]) -> None:
+        """Record a prefix, a process or a work folder on ``host``, before it is used."""
+        self.folder.record_started({"host": host, "what": what, "path": path, "pids": pids})
+
+    def removed(self, host: str, path: str) -> None:
+        """Record that ``path`` on ``host`` is stopped and removed."""
+        self.folder.record_removed(host, path)
+
+    def close(self) -> None:
+        """Release the run's lock."""
+        self.folder.close()
+
+
+def open_run(
+    plan: Plan,
+    out: str | os.PathLike[str],
+    resume: str | None,
+    sim: Any = None,
+    extra: Mapping[str, Any] | None = None,
+) -> tuple[Plan, Run]:
+    """A new run for ``plan``, or the run ``resume``, whose plan must match.
+
+    ``extra`` holds more of what defines the run (a search's options); it is stored in
+    ``run.json`` and must match too on resume. The returned run is locked by this process.
+    """
+    extra = json.loads(json.dumps(dict(extra or {})))
+    if resume is None:
+        meta = {
+            "run_id": new_run_id(plan.label or ("sim" if sim is not None else "")),
+            "created_at": utc_now(),
+            "status": "running",
+            "simulated": sim is not None,
+            "plan": plan.to_dict(),
+            "sim": sim.to_dict() if sim is not None else None,
+            **extra,
+        }
+        return plan, Run(RunFolder.create(out, meta))
+    folder = RunFolder.open(out, resume)
+    try:
+        return _check_resumed(folder, plan, resume, sim, extra), Run(folder)
+    except BaseException:
+        folder.close()
+        raise
+
+
+def _check_resumed(
+    folder: RunFolder, plan: Plan, resume: str, sim: Any, extra: Mapping[str, Any]
+) -> Plan:
+    """The stored plan, when it and ``extra`` match what the resumed run was planned with."""
+    meta = folder.meta
+    if bool(meta.get("simulated")) != (sim is not None):
+        held = "simulated" if meta.get("simulated") else "measured"
+        way = "with --server sim" if held == "simulated" else "against real hosts"
+        raise RunnerError(f"run {resume} holds {held} trials; resume it {way}")
+    if sim is not None and meta.get("sim") != json.loads(json.dumps(sim.to_dict())):
+        raise RunnerError(
+            f"run {resume} simulated another server (--seed/--sim-*); resume it with the same "
+            "options"
+        )
+    try:
+        stored = Plan.from_dict(meta["plan"])
+    except (TypeError, ValueError, KeyError, AttributeError, RunnerError) as exc:
+        raise folder.error("run.json", f"has a plan this version cannot use ({exc})") from None
+    if stored != plan or any(meta.get(k) != v for k, v in extra.items()):
+        a, b = stored.to_dict(), plan.to_dict()
+        diff = [k for k in a if a[k] != b.get(k)]
+        diff += [k for k, v in extra.items() if meta.get(k) != v]
+        raise RunnerError(
+            f"run {resume} was planned with other settings ({', '.join(diff)}); resume it "
+            "with the same options, or start a new run"
+        )
+    return stored
+
+
+def name_run(exc: BaseException, run_id: str) -> None:
+    """Attach ``run_id`` to an exception leaving a run, for the message that resumes it."""
+    with contextlib.suppress(AttributeError):
+        if not hasattr(exc, "run_id"):
+            exc.run_id = run_id  # type: ignore[attr-defined]
+
+
+# -- what a killed process left behind ------------------------------------------------------
+def stop_left_behind(
+    run_dir: str | os.PathLike[str],
+    access: Access | None = None,
+    log: IO[str] | None = None,
+    record: Run | None = None,
+) -> list[str]:
+    """Stop and remove what a run's earlier processes started and never removed.
+
+    Reads the run's ``started.jsonl``; for each prefix or work folder still outstanding,
+    connects to its host, stops the nginx of that prefix and removes it. Returns one line per
+    thing found (also written to ``log`` as a warning). ``record``: the open run, told what
+    was removed.
+    """
+    from runners.deploy import stop_leftovers
+
+    access = access or Access()
+    found = outstanding_in(run_dir)
+    lines: list[str] = []
+    hosts: dict[str, Host] = {}
+    try:
+        for entry in found:
+            name, path = str(entry.get("host", "")), str(entry["path"])
+            pids = [int(p) for p in entry.get("pids", [])]
+            line = (
+                f"warning: run {os.path.basename(os.fspath(run_dir))}: an earlier process "
+                f"(pid {entry.get('by_pid', '?')}) left {path} on {name}"
+                + (f" (pids {' '.join(map(str, pids))})" if pids else "")
+                + "; stopping and removing it"
+            )
+            try:
+                host = hosts.get(name) or connect(
+                    name,
+                    accept_new_host_keys=access.accept_new_host_keys,
+                    ssh_config=access.ssh_config,
+                )
+                hosts[name] = host
+                done = stop_leftovers(host, path, pids)
+            except RunnerError as exc:
+                line = f"{line}: failed ({exc})"
+                done = False
+            if not done and "failed" not in line:
+                line = f"{line}: not a path this project makes, left alone"
+            lines.append(line)
+            if log is not None:
+                print(line, file=log, flush=True)
+            if done:
+                if record is not None:
+                    record.removed(name, path)
+                else:
+                    _append_removed(run_dir, name, path)
+    finally:
+        for host in hosts.values():
+            with contextlib.suppress(Exception):
+                host.close()
+    return lines
+
+
+def _append_removed(run_dir: str | os.PathLike[str], host: str, path: str) -> None:
+    line = {"event": "removed", "host": host, "path": path, "at": utc_now()}
+    with open(os.path.join(run_dir, "started.jsonl"), "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(line, separators=(",", ":")) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def cleanup(
+    out: str | os.PathLike[str],
+    run_id: str | None,
+    access: Access | None = None,
+    log: IO[str] | None = sys.stderr,
+) -> list[str]:
+    """Stop what run ``run_id`` (or, with None, every run in ``out``) left on its hosts.
+
+    Touches only prefixes and work folders the runs recorded in their ``started.jsonl``;
+    a run another live process holds is left alone (and said so).
+    """
+    if run_id is not None:
+        check_run_id(run_id)
+        if not os.path.isfile(os.path.join(out, run_id, "run.json")):
+            raise RunnerError(f"no run {run_id!r} in {out}")
+        runs = [run_id]
+    else:
+        try:
+            runs = sorted(
+                d for d in os.listdir(out) if os.path.isfile(os.path.join(out, d, "started.jsonl"))
+            )
+        except OSError as exc:
+            raise RunnerError(f"cannot list {out}: {exc.strerror}") from None
+    lines: list[str] = []
+    for rid in runs:
+        folder = RunFolder(Path(out) / rid, {"run_id": rid})
+        try:
+            folder.lock()
+        except RunInUse as exc:
+            line = f"{exc}; left alone"
+            lines.append(line)
+            if log is not None:
+                print(line, file=log, flush=True)
+            continue
+        except RunFolderError:
+            continue
+        try:
+            lines += stop_left_behind(folder.path, access, log)
+        finally:
+            folder.close()
+    return lines
+
+
+class Progress:
+    """A progress line with an ETA on a terminal, one line per trial otherwise."""
+
+    def __init__(self, total: int, seconds_each: float, stream: IO[str] | None) -> None:
+        self.total, self.seconds_each, self.stream = total, seconds_each, stream
+        self.done = 0
+        self.start = time.monotonic()
+        self.tty = bool(stream and stream.isatty())
+
+    def update(self, row: Mapping[str, Any]) -> None:
+        """Record one finished trial and redraw."""
+        self.done += 1
+        if self.stream is None:
+            return
+        elapsed = time.monotonic() - self.start
+        left = self.total - self.done
+        eta = elapsed / self.done * left if self.done else left * self.seconds_each
+        width = 24
+        filled = round(width * self.done / self.total) if self.total else width
+        text = (
+            f"[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
+            f"v{row['vcpus']} t{row['threads']} c{row['connections']}: "
+            f"{row['rps']:,.0f} rps, p99 {row['latency_p99_ms']:.2f} ms, {verdict(row)}; "
+            f"ETA {int(eta // 60)}:{int(eta % 60):02d}"
+        )
+        if self.tty:
+            end = "\n" if left == 0 else ""
+            self.stream.write("\r\033[K" + text + end)
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+
+def verdict(row: Mapping[str, Any]) -> str:
+    """``pass`` (valid, p99 within the SLA), ``over SLA`` or ``invalid``."""
+    if not row.get("valid"):
+        return "invalid"
+    return "pass" if float(row["latency_p99_ms"]) <= float(row["sla_p99_ms"]) else "over SLA"

@@ -1,0 +1,602 @@
+"""A session: the private nginx and the load generators of one run, on hosts passed in.
+
+`connect_hosts` connects once to every host a plan names (the server, the clients, an
+upstream host) and returns them as `Hosts`; a `Session` takes them, checks tools, records
+host facts, deploys nginx, and measures one trial at a time (`Session.trial`). Leaving the
+session stops and removes everything it started on every host; closing `Hosts` closes the
+connections.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+import shlex
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from runners import loadgen
+from runners.deploy import Deployment, NginxHost, is_ip
+from runners.errors import RunnerError
+from runners.hosts import Host, HostSpec, connect, facts, require_tools
+from runners.plan import Access, Plan
+from runners.run import Run
+from runners.scenario import response_size_problem
+from runners.trial import trial_row
+from trialtable.schema import utc_now
+
+
+@dataclass
+class Hosts:
+    """The connected hosts of a run: one connection per distinct host.
+
+    Attributes
+    ----------
+    server : Host
+        Where nginx runs.
+    clients : list of Host
+        The load-generator hosts, in the plan's order (the server's own `Host` when a client
+        is the server host).
+    upstream : Host, optional
+        Where the proxy scenarios' upstream file servers run, when not on the server.
+    """
+
+    server: Host
+    clients: list[Host]
+    upstream: Host | None = None
+
+    def distinct(self) -> list[Host]:
+        """Each connection once."""
+        hosts = {id(self.server): self.server}
+        hosts.update({id(h): h for h in self.clients})
+        if self.upstream is not None:
+            hosts[id(self.upstream)] = self.upstream
+        return list(hosts.values())
+
+    def close(self) -> None:
+        """Close every connection (each step runs even if another fails)."""
+        for host in self.distinct():
+            with contextlib.suppress(Exception):
+                host.close()
+
+    def __enter__(self) -> Hosts:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def connect_hosts(plan: Plan, access: Access | None = None) -> Hosts:
+    """Connect to the plan's server, clients and upstream host, once each."""
+    access = access or Access()
+    made: dict[str, Host] = {}
+
+    def get(text: str) -> Host:
+        key = str(HostSpec.parse(text))
+        if key not in made:
+            made[key] = connect(
+                text,
+                accept_new_host_keys=access.accept_new_host_keys,
+                ssh_config=access.ssh_config,
+            )
+        return made[key]
+
+    try:
+        server = get(plan.server)
+        clients = [get(c) for c in plan.clients]
+        upstream = get(plan.upstream_host) if plan.scenario.proxied and plan.upstream_host else None
+    except BaseException:
+        for host in made.values():
+            with contextlib.suppress(Exception):
+                host.close()
+        raise
+    if upstream is server:
+        upstream = None
+    return Hosts(server, clients, upstream)
+
+
+@dataclass
+class _Client:
+    host: Host
+    spec: HostSpec
+    facts: dict[str, Any]
+    binary: str
+    workdir: str = ""
+    timeout: str = ""
+    cpus: list[int] = field(default_factory=list)
+
+
+class Session:
+    """The private nginx and the load generators of one run; `trial` measures one setting.
+
+    Parameters
+    ----------
+    plan : Plan
+        What to measure.
+    hosts : Hosts
+        The connected hosts (the session does not close them).
+    run : Run
+        The run it records into.
+    log : file, optional
+        Where it says what it set up.
+    mode : str
+        ``"closed"`` or ``"open"`` (constant rate): the load generator must have it.
+
+    Use as a context manager: entering checks tools, records host facts and deploys;
+    leaving stops and removes everything it started on every host.
+    """
+
+    def __init__(
+        self,
+        plan: Plan,
+        hosts: Hosts,
+        run: Run,
+        *,
+        log: IO[str] | None = None,
+        mode: str = loadgen.CLOSED,
+    ) -> None:
+        self.plan, self.hosts, self.run = plan, hosts, run
+        self.generator = plan.generator()
+        self.mode = mode
+        self.generator.check(plan.http_version, mode)
+        self.log = log
+        self.server: Host = hosts.server
+        self.server_facts: dict[str, Any] = {}
+        self.clients: list[_Client] = []
+        self.deployment: Deployment | None = None
+        self.target = ""
+        self.server_cpus: list[int] = []
+        self._vcpus: int | None = None
+        self._seq = len(run.rows())
+
+    # -- setting up -------------------------------------------------------------------------
+    def __enter__(self) -> Session:
+        try:
+            self._open()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _open(self) -> None:
+        plan = self.plan
+        server_spec = HostSpec.parse(plan.server)
+        server_tools = [plan.nginx, "taskset"]
+        if plan.scenario.protocol == "https":
+            server_tools.append(plan.openssl)
+        specs = [HostSpec.parse(c) for c in plan.clients]
+        tool = self.generator.tool(plan.binaries(), self.mode)
+        optional = ["taskset", "timeout"]
+        shares = any(host is self.server for host in self.hosts.clients)
+        self.server_facts = facts(
+            self.server, [*server_tools, tool, "timeout"] if shares else server_tools
+        )
+        found = {self.server.name: {t: self.server_facts["tools"][t] for t in server_tools}}
+        client_facts = []
+        for host in self.hosts.clients:
+            info = self.server_facts if host is self.server else facts(host, [tool, *optional])
+            client_facts.append(info)
+            found.setdefault(host.name, {})[tool] = info["tools"][tool]
+        require_tools(found)
+        for spec, host, info in zip(specs, self.hosts.clients, client_facts, strict=True):
+            self.clients.append(
+                _Client(
+                    host, spec, info, info["tools"][tool], timeout=info["tools"].get("timeout", "")
+                )
+            )
+        self.target = self._target_address(server_spec)
+        too_many = [v for v in plan.vcpus if v > len(self.server_facts["cpus_allowed"])]
+        if too_many:
+            raise RunnerError(
+                f"--vcpus {max(too_many)}: {self.server.name} has only "
+                f"{len(self.server_facts['cpus_allowed'])} CPUs for nginx"
+            )
+        self.run.record(
+            hosts={
+                "server": self.server_facts,
+                "clients": client_facts,
+                "target_address": self.target,
+            }
+        )
+        self._say(
+            f"server {self.server.name}: {self.server_facts.get('cpu_model')}, "
+            f"{self.server_facts['cores']} CPUs; target {self.target}"
+        )
+        upstream, up_address = self._upstream()
+        self.deployment = Deployment(
+            NginxHost(
+                self.server,
+                nginx=self.server_facts["tools"][plan.nginx],
+                openssl=self.server_facts["tools"].get(plan.openssl, plan.openssl),
+                as_root=self.server_facts.get("user") == "root",
+                clk_tck=self.server_facts["clk_tck"],
+                nginx_version=self.server_facts.get("nginx_version", ""),
+            ),
+            plan.scenario,
+            listen=self.target,
+            upstream=upstream,
+            upstream_address=up_address,
+            record_started=self.run.started,
+            record_removed=self.run.removed,
+        )
+        self.deployment.setup()
+        if self.deployment.upstream_conf:
+            self.run.record(upstream_conf=self.deployment.upstream_conf)
+        for client in self.clients:
+            self._prepare(client)
+
+    def _prepare(self, client: _Client) -> None:
+        """The generator's private work folder, with its files, on one client; recorded."""
+        files = self.generator.files()
+        args = [x for name, text in files.items() for x in (name, text)]
+        out = client.host.sh(
+            'd=$(mktemp -d "${TMPDIR:-/tmp}/nginx-sizing-load.XXXXXXXX") && echo "$d" && '
+            'while [ $# -gt 0 ]; do printf "%s" "$2" > "$d/$1" || exit 1; shift 2; done',
+            *args,
+            check=False,
+        )
+        first = out.stdout.strip().splitlines()[:1]
+        if first and first[0].startswith("/"):
+            client.workdir = first[0]
+            self.run.started(client.host.name, "client-workdir", client.workdir, [])
+        if not out.ok or not client.workdir:
+            detail = (out.stderr or out.stdout).strip().splitlines()
+            raise RunnerError(
+                f"preparing {self.generator.name}'s work folder failed on "
+                f"{client.host.name}: {detail[-1] if detail else 'no output'}"
+            )
+
+    def _upstream(self) -> tuple[NginxHost | None, str]:
+        """Where the upstream file servers run (None: on the server), and their address."""
+        plan = self.plan
+        host = self.hosts.upstream
+        if host is None or host is self.server:
+            return None, "127.0.0.1"
+        spec = HostSpec.parse(plan.upstream_host or "")
+        info = facts(host, [plan.nginx])
+        require_tools({host.name: {plan.nginx: info["tools"][plan.nginx]}})
+        address = resolve(
+            plan.upstream_address or self._address_of(spec, host, "the upstream host")
+        )
+        hosts = dict(self.run.meta.get("hosts", {}))
+        self.run.record(hosts={**hosts, "upstream": info, "upstream_address": address})
+        return (
+            NginxHost(
+                host,
+                nginx=info["tools"][plan.nginx],
+                as_root=info.get("user") == "root",
+                clk_tck=info["clk_tck"],
+                nginx_version=info.get("nginx_version", ""),
+            ),
+            address,
+        )
+
+    def _address_of(self, spec: HostSpec, host: Host, what: str) -> str:
+        if spec.kind == "netns":
+            out = host.run(
+                ["ip", "-4", "-o", "addr", "show", "scope", "global"],
+                what="reading the namespace's address",
+            )
+            for line in out.stdout.splitlines():
+                parts = line.split()
+                if "inet" in parts:
+                    return parts[parts.index("inet") + 1].split("/")[0]
+            raise RunnerError(f"{spec} has no global IPv4 address for {what}")
+        if spec.kind == "ssh":
+            conn = getattr(host, "conn", None)
+            return str(conn.host) if conn is not None else spec.host
+        raise RunnerError(
+            f"{what} is reached over a network: give its address (--target-address or "
+            "--upstream-address)"
+        )
+
+    def _target_address(self, server_spec: HostSpec) -> str:
+        """The IP address the clients load and nginx listens on (host names resolved)."""
+        if self.plan.target_address:
+            return resolve(self.plan.target_address)
+        if all(c.spec == server_spec for c in self.clients) or (
+            server_spec.kind == "local" and all(c.spec.kind == "local" for c in self.clients)
+        ):
+            return "127.0.0.1"
+        return resolve(self._address_of(server_spec, self.server, "the clients"))
+
+    def configure(self, vcpus: int) -> None:
+        """Run nginx with ``vcpus`` pinned workers, and place each client's wrk."""
+        assert self.deployment is not None
+        if self._vcpus == vcpus:
+            return
+        allowed = self.server_facts["cpus_allowed"]
+        self.server_cpus = allowed[:vcpus]
+        server_spec = HostSpec.parse(self.plan.server)
+        conf = self.deployment.start(self.server_cpus)
+        placement = {}
+        for client in self.clients:
+            if _same_machine(client.spec, server_spec):
+                client.cpus = [c for c in allowed if c not in self.server_cpus]
+                where = "pinned apart" if client.cpus else "shared with nginx"
+            else:
+                client.cpus = []
+                where = "separate host"
+            placement[client.host.name] = {"cpus": client.cpus, "placement": where}
+        self.run.record_in("nginx_conf", str(vcpus), conf)
+        self.run.record_in(
+            "placement", str(vcpus), {"server_cpus": self.server_cpus, "clients": placement}
+        )
+        self._vcpus = vcpus
+
+    def max_threads(self, vcpus: int) -> int:
+        """Threads per wrk client that fit the CPUs each client has for itself."""
+        self.configure(vcpus)
+        return max(1, min(len(c.cpus) or int(c.facts["cores"]) for c in self.clients))
+
+    # -- one trial --------------------------------------------------------------------------
+    def url(self) -> str:
+        """The URL the clients load."""
+        assert self.deployment is not None and self.deployment.port is not None
+        host = f"[{self.target}]" if ":" in self.target else self.target
+        return (
+            f"{self.plan.scenario.protocol}://{host}:{self.deployment.port}"
+            f"{self.plan.scenario.path}"
+        )
+
+    def _load(
+        self,
+        client: _Client,
+        threads: int,
+        connections: int,
+        seconds: int,
+        record: bool,
+        rate_rps: float | None = None,
+    ) -> loadgen.Load:
+        """What one client runs; a constant rate is split evenly across the clients."""
+        return loadgen.Load(
+            url=self.url(),
+            threads=threads,
+            connections=connections,
+            duration_s=seconds,
+            timeout_s=self.plan.timeout_s,
+            headers=self.plan.scenario.headers,
+            http_version=self.plan.http_version,
+            streams=self.plan.streams,
+            rate_rps=rate_rps / len(self.clients) if rate_rps is not None else None,
+            cpus=tuple(client.cpus),
+            record=record,
+        )
+
+    def _argv(self, client: _Client, load: loadgen.Load) -> list[str]:
+        return self.generator.command(load, binary=client.binary, workdir=client.workdir)
+
+    def _run_clients(self, argvs: Sequence[list[str]], seconds: int) -> list[tuple[str, str, int]]:
+        limit = seconds + self.plan.timeout_s + 60
+
+        def one(pair: tuple[_Client, list[str]]) -> tuple[str, str, int]:
+            client, argv = pair
+            if client.timeout:
+                # wrk stops on its own host even if the connection to it is lost.
+                argv = [client.timeout, "-k", "5", f"{limit - 10}s", *argv]
+            r = client.host.sh(_WRAP, *argv, check=False, timeout=limit)
+            return r.stdout, r.stderr, r.exited
+
+        if len(self.clients) == 1:
+            return [one((self.clients[0], argvs[0]))]
+        with ThreadPoolExecutor(len(self.clients)) as pool:
+            return list(pool.map(one, zip(self.clients, argvs, strict=True)))
+
+    def trial(
+        self,
+        vcpus: int,
+        threads: int,
+        connections: int,
+        *,
+        duration_s: int | None = None,
+        kind: str = "sweep",
+        rate_rps: float | None = None,
+    ) -> dict[str, Any]:
+        """Measure one setting; append and return its row.
+
+        With ``rate_rps``, wrk2 drives a constant rate (open loop) and its percentile spectrum
+        is parsed; the trial is invalid when the achieved rate is under 95% of it.
+
+        Raises `RunnerError` if nginx dies or any client produces no result; the rows of
+        earlier trials are already on disk.
+        """
+        assert self.deployment is not None and self.server is not None
+        plan = self.plan
+        seconds = duration_s or plan.duration_s
+        self.configure(vcpus)
+        self._seq += 1
+        trial_id = f"{self.run.run_id}-{self._seq:04d}"
+        gen = self.generator
+        if plan.warmup_s > 0:
+            warm = [
+                self._argv(c, self._load(c, threads, connections, plan.warmup_s, False, rate_rps))
+                for c in self.clients
+            ]
+            for (out, err, code), client in zip(
+                self._run_clients(warm, plan.warmup_s), self.clients, strict=True
+            ):
+                if code != 0 and "requests in" not in out:
+                    raise RunnerError(
+                        f"{gen.name} on {client.host.name}: {gen.no_result(err or out)}"
+                    )
+        loads = [self._load(c, threads, connections, seconds, True, rate_rps) for c in self.clients]
+        argvs = [self._argv(c, load) for c, load in zip(self.clients, loads, strict=True)]
+        started_at = utc_now()
+        alive, cpu0 = self.deployment.sample()
+        if alive:
+            outputs = self._run_clients(argvs, seconds)
+            alive, cpu1 = self.deployment.sample()
+        if not alive:
+            tail = self.deployment.error_log_tail()
+            raise RunnerError(
+                f"nginx on {self.server.name} exited during trial {trial_id}"
+                + (f" (error.log: {tail})" if tail else "")
+            )
+        results = []
+        for (out, err, _), client, load in zip(outputs, self.clients, loads, strict=True):
+            try:
+                results.append(gen.parse(out, load))
+            except RunnerError as exc:
+                detail = str(exc)
+                if err.strip():
+                    detail = f"{detail}; {err.strip().splitlines()[-1]}"
+                raise RunnerError(f"{gen.name} on {client.host.name}: {detail}") from None
+        merged = loadgen.merge(results)
+        client_pcts, saturated = [], []
+        for (out, _, _), client, res in zip(outputs, self.clients, results, strict=True):
+            cpu_s = _cpu_seconds_from_times(out)
+            pct = 100.0 * cpu_s / res.duration_s if res.duration_s > 0 else math.nan
+            client_pcts.append(pct)
+            allotted = min(threads, len(client.cpus) or int(client.facts["cores"]))
+            if note := gen.saturated(pct, allotted, plan.saturation, client.host.name):
+                saturated.append(note)
+        row = trial_row(
+            self._ids(trial_id, started_at, kind, vcpus),
+            plan.scenario,
+            merged,
+            vcpus=vcpus,
+            threads=threads,
+            connections=connections,
+            rate_rps=rate_rps,
+            warmup_s=plan.warmup_s,
+            client_cpu_pct=max(client_pcts) if client_pcts else math.nan,
+            server_cpu_pct=100.0 * (cpu1 - cpu0) / merged.duration_s,
+            sla_p99_ms=plan.sla_p99_ms,
+            max_error_rate=plan.max_error_rate,
+            saturated=saturated,
+            size_problem=functools.partial(response_size_problem, plan.scenario),
+        )
+        self.run.append(
+            row,
+            {
+                c.host.name: sorted(r.histogram_us.items())
+                for c, r in zip(self.clients, results, strict=True)
+            },
+        )
+        self.run.record_command(
+            trial_id,
+            {c.host.name: shlex.join(a) for c, a in zip(self.clients, argvs, strict=True)},
+        )
+        if plan.cooldown_s > 0:
+            time.sleep(plan.cooldown_s)
+        return row
+
+    def _ids(self, trial_id: str, started_at: str, kind: str, vcpus: int) -> dict[str, Any]:
+        """The identity and placement columns of a trial's row."""
+        assert self.server is not None
+        return {
+            "run_id": self.run.run_id,
+            "trial_id": trial_id,
+            "started_at": started_at,
+            "kind": kind,
+            "simulated": False,
+            "load_generator": self.generator.name,
+            "http_version": self.plan.http_version,
+            "streams": self.plan.streams,
+            "server_host": self.server.name,
+            "client_hosts": " ".join(c.host.name for c in self.clients),
+            "clients": len(self.clients),
+            "instance_label": self.plan.label,
+            "arch": self.server_facts.get("arch", ""),
+            "cpu_model": self.server_facts.get("cpu_model", ""),
+            "server_cpus": self.server_cpus,
+            "client_cpus": ";".join(",".join(map(str, c.cpus)) or "any" for c in self.clients),
+            "placement": self.run.meta["placement"][str(vcpus)]["clients"][
+                self.clients[0].host.name
+            ]["placement"],
+        }
+
+    # -- tearing down -----------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop and remove everything this session started (connections stay open)."""
+        with _interrupts_deferred():
+            # Each step runs even if an earlier one fails (a lost connection, say).
+            steps: list[Callable[[], object]] = []
+            if self.deployment is not None:
+                steps.append(self.deployment.teardown)
+            for client in self.clients:
+                if client.workdir:
+                    steps.append(functools.partial(self._remove_workdir, client))
+            for step in steps:
+                with contextlib.suppress(Exception):
+                    step()
+
+    def _remove_workdir(self, client: _Client) -> None:
+        out = client.host.run(["rm", "-rf", "--", client.workdir], check=False)
+        if out.ok:
+            self.run.removed(client.host.name, client.workdir)
+            client.workdir = ""
+
+    def _say(self, text: str) -> None:
+        if self.log is not None:
+            print(text, file=self.log, flush=True)
+
+
+def resolve(address: str) -> str:
+    """``address`` as an IP address: a host name is resolved here (the first TCP address).
+
+    nginx then listens on exactly that address, never on every interface.
+    """
+    if is_ip(address):
+        return address
+    try:
+        infos = socket.getaddrinfo(address, None, proto=socket.IPPROTO_TCP)
+    except (socket.gaierror, UnicodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise RunnerError(f"cannot resolve {address!r} to an address ({reason})") from None
+    addrs = [str(i[4][0]) for i in infos]
+    v4 = [a for a in addrs if ":" not in a]
+    return (v4 or addrs)[0]
+
+
+def _same_machine(a: HostSpec, b: HostSpec) -> bool:
+    if a.kind in ("local", "netns") and b.kind in ("local", "netns"):
+        return True
+    return a.kind == b.kind == "ssh" and (a.host, a.port or 22) == (b.host, b.port or 22)
+
+
+_TIMES_MARKER = "NGINX_SIZING_TIMES"
+# Run wrk, then print the CPU time of the shell's children (wrk) with the shell's `times`.
+_WRAP = f'"$@"; rc=$?; echo; echo {_TIMES_MARKER}; times; exit $rc'
+
+
+def _cpu_seconds_from_times(text: str) -> float:
+    lines = text.split(_TIMES_MARKER, 1)[-1].strip().splitlines()
+    if len(lines) < 2:
+        return math.nan
+    total = 0.0
+    for part in lines[1].split():
+        minutes, _, seconds = part.rstrip("s").partition("m")
+        try:
+            total += float(minutes) * 60 + float(seconds)
+        except ValueError:
+            return math.nan
+    return total
+
+
+@contextlib.contextmanager
+def _interrupts_deferred() -> Iterator[None]:
+    """Let cleanup finish before a Ctrl-C, SIGTERM or SIGHUP that arrives during it acts."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+    signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    old = {sig: signal.signal(sig, lambda signum, frame: pending.append(signum)) for sig in signals}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+    if pending:
+        raise KeyboardInterrupt

@@ -1,0 +1,100 @@
+"""The load-generator contract: the registry, wrk behind it, and the CLI's refusals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from runners import loadgen
+from runners.loadgen import wrk
+from runners.sweep import Plan
+from tests.conftest import runners_cli
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_registry_finds_wrk_and_refuses_the_rest():
+    gen = loadgen.get("wrk")
+    assert isinstance(gen, loadgen.LoadGenerator) and gen.name == "wrk"
+    assert "1.1" in gen.http_versions and set(gen.modes) == {"closed", "open"}
+    with pytest.raises(loadgen.UnavailableLoadGenerator, match="unknown load generator 'ab'"):
+        loadgen.get("ab")
+    for name in loadgen.NAMES:
+        try:
+            assert loadgen.get(name).name == name
+        except loadgen.UnavailableLoadGenerator as exc:
+            assert "not available in this version" in str(exc)
+
+
+def test_wrk_behind_the_contract():
+    gen = loadgen.get("wrk")
+    load = loadgen.Load(
+        "http://127.0.0.1:8080/body.bin", threads=2, connections=8, duration_s=3, cpus=(1,)
+    )
+    argv = gen.command(load, binary="/usr/bin/wrk", workdir="/tmp/w d")
+    assert argv[:4] == ["taskset", "-c", "1", "/usr/bin/wrk"]
+    assert argv[argv.index("-s") + 1] == "/tmp/w d/report.lua"
+    assert "report.lua" in gen.files()
+    warm = gen.command(
+        loadgen.Load(load.url, 2, 8, 1, record=False), binary="wrk", workdir="/tmp/w"
+    )
+    assert "-s" not in warm
+    text = (DATA / "wrk" / "static-1k-json.txt").read_text()
+    m = gen.parse(text, load)
+    assert m.requests == wrk.parse_json(text).requests and m.histogram_us
+    assert gen.tool({"wrk": "/opt/wrk", "wrk2": "/opt/wrk2"}, loadgen.OPEN) == "/opt/wrk2"
+    assert gen.tool({"wrk": "/opt/wrk"}, loadgen.CLOSED) == "/opt/wrk"
+    rate = loadgen.Load(load.url, 2, 64, 5, rate_rps=2000.4)
+    assert rate.mode == "open"
+    open_argv = gen.command(rate, binary="wrk2", workdir="/tmp/w")
+    assert open_argv[open_argv.index("-R") + 1] == "2000" and "-s" not in open_argv
+    spectrum = (DATA / "wrk2" / "readme-example.txt").read_text()
+    assert gen.parse(spectrum, rate).requests == 60018
+    assert gen.saturated(95.0, 1, 0.9, "h") == "wrk used 95% of its 1 CPU on h"
+    assert gen.saturated(50.0, 1, 0.9, "h") is None
+
+
+def test_plan_names_its_load_generator():
+    plan = Plan()
+    assert plan.load_generator == "wrk" and plan.http_version == "1.1"
+    assert Plan.from_dict(json.loads(json.dumps(plan.to_dict()))) == plan
+    with pytest.raises(loadgen.UnsupportedLoad, match="does not speak HTTP/2"):
+        Plan(http_version="2")
+    with pytest.raises(loadgen.UnsupportedLoad):
+        Plan(load_generator="nope")
+
+
+def test_sim_rows_carry_load_generator_and_http_version(tmp_path):
+    p = runners_cli(
+        "sweep", "--server", "sim", "--out", str(tmp_path), "--quiet", "--format", "json"
+    )
+    assert p.returncode == 0, p.stderr
+    (row,) = json.loads(p.stdout)
+    assert row["load_generator"] == "sim" and row["http_version"] == "1.1"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--load-generator", "ab"], "invalid choice"),
+        (["--http-version", "2"], "wrk does not speak HTTP/2"),
+    ],
+)
+def test_cli_refuses_what_no_generator_can_do(tmp_path, args, message):
+    for command in ("sweep", "search"):
+        p = runners_cli(command, "--out", str(tmp_path), "--quiet", *args)
+        assert p.returncode == 2, p.stderr
+        assert len(p.stderr.strip().splitlines()) == 1 and message in p.stderr
+        assert not any(tmp_path.iterdir())
+
+
+def test_cli_refuses_a_generator_not_in_this_version(tmp_path):
+    for name in loadgen.NAMES:
+        try:
+            loadgen.get(name)
+        except loadgen.UnavailableLoadGenerator:
+            p = runners_cli("sweep", "--out", str(tmp_path), "--load-generator", name)
+            assert p.returncode == 2 and "not available in this version" in p.stderr
+            assert len(p.stderr.strip().splitlines()) == 1

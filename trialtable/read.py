@@ -1,0 +1,183 @@
+"""The typed reader of a run folder's ``trials.csv``, used by ``sizing`` and ``runners``.
+
+Every problem is one `trialtable.folder.RunFolderError` naming the folder, the file, and
+what is wrong (with the line and column when there is one): a missing or empty file, binary
+or non-UTF-8 bytes, a renamed or missing column, a line cut short, a value of the wrong type.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from trialtable.folder import RunFolderError
+from trialtable.schema import ADDED_DEFAULTS, BY_NAME, FALSE, TRIAL_COLUMNS, TRUE
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def _error(folder: Path, file: str, problem: str) -> RunFolderError:
+    return RunFolderError(f"run folder {folder}: {file} {problem}")
+
+
+def check_text(folder: Path, file: str, data: bytes) -> None:
+    """Raise unless ``data`` is UTF-8 text with no NUL bytes."""
+    if b"\0" in data:
+        line = data[: data.index(b"\0")].count(b"\n") + 1
+        raise _error(folder, file, f"holds binary data (a NUL byte on line {line})")
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise _error(folder, file, f"is not UTF-8 text (byte {exc.start} on line {line})") from None
+
+
+def check_header(
+    folder: Path, header: Sequence[str], expected: Sequence[str], *, older: bool = False
+) -> list[str]:
+    """Check a ``trials.csv`` header; return the columns an older version did not write.
+
+    Parameters
+    ----------
+    header : sequence of str
+        The file's first line, split.
+    expected : sequence of str
+        This version's columns.
+    older : bool
+        Accept a header that lacks only columns added since (`schema.ADDED_DEFAULTS`).
+    """
+    header = [h.strip() for h in header]
+    if list(header) == list(expected):
+        return []
+    unknown = [h for h in header if h not in expected]
+    missing = [c for c in expected if c not in header]
+    if unknown:
+        where = header.index(unknown[0]) + 1
+        instead = f" (expected {missing[0]!r}?)" if missing else ""
+        raise _error(
+            folder,
+            "trials.csv",
+            f"has an unknown column {unknown[0]!r} in column {where}{instead}",
+        )
+    if len(set(header)) != len(header):
+        dup = next(h for h in header if header.count(h) > 1)
+        raise _error(folder, "trials.csv", f"names column {dup!r} twice")
+    if older and set(missing) <= set(ADDED_DEFAULTS):
+        return missing
+    if missing:
+        raise _error(folder, "trials.csv", f"lacks the columns {', '.join(missing)}")
+    if older:
+        return []
+    raise _error(folder, "trials.csv", "has this version's columns in another order")
+
+
+def read_rows(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The trials of one run folder as typed dicts (None where a value is empty).
+
+    Raises
+    ------
+    RunFolderError
+        For a missing folder or file, an empty, binary or non-UTF-8 file, an unknown or
+        missing column, a torn last line, a line with the wrong number of fields or a value
+        of the wrong type.
+    """
+    folder = Path(run_dir)
+    path = folder / "trials.csv"
+    if not folder.is_dir():
+        raise RunFolderError(f"{folder} is not a run folder (no such folder)")
+    if not path.is_file():
+        raise RunFolderError(f"{folder} is not a run folder (no trials.csv)")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise _error(folder, "trials.csv", f"cannot be read ({exc.strerror})") from None
+    if not data.strip():
+        raise _error(folder, "trials.csv", "is empty (0 bytes): not even a header")
+    check_text(folder, "trials.csv", data)
+    if not data.endswith(b"\n"):
+        n = data.count(b"\n") + 1
+        raise _error(
+            folder,
+            "trials.csv",
+            f"ends in a cut-short line {n} (the run stopped mid-write); resuming the run "
+            "removes it",
+        )
+    text = data.decode("utf-8")
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header = next(reader)
+    added = check_header(folder, header, TRIAL_COLUMNS, older=True)
+    rows = []
+    for n, fields in enumerate(reader, start=2):
+        if not fields:
+            continue
+        if len(fields) != len(header):
+            raise _error(
+                folder,
+                "trials.csv",
+                f"line {n} has {len(fields)} fields, the header {len(header)}",
+            )
+        row: dict[str, Any] = {}
+        for name, value in zip(header, fields, strict=True):
+            row[name] = _value(folder, n, name, value)
+        for name in added:
+            row[name] = _value(folder, n, name, ADDED_DEFAULTS[name])
+        rows.append({c: row[c] for c in TRIAL_COLUMNS})
+    return rows
+
+
+def _value(folder: Path, line: int, name: str, text: str) -> Any:
+    kind = BY_NAME[name].kind
+    if kind == "str":
+        return text
+    if text == "":
+        return None
+    try:
+        if kind == "bool":
+            if text not in (TRUE, FALSE):
+                raise ValueError
+            return text == TRUE
+        if kind == "int":
+            return int(text)
+        value = float(text)
+        if math.isnan(value):
+            raise ValueError
+        return value
+    except ValueError:
+        expected = {"bool": "true or false", "int": "an integer", "float": "a number"}[kind]
+        raise _error(
+            folder, "trials.csv", f"line {line}, column {name}: {text[:40]!r} is not {expected}"
+        ) from None
+
+
+def read_trials(run_dir: str | os.PathLike[str]) -> pd.DataFrame:
+    """One run folder's ``trials.csv`` as a DataFrame with this version's columns, typed.
+
+    Text columns hold text ("" when empty); integer columns are ``int64`` (``float64`` with
+    NaN when some are empty); numbers are ``float64``; flags are ``bool`` (``object`` with
+    None when some are empty).
+    """
+    import pandas as pd
+
+    rows = read_rows(run_dir)
+    columns: dict[str, Any] = {}
+    for col in TRIAL_COLUMNS:
+        values = [r[col] for r in rows]
+        kind = BY_NAME[col].kind
+        if kind == "str":
+            columns[col] = pd.Series(values, dtype=object)
+        elif kind == "bool":
+            has_none = any(v is None for v in values)
+            columns[col] = pd.Series(values, dtype=object if has_none else bool)
+        elif kind == "int" and not any(v is None for v in values):
+            columns[col] = pd.Series(values, dtype="int64")
+        else:
+            columns[col] = pd.Series(
+                [math.nan if v is None else float(v) for v in values], dtype="float64"
+            )
+    return pd.DataFrame(columns)
