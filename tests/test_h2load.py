@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from runners import wrk
 from runners.errors import RunnerError
-from runners.loadgen import h2load
+from runners.loadgen import h2load, wrk
 
 DATA = Path(__file__).parent / "data" / "h2load"
 
@@ -60,7 +59,7 @@ def test_command_closed_loop_http2():
 def test_command_open_loop_splits_the_rate_over_connections():
     argv = h2load.command("http://127.0.0.1:1/", connections=8, duration_s=3, rate_rps=4000)
     assert "--rps=500" in argv
-    assert argv[argv.index("-m") + 1] == str(h2load.OPEN_LOOP_STREAMS)
+    assert argv[argv.index("-m") + 1] == "1"
     assert "--warm-up-time" not in argv
     odd = h2load.command("http://127.0.0.1:1/", connections=3, duration_s=3, rate_rps=1000)
     assert "--rps=333.333" in odd
@@ -210,3 +209,34 @@ def test_exact_merge_of_two_h2load_clients():
         rank = math.floor(p / 100 * len(pooled) + 1.0)
         assert merged.latency_ms[key] == pytest.approx(pooled[min(rank, len(pooled)) - 1] / 1000)
     assert merged.latency_ms["max"] == pooled[-1] / 1000
+
+
+def test_h2load_behind_the_contract():
+    from runners import loadgen
+
+    gen = loadgen.get("h2load")
+    assert gen.name == "h2load" and set(gen.http_versions) == {"1.1", "2"}
+    assert set(gen.modes) == {"closed", "open"}
+    assert gen.tool({"h2load": "/opt/h2load"}, loadgen.OPEN) == "/opt/h2load"
+    load = loadgen.Load(
+        "https://127.0.0.1:1/body.bin",
+        threads=1,
+        connections=8,
+        duration_s=3,
+        http_version="2",
+        streams=4,
+        rate_rps=800.0,
+        cpus=(1,),
+    )
+    argv = gen.command(load, binary="/usr/bin/h2load", workdir="/tmp/w")
+    assert argv[:4] == ["sh", "-c", h2load.WRAPPER, "sh"]
+    assert argv[4:8] == ["taskset", "-c", "1", "/usr/bin/h2load"]
+    assert "--rps=100" in argv and argv[argv.index("-m") + 1] == "4"
+    warm = gen.command(
+        loadgen.Load(load.url, 1, 8, 1, http_version="2", record=False), binary="h2load", workdir=""
+    )
+    assert warm[0] == "h2load" and "--rps" not in " ".join(warm)
+    m = gen.parse(_wrapped("h2c-open"), load)
+    assert m.requests == 2000 and sum(m.histogram_us.values()) == 2000
+    assert gen.saturated(95.0, 1, 0.9, "h") == "h2load used 95% of its 1 CPU on h"
+    assert "rejected its arguments" in gen.no_result("h2load: unrecognized option '--x'")

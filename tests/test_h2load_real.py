@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from runners import wrk
 from runners.hosts import LocalHost
-from runners.loadgen import h2load
+from runners.loadgen import h2load, wrk
 from tests.loopback import free_port, private_nginx
 
 pytestmark = [
@@ -40,7 +39,7 @@ def ports(tmp_path_factory):
         yield p
 
 
-def _run(argv: list[str], seconds: int) -> tuple[str, wrk.WrkResult]:
+def _run(argv: list[str], seconds: int) -> tuple[str, wrk.Measurement]:
     out = LocalHost().sh(h2load.WRAPPER, *argv, timeout=seconds + 120, check=False)
     return out.stdout, h2load.parse(out.stdout)
 

@@ -6,9 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from runners import wrk
 from runners.errors import RunnerError
-from runners.loadgen import wrk2
+from runners.loadgen import wrk, wrk2
 
 EXAMPLE = Path(__file__).parent / "data" / "wrk2" / "readme-example.txt"
 
@@ -48,3 +47,19 @@ def test_parse_recorded_local_run():
     assert 9.14 <= r.latency_ms["p99"] <= 9.591
     assert r.latency_ms["max"] == pytest.approx(14.67, abs=0.01)
     assert wrk2.rate_shortfall(r.rps, 500.0) is None
+
+
+def test_wrk2_behind_the_contract():
+    from runners import loadgen
+
+    gen = loadgen.get("wrk2")
+    assert gen.modes == ("open",) and gen.http_versions == ("1.1",)
+    with pytest.raises(loadgen.UnsupportedLoad, match="no closed-loop mode"):
+        gen.check("1.1", loadgen.CLOSED)
+    load = loadgen.Load("http://127.0.0.1:1/", 1, 8, 3, rate_rps=500.0)
+    argv = gen.command(load, binary="/opt/wrk2", workdir="/tmp/w")
+    assert argv[0] == "/opt/wrk2" and argv[argv.index("-R") + 1] == "500"
+    assert gen.tool({"wrk2": "/opt/wrk2"}, loadgen.OPEN) == "/opt/wrk2"
+    assert gen.parse(EXAMPLE.read_text(), load).requests == 60018
+    with pytest.raises(RunnerError, match="constant rate only"):
+        gen.command(loadgen.Load("http://h/", 1, 8, 3), binary="wrk2", workdir="/tmp/w")

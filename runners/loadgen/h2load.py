@@ -6,8 +6,11 @@
   free stream; when all ``-m`` streams of a connection are busy, due requests wait and their
   latency counts from when they were sent, not from when they were due (h2load has no way to
   count from the intended send time). Such a trial falls short of the asked rate, and the
-  trial judge marks it invalid under 95% of the rate (``rate_shortfall``). Open-loop trials use
-  many streams per connection so that a slow response does not hold back the next request.
+  trial judge marks it invalid under 95% of the rate (``rate_shortfall``). Over HTTP/2, more
+  streams per connection (``--streams``) keep a slow response from holding back the next
+  request; HTTP/1.1 has one request in flight per connection, so it needs more connections.
+- h2load has no per-request timeout: a trial is bounded by its duration (requests still in
+  flight at the end are not counted), and ``errors_timeout`` stays 0 unless h2load reports one.
 - ``--log-file`` writes one line per request: start time [us since the epoch], HTTP status
   (-1 for a failed stream), latency [us]. Its latencies are integers in microseconds, so they
   form the same exact 1 us histogram as the wrk reporter's, and clients merge by summing.
@@ -28,13 +31,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runners.errors import RunnerError
-from runners.wrk import ERROR_KINDS, WrkResult, latency_summary
+from runners.loadgen.base import (
+    CLOSED,
+    ERROR_KINDS,
+    OPEN,
+    Load,
+    LoadGenerator,
+    Measurement,
+    latency_summary,
+    pin,
+)
 
 NAME = "h2load"
 HTTP_VERSIONS = ("1.1", "2")
-# In open loop each connection may have this many requests in flight, so that one slow
-# response does not delay the requests due after it.
-OPEN_LOOP_STREAMS = 100
 RATE_SHORTFALL = 0.95
 HIST_MARKER = "NGINX_SIZING_H2LOAD_US"
 FAILED_MARKER = "NGINX_SIZING_H2LOAD_FAILED"
@@ -121,7 +130,7 @@ def command(
     connections: int,
     duration_s: int,
     threads: int = 1,
-    streams: int | None = None,
+    streams: int = 1,
     warmup_s: int = 0,
     rate_rps: float | None = None,
     http_version: str = "2",
@@ -144,9 +153,9 @@ def command(
         Measured duration and the warm-up before it (not measured) [s].
     threads : int
         Native threads.
-    streams : int, optional
-        Concurrent streams per connection (``-m``): default 1 in closed loop and
-        `OPEN_LOOP_STREAMS` in open loop over HTTP/2; always 1 over HTTP/1.1 (no pipelining).
+    streams : int
+        Concurrent streams per connection (``-m``) over HTTP/2; always 1 over HTTP/1.1 (no
+        pipelining).
     rate_rps : float, optional
         Open loop: the total rate of this h2load [1/s], split evenly over its connections.
     http_version : str
@@ -168,12 +177,7 @@ def command(
         raise RunnerError("h2load needs a duration >= 1 s and a warm-up >= 0 s")
     if rate_rps is not None and not (math.isfinite(rate_rps) and rate_rps > 0):
         raise RunnerError(f"the rate must be a positive number of requests/s (got {rate_rps})")
-    if http_version == "1.1":
-        m = 1
-    elif streams is not None:
-        m = streams
-    else:
-        m = OPEN_LOOP_STREAMS if rate_rps is not None else 1
+    m = 1 if http_version == "1.1" else streams
     if m < 1:
         raise RunnerError(f"streams per connection must be at least 1 (got {m})")
     argv = [h2load, "-t", str(threads), "-c", str(connections), "-m", str(m)]
@@ -187,9 +191,7 @@ def command(
     for header in headers:
         argv += ["-H", header]
     argv.append(url)
-    if cpus:
-        argv = ["taskset", "-c", ",".join(str(c) for c in cpus), *argv]
-    return argv
+    return pin(argv, cpus)
 
 
 _SIZE = r"([0-9.]+)(us|ms|s)"
@@ -285,10 +287,10 @@ def histogram_from_output(text: str) -> tuple[dict[int, int], int]:
     return hist, failed
 
 
-def result(summary: Summary, histogram_us: Mapping[int, int]) -> WrkResult:
+def result(summary: Summary, histogram_us: Mapping[int, int]) -> Measurement:
     """One h2load run as the result every load generator gives (counts, errors, histogram)."""
     hist = {int(v): int(c) for v, c in histogram_us.items() if c}
-    out = WrkResult(
+    out = Measurement(
         duration_s=summary.duration_s if summary.done else 0.0,
         requests=summary.done,
         bytes=summary.traffic_bytes,
@@ -301,7 +303,7 @@ def result(summary: Summary, histogram_us: Mapping[int, int]) -> WrkResult:
     return out
 
 
-def parse(text: str) -> WrkResult:
+def parse(text: str) -> Measurement:
     """Parse the output of h2load run under `WRAPPER`: summary plus the log's histogram.
 
     Raises `RunnerError` when h2load printed no summary, or when the log holds fewer
@@ -350,3 +352,50 @@ def no_result_message(text: str) -> str:
         if "no protocol" in low or "not found" in low or "could not" in low:
             return f"h2load: {ln}"
     return f"h2load gave no result: {lines[0] if lines else 'no output'}"
+
+
+class H2load(LoadGenerator):
+    """h2load: HTTP/2 (TLS with ALPN, or h2c) and HTTP/1.1; closed and open loop.
+
+    Each run goes through `WRAPPER` (``sh -c``): h2load writes its per-request log to a
+    private temporary file, the shell prints h2load's CPU time and the log's histogram, then
+    removes the log. The trial's own CPU measurement around the command therefore also counts
+    the ``awk`` pass over the log (about 0.1 s per million requests).
+    """
+
+    name = NAME
+    http_versions = HTTP_VERSIONS
+    modes = (CLOSED, OPEN)
+
+    def tool(self, binaries: Mapping[str, str], mode: str) -> str:
+        """``h2load`` (as the user named it) for either mode."""
+        return binaries.get("h2load", "h2load")
+
+    def command(self, load: Load, *, binary: str, workdir: str) -> list[str]:
+        """``sh -c WRAPPER sh <h2load argv>`` for a measured run; h2load alone for a warm-up."""
+        argv = command(
+            load.url,
+            connections=load.connections,
+            duration_s=load.duration_s,
+            threads=load.threads,
+            streams=load.streams,
+            rate_rps=load.rate_rps,
+            http_version=load.http_version,
+            headers=load.headers,
+            cpus=load.cpus,
+            h2load=binary,
+        )
+        if not load.record:
+            return argv
+        return ["sh", "-c", WRAPPER, "sh", *argv]
+
+    def parse(self, stdout: str, load: Load) -> Measurement:
+        """Summary, error counters and the log's exact histogram."""
+        return parse(stdout)
+
+    def no_result(self, text: str) -> str:
+        """Why h2load's output holds no result, in one line."""
+        return no_result_message(text).removeprefix("h2load gave no result: ")
+
+
+GENERATOR = H2load()
