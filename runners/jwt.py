@@ -124,3 +124,22 @@ def location_lines() -> list[str]:
 def backend_location(proxy: list[str]) -> list[str]:
     """The named location a verified request is handed to, with the proxy's lines."""
     return [f"location {BACKEND_LOCATION} {{", *(f"    {p}" for p in proxy), "}"]
+
+
+@dataclass(frozen=True)
+class JwtConfig:
+    """Where the server host keeps what the JWT check needs, for the nginx config.
+
+    Attributes
+    ----------
+    modules_dir : str
+        nginx's module folder on the host (holds ``ngx_http_js_module.so``).
+    script_path : str
+        `VERIFY_SCRIPT`'s copy in the deployment's prefix.
+    public_der_b64 : str
+        The public key (`KeyPair.public_der_b64`).
+    """
+
+    modules_dir: str
+    script_path: str
+    public_der_b64: str

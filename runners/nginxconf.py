@@ -4,8 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from runners import jwt
 from runners.errors import RunnerError
 from runners.scenario import Scenario
+
+# Resumed TLS sessions: tickets (stateless) and a shared cache (TLS 1.2 session ids; TLS 1.3
+# stateful tickets when tickets are off), valid for an hour.
+SESSION_RESUMPTION = (
+    "ssl_session_cache shared:nginx_sizing_tls:10m;",
+    "ssl_session_timeout 1h;",
+    "ssl_session_tickets on;",
+)
 
 
 def affinity_masks(cpus: Sequence[int]) -> str:
@@ -23,6 +32,8 @@ def render_conf(
     cpus: Sequence[int],
     upstream: Sequence[str] = (),
     user: str | None = None,
+    http2: bool = False,
+    jwt_config: jwt.JwtConfig | None = None,
 ) -> str:
     """The nginx.conf of the server under test.
 
@@ -40,13 +51,22 @@ def render_conf(
         ``host:port`` of each upstream file server (proxy scenarios).
     user : str, optional
         ``user`` directive (only meaningful when the master runs as root).
+    http2 : bool
+        Listen for HTTP/2: negotiated with ALPN over TLS (HTTP/1.1 clients still work), with
+        prior knowledge (h2c) over cleartext, where the port then speaks only HTTP/2.
+    jwt_config : runners.jwt.JwtConfig, optional
+        For a scenario with ``jwt``: the njs module folder, the verifier script and the key.
     """
     https = scenario.protocol == "https"
+    if scenario.jwt and jwt_config is None:
+        raise RunnerError("the JWT check needs its module folder, script and public key")
     lines = [
         f"# nginx-sizing: {scenario.name} over {scenario.protocol}, {scenario.file_bytes} B"
         f"{' gzip' if scenario.gzip else ''}, {len(cpus)} workers on CPUs "
         + ",".join(map(str, cpus)),
     ]
+    if scenario.jwt and jwt_config is not None:
+        lines += jwt.main_lines(jwt_config.modules_dir)
     if user:
         lines.append(f"user {user};")
     lines += [
@@ -74,20 +94,27 @@ def render_conf(
             f"    ssl_certificate {prefix}/cert.pem;",
             f"    ssl_certificate_key {prefix}/key.pem;",
             "    ssl_protocols TLSv1.2 TLSv1.3;",
-            # Every new connection does a full handshake, as the reference CPS tests did.
-            "    ssl_session_cache off;",
-            "    ssl_session_tickets off;",
         ]
+        if scenario.tls_resumption:
+            lines += [f"    {d}" for d in SESSION_RESUMPTION]
+        else:
+            # Every new connection does a full handshake, as the reference CPS tests did.
+            lines += ["    ssl_session_cache off;", "    ssl_session_tickets off;"]
     if scenario.proxied:
         if not upstream:
             raise RunnerError(f"the {scenario.name} scenario needs upstream servers")
         lines.append("    upstream backend {")
         lines += [f"        server {u};" for u in upstream]
         lines += ["        keepalive 64;", "    }"]
+    if scenario.jwt and jwt_config is not None:
+        lines += [
+            f"    {d}" for d in jwt.http_lines(jwt_config.script_path, jwt_config.public_der_b64)
+        ]
     lines += [f"    {d.rstrip(';')};" for d in scenario.directives]
+    flags = (" ssl" if https else "") + (" http2" if http2 else "")
     lines += [
         "    server {",
-        f"        listen {hostport(listen, port)}{' ssl' if https else ''} backlog=4096;",
+        f"        listen {hostport(listen, port)}{flags} backlog=4096;",
         f"        root {prefix}/html;",
     ]
     proxy = [
@@ -95,14 +122,19 @@ def render_conf(
         "proxy_http_version 1.1;",
         'proxy_set_header Connection "";',
     ]
+    # With a JWT check, the location verifies the token and a named location proxies.
+    handler = jwt.location_lines() if scenario.jwt else proxy
+    named = [f"        {b}" for b in jwt.backend_location(proxy)] if scenario.jwt else []
     if scenario.name == "reverse_proxy":
-        lines += ["        location / {", *(f"            {p}" for p in proxy), "        }"]
+        lines += ["        location / {", *(f"            {p}" for p in handler), "        }"]
+        lines += named
     elif scenario.name == "api_gateway":
         lines += [
             r"        location ~ ^/api/(?<api_version>v[0-9]+)/(?<api_item>[a-z0-9_-]+)$ {",
             f"            rewrite ^ /$api_item.{scenario.body_name.split('.')[-1]} break;",
-            *(f"            {p}" for p in proxy),
+            *(f"            {p}" for p in handler),
             "        }",
+            *named,
             "        location / {",
             "            return 404;",
             "        }",
