@@ -1,4 +1,4 @@
-"""Command line: ``python -m runners sweep|search|facts|cleanup``, each one library call."""
+"""Command line: ``python -m runners sweep|search|facts|cleanup``, each calling one function."""
 
 from __future__ import annotations
 

@@ -50,7 +50,7 @@ def target_for(
     """What trials run on: the simulated server, or a `Session` on the plan's hosts.
 
     For real hosts, what an earlier (killed) process of this run left behind is stopped
-    first, with a warning on ``log``.
+    first, with a warning on stderr.
     """
     if sim is not None:
         from runners.sim import SimTarget
@@ -65,7 +65,8 @@ def target_for(
             plan.saturation,
         )
         return
-    stop_left_behind(run.path, access, log, record=run)
+    # A warning, shown even when progress is not.
+    stop_left_behind(run.path, access, sys.stderr, record=run)
     with connect_hosts(plan, access) as hosts, Session(plan, hosts, run, log=log, mode=mode) as s:
         yield s
 

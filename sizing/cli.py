@@ -480,6 +480,11 @@ def cmd_report(args: argparse.Namespace) -> int:
         "confidence": args.confidence,
     }
     params.update({name: value for name, value in args.parameter})
+    if args.runs:
+        from sizing.datasets import load_runs
+
+        # A damaged run folder is one line here, not a failed notebook cell.
+        load_runs(list(args.runs), allow_simulated=args.allow_simulated)
     ipynb, html = build_report(params, args.out, show_code=args.show_code)
     print(ipynb)
     print(html)

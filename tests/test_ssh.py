@@ -114,7 +114,11 @@ def test_sweep_over_ssh(tmp_path, sshd, leaves_no_nginx):
     assert meta["hosts"]["target_address"] == "127.0.0.1"
     assert meta["hosts"]["server"]["host"] == sshd.spec
     assert all(sshd.spec in c["hosts"] for c in meta["commands"])
-    assert not list(Path("/tmp").glob("nginx-sizing-load.*"))  # the uploaded script is gone
+    (run,) = (tmp_path / "runs").iterdir()
+    started = [json.loads(x) for x in (run / "started.jsonl").read_text().splitlines()]
+    workdirs = [e["path"] for e in started if e.get("what") == "client-workdir"]
+    assert workdirs and not any(Path(w).exists() for w in workdirs)  # the script is gone
+    assert all(not Path(e["path"]).exists() for e in started)  # and every prefix
 
 
 def test_two_clients_merge_exactly(tmp_path, sshd, leaves_no_nginx):

@@ -187,7 +187,7 @@ def test_faults_during_a_trial_keep_finished_trials(tmp_path, fault, own_tmpdir,
         assert "nginx on local exited during trial" in lines[0]
     else:
         assert proc.returncode == 130
-        assert "interrupted" in lines[0]
+        assert "interrupted" in lines[0] and lines[0].endswith(f"--resume {run.name})")
     assert len(load_trials(run)) == 1
     assert json.loads((run / "run.json").read_text())["status"] != "complete"
 
