@@ -213,3 +213,17 @@ def test_wrk_resumes_cps_connections_when_nginx_allows(tmp_path, resume):
         assert marks.count(".") <= 2 and marks.count("r") == len(marks) - marks.count(".")
     else:
         assert set(marks) == {"."}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("h2load") is None, reason="h2load (nghttp2-client) missing")
+@pytest.mark.parametrize("http2", [True, False], ids=["h2c", "http1.1"])
+def test_one_connection_is_not_cut_at_1000_requests(http2, leaves_no_nginx):
+    """nginx's default keepalive_requests (1,000) would stop h2load's connection for good."""
+    with Deployment(NginxHost(LocalHost(), as_root=ROOT), Scenario(), http2=http2) as dep:
+        dep.start([0])
+        argv = ["h2load", "-c", "1", "-n", "2500", f"http://127.0.0.1:{dep.port}/body.bin"]
+        if not http2:
+            argv.insert(1, "--h1")
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=120).stdout
+        assert "requests: 2500 total, 2500 started, 2500 done, 2500 succeeded" in out
