@@ -44,6 +44,10 @@ def test_http2_listens_with_alpn_or_prior_knowledge():
         Scenario(protocol="https"), http2=True
     )
     assert "listen 127.0.0.1:20000 http2 backlog" in _conf(Scenario(), http2=True)
+    # h2c with sendfile waits ~40 ms per response on a delayed ACK: off for h2c only.
+    assert "        sendfile off;" in _conf(Scenario(), http2=True)
+    assert "        sendfile off;" not in _conf(Scenario(protocol="https"), http2=True)
+    assert "        sendfile off;" not in _conf(Scenario())
     assert "http2" not in _conf(Scenario(protocol="https"))
     # h2load must not be cut at nginx's default of 1,000 requests per connection.
     assert "keepalive_requests 1000000;" in _conf(Scenario(), http2=True)
