@@ -10,7 +10,7 @@ import pytest
 
 from runners.hosts import LocalHost
 from runners.loadgen import h2load, wrk
-from tests.loopback import free_port, private_nginx
+from tests.loopback import free_port, h2load_logs, private_nginx
 
 pytestmark = [
     pytest.mark.slow,
@@ -45,10 +45,11 @@ def _run(argv: list[str], seconds: int) -> tuple[str, wrk.Measurement]:
 
 
 @pytest.fixture
-def private_tmp(tmp_path, monkeypatch):
-    """The wrapper's log goes to this test's own folder, so leftovers can be checked."""
-    monkeypatch.setenv("TMPDIR", str(tmp_path))
-    return tmp_path
+def private_tmp():
+    """Fail if a run through the wrapper leaves its per-request log behind."""
+    before = h2load_logs()
+    yield
+    assert h2load_logs() - before == set(), "the per-request log was left behind"
 
 
 def test_http2_over_tls_closed_loop(ports, private_tmp):
@@ -66,7 +67,6 @@ def test_http2_over_tls_closed_loop(ports, private_tmp):
     assert 1024 + 9 <= r.bytes / r.requests <= 1024 + 2048
     assert 0 < r.latency_ms["p50"] <= r.latency_ms["p99"] <= r.latency_ms["max"]
     assert h2load.cpu_seconds(text) >= 0
-    assert list(private_tmp.iterdir()) == [], "the per-request log was left behind"
 
 
 def test_http1_and_h2c(ports, private_tmp):
@@ -78,7 +78,6 @@ def test_http1_and_h2c(ports, private_tmp):
         text, r = _run(argv, 1)
         assert f"Application protocol: {proto}" in text
         assert r.requests == sum(r.histogram_us.values()) > 0 and r.error_count == 0
-    assert list(private_tmp.iterdir()) == []
 
 
 def test_open_loop_holds_a_low_rate(ports, private_tmp):

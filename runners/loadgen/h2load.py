@@ -57,9 +57,11 @@ _AWK = (
 )
 
 # Run h2load with a private log file, print the CPU time of the shell's children (h2load)
-# with `times`, then the log's histogram; the log is removed even when interrupted.
+# with `times`, then the log's histogram; the log is removed even when interrupted. h2load
+# makes one write() per request, so the log goes to memory (/dev/shm) where it can.
 WRAPPER = (
-    'log=$(mktemp "${TMPDIR:-/tmp}/nginx-sizing-h2load.XXXXXXXX") || exit 1\n'
+    'd=/dev/shm; [ -d "$d" ] && [ -w "$d" ] || d=${TMPDIR:-/tmp}\n'
+    'log=$(mktemp "$d/nginx-sizing-h2load.XXXXXXXX") || exit 1\n'
     "trap 'rm -f \"$log\"' EXIT\n"
     "trap 'exit 143' HUP INT TERM\n"
     '"$@" --log-file="$log"; rc=$?\n'
