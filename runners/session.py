@@ -343,7 +343,7 @@ class Session:
         self._vcpus = vcpus
 
     def max_threads(self, vcpus: int) -> int:
-        """Threads per wrk client that fit the CPUs each client has for itself."""
+        """Load-generator threads per client that fit the CPUs each client has for itself."""
         self.configure(vcpus)
         return max(1, min(len(c.cpus) or int(c.facts["cores"]) for c in self.clients))
 
@@ -384,21 +384,33 @@ class Session:
     def _argv(self, client: _Client, load: loadgen.Load) -> list[str]:
         return self.generator.command(load, binary=client.binary, workdir=client.workdir)
 
-    def _run_clients(self, argvs: Sequence[list[str]], seconds: int) -> list[tuple[str, str, int]]:
+    def _run_clients(
+        self, argvs: Sequence[list[str]], seconds: int, loads: Sequence[loadgen.Load] = ()
+    ) -> list[tuple[str, str, int]]:
+        """Run each client's argv side by side; (stdout, stderr, exit status) per client.
+
+        The CPU time of the run follows its output (``times``). With ``loads``, what the
+        generator's `collect` asks for runs after it (outside the timing) and its output is
+        appended.
+        """
         limit = seconds + self.plan.timeout_s + 60
 
-        def one(pair: tuple[_Client, list[str]]) -> tuple[str, str, int]:
-            client, argv = pair
+        def one(i: int) -> tuple[str, str, int]:
+            client, argv = self.clients[i], argvs[i]
             if client.timeout:
-                # wrk stops on its own host even if the connection to it is lost.
+                # The generator stops on its own host even if the connection to it is lost.
                 argv = [client.timeout, "-k", "5", f"{limit - 10}s", *argv]
             r = client.host.sh(_WRAP, *argv, check=False, timeout=limit)
+            after = self.generator.collect(loads[i], workdir=client.workdir) if loads else None
+            if after:
+                extra = client.host.run(after, check=False, timeout=limit)
+                return r.stdout + extra.stdout, r.stderr + extra.stderr, r.exited
             return r.stdout, r.stderr, r.exited
 
         if len(self.clients) == 1:
-            return [one((self.clients[0], argvs[0]))]
+            return [one(0)]
         with ThreadPoolExecutor(len(self.clients)) as pool:
-            return list(pool.map(one, zip(self.clients, argvs, strict=True)))
+            return list(pool.map(one, range(len(self.clients))))
 
     def trial(
         self,
@@ -412,8 +424,8 @@ class Session:
     ) -> dict[str, Any]:
         """Measure one setting; append and return its row.
 
-        With ``rate_rps``, wrk2 drives a constant rate (open loop) and its percentile spectrum
-        is parsed; the trial is invalid when the achieved rate is under 95% of it.
+        With ``rate_rps``, the load generator drives a constant rate (open loop), split evenly
+        across the clients; the trial is invalid when the achieved rate is under 95% of it.
 
         Raises `RunnerError` if nginx dies or any client produces no result; the rows of
         earlier trials are already on disk.
@@ -433,16 +445,14 @@ class Session:
             for (out, err, code), client in zip(
                 self._run_clients(warm, plan.warmup_s), self.clients, strict=True
             ):
-                if code != 0 and "requests in" not in out:
-                    raise RunnerError(
-                        f"{gen.name} on {client.host.name}: {gen.no_result(err or out)}"
-                    )
+                if problem := gen.warmup_problem(out, err, code):
+                    raise RunnerError(f"{gen.name} on {client.host.name}: {problem}")
         loads = [self._load(c, threads, connections, seconds, True, rate_rps) for c in self.clients]
         argvs = [self._argv(c, load) for c, load in zip(self.clients, loads, strict=True)]
         started_at = utc_now()
         alive, cpu0 = self.deployment.sample()
         if alive:
-            outputs = self._run_clients(argvs, seconds)
+            outputs = self._run_clients(argvs, seconds, loads)
             alive, cpu1 = self.deployment.sample()
         if not alive:
             tail = self.deployment.error_log_tail()

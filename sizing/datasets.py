@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from sizing.errors import InputError
 from sizing.paths import REFERENCE_DIR
+from trialtable.schema import majority_passed
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -275,6 +276,6 @@ def _confirmed_batch(grp: pd.DataFrame) -> pd.DataFrame | None:
     for setting in dict.fromkeys(settings):
         batch = conf[[s == setting for s in settings]]
         passed = batch["meets_sla"].astype(bool) & batch["valid"].astype(bool)
-        if passed.sum() * 2 > len(batch):
+        if majority_passed(int(passed.sum()), len(batch)):
             chosen = batch
     return chosen

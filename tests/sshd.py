@@ -69,8 +69,11 @@ def keygen(path: Path) -> None:
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True)
 
 
-def start_sshd(base: Path) -> Sshd:
-    """Start sshd on a free loopback port with keys made under ``base``."""
+def start_sshd(base: Path, extra: str = "") -> Sshd:
+    """Start sshd on a free loopback port with keys made under ``base``.
+
+    ``extra``: more sshd_config lines (e.g. ``SetEnv TMPDIR=...``).
+    """
     base.mkdir(parents=True, exist_ok=True)
     host_key, user_key = base / "host_ed25519", base / "user_ed25519"
     keygen(host_key)
@@ -85,7 +88,7 @@ def start_sshd(base: Path) -> Sshd:
         f"AuthorizedKeysFile {auth}\nPidFile {base}/sshd.pid\n"
         "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n"
         "StrictModes no\nPermitRootLogin prohibit-password\nMaxStartups 50\nMaxSessions 50\n"
-        "Subsystem sftp internal-sftp\n"
+        "Subsystem sftp internal-sftp\n" + extra
     )
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation folder
     proc = subprocess.Popen(

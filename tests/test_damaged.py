@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import csv
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -13,6 +15,8 @@ from runners.sim import SimServer
 from runners.sweep import run_sweep
 from sizing.cli import main as sizing_main
 from tests.conftest import runners_cli
+from trialtable.folder import RunFolderError
+from trialtable.read import read_rows
 
 SWEEP = (
     "--server",
@@ -137,3 +141,50 @@ def test_resume_says_what_is_wrong_or_repairs(pristine, tmp_path, case):
     assert str(run) in err and message in err, err
     after = {p.name: p.read_bytes() for p in run.iterdir() if p.name != "run.lock"}
     assert after == before  # nothing changed: fixed by hand, the run resumes
+
+
+def test_resume_names_a_bad_value(pristine, tmp_path):
+    run = _copy(pristine, tmp_path)
+    path = run / "trials.csv"
+    rows = list(csv.reader(path.open(newline="")))
+    rows[1][rows[0].index("vcpus")] = "two"
+    with path.open("w", newline="") as fh:
+        csv.writer(fh, lineterminator="\n").writerows(rows)
+    p = runners_cli("sweep", *SWEEP, "--out", str(run.parent), "--resume", run.name)
+    assert p.returncode == 1
+    assert "trials.csv line 2, column vcpus: 'two' is not an integer" in p.stderr
+
+
+def test_an_empty_table_with_histograms_is_not_restarted(pristine, tmp_path):
+    run = _copy(pristine, tmp_path)
+    (run / "trials.csv").write_bytes(b"")
+    (run / "histograms.jsonl").write_text('{"trial_id": "x-0001", "clients": {}}\n')
+    p = runners_cli("sweep", *SWEEP, "--out", str(run.parent), "--resume", run.name)
+    assert p.returncode == 1 and "the table was lost" in p.stderr
+    assert (run / "trials.csv").read_bytes() == b""
+
+
+def test_a_run_of_an_older_version_is_upgraded_on_resume(pristine, tmp_path):
+    run = _copy(pristine, tmp_path)
+    path = run / "trials.csv"
+    rows = list(csv.DictReader(path.open(newline="")))
+    old = [c for c in rows[0] if c not in ("http_version", "load_generator", "streams")]
+    with path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, old, lineterminator="\n", extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    p = runners_cli("sweep", *SWEEP, "--out", str(run.parent), "--resume", run.name)
+    assert p.returncode == 0, p.stderr
+    again = list(csv.DictReader(path.open(newline="")))
+    assert [r["load_generator"] for r in again] == ["wrk", "wrk"]  # what older rows meant
+    assert [r["rps"] for r in again] == [r["rps"] for r in rows]
+    assert not (run / "trials.csv.tmp").exists()
+
+
+def test_a_row_being_written_is_skipped_while_its_writer_lives(pristine, tmp_path):
+    run = _copy(pristine, tmp_path)
+    _tear(run)
+    with pytest.raises(RunFolderError, match="cut-short line 4"):
+        read_rows(run)
+    (run / "run.lock").write_text(f"{os.getpid()}\n")  # a live writer
+    assert len(read_rows(run)) == 2

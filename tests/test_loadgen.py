@@ -54,6 +54,11 @@ def test_wrk_behind_the_contract():
     assert gen.parse(spectrum, rate).requests == 60018
     assert gen.saturated(95.0, 1, 0.9, "h") == "wrk used 95% of its 1 CPU on h"
     assert gen.saturated(50.0, 1, 0.9, "h") is None
+    assert gen.collect(load, workdir="/tmp/w") is None
+    assert gen.warmup_problem("... 10 requests in 1.00s, 1KB read\n", "", 1) is None
+    assert gen.warmup_problem("", "unable to connect to 127.0.0.1:1\n", 1) == (
+        "unable to connect to 127.0.0.1:1"
+    )
 
 
 def test_plan_names_its_load_generator():

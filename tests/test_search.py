@@ -257,6 +257,7 @@ def test_cli_search_sim_json(tmp_path):
     ("args", "code", "message"),
     [
         (["--server", "sim", "--confirm", "2"], 1, "at least 3"),
+        (["--server", "sim", "--confirm", "31"], 1, "at most 30"),
         (["--server", "sim", "--strategy", "bogus"], 2, "invalid choice"),
         (["--sim-lambda", "5"], 1, "need --server sim"),
         (["--server", "sim", "--client", "h2"], 1, "drop --client"),

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -12,7 +15,7 @@ from runners.hosts import connect
 from runners.loadgen import wrk
 from runners.store import RunStore
 from runners.sweep import Access, Plan, make_scenario, run_sweep
-from tests.conftest import runners_cli
+from tests.conftest import nginx_under, runners_cli
 from tests.sshd import free_port, keygen, start_sshd
 
 pytestmark = pytest.mark.slow
@@ -151,3 +154,38 @@ def test_two_clients_merge_exactly(tmp_path, sshd, leaves_no_nginx):
     assert row["latency_p50_ms"] == pytest.approx(merged.latency_ms["p50"])
     assert merged.requests >= 0.99 * row["requests"]
     assert all(sum(c for _, c in pairs) > 0 for pairs in h["clients"].values())
+
+
+def test_a_killed_runner_over_ssh_is_cleaned_up(tmp_path, own_tmpdir, leaves_no_nginx):
+    """SIGKILL the runner mid-sweep; `cleanup` stops its nginx and removes both folders."""
+    server = start_sshd(tmp_path / "sshd", extra=f"SetEnv TMPDIR={own_tmpdir}\n")
+    try:
+        cfg = server.client_config(tmp_path)
+        runs = tmp_path / "runs"
+        proc = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "runners", "sweep", "--server", server.spec),
+                *("--client", server.spec, "--ssh-config", str(cfg), "--connections", "4,8"),
+                *("--duration", "2s", "--warmup", "0", "--cooldown", "0", "--quiet"),
+                *("--out", str(runs)),
+            ],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        deadline = time.monotonic() + 120
+        while not any(len(t.read_text().splitlines()) > 1 for t in runs.glob("*/trials.csv")):
+            assert proc.poll() is None and time.monotonic() < deadline, "no first trial"
+            time.sleep(0.05)
+        proc.kill()
+        proc.communicate(timeout=60)
+        assert nginx_under(own_tmpdir) and list(own_tmpdir.glob("nginx-sizing-load.*"))
+        p = runners_cli("cleanup", "--all", "--out", str(runs), "--ssh-config", str(cfg))
+        assert p.returncode == 0, p.stderr
+        assert f"on {server.spec}" in p.stderr and "stopping and removing it" in p.stderr
+        deadline = time.monotonic() + 30
+        while nginx_under(own_tmpdir) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not list(own_tmpdir.glob("nginx-sizing*"))
+    finally:
+        server.stop()

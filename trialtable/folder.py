@@ -178,22 +178,38 @@ class RunFolder:
         return meta
 
     def _check_table(self) -> None:
-        from trialtable.read import check_header, check_text
+        from trialtable.read import check_header, check_text, read_rows
 
         path = self.trials_path
         if not path.is_file():
             raise self.error("trials.csv", "is missing")
         data = path.read_bytes()
+        hist = self.histograms_path.read_bytes() if self.histograms_path.exists() else b""
+        check_text(self.path, "histograms.jsonl", hist)
         if not data.strip():
+            if hist.strip():
+                raise self.error(
+                    "trials.csv",
+                    "is empty but histograms.jsonl holds trials: the table was lost",
+                )
             # Nothing was ever recorded: start the table again.
             self._rewrite(path, (",".join(TRIAL_COLUMNS) + "\n").encode())
             data = path.read_bytes()
         check_text(self.path, "trials.csv", data)
         header = data.partition(b"\n")[0].decode("utf-8").split(",")
-        check_header(self.path, header, TRIAL_COLUMNS)
+        added = check_header(self.path, header, TRIAL_COLUMNS, older=True)
         _cut_torn_line(path)
+        rows = read_rows(self.path)  # every row whole and typed, or one line saying where not
+        if added:
+            # Written before columns were added: the same rows, with what their absence meant.
+            buf = io.StringIO()
+            out = csv.writer(buf, lineterminator="\n")
+            out.writerow(TRIAL_COLUMNS)
+            out.writerows([cell(r[c]) for c in TRIAL_COLUMNS] for r in rows)
+            tmp = path.with_name("trials.csv.tmp")
+            self._rewrite(tmp, buf.getvalue().encode())
+            os.replace(tmp, path)
         if self.histograms_path.exists():
-            check_text(self.path, "histograms.jsonl", self.histograms_path.read_bytes())
             _cut_torn_line(self.histograms_path)
         else:
             self.histograms_path.touch()

@@ -26,6 +26,18 @@ def _error(folder: Path, file: str, problem: str) -> RunFolderError:
     return RunFolderError(f"run folder {folder}: {file} {problem}")
 
 
+def _writer_alive(folder: Path) -> bool:
+    """Whether the pid in the run's lock file is a live process (the run is being written)."""
+    try:
+        pid = int((folder / "run.lock").read_text().strip())
+        os.kill(pid, 0)
+    except PermissionError:
+        return True
+    except (OSError, ValueError):
+        return False
+    return True
+
+
 def check_text(folder: Path, file: str, data: bytes) -> None:
     """Raise unless ``data`` is UTF-8 text with no NUL bytes."""
     if b"\0" in data:
@@ -100,7 +112,10 @@ def read_rows(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
     if not data.strip():
         raise _error(folder, "trials.csv", "is empty (0 bytes): not even a header")
     check_text(folder, "trials.csv", data)
-    if not data.endswith(b"\n"):
+    if not data.endswith(b"\n") and b"\n" in data and _writer_alive(folder):
+        # A row being written right now: read the rows before it.
+        data = data[: data.rfind(b"\n") + 1]
+    elif not data.endswith(b"\n"):
         n = data.count(b"\n") + 1
         raise _error(
             folder,
@@ -110,10 +125,14 @@ def read_rows(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
         )
     text = data.decode("utf-8")
     reader = csv.reader(io.StringIO(text, newline=""))
-    header = next(reader)
-    added = check_header(folder, header, TRIAL_COLUMNS, older=True)
+    try:
+        header = next(reader)
+        added = check_header(folder, header, TRIAL_COLUMNS, older=True)
+        records = list(reader)
+    except csv.Error as exc:
+        raise _error(folder, "trials.csv", f"line {reader.line_num} is not CSV ({exc})") from None
     rows = []
-    for n, fields in enumerate(reader, start=2):
+    for n, fields in enumerate(records, start=2):
         if not fields:
             continue
         if len(fields) != len(header):

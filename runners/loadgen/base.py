@@ -177,6 +177,18 @@ class LoadGenerator(ABC):
         Raises `RunnerError` with one line saying why when the output holds no result.
         """
 
+    def collect(self, load: Load, *, workdir: str) -> list[str] | None:
+        """An argv to run on the client after a measured run, outside its CPU timing.
+
+        Its standard output is appended to the run's before `parse` (for example, a
+        per-request log in ``workdir`` summarised into a histogram). None: nothing to run.
+        """
+        return None
+
+    def warmup_problem(self, stdout: str, stderr: str, code: int) -> str | None:
+        """Why a warm-up run failed (one line), or None when it ran."""
+        return None if code == 0 else self.no_result(stderr or stdout)
+
     def no_result(self, text: str) -> str:
         """One line saying why a run's output (stdout or stderr) holds no result."""
         lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]

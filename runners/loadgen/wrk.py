@@ -254,8 +254,14 @@ class Wrk(LoadGenerator):
         """The reporter's JSON (closed loop) or wrk2's spectrum (open loop)."""
         return parse_wrk2(stdout) if load.mode == OPEN else parse_json(stdout)
 
+    def warmup_problem(self, stdout: str, stderr: str, code: int) -> str | None:
+        """A warm-up failed when wrk exited non-zero without its summary."""
+        if code == 0 or "requests in" in stdout:
+            return None
+        return self.no_result(stderr or stdout)
+
     def no_result(self, text: str) -> str:
-        """Wrk's first line, or that it printed its usage."""
+        """The first line of wrk's output, or that it printed its usage."""
         return no_result_message(text).removeprefix("wrk gave no result: ")
 
 
