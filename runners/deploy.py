@@ -213,7 +213,7 @@ class Deployment:
         Told ``(host, what, prefix, pids)`` when a prefix or nginx starts (before it is
         used), and ``(host, prefix)`` once a prefix is stopped and removed.
     http2 : bool
-        Listen for HTTP/2 (ALPN over TLS, prior knowledge over cleartext).
+        Serve HTTP/2 (the clients speak HTTP/2).
     jwt_public_key : str, optional
         For a scenario with ``jwt``: the base64 DER public key tokens are checked with.
     """
@@ -233,7 +233,7 @@ class Deployment:
     ) -> None:
         if scenario.jwt and not jwt_public_key:
             raise RunnerError("the JWT scenario needs the public key tokens are signed for")
-        self.http2, self.jwt_public_key = http2, jwt_public_key
+        self.jwt_public_key = jwt_public_key
         self.jwt_config: jwt.JwtConfig | None = None
         if not is_ip(listen) or (upstream is not None and not is_ip(upstream_address)):
             raise RunnerError("nginx listens on an IP address; resolve host names first")
@@ -262,6 +262,7 @@ class Deployment:
         self._cpus: tuple[int, ...] = ()
         self._record_started = record_started
         self._record_removed = record_removed
+        self.http2 = http2
 
     def setup(self) -> None:
         """Make the prefix, content and certificate; start the upstream servers if needed."""

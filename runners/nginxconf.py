@@ -52,8 +52,7 @@ def render_conf(
     user : str, optional
         ``user`` directive (only meaningful when the master runs as root).
     http2 : bool
-        Listen for HTTP/2: negotiated with ALPN over TLS (HTTP/1.1 clients still work), with
-        prior knowledge (h2c) over cleartext, where the port then speaks only HTTP/2.
+        Serve HTTP/2 on the listening socket (with TLS by ALPN; cleartext: prior knowledge).
     jwt_config : runners.jwt.JwtConfig, optional
         For a scenario with ``jwt``: the njs module folder, the verifier script and the key.
     """
@@ -111,10 +110,10 @@ def render_conf(
             f"    {d}" for d in jwt.http_lines(jwt_config.script_path, jwt_config.public_der_b64)
         ]
     lines += [f"    {d.rstrip(';')};" for d in scenario.directives]
-    flags = (" ssl" if https else "") + (" http2" if http2 else "")
     lines += [
         "    server {",
-        f"        listen {hostport(listen, port)}{flags} backlog=4096;",
+        f"        listen {hostport(listen, port)}{' ssl' if https else ''}"
+        f"{' http2' if http2 else ''} backlog=4096;",
         f"        root {prefix}/html;",
     ]
     if http2 and not https:

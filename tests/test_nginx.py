@@ -206,3 +206,14 @@ def test_the_relevant_error_log_line_is_quoted():
     assert "worker process 11 exited on signal 9" in relevant_log_line(log)
     assert relevant_log_line("a\nb [notice] last\n") == "b [notice] last"
     assert relevant_log_line("") == ""
+
+
+def test_http2_is_on_the_listening_socket_only_when_asked():
+    from runners.nginxconf import render_conf
+
+    common = {"prefix": "/p", "listen": "127.0.0.1", "port": 20001, "cpus": [0]}
+    assert " http2 " not in render_conf(Scenario(protocol="https"), **common)
+    conf = render_conf(Scenario(protocol="https"), **common, http2=True)
+    assert "listen 127.0.0.1:20001 ssl http2 backlog=4096;" in conf
+    conf = render_conf(Scenario(), **common, http2=True)
+    assert "listen 127.0.0.1:20001 http2 backlog=4096;" in conf
