@@ -222,6 +222,20 @@ def _load_options(p: argparse.ArgumentParser) -> None:
         default="1.1",
         help="HTTP version the clients speak (default 1.1; the load generator must speak it)",
     )
+    p.add_argument(
+        "--http2",
+        dest="http_version",
+        action="store_const",
+        const="2",
+        help="same as --http-version 2 (nginx listens for HTTP/2; use --load-generator h2load)",
+    )
+    p.add_argument(
+        "--streams",
+        type=int_between(1, 1000),
+        default=1,
+        metavar="N",
+        help="concurrent streams per connection over HTTP/2 (h2load -m; default 1)",
+    )
     p.add_argument("--h2load", default="h2load", metavar="PATH", help="h2load binary (clients)")
 
 
@@ -328,6 +342,19 @@ def _scenario_options(p: argparse.ArgumentParser) -> None:
         help="self-signed certificate key: ecdsa P-256 (default) or rsa 2048",
     )
     p.add_argument(
+        "--tls-resumption",
+        choices=("on", "off"),
+        default="off",
+        help="HTTPS: let clients resume TLS sessions (tickets and session cache); default off, "
+        "every new connection a full handshake",
+    )
+    p.add_argument(
+        "--jwt",
+        action="store_true",
+        help="reverse_proxy, api_gateway: every request carries an RS256 JWT that nginx checks "
+        "(njs) before proxying",
+    )
+    p.add_argument(
         "--upstream-host",
         default=None,
         metavar="HOST",
@@ -404,6 +431,13 @@ def _plan(args: argparse.Namespace, hosts: dict[str, Any], sim: Any, **extra: An
     from runners.plan import Plan
     from runners.scenario import make_scenario
 
+    # Options that do not fit the scenario are bad arguments (exit 2), as the CLI's others.
+    if args.jwt and args.scenario not in ("reverse_proxy", "api_gateway"):
+        raise UnsupportedLoad(
+            f"--jwt is for the reverse_proxy and api_gateway scenarios, not {args.scenario}"
+        )
+    if args.tls_resumption == "on" and args.protocol != "https":
+        raise UnsupportedLoad("--tls-resumption on needs --protocol https")
     scenario = make_scenario(
         args.scenario,
         args.file_size,
@@ -412,6 +446,8 @@ def _plan(args: argparse.Namespace, hosts: dict[str, Any], sim: Any, **extra: An
         upstreams=args.upstreams,
         tls_key=args.tls_key,
         directives=tuple(args.nginx_directive),
+        tls_resumption=args.tls_resumption == "on",
+        jwt=args.jwt,
     )
     return Plan(
         scenario=scenario,
@@ -433,6 +469,7 @@ def _plan(args: argparse.Namespace, hosts: dict[str, Any], sim: Any, **extra: An
         openssl=args.openssl,
         load_generator=args.load_generator,
         http_version=args.http_version,
+        streams=args.streams,
         h2load=args.h2load,
         **extra,
     )

@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from runners import jwt
 from runners.errors import RunnerError
 from runners.hosts import Host
 from runners.nginxconf import hostport, render_conf, render_upstream_conf
@@ -213,6 +214,8 @@ class Deployment:
         used), and ``(host, prefix)`` once a prefix is stopped and removed.
     http2 : bool
         Serve HTTP/2 (the clients speak HTTP/2).
+    jwt_public_key : str, optional
+        For a scenario with ``jwt``: the base64 DER public key tokens are checked with.
     """
 
     def __init__(
@@ -226,7 +229,12 @@ class Deployment:
         record_started: Recorder | None = None,
         record_removed: Callable[[str, str], None] | None = None,
         http2: bool = False,
+        jwt_public_key: str | None = None,
     ) -> None:
+        if scenario.jwt and not jwt_public_key:
+            raise RunnerError("the JWT scenario needs the public key tokens are signed for")
+        self.jwt_public_key = jwt_public_key
+        self.jwt_config: jwt.JwtConfig | None = None
         if not is_ip(listen) or (upstream is not None and not is_ip(upstream_address)):
             raise RunnerError("nginx listens on an IP address; resolve host names first")
         self.nginx_host = server
@@ -263,8 +271,25 @@ class Deployment:
         if s.protocol == "https":
             key = KEY_ARGS[s.tls_key]
             self.host.sh(_CERT, self.openssl, self.prefix, *key, what="making the TLS certificate")
+        if s.jwt:
+            self._setup_jwt()
         if s.proxied:
             self._start_upstream()
+
+    def _setup_jwt(self) -> None:
+        """Copy the token verifier into the prefix; find the njs module on the host."""
+        assert self.prefix is not None and self.jwt_public_key
+        version = self.host.run([self.nginx, "-V"], check=False, what="nginx -V")
+        modules = jwt.modules_path(version.stderr + version.stdout)
+        module = f"{modules.rstrip('/')}/{jwt.MODULE_FILE}"
+        if not self.host.run(["test", "-f", module], check=False).ok:
+            raise RunnerError(
+                f"the JWT check needs njs on {self.host.name}: {module} is missing (Debian: "
+                "apt-get install libnginx-mod-http-js)"
+            )
+        script = f"{self.prefix}/{jwt.VERIFY_SCRIPT.name}"
+        self.host.write_text(script, jwt.VERIFY_SCRIPT.read_text(), 0o644)
+        self.jwt_config = jwt.JwtConfig(modules, script, self.jwt_public_key)
 
     def _make_prefix(self, host: Host, what: str) -> str:
         """A new prefix on ``host``, recorded before its content is written."""
@@ -351,6 +376,7 @@ class Deployment:
                 upstream=upstream,
                 user=self.user,
                 http2=self.http2,
+                jwt_config=self.jwt_config,
             )
             proc = self._launch(self.prefix, self.conf, "server", len(cpus))
             if proc is not None:

@@ -4,8 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from runners import jwt
 from runners.errors import RunnerError
 from runners.scenario import Scenario
+
+# Resumed TLS sessions: tickets (stateless) and a shared cache (TLS 1.2 session ids; TLS 1.3
+# stateful tickets when tickets are off), valid for an hour.
+SESSION_RESUMPTION = (
+    "ssl_session_cache shared:nginx_sizing_tls:10m;",
+    "ssl_session_timeout 1h;",
+    "ssl_session_tickets on;",
+)
 
 
 def affinity_masks(cpus: Sequence[int]) -> str:
@@ -24,6 +33,7 @@ def render_conf(
     upstream: Sequence[str] = (),
     user: str | None = None,
     http2: bool = False,
+    jwt_config: jwt.JwtConfig | None = None,
 ) -> str:
     """The nginx.conf of the server under test.
 
@@ -43,13 +53,19 @@ def render_conf(
         ``user`` directive (only meaningful when the master runs as root).
     http2 : bool
         Serve HTTP/2 on the listening socket (with TLS by ALPN; cleartext: prior knowledge).
+    jwt_config : runners.jwt.JwtConfig, optional
+        For a scenario with ``jwt``: the njs module folder, the verifier script and the key.
     """
     https = scenario.protocol == "https"
+    if scenario.jwt and jwt_config is None:
+        raise RunnerError("the JWT check needs its module folder, script and public key")
     lines = [
         f"# nginx-sizing: {scenario.name} over {scenario.protocol}, {scenario.file_bytes} B"
         f"{' gzip' if scenario.gzip else ''}, {len(cpus)} workers on CPUs "
         + ",".join(map(str, cpus)),
     ]
+    if scenario.jwt and jwt_config is not None:
+        lines += jwt.main_lines(jwt_config.modules_dir)
     if user:
         lines.append(f"user {user};")
     lines += [
@@ -77,16 +93,22 @@ def render_conf(
             f"    ssl_certificate {prefix}/cert.pem;",
             f"    ssl_certificate_key {prefix}/key.pem;",
             "    ssl_protocols TLSv1.2 TLSv1.3;",
-            # Every new connection does a full handshake, as the reference CPS tests did.
-            "    ssl_session_cache off;",
-            "    ssl_session_tickets off;",
         ]
+        if scenario.tls_resumption:
+            lines += [f"    {d}" for d in SESSION_RESUMPTION]
+        else:
+            # Every new connection does a full handshake, as the reference CPS tests did.
+            lines += ["    ssl_session_cache off;", "    ssl_session_tickets off;"]
     if scenario.proxied:
         if not upstream:
             raise RunnerError(f"the {scenario.name} scenario needs upstream servers")
         lines.append("    upstream backend {")
         lines += [f"        server {u};" for u in upstream]
         lines += ["        keepalive 64;", "    }"]
+    if scenario.jwt and jwt_config is not None:
+        lines += [
+            f"    {d}" for d in jwt.http_lines(jwt_config.script_path, jwt_config.public_der_b64)
+        ]
     lines += [f"    {d.rstrip(';')};" for d in scenario.directives]
     lines += [
         "    server {",
@@ -94,19 +116,28 @@ def render_conf(
         f"{' http2' if http2 else ''} backlog=4096;",
         f"        root {prefix}/html;",
     ]
+    if http2 and not https:
+        # h2c with sendfile stalls each response about 40 ms (a small DATA frame header
+        # waits on a delayed ACK); over TLS nginx never uses sendfile.
+        lines.append("        sendfile off;")
     proxy = [
         "proxy_pass http://backend;",
         "proxy_http_version 1.1;",
         'proxy_set_header Connection "";',
     ]
+    # With a JWT check, the location verifies the token and a named location proxies.
+    handler = jwt.location_lines() if scenario.jwt else proxy
+    named = [f"        {b}" for b in jwt.backend_location(proxy)] if scenario.jwt else []
     if scenario.name == "reverse_proxy":
-        lines += ["        location / {", *(f"            {p}" for p in proxy), "        }"]
+        lines += ["        location / {", *(f"            {p}" for p in handler), "        }"]
+        lines += named
     elif scenario.name == "api_gateway":
         lines += [
             r"        location ~ ^/api/(?<api_version>v[0-9]+)/(?<api_item>[a-z0-9_-]+)$ {",
             f"            rewrite ^ /$api_item.{scenario.body_name.split('.')[-1]} break;",
-            *(f"            {p}" for p in proxy),
+            *(f"            {p}" for p in handler),
             "        }",
+            *named,
             "        location / {",
             "            return 404;",
             "        }",

@@ -85,6 +85,11 @@ class Plan:
         self.generator().check(self.http_version)
         if self.streams < 1 or (self.streams > 1 and self.http_version != "2"):
             raise RunnerError("streams must be 1, or more than 1 only over HTTP/2")
+        if not self.scenario.keepalive and self.load_generator == "h2load":
+            raise loadgen.UnsupportedLoad(
+                f"h2load does not reconnect after the server closes a connection; the "
+                f"{self.scenario.name} scenario needs --load-generator wrk"
+            )
         for name in ("vcpus", "threads", "connections"):
             values = getattr(self, name)
             if not values or any(int(v) < 1 for v in values):

@@ -42,6 +42,12 @@ class Scenario:
         ``ecdsa`` (P-256) or ``rsa`` (2048 bits) for the self-signed certificate.
     directives : tuple of str
         Extra directives for the ``http`` block, e.g. ``ssl_ciphers ...;``.
+    tls_resumption : bool
+        HTTPS: let clients resume TLS sessions (session tickets and a shared session cache);
+        off, every new connection makes a full handshake.
+    jwt : bool
+        Proxy scenarios: every request must carry an RS256 JSON Web Token, which nginx checks
+        (njs, WebCrypto) before proxying; others get 401 (`runners.jwt`).
     """
 
     name: str = "static"
@@ -51,6 +57,8 @@ class Scenario:
     upstreams: int = 1
     tls_key: str = "ecdsa"
     directives: tuple[str, ...] = ()
+    tls_resumption: bool = False
+    jwt: bool = False
 
     def __post_init__(self) -> None:
         if self.name not in SCENARIOS:
@@ -63,6 +71,13 @@ class Scenario:
             raise RunnerError(f"file size {self.file_bytes} is negative")
         if self.name == "cps" and self.file_bytes != 0:
             raise RunnerError("the cps scenario serves a 0-byte response; drop --file-size")
+        if self.tls_resumption and self.protocol != "https":
+            raise RunnerError("TLS session resumption needs --protocol https")
+        if self.jwt and not self.proxied:
+            raise RunnerError(
+                "--jwt is for the reverse_proxy and api_gateway scenarios (nginx checks the "
+                "token before proxying)"
+            )
         if not 1 <= self.upstreams <= MAX_UPSTREAMS:
             raise RunnerError(
                 f"--upstreams must be from 1 to {MAX_UPSTREAMS} (got {self.upstreams})"

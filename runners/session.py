@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from runners import loadgen
+from runners import jwt, loadgen
 from runners.deploy import Deployment, NginxHost, is_ip
 from runners.errors import RunnerError
 from runners.hosts import Host, HostSpec, connect, facts, require_tools
@@ -155,6 +155,12 @@ class Session:
         self.server_cpus: list[int] = []
         self._vcpus: int | None = None
         self._seq = len(run.rows())
+        # A key pair for this session when nginx checks tokens: the public key goes into the
+        # config, the private key signs the one token every request carries.
+        self._jwt_keys = jwt.KeyPair.generate() if plan.scenario.jwt else None
+        self._headers = plan.scenario.headers
+        if self._jwt_keys is not None:
+            self._headers += (jwt.authorization_header(self._jwt_keys.token()),)
 
     # -- setting up -------------------------------------------------------------------------
     def __enter__(self) -> Session:
@@ -229,6 +235,7 @@ class Session:
             record_started=self.run.started,
             record_removed=self.run.removed,
             http2=plan.http_version == "2",
+            jwt_public_key=self._jwt_keys.public_der_b64 if self._jwt_keys else None,
         )
         self.deployment.setup()
         if self.deployment.upstream_conf:
@@ -366,7 +373,7 @@ class Session:
             connections=connections,
             duration_s=seconds,
             timeout_s=self.plan.timeout_s,
-            headers=self.plan.scenario.headers,
+            headers=self._headers,
             http_version=self.plan.http_version,
             streams=self.plan.streams,
             rate_rps=rate_rps / len(self.clients) if rate_rps is not None else None,

@@ -114,6 +114,7 @@ def run_sweep(
         With one line; an interrupted sweep raises ``KeyboardInterrupt`` after recording
         its status. Once the run exists, the exception's ``run_id`` names it.
     """
+    plan.generator().check(plan.http_version, loadgen.CLOSED)
     plan, run = open_run(plan, out, resume, sim)
     try:
         done = {

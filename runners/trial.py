@@ -68,6 +68,8 @@ def trial_row(
         "file_bytes": scenario.file_bytes,
         "gzip": scenario.gzip,
         "keepalive": scenario.keepalive,
+        "tls_resumption": scenario.tls_resumption,
+        "jwt": scenario.jwt,
         "upstreams": scenario.upstreams if scenario.proxied else None,
         "threads": threads,
         "connections": connections,

@@ -55,6 +55,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("file_bytes", "int", "B", "response body size"),
     Column("gzip", "bool", "", "responses compressed on the fly"),
     Column("keepalive", "bool", "", "client connections reused"),
+    Column("tls_resumption", "bool", "", "HTTPS sessions resumable (tickets and session cache)"),
+    Column("jwt", "bool", "", "every request carried an RS256 JWT that nginx checked"),
     Column("upstreams", "int", "", "upstream file servers behind a proxy scenario"),
     Column("threads", "int", "", "load-generator threads per client"),
     Column("connections", "int", "", "open connections per client"),
@@ -89,7 +91,13 @@ COLUMNS: tuple[Column, ...] = (
 TRIAL_COLUMNS: tuple[str, ...] = tuple(c.name for c in COLUMNS)
 BY_NAME: dict[str, Column] = {c.name: c for c in COLUMNS}
 # Columns added after the first version, and the value older rows mean by their absence.
-ADDED_DEFAULTS: dict[str, str] = {"http_version": "1.1", "load_generator": "wrk", "streams": "1"}
+ADDED_DEFAULTS: dict[str, str] = {
+    "http_version": "1.1",
+    "load_generator": "wrk",
+    "streams": "1",
+    "tls_resumption": "false",
+    "jwt": "false",
+}
 TRUE, FALSE = "true", "false"
 
 SCENARIOS = ("static", "cps", "reverse_proxy", "api_gateway", "throughput")

@@ -44,8 +44,8 @@ __all__ = [
 # name -> module holding GENERATOR; None: planned, not in this version yet.
 _MODULES: dict[str, str | None] = {
     "wrk": "runners.loadgen.wrk",
-    "h2load": None,
-    "wrk2": None,
+    "h2load": "runners.loadgen.h2load",
+    "wrk2": "runners.loadgen.wrk2",
 }
 NAMES = tuple(_MODULES)
 
