@@ -122,6 +122,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     fa = sub.add_parser("facts", help="check tools and print host facts as JSON")
     _host_options(fa)
+
+    from runners import calibrate
+
+    calibrate.add_parser(sub)
     return parser
 
 
@@ -564,6 +568,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _raise_interrupt)
     try:
+        if args.command == "calibrate":
+            from runners import calibrate
+
+            return calibrate.main(args)
         return {"sweep": _sweep, "search": _search, "facts": _facts}[args.command](args)
     except RunnerError as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
