@@ -243,6 +243,13 @@ echo "siblings=$(cat "$t" 2>/dev/null)"
 f=$(sed -n 's/^flags[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo | head -n 1)
 [ -n "$f" ] || f=$(sed -n 's/^Features[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo | head -n 1)
 echo "flags=$f"
+for k in vendor_id "cpu family" model stepping; do
+  v=$(sed -n "s/^$k[[:space:]]*:[[:space:]]*//p" /proc/cpuinfo | head -n 1)
+  echo "cpuinfo.$k=$v"
+done
+h=$(lscpu 2>/dev/null | sed -n 's/^Hypervisor vendor:[[:space:]]*//p')
+echo "hypervisor=$h"
+echo "loadavg=$(cat /proc/loadavg 2>/dev/null)"
 """
 
 
@@ -251,6 +258,18 @@ def _host_info(host: Host, tools: Sequence[str]) -> _HostInfo:
     out = host.sh(_EXTRA_FACTS, what="reading CPU topology", check=False, timeout=30)
     kv = dict(line.partition("=")[::2] for line in out.stdout.splitlines() if "=" in line)
     siblings = parse_cpu_list(kv.get("siblings", "").strip()) if kv.get("siblings") else []
+    names = {
+        "vendor_id": "cpu_vendor",
+        "cpu family": "cpu_family",
+        "model": "cpu_model_number",
+        "stepping": "cpu_stepping",
+    }
+    for key, name in names.items():
+        if kv.get(f"cpuinfo.{key}"):
+            info[name] = kv[f"cpuinfo.{key}"]
+    if kv.get("hypervisor"):
+        info["hypervisor"] = kv["hypervisor"]
+    info["loadavg_at_start"] = kv.get("loadavg", "")
     return _HostInfo(
         info,
         len(siblings) or None,
@@ -402,6 +421,7 @@ def run_calibrate(
     resume: str | None = None,
     access: Access | None = None,
     progress: IO[str] | None = sys.stderr,
+    extra_settings: Sequence[Setting] = (),
 ) -> tuple[Path, Profile]:
     """Run (or resume) a calibration campaign and write its profile.
 
@@ -417,6 +437,9 @@ def run_calibrate(
         SSH options.
     progress : file, optional
         Where progress lines with an ETA go (None for silence).
+    extra_settings : sequence of Setting
+        More settings measured in the same interleaved rounds but not fitted (held out, to
+        check the profile's predictions against; see benchmarks/bench_calibrate.py).
 
     Returns
     -------
@@ -449,15 +472,21 @@ def run_calibrate(
         if not settings:
             raise RunnerError("none of the settings asked for can run on this host")
     check_identifiable(settings)
+    known = {s.name for s in settings}
+    clash = [s.name for s in extra_settings if s.name in known]
+    if clash:
+        raise RunnerError(f"extra settings reuse campaign setting names: {', '.join(clash)}")
+    run = [*settings, *extra_settings]
     steps = [
         _Step(s, r)
         for r in range(options.rounds)
         # Rotate the order every round: no setting always follows the same neighbour.
-        for s in settings[r % len(settings) :] + settings[: r % len(settings)]
+        for s in run[r % len(run) :] + run[: r % len(run)]
     ]
     campaign.meta.update(
         {
             "settings": [s.name for s in settings],
+            "extra_settings": [s.name for s in extra_settings],
             "host": {
                 **info.facts,
                 "cpu_flags": info.flags,
@@ -496,6 +525,8 @@ def run_calibrate(
         campaign.meta["status"] = "interrupted"
         campaign.save()
         raise
+        out = server.run(["cat", "/proc/loadavg"], check=False)
+        campaign.meta["host"]["loadavg_at_end"] = out.stdout.strip()
     finally:
         server.close()
     rows = campaign.trials()
@@ -880,8 +911,13 @@ def build_profile(
                 "distinguishable from it): held at 0"
             )
             warnings.append(f"{n} {note}")
+        se = f.stderr[n]
         coefficients[n] = Coefficient(
-            round(f.value[n], 6), round(f.stderr[n], 6), spread, COEFFICIENTS[n][0], note
+            round(f.value[n], 6),
+            round(se, 6) if math.isfinite(se) else None,
+            spread,
+            COEFFICIENTS[n][0],
+            note,
         )
     for o in obs:
         warnings.extend(o.flags)
@@ -1017,6 +1053,13 @@ _HOST_KEYS = (
     "mem_kb",
     "sysctl",
     "cpu_flags",
+    "cpu_vendor",
+    "cpu_family",
+    "cpu_model_number",
+    "cpu_stepping",
+    "hypervisor",
+    "loadavg_at_start",
+    "loadavg_at_end",
 )
 
 
@@ -1179,8 +1222,9 @@ def render(profile: Profile) -> str:
     ]
     for name, c in profile.coefficients.items():
         spread = f"{c.spread:.1%}" if c.spread is not None else "-"
+        se = f"{c.stderr:.2g}" if c.stderr is not None else "-"
         lines.append(
-            f"{name:<30} {c.value:>10.4g} {c.stderr:>9.2g} {spread:>7}  {c.unit}"
+            f"{name:<30} {c.value:>10.4g} {se:>9} {spread:>7}  {c.unit}"
             + ("  (held at 0)" if c.note else "")
         )
     sc = profile.scaling

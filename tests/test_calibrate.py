@@ -12,6 +12,7 @@ import pytest
 from runners import calibrate as cal
 from runners.errors import RunnerError
 from tests.conftest import runners_cli
+from tests.test_netns import two_namespaces  # noqa: F401 (fixture)
 from trialtable.profile import read_profile
 
 TRUE = {
@@ -79,7 +80,7 @@ def test_fit_recovers_known_costs():
     for name, value in TRUE.items():
         c = p.coefficients[name]
         assert c.value == pytest.approx(value, rel=0.25, abs=0.5), name
-        assert c.stderr > 0 and c.spread is not None
+        assert c.stderr is not None and c.stderr > 0 and c.spread is not None
     # The efficiency of 2 workers is the CPU per request ratio (1/1.05 here).
     assert p.scaling.workers == [1, 2]
     assert p.scaling.efficiency[1] == pytest.approx(1 / 1.05, rel=0.06)
@@ -133,6 +134,10 @@ def test_subset_fits_only_what_it_identifies():
         [s for s in settings if s.name in names],
     )
     assert set(p.coefficients) == {"request_us", "byte_ns"}
+    one = [r for r in rows if r["instance_label"] in {cal._label(n, 0) for n in names}]
+    exact = _profile(one, [s for s in settings if s.name in names])
+    assert exact.coefficients["request_us"].stderr is None  # no residual degrees of freedom
+    assert exact.coefficients["request_us"].spread is None
 
 
 def test_connections_adapt_to_the_sla():
@@ -197,7 +202,7 @@ def test_quick_campaign_against_local_nginx(tmp_path, leaves_no_nginx):
     for name, (lo, hi) in PLAUSIBLE.items():
         c = profile.coefficients[name]
         assert lo <= c.value <= hi, (name, c)
-        assert math.isfinite(c.stderr)
+        assert c.stderr is not None and math.isfinite(c.stderr)
     # The main costs are clearly positive and ordered as a CPU orders them.
     co = {k: c.value for k, c in profile.coefficients.items()}
     assert co["request_us"] > 0 and co["gzip_byte_ns"] > 0
@@ -262,3 +267,51 @@ def test_interrupted_campaign_resumes(tmp_path, leaves_no_nginx):
     assert set(profile.runs) == runs
     assert set(profile.coefficients) == {"request_us", "byte_ns"}
     assert profile.coefficients["request_us"].value > 0
+
+
+TWO = ("static_http_0B", "static_http_1KB")
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory):
+    from tests.sshd import start_sshd
+
+    server = start_sshd(tmp_path_factory.mktemp("sshd"))
+    yield server
+    server.stop()
+
+
+@pytest.mark.slow
+def test_campaign_over_ssh(tmp_path, sshd, leaves_no_nginx):
+    from runners.sweep import Access
+
+    cfg = sshd.client_config(tmp_path)
+    options = cal.CalibrateOptions(
+        server=sshd.spec, clients=(sshd.spec,), quick=True, repeats=1, only=TWO
+    )
+    path, profile = cal.run_calibrate(
+        options, tmp_path / "cal", access=Access(ssh_config=str(cfg)), progress=None
+    )
+    assert set(profile.coefficients) == {"request_us", "byte_ns"}
+    assert profile.coefficients["request_us"].value > 0
+    assert profile.measured_over == "loopback" and len(profile.runs) == 2
+    assert profile.host["nginx_version"] and profile.cpu_model
+    assert read_profile(path) == profile
+    assert not list(Path("/tmp").glob("nginx-sizing-wrk.*"))
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("two_namespaces")
+def test_campaign_across_two_namespaces(tmp_path, leaves_no_nginx):
+    from tests.test_netns import CLIENT_NS, SERVER_NS
+
+    options = cal.CalibrateOptions(
+        server=f"netns:{SERVER_NS}",
+        clients=(f"netns:{CLIENT_NS}",),
+        quick=True,
+        repeats=1,
+        only=TWO,
+    )
+    _, profile = cal.run_calibrate(options, tmp_path, progress=None)
+    assert profile.coefficients["request_us"].value > 0
+    assert len(profile.runs) == 2

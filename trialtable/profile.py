@@ -104,8 +104,9 @@ class Coefficient:
     ----------
     value : float
         The estimate, in ``unit``.
-    stderr : float
-        Its standard error from the joint least-squares fit, in ``unit``.
+    stderr : float or None
+        Its standard error from the joint least-squares fit, in ``unit`` (None when the fit
+        has no residual degrees of freedom: as many settings as coefficients, one round).
     spread : float or None
         Relative spread across the campaign's repeats: the standard deviation of the
         per-repeat estimates over the absolute mean (None with fewer than 2 repeats).
@@ -116,7 +117,7 @@ class Coefficient:
     """
 
     value: float
-    stderr: float
+    stderr: float | None
     spread: float | None
     unit: str
     note: str = ""
@@ -370,8 +371,9 @@ def _coefficients(raw: Any, where: str) -> dict[str, Coefficient]:
             raise ProfileError(f"{at}: value {c.get('value')!r} is not a finite number")
         if name not in SIGNED and c["value"] < 0:
             raise ProfileError(f"{at}: value {c['value']} is negative (a cost cannot be)")
-        if not _number(c.get("stderr")) or c["stderr"] < 0:
-            raise ProfileError(f"{at}: stderr {c.get('stderr')!r} is not a number >= 0")
+        stderr = c.get("stderr")
+        if stderr is not None and (not _number(stderr) or stderr < 0):
+            raise ProfileError(f"{at}: stderr {stderr!r} is not a number >= 0 or null")
         spread = c.get("spread")
         if spread is not None and (not _number(spread) or spread < 0):
             raise ProfileError(f"{at}: spread {spread!r} is not a number >= 0 or null")
@@ -380,7 +382,7 @@ def _coefficients(raw: Any, where: str) -> dict[str, Coefficient]:
             raise ProfileError(f"{at}: note must be a string")
         out[name] = Coefficient(
             float(c["value"]),
-            float(c["stderr"]),
+            None if stderr is None else float(stderr),
             None if spread is None else float(spread),
             unit,
             note,
