@@ -483,12 +483,19 @@ def run_calibrate(
         # Rotate the order every round: no setting always follows the same neighbour.
         for s in run[r % len(run) :] + run[: r % len(run)]
     ]
+    before_host = campaign.meta.get("host", {})
     campaign.meta.update(
         {
             "settings": [s.name for s in settings],
             "extra_settings": [s.name for s in extra_settings],
             "host": {
                 **info.facts,
+                # A resumed campaign keeps the load it started under.
+                **{
+                    k: before_host[k]
+                    for k in ("loadavg_at_start", "loadavg_at_end")
+                    if k in before_host
+                },
                 "cpu_flags": info.flags,
                 "threads_per_core": info.threads_per_core,
             },
@@ -521,12 +528,14 @@ def run_calibrate(
             campaign.save()
             row = df.to_dict("records")[-1]
             eta.update(step, row)
+        if eta.measured:
+            load = server.run(["cat", "/proc/loadavg"], check=False)
+            campaign.meta["host"]["loadavg_at_end"] = load.stdout.strip()
+            campaign.save()
     except KeyboardInterrupt:
         campaign.meta["status"] = "interrupted"
         campaign.save()
         raise
-        out = server.run(["cat", "/proc/loadavg"], check=False)
-        campaign.meta["host"]["loadavg_at_end"] = out.stdout.strip()
     finally:
         server.close()
     rows = campaign.trials()

@@ -15,6 +15,8 @@ from tests.conftest import runners_cli
 from tests.test_netns import two_namespaces  # noqa: F401 (fixture)
 from trialtable.profile import read_profile
 
+ROOT = Path(__file__).resolve().parents[1]
+
 TRUE = {
     "request_us": 12.0,
     "byte_ns": 0.15,
@@ -156,6 +158,32 @@ def test_options_are_checked():
         cal.CalibrateOptions(repeats=0)
     with pytest.raises(RunnerError, match="load generator"):
         cal.CalibrateOptions(load_generator="ab")
+
+
+def test_shipped_profile_is_a_fresh_fit_of_its_trials():
+    import pandas as pd
+
+    for path in sorted((ROOT / "data" / "profiles").glob("*.json")):
+        shipped = read_profile(path)
+        rows = pd.read_csv(path.with_suffix(".trials.csv")).to_dict("records")
+        assert {r["run_id"] for r in rows} == set(shipped.runs)
+        opts = shipped.extra["campaign"]["options"]
+        options = cal.CalibrateOptions(
+            **{**opts, "clients": tuple(opts["clients"]), "only": tuple(opts["only"])}
+        )
+        workers = max(int(r["vcpus"]) for r in rows)
+        fresh = cal.build_profile(
+            rows,
+            cal.fit_settings() + cal.scaling_settings(workers),
+            configs=shipped.configs,
+            host=shipped.host,
+            options=options,
+            measured_over=shipped.measured_over,
+        )
+        assert set(fresh.coefficients) == set(shipped.coefficients)
+        for name, c in shipped.coefficients.items():
+            assert fresh.coefficients[name].value == pytest.approx(c.value, rel=1e-6), name
+        assert fresh.scaling == shipped.scaling
 
 
 @pytest.mark.parametrize(

@@ -134,6 +134,16 @@ def test_bad_files(tmp_path, content, message):
         read_profile(path)
 
 
+def test_shipped_profiles_follow_the_schema():
+    shipped = sorted((ROOT / "data" / "profiles").glob("*.json"))
+    assert shipped, "data/profiles/ holds no profile"
+    for path in shipped:
+        p = read_profile(path)
+        assert p.coefficients["request_us"].value > 0
+        assert p.runs and p.configs and p.host.get("cpu_model")
+        assert path.with_suffix(".trials.csv").is_file(), "the trials it rests on are shipped"
+
+
 def test_imports_neither_runners_nor_sizing():
     code = (
         "import sys, trialtable.profile; "
