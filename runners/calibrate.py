@@ -446,20 +446,31 @@ def run_calibrate(
     (path of profile.json, Profile)
     """
     access = access or Access()
-    campaign = Campaign.open(out, resume, options) if resume else Campaign.create(out, options)
-    _say(progress, f"calibrate: campaign {campaign.campaign_id} in {campaign.path}")
+    # Nothing is created before the options, the settings and the hosts check out.
+    existing = Campaign.open(out, resume, options) if resume else None
     server = connect(
         options.server,
         accept_new_host_keys=access.accept_new_host_keys,
         ssh_config=access.ssh_config,
     )
     try:
-        tools = [options.nginx, options.openssl]
-        info = _host_info(server, tools)
-        client_cores = _client_cores(options, access, server)
-    except BaseException:
+        return _run(options, out, existing, server, access, progress, extra_settings)
+    finally:
         server.close()
-        raise
+
+
+def _run(
+    options: CalibrateOptions,
+    out: str | os.PathLike[str],
+    existing: Campaign | None,
+    server: Host,
+    access: Access,
+    progress: IO[str] | None,
+    extra_settings: Sequence[Setting],
+) -> tuple[Path, Profile]:
+    """`run_calibrate` on a connected server host."""
+    info = _host_info(server, [options.nginx, options.openssl])
+    client_cores = _client_cores(options, access, server)
     server_spec = HostSpec.parse(options.server)
     same = [_same_machine(HostSpec.parse(c), server_spec) for c in options.clients]
     settings = fit_settings()
@@ -483,6 +494,8 @@ def run_calibrate(
         # Rotate the order every round: no setting always follows the same neighbour.
         for s in run[r % len(run) :] + run[: r % len(run)]
     ]
+    campaign = existing or Campaign.create(out, options)
+    _say(progress, f"calibrate: campaign {campaign.campaign_id} in {campaign.path}")
     before_host = campaign.meta.get("host", {})
     campaign.meta.update(
         {
@@ -536,8 +549,6 @@ def run_calibrate(
         campaign.meta["status"] = "interrupted"
         campaign.save()
         raise
-    finally:
-        server.close()
     rows = campaign.trials()
     profile = build_profile(
         rows,
