@@ -11,6 +11,7 @@
    main coefficients between the two, |a - b| / mean(a, b). Goal: <= 10% each.
 
     .venv/bin/python benchmarks/bench_calibrate.py [--quick] [--keep DIR]
+    .venv/bin/python benchmarks/bench_calibrate.py --refit DIR   # refit what --keep DIR kept
 
 Default campaigns take about 8 + 4 minutes on a 2-vCPU host; ``--quick`` about 3 + 1.5.
 """
@@ -83,13 +84,28 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="quick campaigns (1 s trials)")
     ap.add_argument("--keep", metavar="DIR", help="keep the campaigns in DIR")
+    ap.add_argument(
+        "--refit",
+        metavar="DIR",
+        help="refit the two campaigns a --keep run left in DIR (no new measurement)",
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        out = Path(args.keep or tmp)
+        out = Path(args.refit or args.keep or tmp)
         options = cal.CalibrateOptions(quick=args.quick, max_workers=1)
         extras = held_out()
+        kept = sorted(p.name for p in out.iterdir() if (p / "campaign.json").is_file())
+        if args.refit and len(kept) != 2:
+            raise SystemExit(f"{out} holds {len(kept)} campaigns, not the 2 of one benchmark")
+        first, second = kept if args.refit else (None, None)
         load_before = os.getloadavg()
-        path_a, prof_a = cal.run_calibrate(options, out, extra_settings=extras)
+        path_a, prof_a = cal.run_calibrate(
+            options,
+            out,
+            resume=first,
+            extra_settings=extras,
+            progress=None if first else sys.stderr,
+        )
         campaign = cal.Campaign(path_a.parent, {"campaign_id": path_a.parent.name})
         rows = campaign.trials()
         obs, _ = cal.observations(rows, extras, options.sla_p99_ms)
@@ -112,7 +128,9 @@ def main() -> int:
                 }
             )
         errors = [abs(p["error"]) for p in predictions]
-        path_b, prof_b = cal.run_calibrate(options, out)
+        path_b, prof_b = cal.run_calibrate(
+            options, out, resume=second, progress=None if second else sys.stderr
+        )
         load_after = os.getloadavg()
         spread = {}
         for name in MAIN:
@@ -126,6 +144,8 @@ def main() -> int:
             }
         results = {
             "quick": args.quick,
+            "refit_of_kept_campaigns": bool(args.refit),
+            "round_factors": [p.extra["campaign"].get("round_factors") for p in (prof_a, prof_b)],
             "campaigns": [path_a.parent.name, path_b.parent.name],
             "load_average_before_after": [load_before, load_after],
             "flagged_trials": [

@@ -795,40 +795,38 @@ def _row(s: Setting, wire_body: float | None) -> dict[str, float]:
 
 @dataclass
 class Fit:
-    """A weighted least-squares fit of the coefficients."""
+    """A weighted least-squares fit of the coefficients.
+
+    Attributes
+    ----------
+    names : list of str
+        Coefficients the observations identify.
+    value, stderr : dict
+        Estimates and standard errors (stderr NaN with no residual degrees of freedom).
+    held_at_zero : dict
+        Costs that fitted below zero: their unconstrained value (they are held at 0).
+    residual_rel : float
+        RMS of the relative residuals.
+    round_factors : dict of int to float
+        The host's contention level of each round (CPU time per request of every setting in
+        that round over the fit), normalised so the median round is 1.
+    """
 
     names: list[str]
     value: dict[str, float]
     stderr: dict[str, float]
     held_at_zero: dict[str, float]
     residual_rel: float
+    round_factors: dict[int, float] = field(default_factory=dict)
 
 
-def fit(
-    obs: Sequence[Observation], settings: Sequence[Setting], wire: dict[str, float] | None = None
-) -> Fit:
-    """Fit the coefficients the observations identify.
+def _nonnegative_wls(
+    X: np.ndarray, y: np.ndarray, w: np.ndarray, names: Sequence[str], extra_dof: int
+) -> tuple[dict[str, float], dict[str, float], dict[str, float], np.ndarray]:
+    """Weighted least squares with costs held at zero when they fit below it.
 
-    Weighted least squares with weights 1 / (setting median)^2, so every setting counts by
-    its relative error. A cost that comes out negative is held at zero and the rest refitted
-    (an active-set non-negative fit); its unconstrained value is kept in ``held_at_zero``.
-
-    Raises `RunnerError` when nothing can be fitted.
+    Returns values, standard errors, held-at-zero raw values, and the weighted residuals.
     """
-    wire = wire or {}
-    by_name = {s.name: s for s in settings}
-    fitted = [o for o in obs if o.setting in by_name and o.setting not in _scaling_names(settings)]
-    if not fitted:
-        raise RunnerError("no usable trial to fit coefficients to")
-    rows = [_row(by_name[o.setting], wire.get(o.setting)) for o in fitted]
-    names = [n for n in COEFFICIENTS if any(r.get(n, 0.0) != 0.0 for r in rows)]
-    X = np.array([[r.get(n, 0.0) for n in names] for r in rows])
-    y = np.array([o.cpu_us for o in fitted])
-    med = {
-        s: float(np.median([o.cpu_us for o in fitted if o.setting == s]))
-        for s in {o.setting for o in fitted}
-    }
-    w = np.array([1.0 / med[o.setting] for o in fitted])
     active = list(range(len(names)))
     held: dict[str, float] = {}
     first_se: dict[str, float] = {}
@@ -842,7 +840,7 @@ def fit(
                 f"{', '.join(lost)}; run more settings"
             )
         beta, *_ = np.linalg.lstsq(Xa, ya, rcond=None)
-        dof = len(y) - len(active)
+        dof = len(y) - len(active) - extra_dof
         resid = ya - Xa @ beta
         s2 = float(resid @ resid) / dof if dof > 0 else math.nan
         cov = s2 * np.linalg.inv(Xa.T @ Xa)
@@ -862,8 +860,66 @@ def fit(
     for n in held:
         value[n] = 0.0
         stderr[n] = first_se[n]
+    return value, stderr, held, resid
+
+
+def fit(
+    obs: Sequence[Observation], settings: Sequence[Setting], wire: dict[str, float] | None = None
+) -> Fit:
+    """Fit the coefficients the observations identify.
+
+    The model of a trial of setting s in round r is ``f_r * cost_s(coefficients)``: a busy
+    host slows every setting of a round alike (cache pollution, wake-ups), and the rounds
+    interleave every setting so that ``f_r`` can be told apart from the costs. The fit
+    alternates a weighted least-squares fit of the costs on the trials divided by their
+    round's factor (weights 1 / (setting median)^2, so every setting counts by its relative
+    error) with the factors (the median ratio of a round's trials to the fit), normalised so
+    the median round is 1: the coefficients are the costs at the campaign's median
+    contention. A cost that comes out negative is held at zero and the rest refitted (an
+    active-set non-negative fit); its unconstrained value is kept in ``held_at_zero``.
+
+    Raises `RunnerError` when nothing can be fitted.
+    """
+    wire = wire or {}
+    by_name = {s.name: s for s in settings}
+    fitted = [o for o in obs if o.setting in by_name and o.setting not in _scaling_names(settings)]
+    if not fitted:
+        raise RunnerError("no usable trial to fit coefficients to")
+    rows = [_row(by_name[o.setting], wire.get(o.setting)) for o in fitted]
+    names = [n for n in COEFFICIENTS if any(r.get(n, 0.0) != 0.0 for r in rows)]
+    X = np.array([[r.get(n, 0.0) for n in names] for r in rows])
+    y = np.array([o.cpu_us for o in fitted])
+    rounds = sorted({o.round_ for o in fitted})
+    r_idx = np.array([rounds.index(o.round_) for o in fitted])
+    factors = np.ones(len(rounds))
+    settings_of = [o.setting for o in fitted]
+    for _ in range(100):
+        adjusted = y / factors[r_idx]
+        med = {
+            s: float(np.median([v for v, n in zip(adjusted, settings_of, strict=True) if n == s]))
+            for s in set(settings_of)
+        }
+        w = np.array([1.0 / med[n] for n in settings_of])
+        value, stderr, held, resid = _nonnegative_wls(X, adjusted, w, names, len(rounds) - 1)
+        pred = X @ np.array([value[n] for n in names])
+        if len(rounds) == 1 or not np.all(pred > 0):
+            break
+        ratio = np.log(y / pred)
+        new = np.exp([np.median(ratio[r_idx == k]) for k in range(len(rounds))])
+        new /= np.exp(np.median(np.log(new)))
+        done = np.allclose(new, factors, rtol=1e-6)
+        factors = new
+        if done:
+            break
     rel = float(np.sqrt(np.mean(resid**2))) if len(resid) else math.nan
-    return Fit([n for n in names], value, stderr, held, rel)
+    return Fit(
+        list(names),
+        value,
+        stderr,
+        held,
+        rel,
+        {r: float(f) for r, f in zip(rounds, factors, strict=True)},
+    )
 
 
 def check_identifiable(settings: Sequence[Setting]) -> None:
@@ -939,6 +995,14 @@ def build_profile(
             COEFFICIENTS[n][0],
             note,
         )
+    factors = f.round_factors
+    if factors and max(factors.values()) > 1.25 * min(factors.values()):
+        warnings.append(
+            "the host's contention changed across rounds (CPU time per request of every "
+            "setting x "
+            + ", ".join(f"{v:.2f}" for _, v in sorted(factors.items()))
+            + " by round): the coefficients are at the median round's level"
+        )
     for o in obs:
         warnings.extend(o.flags)
     flagged = sum(1 for o in obs if o.worker_share < MIN_WORKER_SHARE)
@@ -981,9 +1045,12 @@ def build_profile(
             "campaign": {
                 "campaign_id": campaign_id,
                 "options": options.to_dict(),
-                "fit": "weighted least squares on CPU time per request (weights 1/median^2 "
-                "per setting); stderr from the joint fit, spread = sd/|mean| of per-round fits",
+                "fit": "CPU time per request = round factor x cost model; weighted least "
+                "squares (weights 1/median^2 per setting) alternating with the round factors "
+                "(median round = 1); stderr from the joint fit, spread = sd/|mean| of "
+                "per-round fits",
                 "relative_rms_residual": round(f.residual_rel, 4),
+                "round_factors": {str(r + 1): round(v, 4) for r, v in sorted(factors.items())},
             },
             "measurements": _measurements(obs, settings),
         },

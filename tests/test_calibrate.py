@@ -91,6 +91,18 @@ def test_fit_recovers_known_costs():
     assert p.runs and all(r.startswith("run-") for r in p.runs)
 
 
+def test_a_busier_round_is_a_round_factor_not_a_cost():
+    settings, rows = _rows(TRUE, noise=0.0)
+    for row in rows:
+        if row["instance_label"].endswith("-r1"):
+            row["server_cpu_pct"] *= 0.5  # round 1 ran on a quieter host: everything cheaper
+    p = _profile(rows, settings)
+    for name, value in TRUE.items():
+        assert p.coefficients[name].value == pytest.approx(value, rel=0.02, abs=0.05), name
+    assert p.extra["campaign"]["round_factors"]["1"] == pytest.approx(0.5, rel=0.02)
+    assert any("contention changed across rounds" in w for w in p.warnings)
+
+
 def test_negative_cost_is_held_at_zero_and_said():
     truth = {**TRUE, "gateway_request_us": 0.0}
     settings, rows = _rows(truth, noise=0.0)
