@@ -409,7 +409,8 @@ def _connections(setting: Setting, done: list[dict[str, Any]], sla_ms: float) ->
     return c
 
 
-def _threads(options: CalibrateOptions, client_cpus: int, vcpus: int, same: bool) -> int:
+def _threads(client_cpus: int, vcpus: int, same: bool) -> int:
+    """Threads per wrk: the client CPUs the workers leave (at least 1, at most 2 per worker)."""
     free = client_cpus - vcpus if same else client_cpus
     return max(1, min(free, 2 * vcpus, 8))
 
@@ -517,7 +518,7 @@ def _run(
     )
     campaign.save()
     steal: dict[str, float] = dict(campaign.meta.get("steal", {}))
-    eta = _Eta(len(steps), options, progress)
+    eta = _Eta(len(steps), progress)
     try:
         for step in steps:
             label = _label(step.setting.name, step.round_)
@@ -531,7 +532,7 @@ def _run(
                 if str(r["instance_label"]).startswith(f"calibrate-{step.setting.name}-r")
             ]
             per_worker = _connections(step.setting, earlier, options.sla_p99_ms)
-            threads = _threads(options, min(client_cores), step.setting.vcpus, all(same))
+            threads = _threads(min(client_cores), step.setting.vcpus, all(same))
             connections = max(threads, per_worker * step.setting.vcpus)
             plan = _plan(options, step.setting, label, threads, connections)
             before = _cpu_times(server)
@@ -645,9 +646,8 @@ def _strip_paths(conf: str) -> str:
 
 
 class _Eta:
-    def __init__(self, total: int, options: CalibrateOptions, stream: IO[str] | None) -> None:
+    def __init__(self, total: int, stream: IO[str] | None) -> None:
         self.total, self.stream = total, stream
-        self.each = options.warmup_s + options.duration_s + options.cooldown_s + 2.0
         self.done = self.measured = 0
         self.start = time.monotonic()
 
