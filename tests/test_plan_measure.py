@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 
 import pytest
 
-from sizing.capacity import Capacity, Workload
+from sizing.capacity import Workload
 from sizing.catalog import Instance
 from sizing.errors import InputError
 from sizing.plan_measure import plan_measurements
@@ -35,22 +36,22 @@ def _inst(family: str, size: int, price: float) -> Instance:
 MODEL = {"a": (10_000.0, 0.3), "b": (9_000.0, 0.5), "sure": (9_500.0, 0.0), "dear": (10_000.0, 0.5)}
 
 
-def _capacity(inst: Instance, work: Workload) -> Capacity:
+@dataclass
+class _Capacity:
+    """Only the contracted `sizing.capacity.Capacity` fields (the model may add others)."""
+
+    capacity_rps: float
+    cpu_sla_rps: float
+    network_rps: float
+    rel_sd: float
+    binding_constraint: str = "cpu"
+    basis: list[str] = field(default_factory=list)
+
+
+def _capacity(inst: Instance, work: Workload) -> _Capacity:
     per_vcpu, sd = MODEL[inst.family]
     rps = per_vcpu * inst.vcpus
-    return Capacity(
-        instance=inst,
-        capacity_rps=rps,
-        cpu_peak_rps=rps,
-        cpu_sla_rps=rps,
-        network_rps=1e12,
-        max_utilization=1.0,
-        binding_constraint="cpu",
-        factor=1.0,
-        factor_low=1.0,
-        factor_high=1.0,
-        rel_sd=sd,
-    )
+    return _Capacity(capacity_rps=rps, cpu_sla_rps=rps, network_rps=1e12, rel_sd=sd)
 
 
 def _catalog() -> list[Instance]:
