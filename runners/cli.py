@@ -130,6 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="trust and record SSH host keys not yet in known_hosts",
     )
     cl.add_argument("--ssh-config", metavar="FILE", help="ssh config file instead of ~/.ssh/config")
+    from runners import calibrate
+
+    calibrate.add_parser(sub)
     return parser
 
 
@@ -652,6 +655,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _raise_interrupt)
     try:
+        if args.command == "calibrate":
+            from runners import calibrate
+
+            return calibrate.main(args)
         command = {"sweep": _sweep, "search": _search, "facts": _facts, "cleanup": _cleanup}
         return command[args.command](args)
     except UnsupportedLoad as exc:

@@ -140,6 +140,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     pre = sub.add_parser("precompute", help="refit the reference and write data/fits/")
     pre.add_argument("--out", default=None, metavar="PATH")
+
+    plm = sub.add_parser(
+        "plan-measurements",
+        help="which CPU platform, measured, would most lower the fleet's cost at confidence",
+    )
+    _sizing_options(plm)
+    _plan_measure_options(plm)
     return parser
 
 
@@ -186,6 +193,21 @@ def _fleet_options(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also consider shared-core and credit-based types (t3, e2-micro...)",
     )
+
+
+def _plan_measure_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--max-count", type=_int_at_least(1), default=None)
+    p.add_argument("--top", type=_int_at_least(1), default=5, help="commands to print (5)")
+    p.add_argument(
+        "--residual-sd",
+        type=float,
+        default=0.05,
+        metavar="SD",
+        help="log-sd of a capacity left after measuring it (default 0.05)",
+    )
+    p.add_argument("--draws", type=_int_at_least(100), default=4000, help="Monte Carlo draws")
+    p.add_argument("--seed", type=int, default=20261121, help="seed of the draws")
+    p.add_argument("--format", choices=("table", "json"), default="table")
 
 
 def _sizing_options(p: argparse.ArgumentParser) -> None:
@@ -684,7 +706,16 @@ def cmd_precompute(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_plan_measurements(args: argparse.Namespace) -> int:
+    """Rank CPU platforms by the value of measuring them."""
+    from sizing.plan_measure import main
+    from sizing.profiles import load_profiles
+
+    return main(args, _instances(args), workload_from_args(args), load_profiles(args.profile))
+
+
 COMMANDS = {
+    "plan-measurements": cmd_plan_measurements,
     "recommend": cmd_recommend,
     "fit": cmd_fit,
     "reference": cmd_reference,

@@ -1,0 +1,425 @@
+"""What to measure next: the value of calibrating one CPU platform, in fleet dollars.
+
+Today's answer is the cheapest fleet at the chosen confidence: for each instance type, the count
+that keeps the headroom when the capacity sits at its ``1 - confidence`` quantile (capacity is
+log-normal around its point value with log-sd ``rel_sd``). A wide spread makes that count large.
+
+Measuring a platform (``python -m runners calibrate`` on one of its instances) replaces its
+spread with a measured value. Before measuring, that value is unknown: it is the point value
+times ``exp(rel_sd * Z)``, with ``Z`` standard normal and one ``Z`` shared by every instance
+type of the platform (their speed is the platform's). The preposterior expected cost is the
+average, over draws of ``Z``, of the cheapest fleet at the confidence once the platform's
+capacities are known (its types at the drawn value, with the measurement's own residual
+spread; every other type as today). The value of measuring is
+
+    VOI(platform) = cost at confidence now - E_Z[cost at confidence after measuring]
+
+in $/hour: what the measurement is expected to save on the fleet (by firming up a type that is
+already cheapest, or by revealing that another platform is cheaper). A platform with no spread
+has zero value; one that cannot become the cheapest at any plausible draw has about zero value.
+The draws use a fixed seed and the same draws for every platform (common random numbers), so
+the ranking is reproducible and differences are not Monte Carlo noise.
+
+Platforms are assumed independent (measuring one does not inform another), and only the
+contracted `sizing.capacity.Capacity` fields are used: ``cpu_sla_rps``, ``network_rps``,
+``rel_sd`` (the network cap is known, so a network-bound type gains nothing).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import shlex
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from sizing.capacity import Capacity, Workload, instance_capacity
+from sizing.catalog import Instance
+from sizing.costmodel import CostProfile
+from sizing.errors import Infeasible, InputError
+from sizing.recommend import fleet_count
+
+DEFAULT_DRAWS = 4000
+DEFAULT_SEED = 20261121
+
+
+def platform_key(inst: Instance) -> tuple[str, str]:
+    """``(platform id, readable name)`` an instance type is grouped under.
+
+    The CPU platform of `sizing.platforms.platform_of` when that module exists; otherwise the
+    instance family with its CPU text (one family runs one CPU platform).
+    """
+    if importlib.util.find_spec("sizing.platforms") is not None:
+        platforms = importlib.import_module("sizing.platforms")
+        p = platforms.platform_of(inst)
+        return str(p.platform_id), str(p.name)
+    return f"{inst.provider}:{inst.family}", f"{inst.family} ({inst.cpu})"
+
+
+@dataclass
+class Candidate:
+    """One platform's value of being measured.
+
+    Attributes
+    ----------
+    platform_id, name : str
+        The group (see `platform_key`).
+    instance_types : list of str
+        Catalog types in the group (provider/type).
+    rel_sd : float
+        Largest log-sd of the group's CPU capacity today.
+    value_usd_hour : float
+        Expected reduction of the fleet's hourly cost at the confidence [USD/h].
+    value_se_usd_hour : float
+        Monte Carlo standard error of that value [USD/h].
+    p_best : float
+        Probability that, once measured, one of its types is the cheapest fleet.
+    cost_now_usd_hour : float
+        The group's cheapest fleet at the confidence today [USD/h] (inf: cannot meet).
+    measure_on : Instance
+        The instance type to measure on: the cheapest with at least 2 vCPUs.
+    command : str
+        The ``runners calibrate`` command to run on such a host.
+    """
+
+    platform_id: str
+    name: str
+    instance_types: list[str]
+    rel_sd: float
+    value_usd_hour: float
+    value_se_usd_hour: float
+    p_best: float
+    cost_now_usd_hour: float
+    measure_on: Instance
+    command: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for JSON output."""
+        return {
+            "platform_id": self.platform_id,
+            "name": self.name,
+            "instance_types": self.instance_types,
+            "rel_sd": self.rel_sd,
+            "value_usd_hour": self.value_usd_hour,
+            "value_usd_month": self.value_usd_hour * 730,
+            "value_se_usd_hour": self.value_se_usd_hour,
+            "p_best_after": self.p_best,
+            "cost_now_usd_hour": self.cost_now_usd_hour,
+            "measure_on": self.measure_on.instance_type,
+            "command": self.command,
+        }
+
+
+@dataclass
+class MeasurementPlan:
+    """Platforms ranked by the value of measuring them."""
+
+    target_rps: float
+    confidence: float
+    cost_now_usd_hour: float
+    best_now: str
+    candidates: list[Candidate]
+    draws: int
+    seed: int
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for JSON output."""
+        return {
+            "target_rps": self.target_rps,
+            "confidence": self.confidence,
+            "cost_now_usd_hour": self.cost_now_usd_hour,
+            "best_now": self.best_now,
+            "draws": self.draws,
+            "seed": self.seed,
+            "candidates": [c.to_dict() for c in self.candidates],
+            "notes": self.notes,
+        }
+
+
+def _fleet_cost(
+    cpu_rps: np.ndarray,
+    network_rps: float,
+    rel_sd: float,
+    price: float,
+    target_rps: float,
+    headroom: float,
+    redundancy: int,
+    z_conf: float,
+    max_count: int | None,
+) -> np.ndarray:
+    """Hourly cost of the count at the confidence, per value of the CPU capacity [USD/h]."""
+    q = np.minimum(cpu_rps * math.exp(z_conf * rel_sd), network_rps) * (1.0 - headroom)
+    out = np.full(q.shape, math.inf)
+    for i, usable in enumerate(q.ravel()):
+        n = fleet_count(target_rps, float(usable), redundancy) if usable > 0 else None
+        if n is not None and (max_count is None or n <= max_count):
+            out.ravel()[i] = n * price
+    return out
+
+
+def _calibrate_command(inst: Instance) -> str:
+    label = f"{inst.provider}-{inst.instance_type}"
+    return (
+        f"python -m runners calibrate --server USER@HOST --out data/runs  "
+        f"# on a {inst.provider} {inst.instance_type} ({inst.cpu}); then copy "
+        f"data/runs/<campaign>/profile.json to data/profiles/{shlex.quote(label)}.json"
+    )
+
+
+def plan_measurements(
+    target_rps: float,
+    instances: Iterable[Instance],
+    workload: Workload | None = None,
+    *,
+    headroom: float = 0.2,
+    redundancy: int = 0,
+    max_count: int | None = None,
+    confidence: float = 0.95,
+    residual_sd: float = 0.05,
+    draws: int = DEFAULT_DRAWS,
+    seed: int = DEFAULT_SEED,
+    capacity: Callable[[Instance, Workload], Capacity] = instance_capacity,
+    group: Callable[[Instance], tuple[str, str]] = platform_key,
+) -> MeasurementPlan:
+    """Rank CPU platforms by the expected saving of measuring them.
+
+    Parameters
+    ----------
+    target_rps : float
+        Requests per second the fleet must serve [1/s].
+    instances : iterable of Instance
+        Candidate instance types (already filtered).
+    workload : Workload
+        What is served.
+    headroom, redundancy, max_count, confidence
+        As for `sizing.recommend.recommend`.
+    residual_sd : float
+        Log-sd of the capacity left after a measurement (repeat noise, host-to-host spread);
+        never more than the spread before it.
+    draws : int
+        Monte Carlo draws of the measurement's outcome.
+    seed : int
+        Seed of the draws (the same draws for every platform).
+    capacity, group : callables
+        The capacity model and the platform grouping (injectable for tests).
+
+    Raises
+    ------
+    InputError
+        For a bad argument.
+    Infeasible
+        When no instance type can meet the target.
+    """
+    if not (math.isfinite(target_rps) and target_rps > 0):
+        raise InputError(f"target RPS must be a positive finite number, got {target_rps!r}")
+    if not 0 < confidence < 1:
+        raise InputError(f"confidence must be in (0, 1), got {confidence!r}")
+    if not 0 <= headroom < 1 or redundancy < 0:
+        raise InputError("headroom must be in [0, 1) and redundancy >= 0")
+    if not 0 <= residual_sd < 5 or not 100 <= draws <= 1_000_000:
+        raise InputError("residual sd must be in [0, 5) and draws in [100, 1000000]")
+    work = workload or Workload()
+    insts = list(instances)
+    if not insts:
+        raise InputError("no instance types to compare (check the filters)")
+    from statistics import NormalDist
+
+    z_conf = NormalDist().inv_cdf(1.0 - confidence)
+    z = np.random.default_rng(seed).standard_normal(draws)
+    caps = [capacity(i, work) for i in insts]
+    now = np.array(
+        [
+            _fleet_cost(
+                np.array([c.cpu_sla_rps]),
+                c.network_rps,
+                c.rel_sd,
+                i.price_usd_hour,
+                target_rps,
+                headroom,
+                redundancy,
+                z_conf,
+                max_count,
+            )[0]
+            for i, c in zip(insts, caps, strict=True)
+        ]
+    )
+    if not np.isfinite(now).any():
+        raise Infeasible(f"no instance type meets {target_rps:,.0f} RPS")
+    best_now = int(np.argmin(now))
+    groups: dict[str, list[int]] = {}
+    names: dict[str, str] = {}
+    for k, inst in enumerate(insts):
+        pid, name = group(inst)
+        groups.setdefault(pid, []).append(k)
+        names[pid] = name
+    candidates = []
+    for pid, members in groups.items():
+        others = [k for k in range(len(insts)) if k not in set(members)]
+        rest = float(now[others].min()) if others else math.inf
+        after = np.full(draws, rest)
+        mine = np.full(draws, math.inf)
+        for k in members:
+            c, inst = caps[k], insts[k]
+            sd_after = min(residual_sd, c.rel_sd)
+            cost = _cost_curve(
+                c, inst, z, sd_after, target_rps, headroom, redundancy, z_conf, max_count
+            )
+            mine = np.minimum(mine, cost)
+        after = np.minimum(after, mine)
+        saving = float(now.min()) - after
+        finite = np.isfinite(saving)
+        value = float(saving[finite].mean()) if finite.all() else math.nan
+        se = float(saving.std(ddof=1) / math.sqrt(draws)) if finite.all() else math.nan
+        measure_on = min(
+            (insts[k] for k in members),
+            key=lambda i: (i.vcpus < 2, i.price_usd_hour, i.instance_type),
+        )
+        candidates.append(
+            Candidate(
+                platform_id=pid,
+                name=names[pid],
+                instance_types=sorted(
+                    f"{insts[k].provider}/{insts[k].instance_type}" for k in members
+                ),
+                rel_sd=max(caps[k].rel_sd for k in members),
+                value_usd_hour=value,
+                value_se_usd_hour=se,
+                p_best=float(np.mean(mine <= after)),
+                cost_now_usd_hour=float(now[members].min()),
+                measure_on=measure_on,
+                command=_calibrate_command(measure_on),
+            )
+        )
+    candidates.sort(key=lambda c: (-c.value_usd_hour, c.platform_id))
+    best = insts[best_now]
+    return MeasurementPlan(
+        target_rps=target_rps,
+        confidence=confidence,
+        cost_now_usd_hour=float(now.min()),
+        best_now=f"{best.provider}/{best.instance_type}",
+        candidates=candidates,
+        draws=draws,
+        seed=seed,
+        notes=[
+            "value = cost at confidence now - expected cost at confidence after the platform "
+            f"is measured (preposterior Monte Carlo, {draws} draws, seed {seed}); a measurement "
+            f"leaves a log-sd of {residual_sd:g}; platforms are treated as independent",
+        ],
+    )
+
+
+def _cost_curve(
+    c: Capacity,
+    inst: Instance,
+    z: np.ndarray,
+    sd_after: float,
+    target_rps: float,
+    headroom: float,
+    redundancy: int,
+    z_conf: float,
+    max_count: int | None,
+) -> np.ndarray:
+    """Cost at the confidence for each draw of the measured capacity [USD/h].
+
+    Fleet counts are step functions of the capacity: they are evaluated on a grid of the
+    draws' distinct capacities (rounded to 0.1%) and looked up, not once per draw.
+    """
+    if c.rel_sd <= 0:
+        one = _fleet_cost(
+            np.array([c.cpu_sla_rps]),
+            c.network_rps,
+            sd_after,
+            inst.price_usd_hour,
+            target_rps,
+            headroom,
+            redundancy,
+            z_conf,
+            max_count,
+        )
+        return np.full(z.shape, one[0])
+    grid = np.round(z * c.rel_sd / 1e-3).astype(int)
+    keys, inverse = np.unique(grid, return_inverse=True)
+    values = _fleet_cost(
+        c.cpu_sla_rps * np.exp(keys * 1e-3),
+        c.network_rps,
+        sd_after,
+        inst.price_usd_hour,
+        target_rps,
+        headroom,
+        redundancy,
+        z_conf,
+        max_count,
+    )
+    return np.asarray(values[inverse], dtype=float)
+
+
+def render(plan: MeasurementPlan, top: int = 5) -> str:
+    """The ranking as text with the commands for the top platforms."""
+    lines = [
+        f"Cheapest fleet now at {plan.confidence:.0%} confidence: {plan.best_now}, "
+        f"${plan.cost_now_usd_hour:,.2f}/hour (${plan.cost_now_usd_hour * 730:,.0f}/month)",
+        "",
+        f"{'rank':>4}  {'platform':<44} {'sd':>5} {'value $/h':>10} {'+-':>6} "
+        f"{'$/month':>9} {'P(best)':>7} {'now $/h':>9}",
+    ]
+    for n, c in enumerate(plan.candidates, 1):
+        now = f"{c.cost_now_usd_hour:,.2f}" if math.isfinite(c.cost_now_usd_hour) else "-"
+        lines.append(
+            f"{n:>4}  {c.name[:44]:<44} {c.rel_sd:>5.2f} {c.value_usd_hour:>10,.2f} "
+            f"{c.value_se_usd_hour:>6.2f} {c.value_usd_hour * 730:>9,.0f} {c.p_best:>7.0%} "
+            f"{now:>9}"
+        )
+    lines += ["", "Measure next (exact commands):"]
+    for c in plan.candidates[:top]:
+        if c.value_usd_hour <= 0:
+            break
+        lines.append(f"  {c.name}: expected saving ${c.value_usd_hour:,.2f}/hour")
+        lines.append(f"    {c.command}")
+    lines += ["", *[f"note: {n}" for n in plan.notes]]
+    return "\n".join(lines)
+
+
+def main(
+    args: Any,
+    instances: Sequence[Instance],
+    work: Workload,
+    profiles: Sequence[CostProfile] = (),
+) -> int:
+    """``python -m sizing plan-measurements``: print the ranking (table or JSON)."""
+    import json
+
+    headroom = 0.2 if args.headroom is None else args.headroom
+    evidence = None
+
+    def capacity(inst: Instance, w: Workload) -> Capacity:
+        return instance_capacity(inst, w, evidence, profiles)
+
+    if getattr(args, "runs", None):
+        from sizing.catalog import load_catalog
+        from sizing.measured import build_evidence, measured_series
+
+        series = measured_series(args.runs, allow_simulated=args.allow_simulated)
+        evidence = build_evidence(series, load_catalog(args.catalog), work)
+
+    plan = plan_measurements(
+        args.rps,
+        instances,
+        work,
+        headroom=headroom,
+        redundancy=args.redundancy,
+        max_count=getattr(args, "max_count", None),
+        confidence=args.confidence,
+        residual_sd=args.residual_sd,
+        draws=args.draws,
+        seed=args.seed,
+        capacity=capacity,
+    )
+    if args.format == "json":
+        print(json.dumps(plan.to_dict(), indent=1))
+    else:
+        print(render(plan, args.top))
+    return 0

@@ -1,0 +1,357 @@
+"""Calibration: the fit on known costs, and real campaigns against a local nginx."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+
+import pytest
+
+from runners import calibrate as cal
+from runners.errors import RunnerError
+from tests.conftest import runners_cli
+from tests.test_netns import two_namespaces  # noqa: F401 (fixture)
+from trialtable.profile import read_profile
+
+ROOT = Path(__file__).resolve().parents[1]
+
+TRUE = {
+    "request_us": 12.0,
+    "byte_ns": 0.15,
+    "tls_request_us": 3.0,
+    "tls_byte_ns": 1.2,
+    "connection_us": 35.0,
+    "handshake_full_ecdsa_p256_us": 250.0,
+    "handshake_full_rsa2048_us": 1100.0,
+    "gzip_byte_ns": 25.0,
+    "proxy_request_us": 18.0,
+    "gateway_request_us": 2.5,
+}
+
+
+def _rows(truth: dict[str, float], rounds: int = 3, noise: float = 0.02, seed: int = 1):
+    """Trial rows as a campaign would store them, from known coefficients."""
+    rng = random.Random(seed)
+    settings = cal.fit_settings() + cal.scaling_settings(2)
+    rows = []
+    for r in range(rounds):
+        for s in settings:
+            x = cal._row(s, None)
+            us = sum(truth.get(k, 0.0) * v for k, v in x.items()) * rng.gauss(1.0, noise)
+            if s.vcpus > 1:
+                us *= 1.05
+            rps = 0.95e6 / us * s.vcpus
+            rows.append(
+                {
+                    "run_id": f"run-{s.name}-{r}",
+                    "trial_id": f"run-{s.name}-{r}-0001",
+                    "instance_label": cal._label(s.name, r),
+                    "valid": True,
+                    "invalid_reason": "",
+                    "requests": rps * 2,
+                    "duration_s": 2.0,
+                    "rps": rps,
+                    "server_cpu_pct": rps * us / 1e6 * 100.0,
+                    "latency_p99_ms": 1.0,
+                    "meets_sla": True,
+                    "connections": s.connections,
+                    "bytes_per_response": s.scenario.file_bytes * (0.5 if s.scenario.gzip else 1.0)
+                    + 240.0,
+                }
+            )
+    return settings, rows
+
+
+def _profile(rows, settings, **kw):
+    return cal.build_profile(
+        rows,
+        settings,
+        configs={"static_http_0B": "conf"},
+        host={"cpu_model": "Test", "arch": "x86_64", "threads_per_core": 2},
+        options=cal.CalibrateOptions(),
+        measured_over="loopback",
+        **kw,
+    )
+
+
+def test_fit_recovers_known_costs():
+    settings, rows = _rows(TRUE)
+    p = _profile(rows, settings)
+    for name, value in TRUE.items():
+        c = p.coefficients[name]
+        assert c.value == pytest.approx(value, rel=0.25, abs=0.5), name
+        assert c.stderr is not None and c.stderr > 0 and c.spread is not None
+    # The efficiency of 2 workers is the CPU per request ratio (1/1.05 here).
+    assert p.scaling.workers == [1, 2]
+    assert p.scaling.efficiency[1] == pytest.approx(1 / 1.05, rel=0.06)
+    assert "handshake_resumed_us" not in p.coefficients
+    assert any("handshake_resumed_us not measured" in w for w in p.warnings)
+    assert p.runs and all(r.startswith("run-") for r in p.runs)
+
+
+def test_a_busier_round_is_a_round_factor_not_a_cost():
+    settings, rows = _rows(TRUE, noise=0.0)
+    for row in rows:
+        if row["instance_label"].endswith("-r1"):
+            row["server_cpu_pct"] *= 0.5  # round 1 ran on a quieter host: everything cheaper
+    p = _profile(rows, settings)
+    for name, value in TRUE.items():
+        assert p.coefficients[name].value == pytest.approx(value, rel=0.02, abs=0.05), name
+    assert p.extra["campaign"]["round_factors"]["1"] == pytest.approx(0.5, rel=0.02)
+    assert any("contention changed across rounds" in w for w in p.warnings)
+
+
+def test_negative_cost_is_held_at_zero_and_said():
+    truth = {**TRUE, "gateway_request_us": 0.0}
+    settings, rows = _rows(truth, noise=0.0)
+    for row in rows:
+        if "api_gateway" in row["instance_label"]:
+            row["server_cpu_pct"] *= 0.9  # the gateway measured cheaper than the proxy
+    p = _profile(rows, settings)
+    gw = p.coefficients["gateway_request_us"]
+    assert gw.value == 0.0 and "held at 0" in gw.note
+    assert any(w.startswith("gateway_request_us fitted") for w in p.warnings)
+
+
+def test_competition_and_superlinear_scaling_are_flagged():
+    settings, rows = _rows(TRUE)
+    rows[0]["server_cpu_pct"] *= 0.5
+    rows[0]["requests"] *= 0.5
+    rows[0]["rps"] *= 0.5
+    for row in rows:
+        if row["instance_label"].startswith("calibrate-scaling_2_workers"):
+            row["server_cpu_pct"] *= 0.5  # half the CPU per request with 2 workers
+    p = _profile(rows, settings)
+    assert any("trials flagged" in w for w in p.warnings)
+    assert any("superlinear" in w for w in p.warnings)
+    assert p.scaling.workers == [1]
+
+
+def test_unusable_trials_are_left_out_with_a_reason():
+    settings, rows = _rows(TRUE, rounds=2)
+    rows[1]["valid"] = False
+    rows[1]["invalid_reason"] = "errors 5.00% > 1.00%"
+    rows[2]["valid"] = False
+    rows[2]["invalid_reason"] = "load generator saturated: wrk used 99% of its 1 CPU on local"
+    obs, warnings = cal.observations(rows, settings, 5.0)
+    assert len(obs) == len(rows) - 1
+    assert any("errors 5.00%" in w for w in warnings)
+
+
+def test_subset_fits_only_what_it_identifies():
+    settings, rows = _rows(TRUE)
+    names = {"static_http_0B", "static_http_1KB"}
+    p = _profile(
+        [r for r in rows if any(f"-{n}-" in r["instance_label"] for n in names)],
+        [s for s in settings if s.name in names],
+    )
+    assert set(p.coefficients) == {"request_us", "byte_ns"}
+    one = [r for r in rows if r["instance_label"] in {cal._label(n, 0) for n in names}]
+    exact = _profile(one, [s for s in settings if s.name in names])
+    assert exact.coefficients["request_us"].stderr is None  # no residual degrees of freedom
+    assert exact.coefficients["request_us"].spread is None
+
+
+def test_connections_adapt_to_the_sla():
+    s = cal.fit_settings()[0]
+    over = {"connections": 16, "latency_p99_ms": 9.0, "server_cpu_pct": 100.0}
+    idle = {"connections": 16, "latency_p99_ms": 0.2, "server_cpu_pct": 30.0}
+    assert cal._connections(s, [], 5.0) == 16
+    assert cal._connections(s, [over], 5.0) == 8
+    assert cal._connections(s, [idle], 5.0) == 32
+
+
+def test_options_are_checked():
+    with pytest.raises(RunnerError, match="unknown setting"):
+        cal.CalibrateOptions(only=("warp",))
+    with pytest.raises(RunnerError, match="repeats"):
+        cal.CalibrateOptions(repeats=0)
+    with pytest.raises(RunnerError, match="load generator"):
+        cal.CalibrateOptions(load_generator="ab")
+
+
+def test_shipped_profile_is_a_fresh_fit_of_its_trials():
+    import pandas as pd
+
+    for path in sorted((ROOT / "data" / "profiles").glob("*.json")):
+        shipped = read_profile(path)
+        rows = pd.read_csv(path.with_suffix(".trials.csv")).to_dict("records")
+        assert {r["run_id"] for r in rows} == set(shipped.runs)
+        opts = shipped.extra["campaign"]["options"]
+        options = cal.CalibrateOptions(
+            **{**opts, "clients": tuple(opts["clients"]), "only": tuple(opts["only"])}
+        )
+        workers = max(int(r["vcpus"]) for r in rows)
+        fresh = cal.build_profile(
+            rows,
+            cal.fit_settings() + cal.scaling_settings(workers),
+            configs=shipped.configs,
+            host=shipped.host,
+            options=options,
+            measured_over=shipped.measured_over,
+        )
+        assert set(fresh.coefficients) == set(shipped.coefficients)
+        for name, c in shipped.coefficients.items():
+            assert fresh.coefficients[name].value == pytest.approx(c.value, rel=1e-6), name
+        assert fresh.scaling == shipped.scaling
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--sla-p99", "5"], "duration with a unit"),
+        (["--repeats", "0"], "positive integer"),
+        (["--settings", "warp"], "unknown setting"),
+        (["--resume", "nope"], "no campaign"),
+    ],
+)
+def test_bad_input_is_one_line(tmp_path, args, message):
+    p = runners_cli("calibrate", "--out", str(tmp_path), *args)
+    assert p.returncode in (1, 2)
+    assert message in p.stderr and "Traceback" not in p.stderr
+    assert len(p.stderr.strip().splitlines()) <= 3
+
+
+# -- real campaigns ---------------------------------------------------------------------------
+
+PLAUSIBLE = {  # [low, high] on any CPU of the last decade, loopback, busy or not
+    "request_us": (0.5, 2000),
+    "byte_ns": (0.0, 50),
+    "tls_request_us": (0.0, 2000),
+    "tls_byte_ns": (0.0, 100),
+    "connection_us": (0.0, 5000),
+    "handshake_full_ecdsa_p256_us": (5, 50000),
+    "handshake_full_rsa2048_us": (50, 200000),
+    "gzip_byte_ns": (0.5, 1000),
+    "proxy_request_us": (0.0, 5000),
+    "gateway_request_us": (0.0, 5000),
+}
+
+
+@pytest.mark.slow
+def test_quick_campaign_against_local_nginx(tmp_path, leaves_no_nginx):
+    out = tmp_path / "cal"
+    p = runners_cli_long("calibrate", "--quick", "--out", str(out), "--max-workers", "2")
+    assert p.returncode == 0, p.stderr
+    (campaign,) = out.iterdir()
+    profile = read_profile(campaign / "profile.json")
+    assert f"profile: {campaign / 'profile.json'}" in p.stdout
+    assert "ETA" in p.stderr
+    for name, (lo, hi) in PLAUSIBLE.items():
+        c = profile.coefficients[name]
+        assert lo <= c.value <= hi, (name, c)
+        assert c.stderr is not None and math.isfinite(c.stderr)
+    # The main costs are clearly positive and ordered as a CPU orders them.
+    co = {k: c.value for k, c in profile.coefficients.items()}
+    assert co["request_us"] > 0 and co["gzip_byte_ns"] > 0
+    assert co["handshake_full_rsa2048_us"] > co["handshake_full_ecdsa_p256_us"] > 0
+    assert profile.measured_over == "loopback" and profile.load_generator == "wrk"
+    assert profile.host["cpu_model"] == profile.cpu_model and profile.host["nginx_version"]
+    assert set(profile.configs) >= {s.name for s in cal.fit_settings()}
+    assert "ssl_session_tickets off;" in profile.configs["cps_https_rsa"]
+    runs = {r.name for r in (campaign / "runs").iterdir()}
+    assert set(profile.runs) <= runs and len(profile.runs) >= 12
+    meta = json.loads((campaign / "campaign.json").read_text())
+    assert meta["status"] == "complete"
+
+
+def runners_cli_long(*args: str):
+    """``python -m runners ARGS`` with a bound that fits a quick campaign on a busy machine."""
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "runners", *args],
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
+class _InterruptAfter:
+    """A progress stream that raises KeyboardInterrupt at the ``n``-th progress line."""
+
+    def __init__(self, n: int) -> None:
+        self.n, self.lines = n, 0
+
+    def write(self, text: str) -> int:
+        if text.startswith("["):
+            self.lines += 1
+            if self.lines == self.n:
+                raise KeyboardInterrupt
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+@pytest.mark.slow
+def test_interrupted_campaign_resumes(tmp_path, leaves_no_nginx):
+    options = cal.CalibrateOptions(
+        quick=True, repeats=1, only=("static_http_0B", "static_http_1KB", "static_http_64KB")
+    )
+    with pytest.raises(KeyboardInterrupt):
+        cal.run_calibrate(options, tmp_path, progress=_InterruptAfter(2))  # type: ignore[arg-type]
+    (campaign,) = tmp_path.iterdir()
+    assert json.loads((campaign / "campaign.json").read_text())["status"] == "interrupted"
+    first = {r.name for r in (campaign / "runs").iterdir()}
+    assert len(first) == 2
+    with pytest.raises(RunnerError, match="other options"):
+        cal.run_calibrate(cal.CalibrateOptions(quick=True), tmp_path, resume=campaign.name)
+    _, profile = cal.run_calibrate(options, tmp_path, resume=campaign.name, progress=None)
+    runs = {r.name for r in (campaign / "runs").iterdir()}
+    assert first < runs and len(runs) == 3  # only the missing setting ran
+    assert set(profile.runs) == runs
+    assert set(profile.coefficients) == {"request_us", "byte_ns"}
+    assert profile.coefficients["request_us"].value > 0
+
+
+TWO = ("static_http_0B", "static_http_1KB")
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory):
+    from tests.sshd import start_sshd
+
+    server = start_sshd(tmp_path_factory.mktemp("sshd"))
+    yield server
+    server.stop()
+
+
+@pytest.mark.slow
+def test_campaign_over_ssh(tmp_path, sshd, leaves_no_nginx):
+    from runners.sweep import Access
+
+    cfg = sshd.client_config(tmp_path)
+    options = cal.CalibrateOptions(
+        server=sshd.spec, clients=(sshd.spec,), quick=True, repeats=1, only=TWO
+    )
+    path, profile = cal.run_calibrate(
+        options, tmp_path / "cal", access=Access(ssh_config=str(cfg)), progress=None
+    )
+    assert set(profile.coefficients) == {"request_us", "byte_ns"}
+    assert profile.coefficients["request_us"].value > 0
+    assert profile.measured_over == "loopback" and len(profile.runs) == 2
+    assert profile.host["nginx_version"] and profile.cpu_model
+    assert read_profile(path) == profile
+    assert not list(Path("/tmp").glob("nginx-sizing-wrk.*"))
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("two_namespaces")
+def test_campaign_across_two_namespaces(tmp_path, leaves_no_nginx):
+    from tests.test_netns import CLIENT_NS, SERVER_NS
+
+    options = cal.CalibrateOptions(
+        server=f"netns:{SERVER_NS}",
+        clients=(f"netns:{CLIENT_NS}",),
+        quick=True,
+        repeats=1,
+        only=TWO,
+    )
+    _, profile = cal.run_calibrate(options, tmp_path, progress=None)
+    assert profile.coefficients["request_us"].value > 0
+    assert len(profile.runs) == 2

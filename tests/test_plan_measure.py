@@ -1,0 +1,125 @@
+"""What to measure next: value of information over the capacity's spread."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import pytest
+
+from sizing.capacity import Workload
+from sizing.catalog import Instance
+from sizing.errors import InputError
+from sizing.plan_measure import plan_measurements
+from tests.conftest import sizing_cli
+
+
+def _inst(family: str, size: int, price: float) -> Instance:
+    return Instance(
+        provider="test",
+        region="r",
+        instance_type=f"{family}.{size}x",
+        family=family,
+        arch="x86_64",
+        cpu=f"{family} CPU",
+        vcpus=size,
+        memory_gib=size * 2.0,
+        network_gbps=100.0,
+        network_burst=False,
+        price_usd_hour=price,
+        source="test",
+        source_date="2026-01-01",
+    )
+
+
+# family -> (RPS per vCPU, log-sd)
+MODEL = {"a": (10_000.0, 0.3), "b": (9_000.0, 0.5), "sure": (9_500.0, 0.0), "dear": (10_000.0, 0.5)}
+
+
+@dataclass
+class _Capacity:
+    """Only the contracted `sizing.capacity.Capacity` fields (the model may add others)."""
+
+    capacity_rps: float
+    cpu_sla_rps: float
+    network_rps: float
+    rel_sd: float
+    binding_constraint: str = "cpu"
+    basis: list[str] = field(default_factory=list)
+
+
+def _capacity(inst: Instance, work: Workload) -> _Capacity:
+    per_vcpu, sd = MODEL[inst.family]
+    rps = per_vcpu * inst.vcpus
+    return _Capacity(capacity_rps=rps, cpu_sla_rps=rps, network_rps=1e12, rel_sd=sd)
+
+
+def _catalog() -> list[Instance]:
+    out = []
+    for fam, price in (("a", 0.10), ("b", 0.09), ("sure", 0.10), ("dear", 1.0)):
+        out += [_inst(fam, n, price * n) for n in (2, 4, 8)]
+    return out
+
+
+def _plan(**kw):
+    return plan_measurements(5e5, _catalog(), Workload(), capacity=_capacity, **kw)
+
+
+def test_no_uncertainty_no_value():
+    by = {c.platform_id: c for c in _plan().candidates}
+    assert by["test:sure"].value_usd_hour == 0.0
+    assert by["test:sure"].rel_sd == 0.0
+
+
+def test_a_platform_that_cannot_win_has_about_zero_value():
+    by = {c.platform_id: c for c in _plan().candidates}
+    dear = by["test:dear"]
+    assert abs(dear.value_usd_hour) < 1e-9 and dear.p_best == 0.0
+    assert by["test:a"].value_usd_hour > 0.5 and by["test:b"].value_usd_hour > 0.5
+
+
+def test_ranking_is_stable_under_the_seed():
+    first, again = _plan(seed=7), _plan(seed=7)
+    assert [c.to_dict() for c in first.candidates] == [c.to_dict() for c in again.candidates]
+    other = _plan(seed=8)
+    ranks = [c.platform_id for c in first.candidates]
+    assert ranks == [c.platform_id for c in other.candidates]
+    assert ranks[-2:] in (["test:dear", "test:sure"], ["test:sure", "test:dear"])
+
+
+def test_value_grows_with_the_spread():
+    low = {c.platform_id: c for c in _plan().candidates}["test:a"].value_usd_hour
+    MODEL["a"] = (10_000.0, 0.6)
+    try:
+        high = {c.platform_id: c for c in _plan().candidates}["test:a"].value_usd_hour
+    finally:
+        MODEL["a"] = (10_000.0, 0.3)
+    assert high > low
+
+
+def test_commands_name_the_cheapest_host_of_two_or_more_vcpus():
+    plan = _plan()
+    top = plan.candidates[0]
+    assert top.measure_on.vcpus == 2
+    assert top.command.startswith("python -m runners calibrate --server USER@HOST")
+    assert top.measure_on.instance_type in top.command
+
+
+def test_bad_arguments():
+    with pytest.raises(InputError):
+        _plan(confidence=1.5)
+    with pytest.raises(InputError):
+        plan_measurements(-1, _catalog(), capacity=_capacity)
+
+
+def test_cli_on_the_shipped_catalog():
+    p = sizing_cli("plan-measurements", "--rps", "1e6", "--format", "json")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["candidates"] and doc["seed"] == 20261121
+    values = [c["value_usd_hour"] for c in doc["candidates"]]
+    assert values == sorted(values, reverse=True)
+    table = sizing_cli("plan-measurements", "--rps", "1e6", "--provider", "gcp")
+    assert table.returncode == 0 and "python -m runners calibrate" in table.stdout
+    bad = sizing_cli("plan-measurements", "--rps", "-5")
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr

@@ -1,0 +1,444 @@
+"""CPU profiles: what a request costs on one CPU, as measured by ``python -m runners calibrate``.
+
+A profile is one JSON file (schema ``nginx-sizing/cpu-profile/1``). ``runners`` writes it,
+``sizing`` reads it; this module holds the schema, the writer, the reader and the validation,
+and imports neither package.
+
+Every coefficient is the CPU time of ONE nginx worker (one vCPU of the measured host):
+
+=============================== ============== ==================================================
+name                            unit           meaning
+=============================== ============== ==================================================
+``request_us``                  us/request     one HTTP/1.1 keep-alive request, 0-byte body
+``byte_ns``                     ns/byte        per response body byte, plaintext
+``tls_request_us``              us/request     extra per request over HTTPS (keep-alive)
+``tls_byte_ns``                 ns/byte        extra per body byte over HTTPS (encryption)
+``connection_us``               us/connection  a new TCP connection (accept, close), HTTP
+``handshake_full_ecdsa_p256_us`` us/handshake  a full TLS handshake, ECDSA P-256 certificate
+``handshake_full_rsa2048_us``   us/handshake   a full TLS handshake, RSA 2048 certificate
+``handshake_resumed_us``        us/handshake   a resumed TLS handshake
+``gzip_byte_ns``                ns/byte        per uncompressed body byte compressed by gzip
+``proxy_request_us``            us/request     reverse_proxy's extra work over static
+``gateway_request_us``          us/request     api_gateway's extra work over reverse_proxy
+``http2_request_us``            us/request     HTTP/2 minus HTTP/1.1 per request (may be < 0)
+=============================== ============== ==================================================
+
+The cost model the coefficients fill::
+
+    cpu_us_per_request = request_us + byte_ns*B/1000
+                         + [https](tls_request_us + tls_byte_ns*B/1000)
+                         + (connection_us + [https]handshake_us) / requests_per_connection
+                         + gzip_byte_ns*B_gzipped/1000 + scenario extra
+    capacity per worker = 1e6 / cpu_us_per_request   [requests/s]
+
+Request and connection costs include the packet path they were measured over: see
+``measured_over`` (``loopback`` or ``network``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SCHEMA = "nginx-sizing/cpu-profile/1"
+
+#: name -> (unit, meaning); the coefficients a profile may hold (any may be absent).
+COEFFICIENTS: dict[str, tuple[str, str]] = {
+    "request_us": ("us/request", "one HTTP/1.1 keep-alive request with a 0-byte body"),
+    "byte_ns": ("ns/byte", "per response body byte, plaintext"),
+    "tls_request_us": ("us/request", "extra per request over HTTPS (keep-alive)"),
+    "tls_byte_ns": ("ns/byte", "extra per body byte over HTTPS (encryption)"),
+    "connection_us": ("us/connection", "a new TCP connection (accept, close), HTTP"),
+    "handshake_full_ecdsa_p256_us": (
+        "us/handshake",
+        "a full TLS handshake with an ECDSA P-256 key, on top of connection_us",
+    ),
+    "handshake_full_rsa2048_us": (
+        "us/handshake",
+        "a full TLS handshake with an RSA 2048 key, on top of connection_us",
+    ),
+    "handshake_resumed_us": ("us/handshake", "a resumed TLS handshake, on top of connection_us"),
+    "gzip_byte_ns": ("ns/byte", "per uncompressed body byte compressed by gzip"),
+    "proxy_request_us": ("us/request", "reverse_proxy's extra work over static"),
+    "gateway_request_us": ("us/request", "api_gateway's extra work over reverse_proxy"),
+    "http2_request_us": ("us/request", "HTTP/2 minus HTTP/1.1 per request (may be negative)"),
+}
+#: Coefficients that may be negative (a difference between two protocols).
+SIGNED = frozenset({"http2_request_us"})
+MEASURED_OVER = ("loopback", "network")
+ARCHES = ("x86_64", "arm64")
+_REQUIRED = (
+    "schema",
+    "created",
+    "cpu_model",
+    "arch",
+    "threads_per_core",
+    "measured_over",
+    "load_generator",
+    "host",
+    "coefficients",
+    "scaling",
+    "sla_p99_ms",
+    "runs",
+    "configs",
+    "warnings",
+)
+_CREATED = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
+
+
+class ProfileError(ValueError):
+    """A profile file that cannot be read or does not follow the schema (one clear line)."""
+
+
+@dataclass(frozen=True)
+class Coefficient:
+    """One fitted cost.
+
+    Attributes
+    ----------
+    value : float
+        The estimate, in ``unit``.
+    stderr : float or None
+        Its standard error from the joint least-squares fit, in ``unit`` (None when the fit
+        has no residual degrees of freedom: as many settings as coefficients, one round).
+    spread : float or None
+        Relative spread across the campaign's repeats: the standard deviation of the
+        per-repeat estimates over the absolute mean (None with fewer than 2 repeats).
+    unit : str
+        The unit of ``value`` and ``stderr`` (fixed per name, see `COEFFICIENTS`).
+    note : str
+        How it was obtained when that differs from a plain fit (e.g. held at zero).
+    """
+
+    value: float
+    stderr: float | None
+    spread: float | None
+    unit: str
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for the JSON file."""
+        d: dict[str, Any] = {
+            "value": self.value,
+            "stderr": self.stderr,
+            "spread": self.spread,
+            "unit": self.unit,
+        }
+        if self.note:
+            d["note"] = self.note
+        return d
+
+
+@dataclass(frozen=True)
+class Scaling:
+    """Multi-worker scaling on the measured host.
+
+    Attributes
+    ----------
+    workers : list of int
+        Worker counts measured.
+    rps : list of float
+        Median RPS at each count (limited by the load generator when it shares the host).
+    efficiency : list of float
+        CPU time per request with one worker over CPU time per request with n workers (1.0 =
+        no extra cost per request with more workers).
+    """
+
+    workers: list[int] = field(default_factory=list)
+    rps: list[float] = field(default_factory=list)
+    efficiency: list[float] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for the JSON file."""
+        return {"workers": self.workers, "rps": self.rps, "efficiency": self.efficiency}
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A CPU profile; see the module docstring for the meaning of each coefficient.
+
+    Attributes
+    ----------
+    created : str
+        UTC time, ``YYYY-mm-ddTHH:MM:SSZ``.
+    cpu_model : str
+        ``model name`` of /proc/cpuinfo on the measured host.
+    arch : str
+        ``x86_64`` or ``arm64``.
+    threads_per_core : int or None
+        vCPUs per physical core on the measured host (None when unknown).
+    measured_over : str
+        ``loopback`` (client on the same host) or ``network``.
+    load_generator : str
+        The load generator used (``wrk``, ...).
+    host : dict
+        The runners' host facts (kernel, nginx and OpenSSL versions, CPU flags, ...).
+    coefficients : dict of str to Coefficient
+    scaling : Scaling
+    sla_p99_ms : float
+        The p99 SLA each setting was measured under [ms].
+    runs : list of str
+        Run ids the profile rests on.
+    configs : dict of str to str
+        Setting name -> the exact nginx.conf it ran.
+    warnings : list of str
+        Noise flags and everything else a reader should know.
+    extra : dict
+        Further keys (campaign details, per-setting measurements), kept as they are.
+    """
+
+    created: str
+    cpu_model: str
+    arch: str
+    threads_per_core: int | None
+    measured_over: str
+    load_generator: str
+    host: dict[str, Any]
+    coefficients: dict[str, Coefficient]
+    scaling: Scaling
+    sla_p99_ms: float
+    runs: list[str]
+    configs: dict[str, str]
+    warnings: list[str]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document, with ``schema`` first."""
+        d: dict[str, Any] = {
+            "schema": SCHEMA,
+            "created": self.created,
+            "cpu_model": self.cpu_model,
+            "arch": self.arch,
+            "threads_per_core": self.threads_per_core,
+            "measured_over": self.measured_over,
+            "load_generator": self.load_generator,
+            "host": self.host,
+            "coefficients": {k: c.to_dict() for k, c in self.coefficients.items()},
+            "scaling": self.scaling.to_dict(),
+            "sla_p99_ms": self.sla_p99_ms,
+            "runs": self.runs,
+            "configs": self.configs,
+            "warnings": self.warnings,
+        }
+        for key, value in self.extra.items():
+            d.setdefault(key, value)
+        return d
+
+    def cpu_us_per_request(
+        self,
+        *,
+        file_bytes: float,
+        https: bool = False,
+        requests_per_connection: float = math.inf,
+        tls_key: str = "ecdsa",
+        gzip_bytes: float = 0.0,
+        wire_bytes: float | None = None,
+        scenario: str = "static",
+    ) -> float:
+        """CPU time of one worker per request under the profile's cost model [us].
+
+        Parameters
+        ----------
+        file_bytes : float
+            Response body size before compression [B].
+        https : bool
+            Whether the request is served over TLS.
+        requests_per_connection : float
+            Keep-alive reuse (1 = a new connection per request; inf = no connection cost).
+        tls_key : str
+            ``ecdsa`` or ``rsa`` (which full-handshake coefficient applies).
+        gzip_bytes : float
+            Body bytes compressed by gzip per request [B] (uncompressed size).
+        wire_bytes : float, optional
+            Body bytes sent [B] (the compressed size with gzip); ``file_bytes`` when omitted.
+        scenario : str
+            ``static``, ``reverse_proxy`` or ``api_gateway``.
+
+        Raises `KeyError` naming a coefficient the workload needs and the profile lacks.
+        """
+        c = {k: v.value for k, v in self.coefficients.items()}
+        body = file_bytes if wire_bytes is None else wire_bytes
+        us = c["request_us"] + c["byte_ns"] * body / 1000.0
+        if https:
+            us += c["tls_request_us"] + c["tls_byte_ns"] * body / 1000.0
+        if math.isfinite(requests_per_connection):
+            per_conn = c["connection_us"]
+            if https:
+                key = (
+                    "handshake_full_rsa2048_us"
+                    if tls_key == "rsa"
+                    else "handshake_full_ecdsa_p256_us"
+                )
+                per_conn += c[key]
+            us += per_conn / requests_per_connection
+        if gzip_bytes:
+            us += c["gzip_byte_ns"] * gzip_bytes / 1000.0
+        if scenario in ("reverse_proxy", "api_gateway"):
+            us += c["proxy_request_us"]
+        if scenario == "api_gateway":
+            us += c["gateway_request_us"]
+        return us
+
+
+def _fail(where: str, what: str) -> ProfileError:
+    return ProfileError(f"{where}: {what}")
+
+
+def _number(value: Any) -> bool:
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(float(value))
+    )
+
+
+def from_dict(d: Any, where: str = "profile") -> Profile:
+    """Validate a decoded JSON document and return the `Profile`.
+
+    Raises `ProfileError` with one line naming the first problem (``where`` prefixes it).
+    """
+    if not isinstance(d, dict):
+        raise _fail(where, "is not a JSON object")
+    if d.get("schema") != SCHEMA:
+        raise _fail(where, f"schema is {d.get('schema')!r}, expected {SCHEMA!r}")
+    missing = [k for k in _REQUIRED if k not in d]
+    if missing:
+        raise _fail(where, f"missing keys: {', '.join(missing)}")
+    if not isinstance(d["created"], str) or not _CREATED.match(d["created"]):
+        raise _fail(where, f"created {d['created']!r} is not a UTC time YYYY-mm-ddTHH:MM:SSZ")
+    if not isinstance(d["cpu_model"], str):
+        raise _fail(where, "cpu_model must be a string")
+    if d["arch"] not in ARCHES:
+        raise _fail(where, f"arch {d['arch']!r} is not one of {', '.join(ARCHES)}")
+    tpc = d["threads_per_core"]
+    if tpc is not None and (not isinstance(tpc, int) or isinstance(tpc, bool) or tpc < 1):
+        raise _fail(where, f"threads_per_core {tpc!r} is not a positive integer or null")
+    if d["measured_over"] not in MEASURED_OVER:
+        raise _fail(where, f"measured_over {d['measured_over']!r} is not loopback or network")
+    if not isinstance(d["load_generator"], str) or not d["load_generator"]:
+        raise _fail(where, "load_generator must be a non-empty string")
+    if not isinstance(d["host"], dict):
+        raise _fail(where, "host must be an object")
+    if not _number(d["sla_p99_ms"]) or d["sla_p99_ms"] <= 0:
+        raise _fail(where, f"sla_p99_ms {d['sla_p99_ms']!r} is not a positive number")
+    for key in ("runs", "warnings"):
+        if not isinstance(d[key], list) or not all(isinstance(x, str) for x in d[key]):
+            raise _fail(where, f"{key} must be a list of strings")
+    configs = d["configs"]
+    if not isinstance(configs, dict) or not all(isinstance(v, str) for v in configs.values()):
+        raise _fail(where, "configs must map setting names to nginx.conf text")
+    coefficients = _coefficients(d["coefficients"], where)
+    scaling = _scaling(d["scaling"], where)
+    extra = {k: v for k, v in d.items() if k not in _REQUIRED}
+    return Profile(
+        created=d["created"],
+        cpu_model=d["cpu_model"],
+        arch=d["arch"],
+        threads_per_core=tpc,
+        measured_over=d["measured_over"],
+        load_generator=d["load_generator"],
+        host=d["host"],
+        coefficients=coefficients,
+        scaling=scaling,
+        sla_p99_ms=float(d["sla_p99_ms"]),
+        runs=list(d["runs"]),
+        configs=dict(configs),
+        warnings=list(d["warnings"]),
+        extra=extra,
+    )
+
+
+def _coefficients(raw: Any, where: str) -> dict[str, Coefficient]:
+    if not isinstance(raw, dict):
+        raise _fail(where, "coefficients must be an object")
+    out = {}
+    for name, c in raw.items():
+        at = f"{where}: coefficient {name}"
+        if name not in COEFFICIENTS:
+            raise ProfileError(f"{at} is unknown; known: {', '.join(COEFFICIENTS)}")
+        if not isinstance(c, dict):
+            raise ProfileError(f"{at} must be an object with value, stderr, spread, unit")
+        unit = COEFFICIENTS[name][0]
+        if c.get("unit") != unit:
+            raise ProfileError(f"{at} has unit {c.get('unit')!r}, expected {unit!r}")
+        if not _number(c.get("value")):
+            raise ProfileError(f"{at}: value {c.get('value')!r} is not a finite number")
+        if name not in SIGNED and c["value"] < 0:
+            raise ProfileError(f"{at}: value {c['value']} is negative (a cost cannot be)")
+        stderr = c.get("stderr")
+        if stderr is not None and (not _number(stderr) or stderr < 0):
+            raise ProfileError(f"{at}: stderr {stderr!r} is not a number >= 0 or null")
+        spread = c.get("spread")
+        if spread is not None and (not _number(spread) or spread < 0):
+            raise ProfileError(f"{at}: spread {spread!r} is not a number >= 0 or null")
+        note = c.get("note", "")
+        if not isinstance(note, str):
+            raise ProfileError(f"{at}: note must be a string")
+        out[name] = Coefficient(
+            float(c["value"]),
+            None if stderr is None else float(stderr),
+            None if spread is None else float(spread),
+            unit,
+            note,
+        )
+    return out
+
+
+def _scaling(raw: Any, where: str) -> Scaling:
+    if not isinstance(raw, dict):
+        raise _fail(where, "scaling must be an object with workers, rps, efficiency")
+    workers, rps, eff = raw.get("workers"), raw.get("rps"), raw.get("efficiency")
+    if not all(isinstance(x, list) for x in (workers, rps, eff)):
+        raise _fail(where, "scaling needs lists workers, rps and efficiency")
+    assert isinstance(workers, list) and isinstance(rps, list) and isinstance(eff, list)
+    if not len(workers) == len(rps) == len(eff):
+        raise _fail(where, "scaling's workers, rps and efficiency differ in length")
+    if not all(isinstance(w, int) and not isinstance(w, bool) and w >= 1 for w in workers):
+        raise _fail(where, "scaling workers must be positive integers")
+    if not all(_number(x) and x > 0 for x in [*rps, *eff]):
+        raise _fail(where, "scaling rps and efficiency must be positive numbers")
+    return Scaling(list(workers), [float(x) for x in rps], [float(x) for x in eff])
+
+
+def read_profile(path: str | os.PathLike[str]) -> Profile:
+    """Read and validate a profile file.
+
+    Raises `ProfileError` (one line naming the file and the problem) for a missing or
+    unreadable file, invalid JSON or a document that does not follow the schema.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ProfileError(f"{p}: no such profile file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProfileError(f"{p}: cannot read it ({exc})") from None
+    if len(text) > 50_000_000:
+        raise ProfileError(f"{p}: too large for a profile")
+    try:
+        d = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise ProfileError(f"{p}: not valid JSON ({exc})") from None
+    return from_dict(d, str(p))
+
+
+def write_profile(profile: Profile, path: str | os.PathLike[str]) -> Path:
+    """Validate ``profile`` and write it as JSON (atomically: write, then rename)."""
+    d = profile.to_dict()
+    from_dict(json.loads(json.dumps(d)), "profile to write")
+    p = Path(path)
+    tmp = p.with_name(p.name + ".tmp")
+    tmp.write_text(json.dumps(d, indent=1) + "\n", encoding="utf-8")
+    os.replace(tmp, p)
+    return p
+
+
+def validate(d: Mapping[str, Any]) -> None:
+    """Raise `ProfileError` if ``d`` (a decoded profile document) breaks the schema."""
+    from_dict(dict(d))
