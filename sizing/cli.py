@@ -6,18 +6,25 @@ Imports stay lazy so that ``recommend`` starts without pandas or scipy.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import io
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from sizing.errors import Infeasible, InputError, ReportError
+from sizing.units import (
+    DEFAULT_PROTOCOL,
+    parse_duration_ms,
+    parse_fraction,
+    parse_rps,
+    parse_size,
+)
 from sizing.units import Parser as _Parser
 from sizing.units import int_at_least as _int_at_least
-from sizing.units import parse_duration_ms, parse_fraction, parse_rps, parse_size
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,10 +48,17 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="options to show (default 10 in the table, all in json/csv)",
     )
-    rec.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    rec.add_argument(
+        "--format", choices=("table", "json", "csv"), default="table", help="output format"
+    )
 
     fit = sub.add_parser("fit", help="fit scaling curves to a reference dataset")
-    fit.add_argument("--reference", default="nginx-web-server", metavar="NAME")
+    fit.add_argument(
+        "--reference",
+        default="nginx-web-server",
+        metavar="NAME",
+        help="reference dataset to fit (python -m sizing reference --list)",
+    )
     fit.add_argument(
         "--runs",
         nargs="+",
@@ -53,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="fit these run folders instead of the reference",
     )
     fit.add_argument("--allow-simulated", action="store_true", help="accept simulated runs")
-    fit.add_argument("--format", choices=("table", "json"), default="table")
+    fit.add_argument("--format", choices=("table", "json"), default="table", help="output format")
     fit.add_argument("--compare", action="store_true", help="include every candidate model")
 
     ref = sub.add_parser("reference", help="list or show the published reference datasets")
@@ -61,9 +75,17 @@ def build_parser() -> argparse.ArgumentParser:
     ref.add_argument("--show", metavar="NAME", help="print one dataset as CSV")
 
     cat = sub.add_parser("catalog", help="list the instance catalog, filtered")
-    for name in ("provider", "region", "arch", "family"):
-        cat.add_argument(f"--{name}")
-    cat.add_argument("--catalog", action="append", default=[], metavar="PATH")
+    cat.add_argument("--provider", help="only these providers, e.g. aws,gcp (comma list)")
+    cat.add_argument("--region", help="only these regions, e.g. us-east-1 (comma list)")
+    cat.add_argument("--arch", help="only these architectures: x86_64, arm64 (comma list)")
+    cat.add_argument("--family", help="only these families, e.g. c7g,t2a-standard (comma list)")
+    cat.add_argument(
+        "--catalog",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="your own catalog CSV (same columns); adds or replaces entries; repeatable",
+    )
 
     rep = sub.add_parser("report", help="execute the sizing report notebook and write HTML")
     _sizing_options(rep)
@@ -76,17 +98,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rep.add_argument("--show-code", action="store_true", help="keep code cells in the HTML")
     rep.add_argument(
+        "--pdf", action="store_true", help="also print the page to PDF with headless Chromium"
+    )
+    rep.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
+    rep.add_argument(
         "-p",
         "--parameter",
         nargs=2,
         action="append",
         default=[],
         metavar=("NAME", "VALUE"),
-        help="any other notebook parameter",
+        help="any other parameter of notebooks/sizing_report.ipynb (unknown names are refused)",
     )
 
     pre = sub.add_parser("precompute", help="refit the reference and write data/fits/")
-    pre.add_argument("--out", default=None, metavar="PATH")
+    pre.add_argument(
+        "--out", default=None, metavar="PATH", help="where to write (default data/fits/...)"
+    )
     return parser
 
 
@@ -112,7 +140,12 @@ def _sizing_options(p: argparse.ArgumentParser) -> None:
         default=0,
         help="instances that may fail while the rest meet the target, N+k (default 0)",
     )
-    p.add_argument("--protocol", choices=("http", "https"), default="https")
+    p.add_argument(
+        "--protocol",
+        choices=("http", "https"),
+        default=DEFAULT_PROTOCOL,
+        help="protocol clients use (the runners measure the same by default)",
+    )
     p.add_argument(
         "--file-size",
         type=parse_size,
@@ -121,7 +154,10 @@ def _sizing_options(p: argparse.ArgumentParser) -> None:
         help="response body size, e.g. 0, 1KB, 53KB, 1MB (default 1KB)",
     )
     p.add_argument(
-        "--scenario", choices=("static", "reverse_proxy", "api_gateway"), default="static"
+        "--scenario",
+        choices=("static", "reverse_proxy", "api_gateway"),
+        default="static",
+        help="what NGINX does per request",
     )
     p.add_argument("--provider", help="only these providers (comma list)")
     p.add_argument("--region", help="only these regions (comma list)")
@@ -145,6 +181,12 @@ def _sizing_options(p: argparse.ArgumentParser) -> None:
         "--allow-simulated",
         action="store_true",
         help="accept simulated runs (their use is marked in the output)",
+    )
+    p.add_argument(
+        "--allow-unused-runs",
+        action="store_true",
+        help="answer from the model (with a warning) when no run measured this workload, "
+        "instead of exit 1",
     )
     p.add_argument(
         "--confidence",
@@ -329,10 +371,14 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     evidence = None
     if args.runs:
         from sizing.measured import build_evidence, measured_series
+        from sizing.runs_check import require_used_runs
 
         series = measured_series(args.runs, allow_simulated=args.allow_simulated)
         # Match labels against the whole catalog: a filter must not hide the measured type.
         evidence = build_evidence(series, catalog, work)
+        warning = require_used_runs(evidence, args.runs, allow_unused=args.allow_unused_runs)
+        if warning:
+            print(f"python -m sizing recommend: {warning}", file=sys.stderr)
     rec = recommend(
         args.rps,
         instances,
@@ -353,6 +399,23 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     return 0
 
 
+@contextlib.contextmanager
+def _progress_bar(desc: str, unit: str) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar with an ETA on stderr when it is a terminal; ``tick(done, total)``."""
+    from tqdm import tqdm
+
+    bar = tqdm(desc=desc, unit=unit, file=sys.stderr, disable=not sys.stderr.isatty(), leave=False)
+
+    def tick(done: int, total: int) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+
+    try:
+        yield tick
+    finally:
+        bar.close()
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
     """Print the fitted model of every series of a reference dataset."""
     from sizing.fits import finite_json, fit_reference
@@ -369,7 +432,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
             return 0
         print(_fit_table(rows))
         return 0
-    rows = fit_reference(args.reference, compare=args.compare)
+    with _progress_bar("fit", "series") as tick:
+        rows = fit_reference(args.reference, compare=args.compare, progress=tick)
     if args.format == "json":
         print(json.dumps(finite_json({"reference": args.reference, "series": rows}), indent=1))
         return 0
@@ -473,16 +537,25 @@ def cmd_report(args: argparse.Namespace) -> int:
         "regions": args.region or "",
         "arch": args.arch or "",
         "families": args.family or "",
-        "catalog": ",".join(args.catalog),
+        "catalog": [str(Path(c).resolve()) for c in args.catalog],
         "top": args.top,
-        "runs": ",".join(str(Path(r).resolve()) for r in args.runs),
+        "runs": [str(Path(r).resolve()) for r in args.runs],
         "allow_simulated": args.allow_simulated,
+        "allow_unused_runs": args.allow_unused_runs,
         "confidence": args.confidence,
     }
     params.update({name: value for name, value in args.parameter})
-    ipynb, html = build_report(params, args.out, show_code=args.show_code)
+    ipynb, html = build_report(
+        params,
+        args.out,
+        show_code=args.show_code,
+        pdf=args.pdf,
+        progress=not args.quiet and sys.stderr.isatty(),
+    )
     print(ipynb)
     print(html)
+    if args.pdf:
+        print(html.with_suffix(".pdf"))
     return 0
 
 

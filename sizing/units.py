@@ -11,26 +11,62 @@ import math
 import re
 from typing import Any, NoReturn
 
+#: The protocol both ``runners`` (what is measured) and ``sizing`` (what is sized) assume
+#: unless told, so that a measurement made with defaults is used by a sizing with defaults.
+DEFAULT_PROTOCOL = "https"
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Help that shows every option's default (unless its text already says it)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if (
+            action.option_strings
+            and "default" not in text
+            and default is not argparse.SUPPRESS
+            and default is not None
+            and default is not False
+            and default != []
+            and action.nargs != 0
+        ):
+            text += " (default: %(default)s)"
+        return text
+
 
 class Parser(argparse.ArgumentParser):
     """An argument parser whose errors are one line on stderr and exit code 2."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         """Print ``message`` as one line and exit with status 2."""
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+_RPS = re.compile(r"^\s*([-+]?(?:[0-9_]*\.?[0-9_]+(?:[eE][-+]?[0-9]+)?|inf|nan))\s*([kKmMgG]?)\s*$")
+_RPS_MULT = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9}
+
+
 def parse_rps(text: str) -> float:
-    """Positive finite requests per second, e.g. ``1e6`` or ``250000``."""
+    """Positive finite requests per second: ``1e6``, ``250000``, ``250k``, ``1M`` or ``1.5G``."""
+    m = _RPS.match(text)
+    if not m:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number; expected a positive request rate such as 1e6, 250k or 1M"
+        )
     try:
-        value = float(text.replace("_", ""))
+        value = float(m.group(1).replace("_", "")) * _RPS_MULT[m.group(2).lower()]
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"{text!r} is not a number; expected a positive request rate such as 1e6"
+            f"{text!r} is not a number; expected a positive request rate such as 1e6, 250k or 1M"
         ) from None
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(
-            f"{text!r} is not a positive finite request rate; expected e.g. 1e6"
+            f"{text!r} is not a positive finite request rate; expected e.g. 1e6, 250k or 1M"
         )
     return value
 
@@ -92,3 +128,50 @@ def int_at_least(low: int) -> Any:
         return value
 
     return parse
+
+
+# ----------------------------------------------------------------------------- display
+
+
+def fmt_sig(value: float, digits: int = 3) -> str:
+    """``value`` with ``digits`` significant digits, no float noise (``1e-14`` -> ``0``).
+
+    Infinite values read ``unbounded``, NaN ``-``; magnitudes below 1e-9 of one show as 0.
+    """
+    if value is None or math.isnan(value):
+        return "-"
+    if math.isinf(value):
+        return "unbounded" if value > 0 else "-unbounded"
+    if abs(value) < 1e-9:
+        return "0"
+    text = f"{value:,.{digits}g}" if abs(value) < 10**digits else f"{value:,.0f}"
+    if "e" in text:
+        mant, exp = text.split("e")
+        text = f"{mant}e{int(exp)}"
+    return text
+
+
+def fmt_rps(value: float) -> str:
+    """A request rate for a reader: ``1.25M``, ``84.1k``, ``950``."""
+    if value is None or not math.isfinite(value):
+        return fmt_sig(value)
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{fmt_sig(value / scale, 3)}{suffix}"
+    return fmt_sig(value, 3)
+
+
+def fmt_usd(value: float | None, decimals: int = 2) -> str:
+    """Dollars with thousands separators: ``$1,234.56`` (``-`` for none)."""
+    if value is None or not math.isfinite(value):
+        return "-"
+    return f"${value:,.{decimals}f}"
+
+
+def round_sig(value: float, digits: int = 4) -> float:
+    """``value`` rounded to ``digits`` significant digits (0 for |value| < 1e-9 of one)."""
+    if not math.isfinite(value) or value == 0:
+        return value
+    if abs(value) < 1e-9:
+        return 0.0
+    return round(value, digits - 1 - math.floor(math.log10(abs(value))))
