@@ -20,7 +20,14 @@ from tests.conftest import sizing_cli
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = Path(os.environ.get("NGINX_SIZING_ARTIFACTS", ROOT / "test-artifacts"))
 NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
-EXPECTED = {"explore_reference", "sweep", "fit_runs", "sizing_report", "price_performance"}
+EXPECTED = {
+    "explore",
+    "explore_reference",
+    "sweep",
+    "fit_runs",
+    "sizing_report",
+    "price_performance",
+}
 
 
 def test_every_notebook_is_there():
