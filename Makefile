@@ -10,12 +10,12 @@ KERNEL := nginx-sizing
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e .
+	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet -e .
 	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python ($(KERNEL))" >/dev/null
 	touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed pyproject.toml
-	$(PY) -m pip install --quiet -e '.[dev]'
+	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet -e '.[dev]'
 	touch $@
 
 demo: $(VENV)/.installed

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from runners.errors import RunnerError
-from sizing.units import Parser, parse_duration_ms, parse_fraction, parse_size
+from sizing.units import DEFAULT_PROTOCOL, Parser, parse_duration_ms, parse_fraction, parse_size
 
 
 def parse_int_list(text: str) -> tuple[int, ...]:
@@ -72,7 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="LIST",
         help="wrk connections per client (default 16)",
     )
-    sw.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    sw.add_argument(
+        "--format", choices=("table", "json", "csv"), default="table", help="output format"
+    )
 
     se = sub.add_parser("search", help="highest RPS under a p99 SLA, per vCPU count")
     _trial_options(se, duration=3, what="each search trial")
@@ -118,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="first rate of the wrk2 ramp (default 1000)",
     )
     se.add_argument("--wrk2", default="wrk2", metavar="PATH", help="wrk2 binary (rate)")
-    se.add_argument("--format", choices=("table", "json"), default="table")
+    se.add_argument("--format", choices=("table", "json"), default="table", help="output format")
 
     fa = sub.add_parser("facts", help="check tools and print host facts as JSON")
     _host_options(fa)
@@ -273,8 +275,13 @@ def _host_options(p: argparse.ArgumentParser) -> None:
 def _scenario_options(p: argparse.ArgumentParser) -> None:
     from runners.nginx import SCENARIOS, TLS_KEYS
 
-    p.add_argument("--scenario", choices=SCENARIOS, default="static")
-    p.add_argument("--protocol", choices=("http", "https"), default="http")
+    p.add_argument("--scenario", choices=SCENARIOS, default="static", help="what NGINX serves")
+    p.add_argument(
+        "--protocol",
+        choices=("http", "https"),
+        default=DEFAULT_PROTOCOL,
+        help="protocol the load generator speaks (sizing assumes the same by default)",
+    )
     p.add_argument(
         "--file-size",
         type=parse_size,

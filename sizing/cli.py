@@ -10,6 +10,7 @@ import contextlib
 import csv
 import io
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -40,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-count",
         type=_int_at_least(1),
         default=None,
-        help="largest fleet to consider per instance type",
+        help="largest fleet to consider per instance type (default: no limit)",
     )
     rec.add_argument(
         "--top",
@@ -75,10 +76,18 @@ def build_parser() -> argparse.ArgumentParser:
     ref.add_argument("--show", metavar="NAME", help="print one dataset as CSV")
 
     cat = sub.add_parser("catalog", help="list the instance catalog, filtered")
-    cat.add_argument("--provider", help="only these providers, e.g. aws,gcp (comma list)")
-    cat.add_argument("--region", help="only these regions, e.g. us-east-1 (comma list)")
-    cat.add_argument("--arch", help="only these architectures: x86_64, arm64 (comma list)")
-    cat.add_argument("--family", help="only these families, e.g. c7g,t2a-standard (comma list)")
+    cat.add_argument(
+        "--provider", help="only these providers, e.g. aws,gcp (comma list; default: all)"
+    )
+    cat.add_argument(
+        "--region", help="only these regions, e.g. us-east-1 (comma list; default: all)"
+    )
+    cat.add_argument(
+        "--arch", help="only these architectures: x86_64, arm64 (comma list; default: all)"
+    )
+    cat.add_argument(
+        "--family", help="only these families, e.g. c7g,t2a-standard (comma list; default: all)"
+    )
     cat.add_argument(
         "--catalog",
         action="append",
@@ -159,10 +168,12 @@ def _sizing_options(p: argparse.ArgumentParser) -> None:
         default="static",
         help="what NGINX does per request",
     )
-    p.add_argument("--provider", help="only these providers (comma list)")
-    p.add_argument("--region", help="only these regions (comma list)")
-    p.add_argument("--arch", help="only these architectures: x86_64, arm64 (comma list)")
-    p.add_argument("--family", help="only these families (comma list)")
+    p.add_argument("--provider", help="only these providers (comma list; default: all)")
+    p.add_argument("--region", help="only these regions (comma list; default: all)")
+    p.add_argument(
+        "--arch", help="only these architectures: x86_64, arm64 (comma list; default: all)"
+    )
+    p.add_argument("--family", help="only these families (comma list; default: all)")
     p.add_argument(
         "--catalog",
         action="append",
@@ -399,16 +410,22 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     return 0
 
 
+def _progress_wanted() -> bool:
+    """Progress bars go to a terminal, or anywhere when NGINX_SIZING_PROGRESS=1."""
+    return sys.stderr.isatty() or os.environ.get("NGINX_SIZING_PROGRESS") == "1"
+
+
 @contextlib.contextmanager
 def _progress_bar(desc: str, unit: str) -> Iterator[Callable[[int, int], None]]:
     """A progress bar with an ETA on stderr when it is a terminal; ``tick(done, total)``."""
     from tqdm import tqdm
 
-    bar = tqdm(desc=desc, unit=unit, file=sys.stderr, disable=not sys.stderr.isatty(), leave=False)
+    bar = tqdm(desc=desc, unit=unit, file=sys.stderr, disable=not _progress_wanted(), leave=False)
 
     def tick(done: int, total: int) -> None:
         bar.total = total
         bar.update(done - bar.n)
+        bar.refresh()  # each step is seconds long: show it now
 
     try:
         yield tick
@@ -550,7 +567,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         args.out,
         show_code=args.show_code,
         pdf=args.pdf,
-        progress=not args.quiet and sys.stderr.isatty(),
+        progress=not args.quiet and _progress_wanted(),
     )
     print(ipynb)
     print(html)

@@ -357,15 +357,15 @@ def ratio_figure(rows: Any, title: str) -> go.Figure:
     Parameters
     ----------
     rows : pandas.DataFrame
-        Columns ``comparison``, ``published`` and ``recomputed`` (ratios, 1 = equal).
+        Columns ``comparison``, ``published`` and ``recomputed`` (ratios, 1 = equal), and
+        optionally ``kind`` and ``scenario``, which join the bar's label.
     title : str
         Figure title.
     """
+    extra = [c for c in ("kind", "scenario") if c in rows]
     labels = [
-        text(f"{c} ({k})" if "kind" in rows else c)
-        for c, k in zip(
-            rows["comparison"], rows["kind"] if "kind" in rows else rows["comparison"], strict=True
-        )
+        text(", ".join(str(rows[c].iloc[i]).replace("_", " ") for c in ("comparison", *extra)))
+        for i in range(len(rows))
     ]
     # One bar per category and trace: a repeated category would stack its bars.
     seen: dict[str, int] = {}

@@ -31,6 +31,7 @@ __all__ = [
     "options_table",
     "sensitivity_table",
     "summary_html",
+    "tidy_table",
     "title_html",
 ]
 
@@ -496,3 +497,41 @@ def appendix_html(
 <h3>Prices and specifications</h3><ul>{prices}</ul>
 <h3>How the first option's capacity was computed</h3><ul>{basis}</ul>
 </div>"""
+
+
+def tidy_table(df: Any, *, digits: int = 3, table_id: str | None = None) -> Any:
+    """Any model or trial table, readable: numbers to ``digits`` significant digits.
+
+    Float noise (``1e-14``) shows as 0, infinities as ``unbounded``, missing values as ``-``;
+    strings are HTML-escaped (they may come from a catalog or a run label); column names have
+    their underscores replaced by spaces.
+    """
+    import numbers
+
+    from pandas.io.formats.style import Styler
+
+    def cell(v: Any) -> str:
+        if isinstance(v, bool):
+            return "yes" if v else "no"
+        if isinstance(v, numbers.Integral):
+            return f"{int(v):,}"
+        if isinstance(v, numbers.Real):
+            return fmt_sig(float(v), digits)
+        if v is None:
+            return "-"
+        return _e(str(v))
+
+    shown = df.rename(columns=lambda c: str(c).replace("_", " "))
+    left = [j for j, t in enumerate(shown.dtypes) if str(t) == "object"]
+    styled = Styler(shown, uuid=table_id, cell_ids=False).hide(axis="index").format(cell)
+    return styled.set_table_attributes('class="ns-table"').set_table_styles(
+        [
+            {"selector": "", "props": "border-collapse:collapse;font-size:13px;"},
+            {"selector": "th", "props": "padding:3px 8px;text-align:right;white-space:nowrap;"},
+            {"selector": "td", "props": "padding:2px 8px;text-align:right;white-space:nowrap;"},
+            *(
+                {"selector": f"td.col{j}, th.col_heading.col{j}", "props": "text-align:left;"}
+                for j in left
+            ),
+        ]
+    )

@@ -23,16 +23,16 @@ class HelpFormatter(argparse.HelpFormatter):
         text = action.help or ""
         default = action.default
         if (
-            action.option_strings
-            and "default" not in text
-            and default is not argparse.SUPPRESS
-            and default is not None
-            and default is not False
-            and default != []
-            and action.nargs != 0
+            not action.option_strings
+            or action.required
+            or action.nargs == 0
+            or default is argparse.SUPPRESS
+            or re.search(r"\(default[ :]|default:", text)
         ):
-            text += " (default: %(default)s)"
-        return text
+            return text
+        if default is None or default == []:
+            return text + " (default: not set)"
+        return text + " (default: %(default)s)"
 
 
 class Parser(argparse.ArgumentParser):
