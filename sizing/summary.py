@@ -524,14 +524,12 @@ def tidy_table(df: Any, *, digits: int = 3, table_id: str | None = None) -> Any:
     shown = df.rename(columns=lambda c: str(c).replace("_", " "))
     left = [j for j, t in enumerate(shown.dtypes) if str(t) == "object"]
     styled = Styler(shown, uuid=table_id, cell_ids=False).hide(axis="index").format(cell)
-    return styled.set_table_attributes('class="ns-table"').set_table_styles(
-        [
-            {"selector": "", "props": "border-collapse:collapse;font-size:13px;"},
-            {"selector": "th", "props": "padding:3px 8px;text-align:right;white-space:nowrap;"},
-            {"selector": "td", "props": "padding:2px 8px;text-align:right;white-space:nowrap;"},
-            *(
-                {"selector": f"td.col{j}, th.col_heading.col{j}", "props": "text-align:left;"}
-                for j in left
-            ),
-        ]
-    )
+    styles: list[Any] = [
+        {"selector": "", "props": "border-collapse:collapse;font-size:13px;"},
+        {"selector": "th", "props": "padding:3px 8px;text-align:right;white-space:nowrap;"},
+        {"selector": "td", "props": "padding:2px 8px;text-align:right;white-space:nowrap;"},
+    ]
+    styles += [
+        {"selector": f"td.col{j}, th.col_heading.col{j}", "props": "text-align:left;"} for j in left
+    ]
+    return styled.set_table_attributes('class="ns-table"').set_table_styles(styles)
