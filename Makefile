@@ -52,9 +52,11 @@ fits: $(VENV)/.installed
 # JupyterLab on the project's environment and kernel, opened on the notebooks.
 # LAB_ARGS adds JupyterLab options, e.g. make lab LAB_ARGS="--no-browser --ServerApp.port=9999".
 # As root (a container, a fresh VM) JupyterLab needs --allow-root: it is added only then.
+# Kernels talk over Unix sockets (ipc): no TCP ports, no "TCP without encryption" warning.
 LAB_ROOT_ARG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 lab: $(VENV)/.installed
-	$(PY) -m jupyter lab --ServerApp.root_dir=notebooks $(LAB_ROOT_ARG) $(LAB_ARGS)
+	$(PY) -m jupyter lab --ServerApp.root_dir=notebooks --KernelManager.transport=ipc \
+	  $(LAB_ROOT_ARG) $(LAB_ARGS)
 
 bench: $(VENV)/.installed-dev
 	$(PY) benchmarks/bench_recommend.py

@@ -153,6 +153,7 @@ def execute(
                 progress_bar=bar,
                 cwd=str(NOTEBOOKS_DIR),
                 log_output=False,
+                kernel_manager_class=_ipc_kernel_manager(),
             )
     except pm.PapermillExecutionError as exc:
         if exc.ename == "InputError":
@@ -168,6 +169,21 @@ def execute(
             f"python -m ipykernel install --sys-prefix --name {kernel})"
         ) from None
     return out
+
+
+def _ipc_kernel_manager() -> type:
+    """A kernel manager whose kernels talk over Unix sockets in Jupyter's runtime folder.
+
+    No TCP port is opened for a batch report, and ipykernel's "running over TCP without
+    encryption" warning has no reason to be printed.
+    """
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import CaselessStrEnum
+
+    class IPCKernelManager(AsyncKernelManager):
+        transport = CaselessStrEnum(["tcp", "ipc"], default_value="ipc", config=True)
+
+    return IPCKernelManager
 
 
 @contextlib.contextmanager

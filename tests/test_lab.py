@@ -64,6 +64,7 @@ def lab(tmp_path_factory):
         f"--ServerApp.root_dir={work}",
         f"--LabApp.user_settings_dir={settings}",
         f"--LabApp.workspaces_dir={root / 'workspaces'}",
+        "--KernelManager.transport=ipc",  # as `make lab`
     ]
     if os.geteuid() == 0:
         cmd.append("--allow-root")
@@ -82,6 +83,8 @@ def lab(tmp_path_factory):
     try:
         wait_for(up, 180, "JupyterLab to answer")
         yield base, token, work
+        text = (root / "lab.log").read_text()
+        assert "without encryption" not in text and "Traceback" not in text, text[-3000:]
     finally:
         proc.terminate()
         try:
