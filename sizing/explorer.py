@@ -231,7 +231,6 @@ class Explorer:
     def refresh(self) -> ExploreResult:
         """Recompute and redraw the decision, the table and the charts."""
         import plotly.io as pio
-        from IPython.display import clear_output, display
 
         from sizing import plots, summary
 
@@ -247,23 +246,26 @@ class Explorer:
             )
             self.table.value = ""
             self.status.value = notes + f'<span class="ns-updates">update {self.updates}</span>'
-            with self.charts:
-                clear_output(wait=True)
+            self.charts.outputs = ()
             return result
         rec = result.rec
         self.decision.value = summary.summary_html(summary.decision_summary(rec))
         self.table.value = summary.options_table(rec, self.top).to_html()
         self.status.value = notes + f'<span class="ns-updates">update {self.updates}</span>'
-        with self.charts:
-            clear_output(wait=True)
-            # The plotly mime type: JupyterLab draws it with its plotly extension, also
-            # inside an output widget where an HTML page's scripts would not run.
-            for fig in (plots.capacity_curves_figure(rec), plots.cost_figure(rec, self.top)):
-                bundle = json.loads(pio.to_json(fig, validate=False))
-                display(
-                    {"application/vnd.plotly.v1+json": bundle, "text/plain": "plotly figure"},
-                    raw=True,
-                )
+        # The plotly mime type: JupyterLab draws it with its plotly extension, also inside an
+        # output widget where an HTML page's scripts would not run. The outputs are set on the
+        # widget itself (no output capture), which a batch run (papermill, nbval) also takes.
+        self.charts.outputs = tuple(
+            {
+                "output_type": "display_data",
+                "data": {
+                    "application/vnd.plotly.v1+json": json.loads(pio.to_json(fig, validate=False)),
+                    "text/plain": "plotly figure",
+                },
+                "metadata": {},
+            }
+            for fig in (plots.capacity_curves_figure(rec), plots.cost_figure(rec, self.top))
+        )
         return result
 
     def _ipython_display_(self) -> None:
