@@ -270,16 +270,27 @@ def _rgba(hex_color: str, alpha: float) -> str:
     return f"rgba({r},{g},{b},{alpha})"
 
 
-def capacity_curves_figure(rec: Any, level: float = 0.95) -> go.Figure:
+def capacity_curves_figure(
+    rec: Any, level: float = 0.95, families_of_top: int | None = None
+) -> go.Figure:
     """Capacity under the SLA of one instance against its vCPUs, one line per family.
 
-    Every instance type the recommendation considered is on a line, with the ``level``
-    interval of its capacity as error bars and a shaded band; the dashed line is the target,
-    which one instance alone would have to carry.
+    Every instance type the recommendation considered is on a line (or only those of the
+    families of the ``families_of_top`` cheapest options), with the ``level`` interval of its
+    capacity as error bars and a shaded band; the dashed line is the target, which one
+    instance alone would have to carry.
     """
+    keep = None
+    if families_of_top is not None:
+        keep = {
+            (o.capacity.instance.provider, o.capacity.instance.family)
+            for o in rec.options[:families_of_top]
+        }
     points: dict[str, list[tuple[int, float, str, float, float]]] = {}
     for o in rec.options:
         inst = o.capacity.instance
+        if keep is not None and (inst.provider, inst.family) not in keep:
+            continue
         lo, hi = o.capacity.interval(level)
         points.setdefault(f"{inst.provider} {inst.family}", []).append(
             (inst.vcpus, o.capacity.capacity_rps, inst.instance_type, lo, hi)

@@ -147,3 +147,11 @@ def test_labels_from_a_catalog_are_escaped(rec):
     for fig in (plots.price_performance_figure(r), plots.cost_figure(r)):
         labels = [str(v) for t in fig.data for v in (*(t.y or ()), *(t.text or ()))]
         assert "&lt;b onmouseover=x&gt;" in labels and "<b onmouseover=x>" not in labels
+
+
+def test_capacity_chart_can_keep_the_families_of_the_cheapest(rec):
+    fig = plots.capacity_curves_figure(rec, families_of_top=3)
+    wanted = {
+        f"{o.capacity.instance.provider} {o.capacity.instance.family}" for o in rec.options[:3]
+    }
+    assert {t.name for t in fig.data if t.mode == "lines+markers"} == wanted
