@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-SYSTEM_PACKAGES := nginx wrk openssh-server chromium
+SYSTEM_PACKAGES := nginx wrk openssh-server chromium chromium-driver
 KERNEL := nginx-sizing
 
 .PHONY: demo test lint typecheck pytest system-packages fits catalog bench lab clean
@@ -10,12 +10,12 @@ KERNEL := nginx-sizing
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e .
+	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet -e .
 	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python ($(KERNEL))" >/dev/null
 	touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed pyproject.toml
-	$(PY) -m pip install --quiet -e '.[dev]'
+	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet -e '.[dev]'
 	touch $@
 
 demo: $(VENV)/.installed
@@ -28,6 +28,7 @@ system-packages:
 	command -v wrk >/dev/null 2>&1 || missing="$$missing wrk"; \
 	[ -x /usr/sbin/sshd ] || missing="$$missing openssh-server"; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	command -v chromedriver >/dev/null 2>&1 || missing="$$missing chromium-driver"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(SYSTEM_PACKAGES); \
@@ -55,8 +56,13 @@ fits: $(VENV)/.installed
 	$(PY) -m sizing precompute
 
 # JupyterLab on the project's environment and kernel, opened on the notebooks.
+# LAB_ARGS adds JupyterLab options, e.g. make lab LAB_ARGS="--no-browser --ServerApp.port=9999".
+# As root (a container, a fresh VM) JupyterLab needs --allow-root: it is added only then.
+# Kernels talk over Unix sockets (ipc): no TCP ports, no "TCP without encryption" warning.
+LAB_ROOT_ARG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 lab: $(VENV)/.installed
-	$(PY) -m jupyter lab --ServerApp.root_dir=notebooks $(LAB_ARGS)
+	$(PY) -m jupyter lab --ServerApp.root_dir=notebooks --KernelManager.transport=ipc \
+	  $(LAB_ROOT_ARG) $(LAB_ARGS)
 
 bench: $(VENV)/.installed-dev
 	$(PY) benchmarks/bench_recommend.py

@@ -16,6 +16,7 @@ from runners.errors import RunnerError
 from runners.loadgen import UnsupportedLoad
 from trialtable.folder import RunFolderError
 from trialtable.values import (
+    DEFAULT_PROTOCOL,
     Parser,
     int_between,
     parse_duration_ms,
@@ -61,7 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="LIST",
         help="wrk connections per client (default 16)",
     )
-    sw.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    sw.add_argument(
+        "--format", choices=("table", "json", "csv"), default="table", help="output format"
+    )
 
     from runners.search import STRATEGY_NAMES
 
@@ -109,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="first rate of the wrk2 ramp (default 1000)",
     )
     se.add_argument("--wrk2", default="wrk2", metavar="PATH", help="wrk2 binary (rate)")
-    se.add_argument("--format", choices=("table", "json"), default="table")
+    se.add_argument("--format", choices=("table", "json"), default="table", help="output format")
 
     fa = sub.add_parser("facts", help="check tools and print host facts as JSON")
     _host_options(fa)
@@ -321,8 +324,13 @@ def _host_options(p: argparse.ArgumentParser) -> None:
 def _scenario_options(p: argparse.ArgumentParser) -> None:
     from runners.scenario import SCENARIOS, TLS_KEYS
 
-    p.add_argument("--scenario", choices=SCENARIOS, default="static")
-    p.add_argument("--protocol", choices=("http", "https"), default="http")
+    p.add_argument("--scenario", choices=SCENARIOS, default="static", help="what NGINX serves")
+    p.add_argument(
+        "--protocol",
+        choices=("http", "https"),
+        default=DEFAULT_PROTOCOL,
+        help="protocol the load generator speaks (sizing assumes the same by default)",
+    )
     p.add_argument(
         "--file-size",
         type=parse_size,

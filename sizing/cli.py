@@ -6,9 +6,11 @@ Imports stay lazy so that ``recommend`` starts without pandas or scipy.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,9 +18,15 @@ from sizing.errors import Infeasible, InputError, ReportError
 from sizing.render import fmt_rps as _fmt_rps
 from sizing.render import render_catalog, render_recommendation, to_csv
 from sizing.render import table as _table
+from sizing.units import (
+    DEFAULT_PROTOCOL,
+    parse_duration_ms,
+    parse_fraction,
+    parse_rps,
+    parse_size,
+)
 from sizing.units import Parser as _Parser
 from sizing.units import int_at_least as _int_at_least
-from sizing.units import parse_duration_ms, parse_fraction, parse_rps, parse_size
 
 if TYPE_CHECKING:
     from sizing.costmodel import Cost
@@ -54,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-count",
         type=_int_at_least(1),
         default=None,
-        help="largest fleet to consider per instance type",
+        help="largest fleet to consider per instance type (default: no limit)",
     )
     rec.add_argument(
         "--top",
@@ -62,7 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="options to show (default 10 in the table, all in json/csv)",
     )
-    rec.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    rec.add_argument(
+        "--format", choices=("table", "json", "csv"), default="table", help="output format"
+    )
     rec.add_argument(
         "--mix",
         type=_int_between(1, 8),
@@ -72,7 +82,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     fit = sub.add_parser("fit", help="fit scaling curves to a reference dataset")
-    fit.add_argument("--reference", default="nginx-web-server", metavar="NAME")
+    fit.add_argument(
+        "--reference",
+        default="nginx-web-server",
+        metavar="NAME",
+        help="reference dataset to fit (python -m sizing reference --list)",
+    )
     fit.add_argument(
         "--runs",
         nargs="+",
@@ -81,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="fit these run folders instead of the reference",
     )
     fit.add_argument("--allow-simulated", action="store_true", help="accept simulated runs")
-    fit.add_argument("--format", choices=("table", "json"), default="table")
+    fit.add_argument("--format", choices=("table", "json"), default="table", help="output format")
     fit.add_argument("--compare", action="store_true", help="include every candidate model")
     fit.add_argument("--protocol", choices=("http", "https"), default="https")
     fit.add_argument(
@@ -104,10 +119,34 @@ def build_parser() -> argparse.ArgumentParser:
     cat = sub.add_parser(
         "catalog", help="list the instance catalog (filtered), or build it from upstream files"
     )
-    cat.add_argument("action", nargs="?", choices=("list", "build"), default="list")
-    for name in ("provider", "region", "arch", "family"):
-        cat.add_argument(f"--{name}")
-    cat.add_argument("--catalog", action="append", default=[], metavar="PATH")
+    cat.add_argument(
+        "action",
+        nargs="?",
+        choices=("list", "build"),
+        default="list",
+        help="list (default) or build the catalog from the providers' public files",
+    )
+    cat.add_argument(
+        "--provider", help="only these providers, e.g. aws,gcp (comma list; default: all)"
+    )
+    cat.add_argument(
+        "--region",
+        help="only these regions, e.g. us-east-1 (comma list), or all (default: us-east-1, "
+        "us-central1 and the regions of your --catalog files)",
+    )
+    cat.add_argument(
+        "--arch", help="only these architectures: x86_64, arm64 (comma list; default: all)"
+    )
+    cat.add_argument(
+        "--family", help="only these families, e.g. c7g,t2a-standard (comma list; default: all)"
+    )
+    cat.add_argument(
+        "--catalog",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="your own catalog CSV (same columns); adds or replaces entries; repeatable",
+    )
     cat.add_argument("--aws-dir", metavar="DIR", help="build: karpenter's AWS files")
     cat.add_argument("--gcp-dir", metavar="DIR", help="build: pricing.yml and series/*.sql")
     cat.add_argument(
@@ -129,17 +168,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rep.add_argument("--show-code", action="store_true", help="keep code cells in the HTML")
     rep.add_argument(
+        "--pdf", action="store_true", help="also print the page to PDF with headless Chromium"
+    )
+    rep.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
+    rep.add_argument(
         "-p",
         "--parameter",
         nargs=2,
         action="append",
         default=[],
         metavar=("NAME", "VALUE"),
-        help="any other notebook parameter",
+        help="any other parameter of notebooks/sizing_report.ipynb (unknown names are refused)",
     )
 
     pre = sub.add_parser("precompute", help="refit the reference and write data/fits/")
-    pre.add_argument("--out", default=None, metavar="PATH")
+    pre.add_argument(
+        "--out", default=None, metavar="PATH", help="where to write (default data/fits/...)"
+    )
 
     plm = sub.add_parser(
         "plan-measurements",
@@ -232,7 +277,12 @@ def _sizing_options(p: argparse.ArgumentParser) -> None:
         default=0,
         help="instances that may fail while the rest meet the target, N+k (default 0)",
     )
-    p.add_argument("--protocol", choices=("http", "https"), default="https")
+    p.add_argument(
+        "--protocol",
+        choices=("http", "https"),
+        default=DEFAULT_PROTOCOL,
+        help="protocol clients use (the runners measure the same by default)",
+    )
     p.add_argument(
         "--file-size",
         type=_size_or_mix,
@@ -242,17 +292,22 @@ def _sizing_options(p: argparse.ArgumentParser) -> None:
         "with their shares of requests, e.g. 1KB:0.7,50KB:0.3",
     )
     p.add_argument(
-        "--scenario", choices=("static", "reverse_proxy", "api_gateway"), default="static"
+        "--scenario",
+        choices=("static", "reverse_proxy", "api_gateway"),
+        default="static",
+        help="what NGINX does per request",
     )
     _workload_options(p)
-    p.add_argument("--provider", help="only these providers (comma list)")
+    p.add_argument("--provider", help="only these providers (comma list; default: all)")
     p.add_argument(
         "--region",
         help="only these regions (comma list), or all (default: us-east-1, us-central1 and "
         "the regions of your --catalog files)",
     )
-    p.add_argument("--arch", help="only these architectures: x86_64, arm64 (comma list)")
-    p.add_argument("--family", help="only these families (comma list)")
+    p.add_argument(
+        "--arch", help="only these architectures: x86_64, arm64 (comma list; default: all)"
+    )
+    p.add_argument("--family", help="only these families (comma list; default: all)")
     p.add_argument(
         "--catalog",
         action="append",
@@ -271,6 +326,12 @@ def _sizing_options(p: argparse.ArgumentParser) -> None:
         "--allow-simulated",
         action="store_true",
         help="accept simulated runs (their use is marked in the output)",
+    )
+    p.add_argument(
+        "--allow-unused-runs",
+        action="store_true",
+        help="answer from the model (with a warning) when no run measured this workload, "
+        "instead of exit 1",
     )
     p.add_argument(
         "--confidence",
@@ -417,10 +478,14 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     if args.runs:
         from sizing.catalog import load_catalog
         from sizing.measured import build_evidence, measured_series
+        from sizing.runs_check import require_used_runs
 
         series = measured_series(args.runs, allow_simulated=args.allow_simulated)
         # Match labels against the whole catalog: a filter must not hide the measured type.
         evidence = build_evidence(series, load_catalog(args.catalog), work)
+        warning = require_used_runs(evidence, args.runs, allow_unused=args.allow_unused_runs)
+        if warning:
+            print(f"python -m sizing recommend: {warning}", file=sys.stderr)
     rec = recommend(
         args.rps,
         instances,
@@ -450,6 +515,29 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     return 0
 
 
+def _progress_wanted() -> bool:
+    """Progress bars go to a terminal, or anywhere when NGINX_SIZING_PROGRESS=1."""
+    return sys.stderr.isatty() or os.environ.get("NGINX_SIZING_PROGRESS") == "1"
+
+
+@contextlib.contextmanager
+def _progress_bar(desc: str, unit: str) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar with an ETA on stderr when it is a terminal; ``tick(done, total)``."""
+    from tqdm import tqdm
+
+    bar = tqdm(desc=desc, unit=unit, file=sys.stderr, disable=not _progress_wanted(), leave=False)
+
+    def tick(done: int, total: int) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+        bar.refresh()  # each step is seconds long: show it now
+
+    try:
+        yield tick
+    finally:
+        bar.close()
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
     """Print the fitted model of every series of a reference dataset."""
     from sizing.fits import finite_json, fit_reference
@@ -474,7 +562,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
         return 0
     from sizing.costmodel import cpu_us_per_request, load_cost_model, reference_profile
 
-    rows = fit_reference(args.reference, compare=args.compare)
+    with _progress_bar("fit", "series") as tick:
+        rows = fit_reference(args.reference, compare=args.compare, progress=tick)
     doc = load_cost_model()
     work = workload_from_args(args)
     cost = cpu_us_per_request(work, reference_profile())
@@ -653,10 +742,11 @@ def cmd_report(args: argparse.Namespace) -> int:
         "regions": args.region or "",
         "arch": args.arch or "",
         "families": args.family or "",
-        "catalog": ",".join(args.catalog),
+        "catalog": [str(Path(c).resolve()) for c in args.catalog],
         "top": args.top,
-        "runs": ",".join(str(Path(r).resolve()) for r in args.runs),
+        "runs": [str(Path(r).resolve()) for r in args.runs],
         "allow_simulated": args.allow_simulated,
+        "allow_unused_runs": args.allow_unused_runs,
         "confidence": args.confidence,
     }
     params.update(_workload_params(args))
@@ -666,9 +756,17 @@ def cmd_report(args: argparse.Namespace) -> int:
 
         # A damaged run folder is one line here, not a failed notebook cell.
         load_runs(list(args.runs), allow_simulated=args.allow_simulated)
-    ipynb, html = build_report(params, args.out, show_code=args.show_code)
+    ipynb, html = build_report(
+        params,
+        args.out,
+        show_code=args.show_code,
+        pdf=args.pdf,
+        progress=not args.quiet and _progress_wanted(),
+    )
     print(ipynb)
     print(html)
+    if args.pdf:
+        print(html.with_suffix(".pdf"))
     return 0
 
 

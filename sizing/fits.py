@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,10 @@ def _link_bound(series: dict[str, Any], fit: curves.CurveFit) -> bool:
 
 
 def fit_reference(
-    name: str = "nginx-web-server", level: float = 0.95, compare: bool = True
+    name: str = "nginx-web-server",
+    level: float = 0.95,
+    compare: bool = True,
+    progress: Callable[[int, int], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Fit every series of a reference scaling dataset, selecting a model per series.
 
@@ -39,6 +43,8 @@ def fit_reference(
         Coverage of the power-law exponent interval reported per series.
     compare : bool
         Include the per-series model comparison table.
+    progress : callable, optional
+        Called as ``progress(done, total)`` after each series.
 
     Returns
     -------
@@ -49,7 +55,8 @@ def fit_reference(
         ``link_bound``, ``source`` and, if asked, ``comparison``.
     """
     out = []
-    for s in reference_series(name):
+    todo = reference_series(name)
+    for done, s in enumerate(todo, start=1):
         sel = curves.select_model(s["x"], s["y"])
         best = sel.best
         pw = curves.fit_curve("power", s["x"], s["y"], errors="relative")
@@ -75,6 +82,8 @@ def fit_reference(
         if compare:
             row["comparison"] = sel.table
         out.append(row)
+        if progress is not None:
+            progress(done, len(todo))
     return out
 
 

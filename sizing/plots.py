@@ -6,6 +6,8 @@ Each function takes plain data (fits, DataFrames, a `Recommendation`) and return
 
 from __future__ import annotations
 
+import html
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -18,11 +20,19 @@ TEMPLATE = "plotly_white"
 _DASH_SLA = {"dash": "dash", "color": "firebrick"}
 
 
+def text(value: Any) -> str:
+    """A user-supplied string made safe for plotly labels (plotly reads a subset of HTML)."""
+    return html.escape(str(value), quote=False)
+
+
 def use_offline_renderer() -> None:
     """Render figures with plotly.js embedded in the notebook, so exported HTML works offline."""
     import plotly.io as pio
 
     pio.renderers.default = "notebook"
+    # Embed plotly.js now, in this cell's output, so that figures drawn as HTML fragments
+    # (`sizing.summary.figure_div`) before the first ``fig.show()`` find it loaded.
+    pio.renderers._activate_pending_renderers()
 
 
 def fit_figure(
@@ -34,6 +44,7 @@ def fit_figure(
     y_title: str,
     level: float = 0.95,
     x_max: float | None = None,
+    points_name: str = "published",
 ) -> go.Figure:
     """Points, each fitted curve, and the prediction band of the first fit.
 
@@ -49,6 +60,8 @@ def fit_figure(
         Coverage of the band.
     x_max : float, optional
         Extend the curves to this many CPUs.
+    points_name : str
+        Legend name of the points: ``published``, ``measured`` or ``simulated``.
     """
     fits = list(fits)
     xs = np.linspace(min(x), max(x_max or max(x), max(x)), 200)
@@ -77,7 +90,7 @@ def fit_figure(
             x=list(x),
             y=list(y),
             mode="markers",
-            name="published",
+            name=text(points_name),
             marker={"size": 9, "color": "black"},
         )
     )
@@ -106,21 +119,32 @@ def plateau_figure(
         Bytes on the wire per response, keyed by ``"protocol file_size"``.
     """
     fig = go.Figure()
-    for s in series:
+    colors = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd")
+    for i, s in enumerate(series):
         key = f"{s['protocol']} {s['file_size']}"
-        fig.add_trace(go.Scatter(x=s["x"], y=s["y"], mode="lines+markers", name=key))
+        color = colors[i % len(colors)]
+        fig.add_trace(
+            go.Scatter(x=s["x"], y=s["y"], mode="lines+markers", name=key, line={"color": color})
+        )
         ceiling = link_gbps * 1e9 / 8 / wire_bytes[key]
-        fig.add_hline(
-            y=ceiling,
-            line={"dash": "dot"},
-            annotation_text=f"{link_gbps:g} Gbps link / {wire_bytes[key]:,.0f} B "
-            f"per response ({key})",
+        # The ceilings of the series lie close together: name them in the legend, not in
+        # annotations that would sit on top of each other.
+        fig.add_trace(
+            go.Scatter(
+                x=[min(s["x"]), max(s["x"])],
+                y=[ceiling, ceiling],
+                mode="lines",
+                line={"dash": "dot", "color": color},
+                name=f"{key} ceiling: {link_gbps:g} Gbps / {wire_bytes[key]:,.0f} B per response",
+                hovertemplate="%{y:,.0f} RPS<extra></extra>",
+            )
         )
     fig.update_layout(
         title="Where the 100 KB curves flatten: the network, not the CPUs",
         xaxis_title="CPUs",
         yaxis_title="requests per second",
         template=TEMPLATE,
+        legend={"orientation": "h", "y": -0.2},
     )
     return fig
 
@@ -152,12 +176,26 @@ def latency_throughput_figure(trials: Any, sla_p99_ms: float) -> go.Figure:
                 hovertemplate="%{x:,.0f} rps, p99 %{y:.2f} ms, %{text}<extra></extra>",
             )
         )
-    fig.add_hline(y=sla_p99_ms, line=_DASH_SLA, annotation_text=f"SLA p99 {sla_p99_ms:g} ms")
+    # A trace, not add_hline's annotation: on a log axis that annotation lands at 10^y.
+    rps = [float(v) for v in trials["rps"] if math.isfinite(float(v))] or [0.0, 1.0]
+    fig.add_trace(
+        go.Scatter(
+            x=[min(rps), max(rps)],
+            y=[sla_p99_ms, sla_p99_ms],
+            mode="lines",
+            line=_DASH_SLA,
+            name=f"SLA p99 {sla_p99_ms:g} ms",
+            hoverinfo="skip",
+        )
+    )
+    p99 = [float(v) for v in trials["latency_p99_ms"] if math.isfinite(float(v)) and float(v) > 0]
+    lo = min([*p99, sla_p99_ms]) / 1.5
+    hi = max([*p99, sla_p99_ms]) * 1.5
     fig.update_layout(
         title="p99 latency against throughput (hollow: invalid trial)",
         xaxis_title="requests per second",
         yaxis_title="p99 latency [ms]",
-        yaxis_type="log",
+        yaxis={"type": "log", "range": [math.log10(lo), math.log10(hi)]},
         template=TEMPLATE,
     )
     return fig
@@ -180,7 +218,7 @@ def price_performance_figure(rec: Any, top: int = 15) -> go.Figure:
     for provider, grp in df.groupby("provider"):
         fig.add_trace(
             go.Bar(
-                y=grp["instance_type"],
+                y=[text(t) for t in grp["instance_type"]],
                 x=grp["rps_per_usd_hour"],
                 orientation="h",
                 name=provider,
@@ -194,6 +232,8 @@ def price_performance_figure(rec: Any, top: int = 15) -> go.Figure:
         template=TEMPLATE,
         height=max(350, 28 * len(df) + 150),
         yaxis={"categoryorder": "trace"},
+        # One bar per instance type: side by side would shift them off their labels.
+        barmode="overlay",
     )
     return fig
 
@@ -209,7 +249,7 @@ def cost_figure(rec: Any, top: int = 15) -> go.Figure:
                 y=grp["hourly_cost_usd"],
                 mode="markers+text",
                 name=provider,
-                text=grp["instance_type"],
+                text=[text(t) for t in grp["instance_type"]],
                 textposition="top center",
                 marker={"size": 10},
                 hovertemplate="%{text}: %{x} instances, $%{y:.2f}/hour<extra></extra>",
@@ -225,36 +265,94 @@ def cost_figure(rec: Any, top: int = 15) -> go.Figure:
     return fig
 
 
-def capacity_curves_figure(rec: Any) -> go.Figure:
+def _rgba(hex_color: str, alpha: float) -> str:
+    r, g, b = (int(hex_color[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r},{g},{b},{alpha})"
+
+
+def capacity_curves_figure(
+    rec: Any, level: float = 0.95, families_of_top: int | None = None
+) -> go.Figure:
     """Capacity under the SLA of one instance against its vCPUs, one line per family.
 
-    Every instance type the recommendation considered is on a line; the dashed line is the
-    target, which one instance alone would have to carry.
+    Every instance type the recommendation considered is on a line (or only those of the
+    families of the ``families_of_top`` cheapest options), with the ``level`` interval of its
+    capacity as error bars and a shaded band; the dashed line is the target, which one
+    instance alone would have to carry.
     """
-    points: dict[str, list[tuple[int, float, str]]] = {}
+    keep = None
+    if families_of_top is not None:
+        keep = {
+            (o.capacity.instance.provider, o.capacity.instance.family)
+            for o in rec.options[:families_of_top]
+        }
+    points: dict[str, list[tuple[int, float, str, float, float]]] = {}
     for o in rec.options:
         inst = o.capacity.instance
+        if keep is not None and (inst.provider, inst.family) not in keep:
+            continue
+        lo, hi = o.capacity.interval(level)
         points.setdefault(f"{inst.provider} {inst.family}", []).append(
-            (inst.vcpus, o.capacity.capacity_rps, inst.instance_type)
+            (inst.vcpus, o.capacity.capacity_rps, inst.instance_type, lo, hi)
         )
     fig = go.Figure()
-    for name, pts in sorted(points.items()):
-        pts.sort()
+    palette = (
+        "#1f77b4",
+        "#ff7f0e",
+        "#2ca02c",
+        "#d62728",
+        "#9467bd",
+        "#8c564b",
+        "#e377c2",
+        "#7f7f7f",
+        "#bcbd22",
+        "#17becf",
+    )
+    for k, (name, pts) in enumerate(sorted(points.items())):
+        pts = sorted(set(pts))
+        color = palette[k % len(palette)]
+        xs = [p[0] for p in pts]
+        if len(pts) > 1:
+            fig.add_trace(
+                go.Scatter(
+                    x=xs + xs[::-1],
+                    y=[p[4] for p in pts] + [p[3] for p in pts][::-1],
+                    fill="toself",
+                    fillcolor=_rgba(color, 0.12),
+                    line={"width": 0},
+                    name=f"{text(name)} {level:.0%} range",
+                    legendgroup=name,
+                    showlegend=False,
+                    hoverinfo="skip",
+                )
+            )
         fig.add_trace(
             go.Scatter(
-                x=[p[0] for p in pts],
+                x=xs,
                 y=[p[1] for p in pts],
                 mode="lines+markers",
-                name=name,
-                text=[p[2] for p in pts],
+                name=text(name),
+                legendgroup=name,
+                line={"color": color},
+                error_y={
+                    "type": "data",
+                    "symmetric": False,
+                    "array": [p[4] - p[1] for p in pts],
+                    "arrayminus": [p[1] - p[3] for p in pts],
+                    "thickness": 1,
+                    "width": 3,
+                },
+                text=[text(p[2]) for p in pts],
                 hovertemplate="%{text}: %{y:,.0f} RPS at %{x} vCPUs<extra></extra>",
             )
         )
     fig.add_hline(
         y=rec.target_rps, line=_DASH_SLA, annotation_text=f"target {rec.target_rps:,.0f} RPS"
     )
+    # add_hline's annotation is placed in data units: on a log axis it needs log10.
+    fig.layout.annotations[-1].y = math.log10(rec.target_rps)
     fig.update_layout(
-        title="Capacity per instance under the SLA, by family",
+        title=f"Capacity per instance under the SLA, by family (bands: {level:.0%} range)",
         xaxis_title="vCPUs per instance",
         yaxis_title="RPS per instance",
         xaxis_type="log",
@@ -270,13 +368,130 @@ def ratio_figure(rows: Any, title: str) -> go.Figure:
     Parameters
     ----------
     rows : pandas.DataFrame
-        Columns ``comparison``, ``published`` and ``recomputed`` (ratios, 1 = equal).
+        Columns ``comparison``, ``published`` and ``recomputed`` (ratios, 1 = equal), and
+        optionally ``kind`` and ``scenario``, which join the bar's label.
     title : str
         Figure title.
     """
+    extra = [c for c in ("kind", "scenario") if c in rows]
+    labels = [
+        text(", ".join(str(rows[c].iloc[i]).replace("_", " ") for c in ("comparison", *extra)))
+        for i in range(len(rows))
+    ]
+    # One bar per category and trace: a repeated category would stack its bars.
+    seen: dict[str, int] = {}
+    for i, lab in enumerate(labels):
+        seen[lab] = seen.get(lab, 0) + 1
+        if seen[lab] > 1:
+            labels[i] = f"{lab} #{seen[lab]}"
     fig = go.Figure()
-    fig.add_trace(go.Bar(x=rows["comparison"], y=rows["published"], name="published"))
-    fig.add_trace(go.Bar(x=rows["comparison"], y=rows["recomputed"], name="recomputed here"))
+    fig.add_trace(
+        go.Bar(
+            x=labels,
+            y=list(rows["published"]),
+            name="published",
+            text=[f"{v:.2f}" for v in rows["published"]],
+        )
+    )
+    fig.add_trace(
+        go.Bar(
+            x=labels,
+            y=list(rows["recomputed"]),
+            name="recomputed here",
+            text=[f"{v:.2f}" for v in rows["recomputed"]],
+        )
+    )
     fig.add_hline(y=1.0, line={"dash": "dot"})
-    fig.update_layout(title=title, yaxis_title="ratio", barmode="group", template=TEMPLATE)
+    top = max([1.0, *rows["published"], *rows["recomputed"]])
+    fig.update_layout(
+        title=title,
+        yaxis_title="ratio (1 = equal)",
+        yaxis_range=[0, top * 1.15],
+        barmode="group",
+        template=TEMPLATE,
+    )
     return fig
+
+
+def tornado_figure(
+    rows: Sequence[Any], baseline_usd_hour: float, confidence: float, *, top: int = 8
+) -> go.Figure:
+    """What the fleet cost at the confidence is most sensitive to (a tornado chart).
+
+    Inputs that do not move the cost are left out (the sensitivity table lists them).
+
+    Parameters
+    ----------
+    rows : sequence of sizing.sensitivity.Sensitivity
+        Largest swing first.
+    baseline_usd_hour : float
+        Fleet cost at the confidence with every input at its point value [USD/h].
+    confidence : float
+        The confidence of the counts.
+    top : int
+        Inputs to show.
+    """
+    moving = [r for r in rows if r.swing > 1e-9]
+    rows = moving[:top][::-1]
+    labels = [
+        text(
+            f"{r.input.label}: {_num(r.input.low)}-{_num(r.input.high)}"
+            f"{'' if r.input.unit == 'x' else ' ' + r.input.unit}"
+            + (" (est.)" if r.input.kind == "estimate" else f" ({r.input.kind})")
+        )
+        for r in rows
+    ]
+    fig = go.Figure()
+    for end, color, name in (
+        ("low", "#4c78a8", "input at its low end"),
+        ("high", "#f58518", "input at its high end"),
+    ):
+        costs = [getattr(r, f"cost_{end}") for r in rows]
+        choice = [getattr(r, f"choice_{end}") for r in rows]
+        fig.add_trace(
+            go.Bar(
+                y=labels,
+                x=[(c - baseline_usd_hour) if c is not None else 0.0 for c in costs],
+                base=baseline_usd_hour,
+                orientation="h",
+                name=name,
+                marker={"color": color},
+                customdata=[
+                    [("-" if c is None else f"${c:,.2f}"), text(ch)]
+                    for c, ch in zip(costs, choice, strict=True)
+                ],
+                hovertemplate="%{customdata[0]}/h: %{customdata[1]}<extra></extra>",
+            )
+        )
+    fig.add_vline(x=baseline_usd_hour, line={"color": "black", "width": 1})
+    fig.update_layout(
+        title={
+            "text": f"What the answer is most sensitive to: fleet $/hour at {confidence:.0%} "
+            f"(now ${baseline_usd_hour:,.2f})",
+            "font": {"size": 14},
+            "y": 0.98,
+            "yanchor": "top",
+        },
+        barmode="overlay",
+        xaxis_title="$ per hour",
+        xaxis_tickprefix="$",
+        template=TEMPLATE,
+        height=110 + 34 * max(len(rows), 3),
+        margin={"l": 10, "r": 10, "t": 60, "b": 40},
+        legend={"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom", "xanchor": "left"},
+        yaxis={"automargin": True},
+    )
+    if not rows:
+        fig.add_annotation(
+            text="no uncertain input moves the cost across its range",
+            showarrow=False,
+            xref="paper",
+            yref="paper",
+            x=0.5,
+            y=0.5,
+        )
+    return fig
+
+
+def _num(v: float) -> str:
+    return f"{v:.3g}"

@@ -9,22 +9,109 @@ error, and no HTML page is written.
 
 from __future__ import annotations
 
+import argparse
+import ast
 import contextlib
 import os
 import re
+import shutil
+import subprocess
 import sys
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from sizing.errors import InputError, ReportError
+from sizing.errors import Infeasible, InputError, ReportError
 from sizing.paths import KERNEL_NAME, NOTEBOOKS_DIR
 
-__all__ = ["ReportError", "build_report", "execute", "to_html"]
+__all__ = [
+    "ReportError",
+    "build_report",
+    "coerce_parameters",
+    "execute",
+    "notebook_parameters",
+    "to_html",
+    "to_pdf",
+]
 
 
 # Scripts the HTML template links from CDNs (require.js, MathJax): the report needs neither.
 _REMOTE_SCRIPT = re.compile(r'<script[^>]*\ssrc="https?://[^"]*"[^>]*>\s*</script>\s*', re.I)
+
+
+def notebook_parameters(notebook: str) -> dict[str, Any]:
+    """The names and default values of a notebook's ``parameters`` cell.
+
+    Raises
+    ------
+    InputError
+        When the notebook does not exist.
+    """
+    import nbformat
+
+    src = NOTEBOOKS_DIR / f"{notebook}.ipynb"
+    if not src.is_file():
+        raise InputError(f"no notebook {notebook!r} in {NOTEBOOKS_DIR}")
+    nb = nbformat.read(str(src), as_version=4)
+    out: dict[str, Any] = {}
+    for cell in nb.cells:
+        if "parameters" in cell.metadata.get("tags", []):
+            for node in ast.parse(cell.source).body:
+                if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                    target = node.targets[0]
+                    if isinstance(target, ast.Name):
+                        out[target.id] = ast.literal_eval(node.value)
+    return out
+
+
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off", ""}
+
+
+def coerce_parameters(notebook: str, given: Mapping[str, Any]) -> dict[str, Any]:
+    """Check parameter names against the notebook and give text values the default's type.
+
+    A name that is not in the notebook's ``parameters`` cell is refused (names become code in
+    the injected cell; values stay data: strings are quoted by papermill). Text given for a
+    number, a flag or a list becomes one.
+
+    Raises
+    ------
+    InputError
+        For an unknown name (the message lists the valid ones) or a value of the wrong type.
+    """
+    defaults = notebook_parameters(notebook)
+    out: dict[str, Any] = {}
+    for name, value in given.items():
+        if name not in defaults:
+            raise InputError(
+                f"{name!r} is not a parameter of {notebook}; valid: {', '.join(sorted(defaults))}"
+            )
+        default = defaults[name]
+        if not isinstance(value, str) or isinstance(default, str):
+            out[name] = value
+            continue
+        try:
+            if isinstance(default, bool):
+                low = value.strip().lower()
+                if low not in _TRUE | _FALSE:
+                    raise ValueError(value)
+                out[name] = low in _TRUE
+            elif isinstance(default, int):
+                out[name] = int(value)
+            elif isinstance(default, float):
+                from sizing.units import parse_rps
+
+                out[name] = parse_rps(value) if name == "rps" else float(value)
+            elif isinstance(default, list):
+                out[name] = [value] if value else []
+            else:
+                out[name] = value
+        except (ValueError, TypeError, argparse.ArgumentTypeError):
+            kind = type(default).__name__
+            raise InputError(f"parameter {name}: {value!r} is not a {kind}") from None
+    return out
 
 
 def execute(
@@ -33,8 +120,13 @@ def execute(
     out_ipynb: str | Path,
     *,
     kernel: str = KERNEL_NAME,
+    progress: bool = False,
 ) -> Path:
-    """Run ``notebooks/<notebook>.ipynb`` with ``parameters`` into ``out_ipynb``."""
+    """Run ``notebooks/<notebook>.ipynb`` with ``parameters`` into ``out_ipynb``.
+
+    With ``progress``, this process's stderr gets a progress bar with an ETA per cell; the
+    kernel's own stderr goes to ``<out>.kernel.log``.
+    """
     import papermill as pm
     from jupyter_client.kernelspec import NoSuchKernel
 
@@ -43,20 +135,31 @@ def execute(
         raise InputError(f"no notebook {notebook!r} in {NOTEBOOKS_DIR}")
     out = Path(out_ipynb)
     out.parent.mkdir(parents=True, exist_ok=True)
+    bar: Any = False
+    console = None
+    if progress:
+        sys.stderr.flush()
+        console = os.fdopen(os.dup(2), "w", buffering=1)
+        bar = {"file": console, "desc": f"{notebook}", "unit": "cell", "leave": False}
     try:
-        with _stderr_to(out.with_suffix(".kernel.log")):
+        with _stderr_to(out.with_suffix(".kernel.log")), contextlib.ExitStack() as stack:
+            if console is not None:
+                stack.callback(console.close)
             pm.execute_notebook(
                 str(src),
                 str(out),
                 parameters=dict(parameters),
                 kernel_name=kernel,
-                progress_bar=False,
+                progress_bar=bar,
                 cwd=str(NOTEBOOKS_DIR),
                 log_output=False,
+                kernel_manager_class=_ipc_kernel_manager(),
             )
     except pm.PapermillExecutionError as exc:
         if exc.ename == "InputError":
             raise InputError(exc.evalue) from None
+        if exc.ename == "Infeasible":
+            raise Infeasible(exc.evalue) from None
         raise ReportError(
             f"{notebook} failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}"
         ) from None
@@ -66,6 +169,21 @@ def execute(
             f"python -m ipykernel install --sys-prefix --name {kernel})"
         ) from None
     return out
+
+
+def _ipc_kernel_manager() -> type:
+    """A kernel manager whose kernels talk over Unix sockets in Jupyter's runtime folder.
+
+    No TCP port is opened for a batch report, and ipykernel's "running over TCP without
+    encryption" warning has no reason to be printed.
+    """
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import CaselessStrEnum
+
+    class IPCKernelManager(AsyncKernelManager):
+        transport = CaselessStrEnum(["tcp", "ipc"], default_value="ipc", config=True)
+
+    return IPCKernelManager
 
 
 @contextlib.contextmanager
@@ -102,6 +220,47 @@ def to_html(ipynb: str | Path, html: str | Path, *, show_code: bool = False) -> 
     return out
 
 
+def find_chromium() -> str:
+    """Path of Debian's ``chromium`` (or ``chromium-browser``); InputError if neither."""
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    raise InputError("--pdf needs chromium (Debian: apt-get install chromium)")
+
+
+def to_pdf(html: str | Path, pdf: str | Path, *, timeout_s: float = 180.0) -> Path:
+    """Print an HTML page to PDF with headless Chromium (charts rendered first).
+
+    Raises
+    ------
+    ReportError
+        When Chromium fails or writes nothing.
+    """
+    out = Path(pdf).absolute()
+    out.unlink(missing_ok=True)
+    cmd = [
+        find_chromium(),
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--no-first-run",
+        "--virtual-time-budget=20000",
+        "--no-pdf-header-footer",
+        f"--print-to-pdf={out}",
+        Path(html).absolute().as_uri(),
+    ]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise ReportError(f"chromium did not print {out} within {timeout_s:g} s") from None
+    if p.returncode != 0 or not out.is_file() or out.stat().st_size == 0:
+        last = (p.stderr.strip().splitlines() or ["no output"])[-1]
+        raise ReportError(f"chromium could not print {out}: {last}")
+    return out
+
+
 def build_report(
     parameters: Mapping[str, Any],
     out_dir: str | Path,
@@ -109,6 +268,8 @@ def build_report(
     notebook: str = "sizing_report",
     show_code: bool = False,
     kernel: str = KERNEL_NAME,
+    pdf: bool = False,
+    progress: bool = False,
 ) -> tuple[Path, Path]:
     """Execute ``notebook`` with ``parameters`` and write ``<notebook>.ipynb`` and ``.html``.
 
@@ -124,6 +285,10 @@ def build_report(
         Keep the code cells in the HTML page.
     kernel : str
         Jupyter kernel to run (the project's by default).
+    pdf : bool
+        Also print ``<notebook>.pdf`` with headless Chromium.
+    progress : bool
+        Show a progress bar with an ETA on stderr.
 
     Raises
     ------
@@ -132,8 +297,18 @@ def build_report(
     ReportError
         Any other failing cell; no HTML page is written.
     """
+    params = coerce_parameters(notebook, parameters)
+    if pdf:
+        find_chromium()
     out = Path(out_dir)
     html = out / f"{notebook}.html"
     html.unlink(missing_ok=True)
-    ipynb = execute(notebook, parameters, out / f"{notebook}.ipynb", kernel=kernel)
-    return ipynb, to_html(ipynb, html, show_code=show_code)
+    (out / f"{notebook}.pdf").unlink(missing_ok=True)
+    started = time.monotonic()
+    ipynb = execute(notebook, params, out / f"{notebook}.ipynb", kernel=kernel, progress=progress)
+    page = to_html(ipynb, html, show_code=show_code)
+    if pdf:
+        to_pdf(page, out / f"{notebook}.pdf")
+    if progress:
+        print(f"report: done in {time.monotonic() - started:.0f} s", file=sys.stderr)
+    return ipynb, page

@@ -20,7 +20,14 @@ from tests.conftest import sizing_cli
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = Path(os.environ.get("NGINX_SIZING_ARTIFACTS", ROOT / "test-artifacts"))
 NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
-EXPECTED = {"explore_reference", "sweep", "fit_runs", "sizing_report", "price_performance"}
+EXPECTED = {
+    "explore",
+    "explore_reference",
+    "sweep",
+    "fit_runs",
+    "sizing_report",
+    "price_performance",
+}
 
 
 def test_every_notebook_is_there():
@@ -55,8 +62,9 @@ def test_project_kernel_is_registered():
 @pytest.fixture(scope="module")
 def default_report(tmp_path_factory):
     out = tmp_path_factory.mktemp("report")
-    p = sizing_cli("report", "--rps", "1e6", "--sla-p99", "5ms", "--out", str(out))
+    p = sizing_cli("report", "--rps", "1M", "--sla-p99", "5ms", "--pdf", "--out", str(out))
     assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == [str(out / f"sizing_report.{x}") for x in ("ipynb", "html", "pdf")]
     return out / "sizing_report.ipynb", out / "sizing_report.html"
 
 
@@ -123,6 +131,87 @@ def test_report_renders_in_headless_chromium(default_report):
 
 
 @pytest.mark.slow
+def test_report_pdf_is_printed(default_report):
+    pdf = default_report[1].with_suffix(".pdf")
+    data = pdf.read_bytes()
+    assert data.startswith(b"%PDF-") and len(data) > 50_000
+    assert data.count(b"/Type /Page") - data.count(b"/Type /Pages") >= 2
+
+
+@pytest.mark.slow
+def test_first_screen_is_the_decision(default_report):
+    """At 1280x900 the summary, the tornado chart and the readable table are on screen."""
+    from tests.browser import chrome, wait_for
+
+    _, html = default_report
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTIFACTS / "sizing_report_first_screen.png"
+    shot.unlink(missing_ok=True)
+    with chrome(1280, 900) as d:
+        d.get(html.as_uri())
+        wait_for(
+            lambda: d.execute_script(
+                "return document.querySelectorAll('.ns-side .main-svg .bars .point').length"
+            ),
+            120,
+            "the tornado chart's bars",
+        )
+
+        def box(selector):
+            return d.execute_script(
+                "const e = document.querySelector(arguments[0]);"
+                "return e && e.getBoundingClientRect().toJSON();",
+                selector,
+            )
+
+        summary = box("#decision-summary")
+        tornado = box(".ns-side .plotly-graph-div")
+        table = box("#T_options-table")
+        first_row = box("#T_options-table tbody tr:first-child")
+        d.save_screenshot(str(shot))
+        errors = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
+        page_width = d.execute_script("return document.documentElement.scrollWidth")
+    for name, b in (("summary", summary), ("tornado", tornado), ("first option", first_row)):
+        assert b is not None, name
+        assert 0 <= b["top"] and b["bottom"] <= 900 and b["right"] <= 1280, (name, b)
+    assert table["top"] < 900 and table["right"] <= 1280, table
+    assert tornado["height"] > 150 and summary["height"] > 150
+    assert page_width <= 1280, "the widest table must fit in 1280 px"
+    assert not errors, errors
+    assert shot.stat().st_size > 20_000
+
+
+@pytest.mark.slow
+def test_hostile_catalog_in_a_path_with_a_comma(tmp_path):
+    """Catalog strings are data in the HTML; a comma in the catalog's path is just a path."""
+    from tests.test_report import HOSTILE, write_catalog
+
+    cat = write_catalog(tmp_path / "prices, mine" / "my,catalog.csv", HOSTILE)
+    out = tmp_path / "out"
+    p = sizing_cli(
+        "report", "--rps", "1e5", "--catalog", str(cat), "--provider", "local", "--out", str(out)
+    )
+    assert p.returncode == 0, p.stderr
+    page = (out / "sizing_report.html").read_text()
+    assert "&lt;img src=x onerror" in page
+    assert "<img" not in page
+
+
+@pytest.mark.slow
+def test_report_parameter_names_are_refused_and_values_are_data(tmp_path):
+    marker = tmp_path / "ran"
+    p = sizing_cli(
+        "report", "--rps", "1e6", "--out", str(tmp_path), "-p", f"x=open('{marker}','w')#", "1"
+    )
+    assert p.returncode == 2 and "not a parameter of sizing_report; valid:" in p.stderr
+    assert "rps" in p.stderr and not marker.exists()
+    value = f'"; open("{marker}", "w") #'
+    p = sizing_cli("report", "--rps", "1e6", "--out", str(tmp_path), "-p", "providers", value)
+    assert p.returncode == 2 and "unknown provider" in p.stderr, p.stderr
+    assert not marker.exists()
+
+
+@pytest.mark.slow
 def test_plain_papermill_runs_the_report(tmp_path):
     out = tmp_path / "out.ipynb"
     p = subprocess.run(
@@ -160,7 +249,8 @@ def test_plain_papermill_runs_the_report(tmp_path):
     ("args", "code", "message"),
     [
         (["--provider", "nosuch"], 2, "unknown provider nosuch"),
-        (["-p", "top", "abc"], 1, "sizing_report failed in cell"),
+        (["-p", "top", "abc"], 2, "parameter top: 'abc' is not a int"),
+        (["-p", "nosuch", "1"], 2, "'nosuch' is not a parameter of sizing_report"),
         (["--file-size", "huge"], 2, "is not a size"),
     ],
 )

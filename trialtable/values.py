@@ -11,26 +11,62 @@ import math
 import re
 from typing import Any, NoReturn
 
+#: The protocol both ``runners`` (what is measured) and ``sizing`` (what is sized) assume
+#: unless told, so that a measurement made with defaults is used by a sizing with defaults.
+DEFAULT_PROTOCOL = "https"
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Help that shows every option's default (unless its text already says it)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if (
+            not action.option_strings
+            or action.required
+            or action.nargs == 0
+            or default is argparse.SUPPRESS
+            or re.search(r"\(default[ :]|default:", text)
+        ):
+            return text
+        if default is None or default == []:
+            return text + " (default: not set)"
+        return text + " (default: %(default)s)"
+
 
 class Parser(argparse.ArgumentParser):
     """An argument parser whose errors are one line on stderr and exit code 2."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         """Print ``message`` as one line and exit with status 2."""
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+_RPS = re.compile(r"^\s*([-+]?(?:[0-9_]*\.?[0-9_]+(?:[eE][-+]?[0-9]+)?|inf|nan))\s*([kKmMgG]?)\s*$")
+_RPS_MULT = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9}
+
+
 def parse_rps(text: str) -> float:
-    """Positive finite requests per second, e.g. ``1e6`` or ``250000``."""
+    """Positive finite requests per second: ``1e6``, ``250000``, ``250k``, ``1M`` or ``1.5G``."""
+    m = _RPS.match(text)
+    if not m:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number; expected a positive request rate such as 1e6, 250k or 1M"
+        )
     try:
-        value = float(text.replace("_", ""))
+        value = float(m.group(1).replace("_", "")) * _RPS_MULT[m.group(2).lower()]
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"{text!r} is not a number; expected a positive request rate such as 1e6"
+            f"{text!r} is not a number; expected a positive request rate such as 1e6, 250k or 1M"
         ) from None
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(
-            f"{text!r} is not a positive finite request rate; expected e.g. 1e6"
+            f"{text!r} is not a positive finite request rate; expected e.g. 1e6, 250k or 1M"
         )
     return value
 

@@ -1,0 +1,378 @@
+"""What the answer is most sensitive to: one uncertain input at a time across its range.
+
+Each uncertain input of the capacity model (a cost coefficient, a CPU platform's speed, an
+estimated model constant, the level of a measurement) is moved to the low and then
+the high end of its range while every other input stays at its point value, and the fast
+``recommend`` path is run again. The effect is the change of the fleet cost at the chosen
+confidence (the cheapest option's count that keeps the headroom with that probability, times
+its price). The result is the data of a tornado chart.
+
+`uncertain_inputs` lists the inputs; a new input of the model is one more `UncertainInput`
+with a function that applies it. Imports numpy and the standard library only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import math
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import Any
+
+from sizing import capacity as _capacity
+from sizing.capacity import Capacity
+from sizing.catalog import Instance
+from sizing.costmodel import Coefficient, cpu_us_per_request, reference_profile
+from sizing.errors import Infeasible
+from sizing.platforms import Platform, platform_of
+from sizing.recommend import Recommendation
+
+# The module, not the function `sizing.recommend` that the package exports under that name.
+_recommend = importlib.import_module("sizing.recommend")
+
+__all__ = [
+    "Sensitivity",
+    "UncertainInput",
+    "cost_at_confidence",
+    "sensitivity",
+    "uncertain_inputs",
+]
+
+#: Range of the estimated model constants that have a point value only (estimates).
+CONSTANT_RANGES: dict[str, tuple[float, float, str]] = {
+    "base_latency_ms": (
+        0.25,
+        1.0,
+        "p99 outside NGINX's queue, 0.25 to 1 ms (estimate: one zone's round trip and stacks)",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class UncertainInput:
+    """One input of the model that has a range.
+
+    Attributes
+    ----------
+    key : str
+        Stable identifier, e.g. ``family:c6in`` or ``base_latency_ms``.
+    label : str
+        What a reader sees, e.g. ``c6in speed per vCPU``.
+    kind : str
+        ``estimate``, ``published`` or ``measured``.
+    low, high, value : float
+        The range and the point value, in the input's own unit (``unit``).
+    unit : str
+        Unit of ``low``/``high``/``value`` (``x`` for a multiplier).
+    source : str
+        Where the range comes from.
+    apply : callable
+        ``apply(v)`` returns a context manager under which the model uses ``v`` for this
+        input.
+    """
+
+    key: str
+    label: str
+    kind: str
+    low: float
+    high: float
+    value: float
+    unit: str
+    source: str
+    apply: Callable[[float], contextlib.AbstractContextManager[None]]
+
+
+@dataclass(frozen=True)
+class Sensitivity:
+    """Fleet cost at the confidence with one input at its low and at its high end.
+
+    Attributes
+    ----------
+    input : UncertainInput
+        The input moved.
+    cost_low, cost_high : float or None
+        Hourly fleet cost at the confidence [USD/h] with the input at its low/high end (None:
+        no option meets the target then).
+    choice_low, choice_high : str
+        The cheapest fleet then, e.g. ``12 x c7g.2xlarge``.
+    """
+
+    input: UncertainInput
+    cost_low: float | None
+    cost_high: float | None
+    choice_low: str
+    choice_high: str
+
+    @property
+    def swing(self) -> float:
+        """Spread of the cost across the range [USD/h] (infinite when an end is infeasible)."""
+        if self.cost_low is None or self.cost_high is None:
+            return math.inf
+        return abs(self.cost_high - self.cost_low)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready row."""
+        i = self.input
+        return {
+            "key": i.key,
+            "label": i.label,
+            "kind": i.kind,
+            "low": i.low,
+            "high": i.high,
+            "value": i.value,
+            "unit": i.unit,
+            "source": i.source,
+            "cost_low_usd_hour": self.cost_low,
+            "cost_high_usd_hour": self.cost_high,
+            "choice_low": self.choice_low,
+            "choice_high": self.choice_high,
+        }
+
+
+def cost_at_confidence(rec: Recommendation) -> tuple[float, str]:
+    """Cheapest hourly cost at the recommendation's confidence [USD/h] and that fleet."""
+    best: tuple[float, str] | None = None
+    for o in rec.options:
+        n = o.count_at_confidence
+        if n is None:
+            continue
+        cost = n * o.unit_price_usd_hour
+        if best is None or cost < best[0]:
+            best = (cost, f"{n} x {o.capacity.instance.instance_type}")
+    if best is None:
+        raise Infeasible("no option keeps the headroom at the confidence")
+    return best
+
+
+# ----------------------------------------------------------------------------- inputs
+
+
+@contextlib.contextmanager
+def _patched(name: str, value: Any) -> Iterator[None]:
+    """Let `sizing.capacity` see ``value`` under ``name`` for the duration."""
+    space = vars(_capacity)
+    original = space[name]
+    space[name] = value
+    try:
+        yield
+    finally:
+        space[name] = original
+
+
+def _coefficient_set(name: str, v: float) -> contextlib.AbstractContextManager[None]:
+    ref = reference_profile()
+    coefs = dict(ref.coefficients)
+    coefs[name] = replace(coefs[name], value=v)
+    moved = replace(ref, coefficients=coefs)
+    return _patched("reference_profile", lambda: moved)
+
+
+def _platform_speed(platform_id: str, v: float) -> contextlib.AbstractContextManager[None]:
+    original = platform_of
+
+    def moved(inst: Instance) -> Platform:
+        plat = original(inst)
+        return replace(plat, core_speed=v) if plat.platform_id == platform_id else plat
+
+    return _patched("platform_of", moved)
+
+
+@contextlib.contextmanager
+def _constant_set(name: str, value: float) -> Iterator[None]:
+    old = _capacity.ESTIMATES[name]
+    _capacity.ESTIMATES[name] = (value, old[1])
+    try:
+        yield
+    finally:
+        _capacity.ESTIMATES[name] = old
+
+
+@contextlib.contextmanager
+def _measured_scaled(family: str, scale: float) -> Iterator[None]:
+    """Scale the measured capacity of one family (measurements are already at the SLA)."""
+    space = vars(_recommend)
+    original = space["instance_capacity"]
+
+    def scaled(inst: Instance, work: Any, evidence: Any = None, profiles: Any = ()) -> Capacity:
+        cap = original(inst, work, evidence, profiles)
+        if cap.measured and inst.family == family:
+            cpu = cap.cpu_sla_rps * scale
+            cap = replace(cap, cpu_sla_rps=cpu, capacity_rps=min(cpu, cap.network_rps))
+        return cap
+
+    space["instance_capacity"] = scaled
+    try:
+        yield
+    finally:
+        space["instance_capacity"] = original
+
+
+def _measured_at(family: str, point: float, v: float) -> contextlib.AbstractContextManager[None]:
+    return _measured_scaled(family, v / point)
+
+
+def _kind(c: Coefficient) -> str:
+    if c.source.startswith("estimate"):
+        return "estimate"
+    return "measured" if c.measured_over == "loopback" else "published"
+
+
+def uncertain_inputs(
+    rec: Recommendation, *, families_of_top: int = 8, min_share: float = 0.02
+) -> list[UncertainInput]:
+    """The inputs with a range that can move the recommendation's answer.
+
+    Parameters
+    ----------
+    rec : Recommendation
+        The answer whose inputs to list.
+    families_of_top : int
+        The CPU platforms of this many cheapest options are listed (the others cannot move
+        the cheapest fleet much).
+    min_share : float
+        Cost coefficients that make up less than this share of the CPU time per request of
+        the workload are left out.
+
+    Returns
+    -------
+    list of UncertainInput
+        The cost model's coefficients that matter for the workload (95% range from their
+        standard errors or estimated ranges), the per-core speed of each CPU platform of the
+        cheapest options, the estimated base latency, and each measured family's level.
+    """
+    work = rec.workload
+    ref = reference_profile()
+    cost = cpu_us_per_request(work, ref)
+    out: list[UncertainInput] = []
+    for name, us in sorted(cost.terms.items(), key=lambda kv: -abs(kv[1])):
+        c = ref.coef(name)
+        if c is None or c.stderr <= 0 or abs(us) < min_share * cost.us:
+            continue
+        lo, hi = max(c.value - 1.96 * c.stderr, c.value * 0.05), c.value + 1.96 * c.stderr
+        out.append(
+            UncertainInput(
+                key=f"coef:{name}",
+                label=f"{name} ({c.unit})",
+                kind=_kind(c),
+                low=lo,
+                high=hi,
+                value=c.value,
+                unit=c.unit,
+                source=c.source,
+                apply=partial(_coefficient_set, name),
+            )
+        )
+    seen: set[str] = set()
+    for o in rec.options[:families_of_top]:
+        if o.capacity.measured == "own":
+            continue
+        plat = platform_of(o.capacity.instance)
+        if plat.platform_id in seen or plat.core_speed_high <= plat.core_speed_low:
+            continue
+        seen.add(plat.platform_id)
+        out.append(
+            UncertainInput(
+                key=f"platform:{plat.platform_id}",
+                label=f"{plat.name} speed per core",
+                kind="estimate" if plat.estimate else "published",
+                low=plat.core_speed_low,
+                high=plat.core_speed_high,
+                value=plat.core_speed,
+                unit="x reference core",
+                source=plat.source,
+                apply=partial(_platform_speed, plat.platform_id),
+            )
+        )
+    for name, (lo, hi, why) in CONSTANT_RANGES.items():
+        v = _capacity.ESTIMATES[name][0]
+        out.append(
+            UncertainInput(
+                key=name,
+                label=name.replace("_ms", "").replace("_", " ") + " [ms]",
+                kind="estimate",
+                low=lo,
+                high=hi,
+                value=v,
+                unit="ms",
+                source=why,
+                apply=partial(_constant_set, name),
+            )
+        )
+    ev = rec.evidence
+    for cal in getattr(ev, "calibrations", []) or []:
+        sd = float(getattr(cal, "k_sd", 0.0) or 0.0)
+        if sd <= 0:
+            continue
+        k = float(cal.k)
+        out.append(
+            UncertainInput(
+                key=f"measured:{cal.family}",
+                label=f"measured level of {cal.family}",
+                kind="measured",
+                low=k * math.exp(-1.96 * sd),
+                high=k * math.exp(1.96 * sd),
+                value=k,
+                unit="x model",
+                source=f"runs {', '.join(cal.series.runs)} (95% range of the measured level)",
+                apply=partial(_measured_at, cal.family, k),
+            )
+        )
+    return out
+
+
+def sensitivity(
+    rec: Recommendation,
+    instances: Sequence[Instance],
+    *,
+    inputs: Sequence[UncertainInput] | None = None,
+    max_count: int | None = None,
+) -> list[Sensitivity]:
+    """Fleet cost at the confidence with each uncertain input at its low and high end.
+
+    Parameters
+    ----------
+    rec : Recommendation
+        The answer at every input's point value (its target, workload, headroom, redundancy,
+        evidence and confidence are reused).
+    instances : sequence of Instance
+        The candidates ``rec`` was computed from.
+    inputs : sequence of UncertainInput, optional
+        What to move; `uncertain_inputs` of ``rec`` by default.
+    max_count : int, optional
+        As given to `sizing.recommend.recommend`.
+
+    Returns
+    -------
+    list of Sensitivity
+        Largest swing first.
+    """
+    rows = []
+    for inp in uncertain_inputs(rec) if inputs is None else inputs:
+        ends: list[tuple[float | None, str]] = []
+        for v in (inp.low, inp.high):
+            with inp.apply(v):
+                try:
+                    r = _recommend.recommend(
+                        rec.target_rps,
+                        instances,
+                        rec.workload,
+                        rec.headroom,
+                        rec.redundancy,
+                        max_count,
+                        rec.evidence,
+                        rec.confidence,
+                        profiles=rec.profiles,
+                        zones=rec.rules.zones,
+                        zone_loss=rec.rules.zone_loss,
+                        pricing=rec.rules.pricing,
+                        spot_reserve=rec.rules.spot_reserve,
+                        sort=rec.sort,
+                    )
+                    ends.append(cost_at_confidence(r))
+                except Infeasible:
+                    ends.append((None, "none meets the target"))
+        rows.append(Sensitivity(inp, ends[0][0], ends[1][0], ends[0][1], ends[1][1]))
+    rows.sort(key=lambda s: (-s.swing, s.input.key))
+    return rows

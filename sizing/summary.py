@@ -1,0 +1,535 @@
+"""The decision a report opens on, and the readable tables and appendix that follow it.
+
+`decision_summary` turns a `Recommendation` into plain fields (what to buy, what it costs, how
+sure, the runner-up); `summary_html` draws them. Fields the recommendation does not carry yet
+(zones, per-zone counts, a pricing model, a decision paragraph) are read when present, so a
+richer recommendation shows them without a change here. Every string that came from a user
+(catalog fields, run labels, notes) is HTML-escaped where it reaches HTML.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sizing.recommend import HOURS_PER_MONTH, Option, Recommendation
+from sizing.sources import cited, name_sources
+from sizing.units import fmt_rps, fmt_sig, fmt_usd
+
+__all__ = [
+    "DecisionSummary",
+    "FleetChoice",
+    "appendix_html",
+    "decision_summary",
+    "families_table",
+    "figure_div",
+    "md_escape",
+    "model_version",
+    "options_table",
+    "sensitivity_table",
+    "summary_html",
+    "tidy_table",
+    "title_html",
+]
+
+_e = html.escape
+
+
+@dataclass(frozen=True)
+class FleetChoice:
+    """One fleet: what to buy, what it costs, how sure."""
+
+    instance_type: str
+    provider: str
+    region: str
+    arch: str
+    vcpus: int
+    count: int
+    count_at_confidence: int | None
+    hourly_usd: float
+    hourly_at_confidence_usd: float | None
+    p_meet: float
+    binding: str
+    evidence: str
+    zones: tuple[str, ...] = ()
+    per_zone_counts: tuple[int, ...] = ()
+    pricing_model: str = ""
+
+    @property
+    def monthly_usd(self) -> float:
+        """Cost per month of 730 hours [USD]."""
+        return self.hourly_usd * HOURS_PER_MONTH
+
+    @property
+    def monthly_at_confidence_usd(self) -> float | None:
+        """Cost per month at the confidence count [USD]."""
+        h = self.hourly_at_confidence_usd
+        return None if h is None else h * HOURS_PER_MONTH
+
+
+@dataclass(frozen=True)
+class DecisionSummary:
+    """The first screen of a report."""
+
+    target_rps: float
+    sla_p99_ms: float
+    workload: str
+    headroom: float
+    redundancy: int
+    confidence: float
+    choice: FleetChoice
+    runner_up: FleetChoice | None
+    options: int
+    simulated: bool = False
+    measured_runs: tuple[str, ...] = ()
+    decision_text: str = ""
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    cheapest_at_confidence: tuple[str, float] | None = None
+
+
+def _zones(o: Option) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    zones = getattr(o, "zones", None) or ()
+    counts = getattr(o, "per_zone_counts", None) or getattr(o, "zone_counts", None) or ()
+    if isinstance(zones, str):
+        zones = (zones,)
+    if isinstance(counts, Mapping):
+        zones = zones or tuple(counts)
+        counts = tuple(counts.values())
+    return tuple(str(z) for z in zones), tuple(int(c) for c in counts)
+
+
+def _choice(o: Option) -> FleetChoice:
+    inst = o.capacity.instance
+    zones, counts = _zones(o)
+    n_conf = o.count_at_confidence
+    return FleetChoice(
+        instance_type=inst.instance_type,
+        provider=inst.provider,
+        region=inst.region,
+        arch=inst.arch,
+        vcpus=inst.vcpus,
+        count=o.count,
+        count_at_confidence=n_conf,
+        hourly_usd=o.hourly_cost_usd,
+        hourly_at_confidence_usd=None if n_conf is None else n_conf * inst.price_usd_hour,
+        p_meet=o.p_meets_target,
+        binding=o.capacity.binding_constraint,
+        evidence={"own": "measured", "carried": "measured level carried"}.get(
+            o.capacity.measured, "model (published tables and estimates)"
+        ),
+        zones=zones,
+        per_zone_counts=counts,
+        pricing_model=str(getattr(o, "pricing_model", "") or ""),
+    )
+
+
+def decision_summary(rec: Recommendation, *, decision_text: str = "") -> DecisionSummary:
+    """What to buy, from a recommendation: its first option and the runner-up.
+
+    Parameters
+    ----------
+    rec : Recommendation
+        The answer (options in the order the recommendation ranks them).
+    decision_text : str
+        A paragraph that explains the choice, if the caller has one.
+    """
+    from sizing.errors import Infeasible
+    from sizing.sensitivity import cost_at_confidence
+
+    w = rec.workload
+    ev = rec.evidence
+    opts = rec.options
+    try:
+        cost, fleet = cost_at_confidence(rec)
+        at_conf: tuple[str, float] | None = (fleet, cost)
+    except Infeasible:
+        at_conf = None
+    return DecisionSummary(
+        target_rps=rec.target_rps,
+        sla_p99_ms=w.sla_p99_ms,
+        workload=f"{w.scenario.replace('_', ' ')} {w.protocol.upper()}, "
+        f"{fmt_sig(w.file_bytes / 1024, 3)} KiB responses",
+        headroom=rec.headroom,
+        redundancy=rec.redundancy,
+        confidence=rec.confidence,
+        choice=_choice(opts[0]),
+        runner_up=_choice(opts[1]) if len(opts) > 1 else None,
+        options=len(opts),
+        simulated=bool(getattr(ev, "simulated", False)),
+        measured_runs=tuple(getattr(ev, "runs", ()) or ()),
+        decision_text=decision_text,
+        notes=tuple(getattr(ev, "notes", ()) or ()),
+        cheapest_at_confidence=at_conf,
+    )
+
+
+def _where(c: FleetChoice) -> str:
+    if c.zones and c.per_zone_counts and len(c.zones) == len(c.per_zone_counts):
+        z = ", ".join(f"{n} in {z}" for z, n in zip(c.zones, c.per_zone_counts, strict=True))
+    elif c.zones:
+        z = "zones " + ", ".join(c.zones)
+    else:
+        z = "zones not modelled"
+    return f"{c.provider} {c.region}; {z}"
+
+
+def summary_html(s: DecisionSummary, side_html: str = "") -> str:
+    """The decision as an HTML block, with ``side_html`` (e.g. the tornado chart) beside it."""
+    c, r = s.choice, s.runner_up
+    conf = f"{s.confidence:.0%}"
+    sure = f"P(meet) <b>{c.p_meet:.0%}</b> at {c.count} instances; " + (
+        f"<b>{c.count_at_confidence}</b> keep the headroom with {conf} confidence "
+        f"({fmt_usd(c.hourly_at_confidence_usd or math.nan)}/h, "
+        f"{fmt_usd(c.monthly_at_confidence_usd or math.nan, 0)}/month)"
+        if c.count_at_confidence is not None
+        else f"no count keeps the headroom with {conf} confidence"
+    )
+    runner = (
+        f"{r.count} &times; {_e(r.instance_type)} ({_e(r.provider)}), "
+        f"{fmt_usd(r.hourly_usd)}/h, P(meet) {r.p_meet:.0%}"
+        + (
+            f", {r.count_at_confidence} at {conf}: {fmt_usd(r.hourly_at_confidence_usd)}/h"
+            if r.count_at_confidence is not None and r.hourly_at_confidence_usd is not None
+            else ""
+        )
+        if r is not None
+        else "none (only one instance type meets the target)"
+    )
+    if s.cheapest_at_confidence is not None:
+        fleet, cost = s.cheapest_at_confidence
+        mine = f"{c.count_at_confidence} x {c.instance_type}"
+        if fleet != mine:
+            sure += (
+                f"; cheapest at {conf}: <b>{_e(fleet.replace(' x ', ' × '))}</b>, {fmt_usd(cost)}/h"
+            )
+    warn = ""
+    if s.simulated:
+        warn = '<div class="ns-warn">Rests on SIMULATED runs: not a measurement.</div>'
+    basis = (
+        "measured runs " + ", ".join(_e(x) for x in s.measured_runs)
+        if s.measured_runs
+        else "published tables and marked estimates (no runs of your own)"
+    )
+    pricing = f" ({_e(c.pricing_model)})" if c.pricing_model else " (on-demand)"
+    text = f'<p class="ns-text">{_e(s.decision_text)}</p>' if s.decision_text else ""
+    return f"""<div class="ns-first">
+<style>
+.ns-first{{display:flex;gap:16px;align-items:flex-start;font-family:system-ui,sans-serif;
+  max-width:1240px}}
+.ns-card{{flex:0 0 560px;box-sizing:border-box;border:2px solid #1f4e79;border-radius:8px;
+  padding:10px 14px;background:#f4f8fc}}
+.ns-card h2{{margin:0;font-size:12px;color:#1f4e79;text-transform:uppercase;
+  letter-spacing:.06em}}
+.ns-buy{{font-size:26px;font-weight:700;margin:0;line-height:1.25}}
+.ns-cost{{font-size:19px;margin:0 0 6px}}
+.ns-card dl{{display:grid;grid-template-columns:78px 1fr;gap:2px 8px;margin:0;font-size:12.5px;
+  line-height:1.35}}
+.ns-card dt{{color:#555;font-weight:600}} .ns-card dd{{margin:0}}
+.ns-warn{{background:#fde2e1;border:1px solid #c00;padding:4px 8px;margin:6px 0;
+  font-weight:700}}
+.ns-side{{flex:1 1 auto;min-width:0}}
+.ns-text{{font-size:13px;margin:6px 0 0}}
+</style>
+<div class="ns-card" id="decision-summary">
+<h2>Decision</h2>
+<div class="ns-buy">{c.count} &times; {_e(c.instance_type)}</div>
+<div class="ns-cost">{fmt_usd(c.hourly_usd)}/hour &middot; {fmt_usd(c.monthly_usd, 0)}/month
+<span style="font-size:13px;color:#555">{pricing}</span></div>
+{warn}
+<dl>
+<dt>Serves</dt><dd>{fmt_rps(s.target_rps)} RPS, p99 &le; {fmt_sig(s.sla_p99_ms)} ms,
+{_e(s.workload)}; headroom {s.headroom:.0%}, N+{s.redundancy}</dd>
+<dt>Where</dt><dd>{_e(_where(c))}; {c.vcpus} vCPUs {_e(c.arch)} each</dd>
+<dt>How sure</dt><dd>{sure}</dd>
+<dt>Limit, basis</dt><dd>{_e(c.binding)}; {_e(c.evidence)}</dd>
+<dt>Runner-up</dt><dd>{runner}</dd>
+<dt>Rests on</dt><dd>{basis}; {s.options} instance types qualify</dd>
+</dl>
+{text}
+</div>
+<div class="ns-side">{side_html}</div>
+</div>"""
+
+
+_COLUMNS: dict[str, str] = {
+    "rank": "#",
+    "instance": "Instance",
+    "where": "Where",
+    "vcpus": "vCPUs",
+    "count": "Count",
+    "count_conf": "Count at {conf}",
+    "rps": "RPS/instance",
+    "util": "Load",
+    "hour": "$/hour",
+    "month": "$/month",
+    "hour_conf": "$/hour at {conf}",
+    "per_billion": "$/1B req.",
+    "p_meet": "P(meet)",
+    "binds": "Limited by",
+}
+
+
+def options_table(rec: Recommendation, top: int = 10) -> Any:
+    """The cheapest options as a styled table with human headers and formatted numbers.
+
+    Returns
+    -------
+    pandas.io.formats.style.Styler
+        Escaped (catalog strings are data), index hidden, numbers formatted; about 1,200 px
+        wide at 13 px type.
+    """
+    import pandas as pd
+
+    conf = f"{rec.confidence:.0%}"
+    rows = []
+    for i, o in enumerate(rec.options[:top], start=1):
+        c = _choice(o)
+        mark = {"own": " *", "carried": " +"}.get(o.capacity.measured, "")
+        rows.append(
+            {
+                "rank": i,
+                "instance": c.instance_type + mark,
+                "where": f"{c.provider} {c.region}",
+                "vcpus": c.vcpus,
+                "count": c.count,
+                "count_conf": c.count_at_confidence,
+                "rps": fmt_rps(o.capacity.capacity_rps),
+                "util": f"{o.utilization:.0%}",
+                "hour": fmt_usd(c.hourly_usd),
+                "month": fmt_usd(c.monthly_usd, 0),
+                "hour_conf": fmt_usd(c.hourly_at_confidence_usd),
+                "per_billion": fmt_usd(c.hourly_usd / (rec.target_rps * 3600.0) * 1e9, 3),
+                "p_meet": f"{c.p_meet:.0%}",
+                "binds": c.binding,
+            }
+        )
+    df = pd.DataFrame(rows).rename(columns={k: v.format(conf=conf) for k, v in _COLUMNS.items()})
+    col = f"Count at {conf}"
+    df[col] = ["-" if v is None or v != v else str(int(v)) for v in df[col]]
+    numeric = [0, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
+    left = [j for j in range(len(df.columns)) if j not in numeric]
+    return _styled(df, "options-table", left, highlight_first=True)
+
+
+def _styled(df: Any, table_id: str, left: Sequence[int], *, highlight_first: bool = False) -> Any:
+    """A readable, escaped table: human headers, no index, 13 px type, no wrapping."""
+    styles: list[Any] = [
+        {
+            "selector": "",
+            "props": "border-collapse:collapse;font-size:13px;font-family:system-ui,sans-serif;",
+        },
+        {
+            "selector": "th",
+            "props": "background:#1f4e79;color:white;padding:4px 8px;text-align:right;"
+            "white-space:nowrap;",
+        },
+        {
+            "selector": "td",
+            "props": "padding:3px 8px;border-bottom:1px solid #ddd;white-space:nowrap;"
+            "text-align:right;",
+        },
+        *(
+            {"selector": f"td.col{j}, th.col_heading.col{j}", "props": "text-align:left;"}
+            for j in left
+        ),
+    ]
+    if highlight_first:
+        styles.append(
+            {"selector": "tbody tr:first-child td", "props": "font-weight:700;background:#eaf2fb;"}
+        )
+    from pandas.io.formats.style import Styler
+
+    # The table's id is "T_" + uuid: the styles above are scoped to it.
+    return (
+        Styler(df, uuid=table_id, cell_ids=False)
+        .hide(axis="index")
+        .format(escape="html")
+        .set_table_attributes('class="ns-table"')
+        .set_table_styles(styles)
+    )
+
+
+def families_table(rec: Recommendation, top: int = 10) -> Any:
+    """VCPUs needed per family (cheapest size; fewest vCPUs over sizes), readable."""
+    import pandas as pd
+
+    from sizing.recommend import vcpus_by_family
+
+    rows = [
+        {
+            "Family": f["family"],
+            "Provider": f["provider"],
+            "Arch": f["arch"],
+            "Cheapest fleet": f"{f['cheapest_count']} x {f['cheapest_instance_type']}",
+            "vCPUs in it": f["cheapest_total_vcpus"],
+            "Fewest vCPUs (any size)": f["min_total_vcpus"],
+            "$ / hour": fmt_usd(f["cheapest_hourly_cost_usd"]),
+        }
+        for f in vcpus_by_family(rec.options)[:top]
+    ]
+    return _styled(pd.DataFrame(rows), "families-table", [0, 1, 2, 3])
+
+
+def sensitivity_table(rows: Sequence[Any], cost_now: float) -> Any:
+    """The tornado chart's numbers: each input's range and the fleet cost at each end."""
+    import pandas as pd
+
+    def end(cost: float | None, choice: str) -> str:
+        return "no option meets it" if cost is None else f"{fmt_usd(cost)} ({choice})"
+
+    out = [
+        {
+            "Input": r.input.label,
+            "Kind": r.input.kind,
+            "Range": f"{fmt_sig(r.input.low)} to {fmt_sig(r.input.high)}"
+            + ("" if r.input.unit == "x" else f" {r.input.unit}"),
+            "Point": fmt_sig(r.input.value),
+            "$ / hour at low end": end(r.cost_low, r.choice_low),
+            "$ / hour at high end": end(r.cost_high, r.choice_high),
+            "Swing": fmt_usd(r.swing),
+        }
+        for r in rows
+    ]
+    df = pd.DataFrame(out)
+    return _styled(df, "sensitivity-table", [0, 1, 4, 5]).set_caption(
+        f"Now: {fmt_usd(cost_now)} per hour"
+    )
+
+
+def title_html(rec: Recommendation, warning: str = "") -> str:
+    """The report's one-line title, and a warning banner if any."""
+    w = rec.workload
+    warn = (
+        f'<div style="background:#fde2e1;border:1px solid #c00;padding:4px 8px;'
+        f'font-weight:700;margin:4px 0">{_e(warning)}</div>'
+        if warning
+        else ""
+    )
+    return (
+        '<h1 style="font-family:system-ui,sans-serif;font-size:22px;margin:0 0 8px">'
+        f"Sizing: {rec.target_rps:,.0f} RPS at p99 &le; {fmt_sig(w.sla_p99_ms)} ms, "
+        f"{_e(w.scenario.replace('_', ' '))} {_e(w.protocol.upper())}</h1>{warn}"
+    )
+
+
+def figure_div(fig: Any, *, height: int | None = None) -> str:
+    """A plotly figure as an HTML fragment, using the plotly.js the page already embeds."""
+    if height is not None:
+        fig.update_layout(height=height)
+    return str(
+        fig.to_html(full_html=False, include_plotlyjs=False, config={"displayModeBar": False})
+    )
+
+
+def model_version() -> str:
+    """Package version and the date of the precomputed reference fits."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from sizing.paths import FITS_PATH
+
+    try:
+        pkg = version("nginx-sizing")
+    except PackageNotFoundError:
+        pkg = "unknown"
+    fits = FITS_PATH.name
+    return f"nginx-sizing {pkg}, capacity model with reference fits {fits}"
+
+
+def md_escape(text: str) -> str:
+    """Text made literal in Markdown: HTML escaped, and ``$`` not read as LaTeX."""
+    out = html.escape(text, quote=False)
+    for ch in "\\`*_{}[]#|$":
+        out = out.replace(ch, "\\" + ch)
+    return out
+
+
+def appendix_html(
+    rec: Recommendation,
+    parameters: Mapping[str, Any],
+    *,
+    model_version: str,
+    extra_sources: Sequence[str] = (),
+) -> str:
+    """Every input, the model version, the catalog's date and each source by name.
+
+    Parameters
+    ----------
+    rec : Recommendation
+        The answer whose sources to name.
+    parameters : mapping
+        The report's inputs as given.
+    model_version : str
+        Package and fit versions.
+    extra_sources : sequence of str
+        More source lines (e.g. the factor table's reasoning).
+    """
+    inputs = "".join(
+        f"<tr><th>{_e(str(k))}</th><td>{_e(str(v))}</td></tr>" for k, v in parameters.items()
+    )
+    insts = [o.capacity.instance for o in rec.options]
+    dates = sorted({i.source_date for i in insts})
+    lines: list[str] = []
+    for o in rec.options[:3]:
+        lines += o.capacity.basis
+    lines += list(extra_sources)
+    docs = cited(" ".join(lines))
+    pubs = "".join(
+        f"<li><b>{_e(d.publisher)}</b>, &ldquo;{_e(d.title)}&rdquo;: {_e(d.gives)}</li>"
+        for d in docs
+    )
+    providers = sorted({(i.provider, i.region) for i in insts})
+    as_of: dict[tuple[str, str], set[str]] = {}
+    for i in insts:
+        as_of.setdefault((i.provider, i.region), set()).add(i.source_date)
+    prices = "".join(
+        f"<li>{_e(p)} {_e(r)} on-demand Linux prices and specifications, as of "
+        f"{_e(', '.join(sorted(as_of[p, r])))}</li>"
+        for p, r in providers
+    )
+    basis = "".join(f"<li>{_e(name_sources(b))}</li>" for b in rec.options[0].capacity.basis)
+    return f"""<div class="ns-appendix" style="font-family:system-ui,sans-serif;font-size:13px">
+<h3>Inputs</h3><table id="inputs-table">{inputs}</table>
+<h3>Versions</h3><p>Model: {_e(model_version)}. Catalog prices as of {_e(", ".join(dates))}.</p>
+<h3>Published sources</h3><ul>{pubs}</ul>
+<h3>Prices and specifications</h3><ul>{prices}</ul>
+<h3>How the first option's capacity was computed</h3><ul>{basis}</ul>
+</div>"""
+
+
+def tidy_table(df: Any, *, digits: int = 3, table_id: str | None = None) -> Any:
+    """Any model or trial table, readable: numbers to ``digits`` significant digits.
+
+    Float noise (``1e-14``) shows as 0, infinities as ``unbounded``, missing values as ``-``;
+    strings are HTML-escaped (they may come from a catalog or a run label); column names have
+    their underscores replaced by spaces.
+    """
+    import numbers
+
+    from pandas.io.formats.style import Styler
+
+    def cell(v: Any) -> str:
+        if isinstance(v, bool):
+            return "yes" if v else "no"
+        if isinstance(v, numbers.Integral):
+            return f"{int(v):,}"
+        if isinstance(v, numbers.Real):
+            return fmt_sig(float(v), digits)
+        if v is None:
+            return "-"
+        return _e(str(v))
+
+    shown = df.rename(columns=lambda c: str(c).replace("_", " "))
+    left = [j for j, t in enumerate(shown.dtypes) if str(t) == "object"]
+    styled = Styler(shown, uuid=table_id, cell_ids=False).hide(axis="index").format(cell)
+    styles: list[Any] = [
+        {"selector": "", "props": "border-collapse:collapse;font-size:13px;"},
+        {"selector": "th", "props": "padding:3px 8px;text-align:right;white-space:nowrap;"},
+        {"selector": "td", "props": "padding:2px 8px;text-align:right;white-space:nowrap;"},
+    ]
+    styles += [
+        {"selector": f"td.col{j}, th.col_heading.col{j}", "props": "text-align:left;"} for j in left
+    ]
+    return styled.set_table_attributes('class="ns-table"').set_table_styles(styles)

@@ -1,0 +1,159 @@
+"""The first hour of a new user: help, units, one default protocol, loud unused runs, lab."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from runners.cli import build_parser as runners_parser
+from sizing import curves
+from sizing.capacity import Workload
+from sizing.cli import build_parser as sizing_parser
+from sizing.summary import tidy_table
+from sizing.units import DEFAULT_PROTOCOL, parse_rps
+from tests.conftest import sizing_cli
+from tests.test_measured import sim_run
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _options(parser: argparse.ArgumentParser, name: str):
+    for a in parser._actions:
+        if isinstance(a, argparse._SubParsersAction):
+            for sub_name, sub in a.choices.items():
+                yield from _options(sub, f"{name} {sub_name}")
+        elif a.option_strings and "-h" not in a.option_strings:
+            yield name, parser, a
+
+
+@pytest.mark.parametrize("build", [sizing_parser, runners_parser], ids=["sizing", "runners"])
+def test_help_shows_every_option_and_its_default(build):
+    for name, parser, action in _options(build(), "cli"):
+        assert action.help, f"{name} {action.option_strings} has no help"
+        if action.nargs == 0 or action.required:
+            continue
+        shown = parser._get_formatter()._expand_help(action)
+        assert re.search(r"default", shown), f"{name} {action.option_strings}: {shown}"
+        if action.default not in (None, [], argparse.SUPPRESS):
+            assert str(action.default) in shown or "(default " in shown, (name, shown)
+
+
+def test_catalog_help_lists_its_filters():
+    p = sizing_cli("catalog", "--help")
+    assert p.returncode == 0
+    for flag in ("--provider", "--region", "--arch", "--family", "--catalog"):
+        line = next(ln for ln in p.stdout.splitlines() if ln.strip().startswith(flag))
+        assert len(line.split(None, 2)) == 3, line  # flag, metavar, help text
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("1M", 1e6), ("250k", 250e3), ("250K", 250e3), ("1.5G", 1.5e9), ("1e6", 1e6), ("2_000", 2e3)],
+)
+def test_rps_with_a_suffix(text, value):
+    assert parse_rps(text) == pytest.approx(value)
+
+
+@pytest.mark.parametrize("text", ["1X", "-1k", "0k", "infk", "nan", "k", "1 M M"])
+def test_rps_refused(text):
+    with pytest.raises(argparse.ArgumentTypeError):
+        parse_rps(text)
+
+
+def test_recommend_accepts_250k():
+    p = sizing_cli("recommend", "--rps", "250k", "--format", "json")
+    assert p.returncode == 0, p.stderr
+    assert '"target_rps": 250000.0' in p.stdout
+
+
+def test_runners_and_sizing_share_one_default_protocol():
+    sweep = runners_parser().parse_args(["sweep"])
+    rec = sizing_parser().parse_args(["recommend", "--rps", "1e6"])
+    assert sweep.protocol == rec.protocol == DEFAULT_PROTOCOL == Workload().protocol
+
+
+def test_runs_that_do_not_match_are_refused_loudly(tmp_path):
+    run = sim_run(tmp_path, "c7g")  # measured over HTTP; recommend asks HTTPS by default
+    p = sizing_cli("recommend", "--rps", "1e6", "--runs", run, "--allow-simulated")
+    assert p.returncode == 1 and not p.stdout
+    assert "none of the 1 run folder(s) measured this workload" in p.stderr
+    assert "--allow-unused-runs" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    p = sizing_cli(
+        "recommend", "--rps", "1e6", "--runs", run, "--allow-simulated", "--allow-unused-runs"
+    )
+    assert p.returncode == 0 and "WARNING: none of the 1 run folder(s)" in p.stderr
+    p = sizing_cli(
+        "recommend", "--rps", "1e6", "--runs", run, "--allow-simulated", "--protocol", "http"
+    )
+    assert p.returncode == 0 and not p.stderr, p.stderr
+
+
+def test_make_lab_allows_root_only_as_root():
+    p = subprocess.run(
+        ["make", "-n", "lab", "LAB_ARGS=--no-browser --ServerApp.port=9"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert p.returncode == 0, p.stderr
+    line = " ".join(p.stdout.split("jupyter lab", 1)[1].replace("\\\n", " ").split())
+    assert ("--allow-root" in line) == (os.geteuid() == 0)
+    assert "--KernelManager.transport=ipc" in line
+    assert line.endswith("--no-browser --ServerApp.port=9")
+    assert "LAB_ARGS" in (ROOT / "README.md").read_text()
+
+
+def test_progress_bar_has_an_eta(monkeypatch, capsys):
+    from sizing.cli import _progress_bar
+
+    monkeypatch.setenv("NGINX_SIZING_PROGRESS", "1")
+    with _progress_bar("fit", "series") as tick:
+        for done in range(1, 14):
+            tick(done, 13)
+    err = capsys.readouterr().err
+    assert re.search(r"fit: .*13/13 \[[0-9:]+<[0-9:]+", err), err  # done/total [elapsed<eta]
+    monkeypatch.delenv("NGINX_SIZING_PROGRESS")
+    with _progress_bar("fit", "series") as tick:  # stderr is not a terminal here
+        tick(1, 13)
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.slow
+def test_fit_shows_progress():
+    env = dict(os.environ, NGINX_SIZING_PROGRESS="1")
+    p = subprocess.run(
+        [sys.executable, "-m", "sizing", "fit"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=900,
+    )
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert re.search(r"fit: .*\d+/13 \[[0-9:]+<", p.stderr), p.stderr[-500:]
+
+
+@pytest.mark.slow
+def test_report_shows_progress_with_an_eta(tmp_path, capfd):
+    from sizing.report import execute
+
+    execute("price_performance", {}, tmp_path / "pp.ipynb", progress=True)
+    err = capfd.readouterr().err
+    assert re.search(r"price_performance: .*\d+/\d+ .*<", err), err[-500:]
+    kernel_log = (tmp_path / "pp.kernel.log").read_text()
+    assert "without encryption" not in kernel_log and "without encryption" not in err
+
+
+def test_model_tables_show_meaningful_digits():
+    sel = curves.select_model([1, 2, 4, 8, 16], [1.0, 2.0, 4.0, 8.0, 16.0])
+    table = pd.DataFrame(sel.table)
+    html = tidy_table(table[["model", "mape_pct", "loo_mape_pct", "aicc", "selected"]]).to_html()
+    assert not re.search(r">-?inf<|e-\d\d|\d\.\d{5,}", html), html

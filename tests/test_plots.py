@@ -1,0 +1,157 @@
+"""Every figure: its data and its layout (trace types, bar mode, axis ranges, labels)."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from sizing import curves, plots
+from sizing.capacity import REFERENCE_LINK_GBPS, Workload, bytes_per_response
+from sizing.catalog import load_catalog
+from sizing.compare import recompute_claims
+from sizing.datasets import reference_series
+from sizing.recommend import recommend
+from sizing.sensitivity import cost_at_confidence, sensitivity
+
+
+@pytest.fixture(scope="module")
+def rec():
+    return recommend(1e6, load_catalog(), Workload())
+
+
+def test_ratio_bars_are_side_by_side_and_each_its_own_value():
+    table = pd.DataFrame(recompute_claims(load_catalog()))
+    table["published"] = (table["published_low"] + table["published_high"]) / 2
+    table["recomputed"] = (table["recomputed_low"] + table["recomputed_high"]) / 2
+    fig = plots.ratio_figure(table, "ratios")
+    assert fig.layout.barmode == "group"
+    pub, rec_ = fig.data
+    assert pub.type == rec_.type == "bar"
+    # No category repeats within a trace (a repeat would stack two ratios into one bar).
+    assert len(set(pub.x)) == len(pub.x) == len(table)
+    assert list(pub.y) == pytest.approx(list(table["published"]))
+    assert max(pub.y) < 2.0  # the published ratios are 1.0 to 1.9
+    assert fig.layout.yaxis.range[1] >= max(max(pub.y), max(rec_.y))
+    assert any("price-performance" in x for x in pub.x)
+
+
+def test_sweep_sla_line_is_at_the_sla_on_the_log_axis():
+    trials = pd.DataFrame(
+        {
+            "vcpus": [1, 1, 2, 2],
+            "connections": [4, 16, 4, 16],
+            "threads": [1, 1, 1, 1],
+            "rps": [40e3, 70e3, 80e3, 130e3],
+            "latency_p99_ms": [0.4, 2.5, 0.3, 9.0],
+            "valid": [True, True, True, False],
+        }
+    )
+    fig = plots.latency_throughput_figure(trials, 5.0)
+    assert fig.layout.yaxis.type == "log"
+    lo, hi = fig.layout.yaxis.range
+    assert 10**lo < 0.3 and 10**hi > 9.0 and 10**hi < 100  # the data fill the axis
+    assert not fig.layout.annotations  # nothing placed at 10^5 ms
+    sla = [t for t in fig.data if t.name.startswith("SLA")]
+    assert len(sla) == 1 and list(sla[0].y) == [5.0, 5.0]
+    assert [t.name for t in fig.data if t.mode == "lines+markers"] == ["1 vCPU", "2 vCPU"]
+    assert list(fig.data[1].marker.symbol) == ["circle", "circle-open"]
+
+
+def test_fit_points_are_named_by_what_they_are():
+    x, y = [1, 2, 4, 8], [1.0, 1.9, 3.6, 6.5]
+    fit = curves.fit_curve("usl", x, y)
+    fig = plots.fit_figure(x, y, [fit], title="t", y_title="rps", points_name="simulated")
+    names = [t.name for t in fig.data]
+    assert "simulated" in names and "published" not in names
+    assert fig.data[0].fill == "toself"  # the prediction band
+    assert plots.fit_figure(x, y, [fit], title="t", y_title="rps").data[-1].name == "published"
+
+
+def test_plateau_ceilings_do_not_overlap():
+    big = [s for s in reference_series() if s["metric"] == "requests_per_s"]
+    big = [s for s in big if s["file_bytes"] == 102400]
+    wire = {
+        f"{s['protocol']} {s['file_size']}": bytes_per_response(s["file_bytes"], s["protocol"])
+        for s in big
+    }
+    fig = plots.plateau_figure(big, REFERENCE_LINK_GBPS, wire)
+    assert not fig.layout.annotations
+    ceilings = [t for t in fig.data if "ceiling" in t.name]
+    assert len(ceilings) == len(big) == 2
+    for c, s in zip(ceilings, big, strict=True):
+        key = f"{s['protocol']} {s['file_size']}"
+        assert c.y[0] == pytest.approx(REFERENCE_LINK_GBPS * 1e9 / 8 / wire[key])
+        assert c.line.dash == "dot"
+
+
+def test_price_performance_bars_are_not_stacked(rec):
+    fig = plots.price_performance_figure(rec, top=10)
+    assert fig.layout.barmode == "overlay"
+    assert {t.type for t in fig.data} == {"bar"}
+    ys = [y for t in fig.data for y in t.y]
+    assert len(ys) == len(set(ys)) == 10
+    o = rec.options[0]
+    first = o.capacity.capacity_rps / o.capacity.instance.price_usd_hour
+    assert first == pytest.approx(
+        next(
+            x
+            for t in fig.data
+            for x, y in zip(t.x, t.y, strict=True)
+            if y == o.capacity.instance.instance_type
+        )
+    )
+
+
+def test_capacity_chart_has_uncertainty_and_the_target_on_the_log_axis(rec):
+    fig = plots.capacity_curves_figure(rec)
+    assert fig.layout.xaxis.type == fig.layout.yaxis.type == "log"
+    bands = [t for t in fig.data if t.fill == "toself"]
+    lines = [t for t in fig.data if t.mode == "lines+markers"]
+    assert bands and lines and all(t.error_y.array is not None for t in lines)
+    (ann,) = fig.layout.annotations
+    assert ann.y == pytest.approx(math.log10(rec.target_rps))  # not at 10^1e6
+    assert "target 1,000,000 RPS" in ann.text
+
+
+def test_cost_figure(rec):
+    fig = plots.cost_figure(rec, top=5)
+    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.title.text == "$ per hour"
+    xs = sorted(x for t in fig.data for x in t.x)
+    assert xs == sorted(o.count for o in rec.options[:5])
+
+
+def test_tornado_bars_start_at_today_s_cost(rec):
+    rows = sensitivity(rec, load_catalog())
+    now, _ = cost_at_confidence(rec)
+    fig = plots.tornado_figure(rows, now, rec.confidence)
+    assert fig.layout.barmode == "overlay"
+    low, high = fig.data
+    assert low.orientation == high.orientation == "h"
+    assert all(b == pytest.approx(now) for b in (low.base, high.base))
+    moving = [r for r in rows if r.swing > 1e-9]
+    assert len(low.y) == min(8, len(moving))
+    top = moving[0]
+    assert low.x[-1] == pytest.approx(top.cost_low - now)  # largest swing drawn on top
+    assert high.x[-1] == pytest.approx(top.cost_high - now)
+    assert "HTTPS" in low.y[-1]
+    assert "95%" in fig.layout.title.text
+
+
+def test_labels_from_a_catalog_are_escaped(rec):
+    from dataclasses import replace
+
+    inst = replace(rec.options[0].capacity.instance, instance_type="<b onmouseover=x>")
+    r = recommend(1e6, [inst], Workload())
+    for fig in (plots.price_performance_figure(r), plots.cost_figure(r)):
+        labels = [str(v) for t in fig.data for v in (*(t.y or ()), *(t.text or ()))]
+        assert "&lt;b onmouseover=x&gt;" in labels and "<b onmouseover=x>" not in labels
+
+
+def test_capacity_chart_can_keep_the_families_of_the_cheapest(rec):
+    fig = plots.capacity_curves_figure(rec, families_of_top=3)
+    wanted = {
+        f"{o.capacity.instance.provider} {o.capacity.instance.family}" for o in rec.options[:3]
+    }
+    assert {t.name for t in fig.data if t.mode == "lines+markers"} == wanted

@@ -1,0 +1,157 @@
+"""The decision summary, sensitivity, readable tables, escaping and report parameters."""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from sizing import capacity
+from sizing.capacity import Workload
+from sizing.catalog import load_catalog
+from sizing.errors import InputError
+from sizing.paths import CATALOG_DIR
+from sizing.recommend import recommend
+from sizing.report import coerce_parameters, notebook_parameters
+from sizing.sensitivity import cost_at_confidence, sensitivity, uncertain_inputs
+from sizing.sources import name_sources
+from sizing.summary import (
+    appendix_html,
+    decision_summary,
+    families_table,
+    md_escape,
+    options_table,
+    sensitivity_table,
+    summary_html,
+)
+
+HOSTILE = '<img src=x onerror="alert(1)">'
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return load_catalog()
+
+
+@pytest.fixture(scope="module")
+def rec(catalog):
+    return recommend(1e6, catalog, Workload())
+
+
+def test_summary_is_the_first_option_and_the_runner_up(rec):
+    s = decision_summary(rec)
+    first, second = rec.options[0], rec.options[1]
+    assert s.choice.instance_type == first.capacity.instance.instance_type
+    assert s.choice.count == first.count
+    assert s.choice.monthly_usd == pytest.approx(first.hourly_cost_usd * 730)
+    assert s.choice.count_at_confidence == first.count_at_confidence
+    assert s.runner_up is not None
+    assert s.runner_up.instance_type == second.capacity.instance.instance_type
+    cost, fleet = cost_at_confidence(rec)
+    assert s.cheapest_at_confidence == (fleet, cost)
+    page = summary_html(s, "<div id=side></div>")
+    assert f"{first.count} &times; {first.capacity.instance.instance_type}" in page
+    assert "id=side" in page and "P(meet)" in page and "Runner-up" in page
+
+
+def test_summary_shows_zones_when_the_recommendation_has_them(rec):
+    opt = rec.options[0]
+    zoned = type("Zoned", (type(opt),), {})(**vars(opt))
+    zoned.zones = ("us-east-1a", "us-east-1b")
+    zoned.per_zone_counts = (3, 3)
+    zoned.pricing_model = "1-year reserved"
+    s = decision_summary(replace(rec, options=[zoned, *rec.options[1:]]))
+    page = summary_html(s)
+    assert "3 in us-east-1a, 3 in us-east-1b" in page and "1-year reserved" in page
+
+
+def test_user_strings_are_escaped_everywhere(catalog):
+    bad = replace(catalog[0], instance_type=HOSTILE, family=HOSTILE, source=HOSTILE)
+    r = recommend(1e6, [bad], Workload())
+    s = decision_summary(r)
+    pages = [
+        summary_html(s),
+        options_table(r).to_html(),
+        families_table(r).to_html(),
+        appendix_html(r, {"catalog": HOSTILE}, model_version="test"),
+        md_escape(HOSTILE),
+    ]
+    for page in pages:
+        assert "<img" not in page, page
+    assert "&lt;img" in pages[0] and "&lt;img" in pages[1]
+
+
+def test_dollars_in_markdown_are_not_latex():
+    assert md_escape("$0.45/hour, $328/month") == r"\$0.45/hour, \$328/month"
+
+
+def test_readable_table_headers_and_numbers(rec):
+    html = options_table(rec, 5).to_html()
+    for header in ("Instance", "Count at 95%", "RPS/instance", "$/hour", "$/month", "P(meet)"):
+        assert header in html
+    assert "capacity_rps_per_instance" not in html and "e+" not in html
+    assert 'id="T_options-table"' in html
+    assert html.count("<tr>") == 6  # header and five options
+
+
+def test_sensitivity_moves_the_cost_and_restores_the_model(rec, catalog):
+    before = capacity.load_factors()
+    rows = sensitivity(rec, catalog)
+    assert capacity.load_factors() is before
+    assert capacity.ESTIMATES["base_latency_ms"][0] == 0.5
+    swings = [r.swing for r in rows]
+    assert swings == sorted(swings, reverse=True)
+    https = next(r for r in rows if r.input.key == "protocol:https")
+    # HTTPS at its low end (as slow as HTTP x1) costs more; at its high end less.
+    assert https.cost_low > cost_at_confidence(rec)[0] > https.cost_high
+    assert {r.input.kind for r in rows} <= {"estimate", "published", "measured"}
+    table = sensitivity_table(rows, cost_at_confidence(rec)[0]).to_html()
+    assert "HTTPS factor" in table
+
+
+def test_an_input_at_its_point_value_changes_nothing(rec, catalog):
+    inputs = uncertain_inputs(rec)
+    assert any(i.key.startswith("family:") for i in inputs)
+    same = [replace(i, low=i.value, high=i.value) for i in inputs[:3]]
+    base = cost_at_confidence(rec)[0]
+    for row in sensitivity(rec, catalog, inputs=same):
+        assert row.cost_low == pytest.approx(base) and row.cost_high == pytest.approx(base)
+
+
+def test_sources_are_named_by_title_and_publisher(rec):
+    text = name_sources("nginx-web-server, 004_2a50d35d485b581a.txt table 1")
+    assert 'NGINX (F5), "Web Server Load Balancing with NGINX Plus' in text
+    page = appendix_html(rec, {"rps": 1e6}, model_version="v")
+    assert "Web Server Load Balancing with NGINX Plus" in page
+    assert "004_2a50d35d485b581a.txt" not in page
+    assert "as of 2026-" in page
+
+
+def test_report_parameters_are_checked_against_the_notebook():
+    names = notebook_parameters("sizing_report")
+    assert {"rps", "catalog", "runs", "top", "allow_unused_runs"} <= set(names)
+    with pytest.raises(InputError, match=r"not a parameter of sizing_report; valid: .*rps"):
+        coerce_parameters("sizing_report", {"x; import os": "1"})
+    out = coerce_parameters(
+        "sizing_report",
+        {"top": "5", "rps": "250k", "allow_simulated": "true", "catalog": "a,b.csv"},
+    )
+    assert out == {"top": 5, "rps": 250e3, "allow_simulated": True, "catalog": ["a,b.csv"]}
+    with pytest.raises(InputError, match="parameter top: 'abc' is not a int"):
+        coerce_parameters("sizing_report", {"top": "abc"})
+    hostile = '"; __import__("os").system("false") #'
+    assert coerce_parameters("sizing_report", {"providers": hostile}) == {"providers": hostile}
+
+
+def write_catalog(path: Path, instance_type: str) -> Path:
+    with (CATALOG_DIR / "instances.csv").open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    row = dict(rows[0], instance_type=instance_type, provider="local", region="lab")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerow(row)
+    return path
