@@ -16,6 +16,9 @@ from typing import Any
 from runners.errors import RunnerError
 from sizing.units import Parser, parse_duration_ms, parse_fraction, parse_size
 
+#: Largest vCPU, thread or connection count a list may hold (bounds the work it asks for).
+MAX_COUNT = 1_000_000
+
 
 def parse_int_list(text: str) -> tuple[int, ...]:
     """``"1,2,4"`` -> ``(1, 2, 4)``; every value a positive integer."""
@@ -25,8 +28,10 @@ def parse_int_list(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a comma-separated list of integers, e.g. 1,2,4"
         ) from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected positive integers, e.g. 1,2,4")
+    if not values or min(values) < 1 or max(values) > MAX_COUNT:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected positive integers up to {MAX_COUNT}, e.g. 1,2,4"
+        )
     return values
 
 

@@ -139,7 +139,10 @@ def read_catalog(path: str | Path) -> list[Instance]:
         raise InputError(f"catalog file {p} cannot be read: {exc.strerror}") from None
     with fh:
         reader = csv.DictReader(fh)
-        header = reader.fieldnames or []
+        try:
+            header = reader.fieldnames or []
+        except (csv.Error, UnicodeDecodeError) as exc:
+            raise InputError(f"{p}:1: malformed CSV header: {exc}") from None
         missing = [c for c in COLUMNS if c not in header]
         if missing:
             raise InputError(f"{p}:1: missing column(s) {', '.join(missing)}")

@@ -13,3 +13,12 @@ class Infeasible(RuntimeError):
 
 class ReportError(RuntimeError):
     """A report notebook cell failed; the message names the cell and its error."""
+
+
+def printable(text: str) -> str:
+    """``text`` as one printable line: newlines, terminal escapes and other controls escaped.
+
+    Messages quote values from the user and from data files; shown this way, a newline or an
+    escape sequence in them is seen, never acted on by the terminal.
+    """
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

@@ -11,13 +11,15 @@ import math
 import re
 from typing import Any, NoReturn
 
+from sizing.errors import printable
+
 
 class Parser(argparse.ArgumentParser):
     """An argument parser whose errors are one line on stderr and exit code 2."""
 
     def error(self, message: str) -> NoReturn:
-        """Print ``message`` as one line and exit with status 2."""
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        """Print ``message`` as one line (controls escaped) and exit with status 2."""
+        self.exit(2, f"{self.prog}: error: {printable(message)}\n")
 
 
 def parse_rps(text: str) -> float:
