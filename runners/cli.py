@@ -203,17 +203,38 @@ def _trial_options(p: argparse.ArgumentParser, *, duration: int, what: str) -> N
     _sim_options(p)
 
 
+def _finite(text: str, *, positive: bool) -> float:
+    """A finite number, positive or at least zero."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0 or (positive and value == 0):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected a finite number {'above' if positive else 'at least'} zero"
+        )
+    return value
+
+
+def _sim_rate(text: str) -> float:
+    return _finite(text, positive=True)
+
+
+def _sim_coefficient(text: str) -> float:
+    return _finite(text, positive=False)
+
+
 def _sim_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=1, help="noise seed of --server sim")
     p.add_argument(
         "--sim-lambda",
-        type=float,
+        type=_sim_rate,
         default=None,
         metavar="RPS",
         help="simulated capacity of one vCPU (default 74000)",
     )
-    p.add_argument("--sim-sigma", type=float, default=None, help="simulated USL sigma")
-    p.add_argument("--sim-kappa", type=float, default=None, help="simulated USL kappa")
+    p.add_argument("--sim-sigma", type=_sim_coefficient, default=None, help="simulated USL sigma")
+    p.add_argument("--sim-kappa", type=_sim_coefficient, default=None, help="simulated USL kappa")
 
 
 def _simulator(args: argparse.Namespace, hosts: dict[str, Any]) -> Any:
