@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from runners.errors import RunnerError
+from sizing.errors import printable
 from sizing.units import Parser, parse_duration_ms, parse_fraction, parse_size
 
 #: Largest vCPU, thread or connection count a list may hold (bounds the work it asks for).
@@ -592,7 +593,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return {"sweep": _sweep, "search": _search, "facts": _facts}[args.command](args)
     except RunnerError as exc:
-        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        print(f"{parser.prog}: error: {printable(str(exc))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(

@@ -300,6 +300,7 @@ RUNNERS_OPTIONS: dict[str, st.SearchStrategy[str] | None] = {
     "--protocol": st.sampled_from(["http", "https", "h3"]),
     "--resume": st.sampled_from(["nope", "../..", "", "x" * 300]),
     "--client": st.sampled_from(["local", "netns:", "root@", ":22", "a b"]),
+    "--inventory": st.one_of(words, st.sampled_from(["/dev/null", "/", "/etc/hostname"])),
     "--gzip": None,
 }
 SWEEP_ONLY: dict[str, st.SearchStrategy[str] | None] = {
