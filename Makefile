@@ -2,7 +2,14 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-SYSTEM_PACKAGES := nginx wrk openssh-server chromium chromium-driver
+# Debian packages the project runs for real, each as PACKAGE:CHECK, where CHECK is a command
+# on PATH or an absolute file the package installs; only the missing ones are installed.
+SYSTEM_PACKAGES := nginx:/usr/sbin/nginx wrk:wrk nghttp2-client:h2load \
+	openssh-server:/usr/sbin/sshd chromium:chromium chromium-driver:chromedriver \
+	libnginx-mod-http-js:/usr/lib/nginx/modules/ngx_http_js_module.so
+# setuptools prints a block about editable installs (folders shadowing the package) on every
+# `pip install -e`; the checkout is the package, so it says nothing new here.
+PIP_QUIET := PYTHONWARNINGS="ignore:Editable installation"
 KERNEL := nginx-sizing
 
 .PHONY: demo test lint typecheck pytest system-packages fits catalog bench lab clean
@@ -10,28 +17,30 @@ KERNEL := nginx-sizing
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet -e .
+	$(PIP_QUIET) $(PY) -m pip install --quiet -e .
 	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python ($(KERNEL))" >/dev/null
 	touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed pyproject.toml
-	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet -e '.[dev]'
+	$(PIP_QUIET) $(PY) -m pip install --quiet -e '.[dev]'
 	touch $@
 
 demo: $(VENV)/.installed
 	$(PY) -m sizing recommend --rps 1e6
 
-# nginx, wrk, sshd and chromium from Debian's packages, installed only when one is missing.
+# System packages, each installed only when the command or file it provides is missing.
 system-packages:
 	@missing=""; \
-	command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing="$$missing nginx"; \
-	command -v wrk >/dev/null 2>&1 || missing="$$missing wrk"; \
-	[ -x /usr/sbin/sshd ] || missing="$$missing openssh-server"; \
-	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
-	command -v chromedriver >/dev/null 2>&1 || missing="$$missing chromium-driver"; \
+	for entry in $(SYSTEM_PACKAGES); do \
+	  pkg=$${entry%%:*}; check=$${entry#*:}; \
+	  case "$$check" in \
+	    /*) [ -e "$$check" ] ;; \
+	    *) command -v "$$check" >/dev/null 2>&1 ;; \
+	  esac || missing="$$missing $$pkg"; \
+	done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(SYSTEM_PACKAGES); \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 
 lint: $(VENV)/.installed-dev
@@ -40,8 +49,11 @@ lint: $(VENV)/.installed-dev
 typecheck: $(VENV)/.installed-dev
 	$(PY) -m mypy
 
+# PYTEST_STATUS_FILE (set by .ci/run) receives pytest's exit status, which make itself hides.
 pytest: $(VENV)/.installed-dev
-	$(PY) -m pytest
+	@status=0; $(PY) -m pytest $(PYTEST_ARGS) || status=$$?; \
+	if [ -n "$(PYTEST_STATUS_FILE)" ]; then echo $$status > "$(PYTEST_STATUS_FILE)"; fi; \
+	exit $$status
 
 test: system-packages lint typecheck pytest
 

@@ -1,5 +1,20 @@
-"""``python -m runners``."""
+"""``python -m runners``.
 
-from runners.cli import main
+Ctrl-C before the command runs (while the modules load) ends with one line and exit code 130,
+as the command line itself does once running (`runners.cli.main`).
+"""
 
-raise SystemExit(main())
+import sys
+
+
+def _run() -> int:
+    try:
+        from runners.cli import main
+
+        return main()
+    except KeyboardInterrupt:
+        print("python -m runners: interrupted", file=sys.stderr)
+        return 130
+
+
+raise SystemExit(_run())

@@ -26,6 +26,7 @@ from trialtable.values import (
     parse_positive,
     parse_seconds,
     parse_size,
+    printable,
 )
 
 __all__ = ["build_parser", "main", "parse_int_list", "parse_seconds"]
@@ -673,7 +674,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return 2
     except (RunnerError, RunFolderError) as exc:
-        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        print(f"{parser.prog}: error: {printable(str(exc))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt as exc:
         run_id = getattr(exc, "run_id", None)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sizing.errors import Infeasible, InputError, ReportError
+from sizing.errors import Infeasible, InputError, ReportError, printable
 from sizing.render import fmt_rps as _fmt_rps
 from sizing.render import render_catalog, render_recommendation, to_csv
 from sizing.render import table as _table
@@ -826,19 +826,17 @@ COMMANDS = {
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (2 bad input, 1 infeasible target)."""
     args = build_parser().parse_args(argv)
+    prog = f"python -m sizing {args.command}"
     try:
         return COMMANDS[args.command](args)
-    except InputError as exc:
-        print(f"python -m sizing {args.command}: error: {exc}", file=sys.stderr)
+    except (InputError, argparse.ArgumentTypeError) as exc:
+        print(f"{prog}: error: {printable(str(exc))}", file=sys.stderr)
         return 2
     except Infeasible as exc:
-        print(f"python -m sizing {args.command}: {exc}", file=sys.stderr)
+        print(f"{prog}: {printable(str(exc))}", file=sys.stderr)
         return 1
     except ReportError as exc:
-        print(f"python -m sizing {args.command}: error: {exc}", file=sys.stderr)
+        print(f"{prog}: error: {printable(str(exc))}", file=sys.stderr)
         return 1
-    except argparse.ArgumentTypeError as exc:
-        print(f"python -m sizing {args.command}: error: {exc}", file=sys.stderr)
-        return 2
     except BrokenPipeError:
         return 0

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from trialtable.values import printable
+
+__all__ = ["Infeasible", "InputError", "ReportError", "printable"]
+
 
 class InputError(ValueError):
     """Bad input from the user or a data file; the message names the value and what is expected."""

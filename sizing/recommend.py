@@ -181,7 +181,7 @@ def p_meets_target(count: int, redundancy: int, cap: Capacity, target_rps: float
     if m <= 0 or m * cap.network_rps < target_rps or cap.cpu_sla_rps <= 0:
         return 0.0
     need = target_rps / (m * cap.cpu_sla_rps)
-    if cap.rel_sd <= 0:
+    if cap.rel_sd <= 0 or need <= 0:  # need is 0 when a tiny target underflows
         return 1.0 if need <= 1 else 0.0
     return 0.5 * math.erfc(math.log(need) / (cap.rel_sd * math.sqrt(2)))
 

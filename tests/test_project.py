@@ -24,7 +24,16 @@ def test_environment_yml_lists_the_same_dependencies_as_pyproject():
     assert conda_names == {_name(d) for d in project["dependencies"]}
     # Same lower bounds too.
     assert conda >= {d.replace(" ", "") for d in project["dependencies"]}
-    assert "python=3.11" in conda
+    # The Python versions agree: requires-python's lower bound, and an upper bound just past
+    # the newest version the classifiers name as supported.
+    versions = [
+        c.rsplit(" :: ", 1)[1]
+        for c in project["classifiers"]
+        if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)
+    ]
+    newest = max(int(v.split(".")[1]) for v in versions)
+    assert f"python{project['requires-python']},<3.{newest + 1}" in conda
+    assert versions[0] == project["requires-python"].removeprefix(">=")
 
 
 @pytest.fixture(scope="module")

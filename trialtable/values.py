@@ -16,6 +16,19 @@ from typing import Any, NoReturn
 DEFAULT_PROTOCOL = "https"
 
 
+#: Largest vCPU, thread or connection count a list may hold (bounds the work it asks for).
+MAX_COUNT = 1_000_000
+
+
+def printable(text: str) -> str:
+    """``text`` as one printable line: newlines, terminal escapes and other controls escaped.
+
+    Messages quote values from the user and from data files; shown this way, a newline or an
+    escape sequence in them is seen, never acted on by the terminal.
+    """
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 class HelpFormatter(argparse.HelpFormatter):
     """Help that shows every option's default (unless its text already says it)."""
 
@@ -44,7 +57,7 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         """Print ``message`` as one line and exit with status 2."""
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        self.exit(2, f"{self.prog}: error: {printable(message)}\n")
 
 
 _RPS = re.compile(r"^\s*([-+]?(?:[0-9_]*\.?[0-9_]+(?:[eE][-+]?[0-9]+)?|inf|nan))\s*([kKmMgG]?)\s*$")
@@ -167,8 +180,10 @@ def parse_int_list(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a comma-separated list of integers, e.g. 1,2,4"
         ) from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected positive integers, e.g. 1,2,4")
+    if not values or min(values) < 1 or max(values) > MAX_COUNT:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected positive integers up to {MAX_COUNT}, e.g. 1,2,4"
+        )
     return values
 
 
