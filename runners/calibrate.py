@@ -26,12 +26,13 @@ import secrets
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 
+from runners import loadgen
 from runners.errors import RunnerError
 from runners.hosts import Host, HostSpec, connect, facts, parse_cpu_list
 from runners.nginx import Scenario
@@ -98,6 +99,13 @@ def fit_settings() -> list[Setting]:
         Setting("cps_http", Scenario("cps", protocol="http", file_bytes=0), 8),
         Setting("cps_https_ecdsa", Scenario("cps", protocol="https", file_bytes=0), 4),
         Setting("cps_https_rsa", Scenario("cps", protocol="https", file_bytes=0, tls_key="rsa"), 2),
+        # wrk resumes its TLS session on every reconnect when nginx allows it (one full
+        # handshake per connection slot, then resumed ones): the resumed handshake's cost.
+        Setting(
+            "cps_https_resumed",
+            Scenario("cps", protocol="https", file_bytes=0, tls_resumption=True),
+            8,
+        ),
         _static("gzip_http_16KB", "http", GZIP_BYTES, 4, gzip=True),
         Setting("reverse_proxy_http_1KB", Scenario("reverse_proxy", file_bytes=KB), 8),
         Setting("api_gateway_http_1KB", Scenario("api_gateway", file_bytes=KB), 8),
@@ -120,14 +128,6 @@ def scaling_settings(cpus: int) -> list[Setting]:
     return [replace(base, name=f"scaling_{n}_workers", vcpus=n) for n in counts]
 
 
-def resumption_supported() -> bool:
-    """Whether the runners serve resumed TLS handshakes (a ``tls_resumption`` field).
-
-    Until they do, ``handshake_resumed_us`` is recorded as not measured.
-    """
-    return "tls_resumption" in {f.name for f in fields(Scenario)}
-
-
 @dataclass(frozen=True)
 class CalibrateOptions:
     """What a campaign runs and where.
@@ -143,7 +143,9 @@ class CalibrateOptions:
     sla_p99_ms : float
         p99 each setting is measured under [ms].
     load_generator : str
-        ``wrk`` (the runners' load generator; others when the runners offer them).
+        A closed-loop load generator of `runners.loadgen` (``wrk`` or ``h2load``, HTTP/1.1);
+        with one that cannot run a setting (h2load does not reconnect, so no ``cps_*``), the
+        campaign leaves those settings out and says so.
     only : tuple of str
         Run only these settings (default: all).
     max_workers : int, optional
@@ -166,16 +168,15 @@ class CalibrateOptions:
     nginx: str = "nginx"
     wrk: str = "wrk"
     openssl: str = "openssl"
+    h2load: str = "h2load"
 
     def __post_init__(self) -> None:
         if self.repeats is not None and not 1 <= self.repeats <= 20:
             raise RunnerError(f"--repeats must be between 1 and 20 (got {self.repeats})")
         if not self.sla_p99_ms > 0 or not math.isfinite(self.sla_p99_ms):
             raise RunnerError("--sla-p99 must be a positive duration")
-        if self.load_generator != "wrk" and "load_generator" not in {f.name for f in fields(Plan)}:
-            raise RunnerError(
-                f"load generator {self.load_generator!r} is not available in these runners; use wrk"
-            )
+        # The campaign loads a closed loop over HTTP/1.1 (raises UnsupportedLoad otherwise).
+        loadgen.get(self.load_generator).check("1.1", loadgen.CLOSED)
         known = {s.name for s in fit_settings()}
         unknown = [n for n in self.only if n not in known and not n.startswith("scaling_")]
         if unknown:
@@ -224,7 +225,13 @@ class CalibrateOptions:
             "nginx": self.nginx,
             "wrk": self.wrk,
             "openssl": self.openssl,
+            "h2load": self.h2load,
         }
+
+    @property
+    def client_binary(self) -> str:
+        """The load generator's binary (name or path) on the clients."""
+        return self.h2load if self.load_generator == "h2load" else self.wrk
 
 
 @dataclass
@@ -483,6 +490,17 @@ def _run(
         settings = [s for s in settings if s.name in options.only]
         if not settings:
             raise RunnerError("none of the settings asked for can run on this host")
+    cannot = {s.name: why for s in settings if (why := unsupported(options, s))}
+    if cannot and options.only:
+        name, why = next(iter(cannot.items()))
+        raise loadgen.UnsupportedLoad(f"setting {name}: {why}")
+    if cannot:
+        _say(
+            progress,
+            f"calibrate: warning: {options.load_generator} cannot run "
+            f"{', '.join(cannot)}; they are left out ({next(iter(cannot.values()))})",
+        )
+        settings = [s for s in settings if s.name not in cannot]
     check_identifiable(settings)
     known = {s.name for s in settings}
     clash = [s.name for s in extra_settings if s.name in known]
@@ -582,7 +600,7 @@ def _client_cores(options: CalibrateOptions, access: Access, server: Host) -> li
             )
             mine = True
         try:
-            cores.append(len(facts(host, [options.wrk])["cpus_allowed"]))
+            cores.append(len(facts(host, [options.client_binary])["cpus_allowed"]))
         finally:
             if mine:
                 host.close()
@@ -595,12 +613,18 @@ def _same_machine(a: HostSpec, b: HostSpec) -> bool:
     return a.kind == b.kind == "ssh" and (a.host, a.port or 22) == (b.host, b.port or 22)
 
 
+def unsupported(options: CalibrateOptions, setting: Setting) -> str | None:
+    """Why the options' load generator cannot run ``setting``, or None when it can."""
+    try:
+        _plan(options, setting, "check", 1, 1)
+    except loadgen.UnsupportedLoad as exc:
+        return str(exc)
+    return None
+
+
 def _plan(
     options: CalibrateOptions, setting: Setting, label: str, threads: int, connections: int
 ) -> Plan:
-    extra: dict[str, Any] = {}
-    if "load_generator" in {f.name for f in fields(Plan)}:
-        extra["load_generator"] = options.load_generator
     return Plan(
         scenario=setting.scenario,
         server=options.server,
@@ -617,7 +641,8 @@ def _plan(
         nginx=options.nginx,
         wrk=options.wrk,
         openssl=options.openssl,
-        **extra,
+        h2load=options.h2load,
+        load_generator=options.load_generator,
     )
 
 
@@ -777,7 +802,9 @@ def _row(s: Setting, wire_body: float | None) -> dict[str, float]:
         x["tls_byte_ns"] = body / 1000.0
     if sc.name == "cps":
         x["connection_us"] = 1.0
-        if https:
+        if https and sc.tls_resumption:
+            x["handshake_resumed_us"] = 1.0
+        elif https:
             key = (
                 "handshake_full_rsa2048_us"
                 if sc.tls_key == "rsa"
@@ -1016,10 +1043,11 @@ def build_profile(
     for label, share in sorted((steal or {}).items()):
         if math.isfinite(share) and share > 0.01:
             warnings.append(f"{label}: {share:.1%} of the host's CPU time was stolen")
-    if "handshake_resumed_us" not in coefficients:
+    missing = [n for n in COEFFICIENTS if n not in coefficients and n != "http2_request_us"]
+    if missing:
         warnings.append(
-            "handshake_resumed_us not measured: the runners serve no resumed TLS handshakes"
-            + ("" if not resumption_supported() else " in this campaign")
+            f"{', '.join(missing)} not measured: no setting of this campaign isolates "
+            + ("it" if len(missing) == 1 else "them")
         )
     if "http2_request_us" not in coefficients:
         warnings.append("http2_request_us not measured: the campaign runs HTTP/1.1 only")
@@ -1185,7 +1213,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="measure what a request costs on a host's CPU and write a CPU profile",
         description=(
             "A fixed campaign of settings (keep-alive static 0 B/1 KB/64 KB over HTTP and "
-            "HTTPS, new connections over HTTP and HTTPS with ECDSA and RSA keys, gzip, "
+            "HTTPS, new connections over HTTP and HTTPS with ECDSA and RSA keys and with "
+            "resumed TLS sessions, gzip, "
             "reverse proxy, API gateway, and 1..N workers), repeated and interleaved; the CPU "
             "time of nginx per request is fitted to the cost model's coefficients."
         ),
@@ -1232,7 +1261,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="p99 each setting is measured under (default 5ms)",
     )
     p.add_argument(
-        "--load-generator", default="wrk", metavar="NAME", help="load generator (default wrk)"
+        "--load-generator",
+        default="wrk",
+        metavar="NAME",
+        help="closed-loop load generator: wrk (default) or h2load (HTTP/1.1; it does not "
+        "reconnect, so the cps settings are left out)",
     )
     p.add_argument(
         "--settings",
@@ -1261,6 +1294,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--nginx", default="nginx", metavar="PATH", help="nginx binary on the server")
     p.add_argument("--wrk", default="wrk", metavar="PATH", help="wrk binary on the clients")
     p.add_argument(
+        "--h2load", default="h2load", metavar="PATH", help="h2load binary on the clients"
+    )
+    p.add_argument(
         "--openssl", default="openssl", metavar="PATH", help="openssl binary on the server"
     )
     p.add_argument("--format", choices=("table", "json"), default="table")
@@ -1283,6 +1319,7 @@ def main(args: argparse.Namespace) -> int:
         nginx=args.nginx,
         wrk=args.wrk,
         openssl=args.openssl,
+        h2load=args.h2load,
     )
     path, profile = run_calibrate(
         options,

@@ -149,14 +149,25 @@ def _check_resumed(
     except (TypeError, ValueError, KeyError, AttributeError, RunnerError) as exc:
         raise folder.error("run.json", f"has a plan this version cannot use ({exc})") from None
     if stored != plan or any(meta.get(k) != v for k, v in extra.items()):
-        a, b = stored.to_dict(), plan.to_dict()
-        diff = [k for k in a if a[k] != b.get(k)]
+        diff = _differences(stored.to_dict(), plan.to_dict())
         diff += [k for k, v in extra.items() if meta.get(k) != v]
         raise RunnerError(
             f"run {resume} was planned with other settings ({', '.join(diff)}); resume it "
             "with the same options, or start a new run"
         )
     return stored
+
+
+def _differences(a: Mapping[str, Any], b: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """Keys whose values differ between two plans' data, nested ones as ``scenario.protocol``."""
+    out: list[str] = []
+    for k in [*a, *(k for k in b if k not in a)]:
+        x, y = a.get(k), b.get(k)
+        if isinstance(x, dict) and isinstance(y, dict):
+            out += _differences(x, y, f"{prefix}{k}.")
+        elif x != y:
+            out.append(f"{prefix}{k}")
+    return out
 
 
 def name_run(exc: BaseException, run_id: str) -> None:

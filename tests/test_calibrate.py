@@ -25,6 +25,7 @@ TRUE = {
     "connection_us": 35.0,
     "handshake_full_ecdsa_p256_us": 250.0,
     "handshake_full_rsa2048_us": 1100.0,
+    "handshake_resumed_us": 40.0,
     "gzip_byte_ns": 25.0,
     "proxy_request_us": 18.0,
     "gateway_request_us": 2.5,
@@ -81,13 +82,15 @@ def test_fit_recovers_known_costs():
     p = _profile(rows, settings)
     for name, value in TRUE.items():
         c = p.coefficients[name]
-        assert c.value == pytest.approx(value, rel=0.25, abs=0.5), name
         assert c.stderr is not None and c.stderr > 0 and c.spread is not None
+        # Within 25% or 3 standard errors (a small cost over a large one, such as the
+        # gateway's over the proxy's, is known only to its standard error under 2% noise).
+        assert c.value == pytest.approx(value, rel=0.25, abs=max(0.5, 3 * c.stderr)), name
     # The efficiency of 2 workers is the CPU per request ratio (1/1.05 here).
     assert p.scaling.workers == [1, 2]
     assert p.scaling.efficiency[1] == pytest.approx(1 / 1.05, rel=0.06)
-    assert "handshake_resumed_us" not in p.coefficients
-    assert any("handshake_resumed_us not measured" in w for w in p.warnings)
+    assert not any("handshake_resumed_us not measured" in w for w in p.warnings)
+    assert any("http2_request_us not measured" in w for w in p.warnings)
     assert p.runs and all(r.startswith("run-") for r in p.runs)
 
 
@@ -148,6 +151,7 @@ def test_subset_fits_only_what_it_identifies():
         [s for s in settings if s.name in names],
     )
     assert set(p.coefficients) == {"request_us", "byte_ns"}
+    assert any(w.startswith("tls_request_us, ") and "not measured" in w for w in p.warnings)
     one = [r for r in rows if r["instance_label"] in {cal._label(n, 0) for n in names}]
     exact = _profile(one, [s for s in settings if s.name in names])
     assert exact.coefficients["request_us"].stderr is None  # no residual degrees of freedom
@@ -168,8 +172,29 @@ def test_options_are_checked():
         cal.CalibrateOptions(only=("warp",))
     with pytest.raises(RunnerError, match="repeats"):
         cal.CalibrateOptions(repeats=0)
-    with pytest.raises(RunnerError, match="load generator"):
+    # Any closed-loop generator of the runners; an unknown one, or wrk2 (open loop only), not.
+    with pytest.raises(RunnerError, match="unknown load generator 'ab'"):
         cal.CalibrateOptions(load_generator="ab")
+    with pytest.raises(RunnerError, match="wrk2 has no closed-loop mode"):
+        cal.CalibrateOptions(load_generator="wrk2")
+    h2 = cal.CalibrateOptions(load_generator="h2load", h2load="/opt/h2load")
+    assert h2.client_binary == "/opt/h2load"
+    keepalive = next(s for s in cal.fit_settings() if s.name == "static_https_1KB")
+    plan = cal._plan(h2, keepalive, "x", 1, 4)
+    assert (plan.load_generator, plan.h2load, plan.http_version) == ("h2load", "/opt/h2load", "1.1")
+    assert cal.unsupported(h2, keepalive) is None
+    # h2load does not reconnect: it cannot run the new-connection settings.
+    cps = [s for s in cal.fit_settings() if s.scenario.name == "cps"]
+    assert cps and all("does not reconnect" in (cal.unsupported(h2, s) or "") for s in cps)
+    assert all(cal.unsupported(cal.CalibrateOptions(), s) is None for s in cal.fit_settings())
+
+
+def test_resumed_handshakes_are_a_setting_of_their_own():
+    (s,) = [s for s in cal.fit_settings() if s.scenario.tls_resumption]
+    assert s.scenario.name == "cps" and s.scenario.protocol == "https"
+    assert cal._row(s, None)["handshake_resumed_us"] == 1.0
+    assert "handshake_full_ecdsa_p256_us" not in cal._row(s, None)
+    cal.check_identifiable(cal.fit_settings())
 
 
 def test_shipped_profile_is_a_fresh_fit_of_its_trials():
@@ -205,6 +230,8 @@ def test_shipped_profile_is_a_fresh_fit_of_its_trials():
         (["--repeats", "0"], "positive integer"),
         (["--settings", "warp"], "unknown setting"),
         (["--resume", "nope"], "no campaign"),
+        (["--load-generator", "ab"], "unknown load generator"),
+        (["--load-generator", "h2load", "--settings", "cps_http"], "does not reconnect"),
     ],
 )
 def test_bad_input_is_one_line(tmp_path, args, message):
@@ -224,6 +251,7 @@ PLAUSIBLE = {  # [low, high] on any CPU of the last decade, loopback, busy or no
     "connection_us": (0.0, 5000),
     "handshake_full_ecdsa_p256_us": (5, 50000),
     "handshake_full_rsa2048_us": (50, 200000),
+    "handshake_resumed_us": (0.0, 50000),
     "gzip_byte_ns": (0.5, 1000),
     "proxy_request_us": (0.0, 5000),
     "gateway_request_us": (0.0, 5000),
@@ -251,6 +279,7 @@ def test_quick_campaign_against_local_nginx(tmp_path, leaves_no_nginx):
     assert profile.host["cpu_model"] == profile.cpu_model and profile.host["nginx_version"]
     assert set(profile.configs) >= {s.name for s in cal.fit_settings()}
     assert "ssl_session_tickets off;" in profile.configs["cps_https_rsa"]
+    assert "ssl_session_tickets on;" in profile.configs["cps_https_resumed"]
     runs = {r.name for r in (campaign / "runs").iterdir()}
     assert set(profile.runs) <= runs and len(profile.runs) >= 12
     meta = json.loads((campaign / "campaign.json").read_text())

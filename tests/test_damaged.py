@@ -18,9 +18,13 @@ from tests.conftest import runners_cli
 from trialtable.folder import RunFolderError
 from trialtable.read import read_rows
 
+# The fixture's Plan() serves plain HTTP (the Python API's default); the CLI defaults to
+# HTTPS (one default protocol with sizing), so the resumes say --protocol http.
 SWEEP = (
     "--server",
     "sim",
+    "--protocol",
+    "http",
     "--seed",
     "4",
     "--connections",
@@ -173,6 +177,13 @@ def test_a_run_of_an_older_version_is_upgraded_on_resume(pristine, tmp_path):
         w = csv.DictWriter(fh, old, lineterminator="\n", extrasaction="ignore")
         w.writeheader()
         w.writerows(rows)
+    # Nor did its run.json know the load-generator, HTTP/2, resumption and JWT options.
+    meta = json.loads((run / "run.json").read_text())
+    for key in ("load_generator", "http_version", "streams", "h2load"):
+        del meta["plan"][key]
+    for key in ("tls_resumption", "jwt"):
+        del meta["plan"]["scenario"][key]
+    (run / "run.json").write_text(json.dumps(meta))
     p = runners_cli("sweep", *SWEEP, "--out", str(run.parent), "--resume", run.name)
     assert p.returncode == 0, p.stderr
     again = list(csv.DictReader(path.open(newline="")))
