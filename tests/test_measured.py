@@ -209,8 +209,11 @@ def test_local_sweep_fit_recommend_end_to_end(tmp_path, leaves_no_nginx):
             "0",
             "--label",
             "this-machine",
+            "--protocol",
+            "http",
+            # An SLA a busy machine still meets: the test checks the pipeline, not the speed.
             "--sla-p99",
-            "5ms",
+            "1s",
             "--out",
             str(out),
             "--quiet",
@@ -223,11 +226,24 @@ def test_local_sweep_fit_recommend_end_to_end(tmp_path, leaves_no_nginx):
     assert p.returncode == 0, p.stderr
     (run,) = out.iterdir()
     catalog = tmp_path / "mine.csv"
-    header = (ROOT / "data/catalog/instances.csv").read_text().splitlines()[0]
-    catalog.write_text(
-        header + "\nlocal,lab,this-machine,this-machine,x86_64,this CPU,2,4,10,"
-        "false,0.05,measured here,2026-11-21\n"
+    header = (ROOT / "data/catalog/instances.csv").read_text().splitlines()[0].split(",")
+    row = dict.fromkeys(header, "")
+    row.update(
+        provider="local",
+        region="lab",
+        instance_type="this-machine",
+        family="this-machine",
+        arch="x86_64",
+        cpu="this CPU",
+        vcpus="2",
+        memory_gib="4",
+        network_gbps="10",
+        network_burst="false",
+        price_usd_hour="0.05",
+        source="measured here",
+        source_date="2026-11-21",
     )
+    catalog.write_text(",".join(header) + "\n" + ",".join(row[c] for c in header) + "\n")
     fit = sizing_cli("fit", "--runs", str(run), "--format", "json")
     assert fit.returncode == 0, fit.stderr
     (series,) = json.loads(fit.stdout)["series"]
@@ -238,6 +254,8 @@ def test_local_sweep_fit_recommend_end_to_end(tmp_path, leaves_no_nginx):
         "5e4",
         "--protocol",
         "http",
+        "--sla-p99",
+        "1s",
         "--runs",
         str(run),
         "--catalog",
