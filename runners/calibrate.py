@@ -1299,7 +1299,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--openssl", default="openssl", metavar="PATH", help="openssl binary on the server"
     )
-    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.add_argument("--format", choices=("table", "json"), default="table", help="output format")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     return p
 

@@ -98,7 +98,12 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--allow-simulated", action="store_true", help="accept simulated runs")
     fit.add_argument("--format", choices=("table", "json"), default="table", help="output format")
     fit.add_argument("--compare", action="store_true", help="include every candidate model")
-    fit.add_argument("--protocol", choices=("http", "https"), default="https")
+    fit.add_argument(
+        "--protocol",
+        choices=("http", "https"),
+        default="https",
+        help="protocol of the workload whose cost is broken down (default https)",
+    )
     fit.add_argument(
         "--file-size",
         type=_size_or_mix,
@@ -107,9 +112,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="the workload whose cost per request is broken down (default 1KB)",
     )
     fit.add_argument(
-        "--scenario", choices=("static", "reverse_proxy", "api_gateway"), default="static"
+        "--scenario",
+        choices=("static", "reverse_proxy", "api_gateway"),
+        default="static",
+        help="what NGINX does per request in that workload (default static)",
     )
-    fit.add_argument("--sla-p99", type=parse_duration_ms, default=5.0, metavar="DURATION")
+    fit.add_argument(
+        "--sla-p99",
+        type=parse_duration_ms,
+        default=5.0,
+        metavar="DURATION",
+        help="p99 latency SLA with a unit, for the capacity under the SLA (default 5ms)",
+    )
     _workload_options(fit)
 
     ref = sub.add_parser("reference", help="list or show the published reference datasets")
@@ -241,7 +255,12 @@ def _fleet_options(p: argparse.ArgumentParser) -> None:
 
 
 def _plan_measure_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--max-count", type=_int_at_least(1), default=None)
+    p.add_argument(
+        "--max-count",
+        type=_int_at_least(1),
+        default=None,
+        help="largest fleet to consider per instance type (default: no limit)",
+    )
     p.add_argument("--top", type=_int_at_least(1), default=5, help="commands to print (5)")
     p.add_argument(
         "--residual-sd",
@@ -252,7 +271,7 @@ def _plan_measure_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--draws", type=_int_at_least(100), default=4000, help="Monte Carlo draws")
     p.add_argument("--seed", type=int, default=20261121, help="seed of the draws")
-    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.add_argument("--format", choices=("table", "json"), default="table", help="output format")
 
 
 def _sizing_options(p: argparse.ArgumentParser) -> None:
@@ -410,7 +429,12 @@ def _workload_options(p: argparse.ArgumentParser) -> None:
         metavar="FRACTION",
         help="share of the response bytes NGINX gzip-compresses on the fly (default 0)",
     )
-    p.add_argument("--http-version", choices=("1.1", "2"), default="1.1")
+    p.add_argument(
+        "--http-version",
+        choices=("1.1", "2"),
+        default="1.1",
+        help="HTTP version clients speak (2: HTTP/2 streams on each connection; default 1.1)",
+    )
     p.add_argument(
         "--network",
         choices=("baseline", "burst"),

@@ -1,15 +1,13 @@
 """Interactive exploration in JupyterLab: widgets that re-run ``recommend`` as they move.
 
 `ExploreOptions` holds every knob; `run_options` is the one adapter from the knobs to the
-``recommend`` call: options today's ``recommend`` does not take (zones, a pricing model) are
-passed when its signature has them and otherwise reported as not applied, so that a richer
-``recommend`` is wired here and nowhere else. `Explorer` draws the widgets, the decision, the
-table and the charts, and redraws them on every change.
+``recommend`` call (zones and the pricing model included: `sizing.recommend.FleetRules`), so
+that a new knob of ``recommend`` is wired here and nowhere else. `Explorer` draws the widgets,
+the decision, the table and the charts, and redraws them on every change.
 """
 
 from __future__ import annotations
 
-import inspect
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -23,7 +21,13 @@ from sizing.recommend import Recommendation, recommend
 __all__ = ["ExploreOptions", "ExploreResult", "Explorer", "run_options"]
 
 SIZES = {"0 B": 0, "1 KB": 1024, "10 KB": 10240, "100 KB": 102400, "1 MB": 1048576}
-PRICING = ("on-demand", "spot", "1-year reserved", "3-year reserved")
+#: The explorer's pricing choices: label -> key of `sizing.catalog.PRICING_COLUMNS`.
+PRICING = {
+    "on-demand": "on-demand",
+    "spot": "spot",
+    "1-year commitment": "1y",
+    "3-year commitment": "3y",
+}
 
 
 @dataclass(frozen=True)
@@ -41,7 +45,7 @@ class ExploreOptions:
     redundancy : int
         Instances that may fail (N+k).
     zones : int
-        Availability zones to spread over (1 = not spread).
+        Availability zones the fleet is spread over (1 = not spread; no zone is lost).
     protocol, scenario : str
         Workload.
     file_bytes : int
@@ -49,7 +53,7 @@ class ExploreOptions:
     provider, arch : str
         Catalog filters ("" = any).
     pricing_model : str
-        One of `PRICING`.
+        A label of `PRICING` (types without that price are left out).
     confidence : float
         Probability for the count at the confidence.
     """
@@ -86,20 +90,12 @@ def run_options(opts: ExploreOptions, catalog: Sequence[Instance]) -> ExploreRes
         The recommendation, or the one-line reason there is none (a filter that matches
         nothing, a target nothing meets), and the options that were not applied.
     """
-    accepts = inspect.signature(recommend).parameters
-    extra: dict[str, Any] = {}
-    not_applied = []
-    if opts.zones > 1:
-        if "zones" in accepts:
-            extra["zones"] = opts.zones
-        else:
-            not_applied.append(f"{opts.zones} zones (not modelled yet: one pool)")
-    if opts.pricing_model != "on-demand":
-        if "pricing_model" in accepts:
-            extra["pricing_model"] = opts.pricing_model
-        else:
-            not_applied.append(f"{opts.pricing_model} pricing (on-demand prices shown)")
+    not_applied: list[str] = []
     try:
+        if opts.pricing_model not in PRICING:
+            raise InputError(
+                f"unknown pricing {opts.pricing_model!r}; expected one of: {', '.join(PRICING)}"
+            )
         instances = filter_catalog(catalog, provider=opts.provider or None, arch=opts.arch or None)
         work = Workload(opts.scenario, opts.protocol, opts.file_bytes, opts.sla_p99_ms)
         rec = recommend(
@@ -109,7 +105,8 @@ def run_options(opts: ExploreOptions, catalog: Sequence[Instance]) -> ExploreRes
             opts.headroom,
             opts.redundancy,
             confidence=opts.confidence,
-            **extra,
+            zones=opts.zones,
+            pricing=PRICING[opts.pricing_model],
         )
     except (InputError, Infeasible) as exc:
         return ExploreResult(None, not_applied, str(exc))

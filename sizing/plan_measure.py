@@ -27,7 +27,6 @@ contracted `sizing.capacity.Capacity` fields are used: ``cpu_sla_rps``, ``networ
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import shlex
 from collections.abc import Callable, Iterable, Sequence
@@ -40,6 +39,7 @@ from sizing.capacity import Capacity, Workload, instance_capacity
 from sizing.catalog import Instance
 from sizing.costmodel import CostProfile
 from sizing.errors import Infeasible, InputError
+from sizing.platforms import platform_of
 from sizing.recommend import fleet_count
 
 DEFAULT_DRAWS = 4000
@@ -49,14 +49,12 @@ DEFAULT_SEED = 20261121
 def platform_key(inst: Instance) -> tuple[str, str]:
     """``(platform id, readable name)`` an instance type is grouped under.
 
-    The CPU platform of `sizing.platforms.platform_of` when that module exists; otherwise the
-    instance family with its CPU text (one family runs one CPU platform).
+    The CPU platform of `sizing.platforms.platform_of`: every family that runs that CPU (on
+    any provider) is measured by one calibration. Unknown CPU text falls back to the
+    architecture's default platform (``<arch>-default``), as `platform_of` does.
     """
-    if importlib.util.find_spec("sizing.platforms") is not None:
-        platforms = importlib.import_module("sizing.platforms")
-        p = platforms.platform_of(inst)
-        return str(p.platform_id), str(p.name)
-    return f"{inst.provider}:{inst.family}", f"{inst.family} ({inst.cpu})"
+    p = platform_of(inst)
+    return p.platform_id, p.name
 
 
 @dataclass

@@ -202,12 +202,21 @@ def latency_throughput_figure(trials: Any, sla_p99_ms: float) -> go.Figure:
 
 
 def options_frame(rec: Any, top: int = 15) -> Any:
-    """The cheapest options as a DataFrame (one row per instance type)."""
+    """The cheapest options as a DataFrame (one row per option).
+
+    ``label`` names the option on a chart: its instance type, with its region when the same
+    type is offered in several regions among the options (a catalog of several regions).
+    """
     import pandas as pd
 
     rows = [o.to_dict(rec.target_rps) for o in rec.options[:top]]
     df = pd.DataFrame(rows)
     df["rps_per_usd_hour"] = df["capacity_rps_per_instance"] / df["price_usd_hour"]
+    repeated = df["instance_type"].duplicated(keep=False)
+    df["label"] = [
+        f"{t} ({r})" if rep else t
+        for t, r, rep in zip(df["instance_type"], df["region"], repeated, strict=True)
+    ]
     return df
 
 
@@ -218,7 +227,7 @@ def price_performance_figure(rec: Any, top: int = 15) -> go.Figure:
     for provider, grp in df.groupby("provider"):
         fig.add_trace(
             go.Bar(
-                y=[text(t) for t in grp["instance_type"]],
+                y=[text(t) for t in grp["label"]],
                 x=grp["rps_per_usd_hour"],
                 orientation="h",
                 name=provider,
@@ -249,7 +258,7 @@ def cost_figure(rec: Any, top: int = 15) -> go.Figure:
                 y=grp["hourly_cost_usd"],
                 mode="markers+text",
                 name=provider,
-                text=[text(t) for t in grp["instance_type"]],
+                text=[text(t) for t in grp["label"]],
                 textposition="top center",
                 marker={"size": 10},
                 hovertemplate="%{text}: %{x} instances, $%{y:.2f}/hour<extra></extra>",

@@ -164,7 +164,9 @@ def _patched(name: str, value: Any) -> Iterator[None]:
 def _coefficient_set(name: str, v: float) -> contextlib.AbstractContextManager[None]:
     ref = reference_profile()
     coefs = dict(ref.coefficients)
-    coefs[name] = replace(coefs[name], value=v)
+    c = coefs[name]
+    # the same relative error at every value: moving the value alone must not widen the spread
+    coefs[name] = replace(c, value=v, stderr=c.stderr * (v / c.value) if c.value else c.stderr)
     moved = replace(ref, coefficients=coefs)
     return _patched("reference_profile", lambda: moved)
 

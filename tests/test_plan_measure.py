@@ -13,6 +13,16 @@ from sizing.errors import InputError
 from sizing.plan_measure import plan_measurements
 from tests.conftest import sizing_cli
 
+# family -> the CPU text its rows carry: one CPU platform each (`sizing.platforms.platform_of`)
+CPU = {
+    "a": "Intel Xeon Ice Lake",
+    "b": "AMD EPYC Milan",
+    "sure": "Intel Xeon Sapphire Rapids",
+    "dear": "AMD EPYC Genoa",
+}
+# family -> the platform id plan-measurements groups its rows under
+PLATFORM = {"a": "ice_lake", "b": "zen3", "sure": "sapphire_rapids", "dear": "zen4"}
+
 
 def _inst(family: str, size: int, price: float) -> Instance:
     return Instance(
@@ -21,7 +31,7 @@ def _inst(family: str, size: int, price: float) -> Instance:
         instance_type=f"{family}.{size}x",
         family=family,
         arch="x86_64",
-        cpu=f"{family} CPU",
+        cpu=CPU[family],
         vcpus=size,
         memory_gib=size * 2.0,
         network_gbps=100.0,
@@ -67,15 +77,15 @@ def _plan(**kw):
 
 def test_no_uncertainty_no_value():
     by = {c.platform_id: c for c in _plan().candidates}
-    assert by["test:sure"].value_usd_hour == 0.0
-    assert by["test:sure"].rel_sd == 0.0
+    assert by[PLATFORM["sure"]].value_usd_hour == 0.0
+    assert by[PLATFORM["sure"]].rel_sd == 0.0
 
 
 def test_a_platform_that_cannot_win_has_about_zero_value():
     by = {c.platform_id: c for c in _plan().candidates}
-    dear = by["test:dear"]
+    dear = by[PLATFORM["dear"]]
     assert abs(dear.value_usd_hour) < 1e-9 and dear.p_best == 0.0
-    assert by["test:a"].value_usd_hour > 0.5 and by["test:b"].value_usd_hour > 0.5
+    assert by[PLATFORM["a"]].value_usd_hour > 0.5 and by[PLATFORM["b"]].value_usd_hour > 0.5
 
 
 def test_ranking_is_stable_under_the_seed():
@@ -84,17 +94,26 @@ def test_ranking_is_stable_under_the_seed():
     other = _plan(seed=8)
     ranks = [c.platform_id for c in first.candidates]
     assert ranks == [c.platform_id for c in other.candidates]
-    assert ranks[-2:] in (["test:dear", "test:sure"], ["test:sure", "test:dear"])
+    assert ranks[-2:] in (
+        [PLATFORM["dear"], PLATFORM["sure"]],
+        [PLATFORM["sure"], PLATFORM["dear"]],
+    )
 
 
 def test_value_grows_with_the_spread():
-    low = {c.platform_id: c for c in _plan().candidates}["test:a"].value_usd_hour
+    low = {c.platform_id: c for c in _plan().candidates}[PLATFORM["a"]].value_usd_hour
     MODEL["a"] = (10_000.0, 0.6)
     try:
-        high = {c.platform_id: c for c in _plan().candidates}["test:a"].value_usd_hour
+        high = {c.platform_id: c for c in _plan().candidates}[PLATFORM["a"]].value_usd_hour
     finally:
         MODEL["a"] = (10_000.0, 0.3)
     assert high > low
+
+
+def test_rows_are_grouped_by_their_cpu_platform():
+    by = {c.platform_id: c for c in _plan().candidates}
+    assert set(by) == set(PLATFORM.values())
+    assert sorted(by[PLATFORM["a"]].instance_types) == sorted(f"test/a.{n}x" for n in (2, 4, 8))
 
 
 def test_commands_name_the_cheapest_host_of_two_or_more_vcpus():

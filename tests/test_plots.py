@@ -135,7 +135,8 @@ def test_tornado_bars_start_at_today_s_cost(rec):
     top = moving[0]
     assert low.x[-1] == pytest.approx(top.cost_low - now)  # largest swing drawn on top
     assert high.x[-1] == pytest.approx(top.cost_high - now)
-    assert "HTTPS" in low.y[-1]
+    assert low.y[-1].startswith(top.input.label) and top.input.label in high.y[-1]
+    assert f"{top.input.unit} ({top.input.kind})" in low.y[-1] or "(est.)" in low.y[-1]
     assert "95%" in fig.layout.title.text
 
 

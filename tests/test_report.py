@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import importlib
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,7 +16,12 @@ from sizing.errors import InputError
 from sizing.paths import CATALOG_DIR
 from sizing.recommend import recommend
 from sizing.report import coerce_parameters, notebook_parameters
-from sizing.sensitivity import cost_at_confidence, sensitivity, uncertain_inputs
+from sizing.sensitivity import (
+    _measured_scaled,
+    cost_at_confidence,
+    sensitivity,
+    uncertain_inputs,
+)
 from sizing.sources import name_sources
 from sizing.summary import (
     appendix_html,
@@ -26,6 +32,9 @@ from sizing.summary import (
     sensitivity_table,
     summary_html,
 )
+
+# The module, not the function `sizing.recommend` that the package exports under that name.
+recommend_module = importlib.import_module("sizing.recommend")
 
 HOSTILE = '<img src=x onerror="alert(1)">'
 
@@ -96,25 +105,46 @@ def test_readable_table_headers_and_numbers(rec):
     assert html.count("<tr>") == 6  # header and five options
 
 
+def _model_names() -> tuple[object, object, dict[str, tuple[float, str]], object]:
+    """What the sensitivity patches while it runs: it must all be back afterwards."""
+    return (
+        vars(capacity)["reference_profile"],
+        vars(capacity)["platform_of"],
+        dict(capacity.ESTIMATES),
+        vars(recommend_module)["instance_capacity"],
+    )
+
+
 def test_sensitivity_moves_the_cost_and_restores_the_model(rec, catalog):
-    before = capacity.load_factors()
+    before = _model_names()
     rows = sensitivity(rec, catalog)
-    assert capacity.load_factors() is before
+    after = _model_names()
+    assert after[0] is before[0] and after[1] is before[1] and after[3] is before[3]
+    assert after[2] == before[2]
     assert capacity.ESTIMATES["base_latency_ms"][0] == 0.5
+    with _measured_scaled("c7g", 2.0):
+        assert vars(recommend_module)["instance_capacity"] is not before[3]
+    assert vars(recommend_module)["instance_capacity"] is before[3]
     swings = [r.swing for r in rows]
     assert swings == sorted(swings, reverse=True)
-    https = next(r for r in rows if r.input.key == "protocol:https")
-    # HTTPS at its low end (as slow as HTTP x1) costs more; at its high end less.
-    assert https.cost_low > cost_at_confidence(rec)[0] > https.cost_high
+    base = cost_at_confidence(rec)[0]
+    tls = next(r for r in rows if r.input.key == "coef:tls_request_us")
+    # HTTPS's extra CPU per request at its low end costs less (or no more); at its high end
+    # more (or no less: counts are integers), and the two ends differ.
+    assert tls.cost_low <= base <= tls.cost_high and tls.cost_low < tls.cost_high
+    speed = next(r for r in rows if r.input.key.startswith("platform:"))
+    # A faster CPU platform is never dearer than a slower one.
+    assert speed.cost_high <= base <= speed.cost_low and speed.cost_high < speed.cost_low
     assert {r.input.kind for r in rows} <= {"estimate", "published", "measured"}
-    table = sensitivity_table(rows, cost_at_confidence(rec)[0]).to_html()
-    assert "HTTPS factor" in table
+    table = sensitivity_table(rows, base).to_html()
+    assert "tls_request_us" in table and "speed per core" in table
 
 
 def test_an_input_at_its_point_value_changes_nothing(rec, catalog):
     inputs = uncertain_inputs(rec)
-    assert any(i.key.startswith("family:") for i in inputs)
-    same = [replace(i, low=i.value, high=i.value) for i in inputs[:3]]
+    kinds = ("coef:", "platform:", "base_latency_ms")
+    picked = [next(i for i in inputs if i.key.startswith(k)) for k in kinds]
+    same = [replace(i, low=i.value, high=i.value) for i in picked]
     base = cost_at_confidence(rec)[0]
     for row in sensitivity(rec, catalog, inputs=same):
         assert row.cost_low == pytest.approx(base) and row.cost_high == pytest.approx(base)
