@@ -96,12 +96,16 @@ def test_runs_that_do_not_match_are_refused_loudly(tmp_path):
 
 
 def test_make_lab_allows_root_only_as_root():
+    # Run as a user would: not as a sub-make of `make test`, whose flags and directory
+    # messages would leak in.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
     p = subprocess.run(
-        ["make", "-n", "lab", "LAB_ARGS=--no-browser --ServerApp.port=9"],
+        ["make", "--no-print-directory", "-n", "lab", "LAB_ARGS=--no-browser --ServerApp.port=9"],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=60,
+        env=env,
     )
     assert p.returncode == 0, p.stderr
     line = " ".join(p.stdout.split("jupyter lab", 1)[1].replace("\\\n", " ").split())
