@@ -49,7 +49,10 @@ def test_sweep_closed_loop(tmp_path, protocol, http_version, streams, leaves_no_
     df = run_sweep(plan, tmp_path / "runs", progress=None)
     row = df.iloc[0]
     assert row["load_generator"] == "h2load" and str(row["http_version"]) == http_version
-    assert row["streams"] == streams and row["valid"], row["invalid_reason"]
+    assert row["streams"] == streams
+    # A closed loop on a client of one CPU may saturate it on a slow or busy machine: then the
+    # trial must say so (the rule every load generator shares), and be valid otherwise.
+    assert row["valid"] or "saturated" in row["invalid_reason"], row["invalid_reason"]
     assert row["requests"] > 0 and row["error_rate"] == 0
     (hist,) = _histograms(tmp_path / "runs", row["run_id"]).values()
     assert sum(hist.values()) == row["requests"]

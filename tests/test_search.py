@@ -305,8 +305,12 @@ def test_real_local_search(tmp_path, leaves_no_nginx):
     if r["max_rps_under_sla"] is None:
         assert any("lightest load" in n or "confirmation" in n for n in r["notes"]), r["notes"]
         return
-    assert r["threads"] >= 1 and (df["kind"] == "search-confirm").sum() >= 3
-    assert r["latency_p99_ms"] <= 5.0 and r["max_rps_under_sla"] > 0
+    confirms = df[df["kind"] == "search-confirm"]
+    assert r["threads"] >= 1 and len(confirms) >= 3 and r["max_rps_under_sla"] > 0
+    # The answer rests on a majority of its confirmation trials meeting the SLA (one of three
+    # may miss it on a busy machine, and then the pooled p99 may too).
+    last = confirms.tail(3)
+    assert last["meets_sla"].astype(bool).sum() >= 2, last[["rps", "latency_p99_ms"]]
     assert not math.isnan(r["ci95_low"])
 
 

@@ -114,7 +114,11 @@ def _venv(where: Path, env: dict[str, str], *, libraries_from: Path | None = Non
 def _use(python: Path, cwd: Path, env: dict[str, str]) -> None:
     """``recommend`` and ``report`` from an installed package, far from the checkout."""
     where = _run(
-        [str(python), "-c", "import sizing, runners.loadgen.wrk as w; print(sizing.__file__, w.REPORTER)"],
+        [
+            str(python),
+            "-c",
+            "import sizing, runners.loadgen.wrk as w; print(sizing.__file__, w.REPORTER)",
+        ],
         cwd,
         env,
         120,
