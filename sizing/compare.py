@@ -38,7 +38,15 @@ def _sizes(text: str) -> list[int]:
     return [AWS_SIZES[s] for s in text.split("/") if s in AWS_SIZES]
 
 
-def recompute_claims(instances: list[Instance], region: str | None = None) -> list[dict[str, Any]]:
+def _seed_prices() -> dict[str, float]:
+    """Hourly prices of the VMs seed 000 tested, as it published them [USD/h]."""
+    with (REFERENCE_DIR / "gcp-32vcpu-test-vms.csv").open(newline="") as fh:
+        return {r["instance_type"]: float(r["price_usd_per_hour"]) for r in csv.DictReader(fh)}
+
+
+def recompute_claims(
+    instances: list[Instance], region: str | None = None, *, seed_prices: bool = False
+) -> list[dict[str, Any]]:
     """Each family comparison of ``relative-claims.csv`` next to its recomputed value.
 
     Parameters
@@ -47,6 +55,10 @@ def recompute_claims(instances: list[Instance], region: str | None = None) -> li
         The catalog to price and size with.
     region : str, optional
         Only instances of this region (default: the first region that has both families).
+    seed_prices : bool
+        Price-performance with the prices a seed published for the VMs it tested (seed 000's
+        test table) instead of today's catalog prices: the claim as it was measured, so that
+        only the performance ratio is predicted.
 
     Returns
     -------
@@ -60,6 +72,7 @@ def recompute_claims(instances: list[Instance], region: str | None = None) -> li
     """
     with (REFERENCE_DIR / "relative-claims.csv").open(newline="") as fh:
         claims = list(csv.DictReader(fh))
+    published = _seed_prices() if seed_prices else {}
     out = []
     for c in claims:
         kind = METRICS.get(c["metric"])
@@ -77,7 +90,16 @@ def recompute_claims(instances: list[Instance], region: str | None = None) -> li
                 continue
             pair = [subject, baseline]
             found = [instance_capacity(i, work) for i in pair]
-            price = [1.0, 1.0] if kind == "performance" else [i.price_usd_hour for i in pair]
+            price = (
+                [1.0, 1.0]
+                if kind == "performance"
+                else [
+                    published.get(i.instance_type, i.price_usd_hour)
+                    if c["source"].startswith("000_")
+                    else i.price_usd_hour
+                    for i in pair
+                ]
+            )
             caps = [f.capacity_rps / p for f, p in zip(found, price, strict=True)]
             cpus = [f.cpu_sla_rps / p for f, p in zip(found, price, strict=True)]
             ratios.append(caps[0] / caps[1])
