@@ -33,6 +33,7 @@ from typing import IO, Any
 import numpy as np
 
 from runners import loadgen
+from runners.cli_options import host_options
 from runners.errors import RunnerError
 from runners.hosts import Host, HostSpec, connect, facts, parse_cpu_list
 from runners.nginx import Scenario
@@ -46,6 +47,7 @@ from trialtable.profile import (
     Scaling,
     write_profile,
 )
+from trialtable.values import format_option, int_at_least, parse_duration_ms
 
 KB = 1024
 GZIP_BYTES = 16 * KB
@@ -1185,27 +1187,6 @@ def _host_facts(host: dict[str, Any]) -> dict[str, Any]:
 # -- command line ---------------------------------------------------------------------------
 
 
-def _duration_ms(text: str) -> float:
-    """``5ms``, ``0.5s``, ``500us`` -> milliseconds (a unit is required)."""
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(us|ms|s)\s*", text)
-    if not m:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a duration with a unit, e.g. 5ms")
-    value = float(m.group(1)) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[m.group(2)]
-    if not value > 0 or not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"{text!r}: the SLA must be positive")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a positive integer")
-    return value
-
-
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     """Add the ``calibrate`` subcommand to the runners' subparsers."""
     p: argparse.ArgumentParser = sub.add_parser(
@@ -1219,19 +1200,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
             "time of nginx per request is fitted to the cost model's coefficients."
         ),
     )
-    p.add_argument(
-        "--server",
-        default="local",
-        metavar="HOST",
-        help="local (default), netns:NAME or [user@]host[:port]",
-    )
-    p.add_argument(
-        "--client",
-        action="append",
-        default=None,
-        metavar="HOST",
-        help="load generator host; repeat for several (default local)",
-    )
+    host_options(p, server_default="local", inventory=False)
     p.add_argument(
         "--out",
         default="data/runs",
@@ -1248,14 +1217,14 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--repeats",
-        type=_positive_int,
+        type=int_at_least(1),
         default=None,
         metavar="N",
         help="rounds of every setting (default 3; 2 with --quick)",
     )
     p.add_argument(
         "--sla-p99",
-        type=_duration_ms,
+        type=parse_duration_ms,
         default=5.0,
         metavar="DURATION",
         help="p99 each setting is measured under (default 5ms)",
@@ -1275,31 +1244,15 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--max-workers",
-        type=_positive_int,
+        type=int_at_least(1),
         default=None,
         metavar="N",
         help="most nginx workers of the scaling settings (default: all CPUs)",
     )
     p.add_argument(
-        "--target-address",
-        metavar="ADDR",
-        help="address the clients use to reach the server (derived when omitted)",
-    )
-    p.add_argument(
-        "--accept-new-host-keys",
-        action="store_true",
-        help="trust and record SSH host keys not yet in known_hosts",
-    )
-    p.add_argument("--ssh-config", metavar="FILE", help="ssh config file instead of ~/.ssh/config")
-    p.add_argument("--nginx", default="nginx", metavar="PATH", help="nginx binary on the server")
-    p.add_argument("--wrk", default="wrk", metavar="PATH", help="wrk binary on the clients")
-    p.add_argument(
         "--h2load", default="h2load", metavar="PATH", help="h2load binary on the clients"
     )
-    p.add_argument(
-        "--openssl", default="openssl", metavar="PATH", help="openssl binary on the server"
-    )
-    p.add_argument("--format", choices=("table", "json"), default="table", help="output format")
+    format_option(p)
     p.add_argument("--quiet", action="store_true", help="no progress output")
     return p
 

@@ -12,12 +12,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from runners.cli_options import host_options, ssh_options
 from runners.errors import RunnerError
 from runners.loadgen import UnsupportedLoad
 from trialtable.folder import RunFolderError
 from trialtable.values import (
     DEFAULT_PROTOCOL,
     Parser,
+    format_option,
     int_between,
     parse_duration_ms,
     parse_fraction,
@@ -63,9 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="LIST",
         help="wrk connections per client (default 16)",
     )
-    sw.add_argument(
-        "--format", choices=("table", "json", "csv"), default="table", help="output format"
-    )
+    format_option(sw, ("table", "json", "csv"))
 
     from runners.search import STRATEGY_NAMES
 
@@ -113,10 +113,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="first rate of the wrk2 ramp (default 1000)",
     )
     se.add_argument("--wrk2", default="wrk2", metavar="PATH", help="wrk2 binary (rate)")
-    se.add_argument("--format", choices=("table", "json"), default="table", help="output format")
+    format_option(se)
 
     fa = sub.add_parser("facts", help="check tools and print host facts as JSON")
-    _host_options(fa)
+    host_options(fa)
 
     cl = sub.add_parser(
         "cleanup",
@@ -128,12 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     cl.add_argument(
         "--out", default="data/runs", metavar="DIR", help="parent folder of run folders"
     )
-    cl.add_argument(
-        "--accept-new-host-keys",
-        action="store_true",
-        help="trust and record SSH host keys not yet in known_hosts",
-    )
-    cl.add_argument("--ssh-config", metavar="FILE", help="ssh config file instead of ~/.ssh/config")
+    ssh_options(cl)
     from runners import calibrate
 
     calibrate.add_parser(sub)
@@ -142,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _trial_options(p: argparse.ArgumentParser, *, duration: int, what: str) -> None:
     """Hosts, scenario, vCPUs, trial timing, SLA, storage and simulator: sweep and search."""
-    _host_options(p)
+    host_options(p)
     _scenario_options(p)
     p.add_argument(
         "--vcpus",
@@ -283,43 +278,6 @@ def _simulator(args: argparse.Namespace, hosts: dict[str, Any]) -> Any:
     if hosts["clients"] != ("local",):
         raise RunnerError("--server sim simulates its own load generator; drop --client")
     return SimServer(seed=args.seed, **params)
-
-
-def _host_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--server",
-        default=None,
-        metavar="HOST",
-        help="local (default), netns:NAME or [user@]host[:port]",
-    )
-    p.add_argument(
-        "--client",
-        action="append",
-        default=None,
-        metavar="HOST",
-        help="load generator host; repeat for several (default local)",
-    )
-    p.add_argument(
-        "--inventory",
-        metavar="FILE",
-        help="TOML file with server, clients, target_address, ssh_config",
-    )
-    p.add_argument(
-        "--target-address",
-        metavar="ADDR",
-        help="address the clients use to reach the server (derived when omitted)",
-    )
-    p.add_argument(
-        "--accept-new-host-keys",
-        action="store_true",
-        help="trust and record SSH host keys not yet in known_hosts",
-    )
-    p.add_argument("--ssh-config", metavar="FILE", help="ssh config file instead of ~/.ssh/config")
-    p.add_argument("--nginx", default="nginx", metavar="PATH", help="nginx binary on the server")
-    p.add_argument("--wrk", default="wrk", metavar="PATH", help="wrk binary on the clients")
-    p.add_argument(
-        "--openssl", default="openssl", metavar="PATH", help="openssl binary on the server"
-    )
 
 
 def _scenario_options(p: argparse.ArgumentParser) -> None:

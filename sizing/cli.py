@@ -27,6 +27,7 @@ from sizing.units import (
 )
 from sizing.units import Parser as _Parser
 from sizing.units import int_at_least as _int_at_least
+from trialtable.values import format_option
 
 if TYPE_CHECKING:
     from sizing.costmodel import Cost
@@ -70,9 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="options to show (default 10 in the table, all in json/csv)",
     )
-    rec.add_argument(
-        "--format", choices=("table", "json", "csv"), default="table", help="output format"
-    )
+    format_option(rec, ("table", "json", "csv"))
     rec.add_argument(
         "--mix",
         type=_int_between(1, 8),
@@ -96,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="fit these run folders instead of the reference",
     )
     fit.add_argument("--allow-simulated", action="store_true", help="accept simulated runs")
-    fit.add_argument("--format", choices=("table", "json"), default="table", help="output format")
+    format_option(fit)
     fit.add_argument("--compare", action="store_true", help="include every candidate model")
     fit.add_argument(
         "--protocol",
@@ -271,7 +270,7 @@ def _plan_measure_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--draws", type=_int_at_least(100), default=4000, help="Monte Carlo draws")
     p.add_argument("--seed", type=int, default=20261121, help="seed of the draws")
-    p.add_argument("--format", choices=("table", "json"), default="table", help="output format")
+    format_option(p)
 
 
 def _sizing_options(p: argparse.ArgumentParser) -> None:

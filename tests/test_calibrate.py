@@ -227,7 +227,7 @@ def test_shipped_profile_is_a_fresh_fit_of_its_trials():
     ("args", "message"),
     [
         (["--sla-p99", "5"], "duration with a unit"),
-        (["--repeats", "0"], "positive integer"),
+        (["--repeats", "0"], "must be >= 1"),
         (["--settings", "warp"], "unknown setting"),
         (["--resume", "nope"], "no campaign"),
         (["--load-generator", "ab"], "unknown load generator"),

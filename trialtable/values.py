@@ -60,6 +60,14 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {printable(message)}\n")
 
 
+def format_option(p: argparse.ArgumentParser, formats: tuple[str, ...] = ("table", "json")) -> None:
+    """Add ``--format`` to a command that prints a table.
+
+    ``formats`` are the choices, the first one the default.
+    """
+    p.add_argument("--format", choices=formats, default=formats[0], help="output format")
+
+
 _RPS = re.compile(r"^\s*([-+]?(?:[0-9_]*\.?[0-9_]+(?:[eE][-+]?[0-9]+)?|inf|nan))\s*([kKmMgG]?)\s*$")
 _RPS_MULT = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9}
 

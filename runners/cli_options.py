@@ -1,0 +1,68 @@
+"""Option blocks shared by the ``python -m runners`` subcommands.
+
+``sweep``, ``search`` and ``facts`` (`runners.cli`) and ``calibrate`` (`runners.calibrate`) reach
+their hosts the same way; ``cleanup`` shares the SSH access options. Each function adds its
+options to one subcommand's parser; names, defaults and help are defined here once.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def ssh_options(p: argparse.ArgumentParser) -> None:
+    """``--accept-new-host-keys`` and ``--ssh-config``: how SSH hosts are trusted and found."""
+    p.add_argument(
+        "--accept-new-host-keys",
+        action="store_true",
+        help="trust and record SSH host keys not yet in known_hosts",
+    )
+    p.add_argument("--ssh-config", metavar="FILE", help="ssh config file instead of ~/.ssh/config")
+
+
+def host_options(
+    p: argparse.ArgumentParser, *, server_default: str | None = None, inventory: bool = True
+) -> None:
+    """The server, clients, how to reach them and the binaries they run.
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+        The subcommand's parser.
+    server_default : str or None
+        ``--server``'s default; None where an ``--inventory`` file may name the server (the
+        command falls back to ``local``).
+    inventory : bool
+        Whether ``--inventory FILE`` (server, clients, target address, ssh config in TOML) is
+        offered.
+    """
+    p.add_argument(
+        "--server",
+        default=server_default,
+        metavar="HOST",
+        help="local (default), netns:NAME or [user@]host[:port]",
+    )
+    p.add_argument(
+        "--client",
+        action="append",
+        default=None,
+        metavar="HOST",
+        help="load generator host; repeat for several (default local)",
+    )
+    if inventory:
+        p.add_argument(
+            "--inventory",
+            metavar="FILE",
+            help="TOML file with server, clients, target_address, ssh_config",
+        )
+    p.add_argument(
+        "--target-address",
+        metavar="ADDR",
+        help="address the clients use to reach the server (derived when omitted)",
+    )
+    ssh_options(p)
+    p.add_argument("--nginx", default="nginx", metavar="PATH", help="nginx binary on the server")
+    p.add_argument("--wrk", default="wrk", metavar="PATH", help="wrk binary on the clients")
+    p.add_argument(
+        "--openssl", default="openssl", metavar="PATH", help="openssl binary on the server"
+    )
