@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 from benchlib import machine, save  # noqa: E402
 
 from runners import calibrate as cal  # noqa: E402
+from runners import calibrate_fit as calfit  # noqa: E402
 from runners.nginx import Scenario  # noqa: E402
 from trialtable.profile import Profile  # noqa: E402
 
@@ -109,7 +110,7 @@ def main() -> int:
         campaign = cal.Campaign(path_a.parent, {"campaign_id": path_a.parent.name})
         rows = campaign.trials()
         obs, _ = cal.observations(rows, extras, options.sla_p99_ms)
-        wire = cal._wire_bodies(rows, extras)
+        wire = calfit._wire_bodies(rows, extras)
         predictions = []
         for s in extras:
             mine = [o for o in obs if o.setting == s.name]

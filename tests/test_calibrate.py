@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from runners import calibrate as cal
+from runners import calibrate_fit as calfit
 from runners.errors import RunnerError
 from tests.conftest import runners_cli
 from tests.test_netns import two_namespaces  # noqa: F401 (fixture)
@@ -39,7 +40,7 @@ def _rows(truth: dict[str, float], rounds: int = 3, noise: float = 0.02, seed: i
     rows = []
     for r in range(rounds):
         for s in settings:
-            x = cal._row(s, None)
+            x = calfit._row(s, None)
             us = sum(truth.get(k, 0.0) * v for k, v in x.items()) * rng.gauss(1.0, noise)
             if s.vcpus > 1:
                 us *= 1.05
@@ -192,8 +193,8 @@ def test_options_are_checked():
 def test_resumed_handshakes_are_a_setting_of_their_own():
     (s,) = [s for s in cal.fit_settings() if s.scenario.tls_resumption]
     assert s.scenario.name == "cps" and s.scenario.protocol == "https"
-    assert cal._row(s, None)["handshake_resumed_us"] == 1.0
-    assert "handshake_full_ecdsa_p256_us" not in cal._row(s, None)
+    assert calfit._row(s, None)["handshake_resumed_us"] == 1.0
+    assert "handshake_full_ecdsa_p256_us" not in calfit._row(s, None)
     cal.check_identifiable(cal.fit_settings())
 
 

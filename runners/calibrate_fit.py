@@ -1,0 +1,513 @@
+"""From a calibration campaign's trials to a CPU profile's coefficients.
+
+Every trial is one observation: the server's CPU time per request in its setting and round.
+`fit` fits the cost model's coefficients to them jointly (weighted least squares on relative
+errors, alternating with one contention factor per round), `build_profile` adds the per-round
+spreads, the scaling, the flags and the provenance and returns the `trialtable.profile.Profile`.
+Plain functions of the trial rows: refitting a stored campaign (or a profile's
+``.trials.csv``) needs no host.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from runners.calibrate_settings import (
+    MIN_WORKER_SHARE,
+    SCALING_BASE,
+    CalibrateOptions,
+    Setting,
+)
+from runners.errors import RunnerError
+from trialtable.profile import (
+    COEFFICIENTS,
+    SIGNED,
+    Coefficient,
+    Profile,
+    Scaling,
+)
+
+# Efficiency above this across worker counts is implausible (superlinear): warned, not used.
+SUPERLINEAR = 1.15
+
+
+def cpu_us(row: dict[str, Any]) -> float:
+    """Server CPU time per request of one trial [us]: CPU share x trial time / requests."""
+    requests = float(row["requests"])
+    cpu_s = float(row["server_cpu_pct"]) / 100.0 * float(row["duration_s"])
+    return cpu_s / requests * 1e6 if requests > 0 and math.isfinite(cpu_s) else math.nan
+
+
+def _usable(row: dict[str, Any]) -> bool:
+    """Valid, or invalid only because the load generator was saturated.
+
+    The server's CPU time per request is measured all the same.
+    """
+    if bool(row["valid"]):
+        return True
+    reasons = str(row.get("invalid_reason") or "").split("; ")
+    return all(r.startswith("load generator saturated") for r in reasons)
+
+
+@dataclass
+class Observation:
+    """One trial as a data point of the fit."""
+
+    setting: str
+    round_: int
+    cpu_us: float
+    rps: float
+    p99_ms: float
+    meets_sla: bool
+    worker_share: float
+    flags: list[str] = field(default_factory=list)
+    run_id: str = ""
+
+
+def observations(
+    rows: Sequence[dict[str, Any]], settings: Sequence[Setting], sla_ms: float
+) -> tuple[list[Observation], list[str]]:
+    """The campaign's trials as observations, with the warnings about them."""
+    by_name = {s.name: s for s in settings}
+    obs, warnings = [], []
+    for row in rows:
+        m = re.match(r"^calibrate-(.+)-r(\d+)$", str(row.get("instance_label", "")))
+        if not m or m.group(1) not in by_name:
+            continue
+        s = by_name[m.group(1)]
+        if not _usable(row):
+            warnings.append(f"{row['trial_id']} ({s.name}) not used: {row['invalid_reason']}")
+            continue
+        us = cpu_us(row)
+        if not math.isfinite(us) or us <= 0:
+            warnings.append(f"{row['trial_id']} ({s.name}) not used: no server CPU time")
+            continue
+        share = float(row["server_cpu_pct"]) / (100.0 * s.vcpus)
+        o = Observation(
+            s.name,
+            int(m.group(2)) - 1,
+            us,
+            float(row["rps"]),
+            float(row["latency_p99_ms"]),
+            bool(row["meets_sla"]),
+            share,
+            run_id=str(row["run_id"]),
+        )
+        if share < MIN_WORKER_SHARE:
+            o.flags.append(
+                f"{row['trial_id']} ({s.name}): the workers ran {share:.0%} of the trial's "
+                "wall time (a competing process or steal, or a load too light to saturate them)"
+            )
+        if not bool(row["valid"]):
+            o.flags.append(f"{row['trial_id']} ({s.name}): {row['invalid_reason']}")
+        obs.append(o)
+    # Every usable trial counts: the load only has to keep latency sane, the CPU time per
+    # request is measured either way; settings whose trials missed the SLA are named.
+    for name in by_name:
+        mine = [o for o in obs if o.setting == name]
+        over = [o for o in mine if not o.p99_ms <= sla_ms]
+        if over:
+            warnings.append(
+                f"{name}: {len(over)} of {len(mine)} trials over p99 {sla_ms:g} ms "
+                f"(p99 {', '.join(f'{o.p99_ms:.1f}' for o in over)} ms)"
+            )
+    kept = obs
+    return kept, warnings
+
+
+def _row(s: Setting, wire_body: float | None) -> dict[str, float]:
+    """The design row of a setting: coefficient name -> its multiplier in us per request."""
+    sc = s.scenario
+    https = sc.protocol == "https"
+    body = float(sc.file_bytes) if wire_body is None else wire_body
+    x = {"request_us": 1.0, "byte_ns": body / 1000.0}
+    if https:
+        x["tls_request_us"] = 1.0
+        x["tls_byte_ns"] = body / 1000.0
+    if sc.name == "cps":
+        x["connection_us"] = 1.0
+        if https and sc.tls_resumption:
+            x["handshake_resumed_us"] = 1.0
+        elif https:
+            key = (
+                "handshake_full_rsa2048_us"
+                if sc.tls_key == "rsa"
+                else "handshake_full_ecdsa_p256_us"
+            )
+            x[key] = 1.0
+    if sc.gzip:
+        x["gzip_byte_ns"] = sc.file_bytes / 1000.0
+    if sc.proxied:
+        x["proxy_request_us"] = 1.0
+    if sc.name == "api_gateway":
+        x["gateway_request_us"] = 1.0
+    return x
+
+
+@dataclass
+class Fit:
+    """A weighted least-squares fit of the coefficients.
+
+    Attributes
+    ----------
+    names : list of str
+        Coefficients the observations identify.
+    value, stderr : dict
+        Estimates and standard errors (stderr NaN with no residual degrees of freedom).
+    held_at_zero : dict
+        Costs that fitted below zero: their unconstrained value (they are held at 0).
+    residual_rel : float
+        RMS of the relative residuals.
+    round_factors : dict of int to float
+        The host's contention level of each round (CPU time per request of every setting in
+        that round over the fit), normalised so the median round is 1.
+    """
+
+    names: list[str]
+    value: dict[str, float]
+    stderr: dict[str, float]
+    held_at_zero: dict[str, float]
+    residual_rel: float
+    round_factors: dict[int, float] = field(default_factory=dict)
+
+
+def _nonnegative_wls(
+    X: np.ndarray, y: np.ndarray, w: np.ndarray, names: Sequence[str], extra_dof: int
+) -> tuple[dict[str, float], dict[str, float], dict[str, float], np.ndarray]:
+    """Weighted least squares with costs held at zero when they fit below it.
+
+    Returns values, standard errors, held-at-zero raw values, and the weighted residuals.
+    """
+    active = list(range(len(names)))
+    held: dict[str, float] = {}
+    first_se: dict[str, float] = {}
+    while True:
+        Xa = X[:, active] * w[:, None]
+        ya = y * w
+        if np.linalg.matrix_rank(Xa) < len(active):
+            lost = [names[i] for i in active]
+            raise RunnerError(
+                "the settings measured do not separate the coefficients "
+                f"{', '.join(lost)}; run more settings"
+            )
+        beta, *_ = np.linalg.lstsq(Xa, ya, rcond=None)
+        dof = len(y) - len(active) - extra_dof
+        resid = ya - Xa @ beta
+        s2 = float(resid @ resid) / dof if dof > 0 else math.nan
+        cov = s2 * np.linalg.inv(Xa.T @ Xa)
+        se = np.sqrt(np.clip(np.diag(cov), 0, None))
+        for i, j in enumerate(active):
+            first_se.setdefault(names[j], float(se[i]))
+        negative = [
+            (beta[i], j) for i, j in enumerate(active) if beta[i] < 0 and names[j] not in SIGNED
+        ]
+        if not negative:
+            break
+        _, worst = min(negative)
+        held[names[worst]] = float(beta[active.index(worst)])
+        active.remove(worst)
+    value = {names[j]: float(beta[i]) for i, j in enumerate(active)}
+    stderr = {names[j]: float(se[i]) for i, j in enumerate(active)}
+    for n in held:
+        value[n] = 0.0
+        stderr[n] = first_se[n]
+    return value, stderr, held, resid
+
+
+def fit(
+    obs: Sequence[Observation], settings: Sequence[Setting], wire: dict[str, float] | None = None
+) -> Fit:
+    """Fit the coefficients the observations identify.
+
+    The model of a trial of setting s in round r is ``f_r * cost_s(coefficients)``: a busy
+    host slows every setting of a round alike (cache pollution, wake-ups), and the rounds
+    interleave every setting so that ``f_r`` can be told apart from the costs. The fit
+    alternates a weighted least-squares fit of the costs on the trials divided by their
+    round's factor (weights 1 / (setting median)^2, so every setting counts by its relative
+    error) with the factors (the median ratio of a round's trials to the fit), normalised so
+    the median round is 1: the coefficients are the costs at the campaign's median
+    contention. A cost that comes out negative is held at zero and the rest refitted (an
+    active-set non-negative fit); its unconstrained value is kept in ``held_at_zero``.
+
+    Raises `RunnerError` when nothing can be fitted.
+    """
+    wire = wire or {}
+    by_name = {s.name: s for s in settings}
+    fitted = [o for o in obs if o.setting in by_name and o.setting not in _scaling_names(settings)]
+    if not fitted:
+        raise RunnerError("no usable trial to fit coefficients to")
+    rows = [_row(by_name[o.setting], wire.get(o.setting)) for o in fitted]
+    names = [n for n in COEFFICIENTS if any(r.get(n, 0.0) != 0.0 for r in rows)]
+    X = np.array([[r.get(n, 0.0) for n in names] for r in rows])
+    y = np.array([o.cpu_us for o in fitted])
+    rounds = sorted({o.round_ for o in fitted})
+    r_idx = np.array([rounds.index(o.round_) for o in fitted])
+    factors = np.ones(len(rounds))
+    settings_of = [o.setting for o in fitted]
+    for _ in range(100):
+        adjusted = y / factors[r_idx]
+        med = {
+            s: float(np.median([v for v, n in zip(adjusted, settings_of, strict=True) if n == s]))
+            for s in set(settings_of)
+        }
+        w = np.array([1.0 / med[n] for n in settings_of])
+        value, stderr, held, resid = _nonnegative_wls(X, adjusted, w, names, len(rounds) - 1)
+        pred = X @ np.array([value[n] for n in names])
+        if len(rounds) == 1 or not np.all(pred > 0):
+            break
+        ratio = np.log(y / pred)
+        new = np.exp([np.median(ratio[r_idx == k]) for k in range(len(rounds))])
+        new /= np.exp(np.median(np.log(new)))
+        done = np.allclose(new, factors, rtol=1e-6)
+        factors = new
+        if done:
+            break
+    rel = float(np.sqrt(np.mean(resid**2))) if len(resid) else math.nan
+    return Fit(
+        list(names),
+        value,
+        stderr,
+        held,
+        rel,
+        {r: float(f) for r, f in zip(rounds, factors, strict=True)},
+    )
+
+
+def check_identifiable(settings: Sequence[Setting]) -> None:
+    """Raise `RunnerError` before any load if the settings cannot separate their costs.
+
+    E.g. new HTTPS connections without new HTTP ones.
+    """
+    rows = [_row(s, None) for s in settings if s.vcpus == 1]
+    if not rows:
+        raise RunnerError("the settings asked for include no one-worker setting to fit")
+    names = [n for n in COEFFICIENTS if any(r.get(n, 0.0) != 0.0 for r in rows)]
+    X = np.array([[r.get(n, 0.0) for n in names] for r in rows])
+    if np.linalg.matrix_rank(X) < len(names):
+        raise RunnerError(
+            "these settings do not separate the costs "
+            f"{', '.join(names)}; add the settings that isolate them (e.g. static_http_0B "
+            "with static_http_1KB for request_us and byte_ns, cps_http before cps_https_*)"
+        )
+
+
+def _scaling_names(settings: Sequence[Setting]) -> set[str]:
+    return {s.name for s in settings if s.vcpus > 1}
+
+
+def build_profile(
+    rows: Sequence[dict[str, Any]],
+    settings: Sequence[Setting],
+    *,
+    configs: dict[str, str],
+    host: dict[str, Any],
+    options: CalibrateOptions,
+    measured_over: str,
+    steal: dict[str, float] | None = None,
+    campaign_id: str = "",
+) -> Profile:
+    """The profile of a campaign's trials: fit, spreads, scaling, flags and provenance."""
+    obs, warnings = observations(rows, settings, options.sla_p99_ms)
+    wire = _wire_bodies(rows, settings)
+    f = fit(obs, settings, wire)
+    rounds = sorted({o.round_ for o in obs})
+    per_round: dict[str, list[float]] = {n: [] for n in f.value}
+    for r in rounds:
+        try:
+            fr = fit([o for o in obs if o.round_ == r], settings, wire)
+        except RunnerError:
+            continue
+        for n in f.value:
+            if n in fr.value:
+                per_round[n].append(fr.value[n])
+    coefficients = {}
+    for n in COEFFICIENTS:
+        if n not in f.value:
+            continue
+        vals = per_round[n]
+        mean = float(np.mean(vals)) if vals else math.nan
+        spread = (
+            float(np.std(vals, ddof=1) / abs(mean))
+            if len(vals) >= 2 and mean != 0 and math.isfinite(mean)
+            else None
+        )
+        note = ""
+        if n in f.held_at_zero:
+            note = (
+                f"fitted {f.held_at_zero[n]:.3g} +- {f.stderr[n]:.2g} (below zero, not "
+                "distinguishable from it): held at 0"
+            )
+            warnings.append(f"{n} {note}")
+        se = f.stderr[n]
+        coefficients[n] = Coefficient(
+            round(f.value[n], 6),
+            round(se, 6) if math.isfinite(se) else None,
+            spread,
+            COEFFICIENTS[n][0],
+            note,
+        )
+    factors = f.round_factors
+    if factors and max(factors.values()) > 1.25 * min(factors.values()):
+        warnings.append(
+            "the host's contention changed across rounds (CPU time per request of every "
+            "setting x "
+            + ", ".join(f"{v:.2f}" for _, v in sorted(factors.items()))
+            + " by round): the coefficients are at the median round's level"
+        )
+    for o in obs:
+        warnings.extend(o.flags)
+    flagged = sum(1 for o in obs if o.worker_share < MIN_WORKER_SHARE)
+    if flagged:
+        warnings.insert(
+            0,
+            f"{flagged} of {len(obs)} trials flagged: the nginx workers ran under "
+            f"{MIN_WORKER_SHARE:.0%} of the wall time (CPU time per request is still measured "
+            "directly, but the host was not quiet)",
+        )
+    for label, share in sorted((steal or {}).items()):
+        if math.isfinite(share) and share > 0.01:
+            warnings.append(f"{label}: {share:.1%} of the host's CPU time was stolen")
+    missing = [n for n in COEFFICIENTS if n not in coefficients and n != "http2_request_us"]
+    if missing:
+        warnings.append(
+            f"{', '.join(missing)} not measured: no setting of this campaign isolates "
+            + ("it" if len(missing) == 1 else "them")
+        )
+    if "http2_request_us" not in coefficients:
+        warnings.append("http2_request_us not measured: the campaign runs HTTP/1.1 only")
+    scaling, scaling_warnings = _scaling(obs, settings)
+    warnings += scaling_warnings
+    tpc = host.get("threads_per_core")
+    arch = str(host.get("arch", ""))
+    return Profile(
+        created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        cpu_model=str(host.get("cpu_model", "")),
+        arch="arm64" if arch in ("aarch64", "arm64") else "x86_64",
+        threads_per_core=tpc if isinstance(tpc, int) else None,
+        measured_over=measured_over,
+        load_generator=options.load_generator,
+        host=_host_facts(host),
+        coefficients=coefficients,
+        scaling=scaling,
+        sla_p99_ms=options.sla_p99_ms,
+        runs=sorted({o.run_id for o in obs}),
+        configs=configs,
+        warnings=warnings,
+        extra={
+            "campaign": {
+                "campaign_id": campaign_id,
+                "options": options.to_dict(),
+                "fit": "CPU time per request = round factor x cost model; weighted least "
+                "squares (weights 1/median^2 per setting) alternating with the round factors "
+                "(median round = 1); stderr from the joint fit, spread = sd/|mean| of "
+                "per-round fits",
+                "relative_rms_residual": round(f.residual_rel, 4),
+                "round_factors": {str(r + 1): round(v, 4) for r, v in sorted(factors.items())},
+            },
+            "measurements": _measurements(obs, settings),
+        },
+    )
+
+
+def _wire_bodies(rows: Sequence[dict[str, Any]], settings: Sequence[Setting]) -> dict[str, float]:
+    """Body bytes sent per response for gzip settings.
+
+    Bytes per response minus the headers of the HTTP 0-byte setting (250 B when that was
+    not measured).
+    """
+    header = [
+        float(r["bytes_per_response"])
+        for r in rows
+        if str(r.get("instance_label", "")).startswith("calibrate-static_http_0B-")
+    ]
+    head = float(np.median(header)) if header else 250.0
+    out = {}
+    for s in settings:
+        if s.scenario.gzip:
+            sizes = [
+                float(r["bytes_per_response"])
+                for r in rows
+                if str(r.get("instance_label", "")).startswith(f"calibrate-{s.name}-")
+            ]
+            if sizes:
+                out[s.name] = max(0.0, float(np.median(sizes)) - head)
+    return out
+
+
+def _scaling(obs: Sequence[Observation], settings: Sequence[Setting]) -> tuple[Scaling, list[str]]:
+    base = [o for o in obs if o.setting == SCALING_BASE]
+    if not base:
+        return Scaling(), []
+    us1 = float(np.median([o.cpu_us for o in base]))
+    workers, rps, eff, warnings = [1], [float(np.median([o.rps for o in base]))], [1.0], []
+    for s in sorted((s for s in settings if s.vcpus > 1), key=lambda s: s.vcpus):
+        mine = [o for o in obs if o.setting == s.name]
+        if not mine:
+            continue
+        e = us1 / float(np.median([o.cpu_us for o in mine]))
+        if e > SUPERLINEAR:
+            warnings.append(
+                f"{s.vcpus} workers: CPU per request {e:.2f}x better than with 1 (superlinear); "
+                "not used as a scaling point"
+            )
+            continue
+        workers.append(s.vcpus)
+        rps.append(float(np.median([o.rps for o in mine])))
+        eff.append(round(e, 4))
+    return Scaling(workers, [round(x, 1) for x in rps], eff), warnings
+
+
+def _measurements(obs: Sequence[Observation], settings: Sequence[Setting]) -> dict[str, Any]:
+    out = {}
+    for s in settings:
+        mine = [o for o in obs if o.setting == s.name]
+        if not mine:
+            continue
+        out[s.name] = {
+            "scenario": s.scenario.name,
+            "protocol": s.scenario.protocol,
+            "file_bytes": s.scenario.file_bytes,
+            "gzip": s.scenario.gzip,
+            "tls_key": s.scenario.tls_key if s.scenario.protocol == "https" else None,
+            "workers": s.vcpus,
+            "cpu_us_per_request": [round(o.cpu_us, 3) for o in mine],
+            "rps": [round(o.rps, 1) for o in mine],
+            "p99_ms": [round(o.p99_ms, 3) for o in mine],
+            "worker_share": [round(o.worker_share, 3) for o in mine],
+        }
+    return out
+
+
+_HOST_KEYS = (
+    "hostname",
+    "cpu_model",
+    "arch",
+    "cores",
+    "cpus_allowed",
+    "threads_per_core",
+    "kernel",
+    "nginx_version",
+    "openssl_version",
+    "wrk_version",
+    "mem_kb",
+    "sysctl",
+    "cpu_flags",
+    "cpu_vendor",
+    "cpu_family",
+    "cpu_model_number",
+    "cpu_stepping",
+    "hypervisor",
+    "loadavg_at_start",
+    "loadavg_at_end",
+)
+
+
+def _host_facts(host: dict[str, Any]) -> dict[str, Any]:
+    return {k: host[k] for k in _HOST_KEYS if k in host}
