@@ -119,6 +119,39 @@ def _host_info(host: Host, tools: Sequence[str]) -> _HostInfo:
     )
 
 
+#: What the speed probe runs: a fixed computation outside nginx, timed in CPU time as nginx is.
+SPEED_PROBE = "openssl speed -seconds 1 -mr ecdsap256"
+
+
+def parse_speed_probe(text: str) -> float:
+    """CPU time of one ECDSA P-256 signature [us] from ``openssl speed -mr ecdsap256`` output.
+
+    The ``+F4:N:256:SIGN_PER_S:VERIFY_PER_S`` line holds the signatures per second of user CPU
+    time (``openssl speed`` times its loops in CPU time unless ``-elapsed``). NaN when absent.
+    """
+    for line in text.splitlines():
+        parts = line.strip().split(":")
+        if len(parts) == 5 and parts[0] == "+F4" and parts[2] == "256":
+            try:
+                rate = float(parts[3])
+            except ValueError:
+                return math.nan
+            return 1e6 / rate if rate > 0 and math.isfinite(rate) else math.nan
+    return math.nan
+
+
+def _speed_probe(host: Host, openssl: str, cpu: int) -> float:
+    """Run the speed probe on ``cpu`` of the server [us per signature]; NaN when it fails.
+
+    The same computation before each round and at the end says whether the CPU itself (its
+    host's contention, frequency, a busy sibling thread) changed speed during the campaign,
+    which neither the load average nor steal fully shows.
+    """
+    argv = ["taskset", "-c", str(cpu), openssl, *SPEED_PROBE.split()[1:]]
+    out = host.run(argv, check=False, timeout=60, what="timing a fixed computation")
+    return parse_speed_probe(out.stdout + out.stderr) if out.ok else math.nan
+
+
 def _cpu_times(host: Host) -> list[int]:
     """The aggregate ``cpu`` line of /proc/stat [ticks].
 
@@ -359,7 +392,7 @@ def _run(
                 # A resumed campaign keeps the load it started under.
                 **{
                     k: before_host[k]
-                    for k in ("loadavg_at_start", "loadavg_at_end")
+                    for k in ("loadavg_at_start", "loadavg_at_end", "speed_probe_us")
                     if k in before_host
                 },
                 "cpu_flags": info.flags,
@@ -370,6 +403,7 @@ def _run(
     )
     campaign.save()
     steal: dict[str, float] = dict(campaign.meta.get("steal", {}))
+    probes: dict[str, float] = campaign.meta["host"].setdefault("speed_probe_us", {})
     eta = _Eta(len(steps), progress)
     try:
         for step in steps:
@@ -378,6 +412,11 @@ def _run(
             if any(r["instance_label"] == label for r in rows):
                 eta.skip()
                 continue
+            if f"r{step.round_ + 1}" not in probes:
+                us = _speed_probe(server, options.openssl, info.cpus[0])
+                if math.isfinite(us):
+                    probes[f"r{step.round_ + 1}"] = round(us, 3)
+                    campaign.save()
             earlier = [
                 r
                 for r in rows
@@ -397,6 +436,9 @@ def _run(
         if eta.measured:
             load = server.run(["cat", "/proc/loadavg"], check=False)
             campaign.meta["host"]["loadavg_at_end"] = load.stdout.strip()
+            us = _speed_probe(server, options.openssl, info.cpus[0])
+            if math.isfinite(us):
+                probes["end"] = round(us, 3)
             campaign.save()
     except KeyboardInterrupt:
         campaign.meta["status"] = "interrupted"

@@ -361,6 +361,14 @@ def build_profile(
             + ", ".join(f"{v:.2f}" for _, v in sorted(factors.items()))
             + " by round): the coefficients are at the median round's level"
         )
+    probes = {k: float(v) for k, v in (host.get("speed_probe_us") or {}).items()}
+    if len(probes) >= 2 and max(probes.values()) > PROBE_CHANGE * min(probes.values()):
+        warnings.append(
+            "the CPU's speed changed during the campaign: a fixed computation outside nginx "
+            "(one ECDSA P-256 signature, openssl speed) took "
+            + ", ".join(f"{v:.1f}" for v in probes.values())
+            + f" us of CPU ({', '.join(probes)}); compare profiles at the same probe level"
+        )
     for o in obs:
         warnings.extend(o.flags)
     flagged = sum(1 for o in obs if o.worker_share < MIN_WORKER_SHARE)
@@ -506,7 +514,11 @@ _HOST_KEYS = (
     "hypervisor",
     "loadavg_at_start",
     "loadavg_at_end",
+    "speed_probe_us",
 )
+
+#: Speed probes further apart than this (max / min) are a warning: the CPU changed speed.
+PROBE_CHANGE = 1.25
 
 
 def _host_facts(host: dict[str, Any]) -> dict[str, Any]:

@@ -107,6 +107,52 @@ def test_a_busier_round_is_a_round_factor_not_a_cost():
     assert any("contention changed across rounds" in w for w in p.warnings)
 
 
+# Recorded from OpenSSL 3.0.19 on the development machine (stderr and stdout together).
+SPEED_OUTPUT = """+DTP:256:sign:ecdsa:1
++R5:4398:256:0.17
++DTP:256:verify:ecdsa:1
++R6:2888:256:0.30
++F4:3:256:25870.588235:9626.666667
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "us"),
+    [
+        (SPEED_OUTPUT, 1e6 / 25870.588235),
+        ("+F4:3:256:0:0\n", math.nan),
+        ("+F4:3:256:fast:1\n", math.nan),
+        ("openssl: unknown algorithm\n", math.nan),
+        ("", math.nan),
+    ],
+)
+def test_speed_probe_output_is_parsed(text, us):
+    got = cal.parse_speed_probe(text)
+    assert got == pytest.approx(us) if math.isfinite(us) else math.isnan(got)
+
+
+def test_a_cpu_that_changed_speed_is_a_warning():
+    settings, rows = _rows(TRUE, noise=0.0)
+    host = {"cpu_model": "Test", "arch": "x86_64", "threads_per_core": 2}
+
+    def warned(probes):
+        p = cal.build_profile(
+            rows,
+            settings,
+            configs={},
+            host={**host, "speed_probe_us": probes},
+            options=cal.CalibrateOptions(),
+            measured_over="loopback",
+        )
+        assert p.host["speed_probe_us"] == probes
+        return [w for w in p.warnings if "speed changed" in w]
+
+    assert not warned({"r1": 40.0, "r2": 44.0, "r3": 42.0, "end": 41.0})
+    (w,) = warned({"r1": 40.0, "r2": 82.0, "r3": 80.0, "end": 81.0})
+    assert "40.0, 82.0, 80.0, 81.0 us" in w and "r1, r2, r3, end" in w
+    assert not warned({"r1": 40.0})
+
+
 def test_negative_cost_is_held_at_zero_and_said():
     truth = {**TRUE, "gateway_request_us": 0.0}
     settings, rows = _rows(truth, noise=0.0)
@@ -285,6 +331,9 @@ def test_quick_campaign_against_local_nginx(tmp_path, leaves_no_nginx):
     assert set(profile.runs) <= runs and len(profile.runs) >= 12
     meta = json.loads((campaign / "campaign.json").read_text())
     assert meta["status"] == "complete"
+    # The speed probe ran before each round and at the end, in CPU microseconds.
+    probes = profile.host["speed_probe_us"]
+    assert set(probes) == {"r1", "r2", "end"} and all(v > 0 for v in probes.values())
 
 
 def runners_cli_long(*args: str):
