@@ -303,7 +303,7 @@ def current_stack(ref: CostProfile) -> CostProfile:
 
 def profile_platform(prof: CostProfile) -> Platform:
     """The platform a profile's ``cpu_model`` names (arch default if unknown)."""
-    return platform_by_text(prof.cpu_model, prof.arch)
+    return platform_by_text(prof.cpu_model, prof.arch, prof.cpuid)
 
 
 def _matching_profile(plat: Platform, profiles: Sequence[CostProfile]) -> CostProfile | None:

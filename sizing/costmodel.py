@@ -163,6 +163,7 @@ class CostProfile:
     arch: str = "x86_64"
     residual_sd: float = 0.0
     correlation: Mapping[str, float] = field(default_factory=dict)
+    cpuid: tuple[str, int, int, int] | None = None
     warnings: tuple[str, ...] = ()
     virtual_nic_included: bool = False
 

@@ -536,12 +536,56 @@ def _family_platform(family: str) -> str | None:
     return None
 
 
-def platform_by_text(text: str, arch: str) -> Platform:
-    """The platform a CPU text names (e.g. a profile's ``cpu_model``), or the arch default."""
+#: x86 CPUID (vendor, family, model) -> platform, for hosts whose CPU text names no platform
+#: (a VM that shows only "AMD EPYC"). Family and model as /proc/cpuinfo prints them (decimal).
+#: Sources: AMD's and Intel's published family/model numbers of their server parts.
+CPUID_PLATFORMS: dict[tuple[str, int, int], str] = {
+    ("GenuineIntel", 6, 62): "ivy_bridge",  # Ivy Bridge-EP
+    ("GenuineIntel", 6, 63): "haswell",  # Haswell-EP
+    ("GenuineIntel", 6, 79): "broadwell",  # Broadwell-EP
+    ("GenuineIntel", 6, 85): "skylake",  # Skylake-SP; stepping >= 5 is Cascade Lake
+    ("GenuineIntel", 6, 106): "ice_lake",  # Ice Lake-SP
+    ("GenuineIntel", 6, 143): "sapphire_rapids",
+    ("GenuineIntel", 6, 207): "emerald_rapids",
+    ("GenuineIntel", 6, 173): "granite_rapids",
+    ("AuthenticAMD", 23, 1): "zen1",  # Naples
+    ("AuthenticAMD", 23, 49): "zen2",  # Rome
+    ("AuthenticAMD", 25, 1): "zen3",  # Milan
+    ("AuthenticAMD", 25, 17): "zen4",  # Genoa
+    ("AuthenticAMD", 25, 160): "zen4",  # Bergamo
+    ("AuthenticAMD", 26, 2): "zen5",  # Turin
+    ("AuthenticAMD", 26, 17): "zen5",  # Turin dense
+}
+
+
+def platform_by_cpuid(vendor: str, family: int, model: int, stepping: int = 0) -> str | None:
+    """The platform id of an x86 CPUID vendor/family/model, or None when not in the table."""
+    pid = CPUID_PLATFORMS.get((vendor, family, model))
+    if pid == "skylake" and stepping >= 5:
+        return "cascade_lake"
+    return pid
+
+
+def platform_by_text(
+    text: str, arch: str, cpuid: tuple[str, int, int, int] | None = None
+) -> Platform:
+    """The platform a CPU text names (e.g. a profile's ``cpu_model``), or the arch default.
+
+    ``cpuid`` (vendor, family, model, stepping) is used when the text names no platform.
+    """
     known = platforms()
     ids = [i for i in match_cpu_text(text) if known[i].arch == arch]
     if ids:
         return _combine([known[i] for i in ids], f"cpu text {text!r}")
+    if cpuid is not None and arch == "x86_64":
+        pid = platform_by_cpuid(*cpuid)
+        if pid is not None and pid in known:
+            vendor, family, model, stepping = cpuid
+            return replace(
+                known[pid],
+                matched_by=f"CPUID {vendor} family {family} model {model} stepping {stepping}"
+                f" (cpu text {text!r} names no platform)",
+            )
     return _fallback(arch, f"cpu text {text!r} not recognised")
 
 

@@ -112,6 +112,7 @@ def read_profile(path: str | Path) -> CostProfile:
     sig = _sigma(p, doc.get("scaling"))
     sigma, sigma_sd = sig if sig is not None else (ref.sigma, ref.sigma_stderr)
     warns = doc.get("warnings") if isinstance(doc.get("warnings"), list) else []
+    cpuid = _cpuid(doc.get("host"))
     assert isinstance(warns, list)
     return CostProfile(
         name=Path(p).name,
@@ -127,7 +128,23 @@ def read_profile(path: str | Path) -> CostProfile:
         residual_sd=0.0,
         warnings=tuple(str(w) for w in warns),
         virtual_nic_included=over == "network",
+        cpuid=cpuid,
     )
+
+
+def _cpuid(host: object) -> tuple[str, int, int, int] | None:
+    """(vendor, family, model, stepping) from a profile's host facts, when all are there."""
+    if not isinstance(host, dict):
+        return None
+    vendor = host.get("cpu_vendor")
+    try:
+        nums = tuple(int(str(host.get(k))) for k in ("cpu_family", "cpu_model_number"))
+        stepping = int(str(host.get("cpu_stepping", 0)))
+    except ValueError:
+        return None
+    if not isinstance(vendor, str) or not vendor:
+        return None
+    return (vendor, nums[0], nums[1], stepping)
 
 
 def load_profiles(paths: Iterable[str | Path]) -> list[CostProfile]:

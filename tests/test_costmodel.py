@@ -336,3 +336,28 @@ def test_report_parameters_carry_the_workload_flags():
     # Defaults add no parameters, so the notebook's own defaults apply.
     plain = cli.build_parser().parse_args(["report", "--rps", "1e5", "--out", "x"])
     assert cli._workload_params(plain) == {}
+
+
+def test_profile_whose_cpu_text_names_no_platform_maps_by_cpuid():
+    """A VM that shows only "AMD EPYC" is placed by its CPUID family and model, and its profile
+    then prices the catalog rows of that platform (and only those)."""
+    assert platform_by_text("AMD EPYC", "x86_64").platform_id == "x86_64-default"
+    milan = platform_by_text("AMD EPYC", "x86_64", ("AuthenticAMD", 25, 1, 1))
+    assert milan.platform_id == "zen3" and "CPUID" in milan.matched_by
+    assert not milan.estimate
+    clx = platform_by_text("Intel Xeon Processor", "x86_64", ("GenuineIntel", 6, 85, 7))
+    assert clx.platform_id == "cascade_lake"
+    unknown = platform_by_text("AMD EPYC", "x86_64", ("AuthenticAMD", 99, 1, 0))
+    assert unknown.platform_id == "x86_64-default"
+    shipped = sorted((ROOT / "data" / "profiles").glob("amd-epyc-zen3-*.json"))
+    assert shipped
+    for path in shipped:
+        prof = read_profile(path)
+        assert prof.cpu_model == "AMD EPYC" and prof.cpuid is not None
+        work = Workload()
+        on_milan = instance_capacity(get("t2d-standard-4"), work, profiles=[prof])
+        plain_milan = instance_capacity(get("t2d-standard-4"), work)
+        assert any(prof.name in line for line in on_milan.basis)
+        assert on_milan.capacity_rps != pytest.approx(plain_milan.capacity_rps, rel=1e-3)
+        graviton = instance_capacity(get("c7g.large"), work, profiles=[prof])
+        assert not any(prof.name in line for line in graviton.basis)
