@@ -126,8 +126,11 @@ _START = {
     "sigma": 0.005,
     "z_us": 6.0,
     "z_connection_us": 100.0,
+    "z_handshake_us": 1000.0,
+    "z_byte_ns": 1.0,
     "link_fraction": 0.95,
 }
+LOG_BOUND = 12.0
 SEED_TABLE = "004_2a50d35d485b581a.txt tables 'RPS for HTTP/HTTPS Requests', 'CPS for HTTP/HTTPS'"
 
 
@@ -179,7 +182,9 @@ def fit_cost_model(points: list[dict[str, Any]]) -> dict[str, Any]:
         return np.array([math.log(model(logp, p) / p["value"]) for p in points])
 
     x0 = np.log([_START[n] for n in names])
-    res = least_squares(resid, x0, x_scale=1.0)
+    # Each parameter within a factor e^12 (about 1.6e5) of its start: wide enough never to bind
+    # a parameter the data determine, and it keeps the search away from overflow.
+    res = least_squares(resid, x0, x_scale=1.0, bounds=(x0 - LOG_BOUND, x0 + LOG_BOUND))
     dof = max(len(points) - len(names), 1)
     s2 = float(res.fun @ res.fun) / dof
     jac = res.jac
@@ -391,11 +396,17 @@ def cost_model_doc(fit: dict[str, Any]) -> dict[str, Any]:
             "z_us_stderr": _sig(se["z_us"], 2),
             "z_connection_us": _sig(p["z_connection_us"]),
             "z_connection_us_stderr": _sig(se["z_connection_us"], 2),
+            "z_handshake_us": _sig(p["z_handshake_us"]),
+            "z_handshake_us_stderr": _sig(se["z_handshake_us"], 2),
+            "z_byte_ns": _sig(p["z_byte_ns"]),
+            "z_byte_ns_stderr": _sig(se["z_byte_ns"], 2),
             "link_fraction": _sig(p["link_fraction"]),
             "link_fraction_stderr": _sig(se["link_fraction"], 2),
             "meaning": "seed 004's closed loop (50 connections from one client: delay z_us per "
-            "request outside the server, plus z_connection_us per new connection) and its "
-            "80 Gbps link x link_fraction; never applied to cloud instances",
+            "request outside the server plus z_byte_ns per response byte on the wire, plus "
+            "z_connection_us per new connection and z_handshake_us per full TLS handshake, the "
+            "client's side of it) and its 80 Gbps link x link_fraction; never applied to cloud "
+            "instances",
         },
         "residual_sd": _sig(fit["residual_sd"], 2),
         "n_points": fit["n_points"],

@@ -336,3 +336,32 @@ def test_report_parameters_carry_the_workload_flags():
     # Defaults add no parameters, so the notebook's own defaults apply.
     plain = cli.build_parser().parse_args(["report", "--rps", "1e5", "--out", "x"])
     assert cli._workload_params(plain) == {}
+
+
+def test_http2_cost_comes_from_a_profile_else_a_marked_estimate(tmp_path):
+    doc = json.loads(FIXTURE.read_text())
+    without = read_profile(FIXTURE)
+    doc["coefficients"]["http2_request_us"] = {"value": -1.5, "stderr": 0.4, "unit": "us/request"}
+    path = tmp_path / "with-h2.json"
+    path.write_text(json.dumps(doc))
+    with_h2 = read_profile(path)
+    h1, h2 = Workload(), Workload(http_version="2")
+    # Measured: the profile's own difference, its error in the spread, its source in the basis.
+    c1 = cpu_us_per_request(h1, with_h2, REF)
+    c2 = cpu_us_per_request(h2, with_h2, REF)
+    assert c2.us - c1.us == pytest.approx(-1.5)
+    assert c2.sources["http2_request_us"].source.startswith("profile with-h2.json")
+    assert c2.rel_sd > c1.rel_sd
+    cap = instance_capacity(get("n2d-standard-8"), h2, profiles=[with_h2])
+    line = next(b for b in cap.basis if b.startswith("http2_request_us"))
+    assert "with-h2.json" in line and "estimate" not in line
+    h1_cap = instance_capacity(get("n2d-standard-8"), h1, profiles=[with_h2])
+    assert cap.cpu_peak_rps > h1_cap.cpu_peak_rps
+    # Not measured: the reference's estimate (HTTP/1.1 +- 2 us), named as an estimate.
+    e2 = cpu_us_per_request(h2, without, REF)
+    assert e2.us == pytest.approx(cpu_us_per_request(h1, without, REF).us)
+    assert e2.sources["http2_request_us"].source.startswith("estimate:")
+    assert any("http2_request_us taken from" in n for n in e2.notes)
+    assert e2.rel_sd > cpu_us_per_request(h1, without, REF).rel_sd
+    cap = instance_capacity(get("n2d-standard-8"), h2, profiles=[without])
+    assert "estimate" in next(b for b in cap.basis if b.startswith("http2_request_us"))
