@@ -153,12 +153,22 @@ def seed_points(name: str = "nginx-web-server") -> list[dict[str, Any]]:
     return out
 
 
-def fit_cost_model(points: list[dict[str, Any]]) -> dict[str, Any]:
+def fit_cost_model(
+    points: list[dict[str, Any]], fixed: dict[str, float] | None = None
+) -> dict[str, Any]:
     """Fit one coefficient set (and the test's scaling) jointly to seed-004 points.
 
     Least squares on log(predicted / published), every coefficient kept positive (fitted on
     its log). Standard errors from the Jacobian at the optimum, scaled by the residual
     variance; the prediction sd of a point adds that residual sd.
+
+    Parameters
+    ----------
+    points : list of dict
+        Seed-004 points (`seed_points`).
+    fixed : dict, optional
+        Parameters held at a value instead of fitted (e.g. ``{"z_handshake_us": 0.0}``
+        removes a term, to compare model forms); they get a standard error of 0.
 
     Returns
     -------
@@ -172,10 +182,11 @@ def fit_cost_model(points: list[dict[str, Any]]) -> dict[str, Any]:
 
     from sizing.costmodel import seed_prediction
 
-    names = list(_START)
+    held = dict(fixed or {})
+    names = [n for n in _START if n not in held]
 
     def model(logp: np.ndarray, p: dict[str, Any]) -> float:
-        params = dict(zip(names, np.exp(logp), strict=True))
+        params = {**held, **dict(zip(names, np.exp(logp), strict=True))}
         return seed_prediction(params, p["metric"], p["protocol"], p["file_bytes"], p["cpus"])
 
     def resid(logp: np.ndarray) -> np.ndarray:
@@ -197,8 +208,12 @@ def fit_cost_model(points: list[dict[str, Any]]) -> dict[str, Any]:
         rows.append({**p, "predicted": pred, "error_pct": 100.0 * (pred / p["value"] - 1.0)})
     return {
         "names": names,
-        "params": {n: float(v) for n, v in zip(names, values, strict=True)},
-        "stderr": {n: float(v) for n, v in zip(names, stderr, strict=True)},
+        "fixed": held,
+        "params": {**held, **{n: float(v) for n, v in zip(names, values, strict=True)}},
+        "stderr": {
+            **{n: 0.0 for n in held},
+            **{n: float(v) for n, v in zip(names, stderr, strict=True)},
+        },
         "cov_log": cov.tolist(),
         "residual_sd": math.sqrt(s2),
         "residuals": rows,
@@ -223,7 +238,7 @@ def predict_with_interval(
     cov = np.array(fit["cov_log"])
 
     def f(v: np.ndarray) -> float:
-        params = dict(zip(names, np.exp(v), strict=True))
+        params = {**fit.get("fixed", {}), **dict(zip(names, np.exp(v), strict=True))}
         return math.log(
             seed_prediction(
                 params, point["metric"], point["protocol"], point["file_bytes"], point["cpus"]
