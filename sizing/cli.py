@@ -639,8 +639,9 @@ def _cost_model_table(doc: dict[str, Any], work: Workload, cost: Cost) -> str:
         "",
         f"scaling: sigma {sc['sigma']:.3g} +- {sc['sigma_stderr']:.2g} ({sc['meaning']})",
         f"seed test (not carried to instances): client-side delay z {st['z_us']:.3g} +- "
-        f"{st['z_us_stderr']:.2g} us, per new connection +{st['z_connection_us']:.3g} us, "
-        f"link {st['link_fraction']:.3g} x 80 Gbps",
+        f"{st['z_us_stderr']:.2g} us, per response byte +{st.get('z_byte_ns', 0.0):.3g} ns, "
+        f"per new connection +{st['z_connection_us']:.3g} us, per full TLS handshake "
+        f"+{st.get('z_handshake_us', 0.0):.3g} us, link {st['link_fraction']:.3g} x 80 Gbps",
         "",
         "Per-point residuals (predicted vs published):",
     ]

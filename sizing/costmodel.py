@@ -21,9 +21,14 @@ the test, not to the server: one client machine held 50 connections (HTTP/1.1, o
 flight per connection) over 2x 40 GbE. With ``n`` workers each worker owns about ``50 / n``
 connections; while a connection's next request is still on the client or the wire (the delay
 ``z_us``), a worker with one or two connections idles. That is a machine-repairman queue
-(`closed_loop_utilization`) and it is why the seed's curves flatten above 16 CPUs. It is fitted
-so that the per-request costs are not biased by it, and it is never applied to a cloud
-instance, whose clients are many.
+(`closed_loop_utilization`) and it is why the seed's curves flatten above 16 CPUs. The delay
+has the parts the published setup implies: per request (``z_us``: the client writes the request
+and parses the response), per response byte (``z_byte_ns``: the client reads every byte, and
+the wire carries it), per new connection (``z_connection_us``: connect and close on the
+client) and per full TLS handshake (``z_handshake_us``: the client's side of ECDHE-RSA on the
+same CPU and OpenSSL, key agreement and signature verification). It is fitted so that the
+per-request costs are not biased by it, and it is never applied to a cloud instance, whose
+clients are many.
 """
 
 from __future__ import annotations
@@ -62,7 +67,7 @@ FITTED = (
     "handshake_full_rsa2048_us",
 )
 #: The scaling and test-setup parameters fitted with them.
-SETUP = ("sigma", "z_us", "z_connection_us", "link_fraction")
+SETUP = ("sigma", "z_us", "z_connection_us", "z_handshake_us", "z_byte_ns", "link_fraction")
 UNITS = {
     "request_us": "us/request",
     "body_us": "us/request",
@@ -81,6 +86,8 @@ UNITS = {
     "sigma": "1",
     "z_us": "us",
     "z_connection_us": "us",
+    "z_handshake_us": "us",
+    "z_byte_ns": "ns/byte",
     "link_fraction": "1",
 }
 
@@ -402,8 +409,10 @@ def seed_prediction(
     """What seed 004's test would measure with the coefficients ``params`` [1/s].
 
     The per-request cost at ``cpus`` workers, the closed loop of 50 connections with the
-    client-side delay ``z_us`` (plus ``z_connection_us`` for a new connection), and the
-    80 Gbps link times ``link_fraction`` (a smooth minimum: the link queues as it fills).
+    client-side delay ``z_us`` + ``z_byte_ns`` per response byte on the wire (plus
+    ``z_connection_us`` for a new connection and ``z_handshake_us`` for a full TLS handshake),
+    and the 80 Gbps link times ``link_fraction`` (a smooth minimum: the link queues as it
+    fills).
     """
     https = protocol == "https"
     s = params["request_us"]
@@ -412,12 +421,13 @@ def seed_prediction(
     s += params["byte_ns"] * file_bytes / 1000.0
     if https:
         s += params["tls_request_us"] + params["tls_byte_ns"] * file_bytes / 1000.0
-    z = params["z_us"]
+    z = params["z_us"] + params["z_byte_ns"] * wire_bytes(file_bytes, https) / 1000.0
     if metric == "connections_per_s":
         s += params["connection_us"]
+        z += params["z_connection_us"]
         if https:
             s += params["handshake_full_rsa2048_us"]
-        z += params["z_connection_us"]
+            z += params["z_handshake_us"]
     s_n = s / scaling_efficiency(cpus, params["sigma"])
     x = closed_loop_utilization(int(cpus), s_n, z) / s_n * 1e6
     if metric == "requests_per_s":

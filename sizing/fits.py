@@ -126,8 +126,11 @@ _START = {
     "sigma": 0.005,
     "z_us": 6.0,
     "z_connection_us": 100.0,
+    "z_handshake_us": 1000.0,
+    "z_byte_ns": 1.0,
     "link_fraction": 0.95,
 }
+LOG_BOUND = 12.0
 SEED_TABLE = "004_2a50d35d485b581a.txt tables 'RPS for HTTP/HTTPS Requests', 'CPS for HTTP/HTTPS'"
 
 
@@ -150,12 +153,22 @@ def seed_points(name: str = "nginx-web-server") -> list[dict[str, Any]]:
     return out
 
 
-def fit_cost_model(points: list[dict[str, Any]]) -> dict[str, Any]:
+def fit_cost_model(
+    points: list[dict[str, Any]], fixed: dict[str, float] | None = None
+) -> dict[str, Any]:
     """Fit one coefficient set (and the test's scaling) jointly to seed-004 points.
 
     Least squares on log(predicted / published), every coefficient kept positive (fitted on
     its log). Standard errors from the Jacobian at the optimum, scaled by the residual
     variance; the prediction sd of a point adds that residual sd.
+
+    Parameters
+    ----------
+    points : list of dict
+        Seed-004 points (`seed_points`).
+    fixed : dict, optional
+        Parameters held at a value instead of fitted (e.g. ``{"z_handshake_us": 0.0}``
+        removes a term, to compare model forms); they get a standard error of 0.
 
     Returns
     -------
@@ -169,17 +182,20 @@ def fit_cost_model(points: list[dict[str, Any]]) -> dict[str, Any]:
 
     from sizing.costmodel import seed_prediction
 
-    names = list(_START)
+    held = dict(fixed or {})
+    names = [n for n in _START if n not in held]
 
     def model(logp: np.ndarray, p: dict[str, Any]) -> float:
-        params = dict(zip(names, np.exp(logp), strict=True))
+        params = {**held, **dict(zip(names, np.exp(logp), strict=True))}
         return seed_prediction(params, p["metric"], p["protocol"], p["file_bytes"], p["cpus"])
 
     def resid(logp: np.ndarray) -> np.ndarray:
         return np.array([math.log(model(logp, p) / p["value"]) for p in points])
 
     x0 = np.log([_START[n] for n in names])
-    res = least_squares(resid, x0, x_scale=1.0)
+    # Each parameter within a factor e^12 (about 1.6e5) of its start: wide enough never to bind
+    # a parameter the data determine, and it keeps the search away from overflow.
+    res = least_squares(resid, x0, x_scale=1.0, bounds=(x0 - LOG_BOUND, x0 + LOG_BOUND))
     dof = max(len(points) - len(names), 1)
     s2 = float(res.fun @ res.fun) / dof
     jac = res.jac
@@ -192,8 +208,12 @@ def fit_cost_model(points: list[dict[str, Any]]) -> dict[str, Any]:
         rows.append({**p, "predicted": pred, "error_pct": 100.0 * (pred / p["value"] - 1.0)})
     return {
         "names": names,
-        "params": {n: float(v) for n, v in zip(names, values, strict=True)},
-        "stderr": {n: float(v) for n, v in zip(names, stderr, strict=True)},
+        "fixed": held,
+        "params": {**held, **{n: float(v) for n, v in zip(names, values, strict=True)}},
+        "stderr": {
+            **{n: 0.0 for n in held},
+            **{n: float(v) for n, v in zip(names, stderr, strict=True)},
+        },
         "cov_log": cov.tolist(),
         "residual_sd": math.sqrt(s2),
         "residuals": rows,
@@ -218,7 +238,7 @@ def predict_with_interval(
     cov = np.array(fit["cov_log"])
 
     def f(v: np.ndarray) -> float:
-        params = dict(zip(names, np.exp(v), strict=True))
+        params = {**fit.get("fixed", {}), **dict(zip(names, np.exp(v), strict=True))}
         return math.log(
             seed_prediction(
                 params, point["metric"], point["protocol"], point["file_bytes"], point["cpus"]
@@ -391,11 +411,17 @@ def cost_model_doc(fit: dict[str, Any]) -> dict[str, Any]:
             "z_us_stderr": _sig(se["z_us"], 2),
             "z_connection_us": _sig(p["z_connection_us"]),
             "z_connection_us_stderr": _sig(se["z_connection_us"], 2),
+            "z_handshake_us": _sig(p["z_handshake_us"]),
+            "z_handshake_us_stderr": _sig(se["z_handshake_us"], 2),
+            "z_byte_ns": _sig(p["z_byte_ns"]),
+            "z_byte_ns_stderr": _sig(se["z_byte_ns"], 2),
             "link_fraction": _sig(p["link_fraction"]),
             "link_fraction_stderr": _sig(se["link_fraction"], 2),
             "meaning": "seed 004's closed loop (50 connections from one client: delay z_us per "
-            "request outside the server, plus z_connection_us per new connection) and its "
-            "80 Gbps link x link_fraction; never applied to cloud instances",
+            "request outside the server plus z_byte_ns per response byte on the wire, plus "
+            "z_connection_us per new connection and z_handshake_us per full TLS handshake, the "
+            "client's side of it) and its 80 Gbps link x link_fraction; never applied to cloud "
+            "instances",
         },
         "residual_sd": _sig(fit["residual_sd"], 2),
         "n_points": fit["n_points"],

@@ -361,3 +361,50 @@ def test_profile_whose_cpu_text_names_no_platform_maps_by_cpuid():
         assert on_milan.capacity_rps != pytest.approx(plain_milan.capacity_rps, rel=1e-3)
         graviton = instance_capacity(get("c7g.large"), work, profiles=[prof])
         assert not any(prof.name in line for line in graviton.basis)
+
+
+def test_http2_cost_comes_from_a_profile_else_a_marked_estimate(tmp_path):
+    doc = json.loads(FIXTURE.read_text())
+    without = read_profile(FIXTURE)
+    doc["coefficients"]["http2_request_us"] = {"value": -1.5, "stderr": 0.4, "unit": "us/request"}
+    path = tmp_path / "with-h2.json"
+    path.write_text(json.dumps(doc))
+    with_h2 = read_profile(path)
+    h1, h2 = Workload(), Workload(http_version="2")
+    # Measured: the profile's own difference, its error in the spread, its source in the basis.
+    c1 = cpu_us_per_request(h1, with_h2, REF)
+    c2 = cpu_us_per_request(h2, with_h2, REF)
+    assert c2.us - c1.us == pytest.approx(-1.5)
+    assert c2.sources["http2_request_us"].source.startswith("profile with-h2.json")
+    assert c2.rel_sd > c1.rel_sd
+    cap = instance_capacity(get("n2d-standard-8"), h2, profiles=[with_h2])
+    line = next(b for b in cap.basis if b.startswith("http2_request_us"))
+    assert "with-h2.json" in line and "estimate" not in line
+    h1_cap = instance_capacity(get("n2d-standard-8"), h1, profiles=[with_h2])
+    assert cap.cpu_peak_rps > h1_cap.cpu_peak_rps
+    # Not measured: the reference's estimate (HTTP/1.1 +- 2 us), named as an estimate.
+    e2 = cpu_us_per_request(h2, without, REF)
+    assert e2.us == pytest.approx(cpu_us_per_request(h1, without, REF).us)
+    assert e2.sources["http2_request_us"].source.startswith("estimate:")
+    assert any("http2_request_us taken from" in n for n in e2.notes)
+    assert e2.rel_sd > cpu_us_per_request(h1, without, REF).rel_sd
+    cap = instance_capacity(get("n2d-standard-8"), h2, profiles=[without])
+    assert "estimate" in next(b for b in cap.basis if b.startswith("http2_request_us"))
+
+
+def test_https_cps_plateau_is_the_clients_side_of_the_handshake():
+    """Seed 004's HTTPS CPS stops rising after 24 CPUs: the stored fit explains it by the
+    client's handshake delay in the closed loop (never carried to instances), not by sigma."""
+    doc = json.loads(costmodel.COST_MODEL_PATH.read_text())
+    params = {n: doc["coefficients"][n]["value"] for n in costmodel.FITTED}
+    params["sigma"] = doc["scaling"]["sigma"]
+    params.update({n: doc["seed_test"][n] for n in costmodel.SETUP if n != "sigma"})
+
+    def cps(cpus: int, **kw: float) -> float:
+        return costmodel.seed_prediction({**params, **kw}, "connections_per_s", "https", 0, cpus)
+
+    assert cps(36) == pytest.approx(10_067, rel=0.10)
+    assert cps(36) / cps(24) < 1.25
+    assert cps(36, z_handshake_us=0.0) > 1.35 * 10_067
+    # Contention alone is small: 32 workers keep more than 90% of linear on an instance.
+    assert costmodel.scaling_efficiency(32, REF.sigma) > 0.9
