@@ -833,7 +833,9 @@ def cmd_plan_measurements(args: argparse.Namespace) -> int:
     from sizing.plan_measure import main
     from sizing.profiles import load_profiles
 
-    return main(args, _instances(args), workload_from_args(args), load_profiles(args.profile))
+    # As recommend without --burstable: a burstable type's burst is not sustained capacity.
+    steady = [inst for inst in _instances(args) if not inst.burstable]
+    return main(args, steady, workload_from_args(args), load_profiles(args.profile))
 
 
 COMMANDS = {

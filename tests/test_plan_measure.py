@@ -138,6 +138,12 @@ def test_cli_on_the_shipped_catalog():
     assert doc["candidates"] and doc["seed"] == 20261121
     values = [c["value_usd_hour"] for c in doc["candidates"]]
     assert values == sorted(values, reverse=True)
+    # "Cheapest now" is recommend's answer at the same confidence (burstable types left out
+    # as recommend leaves them out without --burstable).
+    rec = json.loads(sizing_cli("recommend", "--rps", "1e6", "--format", "json").stdout)
+    best = min(rec["options"], key=lambda o: o["hourly_cost_at_confidence_usd"])
+    assert doc["cost_now_usd_hour"] == pytest.approx(best["hourly_cost_at_confidence_usd"])
+    assert not any(o["burstable"] for o in rec["options"])
     table = sizing_cli("plan-measurements", "--rps", "1e6", "--provider", "gcp")
     assert table.returncode == 0 and "python -m runners calibrate" in table.stdout
     bad = sizing_cli("plan-measurements", "--rps", "-5")
