@@ -39,7 +39,7 @@ from sizing.capacity import Capacity, Workload, instance_capacity
 from sizing.catalog import Instance
 from sizing.costmodel import CostProfile
 from sizing.errors import Infeasible, InputError
-from sizing.platforms import platform_of
+from sizing.platforms import match_cpu_text, platform_of
 from sizing.recommend import fleet_count
 
 DEFAULT_DRAWS = 4000
@@ -78,7 +78,8 @@ class Candidate:
     cost_now_usd_hour : float
         The group's cheapest fleet at the confidence today [USD/h] (inf: cannot meet).
     measure_on : Instance
-        The instance type to measure on: the cheapest with at least 2 vCPUs.
+        The instance type to measure on: the cheapest with at least 2 vCPUs among the types
+        whose CPU text names this platform alone (any type of the group when none does).
     command : str
         The ``runners calibrate`` command to run on such a host.
     """
@@ -159,11 +160,16 @@ def _fleet_cost(
     return out
 
 
+def _runs_one_platform(inst: Instance) -> bool:
+    """Whether the type's CPU text names one platform (an e2 VM may land on any of four)."""
+    return len(match_cpu_text(inst.cpu)) <= 1
+
+
 def _calibrate_command(inst: Instance) -> str:
     label = f"{inst.provider}-{inst.instance_type}"
     return (
         f"python -m runners calibrate --server USER@HOST --out data/runs  "
-        f"# on a {inst.provider} {inst.instance_type} ({inst.cpu}); then copy "
+        f"# on {inst.provider} {inst.instance_type} ({inst.cpu}); then copy "
         f"data/runs/<campaign>/profile.json to data/profiles/{shlex.quote(label)}.json"
     )
 
@@ -274,7 +280,12 @@ def plan_measurements(
         se = float(saving.std(ddof=1) / math.sqrt(draws)) if finite.all() else math.nan
         measure_on = min(
             (insts[k] for k in members),
-            key=lambda i: (i.vcpus < 2, i.price_usd_hour, i.instance_type),
+            key=lambda i: (
+                not _runs_one_platform(i),
+                i.vcpus < 2,
+                i.price_usd_hour,
+                i.instance_type,
+            ),
         )
         candidates.append(
             Candidate(

@@ -148,3 +148,17 @@ def test_cli_on_the_shipped_catalog():
     assert table.returncode == 0 and "python -m runners calibrate" in table.stdout
     bad = sizing_cli("plan-measurements", "--rps", "-5")
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+def test_commands_prefer_a_host_sure_to_run_the_platform():
+    """A cheaper family whose CPU text names several platforms (an e2-like VM that may land on
+    any of them) is grouped under its newest, but is not where to measure that platform."""
+    CPU["mixed"], MODEL["mixed"] = "Intel Xeon Ice Lake / Intel Xeon Cascade Lake", (9_000.0, 0.3)
+    try:
+        catalog = _catalog() + [_inst("mixed", n, 0.01 * n) for n in (2, 4)]
+        plan = plan_measurements(5e5, catalog, Workload(), capacity=_capacity)
+        ice = next(c for c in plan.candidates if c.platform_id == "ice_lake")
+        assert any("mixed" in t for t in ice.instance_types)
+        assert ice.measure_on.family == "a" and ice.measure_on.vcpus == 2
+    finally:
+        del CPU["mixed"], MODEL["mixed"]
