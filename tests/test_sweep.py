@@ -137,7 +137,7 @@ def _master_of_our_nginx(folder: Path) -> int | None:
     return None
 
 
-def _wait_rows(run_parent: Path, n: int, proc: subprocess.Popen, limit: float = 60) -> Path:
+def _wait_rows(run_parent: Path, n: int, proc: subprocess.Popen, limit: float = 180) -> Path:
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline and proc.poll() is None:
         for trials in run_parent.glob("*/trials.csv"):
