@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -71,6 +73,56 @@ def leaves_no_nginx(own_tmpdir):
     yield
     assert nginx_under(own_tmpdir) == set(), "nginx processes left running"
     assert nginx_prefixes(own_tmpdir) == set(), "deployment folders left behind"
+
+
+@pytest.fixture(scope="session")
+def reference_fit_run() -> tuple[list[dict[str, Any]], list[tuple[int, int]]]:
+    """The fit of the reference dataset (every series, with the model comparison), once.
+
+    A minute or more on a busy machine: the tests that need the fitted rows share this one.
+    Returns the rows and the ``(done, total)`` progress calls the fit made.
+    """
+    from sizing import fits
+
+    ticks: list[tuple[int, int]] = []
+    rows = fits.fit_reference(
+        "nginx-web-server", compare=True, progress=lambda d, t: ticks.append((d, t))
+    )
+    return rows, ticks
+
+
+@pytest.fixture(scope="session")
+def reference_fit(reference_fit_run) -> list[dict[str, Any]]:
+    """The rows of `reference_fit_run`."""
+    return reference_fit_run[0]
+
+
+@pytest.fixture
+def replayed_reference_fit(monkeypatch, reference_fit):
+    """``sizing.fits.fit_reference`` answering the reference from `reference_fit`.
+
+    For tests of what the commands do with a fit (tables, JSON, progress), not of the fit
+    itself (`tests/test_project.py` checks that against the stored fit); it reports progress
+    per series like the real one.
+    """
+    from sizing import fits
+
+    real = fits.fit_reference
+
+    def replay(name="nginx-web-server", level=0.95, compare=True, progress=None):
+        if name != "nginx-web-server" or level != 0.95:
+            return real(name, level=level, compare=compare, progress=progress)
+        rows = []
+        for done, row in enumerate(copy.deepcopy(reference_fit), start=1):
+            if not compare:
+                row.pop("comparison", None)
+            rows.append(row)
+            if progress is not None:
+                progress(done, len(reference_fit))
+        return rows
+
+    monkeypatch.setattr(fits, "fit_reference", replay)
+    return reference_fit
 
 
 def _cli(package: str, args: tuple[str, ...], timeout: float) -> subprocess.CompletedProcess:

@@ -96,7 +96,7 @@ def start_sshd(base: Path, extra: str = "") -> Sshd:
         stdout=subprocess.DEVNULL,
         stderr=open(base / "sshd.log", "w"),
     )
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60  # a busy machine starts sshd slowly
     while True:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()

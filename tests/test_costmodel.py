@@ -273,24 +273,34 @@ def test_profile_cli(tmp_path):
     assert p.returncode == 2 and "schema" in p.stderr and len(p.stderr.splitlines()) == 1
 
 
-def test_fit_reference_shows_coefficients_and_residuals():
-    p = sizing_cli("fit", "--reference", "nginx-web-server")
-    assert p.returncode == 0, p.stderr
-    for word in (
-        "request_us",
-        "+- se",
-        "handshake_full_rsa2048_us",
-        "Per-point residuals",
-        "sigma",
-        "closed",
-        "Per-series scaling curves",
-    ):
-        assert word in p.stdout or word.replace("closed", "not carried") in p.stdout, word
-    assert math.isfinite(
-        json.loads(sizing_cli("fit", "--reference", "nginx-web-server", "--format", "json").stdout)[
-            "cpu_us_per_request"
-        ]
-    )
+@pytest.mark.usefixtures("replayed_reference_fit")
+def test_fit_reference_shows_coefficients_and_residuals(capsys):
+    """``sizing fit`` as a table and as JSON, in-process on the session's reference fit.
+
+    The real command end to end (its own fit, progress, the same table) runs once in
+    `tests/test_first_hour.py::test_fit_shows_progress`.
+    """
+    from sizing.cli import main
+
+    assert main(["fit", "--reference", "nginx-web-server"]) == 0
+    out = capsys.readouterr().out
+    for word in FIT_TABLE_WORDS:
+        assert word in out or word.replace("closed", "not carried") in out, word
+    assert main(["fit", "--reference", "nginx-web-server", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert math.isfinite(doc["cpu_us_per_request"]) and len(doc["series"]) == 13
+
+
+#: Words the table of ``sizing fit`` shows (coefficients, residuals, the scaling curves).
+FIT_TABLE_WORDS = (
+    "request_us",
+    "+- se",
+    "handshake_full_rsa2048_us",
+    "Per-point residuals",
+    "sigma",
+    "closed",
+    "Per-series scaling curves",
+)
 
 
 def test_stored_thread_gain_matches_a_fresh_fit():

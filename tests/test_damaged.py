@@ -156,7 +156,7 @@ def test_resume_names_a_bad_value(pristine, tmp_path):
         csv.writer(fh, lineterminator="\n").writerows(rows)
     p = runners_cli("sweep", *SWEEP, "--out", str(run.parent), "--resume", run.name)
     assert p.returncode == 1
-    assert "trials.csv line 2, column vcpus: 'two' is not an integer" in p.stderr
+    assert "trials.csv:2: column vcpus: 'two' is not an integer" in p.stderr
 
 
 def test_an_empty_table_with_histograms_is_not_restarted(pristine, tmp_path):

@@ -6,7 +6,6 @@ import argparse
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -19,6 +18,7 @@ from sizing.cli import build_parser as sizing_parser
 from sizing.summary import tidy_table
 from sizing.units import DEFAULT_PROTOCOL, parse_rps
 from tests.conftest import sizing_cli
+from tests.test_costmodel import FIT_TABLE_WORDS
 from tests.test_measured import sim_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,20 +79,36 @@ def test_runners_and_sizing_share_one_default_protocol():
     assert sweep.protocol == rec.protocol == DEFAULT_PROTOCOL == Workload().protocol
 
 
-def test_runs_that_do_not_match_are_refused_loudly(tmp_path):
+def _sizing(capsys, *args: str) -> tuple[int, str, str]:
+    """``python -m sizing ARGS`` in-process (`sizing.cli.main`): exit code, stdout, stderr."""
+    from sizing.cli import main
+
+    try:
+        code = main(list(args))
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_runs_that_do_not_match_are_refused_loudly(tmp_path, capsys):
     run = sim_run(tmp_path, "c7g")  # measured over HTTP; recommend asks HTTPS by default
+    # The command line as a process once (exit code and stderr as a user sees them) ...
     p = sizing_cli("recommend", "--rps", "1e6", "--runs", run, "--allow-simulated")
     assert p.returncode == 1 and not p.stdout
     assert "none of the 1 run folder(s) measured this workload" in p.stderr
     assert "--allow-unused-runs" in p.stderr and len(p.stderr.strip().splitlines()) == 1
-    p = sizing_cli(
-        "recommend", "--rps", "1e6", "--runs", run, "--allow-simulated", "--allow-unused-runs"
-    )
-    assert p.returncode == 0 and "WARNING: none of the 1 run folder(s)" in p.stderr
-    p = sizing_cli(
-        "recommend", "--rps", "1e6", "--runs", run, "--allow-simulated", "--protocol", "http"
-    )
-    assert p.returncode == 0 and not p.stderr, p.stderr
+    # ... its variants in-process (the same main, without a new interpreter each).
+    code, _, err = _sizing(
+        capsys, "recommend", "--rps", "1e6", "--runs", run, "--allow-simulated",
+        "--allow-unused-runs",
+    )  # fmt: skip
+    assert code == 0 and "WARNING: none of the 1 run folder(s)" in err
+    code, _, err = _sizing(
+        capsys, "recommend", "--rps", "1e6", "--runs", run, "--allow-simulated", "--protocol",
+        "http",
+    )  # fmt: skip
+    assert code == 0 and not err, err
 
 
 def test_make_lab_allows_root_only_as_root():
@@ -130,19 +146,20 @@ def test_progress_bar_has_an_eta(monkeypatch, capsys):
     assert capsys.readouterr().err == ""
 
 
-@pytest.mark.slow
-def test_fit_shows_progress():
-    env = dict(os.environ, NGINX_SIZING_PROGRESS="1")
-    p = subprocess.run(
-        [sys.executable, "-m", "sizing", "fit"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=900,
-    )
-    assert p.returncode == 0, p.stderr[-2000:]
-    assert re.search(r"fit: .*\d+/13 \[[0-9:]+<", p.stderr), p.stderr[-500:]
+def test_fit_shows_progress(reference_fit_run, replayed_reference_fit, monkeypatch, capsys):
+    """``sizing fit``: progress with an ETA on stderr, the table on stdout.
+
+    The real fit reports each series as it is done (recorded once per session); the command
+    runs in-process on that fit, replayed, with progress asked for.
+    """
+    _, ticks = reference_fit_run
+    assert ticks == [(i, 13) for i in range(1, 14)]
+    monkeypatch.setenv("NGINX_SIZING_PROGRESS", "1")
+    code, out, err = _sizing(capsys, "fit")
+    assert code == 0, err[-2000:]
+    assert re.search(r"fit: .*\d+/13 \[[0-9:]+<", err), err[-500:]
+    for word in FIT_TABLE_WORDS:
+        assert word in out or word.replace("closed", "not carried") in out, word
 
 
 @pytest.mark.slow

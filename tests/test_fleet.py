@@ -239,13 +239,13 @@ def _feasible(x, caps, target, rules, k):
 def _brute_force(types, caps, target, rules, k, upper):
     """Cheapest x[t, z] with every count <= upper, by enumeration."""
     n_t, n_z = len(types), rules.zones
-    best = math.inf
-    for flat in itertools.product(range(upper + 1), repeat=n_t * n_z):
-        x = np.array(flat).reshape(n_t, n_z)
-        cost = sum(types[t].price * x[t].sum() for t in range(n_t))
-        if cost < best and _feasible(x, caps, target, rules, k):
-            best = cost
-    return best
+    grid = np.array(list(itertools.product(range(upper + 1), repeat=n_t * n_z)))
+    costs = grid @ np.repeat([t.price for t in types], n_z)
+    # Every count vector, cheapest first: the first feasible one is the optimum.
+    for i in np.argsort(costs, kind="stable"):
+        if _feasible(grid[i].reshape(n_t, n_z), caps, target, rules, k):
+            return float(costs[i])
+    return math.inf
 
 
 @pytest.mark.parametrize(

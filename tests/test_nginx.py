@@ -30,10 +30,10 @@ def _get(port: int, path: str, https: bool, headers: dict[str, str] | None = Non
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
         conn: http.client.HTTPConnection = http.client.HTTPSConnection(
-            "127.0.0.1", port, timeout=5, context=ctx
+            "127.0.0.1", port, timeout=30, context=ctx
         )
     else:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     conn.request("GET", path, headers=headers or {})
     resp = conn.getresponse()
     body = resp.read()

@@ -6,7 +6,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sizing import fits
 from sizing.paths import FITS_PATH
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,8 +36,9 @@ def test_environment_yml_lists_the_same_dependencies_as_pyproject():
 
 
 @pytest.fixture(scope="module")
-def fresh():
-    return fits.fit_reference("nginx-web-server", compare=True)
+def fresh(reference_fit):
+    """A fresh fit of the reference (computed once per session, `conftest.reference_fit`)."""
+    return reference_fit
 
 
 def test_precomputed_fits_match_a_fresh_fit(fresh):

@@ -96,8 +96,9 @@ def read_rows(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
     ------
     RunFolderError
         For a missing folder or file, an empty, binary or non-UTF-8 file, an unknown or
-        missing column, a torn last line, a line with the wrong number of fields or a value
-        of the wrong type.
+        missing column, a torn last line, a line with the wrong number of fields, a value
+        of the wrong type or out of its column's range (`RANGES`), or a row of another run.
+        A bad value is named ``trials.csv:LINE: column NAME``.
     """
     folder = Path(run_dir)
     path = folder / "trials.csv"
@@ -119,7 +120,7 @@ def read_rows(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
         n = data.count(b"\n") + 1
         raise _error(
             folder,
-            "trials.csv",
+            f"trials.csv:{n}",
             f"ends in a cut-short line {n} (the run stopped mid-write); resuming the run "
             "removes it",
         )
@@ -130,7 +131,8 @@ def read_rows(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
         added = check_header(folder, header, TRIAL_COLUMNS, older=True)
         records = list(reader)
     except csv.Error as exc:
-        raise _error(folder, "trials.csv", f"line {reader.line_num} is not CSV ({exc})") from None
+        raise _error(folder, f"trials.csv:{reader.line_num}", f"is not CSV ({exc})") from None
+    run_id = folder.resolve().name
     rows = []
     for n, fields in enumerate(records, start=2):
         if not fields:
@@ -138,16 +140,61 @@ def read_rows(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
         if len(fields) != len(header):
             raise _error(
                 folder,
-                "trials.csv",
-                f"line {n} has {len(fields)} fields, the header {len(header)}",
+                f"trials.csv:{n}",
+                f"has {len(fields)} fields, the header {len(header)}",
             )
         row: dict[str, Any] = {}
         for name, value in zip(header, fields, strict=True):
             row[name] = _value(folder, n, name, value)
         for name in added:
             row[name] = _value(folder, n, name, ADDED_DEFAULTS[name])
+        if row["run_id"] != run_id:
+            raise _bad_field(folder, n, "run_id", row["run_id"], f"the folder's {run_id!r}")
         rows.append({c: row[c] for c in TRIAL_COLUMNS})
     return rows
+
+
+#: The range a number in each numeric column may take, (low, high), both included. A value
+#: outside it cannot come from a trial (a negative count, a latency of 1e300 ms) and would
+#: only turn into nonsense or an overflow further on.
+_BIG = 1e15
+RANGES: dict[str, tuple[float, float]] = {
+    "clients": (0, 10_000),
+    "vcpus": (1, 100_000),
+    "file_bytes": (0, 2**53),
+    "upstreams": (0, 100_000),
+    "threads": (0, 1_000_000),
+    "connections": (0, 100_000_000),
+    "streams": (0, 1_000_000),
+    "rate_rps": (0, _BIG),
+    "warmup_s": (0, 1e9),
+    "duration_s": (0, 1e9),
+    "requests": (0, 2**63 - 1),
+    "rps": (0, _BIG),
+    "bytes_per_s": (0, _BIG * 1e3),
+    "throughput_gbps": (0, _BIG),
+    "bytes_per_response": (0, 2**53),
+    "errors_connect": (0, 2**63 - 1),
+    "errors_read": (0, 2**63 - 1),
+    "errors_write": (0, 2**63 - 1),
+    "errors_status": (0, 2**63 - 1),
+    "errors_timeout": (0, 2**63 - 1),
+    "error_rate": (0, _BIG),
+    "latency_p50_ms": (0, 1e12),
+    "latency_p90_ms": (0, 1e12),
+    "latency_p99_ms": (0, 1e12),
+    "latency_p999_ms": (0, 1e12),
+    "latency_max_ms": (0, 1e12),
+    "latency_mean_ms": (0, 1e12),
+    "client_cpu_pct": (0, 1e9),
+    "server_cpu_pct": (0, 1e9),
+    "sla_p99_ms": (0, 1e12),
+}
+
+
+def _bad_field(folder: Path, line: int, name: str, text: str, expected: str) -> RunFolderError:
+    """The error for one bad value: ``trials.csv:LINE: column NAME: 'text' is not ...``."""
+    return _error(folder, f"trials.csv:{line}:", f"column {name}: {text[:40]!r} is not {expected}")
 
 
 def _value(folder: Path, line: int, name: str, text: str) -> Any:
@@ -156,22 +203,22 @@ def _value(folder: Path, line: int, name: str, text: str) -> Any:
         return text
     if text == "":
         return None
+    value: float
     try:
         if kind == "bool":
             if text not in (TRUE, FALSE):
                 raise ValueError
             return text == TRUE
-        if kind == "int":
-            return int(text)
-        value = float(text)
+        value = int(text) if kind == "int" else float(text)
         if math.isnan(value):
             raise ValueError
-        return value
     except ValueError:
         expected = {"bool": "true or false", "int": "an integer", "float": "a number"}[kind]
-        raise _error(
-            folder, "trials.csv", f"line {line}, column {name}: {text[:40]!r} is not {expected}"
-        ) from None
+        raise _bad_field(folder, line, name, text, expected) from None
+    low, high = RANGES.get(name, (-math.inf, math.inf))
+    if not low <= value <= high:
+        raise _bad_field(folder, line, name, text, f"within [{low:g}, {high:g}]")
+    return value
 
 
 def read_trials(run_dir: str | os.PathLike[str]) -> pd.DataFrame:
