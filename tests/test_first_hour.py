@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import os
 import re
 import subprocess
@@ -16,6 +18,7 @@ from runners.cli import build_parser as runners_parser
 from sizing import curves
 from sizing.capacity import Workload
 from sizing.cli import build_parser as sizing_parser
+from sizing.paths import FITS_PATH
 from sizing.summary import tidy_table
 from sizing.units import DEFAULT_PROTOCOL, parse_rps
 from tests.conftest import sizing_cli
@@ -161,3 +164,16 @@ def test_model_tables_show_meaningful_digits():
     table = pd.DataFrame(sel.table)
     html = tidy_table(table[["model", "mape_pct", "loo_mape_pct", "aicc", "selected"]]).to_html()
     assert not re.search(r">-?inf<|e-\d\d|\d\.\d{5,}", html), html
+
+
+def test_make_fits_stores_meaningful_digits(tmp_path, monkeypatch):
+    """`make fits` stores rounded numbers, so a refit rewrites no line for float noise."""
+    from sizing import fits
+
+    noisy = {"params": {"lam": 134759.7919139186, "kappa": 0.0003872265283791494}}
+    monkeypatch.setattr(fits, "fit_reference", lambda name, compare: [{**noisy, "aicc": math.inf}])
+    text = fits.precompute(tmp_path / "fits.json").read_text()
+    assert '"lam": 134759.8' in text and '"kappa": 0.0003872265' in text, text
+    assert '"aicc": null' in text
+    stored = json.loads(FITS_PATH.read_text())
+    assert stored["series"] and fits.stored_digits(stored) == stored
