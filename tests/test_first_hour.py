@@ -7,6 +7,7 @@ import json
 import math
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -177,3 +178,38 @@ def test_make_fits_stores_meaningful_digits(tmp_path, monkeypatch):
     assert '"aicc": null' in text
     stored = json.loads(FITS_PATH.read_text())
     assert stored["series"] and fits.stored_digits(stored) == stored
+
+
+@pytest.mark.slow
+def test_install_prints_no_setuptools_block(tmp_path):
+    """`make`'s editable install prints no setuptools block about editable installs.
+
+    pip shows a build backend's output only with -v (or on failure), so the install runs
+    verbose here: the block must be silenced by the Makefile's environment, not hidden."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    plan = subprocess.run(
+        ["make", "--no-print-directory", "-n", "-B", ".venv/.installed"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    line = next(ln for ln in plan.stdout.splitlines() if "pip install" in ln and " -e ." in ln)
+    words = shlex.split(line)
+    install_env = dict(env, **dict(w.split("=", 1) for w in words if "=" in w.split("-")[0]))
+    assert "--quiet" in words, line
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    p = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-v", "--no-deps", "-e", "."],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=install_env,
+    )
+    assert p.returncode == 0, p.stderr[-2000:]
+    out = p.stdout + p.stderr
+    assert "Successfully installed nginx-sizing" in out, out[-2000:]
+    assert "Editable installation" not in out and "InformationOnly" not in out, out[-3000:]
