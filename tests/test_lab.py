@@ -141,6 +141,9 @@ def lab(tmp_path_factory) -> Iterator[Lab]:
         f"--LabApp.workspaces_dir={root / 'workspaces'}",
         "--KernelManager.transport=ipc",  # as `make lab`
         "--LabApp.expose_app_in_browser=True",  # the test reads cells and kernel status
+        # A kernel that dies stays dead: the run fails on it, and no restarted kernel is
+        # killed half-started by the next shutdown (its traceback would land in the log).
+        "--KernelManager.autorestart=False",
     ]
     if os.geteuid() == 0:
         cmd.append("--allow-root")
