@@ -283,12 +283,17 @@ class _Watch:
     def until(self, done: Callable[[], bool], timeout_s: float, what: str) -> None:
         """Poll ``done`` while checking the page and kernel, within ``timeout_s`` overall and
         ``STALL_S`` without any progress."""
+        from selenium.common.exceptions import TimeoutException
+
         start = last_change = time.monotonic()
         last: tuple[Any, ...] | None = None
         while True:
-            snapshot = self.check()
-            if done():
-                return
+            try:
+                snapshot = self.check()
+                if done():
+                    return
+            except TimeoutException:  # the page's main thread is busy: no answer this poll
+                snapshot = last if last is not None else ()
             now = time.monotonic()
             if snapshot != last:
                 last, last_change = snapshot, now
@@ -314,6 +319,7 @@ def _open_and_run_all(d: Any, lab: Lab, name: str) -> _Watch:
     # A workspace of its own: the lab restores no other notebook into this page, so Run All
     # acts on this notebook (with the default workspace, the notebook of the previous test
     # came back in front and ran again while this one waited).
+    d.set_script_timeout(120)  # a busy machine may keep the page's main thread long
     d.get(f"{lab.base}/lab/workspaces/t-{name}/tree/{name}.ipynb?reset&token={lab.token}")
     watch = _Watch(d, lab, name)
     wait_for(
