@@ -107,8 +107,24 @@ def precompute(path: str | Path = FITS_PATH, name: str = "nginx-web-server") -> 
         "generated_by": "python -m sizing precompute",
         "series": fit_reference(name, compare=False),
     }
-    p.write_text(json.dumps(finite_json(doc), indent=1, sort_keys=True) + "\n")
+    p.write_text(json.dumps(stored_digits(finite_json(doc)), indent=1, sort_keys=True) + "\n")
     return p
+
+
+#: Significant digits of every number ``precompute`` stores: curves evaluate to within 1e-6 of
+#: the fit, and a refit on another machine rewrites no line for float noise alone.
+STORED_DIGITS = 7
+
+
+def stored_digits(obj: Any, digits: int = STORED_DIGITS) -> Any:
+    """``obj`` with every float rounded to ``digits`` significant digits."""
+    if isinstance(obj, float):
+        return _sig(obj, digits)
+    if isinstance(obj, dict):
+        return {k: stored_digits(v, digits) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [stored_digits(v, digits) for v in obj]
+    return obj
 
 
 # ----------------------------------------------------------------------------- cost model

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import resource
 import signal
 import subprocess
@@ -208,6 +209,7 @@ def test_progress_says_pass_or_over_sla():
     out = io.StringIO()
     Progress(2, 1.0, out).update({**row, "valid": True, "latency_p99_ms": 6.0})
     assert "over SLA" in out.getvalue() and " ok" not in out.getvalue()
+    assert re.search(r"1/2 .*; ETA \d+:\d\d$", out.getvalue().strip()), out.getvalue()
 
 
 @pytest.mark.parametrize(
