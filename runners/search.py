@@ -26,7 +26,9 @@ import itertools
 import math
 import os
 import statistics
+import time
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import IO, Any, ClassVar, Protocol
 
@@ -726,7 +728,11 @@ def run_search(
             run.status(),
             target_for(plan, run, sim=sim, access=access, log=progress, mode=strategy.mode) as t,
         ):
-            logged = _Log(_Replay(t, load_trials(run.path).to_dict("records")), progress)
+            logged = _Log(
+                _Replay(t, load_trials(run.path).to_dict("records")),
+                progress,
+                bound=_TrialBound(plan.vcpus, options) if not isinstance(strategy, Grid) else None,
+            )
             for v in plan.vcpus:
                 results.append(
                     search(
@@ -742,11 +748,47 @@ def run_search(
     return run.run_id, results
 
 
-class _Log:
-    """A target that prints one line per trial: its load, RPS, p99 and verdict."""
+class _TrialBound:
+    """The most trial time a search has left, from ``max_trials`` and the confirmations.
 
-    def __init__(self, target: Target, stream: IO[str] | None) -> None:
-        self.target, self.stream, self.n = target, stream, 0
+    Each vCPU count runs at most ``max_trials`` search trials and ``confirm`` confirmations, so
+    the seconds of load still to come are bounded; scaled by the wall time each second of load
+    has taken so far (start-up, warm-up, cool-down), that bounds the time left.
+    """
+
+    def __init__(self, vcpus: Sequence[int], options: SearchOptions) -> None:
+        self.vcpus, self.options = list(vcpus), options
+        self.done: dict[int, list[int]] = {}
+        self.load_s = 0.0
+        self.started = time.monotonic()
+
+    def add(self, vcpus: int, kind: str, seconds: float, replayed: bool) -> None:
+        counts = self.done.setdefault(vcpus, [0, 0])
+        counts[1 if kind == "search-confirm" else 0] += 1
+        if not replayed:  # a resumed run's stored trial took no wall time
+            self.load_s += seconds
+
+    def left_s(self, vcpus: int) -> float | None:
+        """Upper bound of the wall time left [s], None before any real trial."""
+        o = self.options
+        if self.load_s <= 0 or vcpus not in self.vcpus:
+            return None
+        per_load_s = (time.monotonic() - self.started) / self.load_s
+        full = o.max_trials * o.duration_s + o.confirm * o.confirm_duration_s
+        search, confirm = self.done.get(vcpus, [0, 0])
+        here = max(0, o.max_trials - search) * o.duration_s if confirm == 0 else 0
+        here += max(0, o.confirm - confirm) * o.confirm_duration_s
+        later = len(self.vcpus) - 1 - self.vcpus.index(vcpus)
+        return (here + later * full) * per_load_s
+
+
+class _Log:
+    """A target that prints one line per trial: its load, RPS, p99, verdict and time left."""
+
+    def __init__(
+        self, target: Target, stream: IO[str] | None, bound: _TrialBound | None = None
+    ) -> None:
+        self.target, self.stream, self.n, self.bound = target, stream, 0, bound
 
     def max_threads(self, vcpus: int) -> int:
         return int(self.target.max_threads(vcpus))
@@ -761,10 +803,16 @@ class _Log:
         kind: str = "sweep",
         rate_rps: float | None = None,
     ) -> dict[str, Any]:
+        began = time.monotonic()
         row = self.target.trial(
             vcpus, threads, connections, duration_s=duration_s, kind=kind, rate_rps=rate_rps
         )
         self.n += 1
+        left = None
+        if self.bound is not None:
+            replayed = time.monotonic() - began < 0.5 * duration_s
+            self.bound.add(vcpus, kind, duration_s, replayed)
+            left = self.bound.left_s(vcpus)
         if self.stream is not None:
             load = (
                 f"rate {float(row['rate_rps']):,.0f}"
@@ -774,7 +822,10 @@ class _Log:
             print(
                 f"[v{int(row['vcpus'])} {row['kind']} #{self.n}] {load}: "
                 f"{float(row['rps']):,.0f} rps, p99 {float(row['latency_p99_ms']):.2f} "
-                f"ms, {verdict(row)}",
+                f"ms, {verdict(row)}"
+                + (
+                    "" if left is None else f"; at most {int(left // 60)}:{int(left % 60):02d} left"
+                ),
                 file=self.stream,
                 flush=True,
             )

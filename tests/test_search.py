@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -353,3 +354,50 @@ def test_sweep_on_the_simulator(tmp_path):
         run.name,
     )
     assert again.returncode == 1 and "holds simulated trials" in again.stderr
+
+
+def test_progress_lines_bound_the_time_left(tmp_path):
+    """Each trial line says at most how long the search has left: the trials and confirmations
+    ``max_trials`` still allows, at the wall time a second of load has taken so far."""
+    import time
+
+    from runners.search import _Log, _TrialBound
+
+    opts = SearchOptions(max_trials=4, duration_s=1, confirm=3, confirm_duration_s=2)
+    bound = _TrialBound([1, 2], opts)
+    bound.add(1, "search", 1, replayed=False)
+    bound.add(1, "search", 1, replayed=False)
+    per = (time.monotonic() - bound.started) / 2
+    # v1: 2 search trials and 3 confirmations of 2 s left; v2: 4 + 3 x 2 s
+    assert bound.left_s(1) == pytest.approx((2 + 6 + 10) * per, rel=0.5, abs=0.05)
+    bound.add(1, "search-confirm", 2, replayed=False)
+    assert bound.left_s(1) < (2 + 6 + 10) * (time.monotonic() - bound.started) / 4
+    bound.add(2, "search", 1, replayed=True)  # a resumed trial takes no wall time
+    assert bound.load_s == 4
+
+    class Slow:
+        def trial(self, vcpus, threads, connections, **kw):
+            time.sleep(0.6 * kw["duration_s"])
+            return {
+                "vcpus": vcpus,
+                "kind": kw["kind"],
+                "threads": threads,
+                "rps": 1000.0,
+                "connections": connections,
+                "latency_p99_ms": 1.0,
+                "sla_p99_ms": 5.0,
+                "meets_sla": True,
+                "valid": True,
+            }
+
+        def max_threads(self, vcpus):
+            return 1
+
+    out = io.StringIO()
+    log = _Log(Slow(), out, bound=_TrialBound([1], opts))
+    log.trial(1, 1, 4, duration_s=1, kind="search")
+    log.trial(1, 1, 8, duration_s=1, kind="search")
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 2 and all("left" in line for line in lines), lines
+    left = [line.rsplit("at most ", 1)[1] for line in lines]
+    assert all(re.fullmatch(r"\d+:\d\d left", t) for t in left), left
