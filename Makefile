@@ -14,16 +14,24 @@ KERNEL := nginx-sizing
 
 .PHONY: demo test lint typecheck pytest system-packages fits catalog bench lab clean
 
+# Each setup step says what it does and when it started (pip itself is kept quiet).
+STEP = @echo "[$$(date -u +%H:%M:%S)] setup"
+
 $(VENV)/.installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PIP_QUIET) $(PY) -m pip install --quiet -e .
-	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python ($(KERNEL))" >/dev/null
-	touch $@
+	$(STEP) "1/4: Python environment in $(VENV)"
+	@$(PYTHON) -m venv $(VENV)
+	@$(PY) -m pip install --quiet --upgrade pip
+	$(STEP) "2/4: the package and its dependencies (pip; a few minutes on a fresh machine)"
+	@$(PIP_QUIET) $(PY) -m pip install --quiet -e .
+	$(STEP) "3/4: Jupyter kernel $(KERNEL)"
+	@$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python ($(KERNEL))" >/dev/null
+	@touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed pyproject.toml
-	$(PIP_QUIET) $(PY) -m pip install --quiet -e '.[dev]'
-	touch $@
+	$(STEP) "4/4: test tools (pytest, ruff, mypy, nbval, hypothesis, selenium)"
+	@$(PIP_QUIET) $(PY) -m pip install --quiet -e '.[dev]'
+	@touch $@
+	$(STEP) "done"
 
 demo: $(VENV)/.installed
 	$(PY) -m sizing recommend --rps 1e6
@@ -39,8 +47,11 @@ system-packages:
 	  esac || missing="$$missing $$pkg"; \
 	done; \
 	if [ -n "$$missing" ]; then \
-	  echo "installing:$$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	  echo "[$$(date -u +%H:%M:%S)] system packages: installing$$missing (apt; a few minutes)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing \
+	  && echo "[$$(date -u +%H:%M:%S)] system packages: installed"; \
+	else \
+	  echo "system packages: all present"; \
 	fi
 
 lint: $(VENV)/.installed-dev

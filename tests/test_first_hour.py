@@ -231,3 +231,61 @@ def test_install_prints_no_setuptools_block(tmp_path):
     out = p.stdout + p.stderr
     assert "Successfully installed nginx-sizing" in out, out[-2000:]
     assert "Editable installation" not in out and "InformationOnly" not in out, out[-3000:]
+
+
+def test_make_setup_says_each_step(tmp_path):
+    """``make`` runs its real setup recipes (with a stand-in Python that records what pip and
+    ipykernel were asked to do) and says each step, in order, with the time it started."""
+    fake = tmp_path / "python3"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = -m ] && [ "$2" = venv ]; then\n'
+        '  mkdir -p "$3/bin"\n'
+        f'  printf \'#!/bin/sh\\necho "$@" >> {tmp_path}/calls\\n\' > "$3/bin/python"\n'
+        '  chmod +x "$3/bin/python"\n'
+        "fi\n"
+    )
+    fake.chmod(0o755)
+    venv = tmp_path / "venv"
+    p = subprocess.run(
+        [
+            "make",
+            "--no-print-directory",
+            f"{venv}/.installed-dev",
+            f"VENV={venv}",
+            f"PYTHON={fake}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    steps = [line for line in lines if " setup " in line]
+    assert lines == steps, lines  # nothing but the steps: no recipe echo, no pip noise
+    assert [re.search(r"setup (\S+)", s).group(1) for s in steps] == [  # type: ignore[union-attr]
+        "1/4:",
+        "2/4:",
+        "3/4:",
+        "4/4:",
+        "done",
+    ]
+    assert all(re.match(r"\[\d\d:\d\d:\d\d\] setup ", s) for s in steps), steps
+    calls = (tmp_path / "calls").read_text()
+    assert "pip install --quiet -e ." in calls and "ipykernel install" in calls
+    assert "pip install --quiet -e .[dev]" in calls
+    again = subprocess.run(
+        [
+            "make",
+            "--no-print-directory",
+            f"{venv}/.installed-dev",
+            f"VENV={venv}",
+            f"PYTHON={fake}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert again.returncode == 0 and "] setup" not in again.stdout  # done once, said once
