@@ -135,6 +135,11 @@ def _check_resumed(
 ) -> Plan:
     """The stored plan, when it and ``extra`` match what the resumed run was planned with."""
     meta = folder.meta
+    if not isinstance(meta.get("simulated", False), bool):
+        raise RunnerError(
+            f"run {resume}: run.json field 'simulated' is {meta.get('simulated')!r}, "
+            "not true or false"
+        )
     if bool(meta.get("simulated")) != (sim is not None):
         held = "simulated" if meta.get("simulated") else "measured"
         way = "with --server sim" if held == "simulated" else "against real hosts"

@@ -337,5 +337,8 @@ def test_resume_of_a_damaged_run(
     event(f"{name} {how}: exit {result.code}")
     if result.code != 0:
         assert run.name in result.stderr, result.stderr
-        # A damaged file is named; a changed plan is a run planned otherwise (named by key).
+        # A damaged file is named; a changed plan is a run planned otherwise (named by key),
+        # and a key that is not of its type is named with the file.
         assert how == "plan" or name in result.stderr, result.stderr
+        if how == "plan" and key == "simulated" and not isinstance(meta[key], bool):
+            assert "run.json field 'simulated'" in result.stderr, result.stderr
