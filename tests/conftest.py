@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -143,3 +144,10 @@ def runners_cli(*args: str) -> subprocess.CompletedProcess:
 def sizing_cli(*args: str) -> subprocess.CompletedProcess:
     """``python -m sizing ARGS`` from the project root, bounded in time."""
     return _cli("sizing", args, 300)
+
+
+def interruptible() -> None:
+    """``preexec_fn`` for a child a test sends SIGINT: a shell without job control (CI's, or
+    ``nohup cmd &``) starts it with SIGINT ignored, and Python then never raises
+    KeyboardInterrupt; the default disposition makes it behave as under a terminal's Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -18,7 +18,7 @@ import pytest
 from runners.errors import RunnerError
 from runners.run import Progress, verdict
 from runners.sim import SimServer
-from tests.conftest import nginx_prefixes, nginx_under, runners_cli
+from tests.conftest import interruptible, nginx_prefixes, nginx_under, runners_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 SIM = ("sweep", "--server", "sim", "--quiet", "--connections", "8,16")
@@ -31,6 +31,7 @@ def _runner(*args: str, **kw) -> subprocess.Popen:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=interruptible,
         **kw,
     )
 

@@ -17,7 +17,7 @@ from runners.errors import RunnerError
 from runners.hosts import LocalHost
 from runners.store import load_trials
 from runners.sweep import Plan, make_scenario, run_sweep
-from tests.conftest import nginx_under, runners_cli
+from tests.conftest import interruptible, nginx_under, runners_cli
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
@@ -168,6 +168,7 @@ def test_faults_during_a_trial_keep_finished_trials(tmp_path, fault, own_tmpdir,
             "--quiet",
         ],
         cwd=ROOT,
+        preexec_fn=interruptible,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
