@@ -24,14 +24,19 @@ ROOT = Path(__file__).resolve().parents[1]
 SIM = ("sweep", "--server", "sim", "--quiet", "--connections", "8,16")
 
 
-def _runner(*args: str, **kw) -> subprocess.Popen:
+def _runner(*args: str, preexec_fn=None, **kw) -> subprocess.Popen:
+    def setup() -> None:
+        interruptible()
+        if preexec_fn is not None:
+            preexec_fn()
+
     return subprocess.Popen(
         [sys.executable, "-m", "runners", *args],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=interruptible,
+        preexec_fn=setup,
         **kw,
     )
 

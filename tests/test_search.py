@@ -302,8 +302,10 @@ def test_real_local_search(tmp_path, leaves_no_nginx):
     df = load_trials(next(tmp_path.iterdir()))
     assert len(df) == r["trials"] >= 1
     assert (df["simulated"] == False).all()  # noqa: E712
-    # A busy machine may fail even the lightest load: then the search says what it tried.
-    if r["max_rps_under_sla"] is None:
+    # A busy machine may fail even the lightest load, or most confirmations of every passing
+    # load: then the answer is unconfirmed and the search says what it tried.
+    if r["max_rps_under_sla"] is None or not r["confirmed"]:
+        assert not r["confirmed"]
         assert any("lightest load" in n or "confirmation" in n for n in r["notes"]), r["notes"]
         return
     confirms = df[df["kind"] == "search-confirm"]
