@@ -28,7 +28,7 @@ import os
 import statistics
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import IO, Any, ClassVar, Protocol
 
@@ -756,11 +756,16 @@ class _TrialBound:
     has taken so far (start-up, warm-up, cool-down), that bounds the time left.
     """
 
-    def __init__(self, vcpus: Sequence[int], options: SearchOptions) -> None:
-        self.vcpus, self.options = list(vcpus), options
+    def __init__(
+        self,
+        vcpus: Sequence[int],
+        options: SearchOptions,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.vcpus, self.options, self.clock = list(vcpus), options, clock
         self.done: dict[int, list[int]] = {}
         self.load_s = 0.0
-        self.started = time.monotonic()
+        self.started = clock()
 
     def add(self, vcpus: int, kind: str, seconds: float, replayed: bool) -> None:
         counts = self.done.setdefault(vcpus, [0, 0])
@@ -773,7 +778,7 @@ class _TrialBound:
         o = self.options
         if self.load_s <= 0 or vcpus not in self.vcpus:
             return None
-        per_load_s = (time.monotonic() - self.started) / self.load_s
+        per_load_s = (self.clock() - self.started) / self.load_s
         full = o.max_trials * o.duration_s + o.confirm * o.confirm_duration_s
         search, confirm = self.done.get(vcpus, [0, 0])
         here = max(0, o.max_trials - search) * o.duration_s if confirm == 0 else 0

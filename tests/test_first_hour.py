@@ -247,19 +247,23 @@ def test_make_setup_says_each_step(tmp_path):
     )
     fake.chmod(0o755)
     venv = tmp_path / "venv"
-    p = subprocess.run(
-        [
-            "make",
-            "--no-print-directory",
-            f"{venv}/.installed-dev",
-            f"VENV={venv}",
-            f"PYTHON={fake}",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+
+    def make() -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [
+                "make",
+                "--no-print-directory",
+                f"{venv}/.installed-dev",
+                f"VENV={venv}",
+                f"PYTHON={fake}",
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    p = make()
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
     steps = [line for line in lines if " setup " in line]
@@ -275,17 +279,5 @@ def test_make_setup_says_each_step(tmp_path):
     calls = (tmp_path / "calls").read_text()
     assert "pip install --quiet -e ." in calls and "ipykernel install" in calls
     assert "pip install --quiet -e .[dev]" in calls
-    again = subprocess.run(
-        [
-            "make",
-            "--no-print-directory",
-            f"{venv}/.installed-dev",
-            f"VENV={venv}",
-            f"PYTHON={fake}",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    again = make()
     assert again.returncode == 0 and "] setup" not in again.stdout  # done once, said once

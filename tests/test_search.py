@@ -366,14 +366,16 @@ def test_progress_lines_bound_the_time_left(tmp_path):
     from runners.search import _Log, _TrialBound
 
     opts = SearchOptions(max_trials=4, duration_s=1, confirm=3, confirm_duration_s=2)
-    bound = _TrialBound([1, 2], opts)
+    now = [100.0]
+    bound = _TrialBound([1, 2], opts, clock=lambda: now[0])
     bound.add(1, "search", 1, replayed=False)
     bound.add(1, "search", 1, replayed=False)
-    per = (time.monotonic() - bound.started) / 2
+    now[0] += 4.0  # 2 s of load took 4 s of wall time: 2 s per second of load
     # v1: 2 search trials and 3 confirmations of 2 s left; v2: 4 + 3 x 2 s
-    assert bound.left_s(1) == pytest.approx((2 + 6 + 10) * per, rel=0.5, abs=0.05)
+    assert bound.left_s(1) == pytest.approx((2 + 6 + 10) * 2.0)
     bound.add(1, "search-confirm", 2, replayed=False)
-    assert bound.left_s(1) < (2 + 6 + 10) * (time.monotonic() - bound.started) / 4
+    now[0] += 4.0  # 4 s of load in 8 s; once confirming, no more search trials for v1
+    assert bound.left_s(1) == pytest.approx((2 * 2 + 10) * 2.0)
     bound.add(2, "search", 1, replayed=True)  # a resumed trial takes no wall time
     assert bound.load_s == 4
 
