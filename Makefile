@@ -28,7 +28,7 @@ $(VENV)/.installed: pyproject.toml
 	@touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed pyproject.toml
-	$(STEP) "4/4: test tools (pytest, ruff, mypy, nbval, hypothesis, selenium)"
+	$(STEP) "4/4: test tools (pytest, pytest-xdist, ruff, mypy, nbval, hypothesis, selenium)"
 	@$(PIP_QUIET) $(PY) -m pip install --quiet -e '.[dev]'
 	@touch $@
 	$(STEP) "done"
@@ -61,8 +61,11 @@ typecheck: $(VENV)/.installed-dev
 	$(PY) -m mypy
 
 # PYTEST_STATUS_FILE (set by .ci/run) receives pytest's exit status, which make itself hides.
+# PYTEST_WORKERS test files run at once (pytest-xdist, one file per worker at a time: a file's
+# tests share their fixtures and run in order); 0 runs everything in this one process.
+PYTEST_WORKERS ?= 2
 pytest: $(VENV)/.installed-dev
-	@status=0; $(PY) -m pytest $(PYTEST_ARGS) || status=$$?; \
+	@status=0; $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS) || status=$$?; \
 	if [ -n "$(PYTEST_STATUS_FILE)" ]; then echo $$status > "$(PYTEST_STATUS_FILE)"; fi; \
 	exit $$status
 
