@@ -39,8 +39,13 @@ scipy (``scipy.optimize.milp``, HiGHS) is imported here only: the ``--mix`` path
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import itertools
 import math
+import os
+import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import TYPE_CHECKING, Any
@@ -268,16 +273,56 @@ def solve_mix(
             np.full(n_m, cmax),
         ]
     )
-    res = milp(
-        cost,
-        constraints=LinearConstraint(np.array(rows), np.array(lo), np.array(hi)),
-        integrality=integrality,
-        bounds=Bounds(np.zeros(n_var), ub),
-        options={"time_limit": TIME_LIMIT_S, "mip_rel_gap": 1e-6},
-    )
+    with solver_output_discarded():
+        res = milp(
+            cost,
+            constraints=LinearConstraint(np.array(rows), np.array(lo), np.array(hi)),
+            integrality=integrality,
+            bounds=Bounds(np.zeros(n_var), ub),
+            options={"time_limit": TIME_LIMIT_S, "mip_rel_gap": 1e-6},
+        )
     if res.x is None or res.status not in (0, 1):
         return None
     return np.rint(res.x[:n_x]).astype(int).reshape(n_t, n_z)
+
+
+def _flush_c_stdio() -> None:
+    """Flush the C library's stdio buffers (what a C extension printed and has not written)."""
+    with contextlib.suppress(OSError, AttributeError, TypeError):
+        ctypes.CDLL(None).fflush(None)
+
+
+@contextlib.contextmanager
+def solver_output_discarded() -> Iterator[None]:
+    """Send what C code writes to file descriptor 1 to /dev/null while the block runs.
+
+    HiGHS (inside ``scipy.optimize.milp``) prints debugging lines to the process's stdout at
+    the C level, where ``disp=False`` does not reach; they would land in the middle of
+    ``--format json`` or ``csv`` output. Python's own output is flushed before and kept; the
+    descriptor is restored afterwards whatever happens.
+    """
+    for stream in (sys.stdout, sys.__stdout__):
+        with contextlib.suppress(AttributeError, OSError, ValueError):
+            if stream is not None:
+                stream.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no descriptor 1 at all: nothing to protect
+        yield
+        return
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, 1)
+        finally:
+            os.close(devnull)
+        try:
+            yield
+        finally:
+            _flush_c_stdio()
+            os.dup2(saved, 1)
+    finally:
+        os.close(saved)
 
 
 def survivors_after_losses(
