@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import json
 import math
 from collections.abc import Collection, Iterable, Sequence
@@ -21,6 +22,7 @@ from typing import Any
 from sizing.errors import InputError
 from sizing.paths import CATALOG_DIR
 from sizing.render import clean
+from trialtable.files import MB, read_bounded
 
 DEFAULT_CATALOG = CATALOG_DIR / "instances.csv"
 COMPACT_SUFFIX = ".compact.jsonl"
@@ -77,6 +79,9 @@ RANGES: dict[str, tuple[float, float, str]] = {
 MAX_TEXT = {"source": 2000}
 MAX_TEXT_DEFAULT = 200
 MAX_ROWS = 200_000
+#: Largest catalog file read [B]: 256 MB, far above MAX_ROWS rows of sane width (the shipped
+#: catalog is about 5 MB); a larger file, or a device or pipe, is refused before it is read.
+CATALOG_MAX_BYTES = 256 * MB
 
 
 @dataclass(frozen=True)
@@ -270,12 +275,12 @@ def read_catalog(path: str | Path) -> list[Instance]:
     """
     p = Path(path)
     try:
-        fh = p.open(newline="", encoding="utf-8")
+        data = read_bounded(p, CATALOG_MAX_BYTES)
     except FileNotFoundError:
         raise InputError(f"catalog file {p} does not exist") from None
     except OSError as exc:
         raise InputError(f"catalog file {p} cannot be read: {exc.strerror}") from None
-    with fh:
+    with io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", newline="") as fh:
         reader = csv.DictReader(fh)
         out: list[Instance] = []
         seen: dict[tuple[str, str, str], int] = {}

@@ -51,8 +51,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from sizing.catalog import CATALOG_MAX_BYTES
 from sizing.errors import InputError
 from sizing.paths import CATALOG_DIR
+from trialtable.files import read_bounded
 
 #: Every column of a built catalog, in order (``sizing.catalog`` reads the same names).
 BUILD_COLUMNS = (
@@ -104,7 +106,7 @@ def _num(v: float) -> str:
 
 def _read(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        return read_bounded(path, CATALOG_MAX_BYTES).decode("utf-8")
     except FileNotFoundError:
         raise InputError(f"upstream file {path} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:

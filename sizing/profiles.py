@@ -17,6 +17,8 @@ from pathlib import Path
 
 from sizing.costmodel import UNITS, Coefficient, CostProfile, reference_profile
 from sizing.errors import InputError
+from trialtable.files import FileRefused, read_bounded
+from trialtable.profile import PROFILE_MAX_BYTES
 
 SCHEMA = "nginx-sizing/cpu-profile/1"
 MEASURED_OVER = ("loopback", "network")
@@ -62,10 +64,12 @@ def read_profile(path: str | Path) -> CostProfile:
     """
     p = str(path)
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        doc = json.loads(read_bounded(path, PROFILE_MAX_BYTES).decode("utf-8"))
     except FileNotFoundError:
         raise InputError(f"profile {p} does not exist") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except FileRefused as exc:
+        raise InputError(f"profile {p} cannot be read: it {exc.strerror}") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise InputError(f"profile {p} cannot be read as JSON: {exc}") from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise InputError(f'profile {p}: expected "schema": "{SCHEMA}"')

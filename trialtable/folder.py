@@ -34,7 +34,11 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from trialtable.files import MB, read_bounded
 from trialtable.schema import TRIAL_COLUMNS, utc_now
+
+#: Largest ``run.json`` read [B]: 64 MB (a run's is tens of kB); larger is refused unread.
+META_MAX_BYTES = 64 * MB
 
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 # Locks this process holds: folder -> (open lock file descriptor, holders).
@@ -160,13 +164,15 @@ class RunFolder:
 
     def _read_meta(self) -> dict[str, Any]:
         try:
-            meta = json.loads(self.meta_path.read_bytes().decode("utf-8"))
+            meta = json.loads(read_bounded(self.meta_path, META_MAX_BYTES).decode("utf-8"))
         except UnicodeDecodeError:
             raise self.error("run.json", "is not UTF-8 text") from None
         except json.JSONDecodeError as exc:
             raise self.error(
                 "run.json", f"is not valid JSON ({exc.msg}, line {exc.lineno})"
             ) from None
+        except RecursionError:
+            raise self.error("run.json", "is not valid JSON (nested too deeply)") from None
         except OSError as exc:
             raise self.error("run.json", f"cannot be read ({exc.strerror})") from None
         if not isinstance(meta, dict):

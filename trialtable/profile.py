@@ -46,7 +46,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trialtable.files import MB, FileRefused, read_bounded
+
 SCHEMA = "nginx-sizing/cpu-profile/1"
+#: Largest profile file read [B]: 16 MB (a campaign's profile is a few kB); a larger file, or
+#: a device or pipe, is refused before it is read.
+PROFILE_MAX_BYTES = 16 * MB
 
 #: name -> (unit, meaning); the coefficients a profile may hold (any may be absent).
 COEFFICIENTS: dict[str, tuple[str, str]] = {
@@ -414,13 +419,13 @@ def read_profile(path: str | os.PathLike[str]) -> Profile:
     """
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_bounded(p, PROFILE_MAX_BYTES).decode("utf-8")
     except FileNotFoundError:
         raise ProfileError(f"{p}: no such profile file") from None
+    except FileRefused as exc:
+        raise ProfileError(f"{p}: cannot read it: it {exc.strerror}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ProfileError(f"{p}: cannot read it ({exc})") from None
-    if len(text) > 50_000_000:
-        raise ProfileError(f"{p}: too large for a profile")
     try:
         d = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as exc:

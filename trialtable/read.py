@@ -15,11 +15,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from trialtable.files import MB, read_bounded
 from trialtable.folder import RunFolderError
 from trialtable.schema import ADDED_DEFAULTS, BY_NAME, FALSE, TRIAL_COLUMNS, TRUE
 
 if TYPE_CHECKING:
     import pandas as pd
+
+
+#: Largest ``trials.csv`` read [B]: 256 MB, some hundreds of thousands of trials (a sweep
+#: writes a few hundred); a larger file, or a device or pipe in its place, is refused unread.
+TRIALS_MAX_BYTES = 256 * MB
 
 
 def _error(folder: Path, file: str, problem: str) -> RunFolderError:
@@ -107,7 +113,7 @@ def read_rows(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
     if not path.is_file():
         raise RunFolderError(f"{folder} is not a run folder (no trials.csv)")
     try:
-        data = path.read_bytes()
+        data = read_bounded(path, TRIALS_MAX_BYTES)
     except OSError as exc:
         raise _error(folder, "trials.csv", f"cannot be read ({exc.strerror})") from None
     if not data.strip():
@@ -125,6 +131,10 @@ def read_rows(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
             "removes it",
         )
     text = data.decode("utf-8")
+    # A field may be as long as the file is allowed to be (a run on 100,000 vCPUs lists them
+    # all in server_cpus): csv's default limit of 128 kB would refuse a row runners wrote.
+    if csv.field_size_limit() < TRIALS_MAX_BYTES:
+        csv.field_size_limit(TRIALS_MAX_BYTES)
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
         header = next(reader)
