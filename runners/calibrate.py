@@ -49,7 +49,7 @@ from runners.hosts import Host, HostSpec, connect, facts, parse_cpu_list
 from runners.store import load_trials
 from runners.sweep import Access, Plan, run_sweep
 from trialtable.profile import Profile, write_profile
-from trialtable.values import format_option, int_at_least, parse_duration_ms
+from trialtable.values import format_option, int_at_least, parse_duration_ms, within_column
 
 __all__ = [
     "CalibrateOptions",
@@ -620,7 +620,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--sla-p99",
-        type=parse_duration_ms,
+        type=within_column(parse_duration_ms, "sla_p99_ms"),
         default=5.0,
         metavar="DURATION",
         help="p99 each setting is measured under (default 5ms)",

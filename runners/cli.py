@@ -15,23 +15,35 @@ from typing import Any
 from runners.cli_options import host_options, ssh_options
 from runners.errors import RunnerError
 from runners.loadgen import UnsupportedLoad
+from trialtable.files import read_bounded
 from trialtable.folder import RunFolderError
 from trialtable.values import (
     DEFAULT_PROTOCOL,
+    MAX_COUNT,
     Parser,
+    float_between,
     format_option,
     int_between,
     parse_duration_ms,
     parse_fraction,
     parse_int_list,
-    parse_nonnegative,
-    parse_positive,
     parse_seconds,
     parse_size,
     printable,
+    within_column,
 )
 
 __all__ = ["build_parser", "main", "parse_int_list", "parse_seconds"]
+
+
+#: Largest inventory file read [B] (one holds a few host names).
+INVENTORY_MAX_BYTES = 1024 * 1024
+
+#: Simulator parameters (``--server sim``) the trial table can hold the results of: a vCPU
+#: serving at least 1 request/s keeps simulated latencies inside their column's range.
+SIM_LAMBDA_RANGE = (1.0, 1e9)
+#: USL contention and coherency of the simulator: fractions, as a real server's are.
+SIM_USL_RANGE = (0.0, 1.0)
 
 
 def _seconds0(text: str) -> int:
@@ -53,14 +65,14 @@ def build_parser() -> argparse.ArgumentParser:
     _trial_options(sw, duration=10, what="each trial")
     sw.add_argument(
         "--threads",
-        type=parse_int_list,
+        type=within_column(parse_int_list, "threads"),
         default=(1,),
         metavar="LIST",
         help="wrk threads per client (default 1)",
     )
     sw.add_argument(
         "--connections",
-        type=parse_int_list,
+        type=within_column(parse_int_list, "connections"),
         default=(16,),
         metavar="LIST",
         help="wrk connections per client (default 16)",
@@ -86,21 +98,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     se.add_argument(
         "--confirm-duration",
-        type=parse_seconds,
+        type=within_column(parse_seconds, "duration_s"),
         default=6,
         metavar="DURATION",
         help="length of each confirmation trial (default 6s)",
     )
     se.add_argument(
         "--start-connections",
-        type=int,
+        type=int_between(1, MAX_COUNT),
         default=None,
         metavar="N",
         help="first load of the ramp (default: 4 per thread)",
     )
     se.add_argument(
         "--max-connections",
-        type=int,
+        type=int_between(1, MAX_COUNT),
         default=4096,
         metavar="N",
         help="most connections per client the search tries (default 4096)",
@@ -141,21 +153,21 @@ def _trial_options(p: argparse.ArgumentParser, *, duration: int, what: str) -> N
     _scenario_options(p)
     p.add_argument(
         "--vcpus",
-        type=parse_int_list,
+        type=within_column(parse_int_list, "vcpus"),
         default=(1,),
         metavar="LIST",
         help="nginx workers, one pinned CPU each (default 1)",
     )
     p.add_argument(
         "--duration",
-        type=parse_seconds,
+        type=within_column(parse_seconds, "duration_s"),
         default=duration,
         metavar="DURATION",
         help=f"length of {what} (default {duration}s)",
     )
     p.add_argument(
         "--warmup",
-        type=_seconds0,
+        type=within_column(_seconds0, "warmup_s"),
         default=1,
         metavar="DURATION",
         help="discarded load before each trial (default 1s; 0 for none)",
@@ -176,14 +188,14 @@ def _trial_options(p: argparse.ArgumentParser, *, duration: int, what: str) -> N
     )
     p.add_argument(
         "--sla-p99",
-        type=parse_duration_ms,
+        type=within_column(parse_duration_ms, "sla_p99_ms"),
         default=5.0,
         metavar="DURATION",
         help="p99 latency a trial must meet (default 5ms)",
     )
     p.add_argument(
         "--max-error-rate",
-        type=parse_fraction,
+        type=within_column(parse_fraction, "error_rate"),
         default=0.01,
         metavar="FRACTION",
         help="errors per response above which a trial is invalid (default 1%%)",
@@ -233,7 +245,7 @@ def _load_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--streams",
-        type=int_between(1, 1000),
+        type=within_column(int_between(1, 1000), "streams"),
         default=1,
         metavar="N",
         help="concurrent streams per connection over HTTP/2 (h2load -m; default 1)",
@@ -245,16 +257,22 @@ def _sim_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=1, help="noise seed of --server sim")
     p.add_argument(
         "--sim-lambda",
-        type=parse_positive,
+        type=float_between(*SIM_LAMBDA_RANGE, "a positive finite rate from 1 to 1e9 [1/s]"),
         default=None,
         metavar="RPS",
-        help="simulated capacity of one vCPU (default 74000)",
+        help="simulated capacity of one vCPU, from 1 to 1e9 (default 74000)",
     )
     p.add_argument(
-        "--sim-sigma", type=parse_nonnegative, default=None, help="simulated USL sigma (>= 0)"
+        "--sim-sigma",
+        type=float_between(*SIM_USL_RANGE, "a number >= 0 and <= 1"),
+        default=None,
+        help="simulated USL sigma, from 0 to 1",
     )
     p.add_argument(
-        "--sim-kappa", type=parse_nonnegative, default=None, help="simulated USL kappa (>= 0)"
+        "--sim-kappa",
+        type=float_between(*SIM_USL_RANGE, "a number >= 0 and <= 1"),
+        default=None,
+        help="simulated USL kappa, from 0 to 1",
     )
 
 
@@ -292,7 +310,7 @@ def _scenario_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--file-size",
-        type=parse_size,
+        type=within_column(parse_size, "file_bytes"),
         default=None,
         metavar="SIZE",
         help="response body, e.g. 0, 1KB, 53KB, 1MB (default 1KB; 1MB for throughput; 0 for cps)",
@@ -300,7 +318,7 @@ def _scenario_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gzip", action="store_true", help="compress responses on the fly")
     p.add_argument(
         "--upstreams",
-        type=int_between(1, 64),
+        type=within_column(int_between(1, 64), "upstreams"),
         default=1,
         metavar="N",
         help="upstream file servers behind the proxy scenarios (default 1, at most 64)",
@@ -350,9 +368,11 @@ def _hosts(args: argparse.Namespace) -> dict[str, Any]:
     inv: dict[str, Any] = {}
     if args.inventory:
         try:
-            inv = tomllib.loads(Path(args.inventory).read_text())
+            inv = tomllib.loads(read_bounded(args.inventory, INVENTORY_MAX_BYTES).decode("utf-8"))
         except OSError as exc:
             raise RunnerError(f"cannot read inventory {args.inventory}: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise RunnerError(f"inventory {args.inventory} is not UTF-8 text") from None
         except tomllib.TOMLDecodeError as exc:
             raise RunnerError(f"inventory {args.inventory} is not valid TOML: {exc}") from None
         unknown = set(inv) - {

@@ -36,6 +36,7 @@ from runners.errors import RunnerError
 from runners.loadgen import CLOSED, OPEN
 from runners.plan import DEFAULT_OUT, Access, Plan
 from runners.run import name_run, open_run, verdict
+from trialtable.read import RANGES
 from trialtable.schema import majority_passed
 
 STRATEGY_NAMES = ("adaptive", "grid", "rate")
@@ -140,8 +141,11 @@ class SearchOptions:
             )
         if self.max_connections < 1 or self.duration_s < 1 or self.confirm_duration_s < 1:
             raise RunnerError("durations and --max-connections must be positive")
-        if not (math.isfinite(self.start_rate_rps) and self.start_rate_rps >= 1):
-            raise RunnerError(f"--start-rate must be a finite rate >= 1, got {self.start_rate_rps}")
+        if not 1 <= self.start_rate_rps <= RANGES["rate_rps"][1]:
+            raise RunnerError(
+                f"--start-rate must be a finite rate from 1 to {RANGES['rate_rps'][1]:g} "
+                f"(what a trial row holds), got {self.start_rate_rps}"
+            )
         if self.start_connections is not None and self.start_connections < 1:
             raise RunnerError("--start-connections must be at least 1")
 

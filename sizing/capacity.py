@@ -184,6 +184,8 @@ def sla_utilization(per_worker_rps: float, sla_p99_ms: float, service_cv2: float
         return 0.0
 
     def p99_wait(rho: float) -> float:
+        if rho >= 1.0:  # a saturated queue: the wait grows without bound
+            return math.inf
         return s_ms * (1.0 + cv2) / 2.0 * max(math.log(100.0 * rho), 0.0) / (1.0 - rho)
 
     lo, hi = 0.0, 1.0

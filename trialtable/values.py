@@ -9,7 +9,10 @@ from __future__ import annotations
 import argparse
 import math
 import re
+from collections.abc import Callable
 from typing import Any, NoReturn
+
+from trialtable.read import RANGES
 
 #: The protocol both ``runners`` (what is measured) and ``sizing`` (what is sized) assume
 #: unless told, so that a measurement made with defaults is used by a sizing with defaults.
@@ -18,6 +21,15 @@ DEFAULT_PROTOCOL = "https"
 
 #: Largest vCPU, thread or connection count a list may hold (bounds the work it asks for).
 MAX_COUNT = 1_000_000
+
+#: Longest duration a command line takes [ms]: 1e12 ms (about 32 years), the trial table's
+#: bound on an SLA and on a trial's length (`trialtable.read.RANGES`). Longer is a typo; it
+#: would only overflow the arithmetic built on it.
+MAX_DURATION_MS = min(RANGES["sla_p99_ms"][1], RANGES["duration_s"][1] * 1000.0)
+
+#: Largest response size a command line takes [B]: the trial table's ``file_bytes`` bound
+#: (2^53 B, 8 PiB, where a float still holds every byte count exactly).
+MAX_SIZE_BYTES = int(RANGES["file_bytes"][1])
 
 
 def printable(text: str) -> str:
@@ -68,12 +80,29 @@ def format_option(p: argparse.ArgumentParser, formats: tuple[str, ...] = ("table
     p.add_argument("--format", choices=formats, default=formats[0], help="output format")
 
 
-_RPS = re.compile(r"^\s*([-+]?(?:[0-9_]*\.?[0-9_]+(?:[eE][-+]?[0-9]+)?|inf|nan))\s*([kKmMgG]?)\s*$")
+#: Longest word a number parser reads: longer is refused before any pattern runs on it.
+MAX_WORD = 1000
+
+
+def _too_long(text: str) -> None:
+    if len(text) > MAX_WORD:
+        raise argparse.ArgumentTypeError(
+            f"{text[:20]!r}... is {len(text)} characters long; a value has at most {MAX_WORD}"
+        )
+
+
+# Each number is one unambiguous pattern (digits, then an optional fraction), so a long
+# word that does not match fails in linear time.
+_RPS = re.compile(
+    r"^\s*([-+]?(?:(?:[0-9_]+(?:\.[0-9_]+)?|\.[0-9_]+)(?:[eE][-+]?[0-9]+)?|inf|nan))"
+    r"\s*([kKmMgG]?)\s*$"
+)
 _RPS_MULT = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9}
 
 
 def parse_rps(text: str) -> float:
     """Positive finite requests per second: ``1e6``, ``250000``, ``250k``, ``1M`` or ``1.5G``."""
+    _too_long(text)
     m = _RPS.match(text)
     if not m:
         raise argparse.ArgumentTypeError(
@@ -92,35 +121,51 @@ def parse_rps(text: str) -> float:
     return value
 
 
-_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(us|µs|ms|s)\s*$")
+_DURATION = re.compile(
+    r"^\s*((?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)\s*(us|µs|ms|s)\s*$"
+)
 _DURATION_MS = {"us": 1e-3, "µs": 1e-3, "ms": 1.0, "s": 1000.0}
 
 
 def parse_duration_ms(text: str) -> float:
     """A positive duration with a unit (``5ms``, ``0.005s``, ``500us``) in milliseconds."""
+    _too_long(text)
     m = _DURATION.match(text)
     if not m:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a duration with a unit; expected e.g. 5ms, 0.005s or 500us"
         )
     value = float(m.group(1)) * _DURATION_MS[m.group(2)]
-    if not math.isfinite(value) or value <= 0:
+    if value <= 0:
         raise argparse.ArgumentTypeError(f"{text!r}: a duration must be longer than zero")
+    if not value <= MAX_DURATION_MS:  # also inf, from a number too long for a float
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: a duration must be at most {MAX_DURATION_MS / 1000:g}s"
+        )
     return value
 
 
-_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([kmg]?)(i?b?)\s*$", re.IGNORECASE)
+_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?|\.[0-9]+)\s*([kmg]?)(i?b?)\s*$", re.IGNORECASE)
 _SIZE_MULT = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
 
 
 def parse_size(text: str) -> int:
-    """A response size: plain bytes, or with K/KB/KiB, M/MB/MiB, G (powers of 1024)."""
+    """A response size: plain bytes, or with K/KB/KiB, M/MB/MiB, G (powers of 1024).
+
+    At most `MAX_SIZE_BYTES`.
+    """
+    _too_long(text)
     m = _SIZE.match(text)
     if not m or (m.group(3).lower() == "i"):
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a size; expected bytes or a size such as 0, 1KB, 53KB, 1MB"
         )
-    return round(float(m.group(1)) * _SIZE_MULT[m.group(2).lower()])
+    value = float(m.group(1)) * _SIZE_MULT[m.group(2).lower()]
+    if not value <= MAX_SIZE_BYTES:  # also inf, from a number too long for a float
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: a size must be at most {MAX_SIZE_BYTES} bytes (8 PiB)"
+        )
+    return round(value)
 
 
 def parse_fraction(text: str) -> float:
@@ -163,10 +208,30 @@ def parse_positive(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number; expected a positive finite number"
+        ) from None
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"{text!r}: expected a positive finite number")
     return value
+
+
+def float_between(low: float, high: float, what: str = "") -> Callable[[str], float]:
+    """An argument type for finite numbers in ``[low, high]``; ``what`` names them in errors."""
+    expected = what or f"a number from {low:g} to {high:g}"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not a number; expected {expected}"
+            ) from None
+        if not low <= value <= high:  # also NaN
+            raise argparse.ArgumentTypeError(f"{text!r}: expected {expected}")
+        return value
+
+    return parse
 
 
 def parse_nonnegative(text: str) -> float:
@@ -174,7 +239,9 @@ def parse_nonnegative(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number; expected a finite number >= 0"
+        ) from None
     if not math.isfinite(value) or value < 0:
         raise argparse.ArgumentTypeError(f"{text!r}: expected a finite number >= 0")
     return value
@@ -204,3 +271,26 @@ def parse_seconds(text: str, *, allow_zero: bool = False) -> int:
     if not math.isclose(seconds, round(seconds)) or round(seconds) < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: wrk runs whole seconds; use e.g. 3s or 10s")
     return round(seconds)
+
+
+def within_column(parse: Callable[[str], Any], column: str, scale: float = 1.0) -> Any:
+    """``parse``, then refuse a value the trial table refuses in ``column``.
+
+    The bounds are the reader's (`trialtable.read.RANGES`), so an option a run accepts is
+    one its own rows can hold. ``scale`` converts the parsed value to the column's unit; a
+    tuple (a list option) is checked value by value.
+    """
+    low, high = RANGES[column]
+
+    def parse_within(text: str) -> Any:
+        value = parse(text)
+        for v in value if isinstance(value, tuple) else (value,):
+            if not low <= v * scale <= high:
+                raise argparse.ArgumentTypeError(
+                    f"{text!r} is outside [{low / scale:g}, {high / scale:g}], the range "
+                    f"of the trial table's {column} column"
+                )
+        return value
+
+    parse_within.__name__ = getattr(parse, "__name__", "value")
+    return parse_within
