@@ -20,6 +20,7 @@ from sizing.render import render_catalog, render_recommendation, to_csv
 from sizing.render import table as _table
 from sizing.units import (
     DEFAULT_PROTOCOL,
+    parse_confidence,
     parse_duration_ms,
     parse_fraction,
     parse_rps,
@@ -353,7 +354,7 @@ def _sizing_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--confidence",
-        type=parse_fraction,
+        type=parse_confidence,
         default=0.95,
         metavar="FRACTION",
         help="also give each option's count that keeps the headroom with this "
@@ -749,11 +750,21 @@ def cmd_catalog(args: argparse.Namespace) -> int:
     return 0
 
 
+def _require_out_folder(path: str) -> None:
+    """Make the output folder ``--out`` names, or raise `InputError` saying why it cannot be."""
+    from trialtable.files import out_folder_problem
+
+    problem = out_folder_problem(path)
+    if problem:
+        raise InputError(f"--out: {problem}")
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     """Execute the sizing report with papermill and write its HTML page."""
     from sizing.recommend import DEFAULT_HEADROOM
     from sizing.report import build_report
 
+    _require_out_folder(args.out)
     params: dict[str, Any] = {
         "rps": args.rps,
         "sla_p99_ms": args.sla_p99,
@@ -821,6 +832,8 @@ def cmd_precompute(args: argparse.Namespace) -> int:
     from sizing.fits import precompute, precompute_cost_model, precompute_platforms
     from sizing.paths import FITS_PATH
 
+    if args.out is not None:
+        _require_out_folder(str(Path(args.out).parent))
     print(precompute(args.out or FITS_PATH))
     if args.out is None:
         print(precompute_cost_model())
@@ -866,3 +879,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except BrokenPipeError:
         return 0
+    except OSError as exc:
+        # A file the command writes or reads failed in a way no check before could tell.
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"{prog}: error:{printable(where)} {exc.strerror or exc}", file=sys.stderr)
+        return 1

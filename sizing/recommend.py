@@ -21,6 +21,7 @@ from sizing.capacity import ESTIMATES, Capacity, Workload, instance_capacity
 from sizing.catalog import PRICING_COLUMNS, Instance
 from sizing.costmodel import CostProfile
 from sizing.errors import Infeasible, InputError
+from sizing.units import CONFIDENCE_RANGE
 
 HOURS_PER_MONTH = 730.0
 DEFAULT_HEADROOM = 0.2
@@ -90,8 +91,9 @@ class FleetRules:
             )
         if self.max_count is not None and not 1 <= self.max_count:
             raise InputError(f"max count must be >= 1, got {self.max_count!r}")
-        if not (isinstance(self.confidence, int | float) and 0 < self.confidence < 1):
-            raise InputError(f"confidence must be in (0, 1), got {self.confidence!r}")
+        low, high = CONFIDENCE_RANGE
+        if not (isinstance(self.confidence, int | float) and low <= self.confidence <= high):
+            raise InputError(f"confidence must be in [{low:g}, {high:g}], got {self.confidence!r}")
 
     @property
     def limit(self) -> int:

@@ -299,16 +299,22 @@ def render_catalog(items: Sequence[Any]) -> str:
 
 
 def to_csv(rows: list[dict[str, Any]]) -> str:
-    """Rows of dicts as CSV (lists and dicts as JSON, ``basis`` joined with ``; ``)."""
+    """Rows of dicts as CSV (lists and dicts as JSON, ``basis`` joined with ``; ``).
+
+    Text is `clean`-ed: a control character from a catalog field is written escaped (as the
+    table shows it and JSON encodes it), never raw into the reader's file or terminal.
+    """
     buf = io.StringIO()
     if rows:
         flat = [
             {
                 k: (
-                    "; ".join(v)
+                    clean("; ".join(v))
                     if k == "basis"
-                    else json.dumps(v)
+                    else clean(json.dumps(v))
                     if isinstance(v, list | dict)
+                    else clean(v)
+                    if isinstance(v, str)
                     else v
                 )
                 for k, v in r.items()

@@ -67,6 +67,7 @@ def notebook_parameters(notebook: str) -> dict[str, Any]:
 
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off", ""}
+_KINDS = {"bool": "true or false", "int": "an integer", "float": "a number"}
 
 
 def coerce_parameters(notebook: str, given: Mapping[str, Any]) -> dict[str, Any]:
@@ -108,9 +109,11 @@ def coerce_parameters(notebook: str, given: Mapping[str, Any]) -> dict[str, Any]
                 out[name] = [value] if value else []
             else:
                 out[name] = value
-        except (ValueError, TypeError, argparse.ArgumentTypeError):
-            kind = type(default).__name__
-            raise InputError(f"parameter {name}: {value!r} is not a {kind}") from None
+        except argparse.ArgumentTypeError as exc:
+            raise InputError(f"parameter {name}: {exc}") from None
+        except (ValueError, TypeError):
+            kind = _KINDS.get(type(default).__name__, f"a {type(default).__name__}")
+            raise InputError(f"parameter {name}: {value!r} is not {kind}") from None
     return out
 
 

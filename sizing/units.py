@@ -6,6 +6,7 @@ they are re-exported here. The display helpers below format numbers for people.
 
 from __future__ import annotations
 
+import argparse
 import math
 
 from trialtable.values import (
@@ -20,6 +21,7 @@ from trialtable.values import (
 )
 
 __all__ = [
+    "CONFIDENCE_RANGE",
     "DEFAULT_PROTOCOL",
     "HelpFormatter",
     "Parser",
@@ -27,12 +29,34 @@ __all__ = [
     "fmt_sig",
     "fmt_usd",
     "int_at_least",
+    "parse_confidence",
     "parse_duration_ms",
     "parse_fraction",
     "parse_rps",
     "parse_size",
     "round_sig",
 ]
+
+#: The probabilities ``--confidence`` may take: the count at confidence rests on the capacity's
+#: ``1 - confidence`` quantile, which a probability of 0 or 1 (or one within a float's
+#: rounding of them) does not have.
+CONFIDENCE_RANGE = (1e-6, 1 - 1e-6)
+
+
+def parse_confidence(text: str) -> float:
+    """A probability in `CONFIDENCE_RANGE`: ``0.95`` or ``95%``."""
+    low, high = CONFIDENCE_RANGE
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a probability; expected e.g. 0.95 or 95%"
+        ) from None
+    if not low <= value <= high:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is outside [{low:g}, {high:g}]; expected a probability such as 0.95"
+        )
+    return value
 
 
 # ----------------------------------------------------------------------------- display

@@ -249,7 +249,7 @@ def test_plain_papermill_runs_the_report(tmp_path):
     ("args", "code", "message"),
     [
         (["--provider", "nosuch"], 2, "unknown provider nosuch"),
-        (["-p", "top", "abc"], 2, "parameter top: 'abc' is not a int"),
+        (["-p", "top", "abc"], 2, "parameter top: 'abc' is not an integer"),
         (["-p", "nosuch", "1"], 2, "'nosuch' is not a parameter of sizing_report"),
         (["--file-size", "huge"], 2, "is not a size"),
     ],

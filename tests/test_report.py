@@ -169,7 +169,7 @@ def test_report_parameters_are_checked_against_the_notebook():
         {"top": "5", "rps": "250k", "allow_simulated": "true", "catalog": "a,b.csv"},
     )
     assert out == {"top": 5, "rps": 250e3, "allow_simulated": True, "catalog": ["a,b.csv"]}
-    with pytest.raises(InputError, match="parameter top: 'abc' is not a int"):
+    with pytest.raises(InputError, match="parameter top: 'abc' is not an integer"):
         coerce_parameters("sizing_report", {"top": "abc"})
     hostile = '"; __import__("os").system("false") #'
     assert coerce_parameters("sizing_report", {"providers": hostile}) == {"providers": hostile}
