@@ -27,6 +27,7 @@ from trialtable.values import (
     parse_duration_ms,
     parse_fraction,
     parse_int_list,
+    parse_path,
     parse_seconds,
     parse_size,
     printable,
@@ -124,7 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="RPS",
         help="first rate of the wrk2 ramp (default 1000)",
     )
-    se.add_argument("--wrk2", default="wrk2", metavar="PATH", help="wrk2 binary (rate)")
+    se.add_argument(
+        "--wrk2", default="wrk2", type=parse_path, metavar="PATH", help="wrk2 binary (rate)"
+    )
     format_option(se)
 
     fa = sub.add_parser("facts", help="check tools and print host facts as JSON")
@@ -138,13 +141,37 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("run_id", nargs="?", metavar="RUN_ID", help="the run to clean up")
     which.add_argument("--all", action="store_true", help="every run in --out")
     cl.add_argument(
-        "--out", default="data/runs", metavar="DIR", help="parent folder of run folders"
+        "--out",
+        default="data/runs",
+        type=parse_path,
+        metavar="DIR",
+        help="parent folder of run folders",
     )
     ssh_options(cl)
     from runners import calibrate
 
     calibrate.add_parser(sub)
+    _paths_not_empty(parser)
     return parser
+
+
+#: Metavars of the options that name a file, a folder or a binary.
+_PATH_METAVARS = frozenset({"FILE", "DIR", "PATH", "CSV"})
+
+
+def _paths_not_empty(parser: argparse.ArgumentParser) -> None:
+    """Give `parse_path` to every path option without a type, in every subcommand.
+
+    Reaches the options `runners.cli_options` and `runners.calibrate` add (``--inventory``,
+    ``--ssh-config``, the binaries, calibrate's ``--out``), so that an empty path is refused
+    by every command alike.
+    """
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _paths_not_empty(sub)
+        elif action.metavar in _PATH_METAVARS and action.type is None:
+            action.type = parse_path
 
 
 def _trial_options(p: argparse.ArgumentParser, *, duration: int, what: str) -> None:
@@ -208,6 +235,7 @@ def _trial_options(p: argparse.ArgumentParser, *, duration: int, what: str) -> N
     p.add_argument(
         "--out",
         default="data/runs",
+        type=parse_path,
         metavar="DIR",
         help="parent folder of run folders (default data/runs)",
     )
@@ -250,7 +278,13 @@ def _load_options(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="concurrent streams per connection over HTTP/2 (h2load -m; default 1)",
     )
-    p.add_argument("--h2load", default="h2load", metavar="PATH", help="h2load binary (clients)")
+    p.add_argument(
+        "--h2load",
+        default="h2load",
+        type=parse_path,
+        metavar="PATH",
+        help="h2load binary (clients)",
+    )
 
 
 def _sim_options(p: argparse.ArgumentParser) -> None:

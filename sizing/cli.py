@@ -28,7 +28,7 @@ from sizing.units import (
 )
 from sizing.units import Parser as _Parser
 from sizing.units import int_at_least as _int_at_least
-from trialtable.values import format_option
+from trialtable.values import format_option, parse_path
 
 if TYPE_CHECKING:
     from sizing.costmodel import Cost
@@ -92,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--runs",
         nargs="+",
         default=[],
+        type=parse_path,
         metavar="DIR",
         help="fit these run folders instead of the reference",
     )
@@ -158,18 +159,26 @@ def build_parser() -> argparse.ArgumentParser:
         "--catalog",
         action="append",
         default=[],
+        type=parse_path,
         metavar="PATH",
         help="your own catalog CSV (same columns); adds or replaces entries; repeatable",
     )
-    cat.add_argument("--aws-dir", metavar="DIR", help="build: karpenter's AWS files")
-    cat.add_argument("--gcp-dir", metavar="DIR", help="build: pricing.yml and series/*.sql")
+    cat.add_argument(
+        "--aws-dir", type=parse_path, metavar="DIR", help="build: karpenter's AWS files"
+    )
+    cat.add_argument(
+        "--gcp-dir", type=parse_path, metavar="DIR", help="build: pricing.yml and series/*.sql"
+    )
     cat.add_argument(
         "--burst-table",
+        type=parse_path,
         metavar="CSV",
         default=None,
         help="build: AWS 'up to' bandwidth peaks (default: the shipped aws-network-burst.csv)",
     )
-    cat.add_argument("--out", metavar="FILE", help="build: the catalog CSV to write")
+    cat.add_argument(
+        "--out", type=parse_path, metavar="FILE", help="build: the catalog CSV to write"
+    )
 
     rep = sub.add_parser("report", help="execute the sizing report notebook and write HTML")
     _sizing_options(rep)
@@ -177,6 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument(
         "--out",
         required=True,
+        type=parse_path,
         metavar="DIR",
         help="folder for the executed notebook and the HTML page",
     )
@@ -197,7 +207,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     pre = sub.add_parser("precompute", help="refit the reference and write data/fits/")
     pre.add_argument(
-        "--out", default=None, metavar="PATH", help="where to write (default data/fits/...)"
+        "--out",
+        default=None,
+        type=parse_path,
+        metavar="PATH",
+        help="where to write (default data/fits/...)",
     )
 
     plm = sub.add_parser(
@@ -331,6 +345,7 @@ def _sizing_options(p: argparse.ArgumentParser) -> None:
         "--catalog",
         action="append",
         default=[],
+        type=parse_path,
         metavar="PATH",
         help="your own catalog CSV (same columns); adds or replaces entries",
     )
@@ -338,6 +353,7 @@ def _sizing_options(p: argparse.ArgumentParser) -> None:
         "--runs",
         nargs="+",
         default=[],
+        type=parse_path,
         metavar="DIR",
         help="run folders whose measurements replace or calibrate the model",
     )
@@ -450,6 +466,7 @@ def _workload_options(p: argparse.ArgumentParser) -> None:
         "--profile",
         action="append",
         default=[],
+        type=parse_path,
         metavar="FILE",
         help="CPU profile JSON (python -m runners calibrate); its coefficients serve every "
         "catalog type of its CPU platform",
@@ -570,6 +587,11 @@ def cmd_fit(args: argparse.Namespace) -> int:
         from sizing.measured import fit_runs
 
         rows = fit_runs(args.runs, allow_simulated=args.allow_simulated)
+        if not rows:
+            # As recommend with runs that measured nothing it can use: exit 1, not a table.
+            raise Infeasible(
+                f"the {len(args.runs)} run folder(s) hold no trials to fit ({', '.join(args.runs)})"
+            )
         if not args.compare:
             for r in rows:
                 r.pop("comparison", None)
@@ -761,9 +783,18 @@ def _require_out_folder(path: str) -> None:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Execute the sizing report with papermill and write its HTML page."""
+    from sizing.profiles import load_profiles
     from sizing.recommend import DEFAULT_HEADROOM
     from sizing.report import build_report
 
+    # The files and filters recommend reads, read as recommend reads them: a bad one is
+    # recommend's line here, before --out is made, not a failed notebook cell seconds later.
+    _instances(args)
+    load_profiles(args.profile)
+    if args.runs:
+        from sizing.datasets import load_runs
+
+        load_runs(list(args.runs), allow_simulated=args.allow_simulated)
     _require_out_folder(args.out)
     params: dict[str, Any] = {
         "rps": args.rps,
@@ -786,11 +817,6 @@ def cmd_report(args: argparse.Namespace) -> int:
     }
     params.update(_workload_params(args))
     params.update({name: value for name, value in args.parameter})
-    if args.runs:
-        from sizing.datasets import load_runs
-
-        # A damaged run folder is one line here, not a failed notebook cell.
-        load_runs(list(args.runs), allow_simulated=args.allow_simulated)
     ipynb, html = build_report(
         params,
         args.out,

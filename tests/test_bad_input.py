@@ -475,3 +475,128 @@ def test_negative_number_messages_say_what_is_expected(capfd, tmp_path, opt):
     assert code == 2
     line = one_line(err, "python -m runners sweep")
     assert "'-5'" in line and "expected" in line and "is not a float" not in line
+
+
+# ------------------------------------------------------- report's files up front, empty paths, fit
+
+
+def _catalog_with_a_malformed_row(tmp_path: Path) -> Path:
+    with (ROOT / "data" / "catalog" / "instances.csv").open(newline="") as f:
+        reader = csv.DictReader(f)
+        row = next(reader)
+        fields = list(reader.fieldnames or [])
+    row["vcpus"] = "many"
+    path = tmp_path / "malformed.csv"
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        writer.writerow(row)
+    return path
+
+
+@pytest.mark.parametrize("case", ["missing catalog", "malformed catalog", "bad profile"])
+def test_report_refuses_a_bad_catalog_or_profile_as_recommend_does_and_writes_nothing(
+    capfd, tmp_path, case
+):
+    if case == "missing catalog":
+        option = ["--catalog", str(tmp_path / "missing.csv")]
+    elif case == "malformed catalog":
+        option = ["--catalog", str(_catalog_with_a_malformed_row(tmp_path))]
+    else:
+        profile = tmp_path / "profile.json"
+        profile.write_text("{}")
+        option = ["--profile", str(profile)]
+    code, _out, err = sizing(capfd, "recommend", "--rps", "1e6", *option)
+    assert code == 2
+    expected = one_line(err, "python -m sizing recommend: error: ")
+    out_dir = tmp_path / "report"
+    code, out, err = sizing(
+        capfd, "report", "--rps", "1e6", *option, "--out", str(out_dir), "--quiet"
+    )
+    assert code == 2 and out == ""
+    line = one_line(err, "python -m sizing report: error: ")
+    assert line.split(": error: ", 1)[1] == expected.split(": error: ", 1)[1]
+    assert not out_dir.exists()  # refused before --out is made, let alone the notebook run
+
+
+SIZING_PATHS = [
+    ("recommend", "--rps", "1e6", "--catalog"),
+    ("recommend", "--rps", "1e6", "--runs"),
+    ("recommend", "--rps", "1e6", "--profile"),
+    ("report", "--rps", "1e6", "--out"),
+    ("report", "--rps", "1e6", "--out", "r", "--catalog"),
+    ("report", "--rps", "1e6", "--out", "r", "--runs"),
+    ("report", "--rps", "1e6", "--out", "r", "--profile"),
+    ("fit", "--runs"),
+    ("fit", "--profile"),
+    ("catalog", "--catalog"),
+    ("catalog", "build", "--out"),
+    ("catalog", "build", "--out", "c.csv", "--aws-dir"),
+    ("precompute", "--out"),
+    ("plan-measurements", "--rps", "1e6", "--catalog"),
+]
+RUNNERS_PATHS = [
+    ("sweep", "--server", "sim", "--out"),
+    ("sweep", "--server", "sim", "--out", "o", "--inventory"),
+    ("search", "--server", "sim", "--out", "o", "--wrk2"),
+    ("calibrate", "--out"),
+    ("cleanup", "--all", "--out"),
+    ("facts", "--ssh-config"),
+]
+
+
+@pytest.mark.parametrize("empty", ["", "  "])
+@pytest.mark.parametrize(
+    "main, argv",
+    [(sizing, a) for a in SIZING_PATHS] + [(runners, a) for a in RUNNERS_PATHS],
+    ids=lambda v: " ".join(v) if isinstance(v, tuple) else v.__name__,
+)
+def test_an_empty_path_is_refused_by_every_path_option(
+    capfd, tmp_path, monkeypatch, main, argv, empty
+):
+    monkeypatch.chdir(tmp_path)  # where an empty path would read or write
+    code, out, err = main(capfd, *argv, empty)
+    assert code == 2 and out == ""
+    prog = "python -m sizing" if main is sizing else "python -m runners"
+    line = one_line(err, f"{prog} {argv[0]}: error: argument {argv[-1]}: ")
+    assert "empty path" in line
+    assert not any(tmp_path.iterdir())
+
+
+def test_every_path_option_of_both_command_lines_refuses_an_empty_path():
+    from runners.cli import build_parser as runners_parser
+    from sizing.cli import build_parser as sizing_parser
+    from trialtable.values import parse_path
+
+    def path_options(parser, where):
+        for action in parser._actions:
+            if isinstance(action.choices, dict):  # subcommands
+                for name, sub in action.choices.items():
+                    yield from path_options(sub, f"{where} {name}")
+            elif action.metavar in ("FILE", "DIR", "PATH", "CSV"):
+                yield f"{where} {action.option_strings[0]}", action.type
+
+    options = [
+        *path_options(sizing_parser(), "sizing"),
+        *path_options(runners_parser(), "runners"),
+    ]
+    assert len(options) > 20
+    assert [name for name, kind in options if kind is not parse_path] == []
+
+
+def test_fit_of_run_folders_without_trials_is_one_line_and_exit_1(capfd, tmp_path):
+    argv = ["sweep", "--server", "sim", "--vcpus", "1,2", "--connections", "16", "--quiet"]
+    code, _out, err = runners(capfd, *argv, "--out", str(tmp_path))
+    assert code == 0, err
+    (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    trials = run / "trials.csv"
+    trials.write_text(trials.read_text().splitlines()[0] + "\n")
+    for fmt in ("table", "json"):
+        code, out, err = sizing(capfd, "fit", "--runs", str(run), "--format", fmt)
+        assert code == 1 and out == ""
+        line = one_line(err, "python -m sizing fit: ")
+        assert "hold no trials to fit" in line and str(run) in line
+    # recommend, given the same folder, also answers exit 1 rather than a table
+    code, out, err = sizing(capfd, "recommend", "--rps", "1e6", "--runs", str(run))
+    assert code == 1 and out == ""
+    one_line(err, "python -m sizing recommend: ")

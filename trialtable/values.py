@@ -247,6 +247,19 @@ def parse_nonnegative(text: str) -> float:
     return value
 
 
+def parse_path(text: str) -> str:
+    """A file or folder path, as given; an empty or blank one is refused.
+
+    The operating system reads ``""`` (after ``Path``, ``"."``) as the current folder, so an
+    empty value (an unset shell variable) would read or write there unasked.
+    """
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is an empty path; expected a file or folder name"
+        )
+    return text
+
+
 def parse_int_list(text: str) -> tuple[int, ...]:
     """``"1,2,4"`` -> ``(1, 2, 4)``; every value a positive integer."""
     try:
