@@ -49,7 +49,13 @@ from runners.hosts import Host, HostSpec, connect, facts, parse_cpu_list
 from runners.store import load_trials
 from runners.sweep import Access, Plan, run_sweep
 from trialtable.profile import Profile, write_profile
-from trialtable.values import format_option, int_at_least, parse_duration_ms, within_column
+from trialtable.values import (
+    format_option,
+    int_at_least,
+    parse_duration_ms,
+    parse_path,
+    within_column,
+)
 
 __all__ = [
     "CalibrateOptions",
@@ -600,6 +606,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--out",
         default="data/runs",
+        type=parse_path,
         metavar="DIR",
         help="parent folder of campaign folders (default data/runs)",
     )
@@ -646,7 +653,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="most nginx workers of the scaling settings (default: all CPUs)",
     )
     p.add_argument(
-        "--h2load", default="h2load", metavar="PATH", help="h2load binary on the clients"
+        "--h2load",
+        default="h2load",
+        type=parse_path,
+        metavar="PATH",
+        help="h2load binary on the clients",
     )
     format_option(p)
     p.add_argument("--quiet", action="store_true", help="no progress output")

@@ -151,27 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     from runners import calibrate
 
     calibrate.add_parser(sub)
-    _paths_not_empty(parser)
     return parser
-
-
-#: Metavars of the options that name a file, a folder or a binary.
-_PATH_METAVARS = frozenset({"FILE", "DIR", "PATH", "CSV"})
-
-
-def _paths_not_empty(parser: argparse.ArgumentParser) -> None:
-    """Give `parse_path` to every path option without a type, in every subcommand.
-
-    Reaches the options `runners.cli_options` and `runners.calibrate` add (``--inventory``,
-    ``--ssh-config``, the binaries, calibrate's ``--out``), so that an empty path is refused
-    by every command alike.
-    """
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for sub in action.choices.values():
-                _paths_not_empty(sub)
-        elif action.metavar in _PATH_METAVARS and action.type is None:
-            action.type = parse_path
 
 
 def _trial_options(p: argparse.ArgumentParser, *, duration: int, what: str) -> None:

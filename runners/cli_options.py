@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 
+from trialtable.values import parse_path
+
 
 def ssh_options(p: argparse.ArgumentParser) -> None:
     """``--accept-new-host-keys`` and ``--ssh-config``: how SSH hosts are trusted and found."""
@@ -17,7 +19,12 @@ def ssh_options(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="trust and record SSH host keys not yet in known_hosts",
     )
-    p.add_argument("--ssh-config", metavar="FILE", help="ssh config file instead of ~/.ssh/config")
+    p.add_argument(
+        "--ssh-config",
+        type=parse_path,
+        metavar="FILE",
+        help="ssh config file instead of ~/.ssh/config",
+    )
 
 
 def host_options(
@@ -52,6 +59,7 @@ def host_options(
     if inventory:
         p.add_argument(
             "--inventory",
+            type=parse_path,
             metavar="FILE",
             help="TOML file with server, clients, target_address, ssh_config",
         )
@@ -61,8 +69,20 @@ def host_options(
         help="address the clients use to reach the server (derived when omitted)",
     )
     ssh_options(p)
-    p.add_argument("--nginx", default="nginx", metavar="PATH", help="nginx binary on the server")
-    p.add_argument("--wrk", default="wrk", metavar="PATH", help="wrk binary on the clients")
     p.add_argument(
-        "--openssl", default="openssl", metavar="PATH", help="openssl binary on the server"
+        "--nginx",
+        default="nginx",
+        type=parse_path,
+        metavar="PATH",
+        help="nginx binary on the server",
+    )
+    p.add_argument(
+        "--wrk", default="wrk", type=parse_path, metavar="PATH", help="wrk binary on the clients"
+    )
+    p.add_argument(
+        "--openssl",
+        default="openssl",
+        type=parse_path,
+        metavar="PATH",
+        help="openssl binary on the server",
     )
