@@ -849,7 +849,7 @@ def _workload_params(args: argparse.Namespace) -> dict[str, Any]:
         if getattr(args, name) != default:
             out[name] = getattr(args, name)
     if args.profile:
-        out["profiles"] = ",".join(str(Path(f).resolve()) for f in args.profile)
+        out["profiles"] = [str(Path(f).resolve()) for f in args.profile]
     return out
 
 

@@ -259,3 +259,16 @@ def test_failing_report_fails_with_the_cells_error(tmp_path, args, code, message
     assert p.returncode == code
     assert len(p.stderr.strip().splitlines()) == 1 and message in p.stderr
     assert not (tmp_path / "sizing_report.html").exists()
+
+
+@pytest.mark.slow
+def test_report_takes_several_profiles(tmp_path):
+    """Two ``--profile`` reach the notebook as two paths, and the report names both."""
+    profiles = sorted((ROOT / "data" / "profiles").glob("*.json"))
+    assert len(profiles) >= 2
+    args = [a for p in profiles[:2] for a in ("--profile", str(p))]
+    p = sizing_cli("report", "--rps", "1e6", *args, "--out", str(tmp_path), "--quiet")
+    assert p.returncode == 0, p.stderr
+    text = (tmp_path / "sizing_report.html").read_text()
+    for path in profiles[:2]:
+        assert path.name in text
