@@ -178,13 +178,24 @@ def _ipc_kernel_manager() -> type:
     """A kernel manager whose kernels talk over Unix sockets in Jupyter's runtime folder.
 
     No TCP port is opened for a batch report, and ipykernel's "running over TCP without
-    encryption" warning has no reason to be printed.
+    encryption" warning has no reason to be printed. The sockets are named by a random token
+    in the runtime folder: jupyter_client's default, ``kernel-ipc-N`` in the working folder
+    (the notebooks' folder), would leave sockets among the notebooks while a report runs.
     """
+    import secrets
+
     from jupyter_client.manager import AsyncKernelManager
-    from traitlets import CaselessStrEnum
+    from jupyter_core.paths import jupyter_runtime_dir
+    from traitlets import CaselessStrEnum, default
 
     class IPCKernelManager(AsyncKernelManager):
         transport = CaselessStrEnum(["tcp", "ipc"], default_value="ipc", config=True)
+
+        @default("ip")
+        def _ip_in_runtime_dir(self) -> str:
+            runtime = Path(jupyter_runtime_dir())
+            runtime.mkdir(parents=True, exist_ok=True)
+            return str(runtime / f"kernel-{secrets.token_hex(6)}-ipc")
 
     return IPCKernelManager
 
