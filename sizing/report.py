@@ -17,6 +17,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -148,6 +149,7 @@ def execute(
         with _stderr_to(out.with_suffix(".kernel.log")), contextlib.ExitStack() as stack:
             if console is not None:
                 stack.callback(console.close)
+            sockets = stack.enter_context(tempfile.TemporaryDirectory(prefix="nginx-sizing-"))
             pm.execute_notebook(
                 str(src),
                 str(out),
@@ -156,7 +158,7 @@ def execute(
                 progress_bar=bar,
                 cwd=str(NOTEBOOKS_DIR),
                 log_output=False,
-                kernel_manager_class=_ipc_kernel_manager(),
+                kernel_manager_class=_ipc_kernel_manager(Path(sockets)),
             )
     except pm.PapermillExecutionError as exc:
         if exc.ename == "InputError":
@@ -174,28 +176,24 @@ def execute(
     return out
 
 
-def _ipc_kernel_manager() -> type:
-    """A kernel manager whose kernels talk over Unix sockets in Jupyter's runtime folder.
+def _ipc_kernel_manager(socket_dir: Path) -> type:
+    """A kernel manager whose kernels talk over Unix sockets in ``socket_dir``.
 
     No TCP port is opened for a batch report, and ipykernel's "running over TCP without
-    encryption" warning has no reason to be printed. The sockets are named by a random token
-    in the runtime folder: jupyter_client's default, ``kernel-ipc-N`` in the working folder
-    (the notebooks' folder), would leave sockets among the notebooks while a report runs.
+    encryption" warning has no reason to be printed. The sockets go in a private folder of
+    their own: jupyter_client's default, ``kernel-ipc-N`` in the working folder (the
+    notebooks' folder), would leave sockets among the notebooks while a report runs, and
+    Jupyter's runtime folder may lie deeper than the 107 characters a socket's path may have.
     """
-    import secrets
-
     from jupyter_client.manager import AsyncKernelManager
-    from jupyter_core.paths import jupyter_runtime_dir
     from traitlets import CaselessStrEnum, default
 
     class IPCKernelManager(AsyncKernelManager):
         transport = CaselessStrEnum(["tcp", "ipc"], default_value="ipc", config=True)
 
         @default("ip")
-        def _ip_in_runtime_dir(self) -> str:
-            runtime = Path(jupyter_runtime_dir())
-            runtime.mkdir(parents=True, exist_ok=True)
-            return str(runtime / f"kernel-{secrets.token_hex(6)}-ipc")
+        def _ip_in_socket_dir(self) -> str:
+            return str(socket_dir / "kernel-ipc")
 
     return IPCKernelManager
 

@@ -187,15 +187,11 @@ def write_catalog(path: Path, instance_type: str) -> Path:
     return path
 
 
-def test_report_kernels_keep_their_sockets_in_the_runtime_folder():
+def test_report_kernels_keep_their_sockets_in_a_folder_of_their_own(tmp_path):
     """Not ``kernel-ipc-N`` in the notebooks' folder, where two reports, or a copy of the
     folder, would meet them."""
-    from jupyter_core.paths import jupyter_runtime_dir
-
     from sizing.report import _ipc_kernel_manager
 
-    managers = [_ipc_kernel_manager()(kernel_name="nginx-sizing") for _ in range(2)]
-    ips = [Path(m.ip) for m in managers]
-    assert all(m.transport == "ipc" for m in managers)
-    assert all(ip.parent == Path(jupyter_runtime_dir()) for ip in ips)
-    assert ips[0] != ips[1]
+    manager = _ipc_kernel_manager(tmp_path)(kernel_name="nginx-sizing")
+    assert manager.transport == "ipc"
+    assert Path(manager.ip).parent == tmp_path
