@@ -28,7 +28,7 @@ from sizing.units import (
 )
 from sizing.units import Parser as _Parser
 from sizing.units import int_at_least as _int_at_least
-from trialtable.values import format_option, parse_path
+from trialtable.values import format_option, number_or_percent, parse_path
 
 if TYPE_CHECKING:
     from sizing.costmodel import Cost
@@ -404,12 +404,7 @@ def _requests_per_connection(text: str) -> float:
 
 def _share(text: str) -> float:
     """A fraction in [0, 1]: ``0.8`` or ``80%``."""
-    try:
-        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a fraction; expected e.g. 0.8 or 80%"
-        ) from None
+    value = number_or_percent(text, "a fraction", "0.8 or 80%")
     if not 0 <= value <= 1:
         raise argparse.ArgumentTypeError(f"{text!r} is outside [0, 1]; expected e.g. 0.8")
     return value

@@ -14,6 +14,7 @@ from trialtable.values import (
     HelpFormatter,
     Parser,
     int_at_least,
+    number_or_percent,
     parse_duration_ms,
     parse_fraction,
     parse_rps,
@@ -46,12 +47,7 @@ CONFIDENCE_RANGE = (1e-6, 1 - 1e-6)
 def parse_confidence(text: str) -> float:
     """A probability in `CONFIDENCE_RANGE`: ``0.95`` or ``95%``."""
     low, high = CONFIDENCE_RANGE
-    try:
-        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a probability; expected e.g. 0.95 or 95%"
-        ) from None
+    value = number_or_percent(text, "a probability", "0.95 or 95%")
     if not low <= value <= high:
         raise argparse.ArgumentTypeError(
             f"{text!r} is outside [{low:g}, {high:g}]; expected a probability such as 0.95"

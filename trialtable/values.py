@@ -168,14 +168,22 @@ def parse_size(text: str) -> int:
     return round(value)
 
 
-def parse_fraction(text: str) -> float:
-    """A fraction in [0, 1): ``0.2`` or ``20%``."""
+def number_or_percent(text: str, what: str, example: str) -> float:
+    """``text`` as a number, or as a percentage (``20%`` is 0.2).
+
+    ``what`` and ``example`` word the refusal: ``'x' is not WHAT; expected e.g. EXAMPLE``.
+    """
     try:
-        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        return float(text[:-1]) / 100 if text.endswith("%") else float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"{text!r} is not a fraction; expected e.g. 0.2 or 20%"
+            f"{text!r} is not {what}; expected e.g. {example}"
         ) from None
+
+
+def parse_fraction(text: str) -> float:
+    """A fraction in [0, 1): ``0.2`` or ``20%``."""
+    value = number_or_percent(text, "a fraction", "0.2 or 20%")
     if not (0 <= value < 1):
         raise argparse.ArgumentTypeError(f"{text!r} is outside [0, 1); expected e.g. 0.2 or 20%")
     return value
