@@ -80,7 +80,8 @@ MAX_TEXT = {"source": 2000}
 MAX_TEXT_DEFAULT = 200
 MAX_ROWS = 200_000
 #: Largest catalog file read [B]: 256 MB, far above MAX_ROWS rows of sane width (the shipped
-#: catalog is about 5 MB); a larger file, or a device or pipe, is refused before it is read.
+#: catalog is about 5 MB); a larger file, a device or a folder is refused before it is
+#: read, and a pipe is read up to it.
 CATALOG_MAX_BYTES = 256 * MB
 
 

@@ -49,8 +49,8 @@ from typing import Any
 from trialtable.files import MB, FileRefused, read_bounded
 
 SCHEMA = "nginx-sizing/cpu-profile/1"
-#: Largest profile file read [B]: 16 MB (a campaign's profile is a few kB); a larger file, or
-#: a device or pipe, is refused before it is read.
+#: Largest profile file read [B]: 16 MB (a campaign's profile is a few kB); a larger file, a
+#: device or a folder is refused before it is read, and a pipe is read up to it.
 PROFILE_MAX_BYTES = 16 * MB
 
 #: name -> (unit, meaning); the coefficients a profile may hold (any may be absent).

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 
 
 #: Largest ``trials.csv`` read [B]: 256 MB, some hundreds of thousands of trials (a sweep
-#: writes a few hundred); a larger file, or a device or pipe in its place, is refused unread.
+#: writes a few hundred); a larger file, or a device or folder in its place, is refused
+#: unread; a pipe is read up to it.
 TRIALS_MAX_BYTES = 256 * MB
 
 
