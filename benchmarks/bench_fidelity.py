@@ -29,9 +29,9 @@ from typing import Any
 
 from benchlib import machine, save
 
-from sizing.catalog import load_catalog
-from sizing.compare import INPUTS, recompute_claims
-from sizing.fits import fit_cost_model, predict_with_interval, seed_points
+from sizing.catalog.load import load_catalog
+from sizing.model.fits import fit_cost_model, predict_with_interval, seed_points
+from sizing.model.published import INPUTS, recompute_claims
 
 
 def _label(p: dict[str, Any]) -> str:

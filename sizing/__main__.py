@@ -10,7 +10,7 @@ import sys
 
 def _run() -> int:
     try:
-        from sizing.cli import main
+        from sizing.cli.main import main
 
         code = main()
         sys.stdout.flush()

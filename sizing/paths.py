@@ -31,7 +31,7 @@ REFERENCE_DIR = DATA_DIR / "reference"
 CATALOG_DIR = DATA_DIR / "catalog"
 ESTIMATES_DIR = DATA_DIR / "estimates"
 FITS_PATH = DATA_DIR / "fits" / "reference-fits.json"
-#: The parameterised notebooks that `sizing.report` executes.
+#: The parameterised notebooks that `sizing.report.execute` executes.
 NOTEBOOKS_DIR = shipped("notebooks")
 #: The Jupyter kernel the project registers (installing the wheel, or ``make``) and papermill runs.
 KERNEL_NAME = "nginx-sizing"

@@ -56,7 +56,7 @@ def _serve() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     # Warm the imports the commands make, so the cap measures the work, not the libraries.
-    for name in ("sizing.cli", "runners.cli", "pandas", "scipy.optimize", "numpy"):
+    for name in ("sizing.cli.main", "runners.cli", "pandas", "scipy.optimize", "numpy"):
         importlib.import_module(name)
     limit = _vm_size() + MEMORY_HEADROOM
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))

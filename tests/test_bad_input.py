@@ -1,6 +1,6 @@
 """Hostile input the fuzz tests did not reach: each is one line on stderr and an exit code.
 
-Every case runs the command line in-process (`sizing.cli.main`, `runners.cli.main`); the
+Every case runs the command line in-process (`sizing.cli.main.main`, `runners.cli.main`); the
 interrupt during start-up runs ``python -m sizing`` as a child.
 """
 
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from runners.cli import main as runners_main
-from sizing.cli import main as sizing_main
+from sizing.cli.main import main as sizing_main
 from trialtable.files import FileRefused, read_bounded
 from trialtable.read import RANGES, read_rows
 from trialtable.values import (
@@ -105,7 +105,7 @@ def test_the_longest_sla_accepted_is_answered(capfd):
 
 
 def test_p99_bisection_never_divides_by_zero():
-    from sizing.capacity import sla_utilization
+    from sizing.model.capacity import sla_utilization
 
     assert 0.99 < sla_utilization(1e5, MAX_DURATION_MS) <= 1.0
     assert 0.99 < sla_utilization(1e5, 1e300) <= 1.0
@@ -329,7 +329,7 @@ def test_package_names_still_resolve():
         _ = sizing.no_such_name
 
 
-@pytest.mark.parametrize("module", ["sizing.cli", "trialtable.read"])
+@pytest.mark.parametrize("module", ["sizing.cli.main", "trialtable.read"])
 def test_ctrl_c_while_the_cli_loads_is_one_line_and_130(module):
     """The interrupt lands while ``python -m sizing`` imports ``module``: no traceback."""
     code = textwrap.dedent(
@@ -457,7 +457,7 @@ def test_csv_escapes_control_characters_from_a_catalog(capfd, tmp_path):
 
 def test_report_parameter_messages(capfd, tmp_path):
     from sizing.errors import InputError
-    from sizing.report import coerce_parameters
+    from sizing.report.execute import coerce_parameters
 
     with pytest.raises(InputError, match="parameter top: 'abc' is not an integer"):
         coerce_parameters("sizing_report", {"top": "abc"})
@@ -565,7 +565,7 @@ def test_an_empty_path_is_refused_by_every_path_option(
 
 def test_every_path_option_of_both_command_lines_refuses_an_empty_path():
     from runners.cli import build_parser as runners_parser
-    from sizing.cli import build_parser as sizing_parser
+    from sizing.cli.main import build_parser as sizing_parser
     from trialtable.values import parse_path
 
     def path_options(parser, where):

@@ -1,6 +1,6 @@
 import pytest
 
-from sizing import catalog
+from sizing.catalog import load as catalog
 from sizing.errors import InputError
 
 HEADER = ",".join(catalog.COLUMNS)

@@ -3,8 +3,9 @@ from pathlib import Path
 
 import pytest
 
-from sizing import catalog, catalog_build
-from sizing.cli import main
+from sizing.catalog import build as catalog_build
+from sizing.catalog import load as catalog
+from sizing.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 CANDIDATES = [

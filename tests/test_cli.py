@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from sizing import cli
-from sizing.catalog import select_instances
+from sizing.catalog.load import select_instances
+from sizing.cli import main as cli
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -113,7 +113,7 @@ def test_arguments_reach_the_library(monkeypatch, capsys):
         )
         raise cli.Infeasible("stop")
 
-    monkeypatch.setattr(importlib.import_module("sizing.recommend"), "recommend", fake)
+    monkeypatch.setattr(importlib.import_module("sizing.fleet.recommend"), "recommend", fake)
     code = cli.main(
         [
             "recommend",
@@ -188,7 +188,7 @@ def test_reference_list(capsys):
 def test_recommend_path_imports_neither_pandas_nor_scipy():
     code = (
         "import sys, io, contextlib\n"
-        "from sizing.cli import main\n"
+        "from sizing.cli.main import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    main(['recommend', '--rps', '1e6'])\n"
         "heavy = {m.split('.')[0] for m in sys.modules} & {'pandas', 'scipy', 'plotly'}\n"

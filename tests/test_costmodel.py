@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from sizing import costmodel
-from sizing.capacity import instance_capacity, network_gbps
-from sizing.catalog import load_catalog
-from sizing.costmodel import cpu_us_per_request, reference_profile
-from sizing.platforms import platform_by_text, platform_of
-from sizing.profiles import read_profile
-from sizing.workload import Workload
+from sizing.catalog.load import load_catalog
+from sizing.evidence.profiles import read_profile
+from sizing.model import costmodel
+from sizing.model.capacity import instance_capacity, network_gbps
+from sizing.model.costmodel import cpu_us_per_request, reference_profile
+from sizing.model.platforms import platform_by_text, platform_of
+from sizing.model.workload import Workload
 from tests.conftest import sizing_cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,7 +43,7 @@ def get(name: str):
 
 
 def test_stored_cost_model_matches_a_fresh_fit():
-    from sizing.fits import cost_model_doc, fit_cost_model, seed_points
+    from sizing.model.fits import cost_model_doc, fit_cost_model, seed_points
 
     fresh = cost_model_doc(fit_cost_model(seed_points()))
     stored = json.loads(costmodel.COST_MODEL_PATH.read_text())
@@ -280,7 +280,7 @@ def test_fit_reference_shows_coefficients_and_residuals(capsys):
     The real command end to end (its own fit, progress, the same table) runs once in
     `tests/test_first_hour.py::test_fit_shows_progress`.
     """
-    from sizing.cli import main
+    from sizing.cli.main import main
 
     assert main(["fit", "--reference", "nginx-web-server"]) == 0
     out = capsys.readouterr().out
@@ -304,16 +304,16 @@ FIT_TABLE_WORDS = (
 
 
 def test_stored_thread_gain_matches_a_fresh_fit():
-    from sizing import platforms
-    from sizing.fits import fit_ht_nginx
+    from sizing.model import platforms
+    from sizing.model.fits import fit_ht_nginx
 
     stored = json.loads(platforms.HT_FIT_PATH.read_text())["ht_nginx"]
     assert fit_ht_nginx() == pytest.approx(stored, rel=0.01)
 
 
 def test_report_parameters_carry_the_workload_flags():
-    from sizing import cli
-    from sizing.workload import from_parameters
+    from sizing.cli import main as cli
+    from sizing.model.workload import from_parameters
 
     argv = [
         "report",

@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sizing import curves
+from sizing.model import curves
 
 PUBLISHED = json.loads((Path(__file__).parent / "data" / "usl_published.json").read_text())
 

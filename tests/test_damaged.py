@@ -13,7 +13,7 @@ import pytest
 from runners.plan import Plan
 from runners.sim import SimServer
 from runners.sweep import run_sweep
-from sizing.cli import main as sizing_main
+from sizing.cli.main import main as sizing_main
 from tests.conftest import runners_cli
 from trialtable.folder import RunFolderError
 from trialtable.read import read_rows

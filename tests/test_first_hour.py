@@ -16,11 +16,11 @@ import pandas as pd
 import pytest
 
 from runners.cli import build_parser as runners_parser
-from sizing import curves
-from sizing.capacity import Workload
-from sizing.cli import build_parser as sizing_parser
+from sizing.cli.main import build_parser as sizing_parser
+from sizing.model import curves
+from sizing.model.capacity import Workload
 from sizing.paths import FITS_PATH
-from sizing.summary import tidy_table
+from sizing.report.summary import tidy_table
 from sizing.units import DEFAULT_PROTOCOL, parse_rps
 from tests.conftest import sizing_cli
 from tests.test_costmodel import FIT_TABLE_WORDS
@@ -85,8 +85,8 @@ def test_runners_and_sizing_share_one_default_protocol():
 
 
 def _sizing(capsys, *args: str) -> tuple[int, str, str]:
-    """``python -m sizing ARGS`` in-process (`sizing.cli.main`): exit code, stdout, stderr."""
-    from sizing.cli import main
+    """``python -m sizing ARGS`` in-process (`sizing.cli.main.main`): exit code, stdout, stderr."""
+    from sizing.cli.main import main
 
     try:
         code = main(list(args))
@@ -137,7 +137,7 @@ def test_make_lab_allows_root_only_as_root():
 
 
 def test_progress_bar_has_an_eta(monkeypatch, capsys):
-    from sizing.cli import _progress_bar
+    from sizing.cli.main import _progress_bar
 
     monkeypatch.setenv("NGINX_SIZING_PROGRESS", "1")
     with _progress_bar("fit", "series") as tick:
@@ -169,7 +169,7 @@ def test_fit_shows_progress(reference_fit_run, replayed_reference_fit, monkeypat
 
 @pytest.mark.slow
 def test_report_shows_progress_with_an_eta(tmp_path, capfd):
-    from sizing.report import execute
+    from sizing.report.execute import execute
 
     execute("price_performance", {}, tmp_path / "pp.ipynb", progress=True)
     err = capfd.readouterr().err
@@ -187,7 +187,7 @@ def test_model_tables_show_meaningful_digits():
 
 def test_make_fits_stores_meaningful_digits(tmp_path, monkeypatch):
     """`make fits` stores rounded numbers, so a refit rewrites no line for float noise."""
-    from sizing import fits
+    from sizing.model import fits
 
     noisy = {"params": {"lam": 134759.7919139186, "kappa": 0.0003872265283791494}}
     monkeypatch.setattr(fits, "fit_reference", lambda name, compare: [{**noisy, "aicc": math.inf}])

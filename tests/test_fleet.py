@@ -11,12 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sizing import fleet
-from sizing.capacity import Workload, instance_capacity
-from sizing.catalog import Instance, select_instances
-from sizing.cli import main
+from sizing.catalog.load import Instance, select_instances
+from sizing.cli.main import main
 from sizing.errors import Infeasible, InputError
-from sizing.recommend import (
+from sizing.fleet import mix as fleet
+from sizing.fleet.recommend import (
     DEFAULT_SPOT_RESERVE,
     FleetRules,
     count_for,
@@ -24,6 +23,7 @@ from sizing.recommend import (
     recommend,
     survivors,
 )
+from sizing.model.capacity import Workload, instance_capacity
 
 ROOT = Path(__file__).resolve().parent.parent
 CATALOG = select_instances()
@@ -167,8 +167,9 @@ def test_sort_at_confidence_prefers_the_surer_type(monkeypatch):
         cap.rel_sd = 0.05 if inst.family == "sure" else 0.5
         return cap
 
-    monkeypatch.setattr(importlib.import_module("sizing.recommend"), "instance_capacity", fake)
-    monkeypatch.setattr(importlib.import_module("sizing.decision"), "instance_capacity", fake)
+    module = importlib.import_module("sizing.fleet.recommend")
+    monkeypatch.setattr(module, "instance_capacity", fake)
+    monkeypatch.setattr(importlib.import_module("sizing.fleet.decision"), "instance_capacity", fake)
     by_cost = recommend(1e6, [sure, wild], sort="cost")
     at_conf = recommend(1e6, [sure, wild])
     assert by_cost.options[0].capacity.instance.instance_type == "wild.large"
@@ -343,8 +344,8 @@ def test_mix_is_never_dearer_than_one_type_and_holds_at_the_confidence(capsys):
 def test_recommend_without_mix_does_not_import_scipy():
     code = (
         "import sys\n"
-        "from sizing.recommend import recommend\n"
-        "from sizing.catalog import select_instances\n"
+        "from sizing.fleet.recommend import recommend\n"
+        "from sizing.catalog.load import select_instances\n"
         "recommend(1e6, select_instances(), zones=3, zone_loss=1)\n"
         "assert 'scipy' not in sys.modules\n"
     )
@@ -422,10 +423,10 @@ def test_pruning_keeps_the_optimum_when_capacity_rests_on_the_platform(monkeypat
         return replace(cap, cpu_sla_rps=cpu, network_rps=net, capacity_rps=min(cpu, net))
 
     monkeypatch.setattr(
-        importlib.import_module("sizing.recommend"), "instance_capacity", by_platform
+        importlib.import_module("sizing.fleet.recommend"), "instance_capacity", by_platform
     )
     monkeypatch.setattr(
-        importlib.import_module("sizing.decision"), "instance_capacity", by_platform
+        importlib.import_module("sizing.fleet.decision"), "instance_capacity", by_platform
     )
     for sort in ("cost", "cost-at-confidence"):
         full = recommend(1e6, CATALOG, prune=False, sort=sort)

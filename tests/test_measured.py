@@ -13,11 +13,11 @@ import pytest
 from runners.search import SearchOptions, run_search
 from runners.sim import SimServer
 from runners.sweep import Plan
-from sizing.capacity import Workload, instance_capacity
-from sizing.catalog import load_catalog
+from sizing.catalog.load import load_catalog
 from sizing.errors import InputError
-from sizing.measured import build_evidence, fit_runs, measured_series
-from sizing.recommend import count_at_confidence, p_meets_target, recommend
+from sizing.evidence.measured import build_evidence, fit_runs, measured_series
+from sizing.fleet.recommend import count_at_confidence, p_meets_target, recommend
+from sizing.model.capacity import Workload, instance_capacity
 from tests.conftest import sizing_cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -283,7 +283,7 @@ def test_local_sweep_fit_recommend_end_to_end(tmp_path, leaves_no_nginx):
 
 @pytest.mark.slow
 def test_notebooks_accept_runs(tmp_path):
-    from sizing.report import build_report, execute
+    from sizing.report.execute import build_report, execute
 
     run = sim_run(tmp_path / "runs", "c7g")
     nb = execute("fit_runs", {"runs": [run], "allow_simulated": True}, tmp_path / "fit.ipynb")
@@ -298,7 +298,7 @@ def test_notebooks_accept_runs(tmp_path):
 def test_search_answer_is_the_batch_the_search_reported():
     import pandas as pd
 
-    from sizing.datasets import max_rps_under_sla
+    from sizing.model.datasets import max_rps_under_sla
 
     def row(i, conns, rps, ok):
         return {
@@ -349,7 +349,7 @@ def test_an_sla_below_the_model_latency_floor_is_a_note(tmp_path):
 
 
 def test_one_unrepeated_trial_is_not_certain():
-    from sizing.measured import SINGLE_TRIAL_SD, Evidence, MeasuredSeries, build_evidence
+    from sizing.evidence.measured import SINGLE_TRIAL_SD, Evidence, MeasuredSeries, build_evidence
 
     catalog = load_catalog()
     inst = next(i for i in catalog if i.instance_type == "c7g.large")
@@ -384,14 +384,14 @@ def test_capacity_does_not_import_measured():
     tree = ast.parse((ROOT / "sizing" / "capacity.py").read_text())
     mods = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     mods |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    assert "sizing.measured" not in mods
+    assert "sizing.evidence.measured" not in mods
     assert "Any" not in (ROOT / "sizing" / "measured.py").read_text()
 
 
 def test_a_server_short_of_cpu_is_flagged():
     import pandas as pd
 
-    from sizing.measured import _low_cpu_warnings
+    from sizing.evidence.measured import _low_cpu_warnings
 
     trials = pd.DataFrame(
         {

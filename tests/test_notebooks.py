@@ -14,7 +14,7 @@ import nbformat
 import pytest
 
 from sizing.paths import KERNEL_NAME, NOTEBOOKS_DIR
-from sizing.report import to_html
+from sizing.report.execute import to_html
 from tests.conftest import sizing_cli
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,13 +7,14 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from sizing.capacity import Workload
-from sizing.catalog import Instance
+from sizing.catalog.load import Instance
 from sizing.errors import InputError
-from sizing.plan_measure import plan_measurements
+from sizing.evidence.plan_measure import plan_measurements
+from sizing.model.capacity import Workload
 from tests.conftest import sizing_cli
 
-# family -> the CPU text its rows carry: one CPU platform each (`sizing.platforms.platform_of`)
+# family -> the CPU text its rows carry: one CPU platform each
+# (`sizing.model.platforms.platform_of`)
 CPU = {
     "a": "Intel Xeon Ice Lake",
     "b": "AMD EPYC Milan",
@@ -48,7 +49,7 @@ MODEL = {"a": (10_000.0, 0.3), "b": (9_000.0, 0.5), "sure": (9_500.0, 0.0), "dea
 
 @dataclass
 class _Capacity:
-    """Only the contracted `sizing.capacity.Capacity` fields (the model may add others)."""
+    """Only the contracted `sizing.model.capacity.Capacity` fields (the model may add others)."""
 
     capacity_rps: float
     cpu_sla_rps: float

@@ -7,13 +7,14 @@ import math
 import pandas as pd
 import pytest
 
-from sizing import curves, plots
-from sizing.capacity import REFERENCE_LINK_GBPS, Workload, bytes_per_response
-from sizing.catalog import load_catalog
-from sizing.compare import recompute_claims
-from sizing.datasets import reference_series
-from sizing.recommend import recommend
-from sizing.sensitivity import cost_at_confidence, sensitivity
+from sizing.catalog.load import load_catalog
+from sizing.fleet.recommend import recommend
+from sizing.model import curves
+from sizing.model.capacity import REFERENCE_LINK_GBPS, Workload, bytes_per_response
+from sizing.model.datasets import reference_series
+from sizing.model.published import recompute_claims
+from sizing.model.sensitivity import cost_at_confidence, sensitivity
+from sizing.report import plots
 
 
 @pytest.fixture(scope="module")

@@ -3,11 +3,11 @@ import math
 
 import pytest
 
-from sizing import capacity
-from sizing.capacity import Workload, instance_capacity
-from sizing.catalog import filter_catalog, select_instances
+from sizing.catalog.load import filter_catalog, select_instances
 from sizing.errors import Infeasible, InputError
-from sizing.recommend import fleet_count, recommend
+from sizing.fleet.recommend import fleet_count, recommend
+from sizing.model import capacity
+from sizing.model.capacity import Workload, instance_capacity
 
 CATALOG = select_instances()  # the default regions
 
@@ -169,7 +169,7 @@ def test_filtered_recommendation_only_uses_filtered_types():
 
 
 def test_every_catalog_family_maps_to_a_known_platform():
-    from sizing.platforms import platform_of
+    from sizing.model.platforms import platform_of
 
     for inst in CATALOG:
         plat = platform_of(inst)

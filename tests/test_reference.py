@@ -1,6 +1,6 @@
 import pytest
 
-from sizing import datasets
+from sizing.model import datasets
 
 
 @pytest.fixture(scope="module")

@@ -9,21 +9,21 @@ from pathlib import Path
 
 import pytest
 
-from sizing import capacity
-from sizing.capacity import Workload
-from sizing.catalog import load_catalog
+from sizing.catalog.load import load_catalog
 from sizing.errors import InputError
-from sizing.paths import CATALOG_DIR
-from sizing.recommend import recommend
-from sizing.report import coerce_parameters, notebook_parameters
-from sizing.sensitivity import (
+from sizing.fleet.recommend import recommend
+from sizing.model import capacity
+from sizing.model.capacity import Workload
+from sizing.model.sensitivity import (
     _measured_scaled,
     cost_at_confidence,
     sensitivity,
     uncertain_inputs,
 )
-from sizing.sources import name_sources
-from sizing.summary import (
+from sizing.paths import CATALOG_DIR
+from sizing.report.execute import coerce_parameters, notebook_parameters
+from sizing.report.sources import name_sources
+from sizing.report.summary import (
     appendix_html,
     decision_summary,
     families_table,
@@ -33,8 +33,8 @@ from sizing.summary import (
     summary_html,
 )
 
-# The module, not the function `sizing.recommend` that the package exports under that name.
-recommend_module = importlib.import_module("sizing.recommend")
+# The module, not the function `sizing.fleet.recommend` that the package exports under that name.
+recommend_module = importlib.import_module("sizing.fleet.recommend")
 
 HOSTILE = '<img src=x onerror="alert(1)">'
 
@@ -190,7 +190,7 @@ def write_catalog(path: Path, instance_type: str) -> Path:
 def test_report_kernels_keep_their_sockets_in_a_folder_of_their_own(tmp_path):
     """Not ``kernel-ipc-N`` in the notebooks' folder, where two reports, or a copy of the
     folder, would meet them."""
-    from sizing.report import _ipc_kernel_manager
+    from sizing.report.execute import _ipc_kernel_manager
 
     manager = _ipc_kernel_manager(tmp_path)(kernel_name="nginx-sizing")
     assert manager.transport == "ipc"

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from sizing.curves import CurveFit
+from sizing.model.curves import CurveFit
 
 TEMPLATE = "plotly_white"
 _DASH_SLA = {"dash": "dash", "color": "firebrick"}
@@ -31,7 +31,7 @@ def use_offline_renderer() -> None:
 
     pio.renderers.default = "notebook"
     # Embed plotly.js now, in this cell's output, so that figures drawn as HTML fragments
-    # (`sizing.summary.figure_div`) before the first ``fig.show()`` find it loaded.
+    # (`sizing.report.summary.figure_div`) before the first ``fig.show()`` find it loaded.
     pio.renderers._activate_pending_renderers()
 
 
@@ -431,7 +431,7 @@ def tornado_figure(
 
     Parameters
     ----------
-    rows : sequence of sizing.sensitivity.Sensitivity
+    rows : sequence of sizing.model.sensitivity.Sensitivity
         Largest swing first.
     baseline_usd_hour : float
         Fleet cost at the confidence with every input at its point value [USD/h].

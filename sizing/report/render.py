@@ -254,7 +254,7 @@ def render_recommendation(doc: dict[str, Any], top: int) -> str:
     out.append("  - --format json gives every option's basis")
     out.append(
         "  - data/fits/cost-model.json holds the coefficients (python -m sizing fit --reference "
-        "shows them), sizing/platforms.py the CPU speeds"
+        "shows them), sizing/model/platforms.py the CPU speeds"
     )
     return "\n".join(out)
 

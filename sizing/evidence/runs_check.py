@@ -19,8 +19,8 @@ def require_used_runs(evidence: Any, run_dirs: Sequence[str], *, allow_unused: b
 
     Parameters
     ----------
-    evidence : sizing.measured.Evidence or None
-        What `sizing.measured.build_evidence` made of the runs.
+    evidence : sizing.evidence.measured.Evidence or None
+        What `sizing.evidence.measured.build_evidence` made of the runs.
     run_dirs : sequence of str
         The run folders given.
     allow_unused : bool

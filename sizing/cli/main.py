@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sizing.errors import Infeasible, InputError, ReportError, printable
-from sizing.render import fmt_rps as _fmt_rps
-from sizing.render import render_catalog, render_recommendation, to_csv
-from sizing.render import table as _table
+from sizing.report.render import fmt_rps as _fmt_rps
+from sizing.report.render import render_catalog, render_recommendation, to_csv
+from sizing.report.render import table as _table
 from sizing.units import (
     DEFAULT_PROTOCOL,
     parse_confidence,
@@ -31,8 +31,8 @@ from sizing.units import int_at_least as _int_at_least
 from trialtable.values import format_option, number_or_percent, parse_path
 
 if TYPE_CHECKING:
-    from sizing.costmodel import Cost
-    from sizing.workload import Workload
+    from sizing.model.costmodel import Cost
+    from sizing.model.workload import Workload
 
 
 def _int_between(low: int, high: int) -> Any:
@@ -380,7 +380,7 @@ def _sizing_options(p: argparse.ArgumentParser) -> None:
 
 def _size_or_mix(text: str) -> tuple[int, tuple[tuple[int, float], ...]]:
     """``--file-size``: one size or a mix ``SIZE:SHARE,...`` -> (mean bytes, mix)."""
-    from sizing.workload import parse_size_mix
+    from sizing.model.workload import parse_size_mix
 
     try:
         return parse_size_mix(text, parse_size)
@@ -411,7 +411,7 @@ def _share(text: str) -> float:
 
 
 def _workload_options(p: argparse.ArgumentParser) -> None:
-    """The traffic knobs of `sizing.workload.Workload` (shared by recommend, report, fit)."""
+    """The traffic knobs of `sizing.model.workload.Workload` (shared by recommend, report, fit)."""
     p.add_argument(
         "--requests-per-connection",
         type=_requests_per_connection,
@@ -470,7 +470,7 @@ def _workload_options(p: argparse.ArgumentParser) -> None:
 
 def workload_from_args(args: argparse.Namespace) -> Workload:
     """The `Workload` the parsed flags describe."""
-    from sizing.workload import Workload
+    from sizing.model.workload import Workload
 
     size, mix = args.file_size
     return Workload(
@@ -490,7 +490,7 @@ def workload_from_args(args: argparse.Namespace) -> Workload:
 
 
 def _instances(args: argparse.Namespace) -> list[Any]:
-    from sizing.catalog import select_instances
+    from sizing.catalog.load import select_instances
 
     return select_instances(
         args.catalog,
@@ -503,8 +503,8 @@ def _instances(args: argparse.Namespace) -> list[Any]:
 
 def cmd_recommend(args: argparse.Namespace) -> int:
     """Print the cheapest fleets for the target."""
-    from sizing.profiles import load_profiles
-    from sizing.recommend import DEFAULT_HEADROOM, recommend
+    from sizing.evidence.profiles import load_profiles
+    from sizing.fleet.recommend import DEFAULT_HEADROOM, recommend
 
     instances = _instances(args)
     work = workload_from_args(args)
@@ -512,9 +512,9 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     headroom = DEFAULT_HEADROOM if args.headroom is None else args.headroom
     evidence = None
     if args.runs:
-        from sizing.catalog import load_catalog
-        from sizing.measured import build_evidence, measured_series
-        from sizing.runs_check import require_used_runs
+        from sizing.catalog.load import load_catalog
+        from sizing.evidence.measured import build_evidence, measured_series
+        from sizing.evidence.runs_check import require_used_runs
 
         series = measured_series(args.runs, allow_simulated=args.allow_simulated)
         # Match labels against the whole catalog: a filter must not hide the measured type.
@@ -576,10 +576,10 @@ def _progress_bar(desc: str, unit: str) -> Iterator[Callable[[int, int], None]]:
 
 def cmd_fit(args: argparse.Namespace) -> int:
     """Print the fitted model of every series of a reference dataset."""
-    from sizing.fits import finite_json, fit_reference
+    from sizing.model.fits import finite_json, fit_reference
 
     if args.runs:
-        from sizing.measured import fit_runs
+        from sizing.evidence.measured import fit_runs
 
         rows = fit_runs(args.runs, allow_simulated=args.allow_simulated)
         if not rows:
@@ -596,12 +596,12 @@ def cmd_fit(args: argparse.Namespace) -> int:
         print(_fit_table(rows))
         return 0
     if args.profile:
-        from sizing.profiles import describe_profile, load_profiles
+        from sizing.evidence.profiles import describe_profile, load_profiles
 
         profs = load_profiles(args.profile)
         print("\n\n".join(describe_profile(p) for p in profs))
         return 0
-    from sizing.costmodel import cpu_us_per_request, load_cost_model, reference_profile
+    from sizing.model.costmodel import cpu_us_per_request, load_cost_model, reference_profile
 
     with _progress_bar("fit", "series") as tick:
         rows = fit_reference(args.reference, compare=args.compare, progress=tick)
@@ -731,7 +731,7 @@ def _fit_table(rows: list[dict[str, Any]]) -> str:
 
 def cmd_reference(args: argparse.Namespace) -> int:
     """List the reference datasets, or print one."""
-    from sizing.datasets import list_reference, load_reference
+    from sizing.model.datasets import list_reference, load_reference
 
     if args.show:
         print(load_reference(args.show).to_csv(index=False), end="")
@@ -747,7 +747,7 @@ def cmd_reference(args: argparse.Namespace) -> int:
 def cmd_catalog(args: argparse.Namespace) -> int:
     """Print the filtered instance catalog, or build it from the providers' files."""
     if args.action == "build":
-        from sizing.catalog_build import (
+        from sizing.catalog.build import (
             DEFAULT_BURST_TABLE,
             build_catalog,
             iter_summary,
@@ -778,16 +778,16 @@ def _require_out_folder(path: str) -> None:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Execute the sizing report with papermill and write its HTML page."""
-    from sizing.profiles import load_profiles
-    from sizing.recommend import DEFAULT_HEADROOM
-    from sizing.report import build_report
+    from sizing.evidence.profiles import load_profiles
+    from sizing.fleet.recommend import DEFAULT_HEADROOM
+    from sizing.report.execute import build_report
 
     # The files and filters recommend reads, read as recommend reads them: a bad one is
     # recommend's line here, before --out is made, not a failed notebook cell seconds later.
     _instances(args)
     load_profiles(args.profile)
     if args.runs:
-        from sizing.datasets import load_runs
+        from sizing.model.datasets import load_runs
 
         load_runs(list(args.runs), allow_simulated=args.allow_simulated)
     _require_out_folder(args.out)
@@ -850,7 +850,7 @@ def _workload_params(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_precompute(args: argparse.Namespace) -> int:
     """Write the precomputed reference fits."""
-    from sizing.fits import precompute, precompute_cost_model, precompute_platforms
+    from sizing.model.fits import precompute, precompute_cost_model, precompute_platforms
     from sizing.paths import FITS_PATH
 
     if args.out is not None:
@@ -864,8 +864,8 @@ def cmd_precompute(args: argparse.Namespace) -> int:
 
 def cmd_plan_measurements(args: argparse.Namespace) -> int:
     """Rank CPU platforms by the value of measuring them."""
-    from sizing.plan_measure import main
-    from sizing.profiles import load_profiles
+    from sizing.evidence.plan_measure import main
+    from sizing.evidence.profiles import load_profiles
 
     # As recommend without --burstable: a burstable type's burst is not sustained capacity.
     steady = [inst for inst in _instances(args) if not inst.burstable]

@@ -2,10 +2,10 @@
 
 A profile holds the cost coefficients of ONE worker on one vCPU of the measured host, with
 their standard errors, and says whether they were measured over loopback or a network. It
-becomes a `sizing.costmodel.CostProfile`; `sizing.capacity` uses it for every catalog type
-whose CPU platform (`sizing.platforms.platform_by_text` of ``cpu_model``) matches, adds the NIC
-packet path to a loopback-measured profile, and takes any coefficient the profile lacks from
-the reference, speed-scaled to that platform.
+becomes a `sizing.model.costmodel.CostProfile`; `sizing.model.capacity` uses it for every catalog
+type whose CPU platform (`sizing.model.platforms.platform_by_text` of ``cpu_model``)
+matches, adds the NIC packet path to a loopback-measured profile, and takes any coefficient
+the profile lacks from the reference, speed-scaled to that platform.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import math
 from collections.abc import Iterable
 from pathlib import Path
 
-from sizing.costmodel import UNITS, Coefficient, CostProfile, reference_profile
 from sizing.errors import InputError
+from sizing.model.costmodel import UNITS, Coefficient, CostProfile, reference_profile
 from trialtable.files import FileRefused, read_bounded
 from trialtable.profile import PROFILE_MAX_BYTES
 
@@ -158,7 +158,7 @@ def load_profiles(paths: Iterable[str | Path]) -> list[CostProfile]:
 
 def describe_profile(prof: CostProfile) -> str:
     """A table of the profile's coefficients, their errors and where they come from."""
-    from sizing.capacity import profile_platform
+    from sizing.model.capacity import profile_platform
 
     plat = profile_platform(prof)
     lines = [

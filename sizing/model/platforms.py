@@ -3,7 +3,7 @@
 The reference core is seed 004's: one Xeon E5-2699 v3 (Haswell) core, hyper-threading off
 (speed 1.0). A platform's per-core speed comes from, in this order of preference:
 
-1. a measured CPU profile (`sizing.profiles`; it replaces the speed for its platform);
+1. a measured CPU profile (`sizing.evidence.profiles`; it replaces the speed for its platform);
 2. Google's CoreMark per machine type (``data/platforms/coremark.csv``, a subset of the public
    table), converted to NGINX speed with one bias measured against seed 000;
 3. an estimate relative to another platform, with its reasoning.
@@ -36,7 +36,7 @@ import re
 from dataclasses import dataclass, replace
 from functools import cache
 
-from sizing.catalog import Instance
+from sizing.catalog.load import Instance
 from sizing.paths import DATA_DIR
 
 COREMARK_PATH = DATA_DIR / "platforms" / "coremark.csv"

@@ -55,7 +55,7 @@ import numpy as np
 from sizing.errors import InputError
 
 if TYPE_CHECKING:
-    from sizing.recommend import FleetRules, Option, Recommendation
+    from sizing.fleet.recommend import FleetRules, Option, Recommendation
 
 HOURS_PER_MONTH = 730.0
 #: Candidate types per (provider, region) handed to the integer program.
@@ -436,7 +436,7 @@ def candidates(options: list[Option], at_confidence: bool) -> list[list[Option]]
 
 def best_mix(rec: Recommendation, max_types: int) -> dict[str, Any]:
     """The cheapest fleet of up to ``max_types`` types per zone (see the module docstring)."""
-    from sizing.recommend import per_zone
+    from sizing.fleet.recommend import per_zone
 
     at_conf = rec.sort == "cost-at-confidence"
     rules = rec.rules

@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sizing.recommend import HOURS_PER_MONTH, Option, Recommendation
-from sizing.sources import cited, name_sources
+from sizing.fleet.recommend import HOURS_PER_MONTH, Option, Recommendation
+from sizing.report.sources import cited, name_sources
 from sizing.units import fmt_rps, fmt_sig, fmt_usd
 
 __all__ = [
@@ -137,7 +137,7 @@ def decision_summary(rec: Recommendation, *, decision_text: str = "") -> Decisio
         A paragraph that explains the choice, if the caller has one.
     """
     from sizing.errors import Infeasible
-    from sizing.sensitivity import cost_at_confidence
+    from sizing.model.sensitivity import cost_at_confidence
 
     w = rec.workload
     ev = rec.evidence
@@ -356,7 +356,7 @@ def families_table(rec: Recommendation, top: int = 10) -> Any:
     """VCPUs needed per family (cheapest size; fewest vCPUs over sizes), readable."""
     import pandas as pd
 
-    from sizing.recommend import vcpus_by_family
+    from sizing.fleet.recommend import vcpus_by_family
 
     rows = [
         {

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sizing import curves
-from sizing.capacity import REFERENCE_LINK_GBPS, bytes_per_response
-from sizing.datasets import reference_series
+from sizing.model import curves
+from sizing.model.capacity import REFERENCE_LINK_GBPS, bytes_per_response
+from sizing.model.datasets import reference_series
 from sizing.paths import FITS_PATH
 
 PLATEAU_MODELS = ("linear_plateau", "smooth_plateau", "power_plateau")
@@ -196,7 +196,7 @@ def fit_cost_model(
     import numpy as np
     from scipy.optimize import least_squares
 
-    from sizing.costmodel import seed_prediction
+    from sizing.model.costmodel import seed_prediction
 
     held = dict(fixed or {})
     names = [n for n in _START if n not in held]
@@ -247,7 +247,7 @@ def predict_with_interval(
     """
     import numpy as np
 
-    from sizing.costmodel import seed_prediction
+    from sizing.model.costmodel import seed_prediction
 
     names = fit["names"]
     x = np.array(fit["x_opt"])
@@ -304,7 +304,7 @@ def _range_coef(value: float, low: float, high: float, unit: str, source: str) -
 
 def cost_model_doc(fit: dict[str, Any]) -> dict[str, Any]:
     """The stored reference cost model: fitted coefficients, estimates, scaling, residuals."""
-    from sizing.costmodel import (
+    from sizing.model.costmodel import (
         FITTED,
         REFERENCE_CPU,
         REFERENCE_SOURCE,
@@ -458,7 +458,7 @@ def cost_model_doc(fit: dict[str, Any]) -> dict[str, Any]:
 
 def precompute_cost_model(path: str | Path | None = None) -> Path:
     """Fit the cost model to every seed-004 RPS and CPS point and write it to ``data/fits/``."""
-    from sizing.costmodel import COST_MODEL_PATH
+    from sizing.model.costmodel import COST_MODEL_PATH
 
     p = Path(path) if path is not None else COST_MODEL_PATH
     p.parent.mkdir(parents=True, exist_ok=True)
@@ -473,9 +473,9 @@ def fit_ht_nginx() -> float:
     Bisection on the gain: the model's ratio at the claim's workload falls as the gain (which
     raises the hyper-threaded N2) rises.
     """
-    from sizing import capacity, platforms
-    from sizing.catalog import load_catalog
-    from sizing.compare import recompute_claims
+    from sizing.catalog.load import load_catalog
+    from sizing.model import capacity, platforms
+    from sizing.model.published import recompute_claims
 
     claim_id, target = platforms.HT_FIT_CLAIM[0], platforms.HT_FIT_CLAIM[1]
     catalog = load_catalog()
@@ -503,7 +503,7 @@ def fit_ht_nginx() -> float:
 
 def precompute_platforms(path: str | Path | None = None) -> Path:
     """Write the fitted hyper-thread gain to ``data/platforms/nginx-ht.json``."""
-    from sizing import platforms
+    from sizing.model import platforms
 
     p = Path(path) if path is not None else platforms.HT_FIT_PATH
     p.parent.mkdir(parents=True, exist_ok=True)

@@ -21,7 +21,7 @@ The draws use a fixed seed and the same draws for every platform (common random 
 the ranking is reproducible and differences are not Monte Carlo noise.
 
 Platforms are assumed independent (measuring one does not inform another), and only the
-contracted `sizing.capacity.Capacity` fields are used: ``cpu_sla_rps``, ``network_rps``,
+contracted `sizing.model.capacity.Capacity` fields are used: ``cpu_sla_rps``, ``network_rps``,
 ``rel_sd`` (the network cap is known, so a network-bound type gains nothing).
 """
 
@@ -35,12 +35,12 @@ from typing import Any
 
 import numpy as np
 
-from sizing.capacity import Capacity, Workload, instance_capacity
-from sizing.catalog import Instance
-from sizing.costmodel import CostProfile
+from sizing.catalog.load import Instance
 from sizing.errors import Infeasible, InputError
-from sizing.platforms import match_cpu_text, platform_of
-from sizing.recommend import fleet_count
+from sizing.fleet.recommend import fleet_count
+from sizing.model.capacity import Capacity, Workload, instance_capacity
+from sizing.model.costmodel import CostProfile
+from sizing.model.platforms import match_cpu_text, platform_of
 
 DEFAULT_DRAWS = 4000
 DEFAULT_SEED = 20261121
@@ -49,7 +49,7 @@ DEFAULT_SEED = 20261121
 def platform_key(inst: Instance) -> tuple[str, str]:
     """``(platform id, readable name)`` an instance type is grouped under.
 
-    The CPU platform of `sizing.platforms.platform_of`: every family that runs that CPU (on
+    The CPU platform of `sizing.model.platforms.platform_of`: every family that runs that CPU (on
     any provider) is measured by one calibration. Unknown CPU text falls back to the
     architecture's default platform (``<arch>-default``), as `platform_of` does.
     """
@@ -200,7 +200,7 @@ def plan_measurements(
     workload : Workload
         What is served.
     headroom, redundancy, max_count, confidence
-        As for `sizing.recommend.recommend`.
+        As for `sizing.fleet.recommend.recommend`.
     residual_sd : float
         Log-sd of the capacity left after a measurement (repeat noise, host-to-host spread);
         never more than the spread before it.
@@ -408,8 +408,8 @@ def main(
         return instance_capacity(inst, w, evidence, profiles)
 
     if getattr(args, "runs", None):
-        from sizing.catalog import load_catalog
-        from sizing.measured import build_evidence, measured_series
+        from sizing.catalog.load import load_catalog
+        from sizing.evidence.measured import build_evidence, measured_series
 
         series = measured_series(args.runs, allow_simulated=args.allow_simulated)
         evidence = build_evidence(series, load_catalog(args.catalog), work)

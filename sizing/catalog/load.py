@@ -21,7 +21,7 @@ from typing import Any
 
 from sizing.errors import InputError
 from sizing.paths import CATALOG_DIR
-from sizing.render import clean
+from sizing.report.render import clean
 from trialtable.files import MB, read_bounded
 
 DEFAULT_CATALOG = CATALOG_DIR / "instances.csv"

@@ -10,7 +10,8 @@ CPU time of one worker per request [us]::
                                     and the server answers over a NIC)
 
 One coefficient set describes one CPU (one core of it, one worker). The reference set is fitted
-jointly (`sizing.fits.fit_cost_model`) to every RPS and CPS table of seed 004 (Xeon E5-2699 v3,
+jointly (`sizing.model.fits.fit_cost_model`) to every RPS and CPS table of seed 004 (Xeon
+E5-2699 v3,
 nginx 1.9.7, OpenSSL 1.0.1f, RSA 2048, over 2x 40 GbE), with standard errors; it is stored in
 ``data/fits/cost-model.json`` so that this module needs neither scipy nor pandas.
 
@@ -45,7 +46,7 @@ from sizing.errors import InputError
 from sizing.paths import DATA_DIR
 
 if TYPE_CHECKING:
-    from sizing.workload import Workload
+    from sizing.model.workload import Workload
 
 COST_MODEL_PATH = DATA_DIR / "fits" / "cost-model.json"
 REFERENCE_CPU = "Intel Xeon E5-2699 v3 (Haswell) core, hyper-threading off"

@@ -51,12 +51,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from sizing.catalog import CATALOG_MAX_BYTES
+from sizing.catalog.load import CATALOG_MAX_BYTES
 from sizing.errors import InputError
 from sizing.paths import CATALOG_DIR
 from trialtable.files import read_bounded
 
-#: Every column of a built catalog, in order (``sizing.catalog`` reads the same names).
+#: Every column of a built catalog, in order (``sizing.catalog.load`` reads the same names).
 BUILD_COLUMNS = (
     "provider",
     "region",
@@ -723,10 +723,10 @@ def write_catalog(result: BuildResult, out: str | Path) -> tuple[Path, Path, Pat
     Returns
     -------
     tuple of Path
-        The CSV, its compact form (see `sizing.catalog.write_compact`) and the list of what
+        The CSV, its compact form (see `sizing.catalog.load.write_compact`) and the list of what
         was left out (``<name>.excluded.csv``).
     """
-    from sizing.catalog import read_catalog, write_compact
+    from sizing.catalog.load import read_catalog, write_compact
 
     path = Path(out)
     if not result.rows:

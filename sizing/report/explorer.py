@@ -1,7 +1,7 @@
 """Interactive exploration in JupyterLab: widgets that re-run ``recommend`` as they move.
 
 `ExploreOptions` holds every knob; `run_options` is the one adapter from the knobs to the
-``recommend`` call (zones and the pricing model included: `sizing.recommend.FleetRules`), so
+``recommend`` call (zones and the pricing model included: `sizing.fleet.recommend.FleetRules`), so
 that a new knob of ``recommend`` is wired here and nowhere else. `Explorer` draws the widgets,
 the decision, the table and the charts, and redraws them on every change.
 """
@@ -13,15 +13,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sizing.capacity import Workload
-from sizing.catalog import Instance, filter_catalog
+from sizing.catalog.load import Instance, filter_catalog
 from sizing.errors import Infeasible, InputError
-from sizing.recommend import Recommendation, recommend
+from sizing.fleet.recommend import Recommendation, recommend
+from sizing.model.capacity import Workload
 
 __all__ = ["ExploreOptions", "ExploreResult", "Explorer", "run_options"]
 
 SIZES = {"0 B": 0, "1 KB": 1024, "10 KB": 10240, "100 KB": 102400, "1 MB": 1048576}
-#: The explorer's pricing choices: label -> key of `sizing.catalog.PRICING_COLUMNS`.
+#: The explorer's pricing choices: label -> key of `sizing.catalog.load.PRICING_COLUMNS`.
 PRICING = {
     "on-demand": "on-demand",
     "spot": "spot",
@@ -229,7 +229,7 @@ class Explorer:
         """Recompute and redraw the decision, the table and the charts."""
         import plotly.io as pio
 
-        from sizing import plots, summary
+        from sizing.report import plots, summary
 
         result = run_options(self.current(), self.catalog)
         self.updates += 1

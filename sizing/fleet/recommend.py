@@ -17,10 +17,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sizing.capacity import ESTIMATES, Capacity, Workload, instance_capacity
-from sizing.catalog import PRICING_COLUMNS, Instance
-from sizing.costmodel import CostProfile
+from sizing.catalog.load import PRICING_COLUMNS, Instance
 from sizing.errors import Infeasible, InputError
+from sizing.model.capacity import ESTIMATES, Capacity, Workload, instance_capacity
+from sizing.model.costmodel import CostProfile
 from sizing.units import CONFIDENCE_RANGE
 
 HOURS_PER_MONTH = 730.0
@@ -49,7 +49,7 @@ class FleetRules:
     zone_loss : int
         Whole zones that may fail (the fullest ones), < ``zones``.
     pricing : str
-        A key of `sizing.catalog.PRICING_COLUMNS`.
+        A key of `sizing.catalog.load.PRICING_COLUMNS`.
     spot_reserve : float
         Fraction of the fleet that may be reclaimed at once (used with spot prices) [1].
     max_count : int or None
@@ -527,12 +527,12 @@ def recommend(
         Instances that may fail (after a zone loss) while the rest still meet the target.
     max_count : int, optional
         Largest fleet to consider per instance type (at most `MAX_FLEET`).
-    evidence : sizing.measured.Evidence, optional
-        Calibrations from measured runs (see `sizing.capacity.instance_capacity`).
+    evidence : sizing.evidence.measured.Evidence, optional
+        Calibrations from measured runs (see `sizing.model.capacity.instance_capacity`).
     confidence : float
         For each option, also the count that keeps the headroom with this probability.
     profiles : sequence of CostProfile
-        Measured CPU profiles (`sizing.profiles.load_profiles`).
+        Measured CPU profiles (`sizing.evidence.profiles.load_profiles`).
     zones : int
         Zones the fleet is spread over (evenly, at least one instance per zone).
     zone_loss : int
@@ -551,7 +551,7 @@ def recommend(
         evidence, which are matched by family.
     mix : int
         With K > 1, also solve for the cheapest fleet of up to K types per zone
-        (`sizing.fleet.best_mix`; imports scipy).
+        (`sizing.fleet.mix.best_mix`; imports scipy).
 
     Returns
     -------
@@ -689,10 +689,10 @@ def recommend(
         profiles=tuple(profiles),
     )
     if mix > 1:
-        from sizing.fleet import best_mix
+        from sizing.fleet.mix import best_mix
 
         rec.mix = best_mix(rec, mix)
-    from sizing.decision import decide
+    from sizing.fleet.decision import decide
 
     rec.decision = decide(rec)
     return rec

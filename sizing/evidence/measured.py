@@ -1,7 +1,7 @@
 """Capacity from the user's own runs: fits, calibrations against the model, evidence.
 
 A run's trials give, per (instance label, scenario, protocol, size, SLA, vCPUs), the highest
-RPS that met the SLA (`sizing.datasets.max_rps_under_sla`). Those points become a
+RPS that met the SLA (`sizing.model.datasets.max_rps_under_sla`). Those points become a
 `MeasuredSeries`. A series is matched to the catalog by its label (an instance type, or else
 a family) and turned into a `Calibration`: the ratio ``k`` of the measured RPS to what the
 capacity model predicts for the same family and vCPUs.
@@ -26,14 +26,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from sizing.capacity import Capacity, model_capacity
-from sizing.catalog import Instance
+from sizing.catalog.load import Instance
 from sizing.errors import InputError
-from sizing.platforms import platform_of
-from sizing.workload import Workload
+from sizing.model.capacity import Capacity, model_capacity
+from sizing.model.platforms import platform_of
+from sizing.model.workload import Workload
 
 if TYPE_CHECKING:
-    from sizing.curves import CurveFit
+    from sizing.model.curves import CurveFit
 
 #: A row of a fit table or a model comparison: JSON-ready values.
 Row = dict[str, object]
@@ -91,8 +91,8 @@ def measured_series(dirs: Sequence[str], allow_simulated: bool = False) -> list[
     """Load run folders and build one `MeasuredSeries` per label and workload."""
     import numpy as np
 
-    from sizing import curves
-    from sizing.datasets import load_runs, max_rps_under_sla
+    from sizing.model import curves
+    from sizing.model.datasets import load_runs, max_rps_under_sla
 
     trials = load_runs(list(dirs), allow_simulated=allow_simulated)
     out = []
@@ -153,12 +153,12 @@ def _low_cpu_warnings(grp: object, x: list[float], y: list[float]) -> list[str]:
 
 
 def fit_runs(dirs: Sequence[str], allow_simulated: bool = False) -> list[Row]:
-    """Fit each measured series; rows in the form of `sizing.fits.fit_reference`.
+    """Fit each measured series; rows in the form of `sizing.model.fits.fit_reference`.
 
     Series with fewer than 3 vCPU counts are listed with their points and no model: their
     shape is borrowed from the reference when they are used for sizing.
     """
-    from sizing import curves
+    from sizing.model import curves
 
     rows = []
     for s in measured_series(dirs, allow_simulated):

@@ -21,16 +21,16 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
-from sizing import capacity as _capacity
-from sizing.capacity import Capacity
-from sizing.catalog import Instance
-from sizing.costmodel import Coefficient, cpu_us_per_request, reference_profile
+from sizing.catalog.load import Instance
 from sizing.errors import Infeasible
-from sizing.platforms import Platform, platform_of
-from sizing.recommend import Recommendation
+from sizing.fleet.recommend import Recommendation
+from sizing.model import capacity as _capacity
+from sizing.model.capacity import Capacity
+from sizing.model.costmodel import Coefficient, cpu_us_per_request, reference_profile
+from sizing.model.platforms import Platform, platform_of
 
-# The module, not the function `sizing.recommend` that the package exports under that name.
-_recommend = importlib.import_module("sizing.recommend")
+# The module, not the function `sizing.fleet.recommend` that the package exports under that name.
+_recommend = importlib.import_module("sizing.fleet.recommend")
 
 __all__ = [
     "Sensitivity",
@@ -151,7 +151,7 @@ def cost_at_confidence(rec: Recommendation) -> tuple[float, str]:
 
 @contextlib.contextmanager
 def _patched(name: str, value: Any) -> Iterator[None]:
-    """Let `sizing.capacity` see ``value`` under ``name`` for the duration."""
+    """Let `sizing.model.capacity` see ``value`` under ``name`` for the duration."""
     space = vars(_capacity)
     original = space[name]
     space[name] = value
@@ -343,7 +343,7 @@ def sensitivity(
     inputs : sequence of UncertainInput, optional
         What to move; `uncertain_inputs` of ``rec`` by default.
     max_count : int, optional
-        As given to `sizing.recommend.recommend`.
+        As given to `sizing.fleet.recommend.recommend`.
 
     Returns
     -------

@@ -2,13 +2,13 @@
 
 ::
 
-    cpu_us      = CPU time of one worker per request (`sizing.costmodel`), on the reference
+    cpu_us      = CPU time of one worker per request (`sizing.model.costmodel`), on the reference
                   core, or from a measured CPU profile of the instance's platform
-    per_worker  = 1e6 x vCPU speed (`sizing.platforms`) / cpu_us
+    per_worker  = 1e6 x vCPU speed (`sizing.model.platforms`) / cpu_us
     cpu_peak    = vCPUs x scaling_efficiency(vCPUs) x per_worker
     capacity    = min( cpu_peak x SLA utilization,  network Gbps / bytes on the wire per response )
 
-Measured evidence (runs) is applied to this model from outside (`sizing.measured`), through
+Measured evidence (runs) is applied to this model from outside (`sizing.evidence.measured`), through
 the `Evidence` protocol below; this module imports neither pandas nor scipy.
 """
 
@@ -21,9 +21,9 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Protocol
 
-from sizing import costmodel
-from sizing.catalog import Instance
-from sizing.costmodel import (
+from sizing.catalog.load import Instance
+from sizing.model import costmodel
+from sizing.model.costmodel import (
     MSS_BYTES,
     SEED_LINK_GBPS,
     TLS_RECORD_BYTES,
@@ -32,9 +32,9 @@ from sizing.costmodel import (
     reference_profile,
     scaling_efficiency,
 )
+from sizing.model.platforms import Platform, ht_nginx, platform_by_text, platform_of
+from sizing.model.workload import PROTOCOLS, SCENARIOS, Workload
 from sizing.paths import CATALOG_DIR
-from sizing.platforms import Platform, ht_nginx, platform_by_text, platform_of
-from sizing.workload import PROTOCOLS, SCENARIOS, Workload
 
 __all__ = [
     "ESTIMATES",
@@ -119,7 +119,7 @@ class Capacity:
 
 
 class Evidence(Protocol):
-    """Measurements applied to the model's capacity from outside (see `sizing.measured`)."""
+    """Measurements applied to the model's capacity from outside (`sizing.evidence.measured`)."""
 
     def apply(self, cap: Capacity, work: Workload) -> Capacity:
         """The capacity with the evidence applied (or ``cap`` unchanged)."""
@@ -458,9 +458,9 @@ def instance_capacity(
     work : Workload
         What it serves.
     evidence : Evidence, optional
-        Measurements applied to the model from outside (`sizing.measured.Evidence`).
+        Measurements applied to the model from outside (`sizing.evidence.measured.Evidence`).
     profiles : sequence of CostProfile
-        Measured CPU profiles (`sizing.profiles`).
+        Measured CPU profiles (`sizing.evidence.profiles`).
 
     Notes
     -----

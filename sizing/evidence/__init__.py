@@ -1,0 +1,1 @@
+"""Evidence applied to the model from outside: runs, profiles, access logs, what to measure next."""

@@ -1,0 +1,1 @@
+"""Fleets: counts per type, zones and zone loss, mixed fleets, the decision."""

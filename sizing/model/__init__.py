@@ -1,0 +1,1 @@
+"""The capacity model: workload, cost model, CPU platforms, capacity with its spread, curves."""

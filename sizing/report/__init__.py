@@ -1,0 +1,1 @@
+"""What a person reads: terminal text, plotly figures, papermill reports, the explorer."""
