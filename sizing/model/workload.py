@@ -16,6 +16,11 @@ SCENARIOS = ("static", "reverse_proxy", "api_gateway")
 PROTOCOLS = ("http", "https")
 TLS_KEYS = ("ecdsa-p256", "rsa2048")
 HTTP_VERSIONS = ("1.1", "2")
+#: Where NGINX runs: on the host's own kernel and NIC, in a VM behind a virtual NIC, or in a
+#: container behind a Kubernetes Service (the model's per-request and per-packet terms differ).
+ENVIRONMENTS = ("bare-metal", "vm", "kubernetes")
+#: JSON Web Token check per request at a reverse proxy or gateway (njs), by signature.
+JWT_KINDS = ("none", "rs256", "es256")
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,10 @@ class Workload:
         Size against the providers' "up to" network peaks instead of the sustained rates.
     internet_facing : bool
         Traffic goes through AWS's internet gateway (5 Gbps under 32 vCPUs).
+    environment : str
+        Where NGINX runs: ``bare-metal``, ``vm`` (default) or ``kubernetes``.
+    jwt : str
+        JWT signature checked per request: ``none`` (default), ``rs256`` or ``es256``.
     """
 
     scenario: str = "static"
@@ -64,6 +73,8 @@ class Workload:
     http_version: str = "1.1"
     burst_network: bool = False
     internet_facing: bool = False
+    environment: str = "vm"
+    jwt: str = "none"
 
     def __post_init__(self) -> None:
         if self.scenario not in SCENARIOS:
@@ -96,6 +107,15 @@ class Workload:
                 f"unknown HTTP version {self.http_version!r}; expected one of: "
                 + ", ".join(HTTP_VERSIONS)
             )
+        if self.environment not in ENVIRONMENTS:
+            raise InputError(
+                f"unknown environment {self.environment!r}; expected one of: "
+                + ", ".join(ENVIRONMENTS)
+            )
+        if self.jwt not in JWT_KINDS:
+            raise InputError(
+                f"unknown JWT kind {self.jwt!r}; expected one of: {', '.join(JWT_KINDS)}"
+            )
         if self.size_mix:
             total = sum(w for _, w in self.size_mix)
             if any(s < 0 for s, _ in self.size_mix) or any(
@@ -126,6 +146,9 @@ class Workload:
                 parts.append(f"{self.tls_key} key, {self.tls_resumption:.0%} resumed")
         if self.gzip:
             parts.append(f"gzip on {self.gzip:.0%} of bytes")
+        if self.jwt != "none":
+            parts.append(f"JWT {self.jwt.upper()} checked per request")
+        parts.append(f"on {self.environment}")
         return ", ".join(parts)
 
     def to_dict(self) -> dict[str, object]:
@@ -145,6 +168,8 @@ class Workload:
             "http_version": self.http_version,
             "network": "burst" if self.burst_network else "baseline",
             "internet_facing": self.internet_facing,
+            "environment": self.environment,
+            "jwt": self.jwt,
         }
 
 
@@ -185,6 +210,8 @@ def from_parameters(
     http_version: str = "1.1",
     network: str = "baseline",
     internet_facing: bool = False,
+    environment: str = "vm",
+    jwt: str = "none",
 ) -> Workload:
     """A `Workload` from notebook parameters (text sizes; 0 requests per connection = no limit).
 
@@ -222,4 +249,6 @@ def from_parameters(
         http_version=str(http_version),
         burst_network=network == "burst",
         internet_facing=bool(internet_facing),
+        environment=str(environment),
+        jwt=str(jwt),
     )
