@@ -10,19 +10,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from sizing.fleet.counts import (
+    HOURS_PER_MONTH,
+    FleetRules,
+    Option,
+    Recommendation,
+    count_for,
+    per_zone,
+)
 from sizing.model.capacity import Capacity, instance_capacity
-
-if TYPE_CHECKING:
-    from sizing.fleet.recommend import FleetRules, Option, Recommendation
-
-HOURS_PER_MONTH = 730.0
 
 
 def _count(rec: Recommendation, cap: Capacity, rules: FleetRules, scale: float = 1.0) -> int | None:
-    from sizing.fleet.recommend import count_for
-
     if rec.sort == "cost-at-confidence":
         per = cap.quantile(1.0 - rules.confidence)
     else:
@@ -98,8 +99,6 @@ def decide(rec: Recommendation) -> dict[str, Any]:
     zones = rec.rules.zones
     n = best.count_at_confidence if at_conf and best.count_at_confidence else best.count
     p = best.p_meets_at_confidence if at_conf and best.count_at_confidence else best.p_meets_target
-    from sizing.fleet.recommend import per_zone
-
     hourly = n * best.unit_price_usd_hour
     doc: dict[str, Any] = {
         "instance_type": inst.instance_type,
