@@ -133,12 +133,17 @@ def decide(rec: Recommendation) -> dict[str, Any]:
     mix = rec.mix
     if mix and mix.get("hourly_cost_usd") is not None and mix["hourly_cost_usd"] < hourly - 0.005:
         doc["mix_saves_usd_hour"] = hourly - mix["hourly_cost_usd"]
+    doc["headline"] = headline(doc, rec.confidence)
     doc["text"] = decision_text(doc, rec)
     return doc
 
 
-def decision_text(doc: dict[str, Any], rec: Recommendation) -> str:
-    """The one-paragraph decision."""
+def headline(doc: dict[str, Any], confidence: float) -> str:
+    """The decision in one sentence: count, type, where, $/hour, $/month and how sure.
+
+    This sentence is what every way of asking shows (the terminal, the report's HTML and
+    PDF, the explorer): `sizing.pipeline.Answer.decision`.
+    """
     z = doc["zones"]
     spread = "/".join(str(c) for c in doc["count_per_zone"])
     where = f"in {z} zones ({spread} per zone)" if z > 1 else "in 1 zone"
@@ -148,28 +153,39 @@ def decision_text(doc: dict[str, Any], rec: Recommendation) -> str:
         f"${doc['monthly_cost_usd']:,.0f}/month, P(meet) {doc['p_meets_target']:.0%}"
     )
     if doc["basis"] == "count at confidence":
-        out += f" (the count that keeps the headroom with {rec.confidence:.0%} confidence)"
+        out += f" (the count that keeps the headroom with {confidence:.0%} confidence)"
+    return out
+
+
+def decision_text(doc: dict[str, Any], rec: Recommendation) -> str:
+    """The one-paragraph decision: the `headline`, then the runner-up and what moves it most."""
+    z = doc["zones"]
+    out = [doc.get("headline") or headline(doc, rec.confidence)]
+    more = []
     nb = doc.get("next_best")
     if nb:
-        out += (
-            f"; the next best is {nb['count']} x {nb['instance_type']} ({nb['region']}) at "
+        more.append(
+            f"the next best is {nb['count']} x {nb['instance_type']} ({nb['region']}) at "
             f"${nb['hourly_cost_usd']:,.2f}/hour"
         )
     mv = doc.get("moves_most_with")
     if mv:
         lo = "none" if mv["count_low"] is None else mv["count_low"]
         hi = "none" if mv["count_high"] is None else mv["count_high"]
-        out += (
-            f"; the answer moves most with {mv['input']}: {mv['low']} -> {lo}, "
+        more.append(
+            f"the answer moves most with {mv['input']}: {mv['low']} -> {lo}, "
             f"{mv['high']} -> {hi} instances"
         )
     if rec.mix and doc.get("mix_saves_usd_hour"):
-        out += f"; a mix of types saves ${doc['mix_saves_usd_hour']:,.2f}/hour (below)"
+        more.append(f"a mix of types saves ${doc['mix_saves_usd_hour']:,.2f}/hour (below)")
+    if more:
+        text = "; ".join(more)
+        out.append(text[0].upper() + text[1:])
     r = rec.rules
     if r.redundancy == 0 and r.zone_loss == 0:
-        out += (
-            ". No redundancy: the plan keeps no spare instance"
+        out.append(
+            "No redundancy: the plan keeps no spare instance"
             + (" or zone" if z > 1 else " and sits in one zone")
             + " (add --redundancy 1, or --zones 3 --zone-loss 1)"
         )
-    return out + "."
+    return " ".join(s + "." for s in out)

@@ -88,6 +88,8 @@ class DecisionSummary:
     decision_text: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
     cheapest_at_confidence: tuple[str, float] | None = None
+    #: The decision's numbers (`sizing.fleet.decision.decide`): what the headline shows.
+    decision: Mapping[str, Any] | None = None
 
 
 def _zones(o: Option) -> tuple[tuple[str, ...], tuple[int, ...]]:
@@ -134,7 +136,8 @@ def decision_summary(rec: Recommendation, *, decision_text: str = "") -> Decisio
     rec : Recommendation
         The answer (options in the order the recommendation ranks them).
     decision_text : str
-        A paragraph that explains the choice, if the caller has one.
+        A paragraph that explains the choice; default the recommendation's own decision
+        (its first sentence is `sizing.pipeline.Answer.decision`, the same everywhere).
     """
     from sizing.errors import Infeasible
     from sizing.model.sensitivity import cost_at_confidence
@@ -160,7 +163,8 @@ def decision_summary(rec: Recommendation, *, decision_text: str = "") -> Decisio
         options=len(opts),
         simulated=bool(getattr(ev, "simulated", False)),
         measured_runs=tuple(getattr(ev, "runs", ()) or ()),
-        decision_text=decision_text,
+        decision_text=decision_text or str((rec.decision or {}).get("text", "")),
+        decision=rec.decision,
         notes=tuple(getattr(ev, "notes", ()) or ()),
         cheapest_at_confidence=at_conf,
     )
@@ -215,6 +219,12 @@ def summary_html(s: DecisionSummary, side_html: str = "") -> str:
     )
     pricing = f" ({_e(c.pricing_model)})" if c.pricing_model else " (on-demand)"
     text = f'<p class="ns-text">{_e(s.decision_text)}</p>' if s.decision_text else ""
+    # The headline is the decision's fleet (the count at the confidence when ranked so), as
+    # in the terminal; without a decision, the first option at its point estimate.
+    d = s.decision or {}
+    buy = d.get("count", c.count)
+    hourly = d.get("hourly_cost_usd", c.hourly_usd)
+    monthly = d.get("monthly_cost_usd", c.monthly_usd)
     return f"""<div class="ns-first">
 <style>
 .ns-first{{display:flex;gap:16px;align-items:flex-start;font-family:system-ui,sans-serif;
@@ -235,8 +245,8 @@ def summary_html(s: DecisionSummary, side_html: str = "") -> str:
 </style>
 <div class="ns-card" id="decision-summary">
 <h2>Decision</h2>
-<div class="ns-buy">{c.count} &times; {_e(c.instance_type)}</div>
-<div class="ns-cost">{fmt_usd(c.hourly_usd)}/hour &middot; {fmt_usd(c.monthly_usd, 0)}/month
+<div class="ns-buy">{buy} &times; {_e(c.instance_type)}</div>
+<div class="ns-cost">{fmt_usd(hourly)}/hour &middot; {fmt_usd(monthly, 0)}/month
 <span style="font-size:13px;color:#555">{pricing}</span></div>
 {warn}
 <dl>
