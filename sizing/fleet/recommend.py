@@ -39,7 +39,6 @@ from sizing.fleet.counts import (
     vcpus_by_family,
 )
 from sizing.fleet.decision import decide
-from sizing.fleet.mix import best_mix
 from sizing.model.capacity import Capacity, Workload, instance_capacity
 from sizing.model.costmodel import CostProfile
 
@@ -407,6 +406,9 @@ def recommend(
         profiles=tuple(profiles),
     )
     if mix > 1:
+        # numpy and scipy are imported on the --mix path only (no cycle: mix imports counts).
+        from sizing.fleet.mix import best_mix
+
         rec.mix = best_mix(rec, mix)
     rec.decision = decide(rec)
     return rec
