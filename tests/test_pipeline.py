@@ -207,3 +207,25 @@ def test_report_html_shows_the_terminals_decision(name, run_folder, tmp_path, ca
     assert p.returncode == 0, p.stderr[-2000:]
     page = (tmp_path / "sizing_report.html").read_text()
     assert decision in flat_html(page), name
+
+
+@pytest.mark.slow
+def test_report_pdf_shows_the_terminals_decision(tmp_path, capsys):
+    import shutil
+    import subprocess
+
+    if not (shutil.which("pdftotext") and shutil.which("chromium")):
+        pytest.skip("needs chromium and pdftotext (poppler-utils)")
+    argv = CASES["zones"]
+    decision = size(request_of("recommend", argv)).decision
+    assert decision in flat(terminal(capsys, argv))
+    p = sizing_cli("report", *argv, "--pdf", "--out", str(tmp_path), "--quiet")
+    assert p.returncode == 0, p.stderr[-2000:]
+    text = subprocess.run(
+        ["pdftotext", str(tmp_path / "sizing_report.pdf"), "-"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    assert decision in flat(text), flat(text)[:1500]
