@@ -14,8 +14,8 @@ of 1, 16, 64, 256 or 512 KiB from memory, wrk 4.2.0 on the same VM over localhos
 run, threads = vCPUs x {1, 2, 4}, connections = vCPUs x {1, 2, 4, 8, 16, 32}). The CPU seconds
 are the server's (binserve's) and the client's (wrk's) user and system time during the run.
 
-For every instance type and body size of 1, 16, 64 and 512 KiB this writes two rows, both taken from the run with the
-highest requests per second at that size (no failed responses):
+For every instance type and body size of 1, 16, 64 and 512 KiB this writes two rows, both
+taken from the run with the highest requests per second at that size (no failed responses):
 
 * ``rps``: wrk's ``Requests/sec`` of that run;
 * ``cpu_us_per_request``: the server's CPU time per request, (server_usr + server_sys) /
