@@ -416,9 +416,7 @@ def handshake_fixed_ref_us(figures: Sequence[Figure]) -> Derived:
     used = []
     for op in ("ecdsa_p256_sign", "ecdsa_p256_verify"):
         rows = [
-            f
-            for f in figures
-            if f.operation == op and f.platform == "cascade_lake" and f.clock_ghz
+            f for f in figures if f.operation == op and f.platform == "cascade_lake" and f.clock_ghz
         ]
         if not rows:
             raise InputError(f"no Cascade Lake {op} figure with its clock")
