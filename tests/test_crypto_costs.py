@@ -168,7 +168,7 @@ def test_seed_002_jwt_rps_drop(figures):
 
     The derived RS256 cost (verification + the per-request key import + njs) predicts 92%
     (C6gn, Graviton2), 94% (C7gn, Graviton3) and 72% (C6in, Ice Lake): mean 86%. The
-    signature verification alone (no key import) predicts only about 50-60%: the published
+    signature verification alone (no key import) predicts only 52-71%: the published
     drop needs a per-request cost of several hundred us on Graviton, which the OpenSSL 3.0
     key import (379-394 us published on Neoverse N1/V1 with OpenSSL 3.0.2) supplies, and
     which verification (25 us) does not.
