@@ -297,6 +297,7 @@ def cloud_speed(plat: Platform, tpc: int, work: Workload) -> tuple[float, float,
     extra = CARRIED_CLASS_SD[0] if carried else 0.0
     known_cpu = not plat.platform_id.endswith("-default")
     speed, sd, kind, why = speed_for(cm, plat.platform_id, tpc, cls, known_cpu)
+    sd = cm.speed_sd(sd, cls, work.environment)
     within = cm.within_sd.get(cls, 0.0)
     spread = math.hypot(within, cm.between_source_sd, extra)
     vcpu = "a whole core" if tpc == 1 else "a hyper-thread"
