@@ -11,12 +11,15 @@ from __future__ import annotations
 import gzip
 import math
 import time
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 START = 1_700_000_000  # 2023-11-14T22:13:20Z
+#: Response sizes in turn [B]: 1 KiB 70 %, 40,000 and 60,000 B 20 % (mean 50,000 B), empty 10 %.
+SIZES = (1024,) * 7 + (40_000, 60_000, 0)
 UA = (
     "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
     "Chrome/120.0.0.0 Safari/537.36"
@@ -42,6 +45,13 @@ class Truth:
 
     def share(self, size: int) -> float:
         return self.sizes[size] / self.requests
+
+    def bucket_shares(self, edges: Sequence[int]) -> list[float]:
+        """Share of requests in each size bucket (upper ``edges`` [B], the last unbounded)."""
+        shares = [0.0] * (len(edges) + 1)
+        for size, n in self.sizes.items():
+            shares[bisect_right(edges, size)] += n / self.requests
+        return shares
 
 
 def local_time(sec: int, offset_min: int = 0) -> str:

@@ -29,11 +29,10 @@ from sizing.evidence.accesslog import (
     validate_workload,
     workload_to_request_args,
 )
-from tests.logsynth import START, combined_lines, write_combined
+from tests.logsynth import SIZES, START, combined_lines, write_combined
 from tests.loopback import private_nginx
 
 ROOT = Path(__file__).resolve().parents[1]
-SIZES = [1024] * 7 + [40_000, 60_000] + [0]  # shares 0.7 / 0.2 (mean 50,000 B) / 0.1
 
 
 def _profile() -> list[int]:
@@ -170,7 +169,7 @@ def test_log_format_strings():
         ("", "empty"),
         ("$remote_addr $status", "no time"),
         ("$time_local $request $status", "quotes"),
-        ("$time_local $http_user_agent$http_referer", "nothing between"),
+        ("$http_user_agent$http_referer $time_local", "nothing between"),
         ("$time_local\n$status", "line break"),
         ("$time_local " + "x" * 20_000, "characters"),
     ]:
@@ -281,7 +280,7 @@ def test_hostile_lines_are_malformed_never_fatal_never_raw(tmp_path):
         valid_line.replace("14/Nov/2023", "14/Foo/2023"),  # matches, but no such month
         valid_line.replace("14/Nov/2023", "31/Nov/2023"),  # no such day
         "\x00\x00\x00\xff\xfe\n",
-        valid_line.replace("Mozilla", 'Moz"illa'),  # an unescaped quote
+        valid_line.replace("GET /static", 'GET /a"b /static'),  # an unescaped quote
         "\n",
     ]
     junk = bytes((i * 37 + 11) % 256 for i in range(4096)).replace(b"\n", b"\n\x01")

@@ -40,7 +40,7 @@ A JSON object:
     ``max_second`` [1/s], ``mean`` (requests / ``span_s``) [1/s].
 ``busiest_minutes`` : list of object
     Up to five minutes with the most requests: ``start`` (ISO 8601, UTC), ``requests``,
-    ``mean_rps`` [1/s], ``max_second_rps`` [1/s].
+    ``mean_rps`` (over the minute's seconds within the span) [1/s], ``max_second_rps`` [1/s].
 ``size_mix`` : object or null
     ``spec`` (the mix in the ``--file-size`` syntax of ``recommend``, e.g.
     ``1KB:0.7,50KB:0.3``: each bucket's mean size [B] with its share of requests),
@@ -253,9 +253,18 @@ def compile_format(text: str) -> LogFormat:
         raise InputError(
             f"the log format {fmt!r} has no time; it needs $time_local, $time_iso8601 or $msec"
         )
+    # After the last variable read, the text that follows it is matched as written and the
+    # rest of the line loosely: nothing there is read, and a bare [^\n]*+ is the fastest scan.
+    read_at = [i for i, (kind, v) in enumerate(pieces) if kind == "var" and v in _READ]
+    loose_from = read_at[-1] + 2 if read_at else len(pieces)
     out = [rb"^"]
     fields: list[str] = []
+    loose = False
     for i, (kind, value) in enumerate(pieces):
+        if i >= loose_from:
+            out.append(rb"[^\n]*+")
+            loose = True
+            break
         if kind == "lit":
             out.append(re.escape(value.encode()))
             continue
@@ -291,9 +300,12 @@ def compile_format(text: str) -> LogFormat:
             out.append((b"(" if capture else b"(?:") + _up_to(stop) + b")")
         if capture:
             fields.append(value)
-    if preset is not None:
-        out.append(rb"(?: [^\r\n]*)?")  # fields appended to a predefined format
-    out.append(rb"\r?$")
+    if loose:
+        out.append(rb"$")
+    else:
+        if preset is not None:
+            out.append(rb"(?: [^\r\n]*)?")  # fields appended to a predefined format
+        out.append(rb"\r?$")
     return LogFormat(fmt, re.compile(b"".join(out), re.MULTILINE), tuple(fields))
 
 
@@ -554,7 +566,7 @@ class Tally:
         self.upstream = 0
         self.upstream_known = 0
         self.estimated_connections = 0
-        self.window: dict[int, set[bytes]] = {}
+        self.recent: set[tuple[int, bytes]] = set()
         self.files: list[FileStats] = []
         self.reasons: Counter[str] = Counter()
         self.examples: list[dict[str, Any]] = []
@@ -577,7 +589,7 @@ class Tally:
                     self._block(block, stats)
         finally:
             os.close(fd)
-        self._close_window(all_minutes=True)
+        self.recent = set()
         return stats
 
     def _malformed(self, stats: FileStats, line: int | None, reason: str, text: bytes, n: int):
@@ -620,43 +632,44 @@ class Tally:
         stats.lines_read += lines
         matches: list[Any] = self.fmt.regex.findall(block)
         unmatched = lines - len(matches)
-        ti = self.ti
+        cols = self._transpose(matches)
         # Times first: a line with an impossible time is malformed.
-        times: Counter[bytes] = (
-            Counter(m[ti] for m in matches) if self.ngroups > 1 else Counter(matches)
-        )
-        bad = {t for t in times if self._time(t) is None}
-        bad_hours = set()
+        times: Counter[bytes] = Counter(cols[self.ti]) if matches else Counter()
+        minutes: dict[bytes, int] = {}
+        bad = set()
         for t, n in times.items():
-            if t in bad:
-                continue
-            sec = self.times[t]
-            assert sec is not None
-            if not self._add_second(sec, n):
-                bad_hours.add(t)
-        bad |= bad_hours
+            sec = self._time(t)
+            if sec is None or not self._add_second(sec, n):
+                bad.add(t)
+            else:
+                minutes[t] = sec // 60
         if unmatched:
             stats.malformed += unmatched
             self.reasons["does not match the log format"] += unmatched
         if bad:
             dropped = sum(times[t] for t in bad)
             stats.malformed += dropped
-            reason = "time out of range"
-            self.reasons[reason] += dropped
+            self.reasons["time out of range"] += dropped
+            ti = self.ti
             if self.ngroups > 1:
                 matches = [m for m in matches if m[ti] not in bad]
             else:
                 matches = [m for m in matches if m not in bad]
+            cols = self._transpose(matches)
         if (unmatched or bad) and len(self.examples) < EXAMPLES:
             self._find_examples(block, stats, base, bad)
         if not matches:
             return
         stats.lines_parsed += len(matches)
         self.timed += len(matches)
+        if self.ngroups > 1:
+            self._columns(cols, minutes)
+
+    def _transpose(self, matches: list[Any]) -> list[tuple[bytes, ...]]:
+        """The columns of ``findall``'s matches (one group: the matches themselves)."""
         if self.ngroups == 1:
-            return
-        cols = list(zip(*matches, strict=True))
-        self._columns(cols)
+            return [tuple(matches)]
+        return list(zip(*matches, strict=True)) if matches else []
 
     def _time(self, text: bytes) -> int | None:
         try:
@@ -681,7 +694,7 @@ class Tally:
             self.last = sec
         return True
 
-    def _columns(self, cols: list[tuple[bytes, ...]]) -> None:
+    def _columns(self, cols: list[tuple[bytes, ...]], minutes: dict[bytes, int]) -> None:
         if self.si is not None:
             for value, n in Counter(cols[self.si]).items():
                 if value == b"-":
@@ -717,30 +730,18 @@ class Tally:
             self.new_connections += cr.count(b"1")
             self.connection_requests += len(cr) - cr.count(b"-")
             if reused is not None:
-                pairs = Counter(zip(cr, reused, strict=True))
-                self.new_resumed += pairs[(b"1", b"r")]
-                self.new_tls += pairs[(b"1", b"r")] + pairs[(b"1", b".")]
+                firsts = Counter(zip(cr, reused, strict=True))
+                self.new_resumed += firsts[(b"1", b"r")]
+                self.new_tls += firsts[(b"1", b"r")] + firsts[(b"1", b".")]
         if self.ui is not None:
             up = cols[self.ui]
             self.upstream_known += len(up)
             self.upstream += len(up) - up.count(b"-") - up.count(b"")
         if self.ai is not None:
-            times = self.times
-            window = self.window
-            for t, addr in set(zip(cols[self.ti], cols[self.ai], strict=True)):
-                sec = times.get(t)
-                if sec is None:
-                    sec = self._time(t)
-                    if sec is None:  # pragma: no cover - dropped above
-                        continue
-                window.setdefault(sec // 60, set()).add(addr)
-            self._close_window()
-
-    def _close_window(self, all_minutes: bool = False) -> None:
-        """Count the clients of minutes no longer written to (all at the end of a file)."""
-        keep = 0 if all_minutes else 3
-        while len(self.window) > keep:
-            self.estimated_connections += len(self.window.pop(min(self.window)))
+            # Distinct (minute, client) pairs, less those the block before already counted.
+            pairs = set(zip(map(minutes.__getitem__, cols[self.ti]), cols[self.ai], strict=True))
+            self.estimated_connections += len(pairs - self.recent)
+            self.recent = pairs
 
     # -- the document --
 
@@ -764,7 +765,8 @@ class Tally:
                 f"no line of {names} matches the log format ({lines:,} lines read{hint}); give "
                 "the server's log_format with --log-format"
             )
-        span = self.last - self.first + 1
+        first, last = self.first, self.last
+        span = last - first + 1
         rates: Counter[int] = Counter()
         minutes: list[tuple[int, int, int]] = []
         covered = 0
@@ -784,7 +786,7 @@ class Tally:
             {
                 "start": _iso(start),
                 "requests": total,
-                "mean_rps": total / 60,
+                "mean_rps": total / (min(start + 60, last + 1) - max(start, first)),
                 "max_second_rps": top,
             }
             for total, start, top in nlargest(5, minutes)
