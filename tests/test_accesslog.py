@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -29,7 +30,7 @@ from sizing.evidence.accesslog import (
     validate_workload,
     workload_to_request_args,
 )
-from tests.logsynth import SIZES, START, combined_lines, write_combined
+from tests.logsynth import SIZES, START, combined_lines, local_time, write_combined
 from tests.loopback import private_nginx
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -157,6 +158,39 @@ def test_connection_requests_ssl_reuse_and_upstream_from_a_custom_format(tmp_pat
     args = workload_to_request_args(doc)
     assert args["protocol"] == "https" and args["http_version"] == "2"
     assert args["tls_resumption"] == 0.4 and args["requests_per_connection"] == 5.0
+
+
+@pytest.mark.parametrize("order", ["logged", "shuffled"])
+def test_connections_estimate_counts_clients_per_minute(tmp_path, monkeypatch, order):
+    """Without $connection_requests: one connection per client address and minute."""
+    lines = []
+    for minute, clients, n in ((0, "abc", 10), (1, "ab", 5), (3, "a", 2)):
+        for k in range(n):
+            for c in clients:
+                lines.append(
+                    f"10.0.0.{ord(c)} - - [{local_time(START + 60 * minute + k)}] "
+                    f'"GET / HTTP/1.1" 200 5 "-" "-"\n'
+                )
+    if order == "shuffled":
+        random.Random(1).shuffle(lines)
+    else:
+        monkeypatch.setattr(accesslog, "CHUNK_BYTES", 300)  # minutes cross blocks
+    log = tmp_path / "a.log"
+    log.write_text("".join(lines))
+    rpc = read_logs([str(log)])["requests_per_connection"]
+    assert rpc["estimate"] is True and rpc["connections"] == 3 + 2 + 1
+    assert rpc["value"] == (30 + 10 + 2) / 6
+
+
+def test_a_sparse_log_has_no_peak_at_p99(tmp_path):
+    log = tmp_path / "a.log"
+    write_combined(log, [1] + [0] * 199 + [1], SIZES)  # two requests in 201 s
+    r = _run("--from-log", str(log))
+    assert r.returncode == 0 and json.loads(r.stdout)["rps"]["peak"] == 0
+    assert "lower --peak-percentile" in r.stderr
+    with pytest.raises(InputError, match="lower --peak-percentile"):
+        workload_to_request_args(json.loads(r.stdout))
+    assert read_logs([str(log)], peak_percentile=99.5)["rps"]["peak"] == 1
 
 
 def test_log_format_strings():
@@ -418,7 +452,6 @@ def test_workload_files_are_validated_in_one_line(tmp_path):
     refused({**good, "format": True}, "format")
     refused({**good, "rps": {**good["rps"], "peak": -1}}, "peak")
     refused({**good, "rps": {**good["rps"], "peak": 1e300}}, "peak")
-    refused({**good, "rps": {**good["rps"], "peak": 0}}, "positive")
     refused({**good, "rps": "fast"}, "rps")
     refused({**good, "size_mix": {**good["size_mix"], "spec": "1KB:0.5,2KB:0.2"}}, "sum")
     refused({**good, "size_mix": {**good["size_mix"], "spec": "huge:1"}}, "size")

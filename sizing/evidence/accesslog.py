@@ -83,7 +83,7 @@ import re
 import stat
 import sys
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -566,7 +566,8 @@ class Tally:
         self.upstream = 0
         self.upstream_known = 0
         self.estimated_connections = 0
-        self.recent: set[tuple[int, bytes]] = set()
+        self.recent_minute = -1
+        self.recent_clients: set[bytes] = set()
         self.files: list[FileStats] = []
         self.reasons: Counter[str] = Counter()
         self.examples: list[dict[str, Any]] = []
@@ -589,7 +590,7 @@ class Tally:
                     self._block(block, stats)
         finally:
             os.close(fd)
-        self.recent = set()
+        self.recent_minute, self.recent_clients = -1, set()
         return stats
 
     def _malformed(self, stats: FileStats, line: int | None, reason: str, text: bytes, n: int):
@@ -738,10 +739,30 @@ class Tally:
             self.upstream_known += len(up)
             self.upstream += len(up) - up.count(b"-") - up.count(b"")
         if self.ai is not None:
-            # Distinct (minute, client) pairs, less those the block before already counted.
-            pairs = set(zip(map(minutes.__getitem__, cols[self.ti]), cols[self.ai], strict=True))
-            self.estimated_connections += len(pairs - self.recent)
-            self.recent = pairs
+            self._estimate(list(map(minutes.__getitem__, cols[self.ti])), cols[self.ai])
+
+    def _estimate(self, minute: list[int], addr: tuple[bytes, ...]) -> None:
+        """Count distinct (minute, client address) pairs: the connections' estimate.
+
+        Pairs the block before already counted are not counted again. Lines in time order
+        (as nginx writes them) are taken a minute at a time, as slices; others as pairs.
+        """
+        if minute == sorted(minute):
+            for m in dict.fromkeys(minute):
+                lo, hi = bisect_left(minute, m), bisect_right(minute, m)
+                clients = set(addr[lo:hi])
+                if m == self.recent_minute:
+                    self.estimated_connections += len(clients - self.recent_clients)
+                    clients |= self.recent_clients
+                else:
+                    self.estimated_connections += len(clients)
+                self.recent_minute, self.recent_clients = m, clients
+            return
+        pairs = set(zip(minute, addr, strict=True))
+        self.estimated_connections += len(
+            pairs - {(self.recent_minute, a) for a in self.recent_clients}
+        )
+        self.recent_minute, self.recent_clients = -1, set()
 
     # -- the document --
 
@@ -1076,8 +1097,6 @@ def validate_workload(doc: Any, where: str = "workload") -> dict[str, Any]:
     _number(rps, "percentile", 1e-9, 100, f"{where}: rps")
     for key in ("peak", "max_second", "mean"):
         _number(rps, key, 0, MAX_RPS, f"{where}: rps")
-    if not rps["peak"] > 0:
-        raise InputError(f"{where}: rps: peak is 0; a workload needs a positive peak rate")
     mix = _object(doc, "size_mix", where, optional=True)
     if mix:
         spec = mix.get("spec")
@@ -1179,9 +1198,22 @@ def workload_to_request_args(workload: dict[str, Any], growth: float | str = 1.0
         (its spec), ``requests_per_connection`` [1] (with ``requests_per_connection_estimate``),
         ``tls_resumption`` [1], ``protocol`` (``https`` when most requests use TLS),
         ``http_version`` (``2`` when most requests use HTTP/2 or 3) and ``http2_share`` [1].
+
+    Raises
+    ------
+    InputError
+        For a bad growth factor, or a peak of 0 requests/s (logs with fewer seconds that
+        have a request than the percentile leaves out).
     """
     factor = parse_growth(growth)
-    out: dict[str, Any] = {"rps": workload["rps"]["peak"] * factor, "growth": factor}
+    rps = workload["rps"]
+    if not rps["peak"] > 0:
+        raise InputError(
+            f"the p{rps['percentile']:g} of the per-second request rates is 0: fewer than "
+            f"{100 - rps['percentile']:g}% of the seconds logged have a request; read the logs "
+            "again with a lower --peak-percentile"
+        )
+    out: dict[str, Any] = {"rps": rps["peak"] * factor, "growth": factor}
     mix = workload.get("size_mix")
     if mix:
         out["file_size"] = parse_mix(mix["spec"])
@@ -1348,8 +1380,11 @@ def run(args: argparse.Namespace) -> int:
     doc = read_logs(args.from_log, args.log_format, args.peak_percentile)
     text = json.dumps(doc, indent=1, ensure_ascii=True) + "\n"
     lines = summary(doc)
-    command = request_argv(workload_to_request_args(doc))
-    lines.append("size it: python -m sizing recommend " + " ".join(command))
+    try:
+        command = request_argv(workload_to_request_args(doc))
+        lines.append("size it: python -m sizing recommend " + " ".join(command))
+    except InputError as exc:
+        lines.append(printable(str(exc)))
     if args.out is None:
         sys.stdout.write(text)
         print("\n".join(lines), file=sys.stderr)
