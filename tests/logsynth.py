@@ -32,6 +32,7 @@ class Truth:
 
     counts: list[int]  # requests in each second from START [1]
     sizes: Counter[int]  # requests per response size [B]
+    text_bytes: int = 0  # bytes of log text, before any compression [B]
 
     @property
     def requests(self) -> int:
@@ -92,6 +93,7 @@ def write_combined(
 ) -> Truth:
     """Write a combined-format log (gzip when ``compress``) and return its `Truth`."""
     sizes: Counter[int] = Counter()
+    text_bytes = 0
     opener = gzip.open if compress else open
     with opener(path, "wt", encoding="ascii") as fh:  # type: ignore[operator]
         buf: list[str] = []
@@ -99,7 +101,11 @@ def write_combined(
             buf.append(line)
             sizes[size] += 1
             if len(buf) >= 20_000:
-                fh.write("".join(buf))
+                text = "".join(buf)
+                text_bytes += len(text)
+                fh.write(text)
                 buf.clear()
-        fh.write("".join(buf))
-    return Truth(list(counts), sizes)
+        text = "".join(buf)
+        text_bytes += len(text)
+        fh.write(text)
+    return Truth(list(counts), sizes, text_bytes)
