@@ -95,7 +95,7 @@ def write_combined(
     sizes: Counter[int] = Counter()
     text_bytes = 0
     opener = gzip.open if compress else open
-    with opener(path, "wt", encoding="ascii") as fh:  # type: ignore[operator]
+    with opener(path, "wt", encoding="ascii") as fh:
         buf: list[str] = []
         for line, size in combined_lines(counts, pattern, offset_min=offset_min):
             buf.append(line)

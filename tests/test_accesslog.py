@@ -229,11 +229,13 @@ end
 """
 
 
-def _wrk(argv: list[str]) -> int:
+def _wrk(argv: list[str]) -> tuple[int, int]:
+    """Requests wrk completed, and its socket errors (each may leave a logged request)."""
     out = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=True).stdout
     m = re.search(r"^\s*(\d+) requests in ", out, re.M)
     assert m, out
-    return int(m.group(1))
+    errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+    return int(m.group(1)), sum(map(int, errors.groups())) if errors else 0
 
 
 @pytest.mark.slow
@@ -262,9 +264,13 @@ def test_real_nginx_logs_count_what_wrk_sent(tmp_path, leaves_no_nginx):
     with private_nginx(tmp_path, http) as (port,):
         url = f"https://127.0.0.1:{port}"
         # Keep-alive: 4 connections, a request mix of 1 KiB and 50 KiB responses.
-        kept = _wrk(["wrk", "-t1", "-c4", "-d2s", "-s", str(tmp_path / "mix.lua"), url + "/"])
+        kept, kept_errors = _wrk(
+            ["wrk", "-t1", "-c4", "-d2s", "-s", str(tmp_path / "mix.lua"), url + "/"]
+        )
         # One request per connection: every connection after each one's first resumes.
-        closed = _wrk(["wrk", "-t1", "-c2", "-d1s", "-H", "Connection: close", url + "/body.bin"])
+        closed, closed_errors = _wrk(
+            ["wrk", "-t1", "-c2", "-d1s", "-H", "Connection: close", url + "/body.bin"]
+        )
     log = tmp_path / "access.log"
     out = tmp_path / "w.json"
     r = _run("--from-log", str(log), "--log-format", REAL_FORMAT, "--out", str(out))
@@ -273,19 +279,22 @@ def test_real_nginx_logs_count_what_wrk_sent(tmp_path, leaves_no_nginx):
     prov = doc["provenance"]
     assert prov["malformed"] == 0, prov["malformed_examples"]
     # Requests in flight when wrk stops are logged too (at most one per connection).
-    assert kept + closed <= doc["requests"] <= kept + closed + 4 + 2
+    # A socket error (a timeout on a busy machine) may leave one more logged request and
+    # connection: the tolerance is the connections open at each run's end, and the errors.
+    slack = 4 + 2 + kept_errors + closed_errors
+    assert kept + closed <= doc["requests"] <= kept + closed + slack
     assert kept >= 50 and closed >= 20  # enough traffic for the shares below to mean much
     rpc = doc["requests_per_connection"]
     assert rpc["estimate"] is False
     # 4 kept-alive connections plus one per request of the second run (and cut ones).
-    assert closed + 4 <= rpc["connections"] <= closed + 4 + 2
+    assert closed + 4 <= rpc["connections"] <= closed + slack
     assert rpc["value"] == pytest.approx(doc["requests"] / rpc["connections"])
     tls = doc["tls"]
     assert tls["share"] == 1.0 and set(tls["protocols"]) <= {"TLSv1.2", "TLSv1.3"}
     # Full handshakes: the 4 kept connections and each closing connection's first.
     full = 4 + 2
     assert tls["resumption"] == pytest.approx(
-        1 - full / rpc["connections"], abs=2 / rpc["connections"]
+        1 - full / rpc["connections"], abs=(slack - full + 2) / rpc["connections"]
     )
     assert doc["http_versions"] == {"1.1": 1.0}
     assert doc["status"]["classes"]["2xx"] >= 0.99
