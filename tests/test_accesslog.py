@@ -106,7 +106,7 @@ def test_known_profile_gives_back_its_peak_mix_and_shares(tmp_path):
     assert doc["tls"]["share"] is None and doc["upstream_share"] is None
 
 
-def test_workload_file_round_trip_and_recommend_arguments(tmp_path):
+def test_workload_file_round_trip_and_recommend_arguments(tmp_path, capsys):
     log = tmp_path / "access.log"
     write_combined(log, _profile(), SIZES)
     out = tmp_path / "w.json"
@@ -125,6 +125,9 @@ def test_workload_file_round_trip_and_recommend_arguments(tmp_path):
     ns = cli.build_parser().parse_args(["recommend", *request_argv(args)])
     assert ns.rps == 200.0 and ns.file_size == args["file_size"]
     assert ns.requests_per_connection == pytest.approx(args["requests_per_connection"], rel=1e-5)
+    capsys.readouterr()
+    assert cli.main(["recommend", *request_argv(args), "--top", "1", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)
     assert workload_to_request_args(doc, growth=1.5)["rps"] == 150.0
     assert workload_to_request_args(doc, growth="150%")["rps"] == 150.0
     with pytest.raises(InputError, match="growth"):
