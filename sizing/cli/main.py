@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sizing.errors import Infeasible, InputError, ReportError, printable
+from sizing.evidence import accesslog as _accesslog
 from sizing.report.render import fmt_rps as _fmt_rps
 from sizing.report.render import render_catalog, render_recommendation, to_csv
 from sizing.report.render import table as _table
@@ -220,6 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _sizing_options(plm)
     _plan_measure_options(plm)
+    _accesslog.add_parser(sub)
     return parser
 
 
@@ -892,6 +894,7 @@ def cmd_plan_measurements(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {
+    "workload": _accesslog.run,
     "plan-measurements": cmd_plan_measurements,
     "recommend": cmd_recommend,
     "fit": cmd_fit,

@@ -183,9 +183,11 @@ class CloudModel:
     anchor_sd: dict[str, float] = field(default_factory=dict)
 
     def speed_sd(self, speed: PlatformSpeed | float, cls: str, environment: str) -> float:
-        """Log sd of a speed as used in ``environment``: the fit's, plus the anchor's where
-        the environment's level was not fitted to real NGINX rows on the same anchor (there
-        the anchor's error cancels: ``(C + E) / V`` does not move with it).
+        """Log sd of a speed as used in ``environment``.
+
+        The fit's, plus the anchor's where the environment's level was not fitted to real
+        NGINX rows on the same anchor (there the anchor's error cancels: ``(C + E) / V`` does
+        not move with it).
         """
         sd = speed.rel_sd if isinstance(speed, PlatformSpeed) else float(speed)
         env = self.environments.get(environment)
