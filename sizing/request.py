@@ -319,14 +319,15 @@ class SizingRequest:
     environment: str = option(
         "vm",
         "--environment",
-        "where NGINX runs: bare-metal, vm or kubernetes (default vm)",
+        "where NGINX runs: on the host's own kernel, in a VM behind a virtual NIC "
+        "(default), or in a pod behind a Kubernetes Service",
         choices=ENVIRONMENTS,
         commands=WORKLOAD,
     )
     jwt: str = option(
         "none",
         "--jwt",
-        "JSON Web Token signature checked per request: none, rs256 or es256 (default none)",
+        "JWT signature checked per request (reverse_proxy and api_gateway scenarios)",
         choices=JWT_KINDS,
         commands=WORKLOAD,
     )

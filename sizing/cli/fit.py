@@ -43,7 +43,8 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the fitted model of every series of a reference dataset."""
-    from sizing.model.fits import finite_json, fit_reference
+    from sizing.model.fits import fit_reference
+    from sizing.units import finite_json
 
     if args.runs:
         from sizing.evidence.measured import fit_runs

@@ -1,7 +1,8 @@
 """Command line: each subcommand parses its arguments and calls one library function.
 
 One module per subcommand (`sizing.cli.recommend`, ``report``, ``fit``, ``reference``,
-``catalog``, ``plan``) adds its parser and runs it; the sizing subcommands build their
+``catalog``, ``plan``; ``workload`` is `sizing.evidence.accesslog`'s) adds its parser and
+runs it; the sizing subcommands build their
 options from `sizing.request.SizingRequest` and answer through `sizing.pipeline.size`.
 Imports stay lazy so that ``recommend`` starts without pandas or scipy.
 """
@@ -15,6 +16,7 @@ from collections.abc import Callable, Sequence
 from sizing.cli import catalog, fit, plan, recommend, reference, report
 from sizing.cli.common import progress_bar as _progress_bar
 from sizing.errors import Infeasible, InputError, ReportError, printable
+from sizing.evidence import accesslog
 from sizing.units import Parser as _Parser
 from sizing.units import parse_duration_ms, parse_size
 
@@ -32,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     catalog.add_parser(sub)
     report.add_parser(sub)
     plan.add_parser(sub)
+    accesslog.add_parser(sub)
     return parser
 
 
@@ -43,6 +46,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "catalog": catalog.run,
     "precompute": reference.run_precompute,
     "report": report.run,
+    "workload": accesslog.run,
 }
 
 

@@ -44,6 +44,7 @@ def run_reference(args: argparse.Namespace) -> int:
 
 def run_precompute(args: argparse.Namespace) -> int:
     """Write the precomputed reference fits."""
+    from sizing.model.cloudfit import precompute_cloud_model
     from sizing.model.fits import precompute, precompute_cost_model, precompute_platforms
     from sizing.paths import FITS_PATH
 
@@ -53,4 +54,5 @@ def run_precompute(args: argparse.Namespace) -> int:
     if args.out is None:
         print(precompute_cost_model())
         print(precompute_platforms())
+        print(precompute_cloud_model())
     return 0
