@@ -43,7 +43,7 @@ from runners.calibrate_settings import (
     fit_settings,
     scaling_settings,
 )
-from runners.cli_options import host_options
+from runners.cli_options import host_options, wildcard_problem
 from runners.errors import RunnerError
 from runners.hosts import Host, HostSpec, connect, facts, parse_cpu_list
 from runners.run import cleanup
@@ -679,6 +679,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 def main(args: argparse.Namespace) -> int:
     """``python -m runners calibrate``: run the campaign, print the coefficients."""
+    problem = wildcard_problem(args.target_address, args.allow_wildcard_address)
+    if problem:
+        raise loadgen.UnsupportedLoad(problem)
     options = CalibrateOptions(
         server=args.server,
         clients=tuple(args.client or ["local"]),

@@ -303,7 +303,7 @@ def cleanup(
         try:
             folder.lock()
         except RunInUse as exc:
-            line = f"{exc}; left alone"
+            line = printable(f"{exc}; left alone")
             lines.append(line)
             if log is not None:
                 print(line, file=log, flush=True)
