@@ -222,9 +222,12 @@ def check_output(
         raise _refusal(st.st_mode)
     if st is not None:
         for src in inputs:
-            with contextlib.suppress(OSError):
-                if os.path.samefile(src, p):
-                    raise FileRefused(errno.EEXIST, f"is one of the inputs ({src})")
+            try:
+                same = os.path.samefile(src, p)
+            except OSError:
+                same = False
+            if same:
+                raise FileRefused(errno.EEXIST, f"is one of the inputs ({src})")
     return p
 
 

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from trialtable.files import MB, open_state, read_bounded, write_atomic
+from trialtable.output import csv_cell
 from trialtable.schema import TRIAL_COLUMNS, utc_now
 
 #: Largest ``run.json`` read [B]: 64 MB (a run's is tens of kB); larger is refused unread.
@@ -83,6 +84,8 @@ def cell(value: Any) -> str:
         return f"{value:.12g}"
     if isinstance(value, (list, tuple)):
         return " ".join(map(str, value))
+    if isinstance(value, str):
+        return str(csv_cell(value))  # a label such as =HYPERLINK(...) stays text
     return str(value)
 
 
