@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from runners.cli_options import wildcard_problem
 from runners.hosts import LocalHost
 from runners.loadgen import h2load
-from sizing.cli import main as sizing_main
+from sizing.cli.main import main as sizing_main
 from sizing.errors import InputError
 from tests.conftest import runners_cli, sizing_cli
 from tests.test_catalog_build import upstream  # noqa: F401  (a fixture)

@@ -147,7 +147,7 @@ def _cpuid(host: object) -> tuple[str, int, int, int] | None:
 
 def load_profiles(paths: Iterable[str | Path]) -> list[CostProfile]:
     """Read several profile files (see `read_profile`); two of one platform must agree."""
-    from sizing.capacity import profile_platform
+    from sizing.model.capacity import profile_platform
 
     profs = [read_profile(p) for p in paths]
     for i, a in enumerate(profs):
