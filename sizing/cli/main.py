@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sizing.errors import Infeasible, InputError, ReportError, printable
+from sizing.evidence import accesslog as _accesslog
 from sizing.report.render import fmt_rps as _fmt_rps
 from sizing.report.render import render_catalog, render_recommendation, to_csv
 from sizing.report.render import table as _table
@@ -28,7 +29,8 @@ from sizing.units import (
 )
 from sizing.units import Parser as _Parser
 from sizing.units import int_at_least as _int_at_least
-from trialtable.values import format_option, number_or_percent, parse_path
+from trialtable.output import json_text, terminal
+from trialtable.values import format_option, int_between, number_or_percent, parse_path
 
 if TYPE_CHECKING:
     from sizing.model.costmodel import Cost
@@ -220,6 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _sizing_options(plm)
     _plan_measure_options(plm)
+    _accesslog.add_parser(sub)
     return parser
 
 
@@ -284,7 +287,9 @@ def _plan_measure_options(p: argparse.ArgumentParser) -> None:
         help="log-sd of a capacity left after measuring it (default 0.05)",
     )
     p.add_argument("--draws", type=_int_at_least(100), default=4000, help="Monte Carlo draws")
-    p.add_argument("--seed", type=int, default=20261121, help="seed of the draws")
+    p.add_argument(
+        "--seed", type=int_between(0, 2**32 - 1), default=20261121, help="seed of the draws"
+    )
     format_option(p)
 
 
@@ -558,7 +563,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     top = args.top if args.top is not None or args.format != "table" else 10
     doc = rec.to_dict(top=top)
     if args.format == "json":
-        print(json.dumps(doc, indent=1))
+        print(json_text(doc, indent=1))
     elif args.format == "csv":
         print(to_csv(doc["options"]), end="")
     else:
@@ -614,7 +619,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
         from sizing.evidence.profiles import describe_profile, load_profiles
 
         profs = load_profiles(args.profile)
-        print("\n\n".join(describe_profile(p) for p in profs))
+        print(terminal("\n\n".join(describe_profile(p) for p in profs)))
         return 0
     from sizing.model.costmodel import cpu_us_per_request, load_cost_model, reference_profile
 
@@ -892,6 +897,7 @@ def cmd_plan_measurements(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {
+    "workload": _accesslog.run,
     "plan-measurements": cmd_plan_measurements,
     "recommend": cmd_recommend,
     "fit": cmd_fit,

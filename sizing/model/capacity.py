@@ -22,6 +22,7 @@ from functools import cache
 from typing import Any, Protocol
 
 from sizing.catalog.load import Instance
+from sizing.errors import InputError
 from sizing.model import costmodel
 from sizing.model.costmodel import (
     MSS_BYTES,
@@ -297,6 +298,7 @@ def cloud_speed(plat: Platform, tpc: int, work: Workload) -> tuple[float, float,
     extra = CARRIED_CLASS_SD[0] if carried else 0.0
     known_cpu = not plat.platform_id.endswith("-default")
     speed, sd, kind, why = speed_for(cm, plat.platform_id, tpc, cls, known_cpu)
+    sd = cm.speed_sd(sd, cls, work.environment)
     within = cm.within_sd.get(cls, 0.0)
     spread = math.hypot(within, cm.between_source_sd, extra)
     vcpu = "a whole core" if tpc == 1 else "a hyper-thread"
@@ -363,6 +365,43 @@ def jwt_profile(
         f"{work.jwt.upper()} check on {plat.name}: {d.value:.0f} us per core (+-{d.rse:.0%}): "
         f"{d.source}",
     )
+    return replace(prof, coefficients=coefs)
+
+
+def crypto_profile(prof: CostProfile, plat: Platform, core: float) -> CostProfile:
+    """``prof`` with full-handshake costs from current OpenSSL figures for ``plat``.
+
+    `sizing.model.crypto.handshake_full_us` gives one full handshake's server CPU on one core
+    of the platform (a signature, a key agreement and a fixed part); multiplied by the core's
+    speed ``core`` [reference cores] it is on the reference core's scale, so dividing by a
+    vCPU's speed later gives the vCPU's cost (a hyper-thread's share included).
+    """
+    from sizing.model import crypto
+
+    pid = (
+        plat.platform_id
+        if plat.platform_id in crypto.ARCH
+        else ("ice_lake" if plat.arch == "x86_64" else "graviton3")
+    )
+    coefs = dict(prof.coefficients)
+    for name, key in (
+        ("handshake_full_rsa2048_us", "rsa2048"),
+        ("handshake_full_ecdsa_p256_us", "ecdsa_p256"),
+    ):
+        try:
+            d = crypto.handshake_full_us(_crypto_figures(), pid, key, core_speed=core)
+        except InputError:
+            continue
+        value = d.value * core
+        coefs[name] = Coefficient(
+            name,
+            value,
+            value * d.rse,
+            "us/handshake",
+            "none",
+            f"current OpenSSL on {plat.name}: {d.value:.0f} us per core (+-{d.rse:.0%}), "
+            f"x{core:.2f} reference cores per core: {d.source}",
+        )
     return replace(prof, coefficients=coefs)
 
 
@@ -457,6 +496,8 @@ def model_capacity(
     if tpc == 2:
         core *= 2.0 / (cloud_model().smt_gain["small_static"][0] if fitted else ht_nginx()[0])
     ref = jwt_profile(current_stack(reference_profile()), plat, work, core)
+    if work.protocol == "https" and math.isfinite(work.requests_per_connection):
+        ref = crypto_profile(ref, plat, core)
     prof = _matching_profile(plat, profiles)
     notes: list[str] = []
     if prof is not None:
