@@ -48,6 +48,13 @@ AWS_INTERNET_GATEWAY_GBPS = 5.0
 #: Model constants of this provider that are estimates (none: AWS publishes its rules).
 ESTIMATES: dict[str, tuple[float, str]] = {}
 
+#: Families of the special groups (`sizing.catalog.providers.FAMILY_GROUPS`), by name.
+SPECIAL_FAMILIES = {
+    "hpc": r"hpc\d",
+    "gpu": r"(p\d|g\d|gr\d)",
+    "accelerator": r"(f\d|inf\d|trn\d|dl\d|vt\d)",
+}
+
 # ----------------------------------------------------------------------------- build
 
 

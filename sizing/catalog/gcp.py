@@ -62,6 +62,12 @@ ESTIMATES: dict[str, tuple[float, str]] = {
     ),
 }
 
+#: Families of the special groups (`sizing.catalog.providers.FAMILY_GROUPS`), by name.
+SPECIAL_FAMILIES = {
+    "hpc": r"(h3|h4d)-",
+    "gpu": r"(a2|a3|a4|g2|g4)-",
+}
+
 # ----------------------------------------------------------------------------- build
 
 

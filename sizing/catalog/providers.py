@@ -19,6 +19,8 @@ name of `CONTRACT`:
     The bandwidth that caps one instance for one workload [Gbit/s], and why.
 ``egress_rows(folder) -> list of dict``
     Its rows of ``data/catalog/egress.csv`` (`sizing.catalog.rows.EGRESS_COLUMNS`).
+``SPECIAL_FAMILIES`` : dict of str to str
+    For each group of `FAMILY_GROUPS` it sells, a regular expression of its family names.
 
 Adding a provider is one new module here plus its data: every module of the package that is
 not in `NOT_PROVIDERS` is a provider and is checked against the contract when first loaded.
@@ -28,6 +30,8 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
+from collections.abc import Iterable
 from functools import cache
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -50,7 +54,19 @@ CONTRACT = (
     "build",
     "network_gbps",
     "egress_rows",
+    "SPECIAL_FAMILIES",
 )
+#: Families people do not put in front of web clients, left out unless asked for, and why.
+FAMILY_GROUPS = {
+    "hpc": "HPC types are sold for tightly coupled MPI jobs (few large sizes, few regions)",
+    "gpu": "the price pays for GPUs NGINX does not use",
+    "accelerator": "the price pays for FPGAs or ML chips (Inferentia, Trainium) NGINX does not use",
+    "metal": "a bare-metal host: the CPUs of the largest virtual size, minutes to boot",
+    "one-size": "a single shape of 32+ vCPUs (memory databases, previous generations), not a "
+    "size to scale a web tier out with",
+}
+#: A family with one size of at least this many vCPUs is a one-size special type.
+ONE_SIZE_MIN_VCPUS = 32
 
 
 def missing(module: ModuleType) -> list[str]:
@@ -124,6 +140,37 @@ def provider_of(inst: Instance) -> Any:
 def default_regions() -> tuple[str, ...]:
     """Every provider's default regions, in provider order."""
     return tuple(r for m in providers().values() for r in m.DEFAULT_REGIONS)
+
+
+def family_group(inst: Instance) -> str:
+    """The group of `FAMILY_GROUPS` the instance's family belongs to by name ('' for none)."""
+    if ".metal" in inst.instance_type or inst.instance_type.endswith("-metal"):
+        return "metal"
+    module = providers().get(inst.provider)
+    for group, pattern in getattr(module, "SPECIAL_FAMILIES", {}).items():
+        if re.match(pattern, inst.family):
+            return str(group)
+    return ""
+
+
+def family_groups(instances: Iterable[Instance]) -> dict[tuple[str, str, str], str]:
+    """The group of every instance in a special group, by `Instance.key`.
+
+    One-size: a family of which ``instances`` hold a single size, of at least
+    `ONE_SIZE_MIN_VCPUS` vCPUs, in every region they hold it.
+    """
+    items = list(instances)
+    sizes: dict[tuple[str, str], set[str]] = {}
+    for i in items:
+        sizes.setdefault((i.provider, i.family), set()).add(i.instance_type)
+    out = {}
+    for i in items:
+        group = family_group(i)
+        if not group and len(sizes[i.provider, i.family]) == 1 and i.vcpus >= ONE_SIZE_MIN_VCPUS:
+            group = "one-size"
+        if group:
+            out[i.key] = group
+    return out
 
 
 def estimates() -> dict[str, tuple[float, str]]:

@@ -143,6 +143,10 @@ def _wire_per_request(work: Workload) -> float:
     )
 
 
+#: Bytes on the wire per request, the size mix and gzip applied [B] (an estimate).
+wire_bytes_per_request = _wire_per_request
+
+
 SERVICE_CV2 = (
     0.25,
     "estimate: the CPU time of one request of one size varies with a squared coefficient of "
