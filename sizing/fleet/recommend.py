@@ -724,8 +724,8 @@ def recommend(
         why = f" within --max-count {max_count}" if max_count is not None else ""
         if (
             max_count is None
-            and excluded
-            and all(e["reason"].startswith("needs more than") for e in excluded)
+            and any(e["reason"].startswith("needs more than") for e in excluded)
+            and not any(e["reason"] == "cannot meet the SLA" for e in excluded)
         ):
             why = f" within {MAX_FLEET:,} instances"
         raise Infeasible(
