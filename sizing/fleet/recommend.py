@@ -316,6 +316,7 @@ class Recommendation:
     profiles: tuple[CostProfile, ...] = ()
     notes: list[str] = field(default_factory=list)
     traffic: dict[str, Any] = field(default_factory=dict)
+    include_families: tuple[str, ...] = ()
 
     def to_dict(self, top: int | None = None) -> dict[str, Any]:
         """JSON-ready document."""
@@ -768,6 +769,7 @@ def recommend(
         sort,
         profiles=tuple(profiles),
         notes=notes,
+        include_families=tuple(sorted(included)),
         traffic={
             "clients": clients,
             "bytes_per_request": bytes_per_request,

@@ -371,6 +371,8 @@ def sensitivity(
                         pricing=rec.rules.pricing,
                         spot_reserve=rec.rules.spot_reserve,
                         sort=rec.sort,
+                        clients=rec.traffic.get("clients", "internet"),
+                        include_families=rec.include_families,
                     )
                     ends.append(cost_at_confidence(r))
                 except Infeasible:
