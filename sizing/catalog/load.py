@@ -19,6 +19,7 @@ from dataclasses import asdict, astuple, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from sizing.catalog.providers import default_regions
 from sizing.errors import InputError
 from sizing.paths import CATALOG_DIR
 from sizing.report.render import clean
@@ -27,8 +28,8 @@ from trialtable.files import MB, read_bounded, write_atomic
 DEFAULT_CATALOG = CATALOG_DIR / "instances.csv"
 COMPACT_SUFFIX = ".compact.jsonl"
 COMPACT_SCHEMA = "nginx-sizing/catalog-compact/1"
-#: The regions the default answer ranks (``--region all`` ranks every region).
-DEFAULT_REGIONS = ("us-east-1", "us-central1")
+#: Regions compared when the user names none: every provider module's `DEFAULT_REGIONS`.
+DEFAULT_REGIONS = default_regions()
 COLUMNS = (
     "provider",
     "region",

@@ -62,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _sizing_options(rec)
     _fleet_options(rec)
+    _serving_options(rec)
     rec.add_argument(
         "--max-count",
         type=_int_at_least(1),
@@ -268,6 +269,48 @@ def _fleet_options(p: argparse.ArgumentParser) -> None:
         "--burstable",
         action="store_true",
         help="also consider shared-core and credit-based types (t3, e2-micro...)",
+    )
+
+
+def _family_groups(text: str) -> tuple[str, ...]:
+    """``hpc,gpu`` -> the family groups (`sizing.catalog.providers.FAMILY_GROUPS`)."""
+    from sizing.catalog.providers import FAMILY_GROUPS
+
+    names = tuple(dict.fromkeys(t.strip().lower() for t in text.split(",") if t.strip()))
+    bad = [n for n in names if n not in FAMILY_GROUPS and n != "all"]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown family group {(','.join(bad) or text)[:60]!r}; expected a comma list of "
+            f"{', '.join(FAMILY_GROUPS)}, or all"
+        )
+    return names
+
+
+def _serving_options(p: argparse.ArgumentParser) -> None:
+    """Where clients are and which families are in: ``recommend`` only."""
+    p.add_argument(
+        "--clients",
+        choices=("internet", "vpc"),
+        default="internet",
+        help="where clients are: internet (data transfer out priced in the region's tiers; "
+        "default) or vpc (same VPC: with --zones Z > 1 an estimated (Z-1)/Z of responses "
+        "pay the inter-zone price)",
+    )
+    fam = p.add_mutually_exclusive_group()
+    fam.add_argument(
+        "--include-families",
+        type=_family_groups,
+        default=(),
+        metavar="GROUPS",
+        help="bring back families left out by default: a comma list of hpc, gpu, accelerator, "
+        "metal, one-size",
+    )
+    fam.add_argument(
+        "--all-families",
+        action="store_const",
+        const=("all",),
+        dest="include_families",
+        help="consider every family (HPC, GPU, accelerator, bare-metal and one-size included)",
     )
 
 
@@ -559,6 +602,9 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         sort=args.sort,
         burstable=args.burstable,
         mix=args.mix,
+        clients=args.clients,
+        # Families named with --family are wanted, whatever their group.
+        include_families=("all",) if args.family else args.include_families,
     )
     top = args.top if args.top is not None or args.format != "table" else 10
     doc = rec.to_dict(top=top)

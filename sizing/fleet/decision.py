@@ -111,6 +111,8 @@ def decide(rec: Recommendation) -> dict[str, Any]:
         "pricing": rec.rules.pricing,
         "hourly_cost_usd": hourly,
         "monthly_cost_usd": hourly * HOURS_PER_MONTH,
+        "egress_monthly_usd": (best.egress or {}).get("usd_month"),
+        "total_monthly_usd": hourly * HOURS_PER_MONTH + best.egress_monthly_usd,
         "p_meets_target": p,
         "basis": "count at confidence" if at_conf else "point estimate",
     }
@@ -138,6 +140,23 @@ def decide(rec: Recommendation) -> dict[str, Any]:
     return doc
 
 
+def _egress_words(doc: dict[str, Any], rec: Recommendation) -> str:
+    """The decision's words on the cost of the traffic ('' when it is not priced)."""
+    egress = doc.get("egress_monthly_usd")
+    if not egress:
+        return ""
+    t = rec.traffic
+    what = "internet egress" if t.get("clients") == "internet" else "inter-zone traffic"
+    out = (
+        f" for the instances, plus ${egress:,.0f}/month {what} ({t.get('gbps', 0):,.0f} Gbps)"
+        f" = ${doc['total_monthly_usd']:,.0f}/month in all"
+    )
+    if egress > doc["monthly_cost_usd"]:
+        share = egress / doc["total_monthly_usd"]
+        out += f" (the traffic, not the instances, is {share:.1%} of the bill)"
+    return out
+
+
 def decision_text(doc: dict[str, Any], rec: Recommendation) -> str:
     """The one-paragraph decision."""
     z = doc["zones"]
@@ -146,7 +165,9 @@ def decision_text(doc: dict[str, Any], rec: Recommendation) -> str:
     out = (
         f"Buy {doc['count']} x {doc['instance_type']} ({doc['provider']} {doc['region']}, "
         f"{doc['pricing']}) {where}, ${doc['hourly_cost_usd']:,.2f}/hour, "
-        f"${doc['monthly_cost_usd']:,.0f}/month, P(meet) {doc['p_meets_target']:.0%}"
+        f"${doc['monthly_cost_usd']:,.0f}/month"
+        + _egress_words(doc, rec)
+        + f", P(meet) {doc['p_meets_target']:.0%}"
     )
     if doc["basis"] == "count at confidence":
         out += f" (the count that keeps the headroom with {rec.confidence:.0%} confidence)"
@@ -171,6 +192,10 @@ def decision_text(doc: dict[str, Any], rec: Recommendation) -> str:
         out += (
             ". No redundancy: the plan keeps no spare instance"
             + (" or zone" if z > 1 else " and sits in one zone")
-            + " (add --redundancy 1, or --zones 3 --zone-loss 1)"
+            + (
+                " (add --redundancy 1 or --zone-loss 1)"
+                if z > 1
+                else " (add --redundancy 1, or --zones 3 --zone-loss 1)"
+            )
         )
     return out + "."

@@ -123,6 +123,15 @@ def render_recommendation(doc: dict[str, Any], top: int) -> str:
         ),
         "",
     ]
+    t = doc.get("traffic") or {}
+    if t:
+        out.insert(
+            -1,
+            f"traffic: {t['gbps']:,.1f} Gbps, {t['monthly_gib'] / 1024:,.0f} TiB/month to "
+            + ("clients on the internet" if t["clients"] == "internet" else "clients in the VPC")
+            + f" ({clean(t['basis'])})",
+        )
+    out[-1:-1] = [f"note: {clean(n)}" for n in doc.get("notes", [])]
     dec = doc.get("decision")
     if dec:
         out += [*(clean(x) for x in _wrap(dec["text"])), ""]
@@ -136,6 +145,7 @@ def render_recommendation(doc: dict[str, Any], top: int) -> str:
             if sort == "cost-at-confidence"
             else "hourly cost at the point estimate"
         )
+        + (", egress included" if doc.get("traffic") else "")
         + ":"
     )
     rows = []
@@ -153,6 +163,8 @@ def render_recommendation(doc: dict[str, Any], top: int) -> str:
                 f"{o['utilization_at_target']:.0%}",
                 f"{o['hourly_cost_usd']:.3f}",
                 f"{o['monthly_cost_usd']:,.0f}",
+                "-" if o.get("egress_monthly_usd") is None else f"{o['egress_monthly_usd']:,.0f}",
+                f"{o.get('total_monthly_usd', o['monthly_cost_usd']):,.0f}",
                 f"{o['usd_per_billion_requests']:.3f}",
                 o["binding_constraint"] + {"own": "*", "carried": "+"}.get(o["measured"], ""),
                 f"{o['p_meets_target']:.0%}",
@@ -173,7 +185,9 @@ def render_recommendation(doc: dict[str, Any], top: int) -> str:
                 "RPS/inst",
                 "util",
                 "$/hour",
-                "$/month",
+                "compute $/mo",
+                "egress $/mo",
+                "total $/mo",
                 "$/1e9 req",
                 "binds",
                 "P(meet)",
@@ -181,7 +195,7 @@ def render_recommendation(doc: dict[str, Any], top: int) -> str:
                 f"$/h@{conf}",
             ],
             rows,
-            {0, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14},
+            {0, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15, 16},
         )
     )
     if zones > 1 and doc["options"]:
@@ -215,7 +229,10 @@ def render_recommendation(doc: dict[str, Any], top: int) -> str:
         f"{'fits and repeats' if m else 'coefficient errors and platform speed ranges'}); "
         f"n@{conf}: count that keeps the headroom with that probability"
     )
-    out += ["", "vCPUs needed by family (cheapest size; fewest vCPUs over sizes):"]
+    out += [
+        "",
+        "vCPUs needed by family, in the options' order (its best size; fewest vCPUs over sizes):",
+    ]
     fam_rows = [
         [
             f["family"],

@@ -88,6 +88,8 @@ class DecisionSummary:
     decision_text: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
     cheapest_at_confidence: tuple[str, float] | None = None
+    limits: tuple[str, ...] = ()
+    traffic: str = ""
 
 
 def _zones(o: Option) -> tuple[tuple[str, ...], tuple[int, ...]]:
@@ -163,7 +165,20 @@ def decision_summary(rec: Recommendation, *, decision_text: str = "") -> Decisio
         decision_text=decision_text,
         notes=tuple(getattr(ev, "notes", ()) or ()),
         cheapest_at_confidence=at_conf,
+        limits=tuple(getattr(rec, "notes", ())),
+        traffic=_traffic(rec),
     )
+
+
+def _traffic(rec: Recommendation) -> str:
+    """One line on what serving the traffic costs for the first option ('' if not priced)."""
+    t = getattr(rec, "traffic", None) or {}
+    e = rec.options[0].egress if rec.options else None
+    if not t or not e:
+        return ""
+    usd = e.get("usd_month")
+    cost = "not priced" if usd is None else f"{fmt_usd(usd, 0)}/month"
+    return f"{t['gbps']:,.1f} Gbps to {t['clients']} clients: {cost} ({e.get('basis', '')})"
 
 
 def _where(c: FleetChoice) -> str:
@@ -215,6 +230,10 @@ def summary_html(s: DecisionSummary, side_html: str = "") -> str:
     )
     pricing = f" ({_e(c.pricing_model)})" if c.pricing_model else " (on-demand)"
     text = f'<p class="ns-text">{_e(s.decision_text)}</p>' if s.decision_text else ""
+    traffic = f"<dt>Traffic</dt><dd>{_e(s.traffic)}</dd>\n" if s.traffic else ""
+    limits = (
+        "<dt>Limits</dt><dd>" + "<br>".join(_e(n) for n in s.limits) + "</dd>\n" if s.limits else ""
+    )
     return f"""<div class="ns-first">
 <style>
 .ns-first{{display:flex;gap:16px;align-items:flex-start;font-family:system-ui,sans-serif;
@@ -247,7 +266,7 @@ def summary_html(s: DecisionSummary, side_html: str = "") -> str:
 <dt>Limit, basis</dt><dd>{_e(c.binding)}; {_e(c.evidence)}</dd>
 <dt>Runner-up</dt><dd>{runner}</dd>
 <dt>Rests on</dt><dd>{basis}; {s.options} instance types qualify</dd>
-</dl>
+{traffic}{limits}</dl>
 {text}
 </div>
 <div class="ns-side">{side_html}</div>
