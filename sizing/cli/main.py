@@ -266,6 +266,23 @@ def _fleet_options(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also consider shared-core and credit-based types (t3, e2-micro...)",
     )
+    p.add_argument(
+        "--growth",
+        type=_growth,
+        default=None,
+        metavar="RATE",
+        help="traffic growth, e.g. 2x/yr or 5%%/month: say in which month each fleet must grow",
+    )
+
+
+def _growth(text: str) -> tuple[str, float]:
+    """``--growth``: (the text, factor per month)."""
+    from sizing.fleet.growth import parse_growth
+
+    try:
+        return text, parse_growth(text)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _plan_measure_options(p: argparse.ArgumentParser) -> None:
@@ -539,6 +556,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         sort=args.sort,
         burstable=args.burstable,
         mix=args.mix,
+        growth=args.growth,
     )
     top = args.top if args.top is not None or args.format != "table" else 10
     doc = rec.to_dict(top=top)

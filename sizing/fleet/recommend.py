@@ -173,6 +173,19 @@ def count_for(target_rps: float, usable_rps: float, rules: FleetRules) -> int | 
     return lo
 
 
+def usd_per_million(hourly_cost_usd: float, target_rps: float) -> float:
+    """What a million requests cost when the fleet serves ``target_rps`` under the SLA [USD].
+
+    Parameters
+    ----------
+    hourly_cost_usd : float
+        The fleet's cost [USD/h].
+    target_rps : float
+        Requests per second it serves [1/s].
+    """
+    return hourly_cost_usd / (target_rps * 3600.0) * 1e6
+
+
 def p_meets_target(count: int, redundancy: int, cap: Capacity, target_rps: float) -> float:
     """Probability that ``count - redundancy`` instances serve ``target_rps`` under the SLA.
 
@@ -254,6 +267,7 @@ class Option:
             "hourly_cost_usd": self.hourly_cost_usd,
             "monthly_cost_usd": self.hourly_cost_usd * HOURS_PER_MONTH,
             "usd_per_billion_requests": self.hourly_cost_usd / (target_rps * 3600.0) * 1e9,
+            "usd_per_million_requests": usd_per_million(self.hourly_cost_usd, target_rps),
             "binding_constraint": cap.binding_constraint,
             "capacity_factor_range": [cap.factor_low / cap.factor, cap.factor_high / cap.factor],
             "capacity_interval_rps": list(cap.interval(0.95)),
@@ -295,6 +309,25 @@ class Recommendation:
     mix: dict[str, Any] | None = None
     decision: dict[str, Any] | None = None
     profiles: tuple[CostProfile, ...] = ()
+    #: Traffic growth as (the text given, factor per month), or None.
+    growth: tuple[str, float] | None = None
+
+    def option_dicts(self, opts: Sequence[Option]) -> list[dict[str, Any]]:
+        """The options' rows, with when each must grow when a growth rate is set."""
+        rows = [o.to_dict(self.target_rps) for o in opts]
+        if self.growth is not None:
+            from sizing.fleet.growth import describe, growth_fields
+
+            for o, row in zip(opts, rows, strict=True):
+                fields = growth_fields(
+                    survivors(o.count, self.rules),
+                    o.capacity.capacity_rps,
+                    self.headroom,
+                    self.target_rps,
+                    self.growth[1],
+                )
+                row.update(fields, growth_text=describe(fields, self.growth[0]))
+        return rows
 
     def to_dict(self, top: int | None = None) -> dict[str, Any]:
         """JSON-ready document."""
@@ -317,7 +350,12 @@ class Recommendation:
             "decision": self.decision,
             "mix": self.mix,
             "measured": _evidence_dict(self.evidence),
-            "options": [o.to_dict(self.target_rps) for o in opts],
+            "options": self.option_dicts(opts),
+            "growth": (
+                None
+                if self.growth is None
+                else {"rate": self.growth[0], "factor_per_month": self.growth[1]}
+            ),
             "vcpus_by_family": vcpus_by_family(self.options),
             "estimates": {k: {"value": v, "reasoning": r} for k, (v, r) in ESTIMATES.items()},
             "excluded": self.excluded,
@@ -509,6 +547,7 @@ def recommend(
     burstable: bool = False,
     mix: int = 1,
     prune: bool = True,
+    growth: tuple[str, float] | None = None,
 ) -> Recommendation:
     """Find, for every instance type, the cheapest homogeneous fleet that meets the target.
 
@@ -552,6 +591,9 @@ def recommend(
     mix : int
         With K > 1, also solve for the cheapest fleet of up to K types per zone
         (`sizing.fleet.mix.best_mix`; imports scipy).
+    growth : (str, float), optional
+        Traffic growth as given and its factor per month (`sizing.fleet.growth.parse_growth`):
+        each option and the decision then say in which month the fleet must grow.
 
     Returns
     -------
@@ -687,6 +729,7 @@ def recommend(
         rules,
         sort,
         profiles=tuple(profiles),
+        growth=growth,
     )
     if mix > 1:
         from sizing.fleet.mix import best_mix

@@ -151,7 +151,7 @@ def render_recommendation(doc: dict[str, Any], top: int) -> str:
                 f"{o['utilization_at_target']:.0%}",
                 f"{o['hourly_cost_usd']:.3f}",
                 f"{o['monthly_cost_usd']:,.0f}",
-                f"{o['usd_per_billion_requests']:.3f}",
+                f"{o.get('usd_per_million_requests', o['usd_per_billion_requests'] / 1e3):.3g}",
                 o["binding_constraint"] + {"own": "*", "carried": "+"}.get(o["measured"], ""),
                 f"{o['p_meets_target']:.0%}",
                 str(o["count_at_confidence"] or "-"),
@@ -172,7 +172,7 @@ def render_recommendation(doc: dict[str, Any], top: int) -> str:
                 "util",
                 "$/hour",
                 "$/month",
-                "$/1e9 req",
+                "$/M req",
                 "binds",
                 "P(meet)",
                 f"n@{conf}",
@@ -182,6 +182,8 @@ def render_recommendation(doc: dict[str, Any], top: int) -> str:
             {0, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14},
         )
     )
+    if doc.get("growth") and doc["options"] and doc["options"][0].get("growth_text"):
+        out.append(f"growth (option 1): {clean(doc['options'][0]['growth_text'])}")
     if zones > 1 and doc["options"]:
         o = doc["options"][0]
         out.append(

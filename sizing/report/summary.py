@@ -266,7 +266,7 @@ _COLUMNS: dict[str, str] = {
     "hour": "$/hour",
     "month": "$/month",
     "hour_conf": "$/hour at {conf}",
-    "per_billion": "$/1B req.",
+    "per_million": "$/M req.",
     "p_meet": "P(meet)",
     "binds": "Limited by",
 }
@@ -301,7 +301,7 @@ def options_table(rec: Recommendation, top: int = 10) -> Any:
                 "hour": fmt_usd(c.hourly_usd),
                 "month": fmt_usd(c.monthly_usd, 0),
                 "hour_conf": fmt_usd(c.hourly_at_confidence_usd),
-                "per_billion": fmt_usd(c.hourly_usd / (rec.target_rps * 3600.0) * 1e9, 3),
+                "per_million": f"${c.hourly_usd / (rec.target_rps * 3600.0) * 1e6:.3g}",
                 "p_meet": f"{c.p_meet:.0%}",
                 "binds": c.binding,
             }
