@@ -81,6 +81,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="also find the cheapest fleet of up to K instance types per zone (integer program)",
     )
 
+    # compare --baseline: every option of the same request against what runs today.
+    cmp_ = sub.add_parser(
+        "compare", help="every option of a request against what you run today (--baseline)"
+    )
+    cmp_.add_argument(
+        "--baseline",
+        required=True,
+        metavar="TYPE[xN]",
+        help="instance type you run today and optionally how many, e.g. 'c6i.xlarge x12' "
+        "(without a count: the count its type needs for the target)",
+    )
+    _sizing_options(cmp_)
+    _fleet_options(cmp_)
+    cmp_.add_argument("--max-count", type=_int_at_least(1), default=None, help=argparse.SUPPRESS)
+    cmp_.add_argument("--top", type=_int_at_least(1), default=10, help="options shown (10)")
+    format_option(cmp_)
+
     fit = sub.add_parser("fit", help="fit scaling curves to a reference dataset")
     fit.add_argument(
         "--reference",
@@ -518,13 +535,13 @@ def _instances(args: argparse.Namespace) -> list[Any]:
     )
 
 
-def cmd_recommend(args: argparse.Namespace) -> int:
-    """Print the cheapest fleets for the target."""
+def _recommendation(args: argparse.Namespace, work: Workload | None = None) -> Any:
+    """The `Recommendation` the parsed flags ask for (``recommend``, ``compare``)."""
     from sizing.evidence.profiles import load_profiles
     from sizing.fleet.recommend import DEFAULT_HEADROOM, recommend
 
     instances = _instances(args)
-    work = workload_from_args(args)
+    work = work or workload_from_args(args)
     profiles = load_profiles(args.profile)
     headroom = DEFAULT_HEADROOM if args.headroom is None else args.headroom
     evidence = None
@@ -538,7 +555,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         evidence = build_evidence(series, load_catalog(args.catalog), work)
         warning = require_used_runs(evidence, args.runs, allow_unused=args.allow_unused_runs)
         if warning:
-            print(f"python -m sizing recommend: {warning}", file=sys.stderr)
+            print(f"python -m sizing {args.command}: {warning}", file=sys.stderr)
     rec = recommend(
         args.rps,
         instances,
@@ -555,9 +572,15 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         spot_reserve=args.spot_reserve,
         sort=args.sort,
         burstable=args.burstable,
-        mix=args.mix,
+        mix=getattr(args, "mix", 1),
         growth=args.growth,
     )
+    return rec
+
+
+def cmd_recommend(args: argparse.Namespace) -> int:
+    """Print the cheapest fleets for the target."""
+    rec = _recommendation(args)
     top = args.top if args.top is not None or args.format != "table" else 10
     doc = rec.to_dict(top=top)
     if args.format == "json":
@@ -566,6 +589,21 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         print(to_csv(doc["options"]), end="")
     else:
         print(render_recommendation(doc, top or 10))
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Print every option of the request relative to the ``--baseline`` fleet."""
+    from sizing.catalog.load import load_catalog
+    from sizing.fleet.baseline import compare_to_baseline, parse_baseline, render_baseline
+
+    catalog = load_catalog(args.catalog)
+    spec = parse_baseline(args.baseline, {i.instance_type for i in catalog})
+    doc = compare_to_baseline(_recommendation(args), spec, catalog, args.top)
+    if args.format == "json":
+        print(json.dumps(doc, indent=1))
+    else:
+        print(render_baseline(doc))
     return 0
 
 
@@ -896,6 +934,7 @@ COMMANDS = {
     "fit": cmd_fit,
     "reference": cmd_reference,
     "catalog": cmd_catalog,
+    "compare": cmd_compare,
     "precompute": cmd_precompute,
     "report": cmd_report,
 }
