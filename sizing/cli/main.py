@@ -72,7 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="options to show (default 10 in the table, all in json/csv)",
     )
-    format_option(rec, ("table", "json", "csv"))
+    format_option(rec, ("table", "json", "csv", "k8s"))
+    _k8s_options(rec)
     rec.add_argument(
         "--mix",
         type=_int_between(1, 8),
@@ -97,6 +98,13 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--max-count", type=_int_at_least(1), default=None, help=argparse.SUPPRESS)
     cmp_.add_argument("--top", type=_int_at_least(1), default=10, help="options shown (10)")
     format_option(cmp_)
+
+    # k8s: Deployment, PodDisruptionBudget and HPA, and the node type that packs them.
+    k8s = sub.add_parser("k8s", help="Kubernetes manifests and the cheapest node type")
+    _sizing_options(k8s)
+    _fleet_options(k8s)
+    k8s.add_argument("--max-count", type=_int_at_least(1), default=None, help=argparse.SUPPRESS)
+    _k8s_options(k8s)
 
     fit = sub.add_parser("fit", help="fit scaling curves to a reference dataset")
     fit.add_argument(
@@ -300,6 +308,17 @@ def _growth(text: str) -> tuple[str, float]:
         return text, parse_growth(text)
     except InputError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _k8s_options(p: argparse.ArgumentParser) -> None:
+    """Pod size, names and output of the Kubernetes answer (``k8s``, ``recommend --format k8s``)."""
+    g = p.add_argument_group("Kubernetes (k8s, --format k8s)")
+    g.add_argument("--pod-cpus", type=_int_between(1, 64), default=2, help="CPUs (workers) per pod")
+    g.add_argument("--name", default="nginx", help="Deployment name (an RFC 1123 label)")
+    g.add_argument("--namespace", default=None, help="namespace (an RFC 1123 label)")
+    g.add_argument("--image", default="nginx:1.27", help="container image")
+    g.add_argument("--max-replicas", type=_int_at_least(1), default=None, help="HPA ceiling")
+    g.add_argument("--out", type=parse_path, default=None, metavar="FILE", help="write YAML here")
 
 
 def _plan_measure_options(p: argparse.ArgumentParser) -> None:
@@ -580,6 +599,8 @@ def _recommendation(args: argparse.Namespace, work: Workload | None = None) -> A
 
 def cmd_recommend(args: argparse.Namespace) -> int:
     """Print the cheapest fleets for the target."""
+    if args.format == "k8s":
+        return cmd_k8s(args)
     rec = _recommendation(args)
     top = args.top if args.top is not None or args.format != "table" else 10
     doc = rec.to_dict(top=top)
@@ -604,6 +625,39 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(json.dumps(doc, indent=1))
     else:
         print(render_baseline(doc))
+    return 0
+
+
+def cmd_k8s(args: argparse.Namespace) -> int:
+    """Write Kubernetes manifests for the target, on the node type that packs them cheapest."""
+    from sizing.fleet.k8s import check_image, check_name, k8s_answer
+    from trialtable.read import read_rows
+
+    check_name(args.name, "--name")
+    if args.namespace is not None:
+        check_name(args.namespace, "--namespace")
+    check_image(args.image)
+    rec = _recommendation(args)
+    rows = [r for d in args.runs for r in read_rows(d)]
+    answer = k8s_answer(
+        args.rps,
+        _instances(args),
+        rec.workload,
+        rec.rules,
+        pod_cpus=args.pod_cpus,
+        evidence=rec.evidence,
+        profiles=rec.profiles,
+        runs_rows=rows,
+        name=args.name,
+        namespace=args.namespace,
+        image=args.image,
+        max_replicas=args.max_replicas,
+    )
+    if args.out:
+        Path(args.out).write_text(answer["yaml"], encoding="utf-8")
+        print("\n".join(answer["comments"][:5]))
+    else:
+        print(answer["yaml"], end="")
     return 0
 
 
@@ -935,6 +989,7 @@ COMMANDS = {
     "reference": cmd_reference,
     "catalog": cmd_catalog,
     "compare": cmd_compare,
+    "k8s": cmd_k8s,
     "precompute": cmd_precompute,
     "report": cmd_report,
 }
