@@ -57,8 +57,11 @@ def test_manifests_validate_and_hold_the_sizing(answer):
     assert res["limits"]["cpu"] == "2"
     req = int(res["requests"]["cpu"].rstrip("m")) / 1000
     assert req == pytest.approx(node["cpu_request_cores"]) and 0 < req <= 2
-    # The request is the CPU at the pod's target RPS: limit x target / peak, in millicores.
-    assert req == math.ceil(2 * node["pod_target_rps"] / node["pod_peak_rps"] * 1000) / 1000
+    # The request is the CPU at the pod's target RPS, in millicores: the pod's 2 CPUs at
+    # the SLA utilisation carry its RPS under the SLA.
+    per_request = 2 * node["pod_sla_utilization"] / node["pod_rps_under_sla"]
+    assert req == math.ceil(node["pod_target_rps"] * per_request * 1000) / 1000
+    assert req == pytest.approx(2 * node["pod_sla_utilization"] * 0.8, abs=0.001)
     sel = dep["spec"]["template"]["spec"]["nodeSelector"]
     assert sel["node.kubernetes.io/instance-type"] == node["node_type"]
     spread = dep["spec"]["template"]["spec"]["topologySpreadConstraints"][0]
@@ -184,3 +187,28 @@ def test_bad_pod_size_and_nothing_fits():
     small = [i for i in select_instances() if i.vcpus < 4]
     with pytest.raises(Infeasible, match="no node type fits"):
         k8s.k8s_answer(1e5, small, Workload(), FleetRules(), pod_cpus=8)
+
+
+@pytest.mark.slow
+def test_hpa_from_a_real_run(tmp_path, leaves_no_nginx):
+    """A short real sweep (nginx and wrk on this machine) gives the HPA target its curve."""
+    from tests.conftest import runners_cli, sizing_cli
+
+    out = tmp_path / "runs"
+    p = runners_cli(
+        *("sweep", "--server", "local", "--scenario", "static", "--protocol", "http"),
+        *("--file-size", "1KB", "--vcpus", "1", "--threads", "1", "--connections", "2,8,32"),
+        *("--duration", "2s", "--warmup", "0", "--cooldown", "0", "--sla-p99", "1s"),
+        *("--label", "c6i.large", "--quiet", "--out", str(out)),
+    )
+    assert p.returncode == 0, p.stderr
+    (run,) = out.iterdir()
+    p = sizing_cli(
+        *("k8s", "--rps", "1e5", "--protocol", "http", "--pod-cpus", "1"),
+        *("--sla-p99", "1s", "--runs", str(run)),
+    )
+    assert p.returncode == 0, p.stderr
+    docs = by_kind(validate_all(p.stdout))
+    hpa = docs["HorizontalPodAutoscaler"]["spec"]["metrics"][0]["resource"]["target"]
+    assert hpa["averageUtilization"] >= 1
+    assert f"(measured: run {run.name}" in p.stdout

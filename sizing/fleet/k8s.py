@@ -6,8 +6,9 @@ catalog rows a request selects):
 
 - the pod's capacity under the SLA on that node's CPU platform (a pod of ``pod_cpus``
   vCPUs), and its target RPS with the headroom kept;
-- the CPU request: the CPU the pod uses at its target RPS (CPU time per request, from the
-  model's peak: ``pod_cpus / peak RPS``, times the target RPS), rounded up to a millicore;
+- the CPU request: the CPU the pod uses at its target RPS (CPU time per request: the pod's
+  CPUs at the SLA utilisation over its RPS under the SLA, times the target RPS), rounded up
+  to a millicore;
   the CPU limit: ``pod_cpus`` (one worker per CPU); memory: `POD_MEMORY_MIB` (an estimate),
   request equal to limit;
 - replicas: the fewest pods whose survivors (zone loss, failures) carry the target, spread
@@ -162,7 +163,7 @@ class NodeFit:
             "nodes_per_zone": self.nodes_per_zone,
             "replicas": self.replicas,
             "pod_rps_under_sla": self.pod.cpu_sla_rps,
-            "pod_peak_rps": self.pod.cpu_peak_rps,
+            "pod_sla_utilization": self.pod.max_utilization,
             "pod_target_rps": self.pod_target_rps,
             "cpu_request_cores": self.cpu_request,
             "hourly_cost_usd": self.hourly_cost_usd,
@@ -266,7 +267,9 @@ def fit_nodes(
             )
             continue
         target_pod = pod.cpu_sla_rps * (1.0 - rules.headroom)
-        cores_per_request = pod_cpus / pod.cpu_peak_rps
+        # The pod runs at the SLA utilisation of its CPUs at its SLA load (measured evidence
+        # moves the load, not the utilisation).
+        cores_per_request = pod_cpus * pod.max_utilization / pod.cpu_sla_rps
         request = math.ceil(target_pod * cores_per_request * 1000.0) / 1000.0
         cpu_at_sla = pod.cpu_sla_rps * cores_per_request
         replicas = count_for(target_rps, target_pod, rules)
