@@ -63,7 +63,9 @@ def parse_growth(text: str) -> float:
             f"growth period {period[:20]!r} is unknown; expected /month, /quarter or /yr"
         )
     factor = value if m["kind"].lower() == "x" else 1.0 + value / 100.0
-    if not (math.isfinite(factor) and factor > 1.0):
+    if not math.isfinite(factor):
+        raise InputError(f"growth {text[:40]!r} is not a finite rate")
+    if not factor > 1.0:
         raise InputError(f"growth {text[:40]!r} does not grow; expected a factor above 1x")
     monthly = factor ** (1.0 / months)
     if not monthly <= MAX_MONTHLY_FACTOR:
