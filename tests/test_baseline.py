@@ -154,3 +154,14 @@ def test_recommend_says_cost_per_million_and_growth(capsys):
     assert main(["recommend", "--rps", "1e6", "--top", "3"]) == 0
     out = capsys.readouterr().out
     assert "$/M req" in out and "$/1e9" not in out
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(0.000217, "$0.000217"), (0.1353, "$0.135"), (2.5, "$2.50"), (1234.5, "$1,234"), (0, "$0")],
+)
+def test_small_dollars_never_in_exponent_form(value, text):
+    from sizing.units import fmt_usd_small
+
+    assert fmt_usd_small(value) == text
+    assert fmt_usd_small(1.7e-9) == "$0.00000000170"

@@ -152,6 +152,8 @@ def decide(rec: Recommendation) -> dict[str, Any]:
 
 def decision_text(doc: dict[str, Any], rec: Recommendation) -> str:
     """The one-paragraph decision."""
+    from sizing.units import fmt_usd_small
+
     z = doc["zones"]
     spread = "/".join(str(c) for c in doc["count_per_zone"])
     where = f"in {z} zones ({spread} per zone)" if z > 1 else "in 1 zone"
@@ -159,8 +161,8 @@ def decision_text(doc: dict[str, Any], rec: Recommendation) -> str:
         f"Buy {doc['count']} x {doc['instance_type']} ({doc['provider']} {doc['region']}, "
         f"{doc['pricing']}) {where}, ${doc['hourly_cost_usd']:,.2f}/hour, "
         f"${doc['monthly_cost_usd']:,.0f}/month, "
-        f"${doc['usd_per_million_requests']:.3g} per million requests at the target under the "
-        f"SLA, P(meet) {doc['p_meets_target']:.0%}"
+        f"{fmt_usd_small(doc['usd_per_million_requests'])} per million requests at the target "
+        f"under the SLA, P(meet) {doc['p_meets_target']:.0%}"
     )
     if doc["basis"] == "count at confidence":
         out += f" (the count that keeps the headroom with {rec.confidence:.0%} confidence)"

@@ -50,6 +50,7 @@ from sizing.fleet.recommend import (
 from sizing.model.capacity import Capacity
 from sizing.model.costmodel import CostProfile
 from sizing.model.workload import Workload
+from sizing.units import fmt_usd_small
 
 #: Estimate: memory of one NGINX pod [MiB]: the master and a worker with their buffers,
 #: connection structures for a few thousand connections and the open-file cache, about 20 MiB
@@ -553,7 +554,8 @@ def k8s_answer(
         f"nodes: {best.nodes} x {n.instance_type} ({n.provider} {n.region}, {rules.pricing}) "
         f"{'/'.join(map(str, best.nodes_per_zone))} per zone, "
         f"${best.hourly_cost_usd:,.2f}/hour, ${best.hourly_cost_usd * 730:,.0f}/month, "
-        f"${usd_per_million(best.hourly_cost_usd, target_rps):.3g} per million requests; "
+        f"{fmt_usd_small(usd_per_million(best.hourly_cost_usd, target_rps))} per million "
+        "requests; "
         f"the cheapest of {len(fits)} node type(s) that fit",
         f"pods: {best.replicas} x {pod_cpus} CPU(s), {best.pods_per_node} per node "
         f"(limited by {best.limited_by}); P(meet) {best.p_meet:.0%}",

@@ -15,6 +15,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from sizing.units import fmt_usd_small
+
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
@@ -151,7 +153,9 @@ def render_recommendation(doc: dict[str, Any], top: int) -> str:
                 f"{o['utilization_at_target']:.0%}",
                 f"{o['hourly_cost_usd']:.3f}",
                 f"{o['monthly_cost_usd']:,.0f}",
-                f"{o.get('usd_per_million_requests', o['usd_per_billion_requests'] / 1e3):.3g}",
+                fmt_usd_small(
+                    o.get("usd_per_million_requests", o["usd_per_billion_requests"] / 1e3)
+                ).lstrip("$"),
                 o["binding_constraint"] + {"own": "*", "carried": "+"}.get(o["measured"], ""),
                 f"{o['p_meets_target']:.0%}",
                 str(o["count_at_confidence"] or "-"),
