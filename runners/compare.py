@@ -511,6 +511,7 @@ def html_report(doc: dict[str, Any], history: Sequence[Run] = ()) -> str:
             row=1,
             col=2,
         )
+        fig.add_hline(y=1.0, line_color="#444", row=1, col=2)
         fig.add_hline(y=1.0 - doc["threshold"], line_dash="dot", row=1, col=2)
         fig.update_xaxes(title_text="RPS [1/s]", row=1, col=1)
         fig.update_yaxes(title_text="p99 [ms]", row=1, col=1)
@@ -533,12 +534,13 @@ def _history_html(runs: Sequence[Run], include: str | bool) -> str:
     fig = go.Figure()
     names = sorted({g for r in ordered for g in r.groups}, key=_group_name)
     for g in names:
-        xs, ys, lo, hi = [], [], [], []
+        xs, ys, lo, hi, labels = [], [], [], [], []
         for r in ordered:
             best = max_under_sla(r.groups.get(g, []))
             if best is None:
                 continue
             xs.append(esc(r.run_id))
+            labels.append(esc(r.label))
             ys.append(best.rps.mean)
             lo.append(best.rps.mean - best.rps.low if math.isfinite(best.rps.low) else 0.0)
             hi.append(best.rps.high - best.rps.mean if math.isfinite(best.rps.high) else 0.0)
@@ -548,6 +550,7 @@ def _history_html(runs: Sequence[Run], include: str | bool) -> str:
                 y=ys,
                 mode="lines+markers",
                 name=esc(_group_name(g)),
+                text=labels,
                 error_y={"type": "data", "symmetric": False, "array": hi, "arrayminus": lo},
             )
         )
