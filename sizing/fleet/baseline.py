@@ -190,6 +190,7 @@ def _pct(value: float, base: float) -> float:
 def render_baseline(doc: dict[str, Any]) -> str:
     """The comparison as a text table: the baseline first, then each option."""
     from sizing.report.render import clean, fmt_rps, table
+    from sizing.units import fmt_usd_small
 
     b = doc["baseline"]
 
@@ -216,6 +217,7 @@ def render_baseline(doc: dict[str, Any]) -> str:
             f"{b['provider']}/{b['region']}",
             str(b["count"] or "-"),
             num(b["hourly_cost_usd"], ".3f"),
+            fmt_usd_small(b["usd_per_million_requests"]),
             "0%",
             fmt_rps(b["fleet_capacity_rps"]) if math.isfinite(b["fleet_capacity_rps"]) else "-",
             "0%",
@@ -230,6 +232,7 @@ def render_baseline(doc: dict[str, Any]) -> str:
                 f"{o['provider']}/{o['region']}",
                 str(o["count"]),
                 num(o["hourly_cost_usd"], ".3f"),
+                fmt_usd_small(o["usd_per_million_requests"]),
                 pct(o["cost_pct"]),
                 fmt_rps(o["fleet_capacity_rps"]),
                 pct(o["capacity_pct"]),
@@ -248,13 +251,14 @@ def render_baseline(doc: dict[str, Any]) -> str:
                 "where",
                 "count",
                 "$/hour",
+                "$/M req",
                 "cost",
                 "RPS (SLA)",
                 "capacity",
                 "P(meet)",
             ],
             rows,
-            {0, 3, 4, 5, 6, 7, 8},
+            {0, 3, 4, 5, 6, 7, 8, 9},
         ),
         "cost, capacity: relative to the baseline; RPS (SLA): the fleet's capacity under the SLA; "
         "P(meet): probability the survivors of the fleet rules serve the target",
