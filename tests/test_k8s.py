@@ -212,3 +212,17 @@ def test_hpa_from_a_real_run(tmp_path, leaves_no_nginx):
     hpa = docs["HorizontalPodAutoscaler"]["spec"]["metrics"][0]["resource"]["target"]
     assert hpa["averageUtilization"] >= 1
     assert f"(measured: run {run.name}" in p.stdout
+
+
+def test_runs_of_another_workload_leave_the_hpa_to_the_model():
+    row = {"run_id": "R", "valid": True, "vcpus": 2, "rps": 1000.0, "server_cpu_pct": 50.0}
+    row |= {"latency_p99_ms": 1.0, "scenario": "static", "protocol": "http"}
+    row |= {"http_version": "1.1", "file_bytes": 65536, "simulated": False}
+    nodes = [i for i in select_instances() if i.instance_type == "c6i.xlarge"]
+    a = k8s.k8s_answer(1e5, nodes, Workload(protocol="http"), FleetRules(), runs_rows=[row])
+    assert a["hpa_source"].startswith("model:")
+    assert "measured no trial of this workload" in a["hpa_source"]
+    b = k8s.k8s_answer(
+        1e5, nodes, Workload(protocol="http", file_bytes=65536), FleetRules(), runs_rows=[row]
+    )
+    assert b["hpa_source"].startswith("measured: run R")

@@ -225,6 +225,17 @@ def measured_cpu_ratio(
     return sla_cpu / cpu, src
 
 
+def _same_workload(row: dict[str, Any], work: Workload) -> bool:
+    """Whether a trial measured ``work``: scenario, protocol, HTTP version and body size."""
+    return (
+        row.get("scenario") == work.scenario
+        and row.get("protocol") == work.protocol
+        and str(row.get("http_version") or "1.1") == work.http_version
+        and row.get("file_bytes") == work.file_bytes
+        and not row.get("simulated")
+    )
+
+
 def fit_nodes(
     target_rps: float,
     nodes: Sequence[Instance],
@@ -260,35 +271,33 @@ def fit_nodes(
     for n, node_cap, pod in zip(candidates, node_caps, pod_caps, strict=True):
         price = n.price(rules.pricing)
         assert price is not None
-        # The pod's CPU capacity (its NIC is the node's, shared: checked per node below).
-        pod = replace(pod, capacity_rps=pod.cpu_sla_rps, network_rps=math.inf)
         if pod.cpu_sla_rps <= 0 or pod.cpu_peak_rps <= 0:
             excluded.append(
                 {"node_type": n.instance_type, "region": n.region, "reason": "misses the SLA"}
             )
             continue
-        target_pod = pod.cpu_sla_rps * (1.0 - rules.headroom)
+        # A pod whose CPU would carry more than the node's NIC gets the NIC's share.
+        net_usable = node_cap.network_rps * (1.0 - rules.headroom)
+        target_pod = min(pod.cpu_sla_rps * (1.0 - rules.headroom), net_usable)
+        if not target_pod > 0:
+            excluded.append(
+                {"node_type": n.instance_type, "region": n.region, "reason": "no network"}
+            )
+            continue
         # The pod runs at the SLA utilisation of its CPUs at its SLA load (measured evidence
         # moves the load, not the utilisation).
         cores_per_request = pod_cpus * pod.max_utilization / pod.cpu_sla_rps
         request = math.ceil(target_pod * cores_per_request * 1000.0) / 1000.0
-        cpu_at_sla = pod.cpu_sla_rps * cores_per_request
-        replicas = count_for(target_rps, target_pod, rules)
-        need = min_instances(target_rps, target_pod)
-        if replicas is None or need is None:
-            excluded.append(
-                {"node_type": n.instance_type, "region": n.region, "reason": "too many pods"}
-            )
-            continue
+        cpu_at_sla = min(pod.cpu_sla_rps, node_cap.network_rps) * cores_per_request
         alloc_cpu = n.vcpus - reserved_cpu(n.vcpus) - DAEMONSET_CPU
         alloc_mem = (
             n.memory_gib - reserved_memory_gib(n.memory_gib) - DAEMONSET_MEMORY_GIB
         ) - EVICTION_MEMORY_GIB
         limits = {
-            "cpu": math.floor(alloc_cpu / request + 1e-9),
+            "cpu": math.floor(alloc_cpu / max(request, 0.001) + 1e-9),
             "memory": math.floor(alloc_mem * 1024 / memory_mib + 1e-9),
             "max pods": MAX_PODS_PER_NODE,
-            "network": math.floor(node_cap.network_rps * (1.0 - rules.headroom) / target_pod),
+            "network": math.floor(net_usable / target_pod + 1e-9),
         }
         limited_by, ppn = min(limits.items(), key=lambda kv: kv[1])
         if ppn < 1:
@@ -298,6 +307,16 @@ def fit_nodes(
                     "region": n.region,
                     "reason": f"no pod fits ({limited_by})",
                 }
+            )
+            continue
+        # Each pod's capacity: its CPU under the SLA, or its share of the node's NIC.
+        share = node_cap.network_rps / ppn
+        pod = replace(pod, capacity_rps=min(pod.cpu_sla_rps, share), network_rps=share)
+        replicas = count_for(target_rps, target_pod, rules)
+        need = min_instances(target_rps, target_pod)
+        if replicas is None or need is None:
+            excluded.append(
+                {"node_type": n.instance_type, "region": n.region, "reason": "too many pods"}
             )
             continue
         per_zone_nodes = [math.ceil(z / ppn) for z in per_zone(replicas, rules.zones)]
@@ -533,12 +552,15 @@ def k8s_answer(
             f"p99 {work.sla_p99_ms:g} ms"
         )
     best = fits[0]
-    measured = (
-        measured_cpu_ratio(runs_rows, pod_cpus, work.sla_p99_ms, rules.headroom)
-        if runs_rows
-        else None
-    )
+    same = [r for r in runs_rows if _same_workload(r, work)]
+    measured = measured_cpu_ratio(same, pod_cpus, work.sla_p99_ms, rules.headroom)
     percent, how = hpa_target(best, measured)
+    if runs_rows and measured is None:
+        how += (
+            "; the runs given measured no trial of this workload within the SLA"
+            if not same
+            else "; no trial of the runs met the SLA"
+        )
     docs = manifests(
         best,
         name=name,
@@ -565,7 +587,13 @@ def k8s_answer(
         f"HPA target {percent}% of the request: CPU at the load where p99 meets the SLA ({how})",
         f"PDB minAvailable {best.min_available}: the pods that carry the target with the "
         f"headroom; replicas {best.replicas} survive losing {rules.zone_loss} of "
-        f"{rules.zones} zone(s)",
+        f"{rules.zones} zone(s)"
+        + (
+            "; no pod may be evicted voluntarily (node drains wait): --redundancy or "
+            "--zones 3 --zone-loss 1 leave room"
+            if best.min_available >= best.replicas
+            else ""
+        ),
         *(f"{k}: {v}" for k, v in SOURCES.items()),
         *(b for b in best.pod.basis if b.startswith(("CPU time", "platform", "estimate: SLA"))),
     ]
