@@ -83,10 +83,19 @@ def test_https_over_http_is_in_the_seeds_range():
             protocol="http", file_bytes=size
         )
         assert lo * 0.95 <= ratio <= hi * 1.05, size
-    # On a cloud instance too (the old model said 0.97 on c4a).
+    # On a cloud instance on bare metal too (the old model said 0.97 on c4a). In a VM the
+    # environment's per-request term (the same for both) brings the ratio nearer 1.
     inst = get("c4a-standard-4")
-    caps = [instance_capacity(inst, Workload(protocol=p)).cpu_sla_rps for p in ("https", "http")]
-    assert 0.54 <= caps[0] / caps[1] <= 0.75
+
+    def ratio(env: str) -> float:
+        caps = [
+            instance_capacity(inst, Workload(protocol=p, environment=env)).cpu_sla_rps
+            for p in ("https", "http")
+        ]
+        return caps[0] / caps[1]
+
+    assert 0.54 <= ratio("bare-metal") <= 0.75
+    assert ratio("bare-metal") < ratio("vm") < 0.95
 
 
 def test_tls_key_and_resumption():
