@@ -1,10 +1,11 @@
 """Traffic growth: when a fleet sized for today's target must grow.
 
 A growth rate is read as ``2x/yr`` (doubles every year), ``5%/month``, ``30%/yr`` or
-``1.5x/quarter`` and kept as a factor per month. A fleet whose survivors (after the zone loss,
-failures and spot reserve of its rules) carry ``usable_rps`` with the headroom kept holds a
-target growing by ``g`` a month for ``log(usable_rps / target) / log(g)`` months; after that
-month the fleet must grow. The month at which even the headroom is used up is given beside.
+``1.5x/quarter`` (the period is required) and kept as a factor per month. A fleet whose
+survivors (after the zone loss, failures and spot reserve of its rules) carry ``usable_rps``
+with the headroom kept holds a target growing by ``g`` a month for
+``log(usable_rps / target) / log(g)`` months; after that month the fleet must grow. The
+month at which even the headroom is used up is given beside.
 """
 
 from __future__ import annotations
@@ -41,8 +42,9 @@ _GROWTH = re.compile(
 def parse_growth(text: str) -> float:
     """A growth rate -> its factor per month [1/month].
 
-    ``2x/yr`` and ``2x`` (a year when no period is given) mean doubling in twelve months;
-    ``5%/month`` means x1.05 a month (compounded); ``1.5x/quarter`` x1.5 in three months.
+    ``2x/yr`` means doubling in twelve months; ``5%/month`` x1.05 a month (compounded);
+    ``1.5x/quarter`` x1.5 in three months. The period is required: a bare ``2x`` reads as a
+    one-off factor on the target elsewhere, not as a rate.
 
     Raises
     ------
@@ -55,8 +57,12 @@ def parse_growth(text: str) -> float:
         raise InputError(
             f"growth {str(text)[:40]!r} is not a rate; expected e.g. 2x/yr, 5%/month, 1.5x/quarter"
         )
+    if m["period"] is None:
+        raise InputError(
+            f"growth {str(text)[:40]!r} has no period; expected a rate such as 2x/yr or 5%/month"
+        )
     value = float(m["num"])
-    period = (m["period"] or "yr").lower().rstrip("s")
+    period = m["period"].lower().rstrip("s")
     months = PERIOD_MONTHS.get(period)
     if months is None:
         raise InputError(
