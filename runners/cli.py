@@ -1,4 +1,4 @@
-"""Command line: ``python -m runners sweep|search|facts|cleanup``, each calling one function."""
+"""Command line: ``python -m runners sweep|search|facts|cleanup|calibrate|compare``."""
 
 from __future__ import annotations
 
@@ -152,6 +152,9 @@ def build_parser() -> argparse.ArgumentParser:
     from runners import calibrate
 
     calibrate.add_parser(sub)
+    from runners import compare
+
+    compare.add_parser(sub)
     return parser
 
 
@@ -665,6 +668,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from runners import calibrate
 
             return calibrate.main(args)
+        if args.command == "compare":
+            from runners import compare
+
+            return compare.main(args)
         command = {"sweep": _sweep, "search": _search, "facts": _facts, "cleanup": _cleanup}
         return command[args.command](args)
     except UnsupportedLoad as exc:

@@ -75,7 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="options to show (default 10 in the table, all in json/csv)",
     )
-    format_option(rec, ("table", "json", "csv"))
+    format_option(rec, ("table", "json", "csv", "k8s"))
+    _k8s_options(rec)
     rec.add_argument(
         "--mix",
         type=_int_between(1, 8),
@@ -83,6 +84,30 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="K",
         help="also find the cheapest fleet of up to K instance types per zone (integer program)",
     )
+
+    # compare --baseline: every option of the same request against what runs today.
+    cmp_ = sub.add_parser(
+        "compare", help="every option of a request against what you run today (--baseline)"
+    )
+    cmp_.add_argument(
+        "--baseline",
+        required=True,
+        metavar="TYPE[xN]",
+        help="instance type you run today and optionally how many, e.g. 'c6i.xlarge x12' "
+        "(without a count: the count its type needs for the target)",
+    )
+    _sizing_options(cmp_)
+    _fleet_options(cmp_)
+    cmp_.add_argument("--max-count", type=_int_at_least(1), default=None, help=argparse.SUPPRESS)
+    cmp_.add_argument("--top", type=_int_at_least(1), default=10, help="options shown (10)")
+    format_option(cmp_)
+
+    # k8s: Deployment, PodDisruptionBudget and HPA, and the node type that packs them.
+    k8s = sub.add_parser("k8s", help="Kubernetes manifests and the cheapest node type")
+    _sizing_options(k8s)
+    _fleet_options(k8s)
+    k8s.add_argument("--max-count", type=_int_at_least(1), default=None, help=argparse.SUPPRESS)
+    _k8s_options(k8s)
 
     fit = sub.add_parser("fit", help="fit scaling curves to a reference dataset")
     fit.add_argument(
@@ -270,6 +295,34 @@ def _fleet_options(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also consider shared-core and credit-based types (t3, e2-micro...)",
     )
+    p.add_argument(
+        "--growth",
+        type=_growth,
+        default=None,
+        metavar="RATE",
+        help="traffic growth, e.g. 2x/yr or 5%%/month: say in which month each fleet must grow",
+    )
+
+
+def _growth(text: str) -> tuple[str, float]:
+    """``--growth``: (the text, factor per month)."""
+    from sizing.fleet.growth import parse_growth
+
+    try:
+        return text, parse_growth(text)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _k8s_options(p: argparse.ArgumentParser) -> None:
+    """Pod size, names and output of the Kubernetes answer (``k8s``, ``recommend --format k8s``)."""
+    g = p.add_argument_group("Kubernetes (k8s, --format k8s)")
+    g.add_argument("--pod-cpus", type=_int_between(1, 64), default=2, help="CPUs (workers) per pod")
+    g.add_argument("--name", default="nginx", help="Deployment name (an RFC 1123 label)")
+    g.add_argument("--namespace", default=None, help="namespace (an RFC 1123 label)")
+    g.add_argument("--image", default="nginx:1.27", help="container image")
+    g.add_argument("--max-replicas", type=_int_at_least(1), default=None, help="HPA ceiling")
+    g.add_argument("--out", type=parse_path, default=None, metavar="FILE", help="write YAML here")
 
 
 def _family_groups(text: str) -> tuple[str, ...]:
@@ -564,13 +617,13 @@ def _instances(args: argparse.Namespace) -> list[Any]:
     )
 
 
-def cmd_recommend(args: argparse.Namespace) -> int:
-    """Print the cheapest fleets for the target."""
+def _recommendation(args: argparse.Namespace, work: Workload | None = None) -> Any:
+    """The `Recommendation` the parsed flags ask for (``recommend``, ``compare``)."""
     from sizing.evidence.profiles import load_profiles
     from sizing.fleet.recommend import DEFAULT_HEADROOM, recommend
 
     instances = _instances(args)
-    work = workload_from_args(args)
+    work = work or workload_from_args(args)
     profiles = load_profiles(args.profile)
     headroom = DEFAULT_HEADROOM if args.headroom is None else args.headroom
     evidence = None
@@ -584,7 +637,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         evidence = build_evidence(series, load_catalog(args.catalog), work)
         warning = require_used_runs(evidence, args.runs, allow_unused=args.allow_unused_runs)
         if warning:
-            print(f"python -m sizing recommend: {warning}", file=sys.stderr)
+            print(f"python -m sizing {args.command}: {warning}", file=sys.stderr)
     rec = recommend(
         args.rps,
         instances,
@@ -601,11 +654,20 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         spot_reserve=args.spot_reserve,
         sort=args.sort,
         burstable=args.burstable,
-        mix=args.mix,
-        clients=args.clients,
+        mix=getattr(args, "mix", 1),
+        clients=getattr(args, "clients", "internet"),
         # Families named with --family are wanted, whatever their group.
-        include_families=("all",) if args.family else args.include_families,
+        include_families=("all",) if args.family else getattr(args, "include_families", ()),
+        growth=args.growth,
     )
+    return rec
+
+
+def cmd_recommend(args: argparse.Namespace) -> int:
+    """Print the cheapest fleets for the target."""
+    if args.format == "k8s":
+        return cmd_k8s(args)
+    rec = _recommendation(args)
     top = args.top if args.top is not None or args.format != "table" else 10
     doc = rec.to_dict(top=top)
     if args.format == "json":
@@ -614,6 +676,54 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         print(to_csv(doc["options"]), end="")
     else:
         print(render_recommendation(doc, top or 10))
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Print every option of the request relative to the ``--baseline`` fleet."""
+    from sizing.catalog.load import load_catalog
+    from sizing.fleet.baseline import compare_to_baseline, parse_baseline, render_baseline
+
+    catalog = load_catalog(args.catalog)
+    spec = parse_baseline(args.baseline, {i.instance_type for i in catalog})
+    doc = compare_to_baseline(_recommendation(args), spec, catalog, args.top)
+    if args.format == "json":
+        print(json.dumps(doc, indent=1))
+    else:
+        print(render_baseline(doc))
+    return 0
+
+
+def cmd_k8s(args: argparse.Namespace) -> int:
+    """Write Kubernetes manifests for the target, on the node type that packs them cheapest."""
+    from sizing.fleet.k8s import check_image, check_name, k8s_answer
+    from trialtable.read import read_rows
+
+    check_name(args.name, "--name")
+    if args.namespace is not None:
+        check_name(args.namespace, "--namespace")
+    check_image(args.image)
+    rec = _recommendation(args)
+    rows = [r for d in args.runs for r in read_rows(d)]
+    answer = k8s_answer(
+        args.rps,
+        _instances(args),
+        rec.workload,
+        rec.rules,
+        pod_cpus=args.pod_cpus,
+        evidence=rec.evidence,
+        profiles=rec.profiles,
+        runs_rows=rows,
+        name=args.name,
+        namespace=args.namespace,
+        image=args.image,
+        max_replicas=args.max_replicas,
+    )
+    if args.out:
+        Path(args.out).write_text(answer["yaml"], encoding="utf-8")
+        print("\n".join(answer["comments"][:5]))
+    else:
+        print(answer["yaml"], end="")
     return 0
 
 
@@ -949,6 +1059,8 @@ COMMANDS = {
     "fit": cmd_fit,
     "reference": cmd_reference,
     "catalog": cmd_catalog,
+    "compare": cmd_compare,
+    "k8s": cmd_k8s,
     "precompute": cmd_precompute,
     "report": cmd_report,
 }

@@ -98,7 +98,7 @@ def decide(rec: Recommendation) -> dict[str, Any]:
     zones = rec.rules.zones
     n = best.count_at_confidence if at_conf and best.count_at_confidence else best.count
     p = best.p_meets_at_confidence if at_conf and best.count_at_confidence else best.p_meets_target
-    from sizing.fleet.recommend import per_zone
+    from sizing.fleet.recommend import per_zone, survivors, usd_per_million
 
     hourly = n * best.unit_price_usd_hour
     doc: dict[str, Any] = {
@@ -115,7 +115,21 @@ def decide(rec: Recommendation) -> dict[str, Any]:
         "total_monthly_usd": hourly * HOURS_PER_MONTH + best.egress_monthly_usd,
         "p_meets_target": p,
         "basis": "count at confidence" if at_conf else "point estimate",
+        "usd_per_million_requests": usd_per_million(
+            hourly + best.egress_monthly_usd / HOURS_PER_MONTH, rec.target_rps
+        ),
     }
+    if rec.growth is not None:
+        from sizing.fleet.growth import describe, growth_fields
+
+        grow = growth_fields(
+            survivors(n, rec.rules),
+            best.capacity.capacity_rps,
+            rec.headroom,
+            rec.target_rps,
+            rec.growth[1],
+        )
+        doc["growth"] = {**grow, "text": describe(grow, rec.growth[0])}
     nxt = next(
         (o for o in rec.options[1:] if o.capacity.instance.instance_type != inst.instance_type),
         None,
@@ -159,6 +173,8 @@ def _egress_words(doc: dict[str, Any], rec: Recommendation) -> str:
 
 def decision_text(doc: dict[str, Any], rec: Recommendation) -> str:
     """The one-paragraph decision."""
+    from sizing.units import fmt_usd_small
+
     z = doc["zones"]
     spread = "/".join(str(c) for c in doc["count_per_zone"])
     where = f"in {z} zones ({spread} per zone)" if z > 1 else "in 1 zone"
@@ -167,10 +183,13 @@ def decision_text(doc: dict[str, Any], rec: Recommendation) -> str:
         f"{doc['pricing']}) {where}, ${doc['hourly_cost_usd']:,.2f}/hour, "
         f"${doc['monthly_cost_usd']:,.0f}/month"
         + _egress_words(doc, rec)
-        + f", P(meet) {doc['p_meets_target']:.0%}"
+        + f", {fmt_usd_small(doc['usd_per_million_requests'])} per million requests at the "
+        f"target under the SLA, P(meet) {doc['p_meets_target']:.0%}"
     )
     if doc["basis"] == "count at confidence":
         out += f" (the count that keeps the headroom with {rec.confidence:.0%} confidence)"
+    if doc.get("growth"):
+        out += f"; {doc['growth']['text']}"
     nb = doc.get("next_best")
     if nb:
         out += (

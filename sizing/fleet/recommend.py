@@ -181,6 +181,19 @@ def count_for(target_rps: float, usable_rps: float, rules: FleetRules) -> int | 
     return lo
 
 
+def usd_per_million(hourly_cost_usd: float, target_rps: float) -> float:
+    """What a million requests cost when the fleet serves ``target_rps`` under the SLA [USD].
+
+    Parameters
+    ----------
+    hourly_cost_usd : float
+        The fleet's cost [USD/h].
+    target_rps : float
+        Requests per second it serves [1/s].
+    """
+    return hourly_cost_usd / (target_rps * 3600.0) * 1e6
+
+
 def p_meets_target(count: int, redundancy: int, cap: Capacity, target_rps: float) -> float:
     """Probability that ``count - redundancy`` instances serve ``target_rps`` under the SLA.
 
@@ -272,6 +285,10 @@ class Option:
             "egress_monthly_usd": (self.egress or {}).get("usd_month"),
             "total_monthly_usd": self.hourly_cost_usd * HOURS_PER_MONTH + self.egress_monthly_usd,
             "usd_per_billion_requests": self.hourly_cost_usd / (target_rps * 3600.0) * 1e9,
+            "usd_per_million_requests": usd_per_million(
+                self.hourly_cost_usd + self.egress_monthly_usd / HOURS_PER_MONTH, target_rps
+            ),
+            "compute_usd_per_million_requests": usd_per_million(self.hourly_cost_usd, target_rps),
             "binding_constraint": cap.binding_constraint,
             "capacity_factor_range": [cap.factor_low / cap.factor, cap.factor_high / cap.factor],
             "capacity_interval_rps": list(cap.interval(0.95)),
@@ -318,6 +335,26 @@ class Recommendation:
     traffic: dict[str, Any] = field(default_factory=dict)
     include_families: tuple[str, ...] = ()
 
+    #: Traffic growth as (the text given, factor per month), or None.
+    growth: tuple[str, float] | None = None
+
+    def option_dicts(self, opts: Sequence[Option]) -> list[dict[str, Any]]:
+        """The options' rows, with when each must grow when a growth rate is set."""
+        rows = [o.to_dict(self.target_rps) for o in opts]
+        if self.growth is not None:
+            from sizing.fleet.growth import describe, growth_fields
+
+            for o, row in zip(opts, rows, strict=True):
+                fields = growth_fields(
+                    survivors(o.count, self.rules),
+                    o.capacity.capacity_rps,
+                    self.headroom,
+                    self.target_rps,
+                    self.growth[1],
+                )
+                row.update(fields, growth_text=describe(fields, self.growth[0]))
+        return rows
+
     def to_dict(self, top: int | None = None) -> dict[str, Any]:
         """JSON-ready document."""
         opts = self.options if top is None else self.options[:top]
@@ -341,7 +378,12 @@ class Recommendation:
             "measured": _evidence_dict(self.evidence),
             "traffic": self.traffic,
             "notes": list(self.notes),
-            "options": [o.to_dict(self.target_rps) for o in opts],
+            "options": self.option_dicts(opts),
+            "growth": (
+                None
+                if self.growth is None
+                else {"rate": self.growth[0], "factor_per_month": self.growth[1]}
+            ),
             "vcpus_by_family": vcpus_by_family(self.options),
             "estimates": {k: {"value": v, "reasoning": r} for k, (v, r) in ESTIMATES.items()},
             "excluded": self.excluded,
@@ -536,6 +578,7 @@ def recommend(
     clients: str = "internet",
     include_families: Collection[str] = (),
     egress_prices: dict[tuple[str, str, str], Prices] | None = None,
+    growth: tuple[str, float] | None = None,
 ) -> Recommendation:
     """Find, for every instance type, the cheapest homogeneous fleet that meets the target.
 
@@ -587,6 +630,9 @@ def recommend(
         FAMILY_GROUPS`: hpc, gpu, accelerator, metal, one-size), or ``all``.
     egress_prices : dict, optional
         Egress price table (`sizing.catalog.egress.read_egress`; default: the shipped one).
+    growth : (str, float), optional
+        Traffic growth as given and its factor per month (`sizing.fleet.growth.parse_growth`):
+        each option and the decision then say in which month the fleet must grow.
 
     Returns
     -------
@@ -780,6 +826,7 @@ def recommend(
                 "(body, headers and framing; an estimate) over a 730-hour month"
             ),
         },
+        growth=growth,
     )
     if mix > 1:
         from sizing.fleet.mix import best_mix

@@ -15,6 +15,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from sizing.units import fmt_usd_small
 from trialtable.output import csv_cell
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
@@ -165,7 +166,9 @@ def render_recommendation(doc: dict[str, Any], top: int) -> str:
                 f"{o['monthly_cost_usd']:,.0f}",
                 "-" if o.get("egress_monthly_usd") is None else f"{o['egress_monthly_usd']:,.0f}",
                 f"{o.get('total_monthly_usd', o['monthly_cost_usd']):,.0f}",
-                f"{o['usd_per_billion_requests']:.3f}",
+                fmt_usd_small(
+                    o.get("usd_per_million_requests", o["usd_per_billion_requests"] / 1e3)
+                ).lstrip("$"),
                 o["binding_constraint"] + {"own": "*", "carried": "+"}.get(o["measured"], ""),
                 f"{o['p_meets_target']:.0%}",
                 str(o["count_at_confidence"] or "-"),
@@ -188,7 +191,7 @@ def render_recommendation(doc: dict[str, Any], top: int) -> str:
                 "compute $/mo",
                 "egress $/mo",
                 "total $/mo",
-                "$/1e9 req",
+                "$/M req",
                 "binds",
                 "P(meet)",
                 f"n@{conf}",
@@ -198,6 +201,8 @@ def render_recommendation(doc: dict[str, Any], top: int) -> str:
             {0, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15, 16},
         )
     )
+    if doc.get("growth") and doc["options"] and doc["options"][0].get("growth_text"):
+        out.append(f"growth (option 1): {clean(doc['options'][0]['growth_text'])}")
     if zones > 1 and doc["options"]:
         o = doc["options"][0]
         out.append(

@@ -15,9 +15,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sizing.fleet.recommend import HOURS_PER_MONTH, Option, Recommendation
+from sizing.fleet.recommend import (
+    HOURS_PER_MONTH,
+    Option,
+    Recommendation,
+    usd_per_million,
+)
 from sizing.report.sources import cited, name_sources
-from sizing.units import fmt_rps, fmt_sig, fmt_usd
+from sizing.units import fmt_rps, fmt_sig, fmt_usd, fmt_usd_small
 
 __all__ = [
     "DecisionSummary",
@@ -285,7 +290,7 @@ _COLUMNS: dict[str, str] = {
     "hour": "$/hour",
     "month": "$/month",
     "hour_conf": "$/hour at {conf}",
-    "per_billion": "$/1B req.",
+    "per_million": "$/M req.",
     "p_meet": "P(meet)",
     "binds": "Limited by",
 }
@@ -320,7 +325,7 @@ def options_table(rec: Recommendation, top: int = 10) -> Any:
                 "hour": fmt_usd(c.hourly_usd),
                 "month": fmt_usd(c.monthly_usd, 0),
                 "hour_conf": fmt_usd(c.hourly_at_confidence_usd),
-                "per_billion": fmt_usd(c.hourly_usd / (rec.target_rps * 3600.0) * 1e9, 3),
+                "per_million": fmt_usd_small(usd_per_million(c.hourly_usd, rec.target_rps)),
                 "p_meet": f"{c.p_meet:.0%}",
                 "binds": c.binding,
             }
