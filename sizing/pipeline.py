@@ -142,6 +142,9 @@ def size(request: SizingRequest) -> Answer:
         sort=request.sort,
         burstable=request.burstable,
         mix=request.mix,
+        clients=request.clients,
+        include_families=request.family_groups(),
+        growth=request.growth_rate(),
     )
     decision = rec.decision["headline"] + "." if rec.decision else ""  # the text's first
     return Answer(request, rec, decision, warning, tuple(instances))

@@ -59,15 +59,19 @@ __all__ = [
 ]
 
 #: Subcommands that size a fleet from a request.
-SIZING = frozenset({"recommend", "report", "plan-measurements"})
-#: Those that also take the fleet rules of zones, pricing, mixes and sort.
-FLEET = frozenset({"recommend", "report"})
+SIZING = frozenset({"recommend", "report", "plan-measurements", "compare", "k8s"})
+#: Those that also take the fleet rules of zones, pricing and sort.
+FLEET = frozenset({"recommend", "report", "compare", "k8s"})
+#: Those that show a table of options and may solve a mixed fleet.
+TABLES = frozenset({"recommend", "report"})
 #: The workload's traffic knobs are also ``fit``'s (its cost breakdown).
 WORKLOAD = SIZING | {"fit"}
 COMMANDS = WORKLOAD
 PRICINGS = ("on-demand", "spot", "1y", "3y")
 SORTS = ("cost-at-confidence", "cost")
 NETWORKS = ("baseline", "burst")
+#: Where clients are (`sizing.catalog.egress.CLIENTS`).
+CLIENTS = ("internet", "vpc")
 
 
 # -- parsers of text values (flags and notebook parameters alike) ---------------------------
@@ -124,6 +128,33 @@ def share(text: str) -> float:
     return value
 
 
+def family_groups(text: str) -> tuple[str, ...]:
+    """``hpc,gpu`` -> the family groups (`sizing.catalog.providers.FAMILY_GROUPS`, or all)."""
+    from sizing.catalog.providers import FAMILY_GROUPS
+
+    names = tuple(dict.fromkeys(t.strip().lower() for t in text.split(",") if t.strip()))
+    bad = [n for n in names if n not in FAMILY_GROUPS and n != "all"]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown family group {(','.join(bad) or text)[:60]!r}; expected a comma list of "
+            f"{', '.join(FAMILY_GROUPS)}, or all"
+        )
+    return names
+
+
+def growth_rate(text: str) -> str:
+    """``--growth``: a rate with a period (``2x/yr``, ``5%/month``), checked; empty: none."""
+    from sizing.fleet.growth import parse_growth
+
+    if not text.strip():
+        return ""
+    try:
+        parse_growth(text)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def _number(text: str) -> float:
     try:
         return float(text)
@@ -161,6 +192,7 @@ def option(
     cli_default: Any = dataclasses.MISSING,
     required: bool = False,
     param_default: Any = dataclasses.MISSING,
+    exclusive: str | None = None,
 ) -> Any:
     """A request field with its command-line and notebook metadata.
 
@@ -191,6 +223,8 @@ def option(
     param_default : object, optional
         The default as the notebook's ``parameters`` cell spells it, when text reads better
         (``file_size = "1KB"``).
+    exclusive : str, optional
+        Flags with the same name here are mutually exclusive on the command line.
     """
     meta = {
         "flag": flag,
@@ -204,6 +238,7 @@ def option(
         "cli_default": cli_default,
         "required": required,
         "param_default": param_default,
+        "exclusive": exclusive,
     }
     return field(default=default, metadata=meta)
 
@@ -374,7 +409,7 @@ class SizingRequest:
         " (default 1)",
         parse=int_between(1, 8),
         metavar="K",
-        commands=FLEET,
+        commands=TABLES,
     )
     burstable: bool = option(
         False,
@@ -383,6 +418,40 @@ class SizingRequest:
         parse=_bool,
         kind="flag",
         commands=FLEET,
+    )
+    growth: str = option(
+        "",
+        "--growth",
+        "traffic growth, e.g. 2x/yr or 5%%/month: say in which month each fleet must grow",
+        parse=growth_rate,
+        metavar="RATE",
+        cli_default=None,
+    )
+    # Where clients are, and which families are in.
+    clients: str = option(
+        "internet",
+        "--clients",
+        "where clients are: internet (data transfer out priced in the region's tiers; "
+        "default) or vpc (same VPC: with --zones Z > 1 an estimated (Z-1)/Z of responses "
+        "pay the inter-zone price)",
+        choices=CLIENTS,
+    )
+    include_families: tuple[str, ...] = option(
+        (),
+        "--include-families",
+        "bring back families left out by default: a comma list of hpc, gpu, accelerator, "
+        "metal, one-size",
+        parse=family_groups,
+        metavar="GROUPS",
+        exclusive="families",
+    )
+    all_families: bool = option(
+        False,
+        "--all-families",
+        "consider every family (HPC, GPU, accelerator, bare-metal and one-size included)",
+        parse=_bool,
+        kind="flag",
+        exclusive="families",
     )
     # Pricing.
     pricing: str = option(
@@ -492,7 +561,7 @@ class SizingRequest:
         "--top",
         "options to show (default 10 in the table, all in json/csv)",
         parse=int_at_least(1),
-        commands=FLEET,
+        commands=TABLES | {"compare"},
     )
 
     def __post_init__(self) -> None:
@@ -510,7 +579,7 @@ class SizingRequest:
             and rps > 0
         ):
             raise InputError(f"target RPS must be a positive finite number, got {rps!r}")
-        for name in ("pricing", "sort", "network"):
+        for name in ("pricing", "sort", "network", "clients"):
             allowed = _meta(name)["choices"]
             if getattr(self, name) not in allowed:
                 raise InputError(
@@ -521,6 +590,13 @@ class SizingRequest:
             raise InputError(f"mix must be 1 to 8 instance types, got {self.mix!r}")
         if self.top is not None and not (isinstance(self.top, int) and self.top >= 1):
             raise InputError(f"top must be an integer >= 1, got {self.top!r}")
+        if self.all_families and self.include_families:
+            raise InputError("give --include-families or --all-families, not both")
+        try:
+            family_groups(",".join(self.include_families) or "all")
+            growth_rate(self.growth)
+        except argparse.ArgumentTypeError as exc:
+            raise InputError(str(exc)) from None
         self.workload()
         self.rules().check()
 
@@ -560,6 +636,24 @@ class SizingRequest:
             self.max_count,
             self.confidence,
         )
+
+    def family_groups(self) -> tuple[str, ...]:
+        """The family groups `sizing.fleet.recommend.recommend` brings back.
+
+        ``all`` with ``--all-families``, and when ``--family`` names families: those are
+        wanted, whatever their group.
+        """
+        if self.all_families or self.families:
+            return ("all",)
+        return self.include_families
+
+    def growth_rate(self) -> tuple[str, float] | None:
+        """The growth as given and its factor per month, or None (`sizing.fleet.growth`)."""
+        if not self.growth:
+            return None
+        from sizing.fleet.growth import parse_growth
+
+        return self.growth, parse_growth(self.growth)
 
     def absolute(self) -> SizingRequest:
         """A copy whose catalog, run and profile paths are absolute (for another folder)."""
@@ -705,6 +799,7 @@ def parameters_cell() -> str:
 
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     """Add the request's flags that ``command`` takes to ``parser``, in field order."""
+    groups: dict[str, Any] = {}
     for f in dataclasses.fields(SizingRequest):
         m = f.metadata
         if m["flag"] is None or command not in m["commands"]:
@@ -733,4 +828,9 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
                 kw.pop("default", None)
         if f.name == "file_bytes":
             kw["default"] = (1024, ())
-        parser.add_argument(m["flag"], **kw)
+        target: Any = parser
+        if m["exclusive"]:
+            if m["exclusive"] not in groups:
+                groups[m["exclusive"]] = parser.add_mutually_exclusive_group()
+            target = groups[m["exclusive"]]
+        target.add_argument(m["flag"], **kw)

@@ -118,12 +118,15 @@ def test_recommend_and_report_options_are_the_request_fields():
     fields = {f.name for f in dataclasses.fields(SizingRequest)}
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    for command, own in (
-        ("recommend", {"format"}),
-        ("report", {"out", "show_code", "pdf", "quiet", "parameter"}),
+    pods = {"pod_cpus", "name", "namespace", "image", "max_replicas", "out"}
+    for command, own, lacks in (
+        ("recommend", {"format", *pods}, set()),
+        ("report", {"out", "show_code", "pdf", "quiet", "parameter"}, set()),
+        ("compare", {"baseline", "format"}, {"mix"}),
+        ("k8s", pods, {"mix", "top"}),
     ):
         dests = {a.dest for a in sub.choices[command]._actions} - {"help"}
-        assert dests - own == fields - {"size_mix"}, command
+        assert dests - own == fields - {"size_mix"} - lacks, command
 
 
 def test_report_notebook_parameters_are_the_request():

@@ -11,6 +11,7 @@ from sizing.errors import Infeasible
 from sizing.report.render import fmt_rps as _fmt_rps
 from sizing.report.render import table as _table
 from sizing.request import SizingRequest, add_arguments
+from trialtable.output import terminal
 from trialtable.values import format_option, parse_path
 
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         from sizing.evidence.profiles import describe_profile, load_profiles
 
         profs = load_profiles(args.profiles)
-        print("\n\n".join(describe_profile(p) for p in profs))
+        print(terminal("\n\n".join(describe_profile(p) for p in profs)))
         return 0
     from sizing.model.costmodel import cpu_us_per_request, load_cost_model, reference_profile
 

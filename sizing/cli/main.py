@@ -1,9 +1,9 @@
 """Command line: each subcommand parses its arguments and calls one library function.
 
-One module per subcommand (`sizing.cli.recommend`, ``report``, ``fit``, ``reference``,
-``catalog``, ``plan``; ``workload`` is `sizing.evidence.accesslog`'s) adds its parser and
-runs it; the sizing subcommands build their
-options from `sizing.request.SizingRequest` and answer through `sizing.pipeline.size`.
+One module per subcommand (`sizing.cli.recommend`, ``compare``, ``k8s``, ``report``, ``fit``,
+``reference``, ``catalog``, ``plan``; ``workload`` is `sizing.evidence.accesslog`'s) adds its
+parser and runs it; the sizing subcommands build their options from
+`sizing.request.SizingRequest` and answer through `sizing.pipeline.size`.
 Imports stay lazy so that ``recommend`` starts without pandas or scipy.
 """
 
@@ -13,7 +13,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from sizing.cli import catalog, fit, plan, recommend, reference, report
+from sizing.cli import catalog, compare, fit, k8s, plan, recommend, reference, report
 from sizing.cli.common import progress_bar as _progress_bar
 from sizing.errors import Infeasible, InputError, ReportError, printable
 from sizing.evidence import accesslog
@@ -29,6 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m sizing", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     recommend.add_parser(sub)
+    compare.add_parser(sub)
+    k8s.add_parser(sub)
     fit.add_parser(sub)
     reference.add_parsers(sub)
     catalog.add_parser(sub)
@@ -41,6 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "plan-measurements": plan.run,
     "recommend": recommend.run,
+    "compare": compare.run,
+    "k8s": k8s.run,
     "fit": fit.run,
     "reference": reference.run_reference,
     "catalog": catalog.run,

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from sizing.request import SizingRequest, add_arguments
 from sizing.units import int_at_least
-from trialtable.values import format_option
+from trialtable.output import json_text
+from trialtable.values import format_option, int_between
 
 HELP = "which CPU platform, measured, would most lower the fleet's cost at confidence"
 
@@ -26,7 +26,9 @@ def add_parser(sub: Any) -> None:
         help="log-sd of a capacity left after measuring it (default 0.05)",
     )
     p.add_argument("--draws", type=int_at_least(100), default=4000, help="Monte Carlo draws")
-    p.add_argument("--seed", type=int, default=20261121, help="seed of the draws")
+    p.add_argument(
+        "--seed", type=int_between(0, 2**32 - 1), default=20261121, help="seed of the draws"
+    )
     format_option(p)
 
 
@@ -43,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
     )
     if args.format == "json":
-        print(json.dumps({"decision": answer.decision, **plan.to_dict()}, indent=1))
+        print(json_text({"decision": answer.decision, **plan.to_dict()}, indent=1))
     else:
         print(render(plan, args.top, decision=answer.decision))
     return 0

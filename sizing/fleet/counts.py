@@ -12,7 +12,7 @@ in integers with bounded loops; fleets above `MAX_FLEET` instances are not consi
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -172,6 +172,19 @@ def count_for(target_rps: float, usable_rps: float, rules: FleetRules) -> int | 
     return lo
 
 
+def usd_per_million(hourly_cost_usd: float, target_rps: float) -> float:
+    """What a million requests cost when the fleet serves ``target_rps`` under the SLA [USD].
+
+    Parameters
+    ----------
+    hourly_cost_usd : float
+        The fleet's cost [USD/h].
+    target_rps : float
+        Requests per second it serves [1/s].
+    """
+    return hourly_cost_usd / (target_rps * 3600.0) * 1e6
+
+
 def p_meets_target(count: int, redundancy: int, cap: Capacity, target_rps: float) -> float:
     """Probability that ``count - redundancy`` instances serve ``target_rps`` under the SLA.
 
@@ -220,6 +233,7 @@ class Option:
     unit_price_usd_hour: float = math.nan
     rules: FleetRules = field(default_factory=FleetRules)
     p_meets_at_confidence: float = math.nan
+    egress: dict[str, Any] | None = None
 
     @property
     def hourly_cost_at_confidence_usd(self) -> float:
@@ -227,6 +241,12 @@ class Option:
         if self.count_at_confidence is None:
             return math.inf
         return self.count_at_confidence * self.unit_price_usd_hour
+
+    @property
+    def egress_monthly_usd(self) -> float:
+        """The month's data transfer cost (0 when not priced) [USD/month]."""
+        usd = (self.egress or {}).get("usd_month")
+        return 0.0 if usd is None else float(usd)
 
     def to_dict(self, target_rps: float) -> dict[str, Any]:
         """JSON-ready row."""
@@ -252,7 +272,14 @@ class Option:
             "unit_price_usd_hour": self.unit_price_usd_hour,
             "hourly_cost_usd": self.hourly_cost_usd,
             "monthly_cost_usd": self.hourly_cost_usd * HOURS_PER_MONTH,
+            "compute_monthly_usd": self.hourly_cost_usd * HOURS_PER_MONTH,
+            "egress_monthly_usd": (self.egress or {}).get("usd_month"),
+            "total_monthly_usd": self.hourly_cost_usd * HOURS_PER_MONTH + self.egress_monthly_usd,
             "usd_per_billion_requests": self.hourly_cost_usd / (target_rps * 3600.0) * 1e9,
+            "usd_per_million_requests": usd_per_million(
+                self.hourly_cost_usd + self.egress_monthly_usd / HOURS_PER_MONTH, target_rps
+            ),
+            "compute_usd_per_million_requests": usd_per_million(self.hourly_cost_usd, target_rps),
             "binding_constraint": cap.binding_constraint,
             "capacity_factor_range": [cap.factor_low / cap.factor, cap.factor_high / cap.factor],
             "capacity_interval_rps": list(cap.interval(0.95)),
@@ -273,6 +300,7 @@ class Option:
                 else per_zone(self.count_at_confidence, zones)
             ),
             "burstable": inst.burstable,
+            "egress": self.egress,
             "basis": list(cap.basis),
         }
 
@@ -294,6 +322,29 @@ class Recommendation:
     mix: dict[str, Any] | None = None
     decision: dict[str, Any] | None = None
     profiles: tuple[CostProfile, ...] = ()
+    notes: list[str] = field(default_factory=list)
+    traffic: dict[str, Any] = field(default_factory=dict)
+    include_families: tuple[str, ...] = ()
+
+    #: Traffic growth as (the text given, factor per month), or None.
+    growth: tuple[str, float] | None = None
+
+    def option_dicts(self, opts: Sequence[Option]) -> list[dict[str, Any]]:
+        """The options' rows, with when each must grow when a growth rate is set."""
+        rows = [o.to_dict(self.target_rps) for o in opts]
+        if self.growth is not None:
+            from sizing.fleet.growth import describe, growth_fields
+
+            for o, row in zip(opts, rows, strict=True):
+                fields = growth_fields(
+                    survivors(o.count, self.rules),
+                    o.capacity.capacity_rps,
+                    self.headroom,
+                    self.target_rps,
+                    self.growth[1],
+                )
+                row.update(fields, growth_text=describe(fields, self.growth[0]))
+        return rows
 
     def to_dict(self, top: int | None = None) -> dict[str, Any]:
         """JSON-ready document."""
@@ -316,7 +367,14 @@ class Recommendation:
             "decision": self.decision,
             "mix": self.mix,
             "measured": _evidence_dict(self.evidence),
-            "options": [o.to_dict(self.target_rps) for o in opts],
+            "traffic": self.traffic,
+            "notes": list(self.notes),
+            "options": self.option_dicts(opts),
+            "growth": (
+                None
+                if self.growth is None
+                else {"rate": self.growth[0], "factor_per_month": self.growth[1]}
+            ),
             "vcpus_by_family": vcpus_by_family(self.options),
             "estimates": {k: {"value": v, "reasoning": r} for k, (v, r) in ESTIMATES.items()},
             "excluded": self.excluded,
@@ -351,7 +409,12 @@ def _evidence_dict(ev: Any) -> dict[str, Any] | None:
 
 
 def vcpus_by_family(options: Iterable[Option]) -> list[dict[str, Any]]:
-    """Answer in vCPUs: per family, the cheapest fleet's vCPUs and the fewest any size needs."""
+    """Answer in vCPUs, per family in the options' order (the same rules and ranking).
+
+    Each family's row shows its first option in ``options`` (the ``cheapest_*`` fields: the
+    best fleet of the family by the options' sort) and the fewest vCPUs any of its sizes needs.
+    Pass the options sorted (`Recommendation.options` are).
+    """
     best: dict[tuple[str, str], dict[str, Any]] = {}
     for o in options:
         inst = o.capacity.instance
@@ -369,12 +432,5 @@ def vcpus_by_family(options: Iterable[Option]) -> list[dict[str, Any]]:
                 "cheapest_hourly_cost_usd": o.hourly_cost_usd,
                 "min_total_vcpus": total,
             }
-        elif o.hourly_cost_usd < row["cheapest_hourly_cost_usd"]:
-            row.update(
-                cheapest_instance_type=inst.instance_type,
-                cheapest_count=o.count,
-                cheapest_total_vcpus=total,
-                cheapest_hourly_cost_usd=o.hourly_cost_usd,
-            )
         row["min_total_vcpus"] = min(row["min_total_vcpus"], total)
-    return sorted(best.values(), key=lambda r: r["cheapest_hourly_cost_usd"])
+    return list(best.values())

@@ -14,7 +14,6 @@ the `Evidence` protocol below; this module imports neither pandas nor scipy.
 
 from __future__ import annotations
 
-import csv
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -22,6 +21,8 @@ from functools import cache
 from typing import Any, Protocol
 
 from sizing.catalog.load import Instance
+from sizing.catalog.providers import estimates as provider_estimates
+from sizing.catalog.providers import provider_of
 from sizing.errors import InputError
 from sizing.model import costmodel
 from sizing.model.costmodel import (
@@ -36,7 +37,6 @@ from sizing.model.costmodel import (
 )
 from sizing.model.platforms import Platform, ht_nginx, platform_by_text, platform_of
 from sizing.model.workload import PROTOCOLS, SCENARIOS, Workload
-from sizing.paths import CATALOG_DIR
 
 __all__ = [
     "ESTIMATES",
@@ -56,8 +56,6 @@ __all__ = [
 ]
 
 REFERENCE_LINK_GBPS = SEED_LINK_GBPS
-AWS_INTERNET_GATEWAY_GBPS = 5.0
-GCP_GBPS_PER_VCPU = 2.0
 
 #: Model constants that are estimates, each with its reasoning (printed with the answer).
 ESTIMATES: dict[str, tuple[float, str]] = {
@@ -67,11 +65,7 @@ ESTIMATES: dict[str, tuple[float, str]] = {
         "kernel stacks): 0.5 ms",
     ),
     **costmodel.ESTIMATES,
-    "gcp_sustained_gbps_per_vcpu": (
-        GCP_GBPS_PER_VCPU,
-        "GCP documents per-VM egress as about 2 Gbps per vCPU with a 10 Gbps floor for small "
-        "shapes; the floor is an 'up to' (burst), the per-vCPU rate is taken as sustained",
-    ),
+    **provider_estimates(),
 }
 
 
@@ -151,6 +145,10 @@ def _wire_per_request(work: Workload) -> float:
     )
 
 
+#: Bytes on the wire per request, the size mix and gzip applied [B] (an estimate).
+wire_bytes_per_request = _wire_per_request
+
+
 SERVICE_CV2 = (
     0.25,
     "estimate: the CPU time of one request of one size varies with a squared coefficient of "
@@ -207,55 +205,13 @@ def service_cv2(work: Workload, terms_by_size: Sequence[tuple[float, float]]) ->
     return SERVICE_CV2[0] + (var / mean**2 if mean > 0 else 0.0)
 
 
-@cache
-def _aws_burst() -> dict[str, float]:
-    path = CATALOG_DIR / "aws-network-burst.csv"
-    out: dict[str, float] = {}
-    try:
-        with path.open(newline="") as fh:
-            for r in csv.DictReader(fh):
-                try:
-                    out[r["instance_type"]] = float(r["burst_peak_gbps"])
-                except (KeyError, TypeError, ValueError):
-                    continue  # a size whose peak is not published
-    except FileNotFoundError:
-        pass
-    return out
-
-
 def network_gbps(inst: Instance, work: Workload) -> tuple[float, str]:
     """The bandwidth that caps this instance for this workload [Gbit/s], and why.
 
-    AWS and GCP are treated alike: ``baseline`` is what each sells as sustained (AWS: the
-    baseline; GCP: 2 Gbps per vCPU up to the VM's ceiling, an estimate of GCP's rule), and
-    ``burst`` the published "up to" peak (AWS: the burst column or
-    ``aws-network-burst.csv``; GCP: the per-VM egress ceiling). ``internet_facing`` applies
-    AWS's internet-gateway limit: 5 Gbps under 32 vCPUs, half the bandwidth from 32 up.
+    Each provider's rules live in its module (`sizing.catalog.providers`).
     """
-    if inst.provider == "gcp":
-        sustained = min(inst.network_gbps, GCP_GBPS_PER_VCPU * inst.vcpus)
-        peak = inst.network_burst_gbps or inst.network_gbps
-        how_base = (
-            f"GCP {sustained:g} Gbps sustained (2 Gbps per vCPU, an estimate, up to the "
-            f"{inst.network_gbps:g} Gbps egress ceiling)"
-        )
-    else:
-        sustained = inst.network_gbps
-        peak = inst.network_burst_gbps or _aws_burst().get(inst.instance_type, inst.network_gbps)
-        how_base = f"{inst.provider.upper()} {sustained:g} Gbps baseline"
-    if work.burst_network:
-        gbps = max(peak, sustained)
-        how = f"{inst.provider.upper()} {gbps:g} Gbps 'up to' peak (--network burst)"
-    else:
-        gbps, how = sustained, how_base
-    if work.internet_facing and inst.provider == "aws":
-        cap = AWS_INTERNET_GATEWAY_GBPS if inst.vcpus < 32 else gbps / 2.0
-        if cap < gbps:
-            gbps = cap
-            how += f", internet-facing: AWS internet gateway limit {cap:g} Gbps " + (
-                "(under 32 vCPUs)" if inst.vcpus < 32 else "(half the bandwidth at 32+ vCPUs)"
-            )
-    return gbps, how
+    result: tuple[float, str] = provider_of(inst).network_gbps(inst, work)
+    return result
 
 
 # ----------------------------------------------------------------------------- cloud model

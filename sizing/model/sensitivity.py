@@ -132,18 +132,23 @@ class Sensitivity:
 
 
 def cost_at_confidence(rec: Recommendation) -> tuple[float, str]:
-    """Cheapest hourly cost at the recommendation's confidence [USD/h] and that fleet."""
-    best: tuple[float, str] | None = None
+    """The cheapest fleet at the recommendation's confidence and its compute cost [USD/h].
+
+    Fleets rank as the options do, with the month's egress (`Option.egress_monthly_usd`, the
+    same for every type of one provider and region); the cost returned is the instances'.
+    """
+    best: tuple[float, float, str] | None = None
     for o in rec.options:
         n = o.count_at_confidence
         if n is None:
             continue
         cost = n * o.unit_price_usd_hour
-        if best is None or cost < best[0]:
-            best = (cost, f"{n} x {o.capacity.instance.instance_type}")
+        total = cost + o.egress_monthly_usd / 730.0
+        if best is None or total < best[0]:
+            best = (total, cost, f"{n} x {o.capacity.instance.instance_type}")
     if best is None:
         raise Infeasible("no option keeps the headroom at the confidence")
-    return best
+    return best[1], best[2]
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -371,6 +376,8 @@ def sensitivity(
                         pricing=rec.rules.pricing,
                         spot_reserve=rec.rules.spot_reserve,
                         sort=rec.sort,
+                        clients=rec.traffic.get("clients", "internet"),
+                        include_families=rec.include_families,
                     )
                     ends.append(cost_at_confidence(r))
                 except Infeasible:

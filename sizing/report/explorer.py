@@ -149,6 +149,10 @@ class Explorer:
             "pricing": w.Dropdown(
                 options=list(PRICING.items()), value=o.pricing, description="pricing"
             ),
+            # Egress ranks with compute: where clients are moves the bill most of all.
+            "clients": w.ToggleButtons(
+                options=["internet", "vpc"], value=o.clients, description="clients"
+            ),
         }
         for c in self.controls.values():
             c.style = style

@@ -15,9 +15,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sizing.fleet.recommend import HOURS_PER_MONTH, Option, Recommendation
+from sizing.fleet.recommend import (
+    HOURS_PER_MONTH,
+    Option,
+    Recommendation,
+    usd_per_million,
+)
 from sizing.report.sources import cited, name_sources
-from sizing.units import fmt_rps, fmt_sig, fmt_usd
+from sizing.units import fmt_rps, fmt_sig, fmt_usd, fmt_usd_small
 
 __all__ = [
     "DecisionSummary",
@@ -90,6 +95,8 @@ class DecisionSummary:
     cheapest_at_confidence: tuple[str, float] | None = None
     #: The decision's numbers (`sizing.fleet.decision.decide`): what the headline shows.
     decision: Mapping[str, Any] | None = None
+    limits: tuple[str, ...] = ()
+    traffic: str = ""
 
 
 def _zones(o: Option) -> tuple[tuple[str, ...], tuple[int, ...]]:
@@ -167,7 +174,20 @@ def decision_summary(rec: Recommendation, *, decision_text: str = "") -> Decisio
         decision=rec.decision,
         notes=tuple(getattr(ev, "notes", ()) or ()),
         cheapest_at_confidence=at_conf,
+        limits=tuple(getattr(rec, "notes", ())),
+        traffic=_traffic(rec),
     )
+
+
+def _traffic(rec: Recommendation) -> str:
+    """One line on what serving the traffic costs for the first option ('' if not priced)."""
+    t = getattr(rec, "traffic", None) or {}
+    e = rec.options[0].egress if rec.options else None
+    if not t or not e:
+        return ""
+    usd = e.get("usd_month")
+    cost = "not priced" if usd is None else f"{fmt_usd(usd, 0)}/month"
+    return f"{t['gbps']:,.1f} Gbps to {t['clients']} clients: {cost} ({e.get('basis', '')})"
 
 
 def _where(c: FleetChoice) -> str:
@@ -225,6 +245,10 @@ def summary_html(s: DecisionSummary, side_html: str = "") -> str:
     buy = d.get("count", c.count)
     hourly = d.get("hourly_cost_usd", c.hourly_usd)
     monthly = d.get("monthly_cost_usd", c.monthly_usd)
+    traffic = f"<dt>Traffic</dt><dd>{_e(s.traffic)}</dd>\n" if s.traffic else ""
+    limits = (
+        "<dt>Limits</dt><dd>" + "<br>".join(_e(n) for n in s.limits) + "</dd>\n" if s.limits else ""
+    )
     return f"""<div class="ns-first">
 <style>
 .ns-first{{display:flex;gap:16px;align-items:flex-start;font-family:system-ui,sans-serif;
@@ -257,7 +281,7 @@ def summary_html(s: DecisionSummary, side_html: str = "") -> str:
 <dt>Limit, basis</dt><dd>{_e(c.binding)}; {_e(c.evidence)}</dd>
 <dt>Runner-up</dt><dd>{runner}</dd>
 <dt>Rests on</dt><dd>{basis}; {s.options} instance types qualify</dd>
-</dl>
+{traffic}{limits}</dl>
 {text}
 </div>
 <div class="ns-side">{side_html}</div>
@@ -276,7 +300,7 @@ _COLUMNS: dict[str, str] = {
     "hour": "$/hour",
     "month": "$/month",
     "hour_conf": "$/hour at {conf}",
-    "per_billion": "$/1B req.",
+    "per_million": "$/M req.",
     "p_meet": "P(meet)",
     "binds": "Limited by",
 }
@@ -311,7 +335,7 @@ def options_table(rec: Recommendation, top: int = 10) -> Any:
                 "hour": fmt_usd(c.hourly_usd),
                 "month": fmt_usd(c.monthly_usd, 0),
                 "hour_conf": fmt_usd(c.hourly_at_confidence_usd),
-                "per_billion": fmt_usd(c.hourly_usd / (rec.target_rps * 3600.0) * 1e9, 3),
+                "per_million": fmt_usd_small(usd_per_million(c.hourly_usd, rec.target_rps)),
                 "p_meet": f"{c.p_meet:.0%}",
                 "binds": c.binding,
             }
