@@ -204,7 +204,7 @@ def test_tornado_bars_start_at_today_s_cost(rec):
     assert high.x[-1] == pytest.approx(top.cost_high - now)
     assert low.y[-1].replace("<br>", " ").startswith(top.input.label)
     assert f"{top.input.unit} ({top.input.kind})" in low.y[-1] or "(estimate)" in low.y[-1]
-    assert "95%" in fig.layout.title.text
+    assert "95%" in fig.layout.xaxis.title.text
     # Names wrap rather than clip: short lines, and the margin grows to fit them.
     for label in low.y:
         assert all(len(line) <= 40 for line in label.split("<br>")), label

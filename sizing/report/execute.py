@@ -37,6 +37,7 @@ __all__ = [
     "coerce_parameters",
     "execute",
     "notebook_parameters",
+    "print_page",
     "to_html",
     "to_pdf",
 ]
@@ -277,6 +278,11 @@ def to_html(ipynb: str | Path, html: str | Path, *, show_code: bool = False) -> 
     return out
 
 
+def print_page(page: str) -> str:
+    """The HTML ``page`` laid out for paper on any medium (the copy Chromium prints)."""
+    return _with_style(page, PRINT_CSS)
+
+
 def _with_style(page: str, css: str) -> str:
     """``page`` with a style sheet added at the end of its head (or at its start)."""
     tag = f'<style id="ns-print">{css}</style>'
@@ -307,7 +313,7 @@ def to_pdf(html: str | Path, pdf: str | Path, *, timeout_s: float = 180.0) -> Pa
     page = Path(html).read_text(encoding="utf-8")
     fd, name = tempfile.mkstemp(prefix=".print-", suffix=".html", dir=Path(html).parent)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(_with_style(page, PRINT_CSS))
+        f.write(print_page(page))
     try:
         return _print(Path(name), out, timeout_s)
     finally:

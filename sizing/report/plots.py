@@ -611,16 +611,16 @@ def tornado_figure(
     fig.add_vline(x=baseline_usd_hour, line={"color": "black", "width": 1})
     fig.update_layout(
         title={
-            "text": "What the answer is most sensitive to<br>"
-            f"<span style='font-size:12px'>fleet $/hour at {confidence:.0%} "
-            f"(now ${baseline_usd_hour:,.2f})</span>",
+            "text": "What the answer is most sensitive to",
             "font": {"size": 14},
             "y": 0.98,
             "yanchor": "top",
         },
         barmode="overlay",
         xaxis={
-            "title": {"text": "$ per hour"},
+            "title": {
+                "text": f"fleet $ per hour at {confidence:.0%} (now ${baseline_usd_hour:,.2f})"
+            },
             "tickprefix": "$",
             "tickformat": ".2f",
             "nticks": 5,
@@ -628,7 +628,7 @@ def tornado_figure(
         },
         template=TEMPLATE,
         height=110 + 44 * max(len(rows), 3),
-        margin={"l": 10, "r": 10, "t": 80, "b": 40},
+        margin={"l": 10, "r": 10, "t": 70, "b": 50},
         legend={"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom", "xanchor": "left"},
         yaxis={"automargin": True, "tickfont": {"size": 11}},
     )

@@ -280,9 +280,10 @@ def summary_html(s: DecisionSummary, side_html: str = "") -> str:
   letter-spacing:.06em}}
 .ns-buy{{font-size:26px;font-weight:700;margin:0;line-height:1.25}}
 .ns-cost{{font-size:19px;margin:0 0 6px}}
-.ns-card dl{{display:grid;grid-template-columns:78px 1fr;gap:2px 8px;margin:0;font-size:12.5px;
+.ns-card dl{{display:grid;grid-template-columns:96px 1fr;gap:2px 8px;margin:0;font-size:12.5px;
   line-height:1.35}}
-.ns-card dt{{color:#555;font-weight:600}} .ns-card dd{{margin:0}}
+.ns-card dt{{color:#555;font-weight:600;white-space:nowrap;width:auto;float:none}}
+.ns-card dd{{margin:0}}
 .ns-warn{{background:#fde2e1;border:1px solid #c00;padding:4px 8px;margin:6px 0;
   font-weight:700}}
 .ns-side{{flex:1 1 auto;min-width:0}}
