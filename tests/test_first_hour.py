@@ -48,6 +48,13 @@ def test_help_shows_every_option_and_its_default(build):
         assert re.search(r"default", shown), f"{name} {action.option_strings}: {shown}"
         if action.default not in (None, [], argparse.SUPPRESS):
             assert str(action.default) in shown or "(default " in shown, (name, shown)
+        assert len(re.findall(r"\bdefault\b", shown)) == 1, (name, shown)  # said once
+
+
+@pytest.mark.parametrize("build", [sizing_parser, runners_parser], ids=["sizing", "runners"])
+def test_help_speaks_to_the_user(build):
+    text = build().format_help()
+    assert "``" not in text and "Imports" not in text and "one function" not in text, text
 
 
 def test_catalog_help_lists_its_filters():

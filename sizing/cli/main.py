@@ -52,7 +52,12 @@ def _int_between(low: int, high: int) -> Any:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``python -m sizing`` argument parser."""
-    parser = _Parser(prog="python -m sizing", description=__doc__)
+    parser = _Parser(
+        prog="python -m sizing",
+        description="How many NGINX servers, of which cloud instance type, serve a target of "
+        "requests per second with p99 latency under an SLA, at the lowest cost. Each command "
+        "has its own --help.",
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     rec = sub.add_parser(
@@ -259,7 +264,8 @@ def _fleet_options(p: argparse.ArgumentParser) -> None:
         "--sort",
         choices=("cost-at-confidence", "cost"),
         default="cost-at-confidence",
-        help="rank by the cost of the count at --confidence (default) or of the point estimate",
+        help="rank by the cost of the count at --confidence (cost-at-confidence, the default) or "
+        "of the point estimate (cost)",
     )
     p.add_argument(
         "--burstable",
@@ -314,7 +320,7 @@ def _sizing_options(p: argparse.ArgumentParser) -> None:
         "--protocol",
         choices=("http", "https"),
         default=DEFAULT_PROTOCOL,
-        help="protocol clients use (the runners measure the same by default)",
+        help="protocol clients use (default: %(default)s; the runners measure the same)",
     )
     p.add_argument(
         "--file-size",
@@ -450,7 +456,8 @@ def _workload_options(p: argparse.ArgumentParser) -> None:
         "--network",
         choices=("baseline", "burst"),
         default="baseline",
-        help="size against sustained bandwidth (default) or the 'up to' peaks, AWS and GCP alike",
+        help="size against sustained bandwidth (baseline, the default) or the 'up to' peaks "
+        "(burst), AWS and GCP alike",
     )
     p.add_argument(
         "--internet-facing",
