@@ -477,14 +477,13 @@ _SHORT = {
 
 
 def _short_label(rows: Any, i: int, extra: Sequence[str]) -> str:
-    """A bar's label: the compared families without their size suffix, then kind and scenario."""
+    """A bar's label, one short line each: the compared families, the kind, the scenario."""
     comparison = " / ".join(
         part.strip().removesuffix("-standard")
         for part in str(rows["comparison"].iloc[i]).split("/")
     )
     words = [_SHORT.get(str(rows[c].iloc[i]), str(rows[c].iloc[i])) for c in extra]
-    rest = ", ".join(w for w in words if w)
-    return text(comparison) + (f"<br>{text(rest)}" if rest else "")
+    return "<br>".join(text(w) for w in (comparison, *words) if w)
 
 
 def ratio_figure(rows: Any, title: str) -> go.Figure:
@@ -519,8 +518,14 @@ def ratio_figure(rows: Any, title: str) -> go.Figure:
             x=labels,
             y=mid,
             name=name,
+            # A range's ends are in the hover text (and the table above the chart): printed on
+            # the bar they would shrink to nothing beside the whisker.
             text=[
                 f"{lo:.2f}" if abs(hi - lo) < 0.005 else f"{lo:.2f}-{hi:.2f}"
+                for lo, hi in zip(lows, highs, strict=True)
+            ],
+            texttemplate=[
+                "" if abs(hi - lo) >= 0.005 else "%{text}"
                 for lo, hi in zip(lows, highs, strict=True)
             ],
             textposition="outside",
@@ -549,6 +554,7 @@ def ratio_figure(rows: Any, title: str) -> go.Figure:
         barmode="group",
         template=TEMPLATE,
         xaxis={"tickangle": 0, "automargin": True, "tickfont": {"size": 11}},
+        uniformtext={"minsize": 10, "mode": "hide"},
         legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
     )
     return fig

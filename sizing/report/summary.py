@@ -272,7 +272,7 @@ def summary_html(s: DecisionSummary, side_html: str = "") -> str:
     text = f'<p class="ns-text">{_e(s.decision_text)}</p>' if s.decision_text else ""
     return f"""<div class="ns-first {NO_MATH}">
 <style>
-.ns-first{{display:flex;gap:16px;align-items:flex-start;font-family:system-ui,sans-serif;
+.ns-first{{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start;font-family:system-ui,sans-serif;
   max-width:1240px;break-inside:avoid}}
 .ns-card{{flex:0 0 560px;box-sizing:border-box;border:2px solid #1f4e79;border-radius:8px;
   padding:10px 14px;background:#f4f8fc}}
@@ -286,7 +286,7 @@ def summary_html(s: DecisionSummary, side_html: str = "") -> str:
 .ns-card dd{{margin:0}}
 .ns-warn{{background:#fde2e1;border:1px solid #c00;padding:4px 8px;margin:6px 0;
   font-weight:700}}
-.ns-side{{flex:1 1 auto;min-width:0}}
+.ns-side{{flex:1 1 420px;min-width:420px}}
 .ns-text{{font-size:13px;margin:6px 0 0}}
 </style>
 <div class="ns-card" id="decision-summary">
