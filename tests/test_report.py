@@ -239,3 +239,13 @@ def test_the_summary_reads_as_text(catalog):
     basis = " ".join(r.options[0].capacity.basis)
     assert "measured over none" not in basis
     assert re.search(r"body_us \d+\.\d\d us \(\d", basis), basis
+
+
+def test_the_terminal_answer_shows_the_size_mix(catalog):
+    from sizing.report.render import render_recommendation
+
+    work = Workload(size_mix=((1024, 0.7), (51200, 0.3)))
+    text = render_recommendation(recommend(1e6, catalog, work).to_dict(top=3), 3)
+    first = text.splitlines()[0]
+    assert "1,024 B (70%), 51,200 B (30%) responses" in first, first
+    assert f"{work.file_bytes:,} B responses" not in first  # not the mean alone
