@@ -65,6 +65,9 @@ def default_report(tmp_path_factory):
     p = sizing_cli("report", "--rps", "1M", "--sla-p99", "5ms", "--pdf", "--out", str(out))
     assert p.returncode == 0, p.stderr
     assert p.stdout.split() == [str(out / f"sizing_report.{x}") for x in ("ipynb", "html", "pdf")]
+    log = out / "sizing_report.kernel.log"
+    assert not log.exists() or log.stat().st_size > 0, "an empty kernel log left beside"
+    assert not list(out.glob(".print-*")), "the print copy is removed"
     return out / "sizing_report.ipynb", out / "sizing_report.html"
 
 

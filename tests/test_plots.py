@@ -248,3 +248,31 @@ def test_price_performance_fits_a_printed_page(rec):
     for top in (5, 20, 60):
         fig = plots.price_performance_figure(rec, top=top)
         assert fig.layout.height <= PRINT_HEIGHT_PX - 60
+
+
+def test_explorer_charts_the_families_of_the_cheapest_and_others_on_request():
+    from sizing.report.explorer import Explorer
+
+    ex = Explorer(load_catalog(), top=5)
+    rec = ex.rec
+    assert rec is not None
+    assert list(ex.families.value) == plots.family_names(rec, 5)
+    assert len(ex.families.options) > len(ex.families.value)  # every family can be picked
+
+    def chart_families() -> set[str]:
+        fig = ex.charts.outputs[0]["data"]["application/vnd.plotly.v1+json"]
+        return {t["name"] for t in fig["data"] if t.get("mode") == "lines+markers"}
+
+    assert chart_families() == set(plots.family_names(rec, 5))
+    other = ex.families.options[-1]
+    ex.families.value = (other,)
+    assert chart_families() == {other}
+    assert "update" not in ex.status.value and "ns-updates" not in ex.status.value
+    assert "mathjax_ignore" in ex.table.value and "mathjax_ignore" in ex.decision.value
+
+
+def test_plotly_typesets_no_labels():
+    import plotly.io as pio
+
+    plots.use_offline_renderer()
+    assert pio.renderers["notebook"].config["typesetMath"] is False
