@@ -83,10 +83,19 @@ def test_https_over_http_is_in_the_seeds_range():
             protocol="http", file_bytes=size
         )
         assert lo * 0.95 <= ratio <= hi * 1.05, size
-    # On a cloud instance too (the old model said 0.97 on c4a).
+    # On a cloud instance on bare metal too (the old model said 0.97 on c4a). In a VM the
+    # environment's per-request term (the same for both) brings the ratio nearer 1.
     inst = get("c4a-standard-4")
-    caps = [instance_capacity(inst, Workload(protocol=p)).cpu_sla_rps for p in ("https", "http")]
-    assert 0.54 <= caps[0] / caps[1] <= 0.75
+
+    def ratio(env: str) -> float:
+        caps = [
+            instance_capacity(inst, Workload(protocol=p, environment=env)).cpu_sla_rps
+            for p in ("https", "http")
+        ]
+        return caps[0] / caps[1]
+
+    assert 0.54 <= ratio("bare-metal") <= 0.75
+    assert ratio("bare-metal") < ratio("vm") < 0.95
 
 
 def test_tls_key_and_resumption():
@@ -194,7 +203,8 @@ def test_workload_flags_reach_the_answer():
     assert w["gzip"] == 0.3 and w["size_mix"] == [[1024, 0.7], [51200, 0.3]]
     basis = " ".join(doc["options"][0]["basis"])
     assert "handshake_full_ecdsa_p256_us" in basis and "gzip_byte_ns" in basis
-    assert "004-openssl-102-vs-101" in basis  # the seed's OpenSSL 1.0.1f is not carried
+    # The seed's OpenSSL 1.0.1f is not carried: handshakes cost what current OpenSSL's do.
+    assert "current OpenSSL on" in basis and "eccbench" in basis
 
 
 def test_platform_mapping():

@@ -381,11 +381,11 @@ def test_one_unrepeated_trial_is_not_certain():
 def test_capacity_does_not_import_measured():
     import ast
 
-    tree = ast.parse((ROOT / "sizing" / "capacity.py").read_text())
+    tree = ast.parse((ROOT / "sizing" / "model" / "capacity.py").read_text())
     mods = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     mods |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     assert "sizing.evidence.measured" not in mods
-    assert "Any" not in (ROOT / "sizing" / "measured.py").read_text()
+    assert "Any" not in (ROOT / "sizing" / "evidence" / "measured.py").read_text()
 
 
 def test_a_server_short_of_cpu_is_flagged():

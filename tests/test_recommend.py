@@ -79,7 +79,8 @@ def test_options_carry_what_they_rest_on():
         assert o["basis"] and any("004_2a50d35d485b581a.txt" in b for b in o["basis"])
         assert o["utilization_at_target"] <= 1 - doc["headroom"] + 1e-9
     t2a = next(o for o in doc["options"] if o["family"] == "t2a-standard")
-    assert any("000-perf-t2a-vs-n2" in b for b in t2a["basis"])
+    assert any("data/cloud/measurements.csv" in b for b in t2a["basis"])
+    assert any("vm: " in b or "kubernetes term" in b for b in t2a["basis"])
     assert (
         doc["vcpus_by_family"][0]["cheapest_hourly_cost_usd"]
         == doc["options"][0]["hourly_cost_usd"]

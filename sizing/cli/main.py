@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sizing.errors import Infeasible, InputError, ReportError, printable
+from sizing.evidence import accesslog as _accesslog
 from sizing.report.render import fmt_rps as _fmt_rps
 from sizing.report.render import render_catalog, render_recommendation, to_csv
 from sizing.report.render import table as _table
@@ -225,6 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _sizing_options(plm)
     _plan_measure_options(plm)
+    _accesslog.add_parser(sub)
     return parser
 
 
@@ -465,6 +467,19 @@ def _workload_options(p: argparse.ArgumentParser) -> None:
         help="traffic passes AWS's internet gateway: 5 Gbps under 32 vCPUs",
     )
     p.add_argument(
+        "--environment",
+        choices=("bare-metal", "vm", "kubernetes"),
+        default="vm",
+        help="where NGINX runs: on the host's own kernel, in a VM behind a virtual NIC "
+        "(default), or in a pod behind a Kubernetes Service",
+    )
+    p.add_argument(
+        "--jwt",
+        choices=("none", "rs256", "es256"),
+        default="none",
+        help="JWT signature checked per request (reverse_proxy and api_gateway scenarios)",
+    )
+    p.add_argument(
         "--profile",
         action="append",
         default=[],
@@ -493,6 +508,8 @@ def workload_from_args(args: argparse.Namespace) -> Workload:
         http_version=args.http_version,
         burst_network=args.network == "burst",
         internet_facing=args.internet_facing,
+        environment=args.environment,
+        jwt=args.jwt,
     )
 
 
@@ -864,6 +881,8 @@ def _workload_params(args: argparse.Namespace) -> dict[str, Any]:
         ("http_version", "1.1"),
         ("network", "baseline"),
         ("internet_facing", False),
+        ("environment", "vm"),
+        ("jwt", "none"),
     ):
         if getattr(args, name) != default:
             out[name] = getattr(args, name)
@@ -874,6 +893,7 @@ def _workload_params(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_precompute(args: argparse.Namespace) -> int:
     """Write the precomputed reference fits."""
+    from sizing.model.cloudfit import precompute_cloud_model
     from sizing.model.fits import precompute, precompute_cost_model, precompute_platforms
     from sizing.paths import FITS_PATH
 
@@ -883,6 +903,7 @@ def cmd_precompute(args: argparse.Namespace) -> int:
     if args.out is None:
         print(precompute_cost_model())
         print(precompute_platforms())
+        print(precompute_cloud_model())
     return 0
 
 
@@ -897,6 +918,7 @@ def cmd_plan_measurements(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {
+    "workload": _accesslog.run,
     "plan-measurements": cmd_plan_measurements,
     "recommend": cmd_recommend,
     "fit": cmd_fit,

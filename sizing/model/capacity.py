@@ -19,14 +19,16 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
-from typing import Protocol
+from typing import Any, Protocol
 
 from sizing.catalog.load import Instance
+from sizing.errors import InputError
 from sizing.model import costmodel
 from sizing.model.costmodel import (
     MSS_BYTES,
     SEED_LINK_GBPS,
     TLS_RECORD_BYTES,
+    Coefficient,
     CostProfile,
     cpu_us_per_request,
     reference_profile,
@@ -256,6 +258,160 @@ def network_gbps(inst: Instance, work: Workload) -> tuple[float, str]:
     return gbps, how
 
 
+# ----------------------------------------------------------------------------- cloud model
+
+#: Share of bytes gzip-compressed from which a workload is compute-bound (CoreMark speeds).
+GZIP_BOUND = 0.5
+#: Speeds were measured on static serving; a handshake- or proxy-bound workload carries them
+#: with this extra log-scale sd.
+CARRIED_CLASS_SD = (
+    0.10,
+    "estimate: platform speeds fitted on static serving carried to TLS handshakes and "
+    "proxying (1 sd 10%, log scale)",
+)
+
+
+@cache
+def cloud_model() -> Any:
+    """The precomputed cloud model (`sizing.model.cloudfit`), or None when not shipped."""
+    from sizing.model.cloudfit import load_cloud_model
+
+    return load_cloud_model()
+
+
+def cloud_speed(plat: Platform, tpc: int, work: Workload) -> tuple[float, float, str] | None:
+    """Per-vCPU speed [reference cores], its log-scale sd and its source, from the cloud model.
+
+    Fitted where published measurements place the platform; otherwise CoreMark calibrated
+    to them (a labelled fallback); an unknown CPU gets a conservative speed and a wide range
+    (`sizing.model.cloudfit.speed_for`). None when no cloud model is shipped.
+    """
+    cm = cloud_model()
+    if cm is None:
+        return None
+    from sizing.model.cloudfit import speed_for, workload_class
+
+    cls = workload_class(work.file_bytes)
+    carried = work.scenario != "static" or (
+        work.protocol == "https" and math.isfinite(work.requests_per_connection)
+    )
+    extra = CARRIED_CLASS_SD[0] if carried else 0.0
+    known_cpu = not plat.platform_id.endswith("-default")
+    speed, sd, kind, why = speed_for(cm, plat.platform_id, tpc, cls, known_cpu)
+    sd = cm.speed_sd(sd, cls, work.environment)
+    within = cm.within_sd.get(cls, 0.0)
+    spread = math.hypot(within, cm.between_source_sd, extra)
+    vcpu = "a whole core" if tpc == 1 else "a hyper-thread"
+    return (
+        speed,
+        math.hypot(sd, spread),
+        f"platform {plat.name} ({plat.matched_by}), a vCPU is {vcpu}: {speed:.2f} reference "
+        f"cores per vCPU for {cls.replace('_', ' ')} ({kind}, +-{sd:.0%}): {why}; "
+        f"instance-to-instance scatter {within:.2f} and disagreement between sources "
+        f"{cm.between_source_sd:.2f} (log sd)" + (f"; {CARRIED_CLASS_SD[1]}" if carried else ""),
+    )
+
+
+def environment_profile(prof: CostProfile, work: Workload, relative_to: str = "") -> CostProfile:
+    """``prof`` with the environment's per-request and per-packet terms as coefficients.
+
+    ``relative_to`` names the environment ``prof`` was itself measured in (a profile from
+    `runners calibrate` on a VM): only the difference is added. Bare metal adds nothing.
+    """
+    cm = cloud_model()
+    if cm is None or (work.environment == "bare-metal" and not relative_to):
+        return prof
+    env = cm.environments[work.environment]
+    base = cm.environments[relative_to] if relative_to else None
+    req = env.request_us - (base.request_us if base else 0.0)
+    pkt = env.packet_us - (base.packet_us if base else 0.0)
+    if req == 0 and pkt == 0:
+        return prof
+    what = f"{work.environment}" + (f" minus {relative_to} (the profile's own)" if base else "")
+    coefs = dict(prof.coefficients)
+    coefs["env_request_us"] = Coefficient(
+        "env_request_us", req, env.request_stderr, "us/request", "nic", f"{what}: {env.source}"
+    )
+    coefs["env_packet_us"] = Coefficient(
+        "env_packet_us", pkt, env.packet_stderr, "us/packet", "nic", f"{what}: {env.source}"
+    )
+    return replace(prof, coefficients=coefs)
+
+
+def jwt_profile(
+    prof: CostProfile, plat: Platform, work: Workload, core_speed: float
+) -> CostProfile:
+    """``prof`` with the JWT check's cost, on the reference core's scale, for ``plat``."""
+    if work.jwt == "none" or work.scenario == "static":
+        return prof
+    from sizing.model import crypto
+
+    figures = _crypto_figures()
+    d = crypto.jwt_verify_us(
+        figures,
+        plat.platform_id
+        if plat.platform_id in crypto.ARCH
+        else ("ice_lake" if plat.arch == "x86_64" else "graviton3"),
+        work.jwt.upper(),
+        core_speed=core_speed,
+    )
+    coefs = dict(prof.coefficients)
+    coefs["jwt_verify_us"] = Coefficient(
+        "jwt_verify_us",
+        d.value * core_speed,
+        d.value * core_speed * d.rse,
+        "us/request",
+        "none",
+        f"{work.jwt.upper()} check on {plat.name}: {d.value:.0f} us per core (+-{d.rse:.0%}): "
+        f"{d.source}",
+    )
+    return replace(prof, coefficients=coefs)
+
+
+def crypto_profile(prof: CostProfile, plat: Platform, core: float) -> CostProfile:
+    """``prof`` with full-handshake costs from current OpenSSL figures for ``plat``.
+
+    `sizing.model.crypto.handshake_full_us` gives one full handshake's server CPU on one core
+    of the platform (a signature, a key agreement and a fixed part); multiplied by the core's
+    speed ``core`` [reference cores] it is on the reference core's scale, so dividing by a
+    vCPU's speed later gives the vCPU's cost (a hyper-thread's share included).
+    """
+    from sizing.model import crypto
+
+    pid = (
+        plat.platform_id
+        if plat.platform_id in crypto.ARCH
+        else ("ice_lake" if plat.arch == "x86_64" else "graviton3")
+    )
+    coefs = dict(prof.coefficients)
+    for name, key in (
+        ("handshake_full_rsa2048_us", "rsa2048"),
+        ("handshake_full_ecdsa_p256_us", "ecdsa_p256"),
+    ):
+        try:
+            d = crypto.handshake_full_us(_crypto_figures(), pid, key, core_speed=core)
+        except InputError:
+            continue
+        value = d.value * core
+        coefs[name] = Coefficient(
+            name,
+            value,
+            value * d.rse,
+            "us/handshake",
+            "none",
+            f"current OpenSSL on {plat.name}: {d.value:.0f} us per core (+-{d.rse:.0%}), "
+            f"x{core:.2f} reference cores per core: {d.source}",
+        )
+    return replace(prof, coefficients=coefs)
+
+
+@cache
+def _crypto_figures() -> Any:
+    from sizing.model import crypto
+
+    return crypto.load_figures()
+
+
 # ----------------------------------------------------------------------------- the model
 
 
@@ -330,9 +486,18 @@ def model_capacity(
         Measured CPU profiles; one whose ``cpu_model`` maps to the instance's platform gives
         the coefficients (missing ones from the reference, speed-scaled).
     """
-    ref = current_stack(reference_profile())
     plat = platform_of(inst)
     tpc = plat.threads_per_core
+    # On-the-fly gzip is user-space compute, which no static-serving measurement places:
+    # a gzip-bound workload keeps the CoreMark speeds (and the thread gain fitted for them).
+    gzip_bound = work.gzip >= GZIP_BOUND
+    fitted = None if gzip_bound else cloud_speed(plat, tpc, work)
+    core = fitted[0] if fitted else plat.vcpu_speed(tpc)
+    if tpc == 2:
+        core *= 2.0 / (cloud_model().smt_gain["small_static"][0] if fitted else ht_nginx()[0])
+    ref = jwt_profile(current_stack(reference_profile()), plat, work, core)
+    if work.protocol == "https" and math.isfinite(work.requests_per_connection):
+        ref = crypto_profile(ref, plat, core)
     prof = _matching_profile(plat, profiles)
     notes: list[str] = []
     if prof is not None:
@@ -342,8 +507,15 @@ def model_capacity(
         share = {(2, 1): 2.0 / ht, (1, 2): ht / 2.0}.get((host_tpc, tpc), 1.0)
         speed = share
         speed_sd = 0.0 if share == 1.0 else THREAD_SHARE_SD[0]
-        ref_speed = plat.vcpu_speed(host_tpc)
-        fallback = _scaled(ref, 1.0 / ref_speed, f"reference / {ref_speed:.2f} ({plat.name})")
+        host_speed = cloud_speed(plat, host_tpc, work)
+        ref_speed = host_speed[0] if host_speed else plat.vcpu_speed(host_tpc)
+        # A profile from `runners calibrate` measured a VM: only the difference between the
+        # target environment and a VM's is added.
+        fallback = _scaled(
+            environment_profile(ref, work, relative_to="vm"),
+            1.0 / ref_speed,
+            f"reference / {ref_speed:.2f} ({plat.name})",
+        )
         speed_line = (
             f"profile {prof.name} ({prof.cpu_model}, measured over {prof.measured_over}; "
             f"{prof.source})"
@@ -355,12 +527,22 @@ def model_capacity(
         )
         sigma, sigma_sd = prof.sigma, prof.sigma_stderr
         used = prof
+    elif fitted is not None:
+        speed, speed_sd, speed_line = fitted
+        fallback = None
+        sigma, sigma_sd = ref.sigma, ref.sigma_stderr
+        used = environment_profile(ref, work)
     else:
         speed = plat.vcpu_speed(tpc)
         speed_sd = plat.rel_sd
         fallback = None
         sigma, sigma_sd = ref.sigma, ref.sigma_stderr
-        used = ref
+        used = environment_profile(ref, work)
+        if gzip_bound:
+            notes.append(
+                f"gzip on {work.gzip:.0%} of bytes: the CPU speed is CoreMark's (compute), not "
+                "the static-serving speeds fitted to published cloud measurements"
+            )
         vcpu_kind = "a whole core" if tpc == 1 else f"a hyper-thread ({ht_nginx()[1]})"
         speed_line = (
             f"platform {plat.name} ({plat.matched_by}): {plat.core_speed:.2f} reference cores "
@@ -373,7 +555,7 @@ def model_capacity(
         used,
         fallback,
         over_nic=True,
-        virtual_nic=cloud,
+        virtual_nic=cloud and cloud_model() is None,
     )
     notes += cost.notes
     per_worker = 1e6 * speed / cost.us

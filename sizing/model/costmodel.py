@@ -84,6 +84,9 @@ UNITS = {
     "gateway_request_us": "us/request",
     "http2_request_us": "us/request",
     "nic_packet_us": "us/packet",
+    "env_request_us": "us/request",
+    "env_packet_us": "us/packet",
+    "jwt_verify_us": "us/request",
     "sigma": "1",
     "z_us": "us",
     "z_connection_us": "us",
@@ -335,6 +338,11 @@ def cpu_us_per_request(
         )
     if virtual_nic and not prof.virtual_nic_included:
         add("vnic_packet_us", packets)
+    if _get(prof, "env_request_us", fallback) is not None:
+        add("env_request_us", 1.0)
+        add("env_packet_us", packets)
+    if work.jwt != "none" and work.scenario in ("reverse_proxy", "api_gateway"):
+        add("jwt_verify_us", 1.0)
     total = sum(terms.values())
     if total <= 0:
         raise InputError(f"profile {prof.name!r} gives no positive CPU time for this workload")

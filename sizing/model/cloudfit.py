@@ -1,0 +1,806 @@
+"""Platform speeds and deployment-environment costs fitted to published cloud measurements.
+
+The reference costs (`sizing.model.costmodel`) were measured on one bare-metal Haswell core.
+What a request costs on the machines people rent is fitted here to the published per-instance
+measurements in ``data/cloud/measurements.csv`` (`sizing.model.cloudtruth`), in two stages:
+
+1. **Relative per-vCPU speed, per workload class.** For each class (``small_static``: bodies
+   under 16 KB; ``large_static``: 16 KB and up), every observation's CPU time per request on
+   one vCPU, ``t`` [us], is explained as ``ln t = a[source, body, protocol] - b[platform,
+   threads per core] + e``: one level per harness and body size (the server program, the
+   client's placement and the body are the harness's, not the CPU's) and one speed per
+   platform and vCPU kind. Least squares; ``e`` is the scatter between instance types of one
+   platform. Where a platform is seen both as whole cores and as hyper-threads, the
+   difference is the SMT gain of that class: ``g = 2 exp(b[p, 2] - b[p, 1])``.
+2. **Absolute level and environment.** The speeds are put on the reference core's scale at an
+   anchor platform (Haswell, the reference's own core, if present): a hyper-thread of it is
+   worth ``g / 2`` reference cores, times a clock factor with a 10% prior. Then every NGINX
+   observation (a real NGINX, not a stand-in server) gives the environment's extra CPU time
+   per request: ``E = t V - C(w)``, where ``V`` is the vCPU's speed and ``C(w)`` the reference
+   cost of its workload. The median over observations is the environment's ``request_us``.
+
+The spread of a prediction has four parts, each reported: the platform speed's standard
+error, the scatter between instance types of a platform (``within_sd``), the disagreement
+between independent sources on the same instance type (``between_source_sd``: each source's
+residual for an instance type it shares with another source), and the anchor and environment
+terms' errors.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Collection, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from sizing.errors import InputError
+from sizing.paths import DATA_DIR
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "CLASSES",
+    "CLOUD_MODEL_PATH",
+    "CloudModel",
+    "EnvTerm",
+    "PlatformSpeed",
+    "fit_cloud_model",
+    "load_cloud_model",
+    "observations",
+    "reference_cost_us",
+    "workload_class",
+]
+
+CLOUD_MODEL_PATH = DATA_DIR / "fits" / "cloud-model.json"
+CLASSES = ("small_static", "large_static")
+LARGE_BYTES = 16384
+#: How each harness ran, from (container, client placement): the environment its NGINX rows
+#: measure. A client on the same VM shares its vCPUs: such rows place platforms relative to
+#: each other (stage 1) but give no environment level.
+ENVIRONMENT_OF_HARNESS = {
+    ("yes", "separate_vm"): "kubernetes",
+    ("no", "separate_vm"): "vm",
+    ("no", "separate_host"): "bare-metal",
+    ("yes", "separate_host"): "kubernetes",
+}
+ANCHORS = ("haswell", "broadwell", "skylake", "cascade_lake")
+#: Prior on a cloud Haswell core against the reference Xeon E5-2699 v3 core (same core; the
+#: clouds' E5-2666 v3 / E5-2676 v3 run similar all-core clocks).
+ANCHOR_CLOCK = (
+    1.0,
+    0.10,
+    "estimate: a cloud Haswell core (Xeon E5-2666 v3 / E5-2676 v3, all-core turbo about "
+    "3.2 GHz) does the reference E5-2699 v3 core's work per second within 10% (1 sd)",
+)
+SMT_PRIOR = (
+    1.25,
+    0.15,
+    "estimate: an event-driven server gains 10-40% from a core's second hardware thread "
+    "(used only where no platform is measured both ways)",
+)
+#: A pod behind a ClusterIP Service (veth pair, iptables NAT with conntrack) against a
+#: process on the VM itself, per request on keep-alive connections [us on the reference core].
+K8S_EXTRA_US = (
+    1.5,
+    1.5,
+    "estimate: a pod's veth pair and the Service's conntrack lookup add about two packet "
+    "traversals per request (0-4.5 us on the reference core, 95%)",
+)
+VM_PACKET_US = (
+    0.3,
+    0.3,
+    "estimate: a virtual NIC's per-packet cost (virtio / ENA / gVNIC), 0-0.9 us on the "
+    "reference core (95%)",
+)
+
+
+def workload_class(mean_body_bytes: float) -> str:
+    """The workload class whose platform speeds apply to a body size [B]."""
+    return "large_static" if mean_body_bytes >= LARGE_BYTES else "small_static"
+
+
+@dataclass(frozen=True)
+class PlatformSpeed:
+    """Per-vCPU NGINX speed of one platform and vCPU kind for one class, with its spread.
+
+    Attributes
+    ----------
+    speed : float
+        Reference cores per vCPU [1].
+    rel_sd : float
+        Log-scale standard error of ``speed`` (the fit's and the anchor's).
+    instance_types : int
+        Instance types measured on it (all sources).
+    sources : list of str
+        Source ids whose rows place it.
+    nginx_shift : float
+        Log shift from real-NGINX rows of the platform (stage 3 of `fit_cloud_model`).
+    nginx_types : int
+        Instance types of real-NGINX rows behind that shift.
+    """
+
+    platform_id: str
+    threads_per_core: int
+    workload_class: str
+    speed: float
+    rel_sd: float
+    instance_types: int
+    sources: list[str]
+    nginx_shift: float = 0.0
+    nginx_types: int = 0
+
+    @property
+    def source(self) -> str:
+        """What the speed rests on, in words."""
+        shift = (
+            f", moved x{math.exp(self.nginx_shift):.2f} to {self.nginx_types} real-NGINX "
+            "instance measurement(s) of it"
+            if self.nginx_types
+            else ""
+        )
+        return (
+            f"fitted to {self.instance_types} instance type(s) of published cloud measurements "
+            f"({', '.join(self.sources)}; data/cloud/measurements.csv){shift}"
+        )
+
+
+@dataclass(frozen=True)
+class EnvTerm:
+    """Extra CPU time per request of a deployment environment, on the reference core.
+
+    Attributes
+    ----------
+    request_us, request_stderr : float
+        Per request [us] and its standard error [us].
+    packet_us, packet_stderr : float
+        Per packet [us] and its standard error [us].
+    source : str
+        What it was fitted to, or ``estimate: ...``.
+    n : int
+        NGINX observations it was fitted to (0: derived or estimated).
+    anchored : bool
+        Fitted (directly or through another fitted environment) on the same anchor as the
+        platform speeds, so the anchor's error cancels in predictions.
+    """
+
+    environment: str
+    request_us: float
+    request_stderr: float
+    packet_us: float
+    packet_stderr: float
+    source: str
+    n: int = 0
+    anchored: bool = False
+
+
+@dataclass
+class CloudModel:
+    """The fitted cloud model: platform speeds, SMT gains, environment terms and spreads."""
+
+    speeds: dict[str, PlatformSpeed]
+    smt_gain: dict[str, tuple[float, float, str]]
+    environments: dict[str, EnvTerm]
+    within_sd: dict[str, float]
+    between_source_sd: float
+    between_source_pairs: int
+    anchor: str
+    fitted_on: list[str]
+    held_out: list[str] = field(default_factory=list)
+    levels: dict[str, float] = field(default_factory=dict)
+    anchor_sd: dict[str, float] = field(default_factory=dict)
+
+    def speed_sd(self, speed: PlatformSpeed | float, cls: str, environment: str) -> float:
+        """Log sd of a speed as used in ``environment``.
+
+        The fit's, plus the anchor's where the environment's level was not fitted to real
+        NGINX rows on the same anchor (there the anchor's error cancels: ``(C + E) / V`` does
+        not move with it).
+        """
+        sd = speed.rel_sd if isinstance(speed, PlatformSpeed) else float(speed)
+        env = self.environments.get(environment)
+        if env is None or not env.anchored:
+            sd = math.hypot(sd, self.anchor_sd.get(cls, ANCHOR_CLOCK[1]))
+        return sd
+
+    @staticmethod
+    def key(platform_id: str, threads_per_core: int, cls: str) -> str:
+        """Dictionary key of a platform speed."""
+        return f"{platform_id}|{threads_per_core}|{cls}"
+
+    def speed(self, platform_id: str, threads_per_core: int, cls: str) -> PlatformSpeed | None:
+        """The fitted speed, or None when the data never measured that platform and kind.
+
+        A platform measured only as the other vCPU kind is converted by the class's SMT gain.
+        """
+        got = self.speeds.get(self.key(platform_id, threads_per_core, cls))
+        if got is not None:
+            return got
+        other = self.speeds.get(self.key(platform_id, 3 - threads_per_core, cls))
+        if other is None:
+            return None
+        g, g_sd, _ = self.smt_gain[cls]
+        factor = g / 2.0 if threads_per_core == 2 else 2.0 / g
+        return PlatformSpeed(
+            platform_id,
+            threads_per_core,
+            cls,
+            other.speed * factor,
+            math.hypot(other.rel_sd, g_sd / g),
+            other.instance_types,
+            other.sources,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "format": "nginx-sizing/cloud-model/1",
+            "speeds": {k: asdict(v) for k, v in sorted(self.speeds.items())},
+            "smt_gain": {k: list(v) for k, v in self.smt_gain.items()},
+            "environments": {k: asdict(v) for k, v in self.environments.items()},
+            "within_sd": self.within_sd,
+            "between_source_sd": self.between_source_sd,
+            "between_source_pairs": self.between_source_pairs,
+            "anchor": self.anchor,
+            "fitted_on": self.fitted_on,
+            "held_out": self.held_out,
+            "levels": self.levels,
+            "anchor_sd": self.anchor_sd,
+        }
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> CloudModel:
+        """The model from `to_dict`'s form."""
+        if doc.get("format") != "nginx-sizing/cloud-model/1":
+            raise InputError("cloud model: format is not nginx-sizing/cloud-model/1")
+        return cls(
+            speeds={k: PlatformSpeed(**v) for k, v in doc["speeds"].items()},
+            smt_gain={k: (float(v[0]), float(v[1]), str(v[2])) for k, v in doc["smt_gain"].items()},
+            environments={k: EnvTerm(**v) for k, v in doc["environments"].items()},
+            within_sd={k: float(v) for k, v in doc["within_sd"].items()},
+            between_source_sd=float(doc["between_source_sd"]),
+            between_source_pairs=int(doc["between_source_pairs"]),
+            anchor=str(doc["anchor"]),
+            fitted_on=list(doc["fitted_on"]),
+            held_out=list(doc.get("held_out", [])),
+            levels={k: float(v) for k, v in doc.get("levels", {}).items()},
+            anchor_sd={k: float(v) for k, v in doc.get("anchor_sd", {}).items()},
+        )
+
+
+def reference_cost_us(body_bytes: float, protocol: str) -> float:
+    """CPU time of one request on the reference core, bare metal, keep-alive [us].
+
+    The seed-004 coefficients (`sizing.model.costmodel.reference_profile`) without any
+    packet or environment term.
+    """
+    from sizing.model.costmodel import cpu_us_per_request, reference_profile
+    from sizing.model.workload import Workload
+
+    work = Workload(protocol=protocol, file_bytes=int(body_bytes))
+    return cpu_us_per_request(work, reference_profile(), over_nic=False).us
+
+
+def _threads_per_core(catalog_tpc: Mapping[str, int], inst: str, platform: str) -> int:
+    if inst in catalog_tpc:
+        return catalog_tpc[inst]
+    from sizing.model.platforms import WHOLE_CORE_FAMILIES, platforms
+
+    if any(inst.startswith(f) for f in WHOLE_CORE_FAMILIES):
+        return 1
+    known = platforms()
+    return known[platform].threads_per_core if platform in known else 2
+
+
+def catalog_threads_per_core() -> dict[str, int]:
+    """VCPUs per core of every instance type in the shipped catalog (all regions)."""
+    from sizing.catalog.load import load_catalog
+    from sizing.model.platforms import platform_of
+
+    out: dict[str, int] = {}
+    for inst in load_catalog():
+        if inst.instance_type not in out:
+            out[inst.instance_type] = platform_of(inst).threads_per_core
+    return out
+
+
+#: Rows of machines with more vCPUs than this place no platform: a client on the same VM,
+#: loopback and the kernel's shared locks dominate there (CPU time per request rises 2-100x
+#: from 16 to 192 vCPUs in the same family), which is the worker-scaling term's business.
+MAX_VCPUS = 16
+#: Platforms built on the same core as another (the NGINX shift of one carries to the other).
+SAME_CORE = {"graviton3e": "graviton3", "axion": "graviton4", "altra": "graviton2"}
+#: Residuals beyond this many robust sds (1.4826 x MAD) are screened out, then the fit is redone.
+OUTLIER_SDS = 3.5
+
+
+def observations(
+    df: pd.DataFrame,
+    catalog_tpc: Mapping[str, int] | None = None,
+    max_vcpus: int = MAX_VCPUS,
+) -> pd.DataFrame:
+    """One row per (source, instance type, body, protocol): CPU time per request on one vCPU.
+
+    ``cpu_us_per_request`` rows (the server's own CPU time) give it directly: the median
+    over connection settings. ``rps`` rows of a harness whose client ran elsewhere give it as
+    ``vcpus x 1e6 / highest RPS`` (every vCPU busy serving at the highest load measured).
+    ``rps`` rows of a client on the same VM give nothing (the VM's time was shared).
+    Machines with more than ``max_vcpus`` vCPUs are left out (`MAX_VCPUS`).
+    """
+    import pandas as pd
+
+    df = df[df["vcpus"] <= max_vcpus]
+    tpc = dict(catalog_tpc) if catalog_tpc is not None else catalog_threads_per_core()
+    keys = ["source_id", "server", "provider", "instance_type", "cpu_platform", "vcpus"]
+    keys += ["workload_class", "body_bytes", "protocol", "container", "client_placement"]
+    rows: list[dict[str, Any]] = []
+    for key, grp in df.groupby(keys, sort=True, dropna=False):
+        rec: dict[str, Any] = dict(zip(keys, key, strict=True))
+        cpu = grp[grp["metric"] == "cpu_us_per_request"]["value"]
+        rps = grp[grp["metric"] == "rps"]["value"]
+        if len(cpu):
+            t = float(np.median(cpu))
+            how = "server CPU time"
+        elif len(rps) and rec["client_placement"] != "same_vm":
+            t = float(rec["vcpus"]) * 1e6 / float(rps.max())
+            how = "vCPUs / highest RPS"
+        else:
+            continue
+        rec["t_us"] = t
+        rec["how"] = how
+        rec["threads_per_core"] = _threads_per_core(tpc, rec["instance_type"], rec["cpu_platform"])
+        rec["environment"] = ENVIRONMENT_OF_HARNESS.get(
+            (rec["container"], rec["client_placement"]), ""
+        )
+        rows.append(rec)
+    out = pd.DataFrame(rows)
+    if out.empty:
+        raise InputError("cloud measurements: no row gives a CPU time per request")
+    out["wclass"] = [workload_class(b) for b in out["body_bytes"]]
+    return out
+
+
+def _relative_speeds(
+    obs: pd.DataFrame,
+) -> tuple[
+    dict[tuple[str, int], tuple[float, float]], np.ndarray, float, dict[tuple[str, int, str], float]
+]:
+    """Stage 1 for one class: ``b[platform, tpc]`` (relative, log) with standard errors."""
+    rows: list[Any] = list(obs.itertuples())
+    levels = sorted({(str(r.source_id), int(r.body_bytes), str(r.protocol)) for r in rows})
+    groups = sorted({(str(r.cpu_platform), int(r.threads_per_core)) for r in rows})
+    li = {k: i for i, k in enumerate(levels)}
+    gi = {k: i for i, k in enumerate(groups)}
+    n, p = len(obs), len(levels) + len(groups) - 1
+    x = np.zeros((n, p))
+    y = np.log(obs["t_us"].to_numpy(dtype=float))
+    for row, r in enumerate(rows):
+        x[row, li[(str(r.source_id), int(r.body_bytes), str(r.protocol))]] = 1.0
+        gnum = gi[(str(r.cpu_platform), int(r.threads_per_core))]
+        if gnum > 0:  # the first group is the zero of the relative scale
+            x[row, len(levels) + gnum - 1] = -1.0
+    keep = np.ones(n, dtype=bool)
+    for _ in range(3):
+        coef, *_ = np.linalg.lstsq(x[keep], y[keep], rcond=None)
+        resid = y - x @ coef
+        mad = 1.4826 * float(np.median(np.abs(resid[keep] - np.median(resid[keep]))))
+        new = np.abs(resid) <= OUTLIER_SDS * max(mad, 1e-6)
+        if (new == keep).all():
+            break
+        keep = new
+    dof = max(int(keep.sum()) - np.linalg.matrix_rank(x[keep]), 1)
+    s2 = float(resid[keep] @ resid[keep]) / dof
+    cov = s2 * np.linalg.pinv(x[keep].T @ x[keep])
+    resid = np.where(keep, resid, np.nan)
+    out: dict[tuple[str, int], tuple[float, float]] = {groups[0]: (0.0, 0.0)}
+    for g, i in gi.items():
+        if i > 0:
+            j = len(levels) + i - 1
+            out[g] = (float(coef[j]), math.sqrt(max(float(cov[j, j]), 0.0)))
+    lv = {(str(k[0]), int(str(k[1])), str(k[2])): float(coef[i]) for k, i in li.items()}
+    return out, resid, math.sqrt(s2), lv
+
+
+def _between_sources(obs: pd.DataFrame, resid: np.ndarray) -> tuple[float, int]:
+    """Sd of one source's residual for an instance type another source also measured."""
+    frame = obs[["source_id", "instance_type"]].copy()
+    frame["r"] = resid
+    frame = frame.dropna()
+    per = frame.groupby(["instance_type", "source_id"])["r"].mean().reset_index()
+    diffs: list[float] = []
+    for _, grp in per.groupby("instance_type"):
+        if grp["source_id"].nunique() < 2:
+            continue
+        r = grp["r"].to_numpy()
+        diffs.extend(float(a - b) for i, a in enumerate(r) for b in r[i + 1 :])
+    if not diffs:
+        return 0.0, 0
+    return math.sqrt(float(np.mean(np.square(diffs))) / 2.0), len(diffs)
+
+
+def fit_cloud_model(
+    obs: pd.DataFrame,
+    exclude_sources: Collection[str] = (),
+    exclude_platforms: Collection[str] = (),
+) -> CloudModel:
+    """Fit the cloud model to `observations`, leaving out whole sources or platforms.
+
+    Parameters
+    ----------
+    obs : DataFrame
+        From `observations`.
+    exclude_sources, exclude_platforms : collection of str
+        Held out of every stage of the fit (leave-one-out benchmarks).
+    """
+    from sizing.model.platforms import platforms
+
+    train = obs[
+        ~obs["source_id"].isin(list(exclude_sources))
+        & ~obs["cpu_platform"].isin(list(exclude_platforms))
+    ]
+    if train.empty:
+        raise InputError("cloud model: nothing left to fit after the exclusions")
+    rel: dict[str, dict[tuple[str, int], tuple[float, float]]] = {}
+    raw_levels: dict[str, dict[tuple[str, int, str], float]] = {}
+    within: dict[str, float] = {}
+    between: list[tuple[float, int]] = []
+    for cls in CLASSES:
+        sub = train[train["wclass"] == cls]
+        if sub.empty:
+            continue
+        rel[cls], resid, within[cls], raw_levels[cls] = _relative_speeds(sub)
+        between.append(_between_sources(sub, resid))
+    pairs = sum(n for _, n in between)
+    between_sd = (
+        math.sqrt(sum(sd**2 * n for sd, n in between) / pairs)
+        if pairs
+        else within.get("small_static", 0.3)
+    )
+    # SMT gain per class from platforms measured both ways.
+    smt: dict[str, tuple[float, float, str]] = {}
+    for cls, by_group in rel.items():
+        gains = []
+        for (pid, tpc), (b2, se2) in by_group.items():
+            if tpc == 2 and (pid, 1) in by_group:
+                b1, se1 = by_group[(pid, 1)]
+                gains.append((pid, 2.0 * math.exp(b2 - b1), math.hypot(se1, se2)))
+        if gains:
+            lg = np.log([g for _, g, _ in gains])
+            g = float(np.exp(lg.mean()))
+            sd = float(np.std(lg, ddof=1)) if len(gains) > 1 else gains[0][2]
+            sd = max(sd, float(np.mean([s for _, _, s in gains])))
+            smt[cls] = (
+                g,
+                g * sd,
+                "fitted: per-vCPU speed of "
+                + ", ".join(pid for pid, _, _ in gains)
+                + " as whole cores and as hyper-threads",
+            )
+        else:
+            smt[cls] = SMT_PRIOR[0], SMT_PRIOR[1], SMT_PRIOR[2]
+    # Absolute scale at the anchor platform.
+    known = platforms()
+    anchor = next(
+        (a for a in ANCHORS if all((a, 2) in rel[c] or (a, 1) in rel[c] for c in rel)), ""
+    )
+    if not anchor:
+        raise InputError("cloud model: no anchor platform (Haswell to Cascade Lake) in the data")
+    speeds: dict[str, PlatformSpeed] = {}
+    levels: dict[str, float] = {}
+    anchor_sds: dict[str, float] = {}
+    counts = train.groupby(["cpu_platform", "threads_per_core"])["instance_type"].nunique()
+    srcs = train.groupby(["cpu_platform", "threads_per_core"])["source_id"].unique()
+    anchor_core = known[anchor].core_speed if anchor in known else 1.0
+    for cls, speeds_rel in rel.items():
+        g, g_sd, _ = smt[cls]
+        if (anchor, 2) in speeds_rel:
+            base_b, base_se = speeds_rel[(anchor, 2)]
+            anchor_v = anchor_core * ANCHOR_CLOCK[0] * g / 2.0
+            anchor_sd = math.hypot(ANCHOR_CLOCK[1], g_sd / g)
+        else:
+            base_b, base_se = speeds_rel[(anchor, 1)]
+            anchor_v = anchor_core * ANCHOR_CLOCK[0]
+            anchor_sd = ANCHOR_CLOCK[1]
+        anchor_sds[cls] = anchor_sd
+        for (src, body, proto), a in raw_levels[cls].items():
+            # t = L / V: the harness's CPU time per request on one reference core [us].
+            levels[f"{src}|{body}|{proto}"] = math.exp(a - base_b) * anchor_v
+        for (pid, tpc), (b, se) in speeds_rel.items():
+            key = CloudModel.key(pid, tpc, cls)
+            speeds[key] = PlatformSpeed(
+                pid,
+                tpc,
+                cls,
+                anchor_v * math.exp(b - base_b),
+                math.hypot(se, base_se) if (pid, tpc) != (anchor, 2) else 0.0,
+                int(counts.get((pid, tpc), 0)),
+                sorted(str(s) for s in srcs.get((pid, tpc), [])),
+            )
+    model = CloudModel(
+        speeds=speeds,
+        smt_gain=smt,
+        environments={},
+        within_sd=within,
+        between_source_sd=between_sd,
+        between_source_pairs=pairs,
+        anchor=anchor,
+        fitted_on=sorted(train["source_id"].unique()),
+        held_out=sorted({*exclude_sources, *(f"platform:{p}" for p in exclude_platforms)}),
+        levels=levels,
+        anchor_sd=anchor_sds,
+    )
+    model.environments = _environments(train, model)
+    # Stage 3: where real NGINX measured a platform, its speed follows NGINX, not the stand-in
+    # server (their platform ratios differ: Graviton2 and Ice Lake most). The shift is the
+    # mean log residual of the platform's NGINX rows, shrunk by n / (n + 1); the environment
+    # level is then refitted. Twice, as each moves the other a little.
+    for _ in range(2):
+        _shift_to_nginx(train, model)
+        model.environments = _environments(train, model)
+    return model
+
+
+def _shift_to_nginx(train: pd.DataFrame, model: CloudModel) -> None:
+    """Move each platform's speed towards its real-NGINX rows (see `fit_cloud_model`)."""
+    from dataclasses import replace
+
+    resid: dict[str, list[tuple[str, float]]] = {}
+    r: Any
+    for r in train[(train["server"] == "nginx") & (train["environment"] != "")].itertuples():
+        key = CloudModel.key(str(r.cpu_platform), int(r.threads_per_core), str(r.wclass))
+        sp = model.speeds.get(key)
+        env = model.environments.get(str(r.environment))
+        if sp is None or env is None:
+            continue
+        level = reference_cost_us(float(r.body_bytes), str(r.protocol)) + env.request_us
+        pred = level / sp.speed
+        resid.setdefault(key, []).append((str(r.instance_type), math.log(pred / float(r.t_us))))
+    shifts: dict[str, tuple[float, int]] = {}
+    for key, rows in resid.items():
+        n = len({inst for inst, _ in rows})
+        shifts[key] = float(np.mean([x for _, x in rows])) * n / (n + 1.0), n
+    # A platform with the same core takes the shift of one NGINX measured (where it has none).
+    for key in list(model.speeds):
+        pid, tpc, cls = key.split("|")
+        twin = CloudModel.key(SAME_CORE.get(pid, ""), int(tpc), cls)
+        if key not in shifts and twin in shifts:
+            shifts[key] = shifts[twin]
+    for key, (shift, n) in shifts.items():
+        sp = model.speeds[key]
+        model.speeds[key] = replace(
+            sp,
+            speed=sp.speed * math.exp(shift),
+            nginx_shift=sp.nginx_shift + shift,
+            nginx_types=n,
+        )
+
+
+def _environments(train: pd.DataFrame, model: CloudModel) -> dict[str, EnvTerm]:
+    """Stage 2: each environment's extra CPU time per request, from real NGINX rows."""
+    extra: dict[str, list[float]] = {}
+    srcs: dict[str, set[str]] = {}
+    r: Any
+    for r in train[(train["server"] == "nginx") & (train["environment"] != "")].itertuples():
+        sp = model.speed(str(r.cpu_platform), int(r.threads_per_core), str(r.wclass))
+        if sp is None:
+            continue
+        cost = reference_cost_us(float(r.body_bytes), str(r.protocol))
+        extra.setdefault(str(r.environment), []).append(float(r.t_us) * sp.speed - cost)
+        srcs.setdefault(str(r.environment), set()).add(str(r.source_id))
+    out: dict[str, EnvTerm] = {
+        "bare-metal": EnvTerm(
+            "bare-metal",
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            "the reference costs' own setting (seed 004: NGINX on bare metal over 2x 40 GbE)",
+        )
+    }
+    for env, values in extra.items():
+        v = np.asarray(values)
+        med = float(np.median(v))
+        se_fit = 1.2533 * float(np.std(v, ddof=1)) / math.sqrt(len(v)) if len(v) > 1 else med
+        out[env] = EnvTerm(
+            env,
+            med,
+            se_fit,
+            VM_PACKET_US[0],
+            VM_PACKET_US[1],
+            f"fitted: median over {len(v)} NGINX instance measurement(s) of "
+            f"{', '.join(sorted(srcs[env]))} of (CPU time per request x vCPU speed - the "
+            f"reference cost); per packet: {VM_PACKET_US[2]}",
+            len(v),
+            True,
+        )
+    k, k_sd, k_why = K8S_EXTRA_US
+    if "vm" not in out and "kubernetes" in out:
+        kube = out["kubernetes"]
+        out["vm"] = EnvTerm(
+            "vm",
+            max(kube.request_us - k, 0.0),
+            math.hypot(kube.request_stderr, k_sd),
+            VM_PACKET_US[0],
+            VM_PACKET_US[1],
+            f"the kubernetes term less the pod network path ({k_why}); kubernetes: {kube.source}",
+            0,
+            True,
+        )
+    if "kubernetes" not in out and "vm" in out:
+        vm = out["vm"]
+        out["kubernetes"] = EnvTerm(
+            "kubernetes",
+            vm.request_us + k,
+            math.hypot(vm.request_stderr, k_sd),
+            vm.packet_us,
+            vm.packet_stderr,
+            f"the vm term plus the pod network path ({k_why}); vm: {vm.source}",
+            0,
+            vm.anchored,
+        )
+    if "vm" not in out:
+        out["vm"] = EnvTerm(
+            "vm",
+            8.0,
+            6.0,
+            VM_PACKET_US[0],
+            VM_PACKET_US[1],
+            "estimate: no NGINX measurement in the fit; a VM's exits and interrupt path "
+            "(0-20 us on the reference core, 95%)",
+        )
+        out["kubernetes"] = EnvTerm(
+            "kubernetes",
+            8.0 + k,
+            math.hypot(6.0, k_sd),
+            VM_PACKET_US[0],
+            VM_PACKET_US[1],
+            f"estimate: the vm estimate plus the pod network path ({k_why})",
+        )
+    return out
+
+
+def load_cloud_model(path: Path = CLOUD_MODEL_PATH) -> CloudModel | None:
+    """The precomputed cloud model (``python -m sizing precompute``), or None if absent."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    try:
+        return CloudModel.from_dict(json.loads(text))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"{path}: not a cloud model ({exc})") from None
+
+
+def precompute_cloud_model(path: str | Path | None = None) -> Path:
+    """Fit the cloud model to the shipped measurements and write ``data/fits/``."""
+    from sizing.model.cloudtruth import load_cloud_measurements
+    from sizing.model.fits import finite_json
+
+    p = Path(path) if path is not None else CLOUD_MODEL_PATH
+    model = fit_cloud_model(observations(load_cloud_measurements()))
+    doc = finite_json(_rounded(model.to_dict()))
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    return p
+
+
+def _rounded(value: Any) -> Any:
+    """Floats to 4 significant digits (the file is read by people and diffed)."""
+    if isinstance(value, float):
+        return float(f"{value:.4g}")
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_rounded(v) for v in value]
+    return value
+
+
+#: A platform the measurements never saw: CoreMark's speed calibrated by the median
+#: fitted/CoreMark ratio of the platforms they did, with the spread of that ratio.
+UNKNOWN_SPEED_SD = (
+    0.45,
+    "estimate: a CPU no published measurement or table names: the slowest quarter of the "
+    "fitted platforms of its architecture, 1 sd 45% (log scale)",
+)
+
+
+def coremark_calibration(model: CloudModel, cls: str) -> tuple[float, float, int]:
+    """Median and sd of ln(fitted speed / CoreMark-based speed) over platforms with both."""
+    from sizing.model.platforms import platforms
+
+    ratios = []
+    for pid, plat in platforms().items():
+        if plat.estimate:
+            continue
+        fitted = model.speeds.get(CloudModel.key(pid, plat.threads_per_core, cls))
+        if fitted is not None:
+            ratios.append(math.log(fitted.speed / plat.vcpu_speed(plat.threads_per_core)))
+    if len(ratios) < 2:
+        return 1.0, UNKNOWN_SPEED_SD[0], len(ratios)
+    ratios.sort()
+    mid = ratios[len(ratios) // 2]
+    sd = math.sqrt(sum((r - mid) ** 2 for r in ratios) / (len(ratios) - 1))
+    return math.exp(mid), sd, len(ratios)
+
+
+def speed_for(
+    model: CloudModel, platform_id: str, threads_per_core: int, cls: str, known_cpu: bool = True
+) -> tuple[float, float, str, str]:
+    """Per-vCPU speed [reference cores], log sd, kind (fitted|coremark|unknown) and why.
+
+    Fitted where the measurements place the platform (either vCPU kind); else CoreMark's
+    speed calibrated to the fitted platforms (a labelled fallback); an unknown CPU
+    (``known_cpu`` False) gets the slowest quarter of its architecture's fitted speeds.
+    """
+    from sizing.model.platforms import platforms
+
+    known = platforms()
+    if known_cpu:
+        fitted = model.speed(platform_id, threads_per_core, cls)
+        if fitted is not None:
+            return fitted.speed, fitted.rel_sd, "fitted", fitted.source
+    plat = known.get(platform_id)
+    if not known_cpu or plat is None:
+        arch = plat.arch if plat is not None else "x86_64"
+        same = sorted(
+            v.speed
+            for v in model.speeds.values()
+            if v.workload_class == cls
+            and v.platform_id in known
+            and known[v.platform_id].arch == arch
+        )
+        slow = same[len(same) // 4] if same else 0.5
+        return slow, UNKNOWN_SPEED_SD[0], "unknown", UNKNOWN_SPEED_SD[1]
+    ratio, ratio_sd, n = coremark_calibration(model, cls)
+    base = plat.vcpu_speed(threads_per_core)
+    return (
+        base * ratio,
+        math.hypot(plat.rel_sd, ratio_sd),
+        "coremark",
+        f"fallback: {plat.name} is not in the published cloud measurements; {base:.2f} "
+        f"reference cores per vCPU from {plat.source}, x{ratio:.2f} (the median fitted/CoreMark "
+        f"ratio of {n} measured platforms, log sd {ratio_sd:.2f})",
+    )
+
+
+def predict(model: CloudModel, obs: pd.DataFrame) -> pd.DataFrame:
+    """Predicted CPU time per request per vCPU [us] and its log sd, for `observations` rows.
+
+    A row of a harness the fit saw takes that harness's level; a real NGINX row of a harness
+    the fit did not see takes the reference cost plus its environment's term (nothing of the
+    row's own source is used); another server of an unseen harness gets ``level_known``
+    False and a level of 1 (the caller scales it and says so).
+    """
+    out = obs.copy()
+    preds, sds, kinds, known = [], [], [], []
+    r: Any
+    for r in obs.itertuples():
+        cls = str(r.wclass)
+        v, v_sd, kind, _ = speed_for(model, str(r.cpu_platform), int(r.threads_per_core), cls)
+        key = f"{r.source_id}|{r.body_bytes}|{r.protocol}"
+        # A harness level fitted on the anchor, or an environment fitted on it: no anchor sd.
+        env_name = str(r.environment) if key not in model.levels else "bare-metal"
+        v_sd = model.speed_sd(v_sd, cls, env_name) if key not in model.levels else v_sd
+        spread = math.hypot(v_sd, model.within_sd.get(cls, 0.0), model.between_source_sd)
+        if key in model.levels:
+            level, level_sd, ok = model.levels[key], 0.0, True
+        elif r.server == "nginx" and r.environment in model.environments:
+            env = model.environments[str(r.environment)]
+            c = reference_cost_us(float(r.body_bytes), str(r.protocol))
+            level = c + env.request_us
+            level_sd, ok = env.request_stderr / level, True
+        else:
+            level, level_sd, ok = 1.0, 0.0, False
+        preds.append(level / v)
+        sds.append(math.hypot(spread, level_sd))
+        kinds.append(kind)
+        known.append(ok)
+    out["t_pred_us"] = preds
+    out["log_sd"] = sds
+    out["speed_kind"] = kinds
+    out["level_known"] = known
+    return out

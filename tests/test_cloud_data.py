@@ -1,0 +1,161 @@
+"""The shipped cloud measurements load, cover enough ground, and hostile rows are refused."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import pytest
+
+from sizing.errors import InputError
+from sizing.model import cloudtruth
+from sizing.model.cloudtruth import COLUMNS, load_cloud_measurements
+
+SHIPPED = Path(__file__).resolve().parent.parent / "data" / "cloud" / "measurements.csv"
+SOURCES = SHIPPED.with_name("sources.csv")
+
+GOOD = {
+    "source_id": "s1",
+    "provider": "aws",
+    "instance_type": "c7g.large",
+    "vcpus": "2",
+    "cpu_platform": "graviton3",
+    "server": "nginx",
+    "workload_class": "small_static",
+    "protocol": "http",
+    "body_bytes": "1024",
+    "connections": "64",
+    "threads": "2",
+    "client_placement": "separate_vm",
+    "container": "no",
+    "metric": "rps",
+    "value": "50000",
+    "repo": "owner/name",
+    "commit": "0" * 40,
+    "path": "results/x.log#L3",
+    "url": "",
+    "quote": "Requests/sec: 50000",
+}
+
+
+def write(tmp_path: Path, *rows: dict[str, str]) -> Path:
+    p = tmp_path / "m.csv"
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(GOOD), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    p.write_text(buf.getvalue(), encoding="utf-8")
+    return p
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return load_cloud_measurements(SHIPPED)
+
+
+def test_default_path_is_the_shipped_file():
+    assert cloudtruth.DEFAULT_PATH.resolve() == SHIPPED.resolve()
+
+
+def test_shipped_file_covers_sources_types_platforms_providers(shipped):
+    assert shipped["source_id"].nunique() >= 2
+    assert shipped["instance_type"].nunique() >= 40
+    assert shipped["cpu_platform"].nunique() >= 8
+    assert set(shipped["provider"]) == {"aws", "gcp"}
+    assert set(shipped["metric"]) >= {"rps", "cpu_us_per_request"}
+
+
+def test_sources_file_lists_every_source_and_at_least_three(shipped):
+    with SOURCES.open(newline="", encoding="utf-8") as fh:
+        sources = {r["source_id"]: r for r in csv.DictReader(fh)}
+    assert len(sources) >= 3
+    assert set(shipped["source_id"]) <= set(sources)
+    for sid, row in sources.items():
+        assert row["harness"].strip(), sid
+        assert row["url"].strip() or row["repo_commit"].strip(), sid
+
+
+def test_every_shipped_row_names_its_source(shipped):
+    has_repo = (shipped["repo"] != "") & (shipped["commit"] != "") & (shipped["path"] != "")
+    assert (has_repo | (shipped["url"] != "")).all()
+    assert (shipped["quote"].str.len() > 0).all()
+
+
+def test_sparecores_cpu_time_rows_match_their_quoted_run(shipped):
+    sc = shipped[shipped["metric"] == "cpu_us_per_request"].head(50)
+    assert len(sc) == 50
+    for quote, value in zip(sc["quote"], sc["value"], strict=True):
+        rec = quote.split(",")
+        expected = (float(rec[6]) + float(rec[7])) / (int(rec[3]) * 10.0) * 1e6
+        assert value == pytest.approx(expected, rel=1e-3)
+
+
+def test_a_good_row_loads(tmp_path):
+    df = load_cloud_measurements(write(tmp_path, GOOD))
+    assert list(df.columns[: len(COLUMNS)]) == list(COLUMNS)
+    assert df.loc[0, "value"] == 50000.0
+    assert df.loc[0, "vcpus"] == 2
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "words"),
+    [
+        ({"repo": "", "url": ""}, "repo", "needs its source"),
+        ({"commit": ""}, "repo", "needs its source"),
+        ({"quote": "  "}, "quote", "must not be empty"),
+        ({"value": "2e9"}, "value", "expected a number in [1, 1e+08] requests/s"),
+        ({"value": "nan"}, "value", "expected a number"),
+        ({"metric": "cpu_us_per_request", "value": "0.01"}, "value", "CPU microseconds"),
+        ({"provider": "azure"}, "provider", "expected one of aws, gcp"),
+        ({"workload_class": "video"}, "workload_class", "expected one of"),
+        ({"vcpus": "2.5"}, "vcpus", "expected an integer"),
+    ],
+)
+def test_hostile_rows_are_refused_in_one_line(tmp_path, change, field, words):
+    p = write(tmp_path, GOOD, GOOD | change)
+    with pytest.raises(InputError) as exc:
+        load_cloud_measurements(p)
+    msg = str(exc.value)
+    assert "\n" not in msg
+    assert msg.startswith(f"{p}:3: field {field!r}")
+    assert words in msg
+
+
+def test_a_formula_in_a_text_field_is_kept_as_data(tmp_path):
+    formula = '=HYPERLINK("http://example.invalid","x")'
+    df = load_cloud_measurements(
+        write(tmp_path, GOOD | {"quote": formula, "instance_type": formula})
+    )
+    assert df.loc[0, "quote"] == formula
+    assert df.loc[0, "instance_type"] == formula
+
+
+def test_a_control_character_in_a_refused_value_is_escaped(tmp_path):
+    p = write(tmp_path, GOOD | {"provider": "aws\x1b[31m"})
+    with pytest.raises(InputError) as exc:
+        load_cloud_measurements(p)
+    assert "\x1b" not in str(exc.value)
+    assert "\\x1b" in str(exc.value)
+
+
+def test_missing_column_and_missing_file(tmp_path):
+    p = tmp_path / "m.csv"
+    p.write_text("source_id,provider\ns,aws\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"m\.csv:1: missing column\(s\) instance_type"):
+        load_cloud_measurements(p)
+    with pytest.raises(InputError, match="does not exist"):
+        load_cloud_measurements(tmp_path / "absent.csv")
+
+
+def test_a_short_row_is_refused(tmp_path):
+    p = write(tmp_path, GOOD)
+    p.write_text(p.read_text(encoding="utf-8") + "s1,aws\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"m\.csv:3: wrong number of fields"):
+        load_cloud_measurements(p)
+
+
+def test_an_oversized_file_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(cloudtruth, "MAX_BYTES", 100)
+    with pytest.raises(InputError, match=r"cannot be read: is .* more than"):
+        load_cloud_measurements(write(tmp_path, GOOD, GOOD))

@@ -1,0 +1,121 @@
+"""The cloud model: platform speeds and environment terms fitted to published measurements."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from sizing.catalog.load import load_catalog
+from sizing.model import capacity
+from sizing.model.cloudfit import (
+    CLOUD_MODEL_PATH,
+    CloudModel,
+    _rounded,
+    fit_cloud_model,
+    load_cloud_model,
+    observations,
+    predict,
+)
+from sizing.model.cloudtruth import load_cloud_measurements
+from sizing.model.workload import Workload
+
+
+@pytest.fixture(scope="module")
+def obs():
+    return observations(load_cloud_measurements())
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return {i.instance_type: i for i in load_catalog()}
+
+
+def test_shipped_cloud_model_matches_a_fresh_fit(obs):
+    fresh = json.loads(json.dumps(_rounded(fit_cloud_model(obs).to_dict())))
+    shipped = json.loads(CLOUD_MODEL_PATH.read_text())
+    assert shipped == fresh, "run: python -m sizing precompute"
+
+
+def test_round_trip_and_refusal(tmp_path):
+    model = load_cloud_model()
+    assert model is not None
+    again = CloudModel.from_dict(model.to_dict())
+    assert again.speeds.keys() == model.speeds.keys()
+    bad = tmp_path / "m.json"
+    bad.write_text(json.dumps({"format": "something else"}))
+    with pytest.raises(Exception, match=r"cloud model"):
+        load_cloud_model(bad)
+
+
+def test_environments_order_capacity(catalog):
+    inst = catalog["c6i.xlarge"]
+    caps = {
+        env: capacity.instance_capacity(inst, Workload(environment=env)).cpu_peak_rps
+        for env in ("bare-metal", "vm", "kubernetes")
+    }
+    assert caps["bare-metal"] > caps["vm"] > caps["kubernetes"]
+    model = load_cloud_model()
+    assert model.environments["kubernetes"].n > 0  # fitted to real NGINX rows
+    assert "fitted" in model.environments["kubernetes"].source
+
+
+def test_fitted_platform_rests_on_the_data_and_the_spread_includes_sources(catalog):
+    cap = capacity.instance_capacity(catalog["c7g.xlarge"], Workload())
+    text = " ".join(cap.basis)
+    assert "data/cloud/measurements.csv" in text
+    assert "disagreement between sources" in text
+    model = load_cloud_model()
+    assert cap.rel_sd >= model.between_source_sd
+
+
+def test_unknown_cpu_is_conservative_and_wide(catalog):
+    from dataclasses import replace
+
+    known = catalog["c7i.xlarge"]
+    odd = replace(known, instance_type="zz9.xlarge", family="zz9", cpu="Mystery CPU 9000")
+    a = capacity.instance_capacity(known, Workload())
+    b = capacity.instance_capacity(odd, Workload())
+    assert b.cpu_peak_rps < a.cpu_peak_rps
+    assert b.rel_sd > a.rel_sd + 0.2
+    assert "unknown" in " ".join(b.basis)
+
+
+def test_in_sample_nginx_rows_are_predicted_within_their_range(obs):
+    """The fitted model puts every real NGINX row inside its own 95% range (in sample)."""
+    model = load_cloud_model()
+    nginx = predict(model, obs[obs["server"] == "nginx"])
+    import numpy as np
+
+    err = np.log(nginx["t_pred_us"] / nginx["t_us"])
+    inside = np.abs(err) <= 1.96 * nginx["log_sd"]
+    assert inside.mean() >= 0.8  # 87% on the shipped data
+    assert abs(float(np.median(err))) < 0.1
+
+
+def test_jwt_drop_is_predicted_not_fitted(catalog):
+    """Seed 002: RS256 checks cost 'roughly a 90% decrease in maximum RPS' (a check only)."""
+    drops = []
+    for name in ("c6gn.xlarge", "c7gn.xlarge", "c6in.xlarge"):
+        if name not in catalog:
+            continue
+        base = Workload(scenario="reverse_proxy")
+        a = capacity.instance_capacity(catalog[name], base).cpu_peak_rps
+        b = capacity.instance_capacity(
+            catalog[name], Workload(scenario="reverse_proxy", jwt="rs256")
+        ).cpu_peak_rps
+        drops.append(1 - b / a)
+    assert drops and all(0.5 < d < 0.99 for d in drops)
+
+
+def test_bad_environment_is_one_line_and_exit_2():
+    r = subprocess.run(
+        [sys.executable, "-m", "sizing", "recommend", "--rps", "1e6", "--environment", "moon"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 2
+    assert "Traceback" not in r.stderr and "moon" in r.stderr
