@@ -128,7 +128,7 @@ def test_price_performance_bars_are_not_stacked(rec):
             x
             for t in fig.data
             for x, y in zip(t.x, t.y, strict=True)
-            if y == o.capacity.instance.instance_type
+            if y == plots.options_frame(rec, 10)["label"].iloc[0]
         )
     )
 
@@ -169,10 +169,11 @@ def test_cost_figure_plots_the_counts_to_buy_on_whole_number_ticks(rec):
     want: dict[tuple[int, float], list[str]] = {}
     for rank, o in enumerate(rec.options[:top], start=1):
         key = (o.count_at_confidence, round(o.hourly_cost_at_confidence_usd, 6))
-        want.setdefault(key, []).append(str(rank))
+        want.setdefault(key, []).append(rank)
     # Each option at its count at the confidence (not the point estimate), options on one
     # point sharing one label.
-    assert points == {k: ", ".join(v) for k, v in want.items()}
+    assert points == {k: plots._ranks(v) for k, v in want.items()}
+    assert plots._ranks([1, 4, 5, 6, 9, 10]) == "1, 4-6, 9-10"
     assert any(o.count != o.count_at_confidence for o in rec.options[:top])
     # Labels are ranks (short: no overlapping names); ticks are whole instance counts.
     assert all(len(label) <= 8 for label in points.values())

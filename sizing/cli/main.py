@@ -471,7 +471,7 @@ def _workload_options(p: argparse.ArgumentParser) -> None:
         choices=("bare-metal", "vm", "kubernetes"),
         default="vm",
         help="where NGINX runs: on the host's own kernel, in a VM behind a virtual NIC "
-        "(default), or in a pod behind a Kubernetes Service",
+        "(vm, the default), or in a pod behind a Kubernetes Service",
     )
     p.add_argument(
         "--jwt",

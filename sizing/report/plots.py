@@ -257,7 +257,7 @@ def cost_figure(rec: Any, top: int = 15) -> go.Figure:
     Each point is one option of the options table, at the count that keeps the headroom with
     the recommendation's confidence (the count to buy) and that fleet's cost; its label is
     the option's rank (``#`` in the options table), the instance type is in the hover text.
-    Options that share a point share one label ("2, 3"). Options with no count at the
+    Options that share a point share one label ("2, 3", "4-8"). Options with no count at the
     confidence are left out. The x axis is logarithmic with whole-number ticks.
     """
     df = options_frame(rec, top)
@@ -272,7 +272,7 @@ def cost_figure(rec: Any, top: int = 15) -> go.Figure:
         for (n, cost), pts in shared:
             xs.append(int(n))
             ys.append(float(cost))
-            labels.append(", ".join(str(r) for r in pts["rank"]))
+            labels.append(_ranks(list(pts["rank"])))
             hover.append(
                 "<br>".join(
                     f"#{r} {text(t)}" for r, t in zip(pts["rank"], pts["label"], strict=True)
@@ -308,6 +308,17 @@ def cost_figure(rec: Any, top: int = 15) -> go.Figure:
         height=450,
     )
     return fig
+
+
+def _ranks(ranks: list[int]) -> str:
+    """Ranks as a short label: runs of consecutive ranks as ranges (``"1, 4-8"``)."""
+    out: list[str] = []
+    for r in sorted(ranks):
+        if out and out[-1].split("-")[-1] == str(r - 1):
+            out[-1] = f"{out[-1].split('-')[0]}-{r}"
+        else:
+            out.append(str(r))
+    return ", ".join(out)
 
 
 def integer_log_ticks(lo: float, hi: float) -> list[int]:
