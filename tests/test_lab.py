@@ -390,7 +390,7 @@ def _check_outputs_read_as_text(d: Any, name: str) -> None:
     figures = d.execute_script(_FIGURES_JS)
     assert figures, f"{name}: no figure"
     for f in figures:
-        assert f["svgs"] >= 1 and f["width"] >= 400 and f["height"] >= 250, (name, f)
+        assert f["svgs"] >= 1 and f["width"] >= 400 and f["height"] >= 200, (name, f)
     typeset = d.find_elements(
         By.CSS_SELECTOR, ".jp-OutputArea mjx-container, .jp-OutputArea .MathJax"
     )
