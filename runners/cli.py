@@ -12,11 +12,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from runners.cli_options import host_options, ssh_options
+from runners.cli_options import host_options, ssh_options, wildcard_problem
 from runners.errors import RunnerError
 from runners.loadgen import UnsupportedLoad
 from trialtable.files import read_bounded
 from trialtable.folder import RunFolderError
+from trialtable.output import csv_cell, json_text
 from trialtable.values import (
     DEFAULT_PROTOCOL,
     MAX_COUNT,
@@ -418,6 +419,10 @@ def _hosts(args: argparse.Namespace) -> dict[str, Any]:
                     + ("true or false" if key == "accept_new_host_keys" else "a host string")
                     + (" or a list of them" if key == "clients" else "")
                 )
+    target = args.target_address or inv.get("target_address")
+    problem = wildcard_problem(target, args.allow_wildcard_address)
+    if problem:
+        raise UnsupportedLoad(problem)
     clients = args.client or inv.get("clients") or ["local"]
     if isinstance(clients, str):
         clients = [clients]
@@ -505,7 +510,7 @@ def _sweep(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(df.to_json(orient="records", indent=1))
     elif args.format == "csv":
-        print(df.to_csv(index=False), end="")
+        print(df.apply(lambda col: col.map(csv_cell)).to_csv(index=False), end="")
     else:
         cols = [
             "trial_id",
@@ -559,7 +564,7 @@ def _search(args: argparse.Namespace) -> int:
     run_dir = Path(args.out) / run_id
     if args.format == "json":
         print(
-            json.dumps(
+            json_text(
                 {
                     "run_id": run_id,
                     "run_dir": str(run_dir),
@@ -667,7 +672,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         command = {"sweep": _sweep, "search": _search, "facts": _facts, "cleanup": _cleanup}
         return command[args.command](args)
     except UnsupportedLoad as exc:
-        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        print(f"{parser.prog}: error: {printable(str(exc))}", file=sys.stderr)
         return 2
     except (RunnerError, RunFolderError) as exc:
         print(f"{parser.prog}: error: {printable(str(exc))}", file=sys.stderr)

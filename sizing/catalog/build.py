@@ -46,6 +46,7 @@ import datetime as dt
 import io
 import math
 import re
+import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -54,7 +55,8 @@ from pathlib import Path
 from sizing.catalog.load import CATALOG_MAX_BYTES
 from sizing.errors import InputError
 from sizing.paths import CATALOG_DIR
-from trialtable.files import read_bounded
+from trialtable.files import check_output, read_bounded, write_atomic
+from trialtable.output import csv_cell, csv_row
 
 #: Every column of a built catalog, in order (``sizing.catalog.load`` reads the same names).
 BUILD_COLUMNS = (
@@ -93,6 +95,7 @@ class BuildResult:
 
     rows: list[dict[str, str]] = field(default_factory=list)
     excluded: list[tuple[str, str, str]] = field(default_factory=list)
+    inputs: list[Path] = field(default_factory=list)  # the upstream folders and files read
 
     def exclusion_counts(self) -> dict[str, int]:
         """How many types each reason left out."""
@@ -665,6 +668,7 @@ def build_catalog(
     if aws_dir is None and gcp_dir is None:
         raise InputError("give --aws-dir, --gcp-dir or both")
     result = BuildResult()
+    result.inputs = [Path(p) for p in (aws_dir, gcp_dir, burst_table) if p is not None]
     for part in (
         build_aws(Path(aws_dir), Path(burst_table)) if aws_dir is not None else None,
         build_gcp(Path(gcp_dir)) if gcp_dir is not None else None,
@@ -692,7 +696,7 @@ def catalog_csv(rows: Iterable[dict[str, str]]) -> str:
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=list(BUILD_COLUMNS), lineterminator="\n")
     writer.writeheader()
-    writer.writerows(rows)
+    writer.writerows({k: csv_cell(v) for k, v in r.items()} for r in rows)
     return buf.getvalue()
 
 
@@ -701,7 +705,7 @@ def excluded_csv(excluded: Iterable[tuple[str, str, str]]) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(["provider", "instance_type", "reason"])
-    writer.writerows(excluded)
+    writer.writerows(csv_row(e) for e in excluded)
     return buf.getvalue()
 
 
@@ -726,21 +730,25 @@ def write_catalog(result: BuildResult, out: str | Path) -> tuple[Path, Path, Pat
         The CSV, its compact form (see `sizing.catalog.load.write_compact`) and the list of what
         was left out (``<name>.excluded.csv``).
     """
-    from sizing.catalog.load import read_catalog, write_compact
+    from sizing.catalog.load import compact_path, read_catalog, write_compact
 
     path = Path(out)
     if not result.rows:
         raise InputError("the upstream files gave no catalog rows")
-    tmp = path.with_name(path.name + ".tmp")
+    excluded = path.with_name(path.name.removesuffix(".csv") + ".excluded.csv")
+    inputs = [f for p in result.inputs for f in ([p, *p.rglob("*")] if p.is_dir() else [p])]
+    for target in (path, compact_path(path), excluded):  # all three checked before any write
+        try:
+            check_output(target, inputs=inputs)
+        except OSError as exc:
+            raise InputError(f"cannot write {target}: it {exc.strerror}") from None
+    text = catalog_csv(result.rows)
     try:
-        tmp.write_text(catalog_csv(result.rows), encoding="utf-8")
-        items = read_catalog(tmp)
-        tmp.replace(path)
+        with tempfile.TemporaryDirectory() as tmp:  # checked by reading it back, privately
+            items = read_catalog(write_atomic(Path(tmp) / path.name, text))
+        write_atomic(path, text, inputs=inputs)
+        compact = write_compact(path, [replace(i, catalog_file=str(path)) for i in items])
+        write_atomic(excluded, excluded_csv(result.excluded), inputs=inputs)
     except OSError as exc:
         raise InputError(f"cannot write {path}: {exc.strerror}") from None
-    finally:
-        tmp.unlink(missing_ok=True)
-    compact = write_compact(path, [replace(i, catalog_file=str(path)) for i in items])
-    excluded = path.with_name(path.name.removesuffix(".csv") + ".excluded.csv")
-    excluded.write_text(excluded_csv(result.excluded), encoding="utf-8")
     return path, compact, excluded

@@ -22,7 +22,7 @@ from typing import Any
 from sizing.errors import InputError
 from sizing.paths import CATALOG_DIR
 from sizing.report.render import clean
-from trialtable.files import MB, read_bounded
+from trialtable.files import MB, read_bounded, write_atomic
 
 DEFAULT_CATALOG = CATALOG_DIR / "instances.csv"
 COMPACT_SUFFIX = ".compact.jsonl"
@@ -348,10 +348,7 @@ def write_compact(csv_path: str | Path, instances: Sequence[Instance] | None = N
     out = compact_path(src)
     lines = [json.dumps(header, separators=(",", ":"))]
     lines += [json.dumps(rows, separators=(",", ":")) for rows in groups.values()]
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    tmp.replace(out)
-    return out
+    return write_atomic(out, "\n".join(lines) + "\n", inputs=[src])
 
 
 def _read_compact(

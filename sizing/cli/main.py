@@ -29,7 +29,8 @@ from sizing.units import (
 )
 from sizing.units import Parser as _Parser
 from sizing.units import int_at_least as _int_at_least
-from trialtable.values import format_option, number_or_percent, parse_path
+from trialtable.output import json_text, terminal
+from trialtable.values import format_option, int_between, number_or_percent, parse_path
 
 if TYPE_CHECKING:
     from sizing.model.costmodel import Cost
@@ -292,7 +293,9 @@ def _plan_measure_options(p: argparse.ArgumentParser) -> None:
         help="log-sd of a capacity left after measuring it (default 0.05)",
     )
     p.add_argument("--draws", type=_int_at_least(100), default=4000, help="Monte Carlo draws")
-    p.add_argument("--seed", type=int, default=20261121, help="seed of the draws")
+    p.add_argument(
+        "--seed", type=int_between(0, 2**32 - 1), default=20261121, help="seed of the draws"
+    )
     format_option(p)
 
 
@@ -567,7 +570,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     top = args.top if args.top is not None or args.format != "table" else 10
     doc = rec.to_dict(top=top)
     if args.format == "json":
-        print(json.dumps(doc, indent=1))
+        print(json_text(doc, indent=1))
     elif args.format == "csv":
         print(to_csv(doc["options"]), end="")
     else:
@@ -640,7 +643,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
         from sizing.evidence.profiles import describe_profile, load_profiles
 
         profs = load_profiles(args.profile)
-        print("\n\n".join(describe_profile(p) for p in profs))
+        print(terminal("\n\n".join(describe_profile(p) for p in profs)))
         return 0
     from sizing.model.costmodel import cpu_us_per_request, load_cost_model, reference_profile
 

@@ -10,15 +10,13 @@ the profile lacks from the reference, speed-scaled to that platform.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable
 from pathlib import Path
 
 from sizing.errors import InputError
 from sizing.model.costmodel import UNITS, Coefficient, CostProfile, reference_profile
-from trialtable.files import FileRefused, read_bounded
-from trialtable.profile import PROFILE_MAX_BYTES
+from trialtable import profile as shared_profile
 
 SCHEMA = "nginx-sizing/cpu-profile/1"
 MEASURED_OVER = ("loopback", "network")
@@ -63,14 +61,10 @@ def read_profile(path: str | Path) -> CostProfile:
         or a coefficient without a finite value; the message names the file and field.
     """
     p = str(path)
-    try:
-        doc = json.loads(read_bounded(path, PROFILE_MAX_BYTES).decode("utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"profile {p} does not exist") from None
-    except FileRefused as exc:
-        raise InputError(f"profile {p} cannot be read: it {exc.strerror}") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise InputError(f"profile {p} cannot be read as JSON: {exc}") from None
+    try:  # the one schema, with a range per field, that every reader of a profile checks
+        doc = shared_profile.read_document(path)
+    except shared_profile.ProfileError as exc:
+        raise InputError(f"profile {exc}") from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise InputError(f'profile {p}: expected "schema": "{SCHEMA}"')
     over = doc.get("measured_over")
@@ -152,8 +146,23 @@ def _cpuid(host: object) -> tuple[str, int, int, int] | None:
 
 
 def load_profiles(paths: Iterable[str | Path]) -> list[CostProfile]:
-    """Read several profile files (see `read_profile`)."""
-    return [read_profile(p) for p in paths]
+    """Read several profile files (see `read_profile`); two of one platform must agree."""
+    from sizing.model.capacity import profile_platform
+
+    profs = [read_profile(p) for p in paths]
+    for i, a in enumerate(profs):
+        for b in profs[:i]:
+            plat = profile_platform(a)
+            if plat.platform_id != profile_platform(b).platform_id:
+                continue
+            sd = [{k: (c.value, c.stderr) for k, c in x.coefficients.items()} for x in (b, a)]
+            why = shared_profile.disagreement(sd[0], sd[1])
+            if why:
+                raise InputError(
+                    f"profiles {b.name} and {a.name} are both of {plat.name} and disagree: "
+                    f"{why}; give one of them"
+                )
+    return profs
 
 
 def describe_profile(prof: CostProfile) -> str:

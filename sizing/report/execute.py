@@ -30,6 +30,7 @@ from typing import Any
 
 from sizing.errors import Infeasible, InputError, ReportError
 from sizing.paths import KERNEL_NAME, NOTEBOOKS_DIR
+from trialtable.files import write_atomic
 
 __all__ = [
     "ReportError",
@@ -273,9 +274,7 @@ def to_html(ipynb: str | Path, html: str | Path, *, show_code: bool = False) -> 
     body, _ = exporter.from_notebook_node(nb)
     body = _REMOTE_SCRIPT.sub("", body)
     body = _with_style(body, f"{_PAGE_CSS}\n@media print {{{PRINT_CSS}}}")
-    out = Path(html)
-    out.write_text(body, encoding="utf-8")
-    return out
+    return write_atomic(html, body, inputs=[ipynb])
 
 
 def print_page(page: str) -> str:

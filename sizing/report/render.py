@@ -15,6 +15,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from trialtable.output import csv_cell
+
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
@@ -332,5 +334,5 @@ def to_csv(rows: list[dict[str, Any]]) -> str:
         ]
         writer = csv.DictWriter(buf, fieldnames=list(flat[0]), lineterminator="\n")
         writer.writeheader()
-        writer.writerows(flat)
+        writer.writerows({k: csv_cell(v) for k, v in r.items()} for r in flat)
     return buf.getvalue()
