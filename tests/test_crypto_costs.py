@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sizing import platforms
+from sizing.model import platforms
 from sizing.errors import InputError
 from sizing.model import crypto
 from sizing.paths import DATA_DIR

@@ -361,8 +361,8 @@ def _serving_options(p: argparse.ArgumentParser) -> None:
         type=_family_groups,
         default=(),
         metavar="GROUPS",
-        help="bring back families left out by default: a comma list of hpc, gpu, accelerator, "
-        "metal, one-size",
+        help="bring back family groups that are otherwise left out: a comma list of hpc, gpu, "
+        "accelerator, metal, one-size (default: none)",
     )
     fam.add_argument(
         "--all-families",
