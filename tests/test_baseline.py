@@ -151,7 +151,9 @@ def test_recommend_says_cost_per_million_and_growth(capsys):
     compute = o["compute_usd_per_million_requests"]
     assert compute == pytest.approx(o["usd_per_billion_requests"] / 1000)
     assert o["usd_per_million_requests"] >= compute
-    assert o["usd_per_million_requests"] == pytest.approx(o["hourly_cost_usd"] / 3600.0)
+    assert compute == pytest.approx(o["hourly_cost_usd"] / 3600.0)
+    total_hourly = o["total_monthly_usd"] / 730.0
+    assert o["usd_per_million_requests"] == pytest.approx(total_hourly / 3600.0)
     assert o["grow_in_month"] >= 1 and "must grow in month" in o["growth_text"]
     assert doc["growth"]["rate"] == "2x/yr"
     assert "per million requests" in doc["decision"]["text"]

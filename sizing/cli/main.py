@@ -362,7 +362,7 @@ def _serving_options(p: argparse.ArgumentParser) -> None:
         default=(),
         metavar="GROUPS",
         help="bring back family groups that are otherwise left out: a comma list of hpc, gpu, "
-        "accelerator, metal, one-size (default: none)",
+        "accelerator, metal, one-size (default none)",
     )
     fam.add_argument(
         "--all-families",
