@@ -268,7 +268,7 @@ class SizingRequest:
     protocol: str = option(
         DEFAULT_PROTOCOL,
         "--protocol",
-        "protocol clients use (the runners measure the same by default)",
+        "protocol clients use (default: %(default)s; the runners measure the same)",
         choices=PROTOCOLS,
         commands=WORKLOAD,
     )
@@ -339,7 +339,8 @@ class SizingRequest:
     network: str = option(
         "baseline",
         "--network",
-        "size against sustained bandwidth (default) or the 'up to' peaks, AWS and GCP alike",
+        "size against sustained bandwidth (baseline, the default) or the 'up to' peaks "
+        "(burst), AWS and GCP alike",
         choices=NETWORKS,
         commands=WORKLOAD,
     )
@@ -355,7 +356,7 @@ class SizingRequest:
         "vm",
         "--environment",
         "where NGINX runs: on the host's own kernel, in a VM behind a virtual NIC "
-        "(default), or in a pod behind a Kubernetes Service",
+        "(vm, the default), or in a pod behind a Kubernetes Service",
         choices=ENVIRONMENTS,
         commands=WORKLOAD,
     )
@@ -439,8 +440,8 @@ class SizingRequest:
     include_families: tuple[str, ...] = option(
         (),
         "--include-families",
-        "bring back families left out by default: a comma list of hpc, gpu, accelerator, "
-        "metal, one-size",
+        "bring back family groups that are otherwise left out: a comma list of hpc, gpu, "
+        "accelerator, metal, one-size (default none)",
         parse=family_groups,
         metavar="GROUPS",
         exclusive="families",
@@ -552,7 +553,8 @@ class SizingRequest:
     sort: str = option(
         "cost-at-confidence",
         "--sort",
-        "rank by the cost of the count at --confidence (default) or of the point estimate",
+        "rank by the cost of the count at --confidence (cost-at-confidence, the default) or "
+        "of the point estimate (cost)",
         choices=SORTS,
         commands=FLEET,
     )

@@ -19,10 +19,27 @@ def progress_wanted() -> bool:
 
 @contextlib.contextmanager
 def progress_bar(desc: str, unit: str) -> Iterator[Callable[[int, int], None]]:
-    """A progress bar with an ETA on stderr when it is a terminal; ``tick(done, total)``."""
+    """A progress bar with an ETA on stderr when it is a terminal; ``tick(done, total)``.
+
+    With stdout piped (``fit --reference | less``) the finished bar stays on stderr, so the
+    time it took is still there; a terminal that reports no size gets 80 x 24 (tqdm draws
+    nothing in a terminal of 0 x 0).
+    """
     from tqdm import tqdm
 
-    bar = tqdm(desc=desc, unit=unit, file=sys.stderr, disable=not progress_wanted(), leave=False)
+    try:
+        width = os.get_terminal_size(sys.stderr.fileno()).columns
+    except (OSError, ValueError, AttributeError):
+        width = 0
+    bar = tqdm(
+        desc=desc,
+        unit=unit,
+        file=sys.stderr,
+        disable=not progress_wanted(),
+        leave=not sys.stdout.isatty(),
+        ncols=None if width > 0 else 80,
+        nrows=None if width > 0 else 24,
+    )
 
     def tick(done: int, total: int) -> None:
         bar.total = total

@@ -26,7 +26,12 @@ _ = _progress_bar  # re-exported: the progress bar of long subcommands
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``python -m sizing`` argument parser."""
-    parser = _Parser(prog="python -m sizing", description=__doc__)
+    parser = _Parser(
+        prog="python -m sizing",
+        description="How many NGINX servers, of which cloud instance type, serve a target of "
+        "requests per second with p99 latency under an SLA, at the lowest cost. Each command "
+        "has its own --help.",
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     recommend.add_parser(sub)
     compare.add_parser(sub)

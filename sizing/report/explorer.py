@@ -5,7 +5,8 @@ their names; `explore` turns the request they show into an answer with the one p
 (`sizing.pipeline.size`), and `decision_html` renders it, the decision sentence
 (`sizing.pipeline.Answer.decision`) included, as the report does. A new input of the request
 is wired here by adding its widget, nothing else. `Explorer` draws the widgets, the decision,
-the table and the charts, and redraws them on every change.
+the table and the charts, and redraws them on every change. The capacity chart shows the
+families of the cheapest options; a list beside the knobs picks others.
 """
 
 from __future__ import annotations
@@ -161,9 +162,15 @@ class Explorer:
         self.decision = w.HTML()
         self.table = w.HTML()
         self.charts = w.Output()
-        self.updates = 0
         self.status = w.HTML()
-        left = w.VBox(list(self.controls.values()), layout=w.Layout(width="400px"))
+        #: Families on the capacity chart ("provider family"); the cheapest options' by default.
+        self.families = w.SelectMultiple(
+            description="chart families", rows=6, style=style, layout=layout
+        )
+        self.families.observe(self._families_changed, names="value")
+        self._quiet = False
+        self.rec: Recommendation | None = None
+        left = w.VBox([*self.controls.values(), self.families], layout=w.Layout(width="400px"))
         self.widget = w.VBox([w.HBox([left, self.decision]), self.status, self.table, self.charts])
         self.refresh()
 
@@ -176,33 +183,22 @@ class Explorer:
     def _changed(self, _change: Any) -> None:
         self.refresh()
 
-    def refresh(self) -> ExploreResult:
-        """Recompute and redraw the decision, the table and the charts."""
+    def _families_changed(self, _change: Any) -> None:
+        if not self._quiet and self.rec is not None:
+            self._draw_charts(self.rec)
+
+    def _draw_charts(self, rec: Recommendation) -> None:
         import plotly.io as pio
 
-        from sizing.report import plots, summary
+        from sizing.report import plots
 
-        try:
-            result = explore(self.current())
-        except InputError as exc:  # a combination of widget values the request refuses
-            result = ExploreResult(None, [], str(exc))
-        self.updates += 1
-        notes = "".join(
-            f'<div style="color:#8a4b00">not applied: {summary.html.escape(n)}</div>'
-            for n in result.not_applied
-        )
-        self.decision.value = decision_html(result)
-        if result.rec is None:
-            self.table.value = ""
-            self.status.value = notes + f'<span class="ns-updates">update {self.updates}</span>'
-            self.charts.outputs = ()
-            return result
-        rec = result.rec
-        self.table.value = summary.options_table(rec, self.top).to_html()
-        self.status.value = notes + f'<span class="ns-updates">update {self.updates}</span>'
         # The plotly mime type: JupyterLab draws it with its plotly extension, also inside an
         # output widget where an HTML page's scripts would not run. The outputs are set on the
         # widget itself (no output capture), which a batch run (papermill, nbval) also takes.
+        figures = (
+            plots.capacity_curves_figure(rec, families=list(self.families.value)),
+            plots.cost_figure(rec, self.top),
+        )
         self.charts.outputs = tuple(
             {
                 "output_type": "display_data",
@@ -212,8 +208,41 @@ class Explorer:
                 },
                 "metadata": {},
             }
-            for fig in (plots.capacity_curves_figure(rec), plots.cost_figure(rec, self.top))
+            for fig in figures
         )
+
+    def refresh(self) -> ExploreResult:
+        """Recompute and redraw the decision, the table and the charts."""
+        from sizing.report import plots, summary
+
+        try:
+            result = explore(self.current())
+        except InputError as exc:  # a combination of widget values the request refuses
+            result = ExploreResult(None, [], str(exc))
+        self.rec = result.rec
+        notes = "".join(
+            f'<div style="color:#8a4b00">not applied: {summary.html.escape(n)}</div>'
+            for n in result.not_applied
+        )
+        self.decision.value = decision_html(result)
+        if result.rec is None:
+            self.table.value = ""
+            self.status.value = notes
+            self.charts.outputs = ()
+            return result
+        rec = result.rec
+        self.table.value = summary.no_math(
+            f"<h4>{summary.html.escape(summary.options_heading(rec))}</h4>"
+            + summary.options_table(rec, self.top).to_html()
+        )
+        self.status.value = notes
+        self._quiet = True
+        try:
+            self.families.options = plots.family_names(rec)
+            self.families.value = tuple(plots.family_names(rec, self.top))
+        finally:
+            self._quiet = False
+        self._draw_charts(rec)
         return result
 
     def _ipython_display_(self) -> None:
