@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from runners import jwt
+from runners.cputime import stat_ticks
 from runners.errors import RunnerError
 from runners.hosts import Host
 from runners.nginxconf import hostport, render_conf, render_upstream_conf
@@ -508,7 +509,7 @@ class Deployment:
         out = self.host.sh(_SAMPLE, *map(str, pids), check=False)
         lines = out.stdout.splitlines()
         alive = sum(1 for ln in lines if ln.startswith("ALIVE "))
-        ticks = sum(_stat_ticks(ln) for ln in lines if not ln.startswith("ALIVE "))
+        ticks = sum(stat_ticks(ln) for ln in lines if not ln.startswith("ALIVE "))
         return alive == len(pids), ticks / self.clk_tck
 
     def alive(self) -> bool:
@@ -641,14 +642,6 @@ def is_ip(addr: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _stat_ticks(line: str) -> int:
-    """Utime + stime from one /proc/PID/stat line [clock ticks]."""
-    fields = line.rpartition(")")[2].split()
-    if len(fields) < 13:
-        return 0
-    return int(fields[11]) + int(fields[12])
 
 
 def _nginx_message(text: str) -> str:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from runners import jwt, loadgen
+from runners.cputime import TIMES_MARKER, times_seconds
 from runners.deploy import Deployment, NginxHost, is_ip
 from runners.errors import RunnerError
 from runners.hosts import Host, HostSpec, connect, facts, require_tools
@@ -472,7 +473,7 @@ class Session:
         merged = loadgen.merge(results)
         client_pcts, saturated = [], []
         for (out, _, _), client, res in zip(outputs, self.clients, results, strict=True):
-            cpu_s = _cpu_seconds_from_times(out)
+            cpu_s = times_seconds(out)
             pct = 100.0 * cpu_s / res.duration_s if res.duration_s > 0 else math.nan
             client_pcts.append(pct)
             allotted = min(threads, len(client.cpus) or int(client.facts["cores"]))
@@ -583,23 +584,8 @@ def _same_machine(a: HostSpec, b: HostSpec) -> bool:
     return a.kind == b.kind == "ssh" and (a.host, a.port or 22) == (b.host, b.port or 22)
 
 
-_TIMES_MARKER = "NGINX_SIZING_TIMES"
 # Run wrk, then print the CPU time of the shell's children (wrk) with the shell's `times`.
-_WRAP = f'"$@"; rc=$?; echo; echo {_TIMES_MARKER}; times; exit $rc'
-
-
-def _cpu_seconds_from_times(text: str) -> float:
-    lines = text.split(_TIMES_MARKER, 1)[-1].strip().splitlines()
-    if len(lines) < 2:
-        return math.nan
-    total = 0.0
-    for part in lines[1].split():
-        minutes, _, seconds = part.rstrip("s").partition("m")
-        try:
-            total += float(minutes) * 60 + float(seconds)
-        except ValueError:
-            return math.nan
-    return total
+_WRAP = f'"$@"; rc=$?; echo; echo {TIMES_MARKER}; times; exit $rc'
 
 
 @contextlib.contextmanager

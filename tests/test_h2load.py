@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from runners import cputime
 from runners.errors import RunnerError
 from runners.loadgen import h2load, wrk
 
@@ -146,7 +147,7 @@ def test_awk_on_the_client_host_counts_what_python_counts(name):
 def _wrapped(name: str) -> str:
     """What `WRAPPER` prints for a recorded run: h2load's output, times, the histogram."""
     hist, failed = h2load.read_log(DATA / f"{name}.log.gz")
-    lines = [_text(name), "", h2load.TIMES_MARKER, "0m0.010s 0m0.000s", "0m1.500s 0m0.250s"]
+    lines = [_text(name), "", cputime.TIMES_MARKER, "0m0.010s 0m0.000s", "0m1.500s 0m0.250s"]
     lines.append(f"{h2load.FAILED_MARKER} {failed}")
     lines += [f"{h2load.HIST_MARKER} {v} {c}" for v, c in hist.items()]
     return "\n".join(lines) + "\n"
@@ -163,7 +164,7 @@ def test_parse_wrapped_output():
     for key, p in wrk.PERCENTILES.items():
         rank = math.floor(p / 100 * len(values) + 1.0)
         assert r.latency_ms[key] == pytest.approx(values[min(rank, len(values)) - 1] / 1000)
-    assert h2load.cpu_seconds(text) == pytest.approx(1.75)
+    assert cputime.times_seconds(text) == pytest.approx(1.75)
     assert 1024 + 64 <= r.bytes / r.requests <= 1024 + 2048
 
 

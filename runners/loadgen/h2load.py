@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from runners.cputime import TIMES_MARKER
 from runners.errors import RunnerError
 from runners.loadgen.base import (
     CLOSED,
@@ -47,7 +48,6 @@ HTTP_VERSIONS = ("1.1", "2")
 RATE_SHORTFALL = 0.95
 HIST_MARKER = "NGINX_SIZING_H2LOAD_US"
 FAILED_MARKER = "NGINX_SIZING_H2LOAD_FAILED"
-TIMES_MARKER = "NGINX_SIZING_TIMES"
 
 # Count the log's latencies per microsecond on the client host; failed streams apart.
 _AWK = (
@@ -332,21 +332,6 @@ def rate_shortfall(achieved_rps: float, asked_rps: float) -> str | None:
     if achieved_rps < RATE_SHORTFALL * asked_rps:
         return f"achieved {achieved_rps:.0f} of the {asked_rps:.0f} rps asked"
     return None
-
-
-def cpu_seconds(text: str) -> float:
-    """CPU time [s] of h2load from the shell's ``times`` that `WRAPPER` printed."""
-    lines = text.split(TIMES_MARKER, 1)[-1].strip().splitlines()
-    if len(lines) < 2:
-        return math.nan
-    total = 0.0
-    for part in lines[1].split():
-        minutes, _, seconds = part.rstrip("s").partition("m")
-        try:
-            total += float(minutes) * 60 + float(seconds)
-        except ValueError:
-            return math.nan
-    return total
 
 
 def no_result_message(text: str) -> str:
