@@ -15,6 +15,7 @@ from typing import Any
 from runners.cli_options import host_options, ssh_options, wildcard_problem
 from runners.errors import RunnerError
 from runners.loadgen import UnsupportedLoad
+from runners.tools import TOOLS
 from trialtable.files import read_bounded
 from trialtable.folder import RunFolderError
 from trialtable.output import csv_cell, json_text
@@ -127,7 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="first rate of the wrk2 ramp (default 1000)",
     )
     se.add_argument(
-        "--wrk2", default="wrk2", type=parse_path, metavar="PATH", help="wrk2 binary (rate)"
+        "--wrk2", default=TOOLS["wrk2"], type=parse_path, metavar="PATH", help="wrk2 binary (rate)"
     )
     format_option(se)
 
@@ -264,7 +265,7 @@ def _load_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--h2load",
-        default="h2load",
+        default=TOOLS["h2load"],
         type=parse_path,
         metavar="PATH",
         help="h2load binary (clients)",

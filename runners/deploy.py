@@ -21,6 +21,7 @@ from runners.errors import RunnerError
 from runners.hosts import Host
 from runners.nginxconf import hostport, render_conf, render_upstream_conf
 from runners.scenario import Scenario
+from runners.tools import TOOLS
 
 KEY_ARGS = {"ecdsa": ("ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"), "rsa": ("rsa:2048",)}
 
@@ -233,8 +234,8 @@ class NginxHost:
     """
 
     host: Host
-    nginx: str = "nginx"
-    openssl: str = "openssl"
+    nginx: str = TOOLS["nginx"]
+    openssl: str = TOOLS["openssl"]
     as_root: bool = False
     clk_tck: int = 100
     nginx_version: str = ""

@@ -42,6 +42,7 @@ from runners.loadgen.base import (
     latency_summary,
     pin,
 )
+from runners.tools import TOOLS, tool_path
 
 NAME = "h2load"
 HTTP_VERSIONS = ("1.1", "2")
@@ -143,7 +144,7 @@ def command(
     http_version: str = "2",
     headers: Sequence[str] = (),
     cpus: Sequence[int] = (),
-    h2load: str = "h2load",
+    h2load: str = TOOLS["h2load"],
 ) -> list[str]:
     """The argv of one timed h2load run, pinned with ``taskset`` when ``cpus`` is given.
 
@@ -361,7 +362,7 @@ class H2load(LoadGenerator):
 
     def tool(self, binaries: Mapping[str, str], mode: str) -> str:
         """``h2load`` (as the user named it) for either mode."""
-        return binaries.get("h2load", "h2load")
+        return tool_path("h2load", binaries)
 
     def command(self, load: Load, *, binary: str, workdir: str) -> list[str]:
         """``sh -c WRAPPER sh <h2load argv>`` for a measured run; h2load alone for a warm-up."""

@@ -28,6 +28,7 @@ from runners.loadgen.base import (
     percentile,
     pin,
 )
+from runners.tools import TOOLS, tool_path
 
 __all__ = [
     "ERROR_KINDS",
@@ -63,7 +64,7 @@ def command(
     headers: Sequence[str] = (),
     script: str | None = None,
     cpus: Sequence[int] = (),
-    wrk: str = "wrk",
+    wrk: str = TOOLS["wrk"],
     rate_rps: float | None = None,
 ) -> list[str]:
     """The argv of one wrk run, pinned with ``taskset`` when ``cpus`` is given.
@@ -229,7 +230,7 @@ class Wrk(LoadGenerator):
 
     def tool(self, binaries: Mapping[str, str], mode: str) -> str:
         """``wrk`` for a closed loop, ``wrk2`` for an open one (as the user named them)."""
-        return binaries.get("wrk2", "wrk2") if mode == OPEN else binaries.get("wrk", "wrk")
+        return tool_path("wrk2" if mode == OPEN else "wrk", binaries)
 
     def files(self) -> dict[str, str]:
         """The JSON reporter script."""
