@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from runners import loadgen
 from runners.errors import RunnerError
 from runners.hosts import connect
-from runners.loadgen import wrk
 from runners.store import RunStore
 from runners.sweep import Access, Plan, make_scenario, run_sweep
 from tests.conftest import nginx_under, runners_cli
@@ -139,12 +139,12 @@ def test_two_clients_merge_exactly(tmp_path, sshd, leaves_no_nginx):
     store = RunStore.open(tmp_path / "runs", row["run_id"])
     (h,) = list(store.histograms())
     assert set(h["clients"]) == {"local", sshd.spec}
-    merged = wrk.merge(
-        wrk.WrkResult(
+    merged = loadgen.merge(
+        loadgen.Measurement(
             1.0,
             sum(c for _, c in pairs),
             0,
-            dict.fromkeys(wrk.ERROR_KINDS, 0),
+            dict.fromkeys(loadgen.ERROR_KINDS, 0),
             {int(v): int(c) for v, c in pairs},
             rps=0.0,
         )

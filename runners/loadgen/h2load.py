@@ -23,12 +23,10 @@ not used).
 
 from __future__ import annotations
 
-import gzip
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from runners.cputime import TIMES_MARKER
 from runners.errors import RunnerError
@@ -272,14 +270,6 @@ def histogram_from_log(lines: Iterable[str]) -> tuple[dict[int, int], int]:
         else:
             failed += 1
     return hist, failed
-
-
-def read_log(path: str | Path) -> tuple[dict[int, int], int]:
-    """`histogram_from_log` of a log file on this machine (``.gz`` read as gzip)."""
-    p = Path(path)
-    opener = gzip.open if p.suffix == ".gz" else open
-    with opener(p, "rt") as f:
-        return histogram_from_log(f)
 
 
 def histogram_from_output(text: str) -> tuple[dict[int, int], int]:
