@@ -14,17 +14,17 @@ from runners.errors import RunnerError
 from runners.loadgen import wrk
 from runners.search import SearchOptions, _passes, non_monotonic, run_search, search
 from runners.sim import SimServer, SimTarget
-from runners.store import RunStore, load_trials
+from runners.store import load_trials
 from runners.sweep import Plan
 from tests.conftest import runners_cli
-from trialtable.folder import RunFolderError
+from trialtable.folder import RunFolder, RunFolderError
 
 ROOT = Path(__file__).resolve().parents[1]
 WRK2 = Path(__file__).parent / "data" / "wrk2" / "readme-example.txt"
 
 
 def sim_target(tmp_path, seed=1, name="r", **sim):
-    store = RunStore.create(tmp_path, {"run_id": f"{name}{seed}", "simulated": True, "plan": {}})
+    store = RunFolder.create(tmp_path, {"run_id": f"{name}{seed}", "simulated": True, "plan": {}})
     return SimTarget(SimServer(seed=seed, **sim), store)
 
 
@@ -163,7 +163,7 @@ def test_non_monotonic_is_flagged():
 def test_simulated_and_measured_rows_do_not_mix(tmp_path):
     target = sim_target(tmp_path)
     row = target.trial(1, 1, 4, duration_s=1)
-    measured = RunStore.create(tmp_path, {"run_id": "m", "simulated": False, "plan": {}})
+    measured = RunFolder.create(tmp_path, {"run_id": "m", "simulated": False, "plan": {}})
     with pytest.raises(RunFolderError, match="a simulated row cannot join it"):
         measured.append(row)
     with pytest.raises(RunnerError, match="needs a run marked simulated"):
