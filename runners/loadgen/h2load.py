@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from runners.cputime import TIMES_MARKER
@@ -247,29 +247,6 @@ def parse_summary(text: str) -> Summary:
         latency_max_ms=lat[1] if lat else math.nan,
         latency_mean_ms=lat[2] if lat else math.nan,
     )
-
-
-def histogram_from_log(lines: Iterable[str]) -> tuple[dict[int, int], int]:
-    """The latency histogram [us -> responses] of a ``--log-file``, and its failed streams.
-
-    Each line is ``start_us<TAB>status<TAB>latency_us``; a status of -1 is a failed stream
-    (no response, so no latency).
-    """
-    hist: dict[int, int] = {}
-    failed = 0
-    for line in lines:
-        parts = line.split("\t")
-        if len(parts) < 3:
-            continue
-        try:
-            status, latency = int(parts[1]), int(parts[2])
-        except ValueError:
-            continue
-        if status > 0:
-            hist[latency] = hist.get(latency, 0) + 1
-        else:
-            failed += 1
-    return hist, failed
 
 
 def histogram_from_output(text: str) -> tuple[dict[int, int], int]:
