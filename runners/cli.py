@@ -10,7 +10,7 @@ import sys
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runners.cli_options import host_options, ssh_options, wildcard_problem
 from runners.errors import RunnerError
@@ -35,6 +35,9 @@ from trialtable.values import (
     printable,
     within_column,
 )
+
+if TYPE_CHECKING:
+    from runners.search import TrialReport
 
 __all__ = ["build_parser", "main", "parse_int_list", "parse_seconds"]
 
@@ -534,6 +537,28 @@ def _sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def trial_line(report: TrialReport) -> str:
+    """One progress line of a search: its load, RPS, p99, verdict and at most the time left."""
+    from runners.run import verdict
+
+    row, left = report.row, report.left_s
+    load = (
+        f"rate {float(row['rate_rps']):,.0f}"
+        if report.open_loop
+        else f"t{int(row['threads'])} c{int(row['connections'])}"
+    )
+    return (
+        f"[v{int(row['vcpus'])} {row['kind']} #{report.n}] {load}: "
+        f"{float(row['rps']):,.0f} rps, p99 {float(row['latency_p99_ms']):.2f} "
+        f"ms, {verdict(row)}"
+        + ("" if left is None else f"; at most {int(left // 60)}:{int(left % 60):02d} left")
+    )
+
+
+def _print_trial(report: TrialReport) -> None:
+    print(trial_line(report), file=sys.stderr, flush=True)
+
+
 def _search(args: argparse.Namespace) -> int:
     from runners.plan import Access
     from runners.search import SearchOptions, run_search
@@ -560,6 +585,7 @@ def _search(args: argparse.Namespace) -> int:
         resume=args.resume,
         access=Access(hosts["accept_new_host_keys"], hosts["ssh_config"]),
         progress=None if args.quiet else sys.stderr,
+        on_trial=None if args.quiet else _print_trial,
     )
     run_dir = Path(args.out) / run_id
     if args.format == "json":
