@@ -1,7 +1,7 @@
 """SLA search: the highest RPS whose p99 meets the SLA, per vCPU count.
 
 Strategies work on any *target* with ``trial(vcpus, threads, connections, *, duration_s,
-kind, rate_rps=None) -> row`` and ``max_threads(vcpus)``: a real `runners.sweep.Session` or
+kind, rate_rps=None) -> row`` and ``max_threads(vcpus)``: a real `runners.session.Session` or
 the simulated `runners.sim.SimTarget`. Every trial lands in the run's ``trials.csv``.
 
 Each strategy is an object (`Adaptive`, `Grid`, `Rate`), found once by name in `STRATEGIES`.
