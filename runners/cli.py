@@ -64,7 +64,11 @@ def _seconds_float(text: str) -> float:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``python -m runners`` argument parser."""
-    parser = Parser(prog="python -m runners", description=__doc__)
+    parser = Parser(
+        prog="python -m runners",
+        description="Measure NGINX: deploy a private nginx on this machine or SSH hosts, drive "
+        "it with a load generator, and record every trial. Each command has its own --help.",
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     sw = sub.add_parser("sweep", help="measure a grid of vCPUs x threads x connections")
@@ -328,7 +332,7 @@ def _scenario_options(p: argparse.ArgumentParser) -> None:
         "--protocol",
         choices=("http", "https"),
         default=DEFAULT_PROTOCOL,
-        help="protocol the load generator speaks (sizing assumes the same by default)",
+        help="protocol the load generator speaks (default: %(default)s; sizing assumes the same)",
     )
     p.add_argument(
         "--file-size",
