@@ -7,19 +7,80 @@ import sys
 from typing import Any
 
 from sizing.cli.k8s import add_k8s_options
+from sizing.errors import InputError
 from sizing.request import SizingRequest, add_arguments
 from trialtable.output import json_text
-from trialtable.values import format_option
+from trialtable.values import format_option, parse_path
 
 HELP = "cheapest fleets that meet an RPS target under a p99 SLA"
 
 
+#: Request fields a workload file (``python -m sizing workload``) sets, by argparse dest,
+#: unless their flag is given: the flag wins.
+FROM_WORKLOAD = (
+    "rps",
+    "file_bytes",
+    "requests_per_connection",
+    "tls_resumption",
+    "protocol",
+    "http_version",
+)
+_DEFAULTS: dict[str, Any] = {}
+
+
 def add_parser(sub: Any) -> None:
-    """The ``recommend`` options: the request's flags and ``--format``."""
+    """The ``recommend`` options: the request's flags, ``--workload`` and ``--format``."""
     p = sub.add_parser("recommend", help=HELP)
     add_arguments(p, "recommend")
+    for action in p._actions:
+        if action.dest == "rps":
+            action.required = False  # --rps or --workload (checked in `run`)
+            action.help = "target requests per second (or the peak of --workload)"
+    p.add_argument(
+        "--workload",
+        type=parse_path,
+        metavar="FILE",
+        help="a workload file from python -m sizing workload --from-log: its peak RPS, size mix, "
+        "requests per connection, TLS resumption, protocol and HTTP version, where no flag "
+        "gives them (default none)",
+    )
+    p.add_argument(
+        "--workload-growth",
+        default="1x",
+        metavar="FACTOR",
+        help="size for the workload's peak times this factor, e.g. 2x or 150%% (default 1x)",
+    )
     format_option(p, ("table", "json", "csv", "k8s"))
     add_k8s_options(p)
+    _DEFAULTS.update({a.dest: a.default for a in p._actions if a.dest in FROM_WORKLOAD})
+
+
+def apply_workload(args: argparse.Namespace) -> list[str]:
+    """Set the request flags a ``--workload`` file implies where none was given.
+
+    Returns one line for each value taken from the file (said on stderr).
+    """
+    path = getattr(args, "workload", None)
+    if path is None:
+        if args.rps is None:
+            raise InputError("give --rps, or --workload FILE (python -m sizing workload)")
+        return []
+    from sizing.evidence.accesslog import load_workload_file, workload_to_request_args
+
+    implied = workload_to_request_args(load_workload_file(path), args.workload_growth)
+    taken = []
+    for dest in FROM_WORKLOAD:
+        key = "file_size" if dest == "file_bytes" else dest
+        if key not in implied or getattr(args, dest) != _DEFAULTS.get(dest):
+            continue
+        setattr(args, dest, implied[key])
+        shown = implied.get("file_size_text", implied[key]) if key == "file_size" else implied[key]
+        taken.append(
+            f"{dest.replace('_', ' ')} {shown:,.0f}"
+            if dest == "rps"
+            else f"{dest.replace('_', ' ')} {shown}"
+        )
+    return taken
 
 
 def run(args: argparse.Namespace) -> int:
@@ -27,6 +88,12 @@ def run(args: argparse.Namespace) -> int:
     from sizing.pipeline import size
     from sizing.report.render import render_recommendation, to_csv
 
+    taken = apply_workload(args)
+    if taken:
+        print(
+            f"python -m sizing recommend: from workload {args.workload}: " + "; ".join(taken),
+            file=sys.stderr,
+        )
     if args.format == "k8s":
         from sizing.cli import k8s
 
