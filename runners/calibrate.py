@@ -276,13 +276,20 @@ class _Step:
 
 
 def _connections(setting: Setting, done: list[dict[str, Any]], sla_ms: float) -> int:
-    """Connections per worker for the next round, from this setting's earlier trials."""
+    """Connections per worker for the next round, from this setting's earlier trials.
+
+    Halved after a p99 over the SLA from a busy worker, doubled after a far lower p99 from an
+    idle one.
+    """
     c = setting.connections
     for row in done:
         c = int(row["connections"]) // max(1, setting.vcpus)
         p99 = float(row["latency_p99_ms"])
         share = float(row["server_cpu_pct"]) / (100.0 * setting.vcpus)
-        if not math.isfinite(p99) or p99 > sla_ms:
+        if not math.isfinite(p99) or (p99 > sla_ms and share >= MIN_WORKER_SHARE):
+            # Queueing at a busy worker: fewer connections. A p99 over the SLA with the worker
+            # mostly idle comes from elsewhere (a competing process, delayed ACKs of large
+            # responses) and halving would only leave the worker idler.
             c = max(1, c // 2)
         elif p99 < sla_ms / 4 and share < MIN_WORKER_SHARE and c < 64:
             c *= 2

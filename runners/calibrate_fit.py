@@ -36,6 +36,19 @@ from trialtable.profile import (
 
 # Efficiency above this across worker counts is implausible (superlinear): warned, not used.
 SUPERLINEAR = 1.15
+#: A load generator using this share of its threads' CPU is the load's limit: a worker under
+#: `MIN_WORKER_SHARE` then waits for it, not for a CPU another process took.
+CLIENT_BOUND = 0.85
+#: A coefficient whose standard error is more than this share of its value is not pinned by
+#: the campaign (its 95% interval reaches zero): it is left out of the profile's coefficients
+#: (readers take the reference's, speed-scaled) and kept under ``unidentified``.
+UNIDENTIFIED_REL = 0.5
+#: ... unless its standard error moves no setting's CPU time per request by more than this
+#: share (an uncertain term too small to matter where it was measured is kept).
+MATERIAL = 0.02
+#: A term that, when not identified, is fitted into another rather than left to the reference
+#: (a reader would otherwise add the reference's value to a cost that already holds it).
+MERGE_INTO = {"body_us": "request_us"}
 
 
 def cpu_us(row: dict[str, Any]) -> float:
@@ -58,7 +71,13 @@ def _usable(row: dict[str, Any]) -> bool:
 
 @dataclass
 class Observation:
-    """One trial as a data point of the fit."""
+    """One trial as a data point of the fit.
+
+    ``bound_by`` names what else limited the load when the worker ran under
+    `MIN_WORKER_SHARE` of the wall time for a reason of the campaign's own (its load
+    generator at its CPU limit, the upstream of a proxy setting sharing the host): such a
+    trial is measured below saturation but is not a sign of a busy host.
+    """
 
     setting: str
     round_: int
@@ -69,12 +88,35 @@ class Observation:
     worker_share: float
     flags: list[str] = field(default_factory=list)
     run_id: str = ""
+    bound_by: str = ""
+
+    @property
+    def contended(self) -> bool:
+        """The worker was not kept busy and nothing of the campaign's own explains it."""
+        return self.worker_share < MIN_WORKER_SHARE and not self.bound_by
+
+
+def _client_share(row: dict[str, Any]) -> float:
+    """The load generator's CPU time over what its threads could use [1] (NaN if unknown)."""
+    try:
+        threads = max(1.0, float(row.get("threads") or 1))
+        return float(row["client_cpu_pct"]) / (100.0 * threads)
+    except (KeyError, TypeError, ValueError):
+        return math.nan
 
 
 def observations(
-    rows: Sequence[dict[str, Any]], settings: Sequence[Setting], sla_ms: float
+    rows: Sequence[dict[str, Any]],
+    settings: Sequence[Setting],
+    sla_ms: float,
+    same_host: bool = True,
 ) -> tuple[list[Observation], list[str]]:
-    """The campaign's trials as observations, with the warnings about them."""
+    """The campaign's trials as observations, with the warnings about them.
+
+    ``same_host``: the load generator (and a proxy setting's upstream) shared the server's
+    host (loopback), so a worker under `MIN_WORKER_SHARE` of the wall time in a proxy setting
+    may be waiting for its upstream rather than for a CPU a competing process took.
+    """
     by_name = {s.name: s for s in settings}
     obs, warnings = [], []
     for row in rows:
@@ -100,10 +142,16 @@ def observations(
             share,
             run_id=str(row["run_id"]),
         )
-        if share < MIN_WORKER_SHARE:
+        client = _client_share(row)
+        if share < MIN_WORKER_SHARE and client >= CLIENT_BOUND:
+            o.bound_by = f"the load generator ({client:.0%} of its CPU)"
+        elif share < MIN_WORKER_SHARE and s.scenario.proxied and same_host:
+            o.bound_by = "the upstream on the same host"
+        if o.contended:
             o.flags.append(
                 f"{row['trial_id']} ({s.name}): the workers ran {share:.0%} of the trial's "
-                "wall time (a competing process or steal, or a load too light to saturate them)"
+                f"wall time and the load generator {client:.0%} of its CPU (a competing "
+                "process or steal, or too few connections to load them)"
             )
         if not bool(row["valid"]):
             o.flags.append(f"{row['trial_id']} ({s.name}): {row['invalid_reason']}")
@@ -128,6 +176,10 @@ def _row(s: Setting, wire_body: float | None) -> dict[str, float]:
     https = sc.protocol == "https"
     body = float(sc.file_bytes) if wire_body is None else wire_body
     x = {"request_us": 1.0, "byte_ns": body / 1000.0}
+    if sc.file_bytes > 0:
+        # The fixed part of a response with a body (open, stat, sendfile or read), measured
+        # between the 0-byte and the 1 KB settings; without it request_us would hold it.
+        x["body_us"] = 1.0
     if https:
         x["tls_request_us"] = 1.0
         x["tls_byte_ns"] = body / 1000.0
@@ -222,7 +274,10 @@ def _nonnegative_wls(
 
 
 def fit(
-    obs: Sequence[Observation], settings: Sequence[Setting], wire: dict[str, float] | None = None
+    obs: Sequence[Observation],
+    settings: Sequence[Setting],
+    wire: dict[str, float] | None = None,
+    merged: frozenset[str] = frozenset(),
 ) -> Fit:
     """Fit the coefficients the observations identify.
 
@@ -235,6 +290,7 @@ def fit(
     the median round is 1: the coefficients are the costs at the campaign's median
     contention. A cost that comes out negative is held at zero and the rest refitted (an
     active-set non-negative fit); its unconstrained value is kept in ``held_at_zero``.
+    ``merged`` coefficients are left out (the one of `MERGE_INTO` absorbs them).
 
     Raises `RunnerError` when nothing can be fitted.
     """
@@ -244,7 +300,7 @@ def fit(
     if not fitted:
         raise RunnerError("no usable trial to fit coefficients to")
     rows = [_row(by_name[o.setting], wire.get(o.setting)) for o in fitted]
-    names = [n for n in COEFFICIENTS if any(r.get(n, 0.0) != 0.0 for r in rows)]
+    names = [n for n in COEFFICIENTS if n not in merged and any(r.get(n, 0.0) != 0.0 for r in rows)]
     X = np.array([[r.get(n, 0.0) for n in names] for r in rows])
     y = np.array([o.cpu_us for o in fitted])
     rounds = sorted({o.round_ for o in fitted})
@@ -293,8 +349,9 @@ def check_identifiable(settings: Sequence[Setting]) -> None:
     if np.linalg.matrix_rank(X) < len(names):
         raise RunnerError(
             "these settings do not separate the costs "
-            f"{', '.join(names)}; add the settings that isolate them (e.g. static_http_0B "
-            "with static_http_1KB for request_us and byte_ns, cps_http before cps_https_*)"
+            f"{', '.join(names)}; add the settings that isolate them (e.g. static_http_0B, "
+            "static_http_1KB and static_http_64KB for request_us, body_us and byte_ns, "
+            "cps_http before cps_https_*)"
         )
 
 
@@ -302,32 +359,31 @@ def _scaling_names(settings: Sequence[Setting]) -> set[str]:
     return {s.name for s in settings if s.vcpus > 1}
 
 
-def build_profile(
-    rows: Sequence[dict[str, Any]],
+def _coefficients(
+    obs: Sequence[Observation],
     settings: Sequence[Setting],
-    *,
-    configs: dict[str, str],
-    host: dict[str, Any],
-    options: CalibrateOptions,
-    measured_over: str,
-    steal: dict[str, float] | None = None,
-    campaign_id: str = "",
-) -> Profile:
-    """The profile of a campaign's trials: fit, spreads, scaling, flags and provenance."""
-    obs, warnings = observations(rows, settings, options.sla_p99_ms)
-    wire = _wire_bodies(rows, settings)
-    f = fit(obs, settings, wire)
+    wire: dict[str, float],
+    merged: frozenset[str],
+) -> tuple[Fit, dict[str, Coefficient], dict[str, Any], list[str]]:
+    """The joint fit, each coefficient with its spread, and those it does not identify.
+
+    ``merged`` coefficients are not fitted: the one of `MERGE_INTO` holds them.
+    """
+    warnings: list[str] = []
+    f = fit(obs, settings, wire, merged)
     rounds = sorted({o.round_ for o in obs})
     per_round: dict[str, list[float]] = {n: [] for n in f.value}
     for r in rounds:
         try:
-            fr = fit([o for o in obs if o.round_ == r], settings, wire)
+            fr = fit([o for o in obs if o.round_ == r], settings, wire, merged)
         except RunnerError:
             continue
         for n in f.value:
             if n in fr.value:
                 per_round[n].append(fr.value[n])
     coefficients = {}
+    unidentified: dict[str, Any] = {}
+    weight = _weights(obs, settings, wire)
     for n in COEFFICIENTS:
         if n not in f.value:
             continue
@@ -345,14 +401,65 @@ def build_profile(
                 "distinguishable from it): held at 0"
             )
             warnings.append(f"{n} {note}")
+        includes = tuple(sorted(m for m in merged if MERGE_INTO[m] == n))
+        if includes:
+            note = f"includes {', '.join(includes)} (not identified on its own by this campaign)"
         se = f.stderr[n]
-        coefficients[n] = Coefficient(
+        c = Coefficient(
             round(f.value[n], 6),
             round(se, 6) if math.isfinite(se) else None,
             spread,
             COEFFICIENTS[n][0],
             note,
+            includes,
         )
+        if (
+            n not in f.held_at_zero
+            and math.isfinite(se)
+            and se > UNIDENTIFIED_REL * abs(c.value)
+            and se * weight.get(n, 0.0) > MATERIAL
+        ):
+            rel = se / abs(c.value) if c.value else math.inf
+            unidentified[n] = {**c.to_dict(), "relative_error": round(min(rel, 1e6), 3)}
+            where = (
+                f"fitted into {MERGE_INTO[n]} instead"
+                if n in MERGE_INTO
+                else "left out of the coefficients (readers take the reference's)"
+            )
+            warnings.append(
+                f"{n} not identified: fitted {c.value:.3g} +- {se:.2g} {c.unit} (relative "
+                f"error {rel:.0%} > {UNIDENTIFIED_REL:.0%}); {where}; more rounds pin it"
+            )
+            continue
+        coefficients[n] = c
+    for m in merged:
+        unidentified.setdefault(m, {"fitted_into": MERGE_INTO[m]})
+    return f, coefficients, unidentified, warnings
+
+
+def build_profile(
+    rows: Sequence[dict[str, Any]],
+    settings: Sequence[Setting],
+    *,
+    configs: dict[str, str],
+    host: dict[str, Any],
+    options: CalibrateOptions,
+    measured_over: str,
+    steal: dict[str, float] | None = None,
+    campaign_id: str = "",
+) -> Profile:
+    """The profile of a campaign's trials: fit, spreads, scaling, flags and provenance."""
+    obs, warnings = observations(
+        rows, settings, options.sla_p99_ms, same_host=measured_over == "loopback"
+    )
+    wire = _wire_bodies(rows, settings)
+    f, coefficients, unidentified, notes = _coefficients(obs, settings, wire, frozenset())
+    merged = frozenset(n for n in unidentified if n in MERGE_INTO)
+    if merged:
+        # Terms that cannot be told apart from the base cost are fitted together with it
+        # (marked ``includes``), so that a reader does not add a reference value on top.
+        f, coefficients, unidentified, notes = _coefficients(obs, settings, wire, merged)
+    warnings += notes
     factors = f.round_factors
     if factors and max(factors.values()) > 1.25 * min(factors.values()):
         warnings.append(
@@ -371,18 +478,32 @@ def build_profile(
         )
     for o in obs:
         warnings.extend(o.flags)
-    flagged = sum(1 for o in obs if o.worker_share < MIN_WORKER_SHARE)
+    flagged = sum(1 for o in obs if o.contended)
+    bound = [o for o in obs if o.bound_by]
+    if bound:
+        warnings.insert(
+            0,
+            f"{len(bound)} of {len(obs)} trials ran the worker under {MIN_WORKER_SHARE:.0%} "
+            "of the wall time because the campaign's own load limited it ("
+            + ", ".join(sorted({f"{o.setting}: {o.bound_by.split(' (')[0]}" for o in bound}))
+            + "): measured below saturation, not flagged",
+        )
     if flagged:
         warnings.insert(
             0,
             f"{flagged} of {len(obs)} trials flagged: the nginx workers ran under "
-            f"{MIN_WORKER_SHARE:.0%} of the wall time (CPU time per request is still measured "
-            "directly, but the host was not quiet)",
+            f"{MIN_WORKER_SHARE:.0%} of the wall time while the load generator was not at its "
+            "limit (CPU time per request is still measured directly, but the host was not "
+            "quiet)",
         )
     for label, share in sorted((steal or {}).items()):
         if math.isfinite(share) and share > 0.01:
             warnings.append(f"{label}: {share:.1%} of the host's CPU time was stolen")
-    missing = [n for n in COEFFICIENTS if n not in coefficients and n != "http2_request_us"]
+    missing = [
+        n
+        for n in COEFFICIENTS
+        if n not in coefficients and n not in unidentified and n != "http2_request_us"
+    ]
     if missing:
         warnings.append(
             f"{', '.join(missing)} not measured: no setting of this campaign isolates "
@@ -420,8 +541,28 @@ def build_profile(
                 "round_factors": {str(r + 1): round(v, 4) for r, v in sorted(factors.items())},
             },
             "measurements": _measurements(obs, settings),
+            **({"unidentified": unidentified} if unidentified else {}),
         },
     )
+
+
+def _weights(
+    obs: Sequence[Observation], settings: Sequence[Setting], wire: dict[str, float]
+) -> dict[str, float]:
+    """Coefficient -> its largest multiplier over a setting's median CPU time [1/unit].
+
+    A coefficient's standard error times this is the most it moves any measured setting's
+    cost per request, relative to that cost.
+    """
+    out: dict[str, float] = {}
+    for s in settings:
+        mine = [o.cpu_us for o in obs if o.setting == s.name]
+        if not mine or s.vcpus > 1:
+            continue
+        med = float(np.median(mine))
+        for n, x in _row(s, wire.get(s.name)).items():
+            out[n] = max(out.get(n, 0.0), abs(x) / med)
+    return out
 
 
 def _wire_bodies(rows: Sequence[dict[str, Any]], settings: Sequence[Setting]) -> dict[str, float]:

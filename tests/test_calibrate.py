@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 TRUE = {
     "request_us": 12.0,
+    "body_us": 4.0,
     "byte_ns": 0.15,
     "tls_request_us": 3.0,
     "tls_byte_ns": 1.2,
@@ -192,12 +193,14 @@ def test_unusable_trials_are_left_out_with_a_reason():
 
 def test_subset_fits_only_what_it_identifies():
     settings, rows = _rows(TRUE)
-    names = {"static_http_0B", "static_http_1KB"}
+    names = {"static_http_0B", "static_http_1KB", "static_http_64KB"}
     p = _profile(
         [r for r in rows if any(f"-{n}-" in r["instance_label"] for n in names)],
         [s for s in settings if s.name in names],
     )
-    assert set(p.coefficients) == {"request_us", "byte_ns"}
+    assert set(p.coefficients) == {"request_us", "body_us", "byte_ns"}
+    with pytest.raises(RunnerError, match="do not separate"):
+        cal.check_identifiable([s for s in settings if s.name in names - {"static_http_64KB"}])
     assert any(w.startswith("tls_request_us, ") and "not measured" in w for w in p.warnings)
     one = [r for r in rows if r["instance_label"] in {cal._label(n, 0) for n in names}]
     exact = _profile(one, [s for s in settings if s.name in names])

@@ -10,6 +10,7 @@ Every coefficient is the CPU time of ONE nginx worker (one vCPU of the measured 
 name                            unit           meaning
 =============================== ============== ==================================================
 ``request_us``                  us/request     one HTTP/1.1 keep-alive request, 0-byte body
+``body_us``                     us/request     extra per response with a body (> 0 B), fixed part
 ``byte_ns``                     ns/byte        per response body byte, plaintext
 ``tls_request_us``              us/request     extra per request over HTTPS (keep-alive)
 ``tls_byte_ns``                 ns/byte        extra per body byte over HTTPS (encryption)
@@ -25,7 +26,7 @@ name                            unit           meaning
 
 The cost model the coefficients fill::
 
-    cpu_us_per_request = request_us + byte_ns*B/1000
+    cpu_us_per_request = request_us + [B > 0]body_us + byte_ns*B/1000
                          + [https](tls_request_us + tls_byte_ns*B/1000)
                          + (connection_us + [https]handshake_us) / requests_per_connection
                          + gzip_byte_ns*B_gzipped/1000 + scenario extra
@@ -56,6 +57,10 @@ PROFILE_MAX_BYTES = 16 * MB
 #: name -> (unit, meaning); the coefficients a profile may hold (any may be absent).
 COEFFICIENTS: dict[str, tuple[str, str]] = {
     "request_us": ("us/request", "one HTTP/1.1 keep-alive request with a 0-byte body"),
+    "body_us": (
+        "us/request",
+        "extra per response with a non-empty body (opening and sending the file), fixed part",
+    ),
     "byte_ns": ("ns/byte", "per response body byte, plaintext"),
     "tls_request_us": ("us/request", "extra per request over HTTPS (keep-alive)"),
     "tls_byte_ns": ("ns/byte", "extra per body byte over HTTPS (encryption)"),
@@ -119,6 +124,9 @@ class Coefficient:
         The unit of ``value`` and ``stderr`` (fixed per name, see `COEFFICIENTS`).
     note : str
         How it was obtained when that differs from a plain fit (e.g. held at zero).
+    includes : tuple of str
+        Other coefficients whose cost this one holds (fitted together because the campaign
+        could not separate them); a reader must not add those again.
     """
 
     value: float
@@ -126,17 +134,21 @@ class Coefficient:
     spread: float | None
     unit: str
     note: str = ""
+    includes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for the JSON file."""
-        d: dict[str, Any] = {
-            "value": self.value,
-            "stderr": self.stderr,
-            "spread": self.spread,
-            "unit": self.unit,
-        }
+        d: dict[str, Any] = {"value": self.value}
+        # An error that was not measured is left out (readers take its absence as unknown).
+        if self.stderr is not None:
+            d["stderr"] = self.stderr
+        if self.spread is not None:
+            d["spread"] = self.spread
+        d["unit"] = self.unit
         if self.note:
             d["note"] = self.note
+        if self.includes:
+            d["includes"] = list(self.includes)
         return d
 
 
@@ -270,6 +282,9 @@ class Profile:
         c = {k: v.value for k, v in self.coefficients.items()}
         body = file_bytes if wire_bytes is None else wire_bytes
         us = c["request_us"] + c["byte_ns"] * body / 1000.0
+        if file_bytes > 0:
+            # A profile without body_us had its bodies' fixed cost fitted into request_us.
+            us += c.get("body_us", 0.0)
         if https:
             us += c["tls_request_us"] + c["tls_byte_ns"] * body / 1000.0
         if math.isfinite(requests_per_connection):
@@ -385,13 +400,21 @@ def _coefficients(raw: Any, where: str) -> dict[str, Coefficient]:
         note = c.get("note", "")
         if not isinstance(note, str):
             raise ProfileError(f"{at}: note must be a string")
+        includes = c.get("includes", [])
+        if not isinstance(includes, list) or not all(i in COEFFICIENTS for i in includes):
+            raise ProfileError(f"{at}: includes must be a list of coefficient names")
         out[name] = Coefficient(
             float(c["value"]),
             None if stderr is None else float(stderr),
             None if spread is None else float(spread),
             unit,
             note,
+            tuple(includes),
         )
+    for name, c in out.items():
+        both = [i for i in c.includes if i in out]
+        if both:
+            raise ProfileError(f"{where}: coefficient {name} includes {both[0]}, also given")
     return out
 
 

@@ -5,7 +5,10 @@ their standard errors, and says whether they were measured over loopback or a ne
 becomes a `sizing.model.costmodel.CostProfile`; `sizing.model.capacity` uses it for every catalog
 type whose CPU platform (`sizing.model.platforms.platform_by_text` of ``cpu_model``)
 matches, adds the NIC packet path to a loopback-measured profile, and takes any coefficient
-the profile lacks from the reference, speed-scaled to that platform.
+the profile lacks from the reference, speed-scaled to that platform, except those another
+coefficient ``includes`` (fitted together): they are 0, not the reference's, which would count
+them twice. A profile from before ``body_us`` fitted ``request_us`` over bodies of 0 B and more:
+its ``request_us`` and ``byte_ns`` include ``body_us``.
 """
 
 from __future__ import annotations
@@ -31,6 +34,11 @@ def _num(path: str, where: str, v: object, positive: bool = False) -> float:
     if not math.isfinite(x) or (positive and x <= 0):
         raise InputError(f"{path}: {where}: expected a {'positive ' if positive else ''}number")
     return x
+
+
+def _optional(path: str, where: str, v: object) -> float:
+    """An error term that may be absent or null (0), else a finite number (its magnitude)."""
+    return 0.0 if v is None else abs(_num(path, where, v))
 
 
 def _sigma(path: str, scaling: object) -> tuple[float, float] | None:
@@ -92,8 +100,10 @@ def read_profile(path: str | Path) -> CostProfile:
         if not isinstance(c, dict):
             raise InputError(f"profile {p}: coefficient {name!r}: expected an object")
         value = _num(p, f"{name}.value", c.get("value"))
-        stderr = abs(_num(p, f"{name}.stderr", c.get("stderr", 0.0)))
-        spread = abs(_num(p, f"{name}.spread", c.get("spread", 0.0)))
+        # A missing or null error is one the campaign could not measure (one round, or no
+        # residual degrees of freedom): taken as 0, as the writer leaves it out.
+        stderr = _optional(p, f"{name}.stderr", c.get("stderr"))
+        spread = _optional(p, f"{name}.spread", c.get("spread"))
         # An interval for capacity should hold the run-to-run spread, not only the mean's error.
         sd = math.sqrt(stderr**2 + (spread * abs(value)) ** 2)
         coefs[name] = Coefficient(
@@ -106,6 +116,28 @@ def read_profile(path: str | Path) -> CostProfile:
         )
     if "request_us" not in coefs:
         raise InputError(f"profile {p}: coefficient 'request_us' is required")
+    included = {
+        i: name
+        for name, c in raw.items()
+        if name in coefs and isinstance(c, dict) and isinstance(c.get("includes"), list)
+        for i in c["includes"]
+        if isinstance(i, str)
+    }
+    if "body_us" not in coefs and "byte_ns" in coefs and "body_us" not in included:
+        # A profile from before body_us (schema 1 as first written) fitted request_us over
+        # bodies of 0 B and more: the bodies' fixed cost is inside request_us and byte_ns.
+        included["body_us"] = "request_us and byte_ns"
+    for name, into in included.items():
+        if name in UNITS and name not in coefs:
+            # Counted in another coefficient: the reference's must not be added on top.
+            coefs[name] = Coefficient(
+                name,
+                0.0,
+                0.0,
+                UNITS[name],
+                coefs["request_us"].measured_over,
+                f"{source}: not fitted on its own; included in {into}",
+            )
     tpc = doc.get("threads_per_core")
     if tpc not in (1, 2, None):
         raise InputError(f"profile {p}: field 'threads_per_core': expected 1, 2 or null")
