@@ -41,6 +41,7 @@ from runners.calibrate_settings import (
     CalibrateOptions,
     Setting,
     fit_settings,
+    retired_settings,
     scaling_settings,
 )
 from runners.cli_options import host_options
@@ -68,6 +69,7 @@ __all__ = [
     "main",
     "observations",
     "render",
+    "retired_settings",
     "run_calibrate",
     "scaling_settings",
     "unsupported",
@@ -602,7 +604,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "calibrate",
         help="measure what a request costs on a host's CPU and write a CPU profile",
         description=(
-            "A fixed campaign of settings (keep-alive static 0 B/1 KB/64 KB over HTTP and "
+            "A fixed campaign of settings (keep-alive static 0 B/1 KB/100 KB over HTTP and "
             "HTTPS, new connections over HTTP and HTTPS with ECDSA and RSA keys and with "
             "resumed TLS sessions, gzip, "
             "reverse proxy, API gateway, and 1..N workers), repeated and interleaved; the CPU "

@@ -14,7 +14,7 @@ import math
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -46,9 +46,12 @@ UNIDENTIFIED_REL = 0.5
 #: ... unless its standard error moves no setting's CPU time per request by more than this
 #: share (an uncertain term too small to matter where it was measured is kept).
 MATERIAL = 0.02
-#: A term that, when not identified, is fitted into another rather than left to the reference
-#: (a reader would otherwise add the reference's value to a cost that already holds it).
-MERGE_INTO = {"body_us": "request_us"}
+#: The terms of every keep-alive response: kept with a note when not identified. They are
+#: fitted jointly over the same settings, each taking part of the others' cost, so a
+#: reference value in place of one would not add up to what the campaign measured.
+KEEP_UNIDENTIFIED = frozenset(
+    {"request_us", "body_us", "byte_ns", "tls_request_us", "tls_body_us", "tls_byte_ns"}
+)
 
 
 def cpu_us(row: dict[str, Any]) -> float:
@@ -183,6 +186,9 @@ def _row(s: Setting, wire_body: float | None) -> dict[str, float]:
     if https:
         x["tls_request_us"] = 1.0
         x["tls_byte_ns"] = body / 1000.0
+        if sc.file_bytes > 0:
+            # HTTPS cannot sendfile: its body's fixed part differs from HTTP's.
+            x["tls_body_us"] = 1.0
     if sc.name == "cps":
         x["connection_us"] = 1.0
         if https and sc.tls_resumption:
@@ -231,10 +237,18 @@ class Fit:
 
 
 def _nonnegative_wls(
-    X: np.ndarray, y: np.ndarray, w: np.ndarray, names: Sequence[str], extra_dof: int
+    X: np.ndarray,
+    y: np.ndarray,
+    w: np.ndarray,
+    names: Sequence[str],
+    extra_dof: int,
+    center: np.ndarray | None = None,
 ) -> tuple[dict[str, float], dict[str, float], dict[str, float], np.ndarray]:
     """Weighted least squares with costs held at zero when they fit below it.
 
+    With ``center`` (each observation's setting median) the costs are fitted to the centres,
+    so that one outlying trial of a busy host moves its setting by nothing rather than by a
+    third; the standard errors still come from the observations' residuals around the fit.
     Returns values, standard errors, held-at-zero raw values, and the weighted residuals.
     """
     active = list(range(len(names)))
@@ -242,7 +256,7 @@ def _nonnegative_wls(
     first_se: dict[str, float] = {}
     while True:
         Xa = X[:, active] * w[:, None]
-        ya = y * w
+        ya = (y if center is None else center) * w
         if np.linalg.matrix_rank(Xa) < len(active):
             lost = [names[i] for i in active]
             raise RunnerError(
@@ -251,7 +265,8 @@ def _nonnegative_wls(
             )
         beta, *_ = np.linalg.lstsq(Xa, ya, rcond=None)
         dof = len(y) - len(active) - extra_dof
-        resid = ya - Xa @ beta
+        # The trials' own residuals (not the centres'): the scatter a busy host adds counts.
+        resid = y * w - Xa @ beta
         s2 = float(resid @ resid) / dof if dof > 0 else math.nan
         cov = s2 * np.linalg.inv(Xa.T @ Xa)
         se = np.sqrt(np.clip(np.diag(cov), 0, None))
@@ -277,20 +292,19 @@ def fit(
     obs: Sequence[Observation],
     settings: Sequence[Setting],
     wire: dict[str, float] | None = None,
-    merged: frozenset[str] = frozenset(),
 ) -> Fit:
     """Fit the coefficients the observations identify.
 
     The model of a trial of setting s in round r is ``f_r * cost_s(coefficients)``: a busy
     host slows every setting of a round alike (cache pollution, wake-ups), and the rounds
     interleave every setting so that ``f_r`` can be told apart from the costs. The fit
-    alternates a weighted least-squares fit of the costs on the trials divided by their
-    round's factor (weights 1 / (setting median)^2, so every setting counts by its relative
-    error) with the factors (the median ratio of a round's trials to the fit), normalised so
+    alternates a weighted least-squares fit of the costs to each setting's median trial
+    divided by its round's factor (weights 1 / (setting median)^2, so every setting counts by
+    its relative error; the median, so that one trial a busy host slowed does not move it)
+    with the factors (the median ratio of a round's trials to the fit), normalised so
     the median round is 1: the coefficients are the costs at the campaign's median
     contention. A cost that comes out negative is held at zero and the rest refitted (an
     active-set non-negative fit); its unconstrained value is kept in ``held_at_zero``.
-    ``merged`` coefficients are left out (the one of `MERGE_INTO` absorbs them).
 
     Raises `RunnerError` when nothing can be fitted.
     """
@@ -300,7 +314,7 @@ def fit(
     if not fitted:
         raise RunnerError("no usable trial to fit coefficients to")
     rows = [_row(by_name[o.setting], wire.get(o.setting)) for o in fitted]
-    names = [n for n in COEFFICIENTS if n not in merged and any(r.get(n, 0.0) != 0.0 for r in rows)]
+    names = [n for n in COEFFICIENTS if any(r.get(n, 0.0) != 0.0 for r in rows)]
     X = np.array([[r.get(n, 0.0) for n in names] for r in rows])
     y = np.array([o.cpu_us for o in fitted])
     rounds = sorted({o.round_ for o in fitted})
@@ -314,7 +328,10 @@ def fit(
             for s in set(settings_of)
         }
         w = np.array([1.0 / med[n] for n in settings_of])
-        value, stderr, held, resid = _nonnegative_wls(X, adjusted, w, names, len(rounds) - 1)
+        center = np.array([med[n] for n in settings_of])
+        value, stderr, held, resid = _nonnegative_wls(
+            X, adjusted, w, names, len(rounds) - 1, center
+        )
         pred = X @ np.array([value[n] for n in names])
         if len(rounds) == 1 or not np.all(pred > 0):
             break
@@ -350,7 +367,7 @@ def check_identifiable(settings: Sequence[Setting]) -> None:
         raise RunnerError(
             "these settings do not separate the costs "
             f"{', '.join(names)}; add the settings that isolate them (e.g. static_http_0B, "
-            "static_http_1KB and static_http_64KB for request_us, body_us and byte_ns, "
+            "static_http_1KB and static_http_100KB for request_us, body_us and byte_ns, "
             "cps_http before cps_https_*)"
         )
 
@@ -363,19 +380,15 @@ def _coefficients(
     obs: Sequence[Observation],
     settings: Sequence[Setting],
     wire: dict[str, float],
-    merged: frozenset[str],
 ) -> tuple[Fit, dict[str, Coefficient], dict[str, Any], list[str]]:
-    """The joint fit, each coefficient with its spread, and those it does not identify.
-
-    ``merged`` coefficients are not fitted: the one of `MERGE_INTO` holds them.
-    """
+    """The joint fit, each coefficient with its spread, and those it does not identify."""
     warnings: list[str] = []
-    f = fit(obs, settings, wire, merged)
+    f = fit(obs, settings, wire)
     rounds = sorted({o.round_ for o in obs})
     per_round: dict[str, list[float]] = {n: [] for n in f.value}
     for r in rounds:
         try:
-            fr = fit([o for o in obs if o.round_ == r], settings, wire, merged)
+            fr = fit([o for o in obs if o.round_ == r], settings, wire)
         except RunnerError:
             continue
         for n in f.value:
@@ -401,9 +414,6 @@ def _coefficients(
                 "distinguishable from it): held at 0"
             )
             warnings.append(f"{n} {note}")
-        includes = tuple(sorted(m for m in merged if MERGE_INTO[m] == n))
-        if includes:
-            note = f"includes {', '.join(includes)} (not identified on its own by this campaign)"
         se = f.stderr[n]
         c = Coefficient(
             round(f.value[n], 6),
@@ -411,7 +421,6 @@ def _coefficients(
             spread,
             COEFFICIENTS[n][0],
             note,
-            includes,
         )
         if (
             n not in f.held_at_zero
@@ -420,20 +429,21 @@ def _coefficients(
             and se * weight.get(n, 0.0) > MATERIAL
         ):
             rel = se / abs(c.value) if c.value else math.inf
-            unidentified[n] = {**c.to_dict(), "relative_error": round(min(rel, 1e6), 3)}
-            where = (
-                f"fitted into {MERGE_INTO[n]} instead"
-                if n in MERGE_INTO
-                else "left out of the coefficients (readers take the reference's)"
-            )
-            warnings.append(
-                f"{n} not identified: fitted {c.value:.3g} +- {se:.2g} {c.unit} (relative "
-                f"error {rel:.0%} > {UNIDENTIFIED_REL:.0%}); {where}; more rounds pin it"
-            )
-            continue
+            said = f"fitted {c.value:.3g} +- {se:.2g} {c.unit} (relative error {rel:.0%})"
+            if n in KEEP_UNIDENTIFIED:
+                c = replace(c, note=f"not identified: {said}; kept as the best estimate")
+                warnings.append(
+                    f"{n} not identified: {said}; kept (a reference value would not fit "
+                    "this campaign's own settings); more rounds pin it"
+                )
+            else:
+                unidentified[n] = {**c.to_dict(), "relative_error": round(min(rel, 1e6), 3)}
+                warnings.append(
+                    f"{n} not identified: {said}; left out of the coefficients (readers take "
+                    "the reference's); more rounds pin it"
+                )
+                continue
         coefficients[n] = c
-    for m in merged:
-        unidentified.setdefault(m, {"fitted_into": MERGE_INTO[m]})
     return f, coefficients, unidentified, warnings
 
 
@@ -453,12 +463,7 @@ def build_profile(
         rows, settings, options.sla_p99_ms, same_host=measured_over == "loopback"
     )
     wire = _wire_bodies(rows, settings)
-    f, coefficients, unidentified, notes = _coefficients(obs, settings, wire, frozenset())
-    merged = frozenset(n for n in unidentified if n in MERGE_INTO)
-    if merged:
-        # Terms that cannot be told apart from the base cost are fitted together with it
-        # (marked ``includes``), so that a reader does not add a reference value on top.
-        f, coefficients, unidentified, notes = _coefficients(obs, settings, wire, merged)
+    f, coefficients, unidentified, notes = _coefficients(obs, settings, wire)
     warnings += notes
     factors = f.round_factors
     if factors and max(factors.values()) > 1.25 * min(factors.values()):
@@ -534,9 +539,9 @@ def build_profile(
                 "campaign_id": campaign_id,
                 "options": options.to_dict(),
                 "fit": "CPU time per request = round factor x cost model; weighted least "
-                "squares (weights 1/median^2 per setting) alternating with the round factors "
-                "(median round = 1); stderr from the joint fit, spread = sd/|mean| of "
-                "per-round fits",
+                "squares on each setting's median (weights 1/median^2) alternating with the "
+                "round factors (median round = 1); stderr from the joint fit (the trials' "
+                "residuals), spread = sd/|mean| of per-round fits",
                 "relative_rms_residual": round(f.residual_rel, 4),
                 "round_factors": {str(r + 1): round(v, 4) for r, v in sorted(factors.items())},
             },

@@ -20,6 +20,9 @@ from runners.nginx import Scenario
 
 KB = 1024
 GZIP_BYTES = 16 * KB
+#: The large body of the keep-alive settings [B] (with 0 B and 1 KB it separates request_us,
+#: body_us and byte_ns).
+LARGE = 100 * KB
 # A worker that ran less than this share of the trial's wall time did not have its CPU alone
 # (a competing process, steal) or was not loaded: flagged.
 MIN_WORKER_SHARE = 0.75
@@ -61,10 +64,10 @@ def fit_settings() -> list[Setting]:
     return [
         _static("static_http_0B", "http", 0, 16),
         _static("static_http_1KB", "http", KB, 16),
-        _static("static_http_64KB", "http", 64 * KB, 8),
+        _static("static_http_100KB", "http", LARGE, 8),
         _static("static_https_0B", "https", 0, 16),
         _static("static_https_1KB", "https", KB, 16),
-        _static("static_https_64KB", "https", 64 * KB, 8),
+        _static("static_https_100KB", "https", LARGE, 8),
         Setting("cps_http", Scenario("cps", protocol="http", file_bytes=0), 8),
         Setting("cps_https_ecdsa", Scenario("cps", protocol="https", file_bytes=0), 4),
         Setting("cps_https_rsa", Scenario("cps", protocol="https", file_bytes=0, tls_key="rsa"), 2),
@@ -78,6 +81,18 @@ def fit_settings() -> list[Setting]:
         _static("gzip_http_16KB", "http", GZIP_BYTES, 4, gzip=True),
         Setting("reverse_proxy_http_1KB", Scenario("reverse_proxy", file_bytes=KB), 8),
         Setting("api_gateway_http_1KB", Scenario("api_gateway", file_bytes=KB), 8),
+    ]
+
+
+def retired_settings() -> list[Setting]:
+    """Settings earlier campaigns ran and this one no longer does (to refit their trials).
+
+    64 KB responses over loopback meet delayed ACKs (a p99 of about 40 ms at any load) and
+    cost per byte unlike the sizes around them; the large size is now 100 KB.
+    """
+    return [
+        _static("static_http_64KB", "http", 64 * KB, 8),
+        _static("static_https_64KB", "https", 64 * KB, 8),
     ]
 
 

@@ -14,6 +14,7 @@ name                            unit           meaning
 ``byte_ns``                     ns/byte        per response body byte, plaintext
 ``tls_request_us``              us/request     extra per request over HTTPS (keep-alive)
 ``tls_byte_ns``                 ns/byte        extra per body byte over HTTPS (encryption)
+``tls_body_us``                 us/request     HTTPS minus HTTP fixed part of a body (may be < 0)
 ``connection_us``               us/connection  a new TCP connection (accept, close), HTTP
 ``handshake_full_ecdsa_p256_us`` us/handshake  a full TLS handshake, ECDSA P-256 certificate
 ``handshake_full_rsa2048_us``   us/handshake   a full TLS handshake, RSA 2048 certificate
@@ -27,7 +28,7 @@ name                            unit           meaning
 The cost model the coefficients fill::
 
     cpu_us_per_request = request_us + [B > 0]body_us + byte_ns*B/1000
-                         + [https](tls_request_us + tls_byte_ns*B/1000)
+                         + [https](tls_request_us + [B > 0]tls_body_us + tls_byte_ns*B/1000)
                          + (connection_us + [https]handshake_us) / requests_per_connection
                          + gzip_byte_ns*B_gzipped/1000 + scenario extra
     capacity per worker = 1e6 / cpu_us_per_request   [requests/s]
@@ -64,6 +65,11 @@ COEFFICIENTS: dict[str, tuple[str, str]] = {
     "byte_ns": ("ns/byte", "per response body byte, plaintext"),
     "tls_request_us": ("us/request", "extra per request over HTTPS (keep-alive)"),
     "tls_byte_ns": ("ns/byte", "extra per body byte over HTTPS (encryption)"),
+    "tls_body_us": (
+        "us/request",
+        "HTTPS minus HTTP fixed part of a response with a body (may be negative: plain HTTP "
+        "sends the file with sendfile, HTTPS reads and encrypts it)",
+    ),
     "connection_us": ("us/connection", "a new TCP connection (accept, close), HTTP"),
     "handshake_full_ecdsa_p256_us": (
         "us/handshake",
@@ -80,7 +86,7 @@ COEFFICIENTS: dict[str, tuple[str, str]] = {
     "http2_request_us": ("us/request", "HTTP/2 minus HTTP/1.1 per request (may be negative)"),
 }
 #: Coefficients that may be negative (a difference between two protocols).
-SIGNED = frozenset({"http2_request_us"})
+SIGNED = frozenset({"http2_request_us", "tls_body_us"})
 MEASURED_OVER = ("loopback", "network")
 ARCHES = ("x86_64", "arm64")
 _REQUIRED = (
@@ -124,9 +130,6 @@ class Coefficient:
         The unit of ``value`` and ``stderr`` (fixed per name, see `COEFFICIENTS`).
     note : str
         How it was obtained when that differs from a plain fit (e.g. held at zero).
-    includes : tuple of str
-        Other coefficients whose cost this one holds (fitted together because the campaign
-        could not separate them); a reader must not add those again.
     """
 
     value: float
@@ -134,7 +137,6 @@ class Coefficient:
     spread: float | None
     unit: str
     note: str = ""
-    includes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for the JSON file."""
@@ -147,8 +149,6 @@ class Coefficient:
         d["unit"] = self.unit
         if self.note:
             d["note"] = self.note
-        if self.includes:
-            d["includes"] = list(self.includes)
         return d
 
 
@@ -287,6 +287,8 @@ class Profile:
             us += c.get("body_us", 0.0)
         if https:
             us += c["tls_request_us"] + c["tls_byte_ns"] * body / 1000.0
+            if file_bytes > 0:
+                us += c.get("tls_body_us", 0.0)
         if math.isfinite(requests_per_connection):
             per_conn = c["connection_us"]
             if https:
@@ -400,21 +402,13 @@ def _coefficients(raw: Any, where: str) -> dict[str, Coefficient]:
         note = c.get("note", "")
         if not isinstance(note, str):
             raise ProfileError(f"{at}: note must be a string")
-        includes = c.get("includes", [])
-        if not isinstance(includes, list) or not all(i in COEFFICIENTS for i in includes):
-            raise ProfileError(f"{at}: includes must be a list of coefficient names")
         out[name] = Coefficient(
             float(c["value"]),
             None if stderr is None else float(stderr),
             None if spread is None else float(spread),
             unit,
             note,
-            tuple(includes),
         )
-    for name, c in out.items():
-        both = [i for i in c.includes if i in out]
-        if both:
-            raise ProfileError(f"{where}: coefficient {name} includes {both[0]}, also given")
     return out
 
 

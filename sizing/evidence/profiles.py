@@ -17,11 +17,16 @@ import json
 import math
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sizing.errors import InputError
 from sizing.model.costmodel import UNITS, Coefficient, CostProfile, reference_profile
 from trialtable.files import FileRefused, read_bounded
 from trialtable.profile import PROFILE_MAX_BYTES
+
+if TYPE_CHECKING:
+    from sizing.model.capacity import Capacity
+    from sizing.model.workload import Workload
 
 SCHEMA = "nginx-sizing/cpu-profile/1"
 MEASURED_OVER = ("loopback", "network")
@@ -212,3 +217,37 @@ def describe_profile(prof: CostProfile) -> str:
     if missing:
         lines.append("from the reference (speed-scaled): " + ", ".join(missing))
     return "\n".join(lines)
+
+
+def host_capacity(
+    prof: CostProfile, work: Workload, over_nic: bool = False, use_profile: bool = True
+) -> Capacity:
+    """One worker's capacity on the profile's own host, as ``recommend --profile`` computes it.
+
+    The host is an instance of one vCPU of the profile's platform and threads per core (so
+    its coefficients apply as they are, without a speed or thread conversion); ``over_nic``
+    False answers over loopback, as the campaign measured. ``cpu_peak_rps`` is the
+    requests one worker serves per second of its CPU [1/s]; ``cpu_us_per_request`` [us].
+    ``use_profile`` False gives the uncalibrated model's answer for the same vCPU.
+    """
+    from sizing.catalog.load import Instance
+    from sizing.model.capacity import model_capacity, profile_platform
+
+    plat = profile_platform(prof)
+    inst = Instance(
+        provider="local",
+        region="local",
+        instance_type=f"one vCPU of the host of profile {prof.name}",
+        family="",
+        arch=prof.arch,
+        cpu=plat.name,
+        vcpus=1,
+        memory_gib=1.0,
+        network_gbps=1000.0,
+        network_burst=False,
+        price_usd_hour=0.0,
+        source=f"profile {prof.name}",
+        source_date="",
+        threads_per_core=prof.threads_per_core or plat.threads_per_core,
+    )
+    return model_capacity(inst, work, [prof] if use_profile else [], over_nic=over_nic)
