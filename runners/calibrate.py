@@ -22,6 +22,7 @@ re-exports the names callers use (`CalibrateOptions`, `fit_settings`, `build_pro
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -29,13 +30,20 @@ import re
 import secrets
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 from runners import loadgen
-from runners.calibrate_fit import build_profile, check_identifiable, cpu_us, observations
+from runners.calibrate_fit import (
+    TARGET_REL,
+    build_profile,
+    check_identifiable,
+    cpu_us,
+    observations,
+    unpinned,
+)
 from runners.calibrate_settings import (
     MIN_WORKER_SHARE,
     CalibrateOptions,
@@ -237,7 +245,8 @@ class Campaign:
         except (OSError, json.JSONDecodeError) as exc:
             raise RunnerError(f"cannot read {path / 'campaign.json'}: {exc}") from None
         stored = meta.get("options", {})
-        diff = [k for k, v in options.to_dict().items() if stored.get(k) != v]
+        # A key the campaign did not store yet (an option added since) is not a difference.
+        diff = [k for k, v in options.to_dict().items() if k in stored and stored[k] != v]
         if diff:
             raise RunnerError(
                 f"campaign {cid} was run with other options ({', '.join(diff)}); resume it "
@@ -420,8 +429,25 @@ def _run(
     steal: dict[str, float] = dict(campaign.meta.get("steal", {}))
     probes: dict[str, float] = campaign.meta["host"].setdefault("speed_probe_us", {})
     eta = _Eta(len(steps), progress)
+
+    def extra_rounds() -> Iterator[_Step]:
+        """Rounds of the settings that measure a coefficient not yet pinned."""
+        for k in range(options.more_rounds):
+            names, use = unpinned(campaign.trials(), settings, options)
+            if not use:
+                return
+            _say(
+                progress,
+                f"calibrate: extra round {k + 1}: {', '.join(names)} not yet within "
+                f"{TARGET_REL:.0%}; measuring {', '.join(use)} again",
+            )
+            eta.total += len(use)
+            for s in settings:
+                if s.name in use:
+                    yield _Step(s, options.rounds + k)
+
     try:
-        for step in steps:
+        for step in itertools.chain(steps, extra_rounds()):
             label = _label(step.setting.name, step.round_)
             rows = campaign.trials()
             if any(r["instance_label"] == label for r in rows):
@@ -635,6 +661,14 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="rounds of every setting (default 3; 2 with --quick)",
     )
     p.add_argument(
+        "--extra-rounds",
+        type=int,
+        default=None,
+        metavar="N",
+        help="at most N further rounds of only the settings that measure a coefficient whose "
+        "standard error is still over 25%% of its value (default 2; 0 with --quick)",
+    )
+    p.add_argument(
         "--sla-p99",
         type=within_column(parse_duration_ms, "sla_p99_ms"),
         default=5.0,
@@ -680,6 +714,7 @@ def main(args: argparse.Namespace) -> int:
         clients=tuple(args.client or ["local"]),
         quick=args.quick,
         repeats=args.repeats,
+        extra_rounds=args.extra_rounds,
         sla_p99_ms=args.sla_p99,
         load_generator=args.load_generator,
         only=tuple(s.strip() for s in args.settings.split(",") if s.strip()),

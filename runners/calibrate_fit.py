@@ -43,6 +43,8 @@ CLIENT_BOUND = 0.85
 #: the campaign (its 95% interval reaches zero): it is left out of the profile's coefficients
 #: (readers take the reference's, speed-scaled) and kept under ``unidentified``.
 UNIDENTIFIED_REL = 0.5
+#: The relative standard error a campaign's extra rounds aim for on every coefficient.
+TARGET_REL = 0.25
 #: ... unless its standard error moves no setting's CPU time per request by more than this
 #: share (an uncertain term too small to matter where it was measured is kept).
 MATERIAL = 0.02
@@ -248,7 +250,8 @@ def _nonnegative_wls(
 
     With ``center`` (each observation's setting median) the costs are fitted to the centres,
     so that one outlying trial of a busy host moves its setting by nothing rather than by a
-    third; the standard errors still come from the observations' residuals around the fit.
+    third; the standard errors still come from the observations' residuals around the fit,
+    each coefficient's from those of the trials that measure it (HC3 sandwich estimator).
     Returns values, standard errors, held-at-zero raw values, and the weighted residuals.
     """
     active = list(range(len(names)))
@@ -266,9 +269,16 @@ def _nonnegative_wls(
         beta, *_ = np.linalg.lstsq(Xa, ya, rcond=None)
         dof = len(y) - len(active) - extra_dof
         # The trials' own residuals (not the centres'): the scatter a busy host adds counts.
+        # Each coefficient's error comes from the scatter of the trials that measure it
+        # (heteroscedasticity-consistent, HC3): one noisy setting does not widen all.
         resid = y * w - Xa @ beta
-        s2 = float(resid @ resid) / dof if dof > 0 else math.nan
-        cov = s2 * np.linalg.inv(Xa.T @ Xa)
+        bread = np.linalg.inv(Xa.T @ Xa)
+        if dof > 0:
+            lev = np.clip(np.einsum("ij,jk,ik->i", Xa, bread, Xa), 0.0, 0.99)
+            u = resid / (1.0 - lev)
+            cov = bread @ (Xa.T * u**2) @ Xa @ bread
+        else:
+            cov = np.full_like(bread, math.nan)
         se = np.sqrt(np.clip(np.diag(cov), 0, None))
         for i, j in enumerate(active):
             first_se.setdefault(names[j], float(se[i]))
@@ -353,6 +363,37 @@ def fit(
     )
 
 
+def unpinned(
+    rows: Sequence[dict[str, Any]], settings: Sequence[Setting], options: CalibrateOptions
+) -> tuple[list[str], list[str]]:
+    """Coefficients not yet pinned, and the one-worker settings that measure them.
+
+    Not pinned: a standard error over `TARGET_REL` of the value that matters (`MATERIAL`).
+    Another round of those settings (and only those) narrows them: each round has its own
+    contention factor, so a round of a few settings still tells their differences apart.
+    """
+    obs, _ = observations(rows, settings, options.sla_p99_ms)
+    wire = _wire_bodies(rows, settings)
+    try:
+        f = fit(obs, settings, wire)
+    except RunnerError:
+        return [], []
+    weight = _weights(obs, settings, wire)
+    names = [
+        n
+        for n in f.names
+        if math.isfinite(f.stderr[n])
+        and f.stderr[n] > TARGET_REL * abs(f.value[n])
+        and f.stderr[n] * weight.get(n, 0.0) > MATERIAL
+    ]
+    use = [
+        s.name
+        for s in settings
+        if s.vcpus == 1 and any(_row(s, wire.get(s.name)).get(n, 0.0) for n in names)
+    ]
+    return names, use
+
+
 def check_identifiable(settings: Sequence[Setting]) -> None:
     """Raise `RunnerError` before any load if the settings cannot separate their costs.
 
@@ -394,9 +435,9 @@ def _coefficients(
         for n in f.value:
             if n in fr.value:
                 per_round[n].append(fr.value[n])
-    coefficients = {}
-    unidentified: dict[str, Any] = {}
     weight = _weights(obs, settings, wire)
+    built: dict[str, Coefficient] = {}
+    loose: dict[str, str] = {}  # not identified -> what was fitted
     for n in COEFFICIENTS:
         if n not in f.value:
             continue
@@ -415,7 +456,7 @@ def _coefficients(
             )
             warnings.append(f"{n} {note}")
         se = f.stderr[n]
-        c = Coefficient(
+        built[n] = Coefficient(
             round(f.value[n], 6),
             round(se, 6) if math.isfinite(se) else None,
             spread,
@@ -425,26 +466,62 @@ def _coefficients(
         if (
             n not in f.held_at_zero
             and math.isfinite(se)
-            and se > UNIDENTIFIED_REL * abs(c.value)
+            and se > UNIDENTIFIED_REL * abs(built[n].value)
             and se * weight.get(n, 0.0) > MATERIAL
         ):
+            rel = se / abs(built[n].value) if built[n].value else math.inf
+            loose[n] = (
+                f"fitted {built[n].value:.3g} +- {se:.2g} {built[n].unit} (relative error "
+                f"{rel:.0%})"
+            )
+    dropped = _droppable(set(loose), set(built), [_row(s, None) for s in settings if s.vcpus == 1])
+    coefficients = {}
+    unidentified: dict[str, Any] = {}
+    for n, c in built.items():
+        if n in dropped:
+            se = c.stderr or 0.0
             rel = se / abs(c.value) if c.value else math.inf
-            said = f"fitted {c.value:.3g} +- {se:.2g} {c.unit} (relative error {rel:.0%})"
-            if n in KEEP_UNIDENTIFIED:
-                c = replace(c, note=f"not identified: {said}; kept as the best estimate")
-                warnings.append(
-                    f"{n} not identified: {said}; kept (a reference value would not fit "
-                    "this campaign's own settings); more rounds pin it"
-                )
-            else:
-                unidentified[n] = {**c.to_dict(), "relative_error": round(min(rel, 1e6), 3)}
-                warnings.append(
-                    f"{n} not identified: {said}; left out of the coefficients (readers take "
-                    "the reference's); more rounds pin it"
-                )
-                continue
+            unidentified[n] = {**c.to_dict(), "relative_error": round(min(rel, 1e6), 3)}
+            warnings.append(
+                f"{n} not identified: {loose[n]}; left out of the coefficients (readers take "
+                "the reference's); more rounds pin it"
+            )
+            continue
+        if n in loose:
+            c = replace(c, note=f"not identified: {loose[n]}; kept as the best estimate")
+            warnings.append(
+                f"{n} not identified: {loose[n]}; kept, as other coefficients were measured "
+                "relative to it (a reference value would not add up to this campaign's own "
+                "settings); more rounds pin it"
+            )
         coefficients[n] = c
     return f, coefficients, unidentified, warnings
+
+
+def _droppable(loose: set[str], fitted: set[str], rows: Sequence[dict[str, float]]) -> set[str]:
+    """The coefficients of ``loose`` that can be left to the reference.
+
+    One can, unless it is a term of every response (`KEEP_UNIDENTIFIED`) or another kept
+    coefficient was measured only in settings that also hold it (a handshake beside
+    connection_us, gateway_request_us beside proxy_request_us): the two were fitted as a sum,
+    and a reference value in its place would not add up. Leaves go first, so a gateway that
+    goes lets its proxy go too.
+    """
+    out: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for n in sorted(loose - out - KEEP_UNIDENTIFIED):
+            kept = fitted - out - {n}
+            leans = [
+                m
+                for m in kept
+                if any(r.get(m) for r in rows) and all(r.get(n) for r in rows if r.get(m))
+            ]
+            if not leans:
+                out.add(n)
+                changed = True
+    return out
 
 
 def build_profile(
@@ -541,7 +618,7 @@ def build_profile(
                 "fit": "CPU time per request = round factor x cost model; weighted least "
                 "squares on each setting's median (weights 1/median^2) alternating with the "
                 "round factors (median round = 1); stderr from the joint fit (the trials' "
-                "residuals), spread = sd/|mean| of per-round fits",
+                "residuals, HC3 sandwich), spread = sd/|mean| of per-round fits",
                 "relative_rms_residual": round(f.residual_rel, 4),
                 "round_factors": {str(r + 1): round(v, 4) for r, v in sorted(factors.items())},
             },

@@ -124,6 +124,10 @@ class CalibrateOptions:
         Short trials and 2 rounds (about 2-3 minutes on a 2-vCPU host).
     repeats : int, optional
         Rounds (each setting once per round); default 3, or 2 with ``quick``.
+    extra_rounds : int, optional
+        Further rounds, after those, of only the settings that measure a coefficient whose
+        standard error is still over `runners.calibrate_fit.TARGET_REL` of its value
+        (default 2, or 0 with ``quick``); they stop early once every coefficient is pinned.
     sla_p99_ms : float
         p99 each setting is measured under [ms].
     load_generator : str
@@ -144,6 +148,7 @@ class CalibrateOptions:
     clients: tuple[str, ...] = ("local",)
     quick: bool = False
     repeats: int | None = None
+    extra_rounds: int | None = None
     sla_p99_ms: float = 5.0
     load_generator: str = "wrk"
     only: tuple[str, ...] = ()
@@ -157,6 +162,8 @@ class CalibrateOptions:
     def __post_init__(self) -> None:
         if self.repeats is not None and not 1 <= self.repeats <= 20:
             raise RunnerError(f"--repeats must be between 1 and 20 (got {self.repeats})")
+        if self.extra_rounds is not None and not 0 <= self.extra_rounds <= 10:
+            raise RunnerError(f"--extra-rounds must be between 0 and 10 (got {self.extra_rounds})")
         if not self.sla_p99_ms > 0 or not math.isfinite(self.sla_p99_ms):
             raise RunnerError("--sla-p99 must be a positive duration")
         # The campaign loads a closed loop over HTTP/1.1 (raises UnsupportedLoad otherwise).
@@ -180,6 +187,13 @@ class CalibrateOptions:
         return self.repeats if self.repeats is not None else (2 if self.quick else 3)
 
     @property
+    def more_rounds(self) -> int:
+        """Most rounds of the settings that measure a coefficient not yet pinned."""
+        if self.extra_rounds is not None:
+            return self.extra_rounds
+        return 0 if self.quick else 2
+
+    @property
     def duration_s(self) -> int:
         """Length of each trial [s]."""
         return 1 if self.quick else 3
@@ -201,6 +215,7 @@ class CalibrateOptions:
             "clients": list(self.clients),
             "quick": self.quick,
             "repeats": self.rounds,
+            "extra_rounds": self.more_rounds,
             "sla_p99_ms": self.sla_p99_ms,
             "load_generator": self.load_generator,
             "only": list(self.only),
