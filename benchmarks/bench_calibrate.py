@@ -25,6 +25,7 @@ about 3 + 1.5).
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import statistics
@@ -141,11 +142,17 @@ def main() -> int:
         return 2
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(args.refit or args.keep or tmp)
-        options = cal.CalibrateOptions(quick=args.quick, max_workers=1)
         kept = sorted(p.name for p in out.iterdir() if (p / "campaign.json").is_file())
         if len(kept) > 1 or (args.refit and not kept):
             print(f"bench_calibrate: {out} holds {len(kept)} campaigns, not 1", file=sys.stderr)
             return 2
+        # A refit measures nothing: no extra rounds beyond those the campaign ran.
+        stored = json.loads((out / kept[0] / "campaign.json").read_text()) if kept else {}
+        options = cal.CalibrateOptions(
+            quick=args.quick,
+            max_workers=1,
+            extra_rounds=stored.get("options", {}).get("extra_rounds", 0) if args.refit else None,
+        )
         load_before = os.getloadavg()
         # A --keep folder that holds a campaign continues it (and its missing sweeps).
         path, _ = cal.run_calibrate(
