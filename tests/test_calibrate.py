@@ -181,6 +181,25 @@ def test_competition_and_superlinear_scaling_are_flagged():
     assert p.scaling.workers == [1]
 
 
+def test_a_load_generator_at_its_limit_is_not_a_busy_host():
+    settings, rows = _rows(TRUE)
+    for row in rows:
+        row["threads"], row["client_cpu_pct"] = 1, 50.0
+        if "cps_https_ecdsa" in row["instance_label"]:
+            row["server_cpu_pct"] *= 0.5  # the worker waits for wrk's TLS client work
+            row["requests"] *= 0.5
+            row["client_cpu_pct"] = 97.0
+    p = _profile(rows, settings)
+    assert not any("trials flagged" in w for w in p.warnings)
+    (note,) = [w for w in p.warnings if "campaign's own load limited it" in w]
+    assert note.startswith("3 of ") and "cps_https_ecdsa: the load generator" in note
+    rows[0]["client_cpu_pct"] = 40.0
+    rows[0]["server_cpu_pct"] *= 0.5
+    rows[0]["requests"] *= 0.5
+    p = _profile(rows, settings)
+    assert any(w.startswith("1 of ") and "trials flagged" in w for w in p.warnings)
+
+
 def test_unusable_trials_are_left_out_with_a_reason():
     settings, rows = _rows(TRUE, rounds=2)
     rows[1]["valid"] = False
@@ -244,6 +263,9 @@ def test_connections_adapt_to_the_sla():
     assert cal._connections(s, [], 5.0) == 16
     assert cal._connections(s, [over], 5.0) == 8
     assert cal._connections(s, [idle], 5.0) == 32
+    # A p99 over the SLA from a worker that was mostly idle is not its queue: kept.
+    slow_idle = {"connections": 16, "latency_p99_ms": 40.0, "server_cpu_pct": 30.0}
+    assert cal._connections(s, [slow_idle], 5.0) == 16
 
 
 def test_options_are_checked():
