@@ -1,6 +1,7 @@
 """Does a calibrated profile reproduce the machine it measured?
 
-1. A calibration campaign (``runners calibrate``, one worker) writes a profile.
+1. A calibration campaign (``runners calibrate``, one worker) writes a profile (with
+   ``--held-out``, 8 more settings it is not fitted to run in its rounds and are predicted too).
 2. Minutes later, DIRECT sweeps of the same host (loopback, one pinned worker, wrk on the
    other CPUs) of 12 workloads: HTTP and HTTPS, bodies of 0 B, 1 KB and 100 KB, keep-alive
    and a new connection per request (HTTPS: a full ECDSA handshake each), ``--repeats``
@@ -91,6 +92,26 @@ def _closed(protocol: str, size: int) -> Scenario:
     return s
 
 
+def held_out() -> list[cal.Setting]:
+    """Settings the profile is not fitted to, measured in the campaign's own rounds."""
+    S = cal.Setting
+    return [
+        S("ho_static_http_4KB", Scenario("static", file_bytes=4 * KB), 16),
+        S("ho_static_http_16KB", Scenario("static", file_bytes=16 * KB), 16),
+        S("ho_static_http_256KB", Scenario("static", file_bytes=256 * KB), 4),
+        S("ho_static_https_4KB", Scenario("static", protocol="https", file_bytes=4 * KB), 16),
+        S("ho_static_https_16KB", Scenario("static", protocol="https", file_bytes=16 * KB), 8),
+        S("ho_static_https_256KB", Scenario("static", protocol="https", file_bytes=256 * KB), 4),
+        S("ho_reverse_proxy_https_1KB", Scenario("reverse_proxy", "https", KB), 8),
+        S("ho_reverse_proxy_http_16KB", Scenario("reverse_proxy", "http", 16 * KB), 8),
+    ]
+
+
+def _setting_workload(s: cal.Setting) -> Workload:
+    sc = s.scenario
+    return Workload(scenario=sc.name, protocol=sc.protocol, file_bytes=sc.file_bytes)
+
+
 def direct_sweeps(out: Path, repeats: int, duration_s: int, resume: bool) -> list[dict[str, Any]]:
     """Run (or, with ``resume``, reread) the direct sweeps; their trial rows."""
     out.mkdir(parents=True, exist_ok=True)
@@ -134,6 +155,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="quick campaign, 2 s direct trials")
     ap.add_argument("--repeats", type=int, default=2, help="rounds of direct sweeps (default 2)")
+    ap.add_argument(
+        "--held-out",
+        action="store_true",
+        help="also measure 8 settings the profile is not fitted to in the campaign's rounds",
+    )
     ap.add_argument("--keep", metavar="DIR", help="keep the campaign and the sweeps in DIR")
     ap.add_argument("--refit", metavar="DIR", help="recompute what a --keep run left in DIR")
     args = ap.parse_args()
@@ -160,6 +186,7 @@ def main() -> int:
             out,
             resume=kept[0] if kept else None,
             progress=None if args.refit else sys.stderr,
+            extra_settings=held_out() if args.held_out else (),
         )
         prof = read_cost_profile(path)
         unidentified = read_profile(path).extra.get("unidentified", {})
@@ -190,6 +217,16 @@ def main() -> int:
                     "terms": cap.basis[1],
                 }
             )
+        held = []
+        if args.held_out:
+            campaign_rows = cal.Campaign(path.parent, {"campaign_id": path.parent.name}).trials()
+            obs, _ = cal.observations(campaign_rows, held_out(), options.sla_p99_ms)
+            for s in held_out():
+                mine = [o.cpu_us for o in obs if o.setting == s.name]
+                if mine:
+                    measured = 1e6 / statistics.median(mine)
+                    pred = host_capacity(prof, _setting_workload(s)).cpu_peak_rps
+                    held.append({"setting": s.name, "measured": measured, "ratio": pred / measured})
         coefs = {}
         for name, c in prof.coefficients.items():
             # sd: the fit's standard error and the run-to-run spread together (as sizing
@@ -218,6 +255,7 @@ def main() -> int:
             "coefficients": coefs,
             "coefficients_under_25pct": f"{sum(x < 0.25 for x in rel)} of {len(rel)}",
             "unidentified": unidentified,
+            "held_out": held,
         }
         saved = save("bench_calibrate", results)
     print(f"machine: {machine()}; load average {load_before[0]:.1f} -> {load_after[0]:.1f}")
@@ -250,6 +288,8 @@ def main() -> int:
             else f"{u['value']:.3g} +- {u.get('stderr', math.nan):.2g} {u['unit']}"
         )
         print(f"not identified, reference used: {name} ({what})")
+    for h in held:
+        print(f"held out {h['setting']:<30} {h['measured']:>9,.0f} ratio {h['ratio']:.3f}")
     print(f"results: {saved}")
     return 0
 
