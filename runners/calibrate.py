@@ -52,11 +52,14 @@ from runners.calibrate_settings import (
     retired_settings,
     scaling_settings,
 )
-from runners.cli_options import host_options
+from runners.cli_options import host_options, wildcard_problem
 from runners.errors import RunnerError
 from runners.hosts import Host, HostSpec, connect, facts, parse_cpu_list
+from runners.run import cleanup
 from runners.store import load_trials
 from runners.sweep import Access, Plan, run_sweep
+from trialtable.files import MB, loads_json, read_bounded, write_atomic
+from trialtable.output import json_text
 from trialtable.profile import Profile, write_profile
 from trialtable.values import (
     format_option,
@@ -239,11 +242,16 @@ class Campaign:
             raise RunnerError(f"campaign id {cid!r} is not a plain folder name")
         path = Path(out) / cid
         try:
-            meta = json.loads((path / "campaign.json").read_text())
+            data = read_bounded(path / "campaign.json", 16 * MB, regular_only=True, follow=False)
+            meta = loads_json(data)
         except FileNotFoundError:
             raise RunnerError(f"no campaign {cid!r} in {out} (no campaign.json)") from None
-        except (OSError, json.JSONDecodeError) as exc:
+        except OSError as exc:
+            raise RunnerError(f"cannot read {path / 'campaign.json'}: it {exc.strerror}") from None
+        except (ValueError, RecursionError) as exc:
             raise RunnerError(f"cannot read {path / 'campaign.json'}: {exc}") from None
+        if not isinstance(meta, dict):
+            raise RunnerError(f"cannot read {path / 'campaign.json'}: not a JSON object")
         stored = meta.get("options", {})
         # A key the campaign did not store yet (an option added since) is not a difference.
         diff = [k for k, v in options.to_dict().items() if k in stored and stored[k] != v]
@@ -256,9 +264,11 @@ class Campaign:
 
     def save(self) -> None:
         """Write ``campaign.json`` atomically."""
-        tmp = self.path / "campaign.json.tmp"
-        tmp.write_text(json.dumps(self.meta, indent=1) + "\n")
-        os.replace(tmp, self.path / "campaign.json")
+        try:
+            write_atomic(self.path / "campaign.json", json_text(self.meta, indent=1) + "\n")
+        except OSError as exc:
+            where = self.path / "campaign.json"
+            raise RunnerError(f"cannot write {where}: {exc.strerror}") from None
 
     def trials(self) -> list[dict[str, Any]]:
         """Every stored trial of the campaign's runs, as dicts (empty runs are skipped).
@@ -406,6 +416,9 @@ def _run(
     ]
     campaign = existing or Campaign.create(out, options)
     _say(progress, f"calibrate: campaign {campaign.campaign_id} in {campaign.path}")
+    if existing is not None and campaign.runs_dir.is_dir():
+        # What a killed process of this campaign left running (its nginx, its work folders).
+        cleanup(campaign.runs_dir, None, access, log=progress)
     before_host = campaign.meta.get("host", {})
     campaign.meta.update(
         {
@@ -709,6 +722,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 def main(args: argparse.Namespace) -> int:
     """``python -m runners calibrate``: run the campaign, print the coefficients."""
+    problem = wildcard_problem(args.target_address, args.allow_wildcard_address)
+    if problem:
+        raise loadgen.UnsupportedLoad(problem)
     options = CalibrateOptions(
         server=args.server,
         clients=tuple(args.client or ["local"]),

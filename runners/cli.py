@@ -1,4 +1,4 @@
-"""Command line: ``python -m runners sweep|search|facts|cleanup``, each calling one function."""
+"""Command line: ``python -m runners sweep|search|facts|cleanup|calibrate|compare``."""
 
 from __future__ import annotations
 
@@ -12,11 +12,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from runners.cli_options import host_options, ssh_options
+from runners.cli_options import host_options, ssh_options, wildcard_problem
 from runners.errors import RunnerError
 from runners.loadgen import UnsupportedLoad
 from trialtable.files import read_bounded
 from trialtable.folder import RunFolderError
+from trialtable.output import csv_cell, json_text
 from trialtable.values import (
     DEFAULT_PROTOCOL,
     MAX_COUNT,
@@ -59,7 +60,11 @@ def _seconds_float(text: str) -> float:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``python -m runners`` argument parser."""
-    parser = Parser(prog="python -m runners", description=__doc__)
+    parser = Parser(
+        prog="python -m runners",
+        description="Measure NGINX: deploy a private nginx on this machine or SSH hosts, drive "
+        "it with a load generator, and record every trial. Each command has its own --help.",
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     sw = sub.add_parser("sweep", help="measure a grid of vCPUs x threads x connections")
@@ -151,6 +156,9 @@ def build_parser() -> argparse.ArgumentParser:
     from runners import calibrate
 
     calibrate.add_parser(sub)
+    from runners import compare
+
+    compare.add_parser(sub)
     return parser
 
 
@@ -320,7 +328,7 @@ def _scenario_options(p: argparse.ArgumentParser) -> None:
         "--protocol",
         choices=("http", "https"),
         default=DEFAULT_PROTOCOL,
-        help="protocol the load generator speaks (sizing assumes the same by default)",
+        help="protocol the load generator speaks (default: %(default)s; sizing assumes the same)",
     )
     p.add_argument(
         "--file-size",
@@ -414,6 +422,10 @@ def _hosts(args: argparse.Namespace) -> dict[str, Any]:
                     + ("true or false" if key == "accept_new_host_keys" else "a host string")
                     + (" or a list of them" if key == "clients" else "")
                 )
+    target = args.target_address or inv.get("target_address")
+    problem = wildcard_problem(target, args.allow_wildcard_address)
+    if problem:
+        raise UnsupportedLoad(problem)
     clients = args.client or inv.get("clients") or ["local"]
     if isinstance(clients, str):
         clients = [clients]
@@ -501,7 +513,7 @@ def _sweep(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(df.to_json(orient="records", indent=1))
     elif args.format == "csv":
-        print(df.to_csv(index=False), end="")
+        print(df.apply(lambda col: col.map(csv_cell)).to_csv(index=False), end="")
     else:
         cols = [
             "trial_id",
@@ -555,7 +567,7 @@ def _search(args: argparse.Namespace) -> int:
     run_dir = Path(args.out) / run_id
     if args.format == "json":
         print(
-            json.dumps(
+            json_text(
                 {
                     "run_id": run_id,
                     "run_dir": str(run_dir),
@@ -660,10 +672,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             from runners import calibrate
 
             return calibrate.main(args)
+        if args.command == "compare":
+            from runners import compare
+
+            return compare.main(args)
         command = {"sweep": _sweep, "search": _search, "facts": _facts, "cleanup": _cleanup}
         return command[args.command](args)
     except UnsupportedLoad as exc:
-        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        print(f"{parser.prog}: error: {printable(str(exc))}", file=sys.stderr)
         return 2
     except (RunnerError, RunFolderError) as exc:
         print(f"{parser.prog}: error: {printable(str(exc))}", file=sys.stderr)

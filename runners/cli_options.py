@@ -8,6 +8,8 @@ options to one subcommand's parser; names, defaults and help are defined here on
 from __future__ import annotations
 
 import argparse
+import ipaddress
+import socket
 
 from trialtable.values import parse_path
 
@@ -66,7 +68,13 @@ def host_options(
     p.add_argument(
         "--target-address",
         metavar="ADDR",
-        help="address the clients use to reach the server (derived when omitted)",
+        help="address the clients use to reach the server (derived when omitted); nginx "
+        "listens only there",
+    )
+    p.add_argument(
+        "--allow-wildcard-address",
+        action="store_true",
+        help="let --target-address be 0.0.0.0 or :: (nginx then listens on every interface)",
     )
     ssh_options(p)
     p.add_argument(
@@ -85,4 +93,28 @@ def host_options(
         type=parse_path,
         metavar="PATH",
         help="openssl binary on the server",
+    )
+
+
+def wildcard_problem(address: str | None, allowed: bool) -> str | None:
+    """Why ``address`` may not be the target address, or None.
+
+    A wildcard (``0.0.0.0``, ``::``, or a short form such as ``0``) makes nginx listen on
+    every interface of the server: refused unless ``--allow-wildcard-address``.
+    """
+    if not address or allowed:
+        return None
+    text = address.strip().strip("[]")
+    try:
+        wildcard = ipaddress.ip_address(text).is_unspecified
+    except ValueError:
+        try:
+            wildcard = socket.inet_aton(text) == bytes(4)
+        except OSError:
+            wildcard = False
+    if not wildcard:
+        return None
+    return (
+        f"target address {address!r} is a wildcard: nginx would listen on every interface; "
+        "give the server's own address, or add --allow-wildcard-address"
     )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ipaddress
 import random
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from runners import jwt
@@ -59,11 +59,14 @@ chmod 644 "$d/cert.pem"
 _LISTENING = r"cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk '$4 == \"0A\" {print $2}'"
 
 # Shell helpers: a pid is alive when it exists and is not a zombie (a container's init may
-# never reap it).
+# never reap it); its start time is field 22 of /proc/PID/stat (clock ticks since boot).
 _ALIVE_FN = r"""
 alive() {
   s=$(sed 's/.*) \(.\).*/\1/' "/proc/$1/stat" 2>/dev/null) || return 1
   [ -n "$s" ] && [ "$s" != Z ]
+}
+started_at() {
+  sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20
 }
 """
 
@@ -88,7 +91,12 @@ while :; do
   if [ $# -ge "$want" ] || [ $i -ge 250 ]; then break; fi
   sleep 0.02; i=$((i+1))
 done
+s=
+for q in $m $w; do
+  s="$s $q:$(sed 's/.*) //' "/proc/$q/stat" 2>/dev/null | cut -d' ' -f20)"
+done
 echo STARTED "$m" $w
+echo STARTS $s
 """
 
 # Which of the pids are alive, then their /proc stat lines (CPU time): one round trip.
@@ -102,20 +110,36 @@ exit 0
 )
 
 # Stop masters (TERM, then KILL after 5 s), kill leftover workers, remove the prefix.
-_STOP = (
-    _ALIVE_FN
-    + r"""
-# Stop this deployment's nginx: the masters given, and any master started with -p under $dir
-# (one whose pid was never learnt); then their workers, and the recorded workers that are
-# orphans (a recycled pid now in someone else's nginx has a live nginx parent: left alone).
+_STOP_BODY = r"""
+# Stop this deployment's nginx: the masters given, and any master started with -p $dir (or a
+# prefix inside it: one whose pid was never learnt); then their workers, and the recorded
+# workers that are orphans (a recycled pid now in someone else's nginx has a live nginx
+# parent: left alone). A recorded pid given as PID:START is touched only while its start time
+# is still START (the same process, not a recycled pid); otherwise it is reported (LEFT).
 dir=$1 masters=$2; shift 2
 if [ -n "$dir" ]; then
   for d in /proc/[0-9]*; do
     case "$(tr '\0' ' ' < "$d/cmdline" 2>/dev/null)" in
-      *"master process"*" -p $dir"*) masters="$masters ${d#/proc/}";;
+      *"master process"*" -p $dir "*|*"master process"*" -p $dir/"*|*"master process"*" -p $dir")
+        masters="$masters ${d#/proc/}";;
     esac
   done
 fi
+given=
+for a in "$@"; do
+  case "$a" in
+    *:*)
+      p=${a%%:*} t=${a#*:}
+      alive "$p" || continue
+      if [ "$(started_at "$p")" != "$t" ]; then
+        echo "LEFT $p started at another time than recorded (another process now)"
+        continue
+      fi
+      given="$given $p";;
+    *) given="$given $a";;
+  esac
+done
+set -- $given
 kids=
 for m in $masters; do
   if alive "$m"; then
@@ -143,9 +167,39 @@ for w in $kids "$@"; do
   esac
   kill -KILL "$w" 2>/dev/null
 done
-[ -n "$dir" ] && rm -rf -- "$dir"
+if [ -n "$dir" ]; then
+  rm -rf -- "$dir"
+  # A load generator's per-request logs, named after its work folder (see loadgen.h2load).
+  for f in "/dev/shm/${dir##*/}-"* "${dir%/*}/${dir##*/}-"*; do
+    [ -f "$f" ] && [ ! -L "$f" ] && [ -O "$f" ] && rm -f -- "$f"
+  done
+fi
 exit 0
 """
+_STOP = _ALIVE_FN + _STOP_BODY
+
+# What a killed run left is touched only when it is provably the run's own: a folder (not a
+# link) of this user, made by mktemp directly in this host's temporary root with the
+# project's name; anything else is reported (NOT_OURS) and left alone.
+_LEFTOVER = (
+    _ALIVE_FN
+    + r"""
+root=${TMPDIR:-/tmp}
+root=${root%/}
+[ -n "$root" ] || root=/tmp
+case "${1##*/}" in
+  nginx-sizing.????????|nginx-sizing-load.????????) ;;
+  *) echo "NOT_OURS its name is not one the project makes"; exit 0;;
+esac
+if [ "${1%/*}" != "$root" ]; then
+  echo "NOT_OURS it is not in this host's temporary folder $root"; exit 0
+fi
+if [ -L "$1" ]; then echo "NOT_OURS it is a symbolic link"; exit 0; fi
+if [ -e "$1" ] && { [ ! -d "$1" ] || [ ! -O "$1" ]; }; then
+  echo "NOT_OURS it is not a folder of this user"; exit 0
+fi
+"""
+    + _STOP_BODY
 )
 
 
@@ -190,8 +244,9 @@ class NginxHost:
         return _has_e_flag(self.nginx_version)
 
 
-# (host name, what, prefix, pids): called before a prefix or process can be used.
-Recorder = Callable[[str, str, str, list[int]], None]
+# (host name, what, prefix, pids[, starts]): called before a prefix or process can be used;
+# starts maps each pid to its start time (/proc/PID/stat field 22), when known.
+Recorder = Callable[..., None]
 
 
 class Deployment:
@@ -318,9 +373,19 @@ class Deployment:
         )
         return first
 
-    def _record(self, host: Host, what: str, prefix: str, pids: list[int]) -> None:
+    def _record(
+        self,
+        host: Host,
+        what: str,
+        prefix: str,
+        pids: list[int],
+        starts: dict[int, str] | None = None,
+    ) -> None:
         if self._record_started is not None:
-            self._record_started(host.name, what, prefix, pids)
+            if starts:
+                self._record_started(host.name, what, prefix, pids, starts)
+            else:
+                self._record_started(host.name, what, prefix, pids)
 
     def _start_upstream(self) -> None:
         assert self.prefix is not None
@@ -415,7 +480,8 @@ class Deployment:
         master, *workers = (int(p) for p in status.split()[1:])
         (self._all_pids if host is self.host else self._up_pids).update([master, *workers])
         own = self.prefix if host is self.host else self.up_prefix
-        self._record(host, "nginx", own or prefix, [master, *workers])
+        starts = _starts(lines)
+        self._record(host, "nginx", own or prefix, [master, *workers], starts)
         return NginxProcess(prefix, conf_path, master, workers)
 
     def free_ports(self, n: int, host: Host | None = None) -> list[int]:
@@ -521,19 +587,42 @@ def _has_e_flag(version: str) -> bool:
     return tuple(int(g) for g in m.groups()) >= (1, 19, 5)
 
 
-def stop_leftovers(host: Host, prefix: str, pids: Sequence[int]) -> bool:
+def stop_leftovers(
+    host: Host, prefix: str, pids: Sequence[int], starts: Mapping[str, str] | None = None
+) -> tuple[bool, list[str]]:
     """Stop the nginx of a prefix a killed run left behind, and remove the prefix.
 
-    Only a prefix the project names (``.../nginx-sizing.XXXXXXXX`` or a client's
-    ``.../nginx-sizing-load.XXXXXXXX``) is touched; pids are killed only while they are
-    nginx processes of that prefix or its orphaned workers (the same rules as teardown).
-    Returns whether the prefix qualified.
+    Acts only on what it can prove the run started: a prefix the project names
+    (``nginx-sizing.XXXXXXXX``, a client's ``nginx-sizing-load.XXXXXXXX``) made directly in
+    the host's temporary folder (``$TMPDIR`` or ``/tmp``), a folder of this user and not a
+    link; the nginx masters whose command line holds ``-p PREFIX``; a recorded pid only while
+    its start time is the one recorded (``starts``), and then only under teardown's rules.
+    Returns whether the prefix qualified, and one note per thing left alone.
     """
+    starts = starts or {}
     base = prefix.rstrip("/").rpartition("/")[2]
-    if not prefix.startswith("/") or not re.fullmatch(r"nginx-sizing(-load)?\.[A-Za-z0-9]+", base):
-        return False
-    host.sh(_STOP, prefix, "", *map(str, pids), check=False, timeout=60)
-    return True
+    named = re.fullmatch(r"nginx-sizing(-load)?\.[A-Za-z0-9]{8}", base)
+    if not prefix.startswith("/") or not named:
+        return False, ["its name is not one the project makes"]
+    given = [f"{p}:{starts[str(p)]}" for p in pids if str(p) in starts]
+    notes = [f"pid {p} has no recorded start time" for p in pids if str(p) not in starts]
+    out = host.sh(_LEFTOVER, prefix.rstrip("/"), "", *given, check=False, timeout=60)
+    for line in out.stdout.splitlines():
+        if line.startswith("NOT_OURS "):
+            return False, [line.removeprefix("NOT_OURS ")]
+        if line.startswith("LEFT "):
+            pid, _, why = line.removeprefix("LEFT ").partition(" ")
+            notes.append(f"pid {pid} {why}")
+    return True, notes
+
+
+def _starts(lines: Sequence[str]) -> dict[int, str]:
+    """``{pid: start time}`` from `_LAUNCH`'s ``STARTS pid:ticks ...`` line."""
+    for line in lines:
+        if line.startswith("STARTS"):
+            pairs = (w.partition(":") for w in line.split()[1:])
+            return {int(p): t for p, _, t in pairs if p.isdigit() and t.isdigit()}
+    return {}
 
 
 def relevant_log_line(text: str) -> str:

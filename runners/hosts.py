@@ -28,6 +28,11 @@ _SPEC = re.compile(
 _NETNS = re.compile(r"^netns:(?P<name>[A-Za-z0-9_.-]+)$")
 
 
+#: Longest wait for one command [s]: 2e6 s (23 days), under the 2**31 ms that poll() and
+#: the SSH library's timers take; a longer trial (``--duration 1e9s``) waits this long.
+MAX_WAIT_S = 2e6
+
+
 @dataclass(frozen=True)
 class HostSpec:
     """Where a host is: ``local``, ``netns:NAME`` or ``[user@]host[:port]``."""
@@ -109,6 +114,8 @@ class Host:
         what : str, optional
             What the command does, for the error message.
         """
+        if timeout is not None and not timeout <= MAX_WAIT_S:  # also inf and NaN
+            timeout = MAX_WAIT_S  # a wait the system's timers can hold (poll takes int ms)
         result = self._exec(list(argv), timeout)
         if check and not result.ok:
             detail = _last_line(result.stderr) or _last_line(result.stdout) or "no output"

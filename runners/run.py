@@ -20,9 +20,17 @@ from typing import IO, Any
 from runners.errors import RunnerError
 from runners.hosts import Host, connect
 from runners.plan import Access, Plan
-from trialtable.folder import RunFolder, RunFolderError, RunInUse, check_run_id, new_run_id
+from trialtable.folder import (
+    RunFolder,
+    RunFolderError,
+    RunInUse,
+    append_state_line,
+    check_run_id,
+    new_run_id,
+)
 from trialtable.folder import outstanding as outstanding_in
 from trialtable.schema import utc_now
+from trialtable.values import printable
 
 
 class Run:
@@ -85,9 +93,23 @@ class Run:
             yield
 
     # -- what the run started on its hosts --------------------------------------------------
-    def started(self, host: str, what: str, path: str, pids: list[int]) -> None:
-        """Record a prefix, a process or a work folder on ``host``, before it is used."""
-        self.folder.record_started({"host": host, "what": what, "path": path, "pids": pids})
+    def started(
+        self,
+        host: str,
+        what: str,
+        path: str,
+        pids: list[int],
+        starts: Mapping[int, str] | None = None,
+    ) -> None:
+        """Record a prefix, a process or a work folder on ``host``, before it is used.
+
+        ``starts``: each pid's start time (``/proc/PID/stat`` field 22), by which a later
+        cleanup tells the process from another that reuses its pid.
+        """
+        entry: dict[str, Any] = {"host": host, "what": what, "path": path, "pids": pids}
+        if starts:
+            entry["starts"] = {str(p): str(t) for p, t in starts.items()}
+        self.folder.record_started(entry)
 
     def removed(self, host: str, path: str) -> None:
         """Record that ``path`` on ``host`` is stopped and removed."""
@@ -206,9 +228,10 @@ def stop_left_behind(
         for entry in found:
             name, path = str(entry.get("host", "")), str(entry["path"])
             pids = [int(p) for p in entry.get("pids", [])]
+            by = entry.get("by_pid", "?")
             line = (
                 f"warning: run {os.path.basename(os.fspath(run_dir))}: an earlier process "
-                f"(pid {entry.get('by_pid', '?')}) left {path} on {name}"
+                f"(pid {by if isinstance(by, int) else '?'}) left {path} on {name}"
                 + (f" (pids {' '.join(map(str, pids))})" if pids else "")
                 + "; stopping and removing it"
             )
@@ -219,12 +242,15 @@ def stop_left_behind(
                     ssh_config=access.ssh_config,
                 )
                 hosts[name] = host
-                done = stop_leftovers(host, path, pids)
+                done, notes = stop_leftovers(host, path, pids, entry.get("starts"))
             except RunnerError as exc:
                 line = f"{line}: failed ({exc})"
-                done = False
+                done, notes = False, []
             if not done and "failed" not in line:
-                line = f"{line}: not a path this project makes, left alone"
+                line = f"{line}: not provably this run's ({'; '.join(notes)}), left alone"
+            elif notes:
+                line = f"{line}; left alone: {'; '.join(notes)}"
+            line = printable(line)
             lines.append(line)
             if log is not None:
                 print(line, file=log, flush=True)
@@ -242,10 +268,10 @@ def stop_left_behind(
 
 def _append_removed(run_dir: str | os.PathLike[str], host: str, path: str) -> None:
     line = {"event": "removed", "host": host, "path": path, "at": utc_now()}
-    with open(os.path.join(run_dir, "started.jsonl"), "a", encoding="utf-8") as fh:
-        fh.write(json.dumps(line, separators=(",", ":")) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
+    with contextlib.suppress(OSError):  # a planted link or pipe there is not written to
+        append_state_line(
+            Path(run_dir) / "started.jsonl", json.dumps(line, separators=(",", ":")) + "\n"
+        )
 
 
 def cleanup(
@@ -256,28 +282,28 @@ def cleanup(
 ) -> list[str]:
     """Stop what run ``run_id`` (or, with None, every run in ``out``) left on its hosts.
 
-    Touches only prefixes and work folders the runs recorded in their ``started.jsonl``;
-    a run another live process holds is left alone (and said so).
+    Touches only prefixes and work folders the runs recorded in their ``started.jsonl``,
+    and of those only what `runners.deploy.stop_leftovers` can prove the run started; a run
+    another live process holds is left alone (and said so). ``--all`` also looks into the
+    calibration campaigns in ``out`` (``CAMPAIGN/runs/RUN``).
     """
     if run_id is not None:
         check_run_id(run_id)
         if not os.path.isfile(os.path.join(out, run_id, "run.json")):
             raise RunnerError(f"no run {run_id!r} in {out}")
-        runs = [run_id]
+        runs = [Path(out) / run_id]
     else:
         try:
-            runs = sorted(
-                d for d in os.listdir(out) if os.path.isfile(os.path.join(out, d, "started.jsonl"))
-            )
+            runs = run_folders(out)
         except OSError as exc:
             raise RunnerError(f"cannot list {out}: {exc.strerror}") from None
     lines: list[str] = []
-    for rid in runs:
-        folder = RunFolder(Path(out) / rid, {"run_id": rid})
+    for run_dir in runs:
+        folder = RunFolder(run_dir, {"run_id": run_dir.name})
         try:
             folder.lock()
         except RunInUse as exc:
-            line = f"{exc}; left alone"
+            line = printable(f"{exc}; left alone")
             lines.append(line)
             if log is not None:
                 print(line, file=log, flush=True)
@@ -289,6 +315,30 @@ def cleanup(
         finally:
             folder.close()
     return lines
+
+
+def run_folders(out: str | os.PathLike[str]) -> list[Path]:
+    """Run folders with a ``started.jsonl`` in ``out`` and in its campaigns' ``runs/``.
+
+    Symbolic links are not followed: a folder planted as a link is no run of ``out``.
+    """
+
+    def runs_in(parent: Path) -> list[Path]:
+        return sorted(
+            d
+            for d in (parent / n for n in os.listdir(parent))
+            if not d.is_symlink() and d.is_dir() and (d / "started.jsonl").is_file()
+        )
+
+    base = Path(out)
+    found = runs_in(base)
+    for d in sorted(base.iterdir()):
+        if d.is_symlink() or not (d / "campaign.json").is_file():
+            continue
+        runs = d / "runs"
+        if runs.is_dir() and not runs.is_symlink():
+            found += runs_in(runs)
+    return found
 
 
 class Progress:

@@ -93,6 +93,16 @@ def fmt_usd(value: float | None, decimals: int = 2) -> str:
     return f"${value:,.{decimals}f}"
 
 
+def fmt_usd_small(value: float | None, digits: int = 3) -> str:
+    """Dollars with ``digits`` significant digits, never in exponent form: ``$0.000217``."""
+    if value is None or not math.isfinite(value):
+        return "-"
+    if value == 0:
+        return "$0"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
+    return f"${value:,.{decimals}f}"
+
+
 def round_sig(value: float, digits: int = 4) -> float:
     """``value`` rounded to ``digits`` significant digits (0 for |value| < 1e-9 of one)."""
     if not math.isfinite(value) or value == 0:

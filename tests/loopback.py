@@ -23,7 +23,7 @@ BODY = bytes(range(256)) * 4  # the 1,024-byte /body.bin
 def h2load_logs() -> set[Path]:
     """The h2load wrapper's per-request logs that exist now (in /dev/shm or $TMPDIR)."""
     dirs = {Path("/dev/shm"), Path(os.environ.get("TMPDIR", "/tmp"))}
-    return {p for d in dirs for p in d.glob("nginx-sizing-h2load.*")}
+    return {p for d in dirs for p in d.glob("nginx-sizing*-h2load.*")}
 
 
 def free_port() -> int:

@@ -85,8 +85,11 @@ def test_json_and_csv_formats(capsys):
     doc = json.loads(capsys.readouterr().out)
     assert set(doc) >= {"target_rps", "sla_p99_ms", "headroom", "redundancy", "options"}
     assert doc["redundancy"] == 1
-    costs = [o["hourly_cost_at_confidence_usd"] for o in doc["options"]]
-    assert costs == sorted(costs) and len(costs) > 50  # by the cost at the confidence
+    costs = [
+        o["hourly_cost_at_confidence_usd"] + (o["egress_monthly_usd"] or 0) / 730
+        for o in doc["options"]
+    ]
+    assert costs == sorted(costs) and len(costs) > 50  # by the cost at the confidence + egress
     assert doc["pricing"] == "on-demand" and doc["zones"] == 1 and doc["mix"] is None
     assert all(o["count_per_zone"] == [o["count"]] for o in doc["options"])
     assert doc["decision"]["text"].startswith("Buy ")

@@ -76,6 +76,39 @@ def test_sources_file_lists_every_source_and_at_least_three(shipped):
         assert row["url"].strip() or row["repo_commit"].strip(), sid
 
 
+def test_at_least_three_independent_sources_give_absolute_values(shipped):
+    with SOURCES.open(newline="", encoding="utf-8") as fh:
+        kinds = {r["source_id"]: r["kind"] for r in csv.DictReader(fh)}
+    absolute = {s for s in shipped["source_id"].unique() if kinds.get(s) == "absolute"}
+    assert len(absolute) >= 3
+    for sid in absolute:
+        rows = shipped[shipped["source_id"] == sid]
+        assert set(rows["provider"]) & {"aws", "gcp"}, sid
+        assert (rows["value"] > 0).all(), sid
+    # AWS and GCP each from more than one source.
+    for provider in ("aws", "gcp"):
+        assert shipped[shipped["provider"] == provider]["source_id"].nunique() >= 2, provider
+
+
+def test_apisix_rows_are_a_labelled_same_vm_proxy_that_the_fit_leaves_out(shipped):
+    from sizing.model.cloudfit import observations
+
+    ap = shipped[shipped["source_id"] == "apisix-arm-clouds"]
+    assert len(ap) == 3
+    assert set(ap["server"]) == {"apisix"}
+    assert set(ap["client_placement"]) == {"same_vm"}
+    assert set(ap["metric"]) == {"rps"}
+    assert set(ap["workload_class"]) == {"proxy", "api_gateway"}
+    proxy = ap[ap["workload_class"] == "proxy"]
+    by_type = dict(zip(proxy["instance_type"], proxy["value"], strict=True))
+    assert by_type == {"c7g.large": 23000.0, "t2a-standard-2": 11300.0}
+    for quote, value in zip(ap["quote"], ap["value"], strict=True):
+        assert f"{int(value):,}" in quote
+    assert ap["path"].str.contains(r"\.md#L\d+$").all()
+    obs = observations(shipped)
+    assert "apisix-arm-clouds" not in set(obs["source_id"])
+
+
 def test_every_shipped_row_names_its_source(shipped):
     has_repo = (shipped["repo"] != "") & (shipped["commit"] != "") & (shipped["path"] != "")
     assert (has_repo | (shipped["url"] != "")).all()
@@ -109,6 +142,7 @@ def test_a_good_row_loads(tmp_path):
         ({"metric": "cpu_us_per_request", "value": "0.01"}, "value", "CPU microseconds"),
         ({"provider": "azure"}, "provider", "expected one of aws, gcp"),
         ({"workload_class": "video"}, "workload_class", "expected one of"),
+        ({"server": "haproxy"}, "server", "expected one of nginx, nginx_plus, binserve, apisix"),
         ({"vcpus": "2.5"}, "vcpus", "expected an integer"),
     ],
 )

@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from sizing import platforms
 from sizing.errors import InputError
-from sizing.model import crypto
+from sizing.model import crypto, platforms
 from sizing.paths import DATA_DIR
 
 #: Seed 002 (002_5bc85ae220f67db4.txt, "Nginx Performance On AWS Graviton3"): "enabling JWT

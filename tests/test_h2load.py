@@ -229,8 +229,8 @@ def test_h2load_behind_the_contract():
         cpus=(1,),
     )
     argv = gen.command(load, binary="/usr/bin/h2load", workdir="/tmp/w")
-    assert argv[:4] == ["sh", "-c", h2load.WRAPPER, "sh"]
-    assert argv[4:8] == ["taskset", "-c", "1", "/usr/bin/h2load"]
+    assert argv[:5] == ["sh", "-c", h2load.WRAPPER, "sh", "/tmp/w"]
+    assert argv[5:9] == ["taskset", "-c", "1", "/usr/bin/h2load"]
     assert "--rps=100" in argv and argv[argv.index("-m") + 1] == "4"
     warm = gen.command(
         loadgen.Load(load.url, 1, 8, 1, http_version="2", record=False), binary="h2load", workdir=""

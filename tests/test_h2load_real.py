@@ -40,7 +40,7 @@ def ports(tmp_path_factory):
 
 
 def _run(argv: list[str], seconds: int) -> tuple[str, wrk.Measurement]:
-    out = LocalHost().sh(h2load.WRAPPER, *argv, timeout=seconds + 120, check=False)
+    out = LocalHost().sh(h2load.WRAPPER, "", *argv, timeout=seconds + 120, check=False)
     return out.stdout, h2load.parse(out.stdout)
 
 

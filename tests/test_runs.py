@@ -126,7 +126,8 @@ def test_cleanup_touches_only_what_the_project_made(tmp_path):
     (run / "started.jsonl").write_text(json.dumps(line) + "\n")
     p = runners_cli("cleanup", "r1", "--out", str(tmp_path))
     assert p.returncode == 0
-    assert "not a path this project makes, left alone" in p.stderr
+    assert "not provably this run's (its name is not one the project makes)" in p.stderr
+    assert "left alone" in p.stderr
     assert victim.is_dir()
     p = runners_cli("cleanup", "no-such-run", "--out", str(tmp_path))
     assert p.returncode == 1 and "no run 'no-such-run'" in p.stderr

@@ -34,11 +34,16 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from trialtable.files import MB, read_bounded
+from trialtable.files import MB, open_state, read_bounded, write_atomic
+from trialtable.output import csv_cell
 from trialtable.schema import TRIAL_COLUMNS, utc_now
 
 #: Largest ``run.json`` read [B]: 64 MB (a run's is tens of kB); larger is refused unread.
 META_MAX_BYTES = 64 * MB
+#: Largest ``started.jsonl`` read [B]: 16 MB (a run's holds a few lines per trial).
+STARTED_MAX_BYTES = 16 * MB
+#: Largest ``histograms.jsonl`` read [B].
+HISTOGRAMS_MAX_BYTES = 1024 * MB
 
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 # Locks this process holds: folder -> (open lock file descriptor, holders).
@@ -79,6 +84,8 @@ def cell(value: Any) -> str:
         return f"{value:.12g}"
     if isinstance(value, (list, tuple)):
         return " ".join(map(str, value))
+    if isinstance(value, str):
+        return str(csv_cell(value))  # a label such as =HYPERLINK(...) stays text
     return str(value)
 
 
@@ -131,9 +138,8 @@ class RunFolder:
         folder = cls(path, dict(meta))
         folder.lock()
         try:
-            with folder.trials_path.open("w", newline="") as fh:
-                csv.writer(fh, lineterminator="\n").writerow(TRIAL_COLUMNS)
-            folder.histograms_path.touch()
+            write_atomic(folder.trials_path, ",".join(TRIAL_COLUMNS) + "\n")
+            write_atomic(folder.histograms_path, b"")
         except OSError as exc:
             raise folder.error("trials.csv", f"cannot be written ({exc.strerror})") from None
         folder.save_meta()
@@ -150,7 +156,7 @@ class RunFolder:
         check_run_id(run_id)
         path = Path(out) / run_id
         meta_path = path / "run.json"
-        if not meta_path.is_file():
+        if not meta_path.is_file() or meta_path.is_symlink():
             raise RunFolderError(f"no run {run_id!r} in {out} (no {meta_path})")
         folder = cls(path, {"run_id": run_id})
         folder.lock()
@@ -164,7 +170,7 @@ class RunFolder:
 
     def _read_meta(self) -> dict[str, Any]:
         try:
-            meta = json.loads(read_bounded(self.meta_path, META_MAX_BYTES).decode("utf-8"))
+            meta = json.loads(_read_state(self.meta_path, META_MAX_BYTES).decode("utf-8"))
         except UnicodeDecodeError:
             raise self.error("run.json", "is not UTF-8 text") from None
         except json.JSONDecodeError as exc:
@@ -184,13 +190,22 @@ class RunFolder:
         return meta
 
     def _check_table(self) -> None:
-        from trialtable.read import check_header, check_text, read_rows
+        from trialtable.read import TRIALS_MAX_BYTES, check_header, check_text, read_rows
 
         path = self.trials_path
-        if not path.is_file():
+        if not os.path.lexists(path):
             raise self.error("trials.csv", "is missing")
-        data = path.read_bytes()
-        hist = self.histograms_path.read_bytes() if self.histograms_path.exists() else b""
+        try:
+            data = _read_state(path, TRIALS_MAX_BYTES)
+            hist = (
+                _read_state(self.histograms_path, HISTOGRAMS_MAX_BYTES)
+                if os.path.lexists(self.histograms_path)
+                else b""
+            )
+        except OSError as exc:
+            raise self.error(
+                "trials.csv or histograms.jsonl", f"cannot be read ({exc.strerror})"
+            ) from None
         check_text(self.path, "histograms.jsonl", hist)
         if not data.strip():
             if hist.strip():
@@ -200,11 +215,11 @@ class RunFolder:
                 )
             # Nothing was ever recorded: start the table again.
             self._rewrite(path, (",".join(TRIAL_COLUMNS) + "\n").encode())
-            data = path.read_bytes()
+            data = _read_state(path, TRIALS_MAX_BYTES)
         check_text(self.path, "trials.csv", data)
         header = data.partition(b"\n")[0].decode("utf-8").split(",")
         added = check_header(self.path, header, TRIAL_COLUMNS, older=True)
-        _cut_torn_line(path)
+        self._cut(path)
         rows = read_rows(self.path)  # every row whole and typed, or one line saying where not
         if added:
             # Written before columns were added: the same rows, with what their absence meant.
@@ -212,22 +227,23 @@ class RunFolder:
             out = csv.writer(buf, lineterminator="\n")
             out.writerow(TRIAL_COLUMNS)
             out.writerows([cell(r[c]) for c in TRIAL_COLUMNS] for r in rows)
-            tmp = path.with_name("trials.csv.tmp")
-            self._rewrite(tmp, buf.getvalue().encode())
-            os.replace(tmp, path)
-        if self.histograms_path.exists():
-            _cut_torn_line(self.histograms_path)
+            self._rewrite(path, buf.getvalue().encode())
+        if os.path.lexists(self.histograms_path):
+            self._cut(self.histograms_path)
         else:
-            self.histograms_path.touch()
+            self._rewrite(self.histograms_path, b"")
 
     def _rewrite(self, path: Path, data: bytes) -> None:
         try:
-            with path.open("wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
+            write_atomic(path, data)
         except OSError as exc:
             raise self.error(path.name, f"cannot be written ({exc.strerror})") from None
+
+    def _cut(self, path: Path) -> None:
+        try:
+            _cut_torn_line(path)
+        except OSError as exc:
+            raise self.error(path.name, f"cannot be repaired ({exc.strerror})") from None
 
     def error(self, file: str, problem: str) -> RunFolderError:
         """A `RunFolderError` naming this folder, ``file`` and ``problem``."""
@@ -249,19 +265,21 @@ class RunFolder:
             return
         lock_path = self.path / "run.lock"
         try:
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            # Never through a planted link, never truncated on opening (see open_state).
+            fd = open_state(lock_path, os.O_RDWR | os.O_CREAT)
         except OSError as exc:
             raise self.error("run.lock", f"cannot be opened ({exc.strerror})") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
+            try:
+                pid = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+            except OSError:
+                pid = "?"
             os.close(fd)
             if exc.errno not in (errno.EWOULDBLOCK, errno.EACCES, errno.EAGAIN):
                 raise self.error("run.lock", f"cannot be locked ({exc.strerror})") from None
-            try:
-                pid = lock_path.read_text().strip() or "?"
-            except OSError:
-                pid = "?"
+            pid = printable_pid(pid)
             raise RunInUse(f"run {self.path.name} is in use by pid {pid}") from None
         with contextlib.suppress(OSError):
             os.ftruncate(fd, 0)
@@ -293,18 +311,11 @@ class RunFolder:
 
     # -- writing ----------------------------------------------------------------------------
     def save_meta(self) -> None:
-        """Write ``run.json`` atomically; on failure no ``run.json.tmp`` is left behind."""
-        tmp = self.path / "run.json.tmp"
+        """Write ``run.json`` atomically; on failure no temporary file is left behind."""
         text = json.dumps(self.meta, indent=1, sort_keys=False, default=str) + "\n"
         try:
-            with tmp.open("w") as fh:
-                fh.write(text)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.meta_path)
+            write_atomic(self.meta_path, text)
         except OSError as exc:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
             raise self.error("run.json", f"cannot be written ({exc.strerror})") from None
 
     @contextlib.contextmanager
@@ -354,27 +365,25 @@ class RunFolder:
         self._append(self.trials_path, buf.getvalue())
 
     def _append(self, path: Path, text: str) -> None:
-        size = path.stat().st_size if path.exists() else 0
         try:
-            _append_line(path, text)
+            append_state_line(path, text)
         except OSError as exc:
-            # A line written in part (a full disk) is taken back, so the file stays whole.
-            with contextlib.suppress(OSError), path.open("r+b") as fh:
-                fh.truncate(size)
             raise self.error(path.name, f"cannot be written ({exc.strerror})") from None
 
     # -- reading back -----------------------------------------------------------------------
     def rows(self) -> list[dict[str, str]]:
         """The trial rows written so far, as strings."""
-        with self.trials_path.open(newline="", encoding="utf-8") as fh:
-            return list(csv.DictReader(fh))
+        from trialtable.read import TRIALS_MAX_BYTES
+
+        text = _read_state(self.trials_path, TRIALS_MAX_BYTES).decode("utf-8")
+        return list(csv.DictReader(io.StringIO(text, newline="")))
 
     def histograms(self) -> Iterator[dict[str, Any]]:
         """Each trial's per-client histograms: ``{"trial_id", "clients": {host: pairs}}``."""
-        with self.histograms_path.open(encoding="utf-8") as fh:
-            for line in fh:
-                if line.strip():
-                    yield json.loads(line)
+        data = _read_state(self.histograms_path, HISTOGRAMS_MAX_BYTES).decode("utf-8")
+        for line in data.splitlines():
+            if line.strip():
+                yield json.loads(line)
 
     # -- what the run started ---------------------------------------------------------------
     def record_started(self, entry: Mapping[str, Any]) -> None:
@@ -399,13 +408,15 @@ class RunFolder:
 def outstanding(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """The started-but-not-removed entries of a run folder's ``started.jsonl``.
 
-    Torn or unreadable lines are skipped (the record is best effort; the cleanup matches
-    prefixes by name as well).
+    Torn or unreadable lines are skipped. The file is read as every state file is: at most
+    `STARTED_MAX_BYTES`, never through a link, a pipe or a device (those read as empty).
+    ``starts`` maps each pid (as text) to its recorded start time (``/proc/PID/stat`` field
+    22), when the record has one.
     """
     path = Path(run_dir) / "started.jsonl"
     live: dict[tuple[str, str], dict[str, Any]] = {}
     try:
-        data = path.read_bytes().decode("utf-8", errors="replace")
+        data = _read_state(path, STARTED_MAX_BYTES).decode("utf-8", errors="replace")
     except OSError:
         return []
     for line in data.splitlines():
@@ -419,23 +430,74 @@ def outstanding(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
         if e.get("event") == "removed":
             live.pop(key, None)
         elif e.get("event") == "started":
-            entry = live.setdefault(key, {**e, "pids": []})
-            pids = e.get("pids") or []
-            entry["pids"] = sorted({*entry["pids"], *(int(p) for p in pids if str(p).isdigit())})
+            entry = live.setdefault(key, {**e, "pids": [], "starts": {}})
+            pids = e.get("pids")
+            pids = pids if isinstance(pids, list) else []
+            ok = [int(p) for p in pids if re.fullmatch(r"[0-9]{1,9}", str(p))]
+            entry["pids"] = sorted({*entry["pids"], *ok})
+            starts = e.get("starts")
+            starts = starts if isinstance(starts, dict) else {}
+            entry["starts"].update(
+                {
+                    str(k): str(v)
+                    for k, v in starts.items()
+                    if re.fullmatch(r"[0-9]{1,9}", str(k)) and re.fullmatch(r"[0-9]{1,20}", str(v))
+                }
+            )
     return list(live.values())
 
 
-def _append_line(path: Path, text: str) -> None:
-    with path.open("a", newline="", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
+def printable_pid(text: str) -> str:
+    """A pid read from a lock file, or ``?`` when it is not one (never raw bytes)."""
+    return text if re.fullmatch(r"[0-9]{1,9}", text) else "?"
+
+
+def _read_state(path: Path, limit: int) -> bytes:
+    """A state file of the run folder: regular, not through a link, at most ``limit`` bytes."""
+    return read_bounded(path, limit, regular_only=True, follow=False)
+
+
+def append_state_line(path: Path, text: str) -> None:
+    """Append ``text`` whole, never through a link (see `open_state`).
+
+    A line written in part (a full disk) is taken back.
+    """
+    fd = open_state(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    try:
+        size = os.fstat(fd).st_size
+        try:
+            data = memoryview(text.encode("utf-8"))
+            while data:
+                data = data[os.write(fd, data) :]
+            os.fsync(fd)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, size)
+            raise
+    finally:
+        os.close(fd)
 
 
 def _cut_torn_line(path: Path) -> None:
-    if not path.exists():
+    if not os.path.lexists(path):
         return
-    data = path.read_bytes()
-    if data and not data.endswith(b"\n"):
-        with path.open("r+b") as fh:
-            fh.truncate(data.rfind(b"\n") + 1)
+    fd = open_state(path, os.O_RDWR)
+    try:
+        size = os.fstat(fd).st_size
+        if size == 0:
+            return
+        if os.pread(fd, 1, size - 1) == b"\n":
+            return
+        # The last newline: read backwards in blocks.
+        end = size
+        while end > 0:
+            start = max(0, end - MB)
+            block = os.pread(fd, end - start, start)
+            i = block.rfind(b"\n")
+            if i >= 0:
+                os.ftruncate(fd, start + i + 1)
+                return
+            end = start
+        os.ftruncate(fd, 0)
+    finally:
+        os.close(fd)

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trialtable.files import MB, FileRefused, read_bounded
+from trialtable.files import MB, FileRefused, loads_json, read_bounded, write_atomic
 
 SCHEMA = "nginx-sizing/cpu-profile/1"
 #: Largest profile file read [B]: 16 MB (a campaign's profile is a few kB); a larger file, a
@@ -87,6 +87,24 @@ COEFFICIENTS: dict[str, tuple[str, str]] = {
 }
 #: Coefficients that may be negative (a difference between two protocols).
 SIGNED = frozenset({"http2_request_us", "tls_body_us"})
+
+#: Largest size of a cost, by unit: 1 s of CPU per request, connection or handshake, and
+#: 1 ms per byte. A cost beyond it (1e308 us) is a broken file, not a slow CPU; a signed
+#: coefficient may be as negative as it may be positive. A standard error is bounded the
+#: same way; a relative spread (over the mean) by `MAX_SPREAD`.
+UNIT_MAX = {
+    "us/request": 1e6,
+    "us/connection": 1e6,
+    "us/handshake": 1e6,
+    "ns/byte": 1e6,
+}
+MAX_SPREAD = 1e3
+#: Scaling: at most this many workers, requests per second and efficiency.
+SCALING_MAX = {"workers": 1_000_000, "rps": 1e12, "efficiency": 1e3}
+#: Most vCPUs per physical core a profile may name.
+MAX_THREADS_PER_CORE = 8
+#: SLA bounds [ms] (the trial table's, `trialtable.read.RANGES`).
+SLA_RANGE_MS = (1e-6, 1e12)
 MEASURED_OVER = ("loopback", "network")
 ARCHES = ("x86_64", "arm64")
 _REQUIRED = (
@@ -339,16 +357,21 @@ def from_dict(d: Any, where: str = "profile") -> Profile:
     if d["arch"] not in ARCHES:
         raise _fail(where, f"arch {d['arch']!r} is not one of {', '.join(ARCHES)}")
     tpc = d["threads_per_core"]
-    if tpc is not None and (not isinstance(tpc, int) or isinstance(tpc, bool) or tpc < 1):
-        raise _fail(where, f"threads_per_core {tpc!r} is not a positive integer or null")
+    if tpc is not None and (
+        not isinstance(tpc, int) or isinstance(tpc, bool) or not 1 <= tpc <= MAX_THREADS_PER_CORE
+    ):
+        raise _fail(where, f"threads_per_core {tpc!r} is not an integer from 1 to 8 or null")
     if d["measured_over"] not in MEASURED_OVER:
         raise _fail(where, f"measured_over {d['measured_over']!r} is not loopback or network")
     if not isinstance(d["load_generator"], str) or not d["load_generator"]:
         raise _fail(where, "load_generator must be a non-empty string")
     if not isinstance(d["host"], dict):
         raise _fail(where, "host must be an object")
-    if not _number(d["sla_p99_ms"]) or d["sla_p99_ms"] <= 0:
-        raise _fail(where, f"sla_p99_ms {d['sla_p99_ms']!r} is not a positive number")
+    low, high = SLA_RANGE_MS
+    if not _number(d["sla_p99_ms"]) or not low <= d["sla_p99_ms"] <= high:
+        raise _fail(
+            where, f"sla_p99_ms {d['sla_p99_ms']!r} is not a number from {low:g} to {high:g}"
+        )
     for key in ("runs", "warnings"):
         if not isinstance(d[key], list) or not all(isinstance(x, str) for x in d[key]):
             raise _fail(where, f"{key} must be a list of strings")
@@ -389,16 +412,21 @@ def _coefficients(raw: Any, where: str) -> dict[str, Coefficient]:
         unit = COEFFICIENTS[name][0]
         if c.get("unit") != unit:
             raise ProfileError(f"{at} has unit {c.get('unit')!r}, expected {unit!r}")
+        top = UNIT_MAX[unit]
         if not _number(c.get("value")):
             raise ProfileError(f"{at}: value {c.get('value')!r} is not a finite number")
         if name not in SIGNED and c["value"] < 0:
             raise ProfileError(f"{at}: value {c['value']} is negative (a cost cannot be)")
+        if abs(c["value"]) > top:
+            raise ProfileError(f"{at}: value {c['value']:.6g} is larger than {top:g} {unit}")
         stderr = c.get("stderr")
-        if stderr is not None and (not _number(stderr) or stderr < 0):
-            raise ProfileError(f"{at}: stderr {stderr!r} is not a number >= 0 or null")
+        if stderr is not None and (not _number(stderr) or not 0 <= stderr <= top):
+            raise ProfileError(f"{at}: stderr {stderr!r} is not a number from 0 to {top:g} or null")
         spread = c.get("spread")
-        if spread is not None and (not _number(spread) or spread < 0):
-            raise ProfileError(f"{at}: spread {spread!r} is not a number >= 0 or null")
+        if spread is not None and (not _number(spread) or not 0 <= spread <= MAX_SPREAD):
+            raise ProfileError(
+                f"{at}: spread {spread!r} is not a number from 0 to {MAX_SPREAD:g} or null"
+            )
         note = c.get("note", "")
         if not isinstance(note, str):
             raise ProfileError(f"{at}: note must be a string")
@@ -409,7 +437,39 @@ def _coefficients(raw: Any, where: str) -> dict[str, Coefficient]:
             unit,
             note,
         )
+    if "request_us" in out and out["request_us"].value <= 0:
+        raise _fail(where, "coefficient request_us: value is 0 (a request cannot cost nothing)")
+    if out and all(c.value == 0 for c in out.values()):
+        raise _fail(where, "every coefficient is 0 (a request cannot cost nothing)")
     return out
+
+
+def errors(profile: Profile) -> dict[str, tuple[float, float]]:
+    """``{name: (value, sd)}``: each coefficient and its error (stderr and spread together)."""
+    return {
+        k: (c.value, math.hypot(c.stderr or 0.0, (c.spread or 0.0) * abs(c.value)))
+        for k, c in profile.coefficients.items()
+    }
+
+
+def disagreement(
+    a: Mapping[str, tuple[float, float]], b: Mapping[str, tuple[float, float]], k: float = 3.0
+) -> str | None:
+    """Why two profiles of one CPU platform cannot both be right, or None.
+
+    ``a`` and ``b`` map coefficient names to (value, standard deviation) (see `errors`). A
+    coefficient both hold disagrees when the two values differ by more than ``k`` times
+    their combined error (at least 1 % of the larger value when neither has one).
+    """
+    for name in sorted(set(a) & set(b)):
+        (x, sx), (y, sy) = a[name], b[name]
+        err = math.hypot(sx, sy) or 0.01 * max(abs(x), abs(y))
+        if abs(x - y) > k * err:
+            return (
+                f"{name} is {x:.4g} in one and {y:.4g} in the other, more than {k:g} times "
+                f"their combined error ({err:.2g})"
+            )
+    return None
 
 
 def _scaling(raw: Any, where: str) -> Scaling:
@@ -421,10 +481,17 @@ def _scaling(raw: Any, where: str) -> Scaling:
     assert isinstance(workers, list) and isinstance(rps, list) and isinstance(eff, list)
     if not len(workers) == len(rps) == len(eff):
         raise _fail(where, "scaling's workers, rps and efficiency differ in length")
-    if not all(isinstance(w, int) and not isinstance(w, bool) and w >= 1 for w in workers):
-        raise _fail(where, "scaling workers must be positive integers")
-    if not all(_number(x) and x > 0 for x in [*rps, *eff]):
-        raise _fail(where, "scaling rps and efficiency must be positive numbers")
+    top = SCALING_MAX
+    if not all(
+        isinstance(w, int) and not isinstance(w, bool) and 1 <= w <= top["workers"] for w in workers
+    ):
+        raise _fail(where, f"scaling workers must be integers from 1 to {top['workers']}")
+    if not all(_number(x) and 0 < x <= top["rps"] for x in rps):
+        raise _fail(where, f"scaling rps must be numbers above 0, at most {top['rps']:g}")
+    if not all(_number(x) and 0 < x <= top["efficiency"] for x in eff):
+        raise _fail(
+            where, f"scaling efficiency must be numbers above 0, at most {top['efficiency']:g}"
+        )
     return Scaling(list(workers), [float(x) for x in rps], [float(x) for x in eff])
 
 
@@ -434,6 +501,11 @@ def read_profile(path: str | os.PathLike[str]) -> Profile:
     Raises `ProfileError` (one line naming the file and the problem) for a missing or
     unreadable file, invalid JSON or a document that does not follow the schema.
     """
+    return from_dict(read_document(path), str(path))
+
+
+def read_document(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A profile file's decoded JSON, once `from_dict` has checked it (see `read_profile`)."""
     p = Path(path)
     try:
         text = read_bounded(p, PROFILE_MAX_BYTES).decode("utf-8")
@@ -444,21 +516,18 @@ def read_profile(path: str | os.PathLike[str]) -> Profile:
     except (OSError, UnicodeDecodeError) as exc:
         raise ProfileError(f"{p}: cannot read it ({exc})") from None
     try:
-        d = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
+        d = loads_json(text)
+    except (ValueError, RecursionError) as exc:
         raise ProfileError(f"{p}: not valid JSON ({exc})") from None
-    return from_dict(d, str(p))
+    from_dict(d, str(p))
+    return dict(d)
 
 
 def write_profile(profile: Profile, path: str | os.PathLike[str]) -> Path:
     """Validate ``profile`` and write it as JSON (atomically: write, then rename)."""
     d = profile.to_dict()
     from_dict(json.loads(json.dumps(d)), "profile to write")
-    p = Path(path)
-    tmp = p.with_name(p.name + ".tmp")
-    tmp.write_text(json.dumps(d, indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, p)
-    return p
+    return write_atomic(path, json.dumps(d, indent=1, allow_nan=False) + "\n")
 
 
 def validate(d: Mapping[str, Any]) -> None:

@@ -24,8 +24,8 @@ if TYPE_CHECKING:
 
 
 #: Largest ``trials.csv`` read [B]: 256 MB, some hundreds of thousands of trials (a sweep
-#: writes a few hundred); a larger file, or a device or folder in its place, is refused
-#: unread; a pipe is read up to it.
+#: writes a few hundred); a larger file, or a device, pipe or folder in its place, is
+#: refused unread.
 TRIALS_MAX_BYTES = 256 * MB
 
 
@@ -36,7 +36,7 @@ def _error(folder: Path, file: str, problem: str) -> RunFolderError:
 def _writer_alive(folder: Path) -> bool:
     """Whether the pid in the run's lock file is a live process (the run is being written)."""
     try:
-        pid = int((folder / "run.lock").read_text().strip())
+        pid = int(read_bounded(folder / "run.lock", 64, regular_only=True).decode().strip())
         os.kill(pid, 0)
     except PermissionError:
         return True
@@ -114,7 +114,7 @@ def read_rows(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
     if not path.is_file():
         raise RunFolderError(f"{folder} is not a run folder (no trials.csv)")
     try:
-        data = read_bounded(path, TRIALS_MAX_BYTES)
+        data = read_bounded(path, TRIALS_MAX_BYTES, regular_only=True)
     except OSError as exc:
         raise _error(folder, "trials.csv", f"cannot be read ({exc.strerror})") from None
     if not data.strip():

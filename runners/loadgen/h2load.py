@@ -58,10 +58,15 @@ _AWK = (
 
 # Run h2load with a private log file, print the CPU time of the shell's children (h2load)
 # with `times`, then the log's histogram; the log is removed even when interrupted. h2load
-# makes one write() per request, so the log goes to memory (/dev/shm) where it can.
+# makes one write() per request, so the log goes to memory (/dev/shm) where it can. The first
+# argument is the client's work folder, recorded before it exists: the log is named after it
+# (``WORKDIR-h2load.XXXXXXXX`` in /dev/shm, or beside the work folder), so that the cleanup
+# of a killed run, which removes the work folder, finds and removes the log too.
 WRAPPER = (
-    'd=/dev/shm; [ -d "$d" ] && [ -w "$d" ] || d=${TMPDIR:-/tmp}\n'
-    'log=$(mktemp "$d/nginx-sizing-h2load.XXXXXXXX") || exit 1\n'
+    'w=$1; shift; b=${w##*/}; [ -n "$b" ] || b=nginx-sizing\n'
+    'd=/dev/shm; [ -d "$d" ] && [ -w "$d" ] || d=${w%/*}\n'
+    '[ -n "$w" ] && [ -d "$d" ] || d=${TMPDIR:-/tmp}\n'
+    'log=$(mktemp "$d/$b-h2load.XXXXXXXX") || exit 1\n'
     "trap 'rm -f \"$log\"' EXIT\n"
     "trap 'exit 143' HUP INT TERM\n"
     '"$@" --log-file="$log"; rc=$?\n'
@@ -389,7 +394,7 @@ class H2load(LoadGenerator):
         )
         if not load.record:
             return argv
-        return ["sh", "-c", WRAPPER, "sh", *argv]
+        return ["sh", "-c", WRAPPER, "sh", workdir, *argv]
 
     def parse(self, stdout: str, load: Load) -> Measurement:
         """Summary, error counters and the log's exact histogram."""

@@ -19,16 +19,17 @@ from dataclasses import asdict, astuple, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from sizing.catalog.providers import default_regions
 from sizing.errors import InputError
 from sizing.paths import CATALOG_DIR
 from sizing.report.render import clean
-from trialtable.files import MB, read_bounded
+from trialtable.files import MB, read_bounded, write_atomic
 
 DEFAULT_CATALOG = CATALOG_DIR / "instances.csv"
 COMPACT_SUFFIX = ".compact.jsonl"
 COMPACT_SCHEMA = "nginx-sizing/catalog-compact/1"
-#: The regions the default answer ranks (``--region all`` ranks every region).
-DEFAULT_REGIONS = ("us-east-1", "us-central1")
+#: Regions compared when the user names none: every provider module's `DEFAULT_REGIONS`.
+DEFAULT_REGIONS = default_regions()
 COLUMNS = (
     "provider",
     "region",
@@ -348,10 +349,7 @@ def write_compact(csv_path: str | Path, instances: Sequence[Instance] | None = N
     out = compact_path(src)
     lines = [json.dumps(header, separators=(",", ":"))]
     lines += [json.dumps(rows, separators=(",", ":")) for rows in groups.values()]
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    tmp.replace(out)
-    return out
+    return write_atomic(out, "\n".join(lines) + "\n", inputs=[src])
 
 
 def _read_compact(

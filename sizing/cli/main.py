@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sizing.errors import Infeasible, InputError, ReportError, printable
+from sizing.evidence import accesslog as _accesslog
 from sizing.report.render import fmt_rps as _fmt_rps
 from sizing.report.render import render_catalog, render_recommendation, to_csv
 from sizing.report.render import table as _table
@@ -28,7 +29,8 @@ from sizing.units import (
 )
 from sizing.units import Parser as _Parser
 from sizing.units import int_at_least as _int_at_least
-from trialtable.values import format_option, number_or_percent, parse_path
+from trialtable.output import json_text, terminal
+from trialtable.values import format_option, int_between, number_or_percent, parse_path
 
 if TYPE_CHECKING:
     from sizing.model.costmodel import Cost
@@ -52,7 +54,12 @@ def _int_between(low: int, high: int) -> Any:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``python -m sizing`` argument parser."""
-    parser = _Parser(prog="python -m sizing", description=__doc__)
+    parser = _Parser(
+        prog="python -m sizing",
+        description="How many NGINX servers, of which cloud instance type, serve a target of "
+        "requests per second with p99 latency under an SLA, at the lowest cost. Each command "
+        "has its own --help.",
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     rec = sub.add_parser(
@@ -60,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _sizing_options(rec)
     _fleet_options(rec)
+    _serving_options(rec)
     rec.add_argument(
         "--max-count",
         type=_int_at_least(1),
@@ -72,7 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="options to show (default 10 in the table, all in json/csv)",
     )
-    format_option(rec, ("table", "json", "csv"))
+    format_option(rec, ("table", "json", "csv", "k8s"))
+    _k8s_options(rec)
     rec.add_argument(
         "--mix",
         type=_int_between(1, 8),
@@ -80,6 +89,30 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="K",
         help="also find the cheapest fleet of up to K instance types per zone (integer program)",
     )
+
+    # compare --baseline: every option of the same request against what runs today.
+    cmp_ = sub.add_parser(
+        "compare", help="every option of a request against what you run today (--baseline)"
+    )
+    cmp_.add_argument(
+        "--baseline",
+        required=True,
+        metavar="TYPE[xN]",
+        help="instance type you run today and optionally how many, e.g. 'c6i.xlarge x12' "
+        "(without a count: the count its type needs for the target)",
+    )
+    _sizing_options(cmp_)
+    _fleet_options(cmp_)
+    cmp_.add_argument("--max-count", type=_int_at_least(1), default=None, help=argparse.SUPPRESS)
+    cmp_.add_argument("--top", type=_int_at_least(1), default=10, help="options shown (10)")
+    format_option(cmp_)
+
+    # k8s: Deployment, PodDisruptionBudget and HPA, and the node type that packs them.
+    k8s = sub.add_parser("k8s", help="Kubernetes manifests and the cheapest node type")
+    _sizing_options(k8s)
+    _fleet_options(k8s)
+    k8s.add_argument("--max-count", type=_int_at_least(1), default=None, help=argparse.SUPPRESS)
+    _k8s_options(k8s)
 
     fit = sub.add_parser("fit", help="fit scaling curves to a reference dataset")
     fit.add_argument(
@@ -220,6 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _sizing_options(plm)
     _plan_measure_options(plm)
+    _accesslog.add_parser(sub)
     return parser
 
 
@@ -259,12 +293,83 @@ def _fleet_options(p: argparse.ArgumentParser) -> None:
         "--sort",
         choices=("cost-at-confidence", "cost"),
         default="cost-at-confidence",
-        help="rank by the cost of the count at --confidence (default) or of the point estimate",
+        help="rank by the cost of the count at --confidence (cost-at-confidence, the default) or "
+        "of the point estimate (cost)",
     )
     p.add_argument(
         "--burstable",
         action="store_true",
         help="also consider shared-core and credit-based types (t3, e2-micro...)",
+    )
+    p.add_argument(
+        "--growth",
+        type=_growth,
+        default=None,
+        metavar="RATE",
+        help="traffic growth, e.g. 2x/yr or 5%%/month: say in which month each fleet must grow",
+    )
+
+
+def _growth(text: str) -> tuple[str, float]:
+    """``--growth``: (the text, factor per month)."""
+    from sizing.fleet.growth import parse_growth
+
+    try:
+        return text, parse_growth(text)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _k8s_options(p: argparse.ArgumentParser) -> None:
+    """Pod size, names and output of the Kubernetes answer (``k8s``, ``recommend --format k8s``)."""
+    g = p.add_argument_group("Kubernetes (k8s, --format k8s)")
+    g.add_argument("--pod-cpus", type=_int_between(1, 64), default=2, help="CPUs (workers) per pod")
+    g.add_argument("--name", default="nginx", help="Deployment name (an RFC 1123 label)")
+    g.add_argument("--namespace", default=None, help="namespace (an RFC 1123 label)")
+    g.add_argument("--image", default="nginx:1.27", help="container image")
+    g.add_argument("--max-replicas", type=_int_at_least(1), default=None, help="HPA ceiling")
+    g.add_argument("--out", type=parse_path, default=None, metavar="FILE", help="write YAML here")
+
+
+def _family_groups(text: str) -> tuple[str, ...]:
+    """``hpc,gpu`` -> the family groups (`sizing.catalog.providers.FAMILY_GROUPS`)."""
+    from sizing.catalog.providers import FAMILY_GROUPS
+
+    names = tuple(dict.fromkeys(t.strip().lower() for t in text.split(",") if t.strip()))
+    bad = [n for n in names if n not in FAMILY_GROUPS and n != "all"]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown family group {(','.join(bad) or text)[:60]!r}; expected a comma list of "
+            f"{', '.join(FAMILY_GROUPS)}, or all"
+        )
+    return names
+
+
+def _serving_options(p: argparse.ArgumentParser) -> None:
+    """Where clients are and which families are in: ``recommend`` only."""
+    p.add_argument(
+        "--clients",
+        choices=("internet", "vpc"),
+        default="internet",
+        help="where clients are: internet (data transfer out priced in the region's tiers; "
+        "default) or vpc (same VPC: with --zones Z > 1 an estimated (Z-1)/Z of responses "
+        "pay the inter-zone price)",
+    )
+    fam = p.add_mutually_exclusive_group()
+    fam.add_argument(
+        "--include-families",
+        type=_family_groups,
+        default=(),
+        metavar="GROUPS",
+        help="bring back family groups that are otherwise left out: a comma list of hpc, gpu, "
+        "accelerator, metal, one-size (default none)",
+    )
+    fam.add_argument(
+        "--all-families",
+        action="store_const",
+        const=("all",),
+        dest="include_families",
+        help="consider every family (HPC, GPU, accelerator, bare-metal and one-size included)",
     )
 
 
@@ -284,7 +389,9 @@ def _plan_measure_options(p: argparse.ArgumentParser) -> None:
         help="log-sd of a capacity left after measuring it (default 0.05)",
     )
     p.add_argument("--draws", type=_int_at_least(100), default=4000, help="Monte Carlo draws")
-    p.add_argument("--seed", type=int, default=20261121, help="seed of the draws")
+    p.add_argument(
+        "--seed", type=int_between(0, 2**32 - 1), default=20261121, help="seed of the draws"
+    )
     format_option(p)
 
 
@@ -314,7 +421,7 @@ def _sizing_options(p: argparse.ArgumentParser) -> None:
         "--protocol",
         choices=("http", "https"),
         default=DEFAULT_PROTOCOL,
-        help="protocol clients use (the runners measure the same by default)",
+        help="protocol clients use (default: %(default)s; the runners measure the same)",
     )
     p.add_argument(
         "--file-size",
@@ -450,7 +557,8 @@ def _workload_options(p: argparse.ArgumentParser) -> None:
         "--network",
         choices=("baseline", "burst"),
         default="baseline",
-        help="size against sustained bandwidth (default) or the 'up to' peaks, AWS and GCP alike",
+        help="size against sustained bandwidth (baseline, the default) or the 'up to' peaks "
+        "(burst), AWS and GCP alike",
     )
     p.add_argument(
         "--internet-facing",
@@ -462,7 +570,7 @@ def _workload_options(p: argparse.ArgumentParser) -> None:
         choices=("bare-metal", "vm", "kubernetes"),
         default="vm",
         help="where NGINX runs: on the host's own kernel, in a VM behind a virtual NIC "
-        "(default), or in a pod behind a Kubernetes Service",
+        "(vm, the default), or in a pod behind a Kubernetes Service",
     )
     p.add_argument(
         "--jwt",
@@ -516,13 +624,13 @@ def _instances(args: argparse.Namespace) -> list[Any]:
     )
 
 
-def cmd_recommend(args: argparse.Namespace) -> int:
-    """Print the cheapest fleets for the target."""
+def _recommendation(args: argparse.Namespace, work: Workload | None = None) -> Any:
+    """The `Recommendation` the parsed flags ask for (``recommend``, ``compare``)."""
     from sizing.evidence.profiles import load_profiles
     from sizing.fleet.recommend import DEFAULT_HEADROOM, recommend
 
     instances = _instances(args)
-    work = workload_from_args(args)
+    work = work or workload_from_args(args)
     profiles = load_profiles(args.profile)
     headroom = DEFAULT_HEADROOM if args.headroom is None else args.headroom
     evidence = None
@@ -536,7 +644,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         evidence = build_evidence(series, load_catalog(args.catalog), work)
         warning = require_used_runs(evidence, args.runs, allow_unused=args.allow_unused_runs)
         if warning:
-            print(f"python -m sizing recommend: {warning}", file=sys.stderr)
+            print(f"python -m sizing {args.command}: {warning}", file=sys.stderr)
     rec = recommend(
         args.rps,
         instances,
@@ -553,16 +661,76 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         spot_reserve=args.spot_reserve,
         sort=args.sort,
         burstable=args.burstable,
-        mix=args.mix,
+        mix=getattr(args, "mix", 1),
+        clients=getattr(args, "clients", "internet"),
+        # Families named with --family are wanted, whatever their group.
+        include_families=("all",) if args.family else getattr(args, "include_families", ()),
+        growth=args.growth,
     )
+    return rec
+
+
+def cmd_recommend(args: argparse.Namespace) -> int:
+    """Print the cheapest fleets for the target."""
+    if args.format == "k8s":
+        return cmd_k8s(args)
+    rec = _recommendation(args)
     top = args.top if args.top is not None or args.format != "table" else 10
     doc = rec.to_dict(top=top)
     if args.format == "json":
-        print(json.dumps(doc, indent=1))
+        print(json_text(doc, indent=1))
     elif args.format == "csv":
         print(to_csv(doc["options"]), end="")
     else:
         print(render_recommendation(doc, top or 10))
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Print every option of the request relative to the ``--baseline`` fleet."""
+    from sizing.catalog.load import load_catalog
+    from sizing.fleet.baseline import compare_to_baseline, parse_baseline, render_baseline
+
+    catalog = load_catalog(args.catalog)
+    spec = parse_baseline(args.baseline, {i.instance_type for i in catalog})
+    doc = compare_to_baseline(_recommendation(args), spec, catalog, args.top)
+    if args.format == "json":
+        print(json.dumps(doc, indent=1))
+    else:
+        print(render_baseline(doc))
+    return 0
+
+
+def cmd_k8s(args: argparse.Namespace) -> int:
+    """Write Kubernetes manifests for the target, on the node type that packs them cheapest."""
+    from sizing.fleet.k8s import check_image, check_name, k8s_answer
+    from trialtable.read import read_rows
+
+    check_name(args.name, "--name")
+    if args.namespace is not None:
+        check_name(args.namespace, "--namespace")
+    check_image(args.image)
+    rec = _recommendation(args)
+    rows = [r for d in args.runs for r in read_rows(d)]
+    answer = k8s_answer(
+        args.rps,
+        _instances(args),
+        rec.workload,
+        rec.rules,
+        pod_cpus=args.pod_cpus,
+        evidence=rec.evidence,
+        profiles=rec.profiles,
+        runs_rows=rows,
+        name=args.name,
+        namespace=args.namespace,
+        image=args.image,
+        max_replicas=args.max_replicas,
+    )
+    if args.out:
+        Path(args.out).write_text(answer["yaml"], encoding="utf-8")
+        print("\n".join(answer["comments"][:5]))
+    else:
+        print(answer["yaml"], end="")
     return 0
 
 
@@ -573,10 +741,27 @@ def _progress_wanted() -> bool:
 
 @contextlib.contextmanager
 def _progress_bar(desc: str, unit: str) -> Iterator[Callable[[int, int], None]]:
-    """A progress bar with an ETA on stderr when it is a terminal; ``tick(done, total)``."""
+    """A progress bar with an ETA on stderr when it is a terminal; ``tick(done, total)``.
+
+    With stdout piped (``fit --reference | less``) the finished bar stays on stderr, so the
+    time it took is still there; a terminal that reports no size gets 80 x 24 (tqdm draws
+    nothing in a terminal of 0 x 0).
+    """
     from tqdm import tqdm
 
-    bar = tqdm(desc=desc, unit=unit, file=sys.stderr, disable=not _progress_wanted(), leave=False)
+    try:
+        width = os.get_terminal_size(sys.stderr.fileno()).columns
+    except (OSError, ValueError, AttributeError):
+        width = 0
+    bar = tqdm(
+        desc=desc,
+        unit=unit,
+        file=sys.stderr,
+        disable=not _progress_wanted(),
+        leave=not sys.stdout.isatty(),
+        ncols=None if width > 0 else 80,
+        nrows=None if width > 0 else 24,
+    )
 
     def tick(done: int, total: int) -> None:
         bar.total = total
@@ -614,7 +799,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
         from sizing.evidence.profiles import describe_profile, load_profiles
 
         profs = load_profiles(args.profile)
-        print("\n\n".join(describe_profile(p) for p in profs))
+        print(terminal("\n\n".join(describe_profile(p) for p in profs)))
         return 0
     from sizing.model.costmodel import cpu_us_per_request, load_cost_model, reference_profile
 
@@ -892,11 +1077,14 @@ def cmd_plan_measurements(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {
+    "workload": _accesslog.run,
     "plan-measurements": cmd_plan_measurements,
     "recommend": cmd_recommend,
     "fit": cmd_fit,
     "reference": cmd_reference,
     "catalog": cmd_catalog,
+    "compare": cmd_compare,
+    "k8s": cmd_k8s,
     "precompute": cmd_precompute,
     "report": cmd_report,
 }

@@ -41,6 +41,7 @@ from sizing.fleet.recommend import fleet_count
 from sizing.model.capacity import Capacity, Workload, instance_capacity
 from sizing.model.costmodel import CostProfile
 from sizing.model.platforms import match_cpu_text, platform_of
+from trialtable.output import json_text
 
 DEFAULT_DRAWS = 4000
 DEFAULT_SEED = 20261121
@@ -399,8 +400,6 @@ def main(
     profiles: Sequence[CostProfile] = (),
 ) -> int:
     """``python -m sizing plan-measurements``: print the ranking (table or JSON)."""
-    import json
-
     headroom = 0.2 if args.headroom is None else args.headroom
     evidence = None
 
@@ -428,7 +427,7 @@ def main(
         capacity=capacity,
     )
     if args.format == "json":
-        print(json.dumps(plan.to_dict(), indent=1))
+        print(json_text(plan.to_dict(), indent=1))
     else:
         print(render(plan, args.top))
     return 0

@@ -5,15 +5,13 @@ their standard errors, and says whether they were measured over loopback or a ne
 becomes a `sizing.model.costmodel.CostProfile`; `sizing.model.capacity` uses it for every catalog
 type whose CPU platform (`sizing.model.platforms.platform_by_text` of ``cpu_model``)
 matches, adds the NIC packet path to a loopback-measured profile, and takes any coefficient
-the profile lacks from the reference, speed-scaled to that platform, except those another
-coefficient ``includes`` (fitted together): they are 0, not the reference's, which would count
-them twice. A profile from before ``body_us`` fitted ``request_us`` over bodies of 0 B and more:
-its ``request_us`` and ``byte_ns`` include ``body_us``.
+the profile lacks from the reference, speed-scaled to that platform. A profile from before
+``body_us`` fitted ``request_us`` over bodies of 0 B and more: its ``request_us`` and
+``byte_ns`` include ``body_us``, which is then 0 (the reference's would count it twice).
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable
 from pathlib import Path
@@ -21,8 +19,7 @@ from typing import TYPE_CHECKING
 
 from sizing.errors import InputError
 from sizing.model.costmodel import UNITS, Coefficient, CostProfile, reference_profile
-from trialtable.files import FileRefused, read_bounded
-from trialtable.profile import PROFILE_MAX_BYTES
+from trialtable import profile as shared_profile
 
 if TYPE_CHECKING:
     from sizing.model.capacity import Capacity
@@ -76,14 +73,10 @@ def read_profile(path: str | Path) -> CostProfile:
         or a coefficient without a finite value; the message names the file and field.
     """
     p = str(path)
-    try:
-        doc = json.loads(read_bounded(path, PROFILE_MAX_BYTES).decode("utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"profile {p} does not exist") from None
-    except FileRefused as exc:
-        raise InputError(f"profile {p} cannot be read: it {exc.strerror}") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise InputError(f"profile {p} cannot be read as JSON: {exc}") from None
+    try:  # the one schema, with a range per field, that every reader of a profile checks
+        doc = shared_profile.read_document(path)
+    except shared_profile.ProfileError as exc:
+        raise InputError(f"profile {exc}") from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise InputError(f'profile {p}: expected "schema": "{SCHEMA}"')
     over = doc.get("measured_over")
@@ -121,28 +114,18 @@ def read_profile(path: str | Path) -> CostProfile:
         )
     if "request_us" not in coefs:
         raise InputError(f"profile {p}: coefficient 'request_us' is required")
-    included = {
-        i: name
-        for name, c in raw.items()
-        if name in coefs and isinstance(c, dict) and isinstance(c.get("includes"), list)
-        for i in c["includes"]
-        if isinstance(i, str)
-    }
-    if "body_us" not in coefs and "byte_ns" in coefs and "body_us" not in included:
+    if "body_us" not in coefs and "byte_ns" in coefs:
         # A profile from before body_us (schema 1 as first written) fitted request_us over
-        # bodies of 0 B and more: the bodies' fixed cost is inside request_us and byte_ns.
-        included["body_us"] = "request_us and byte_ns"
-    for name, into in included.items():
-        if name in UNITS and name not in coefs:
-            # Counted in another coefficient: the reference's must not be added on top.
-            coefs[name] = Coefficient(
-                name,
-                0.0,
-                0.0,
-                UNITS[name],
-                coefs["request_us"].measured_over,
-                f"{source}: not fitted on its own; included in {into}",
-            )
+        # bodies of 0 B and more: the bodies' fixed cost is inside request_us and byte_ns,
+        # and the reference's body_us on top would count it twice.
+        coefs["body_us"] = Coefficient(
+            "body_us",
+            0.0,
+            0.0,
+            UNITS["body_us"],
+            coefs["request_us"].measured_over,
+            f"{source}: not fitted on its own; included in request_us and byte_ns",
+        )
     tpc = doc.get("threads_per_core")
     if tpc not in (1, 2, None):
         raise InputError(f"profile {p}: field 'threads_per_core': expected 1, 2 or null")
@@ -189,8 +172,23 @@ def _cpuid(host: object) -> tuple[str, int, int, int] | None:
 
 
 def load_profiles(paths: Iterable[str | Path]) -> list[CostProfile]:
-    """Read several profile files (see `read_profile`)."""
-    return [read_profile(p) for p in paths]
+    """Read several profile files (see `read_profile`); two of one platform must agree."""
+    from sizing.model.capacity import profile_platform
+
+    profs = [read_profile(p) for p in paths]
+    for i, a in enumerate(profs):
+        for b in profs[:i]:
+            plat = profile_platform(a)
+            if plat.platform_id != profile_platform(b).platform_id:
+                continue
+            sd = [{k: (c.value, c.stderr) for k, c in x.coefficients.items()} for x in (b, a)]
+            why = shared_profile.disagreement(sd[0], sd[1])
+            if why:
+                raise InputError(
+                    f"profiles {b.name} and {a.name} are both of {plat.name} and disagree: "
+                    f"{why}; give one of them"
+                )
+    return profs
 
 
 def describe_profile(prof: CostProfile) -> str:

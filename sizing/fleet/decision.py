@@ -98,7 +98,7 @@ def decide(rec: Recommendation) -> dict[str, Any]:
     zones = rec.rules.zones
     n = best.count_at_confidence if at_conf and best.count_at_confidence else best.count
     p = best.p_meets_at_confidence if at_conf and best.count_at_confidence else best.p_meets_target
-    from sizing.fleet.recommend import per_zone
+    from sizing.fleet.recommend import per_zone, survivors, usd_per_million
 
     hourly = n * best.unit_price_usd_hour
     doc: dict[str, Any] = {
@@ -111,9 +111,25 @@ def decide(rec: Recommendation) -> dict[str, Any]:
         "pricing": rec.rules.pricing,
         "hourly_cost_usd": hourly,
         "monthly_cost_usd": hourly * HOURS_PER_MONTH,
+        "egress_monthly_usd": (best.egress or {}).get("usd_month"),
+        "total_monthly_usd": hourly * HOURS_PER_MONTH + best.egress_monthly_usd,
         "p_meets_target": p,
         "basis": "count at confidence" if at_conf else "point estimate",
+        "usd_per_million_requests": usd_per_million(
+            hourly + best.egress_monthly_usd / HOURS_PER_MONTH, rec.target_rps
+        ),
     }
+    if rec.growth is not None:
+        from sizing.fleet.growth import describe, growth_fields
+
+        grow = growth_fields(
+            survivors(n, rec.rules),
+            best.capacity.capacity_rps,
+            rec.headroom,
+            rec.target_rps,
+            rec.growth[1],
+        )
+        doc["growth"] = {**grow, "text": describe(grow, rec.growth[0])}
     nxt = next(
         (o for o in rec.options[1:] if o.capacity.instance.instance_type != inst.instance_type),
         None,
@@ -138,18 +154,42 @@ def decide(rec: Recommendation) -> dict[str, Any]:
     return doc
 
 
+def _egress_words(doc: dict[str, Any], rec: Recommendation) -> str:
+    """The decision's words on the cost of the traffic ('' when it is not priced)."""
+    egress = doc.get("egress_monthly_usd")
+    if not egress:
+        return ""
+    t = rec.traffic
+    what = "internet egress" if t.get("clients") == "internet" else "inter-zone traffic"
+    out = (
+        f" for the instances, plus ${egress:,.0f}/month {what} ({t.get('gbps', 0):,.0f} Gbps)"
+        f" = ${doc['total_monthly_usd']:,.0f}/month in all"
+    )
+    if egress > doc["monthly_cost_usd"]:
+        share = egress / doc["total_monthly_usd"]
+        out += f" (the traffic, not the instances, is {share:.1%} of the bill)"
+    return out
+
+
 def decision_text(doc: dict[str, Any], rec: Recommendation) -> str:
     """The one-paragraph decision."""
+    from sizing.units import fmt_usd_small
+
     z = doc["zones"]
     spread = "/".join(str(c) for c in doc["count_per_zone"])
     where = f"in {z} zones ({spread} per zone)" if z > 1 else "in 1 zone"
     out = (
         f"Buy {doc['count']} x {doc['instance_type']} ({doc['provider']} {doc['region']}, "
         f"{doc['pricing']}) {where}, ${doc['hourly_cost_usd']:,.2f}/hour, "
-        f"${doc['monthly_cost_usd']:,.0f}/month, P(meet) {doc['p_meets_target']:.0%}"
+        f"${doc['monthly_cost_usd']:,.0f}/month"
+        + _egress_words(doc, rec)
+        + f", {fmt_usd_small(doc['usd_per_million_requests'])} per million requests at the "
+        f"target under the SLA, P(meet) {doc['p_meets_target']:.0%}"
     )
     if doc["basis"] == "count at confidence":
         out += f" (the count that keeps the headroom with {rec.confidence:.0%} confidence)"
+    if doc.get("growth"):
+        out += f"; {doc['growth']['text']}"
     nb = doc.get("next_best")
     if nb:
         out += (
@@ -171,6 +211,10 @@ def decision_text(doc: dict[str, Any], rec: Recommendation) -> str:
         out += (
             ". No redundancy: the plan keeps no spare instance"
             + (" or zone" if z > 1 else " and sits in one zone")
-            + " (add --redundancy 1, or --zones 3 --zone-loss 1)"
+            + (
+                " (add --redundancy 1 or --zone-loss 1)"
+                if z > 1
+                else " (add --redundancy 1, or --zones 3 --zone-loss 1)"
+            )
         )
     return out + "."

@@ -13,13 +13,21 @@ are not considered.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from sizing.catalog.egress import CLIENTS, Prices, egress_cost, traffic
 from sizing.catalog.load import PRICING_COLUMNS, Instance
+from sizing.catalog.providers import FAMILY_GROUPS, family_groups
 from sizing.errors import Infeasible, InputError
-from sizing.model.capacity import ESTIMATES, Capacity, Workload, instance_capacity
+from sizing.model.capacity import (
+    ESTIMATES,
+    Capacity,
+    Workload,
+    instance_capacity,
+    wire_bytes_per_request,
+)
 from sizing.model.costmodel import CostProfile
 from sizing.units import CONFIDENCE_RANGE
 
@@ -173,6 +181,19 @@ def count_for(target_rps: float, usable_rps: float, rules: FleetRules) -> int | 
     return lo
 
 
+def usd_per_million(hourly_cost_usd: float, target_rps: float) -> float:
+    """What a million requests cost when the fleet serves ``target_rps`` under the SLA [USD].
+
+    Parameters
+    ----------
+    hourly_cost_usd : float
+        The fleet's cost [USD/h].
+    target_rps : float
+        Requests per second it serves [1/s].
+    """
+    return hourly_cost_usd / (target_rps * 3600.0) * 1e6
+
+
 def p_meets_target(count: int, redundancy: int, cap: Capacity, target_rps: float) -> float:
     """Probability that ``count - redundancy`` instances serve ``target_rps`` under the SLA.
 
@@ -221,6 +242,7 @@ class Option:
     unit_price_usd_hour: float = math.nan
     rules: FleetRules = field(default_factory=FleetRules)
     p_meets_at_confidence: float = math.nan
+    egress: dict[str, Any] | None = None
 
     @property
     def hourly_cost_at_confidence_usd(self) -> float:
@@ -228,6 +250,12 @@ class Option:
         if self.count_at_confidence is None:
             return math.inf
         return self.count_at_confidence * self.unit_price_usd_hour
+
+    @property
+    def egress_monthly_usd(self) -> float:
+        """The month's data transfer cost (0 when not priced) [USD/month]."""
+        usd = (self.egress or {}).get("usd_month")
+        return 0.0 if usd is None else float(usd)
 
     def to_dict(self, target_rps: float) -> dict[str, Any]:
         """JSON-ready row."""
@@ -253,7 +281,14 @@ class Option:
             "unit_price_usd_hour": self.unit_price_usd_hour,
             "hourly_cost_usd": self.hourly_cost_usd,
             "monthly_cost_usd": self.hourly_cost_usd * HOURS_PER_MONTH,
+            "compute_monthly_usd": self.hourly_cost_usd * HOURS_PER_MONTH,
+            "egress_monthly_usd": (self.egress or {}).get("usd_month"),
+            "total_monthly_usd": self.hourly_cost_usd * HOURS_PER_MONTH + self.egress_monthly_usd,
             "usd_per_billion_requests": self.hourly_cost_usd / (target_rps * 3600.0) * 1e9,
+            "usd_per_million_requests": usd_per_million(
+                self.hourly_cost_usd + self.egress_monthly_usd / HOURS_PER_MONTH, target_rps
+            ),
+            "compute_usd_per_million_requests": usd_per_million(self.hourly_cost_usd, target_rps),
             "binding_constraint": cap.binding_constraint,
             "capacity_factor_range": [cap.factor_low / cap.factor, cap.factor_high / cap.factor],
             "capacity_interval_rps": list(cap.interval(0.95)),
@@ -274,6 +309,7 @@ class Option:
                 else per_zone(self.count_at_confidence, zones)
             ),
             "burstable": inst.burstable,
+            "egress": self.egress,
             "basis": list(cap.basis),
         }
 
@@ -295,6 +331,29 @@ class Recommendation:
     mix: dict[str, Any] | None = None
     decision: dict[str, Any] | None = None
     profiles: tuple[CostProfile, ...] = ()
+    notes: list[str] = field(default_factory=list)
+    traffic: dict[str, Any] = field(default_factory=dict)
+    include_families: tuple[str, ...] = ()
+
+    #: Traffic growth as (the text given, factor per month), or None.
+    growth: tuple[str, float] | None = None
+
+    def option_dicts(self, opts: Sequence[Option]) -> list[dict[str, Any]]:
+        """The options' rows, with when each must grow when a growth rate is set."""
+        rows = [o.to_dict(self.target_rps) for o in opts]
+        if self.growth is not None:
+            from sizing.fleet.growth import describe, growth_fields
+
+            for o, row in zip(opts, rows, strict=True):
+                fields = growth_fields(
+                    survivors(o.count, self.rules),
+                    o.capacity.capacity_rps,
+                    self.headroom,
+                    self.target_rps,
+                    self.growth[1],
+                )
+                row.update(fields, growth_text=describe(fields, self.growth[0]))
+        return rows
 
     def to_dict(self, top: int | None = None) -> dict[str, Any]:
         """JSON-ready document."""
@@ -317,7 +376,14 @@ class Recommendation:
             "decision": self.decision,
             "mix": self.mix,
             "measured": _evidence_dict(self.evidence),
-            "options": [o.to_dict(self.target_rps) for o in opts],
+            "traffic": self.traffic,
+            "notes": list(self.notes),
+            "options": self.option_dicts(opts),
+            "growth": (
+                None
+                if self.growth is None
+                else {"rate": self.growth[0], "factor_per_month": self.growth[1]}
+            ),
             "vcpus_by_family": vcpus_by_family(self.options),
             "estimates": {k: {"value": v, "reasoning": r} for k, (v, r) in ESTIMATES.items()},
             "excluded": self.excluded,
@@ -509,6 +575,10 @@ def recommend(
     burstable: bool = False,
     mix: int = 1,
     prune: bool = True,
+    clients: str = "internet",
+    include_families: Collection[str] = (),
+    egress_prices: dict[tuple[str, str, str], Prices] | None = None,
+    growth: tuple[str, float] | None = None,
 ) -> Recommendation:
     """Find, for every instance type, the cheapest homogeneous fleet that meets the target.
 
@@ -552,6 +622,17 @@ def recommend(
     mix : int
         With K > 1, also solve for the cheapest fleet of up to K types per zone
         (`sizing.fleet.mix.best_mix`; imports scipy).
+    clients : str
+        Where clients are (`sizing.catalog.egress`): ``internet`` prices data transfer out
+        to the internet, ``vpc`` the share that crosses zones; the cost ranks with it.
+    include_families : collection of str
+        Family groups left out by default that come back (`sizing.catalog.providers.
+        FAMILY_GROUPS`: hpc, gpu, accelerator, metal, one-size), or ``all``.
+    egress_prices : dict, optional
+        Egress price table (`sizing.catalog.egress.read_egress`; default: the shipped one).
+    growth : (str, float), optional
+        Traffic growth as given and its factor per month (`sizing.fleet.growth.parse_growth`):
+        each option and the decision then say in which month the fleet must grow.
 
     Returns
     -------
@@ -572,6 +653,15 @@ def recommend(
         raise InputError(f"unknown sort {sort!r}; expected one of: {', '.join(SORTS)}")
     if not 1 <= mix <= 8:
         raise InputError(f"mix must be 1 to 8 instance types, got {mix!r}")
+    if clients not in CLIENTS:
+        raise InputError(f"unknown clients {clients!r}; expected one of: {', '.join(CLIENTS)}")
+    unknown = set(include_families) - {*FAMILY_GROUPS, "all"}
+    if unknown:
+        raise InputError(
+            f"unknown family group(s) {', '.join(sorted(unknown))}; expected: "
+            f"{', '.join(FAMILY_GROUPS)} or all"
+        )
+    included = set(FAMILY_GROUPS) if "all" in include_families else set(include_families)
     reserve = spot_reserve
     if reserve is None:
         reserve = DEFAULT_SPOT_RESERVE if pricing == "spot" else 0.0
@@ -582,8 +672,21 @@ def recommend(
     options: list[Option] = []
     excluded: list[dict[str, Any]] = []
     candidates: list[Instance] = []
+    instances = list(instances)
+    groups = family_groups(instances)
+    left_out: dict[str, set[str]] = {}
     for inst in instances:
-        if inst.burstable and not burstable:
+        group = groups.get(inst.key)
+        if group and group not in included:
+            left_out.setdefault(group, set()).add(inst.family)
+            excluded.append(
+                {
+                    "instance_type": inst.instance_type,
+                    "region": inst.region,
+                    "reason": f"{group}: {FAMILY_GROUPS[group]} (--include-families {group})",
+                }
+            )
+        elif inst.burstable and not burstable:
             excluded.append(
                 {
                     "instance_type": inst.instance_type,
@@ -653,26 +756,50 @@ def recommend(
                 p_meets_at_confidence=p_conf,
             )
         )
+    notes = _notes(instances, candidates, left_out, pricing, burstable)
     if not candidates:
-        raise Infeasible(
-            f"no candidate instance type has a {pricing} price"
-            + (
-                " (the shipped AWS rows carry on-demand prices only; a --catalog file may add "
-                "spot_usd_hour, commit_1y_usd_hour and commit_3y_usd_hour)"
-                if pricing != "on-demand"
-                else ""
-            )
+        why = f"no candidate instance type has a {pricing} price" + (
+            " (the shipped AWS rows carry on-demand prices only; a --catalog file may add "
+            "spot_usd_hour, commit_1y_usd_hour and commit_3y_usd_hour)"
+            if pricing != "on-demand"
+            else ""
         )
+        if instances and any(inst.price(pricing) is not None for inst in instances):
+            why = "no candidate instance type is left"
+        raise Infeasible("; ".join([why, *notes]))
     if not options:
         why = f" within --max-count {max_count}" if max_count is not None else ""
         if (
             max_count is None
-            and excluded
-            and all(e["reason"].startswith("needs more than") for e in excluded)
+            and any(e["reason"].startswith("needs more than") for e in excluded)
+            and not any(e["reason"] == "cannot meet the SLA" for e in excluded)
         ):
             why = f" within {MAX_FLEET:,} instances"
         raise Infeasible(
             f"no instance type meets {target_rps:,.0f} RPS under p99 {work.sla_p99_ms:g} ms{why}"
+        )
+    bytes_per_request = wire_bytes_per_request(work)
+    gbps, monthly_gib = traffic(target_rps, bytes_per_request)
+    priced: dict[tuple[str, str], dict[str, Any]] = {}
+    for o in options:
+        inst = o.capacity.instance
+        where = (inst.provider, inst.region)
+        if where not in priced:
+            priced[where] = egress_cost(
+                *where, monthly_gib, clients=clients, zones=zones, prices=egress_prices
+            )
+        o.egress = priced[where]
+    unpriced = sorted(f"{p}/{r}" for (p, r), e in priced.items() if e["usd_month"] is None)
+    if unpriced:
+        notes.append(
+            f"egress not priced for {_listing(unpriced)}: no published "
+            f"{'internet' if clients == 'internet' else 'inter-zone'} transfer price in "
+            "data/catalog/egress.csv; their totals hold compute only"
+        )
+    if clients == "vpc" and zones > 1:
+        notes.append(
+            f"estimate: with clients in the VPC over {zones} zones, {(zones - 1) / zones:.0%} "
+            "of responses cross a zone (no zone affinity) and pay the inter-zone price"
         )
     options.sort(key=_sort_key(sort))
     rec = Recommendation(
@@ -687,6 +814,19 @@ def recommend(
         rules,
         sort,
         profiles=tuple(profiles),
+        notes=notes,
+        include_families=tuple(sorted(included)),
+        traffic={
+            "clients": clients,
+            "bytes_per_request": bytes_per_request,
+            "gbps": gbps,
+            "monthly_gib": monthly_gib,
+            "basis": (
+                f"{target_rps:,.0f} RPS x {bytes_per_request:,.0f} B on the wire per response "
+                "(body, headers and framing; an estimate) over a 730-hour month"
+            ),
+        },
+        growth=growth,
     )
     if mix > 1:
         from sizing.fleet.mix import best_mix
@@ -698,19 +838,83 @@ def recommend(
     return rec
 
 
+def _listing(values: Sequence[str], limit: int = 6) -> str:
+    """Up to ``limit`` values, then how many more."""
+    shown = ", ".join(values[:limit])
+    return shown + (f" and {len(values) - limit} more" if len(values) > limit else "")
+
+
+def _notes(
+    instances: Sequence[Instance],
+    candidates: Sequence[Instance],
+    left_out: dict[str, set[str]],
+    pricing: str,
+    burstable: bool,
+) -> list[str]:
+    """One line for each limit of the answer: what was dropped, and why."""
+    notes = []
+    for group, families in left_out.items():
+        notes.append(
+            f"left out {group} ({_listing(sorted(families))}): {FAMILY_GROUPS[group]}; "
+            f"add --include-families {group} (or --all-families)"
+        )
+    if not burstable and any(i.burstable for i in instances):
+        notes.append(
+            "left out burstable types (t3, e2-medium...): their burst is not sustained; "
+            "add --burstable"
+        )
+    given = sorted({i.provider for i in instances})
+    kept = {i.provider for i in candidates}
+    for prov in given:
+        if prov not in kept and not any(
+            i.provider == prov and i.price(pricing) is not None for i in instances
+        ):
+            n = sum(1 for i in instances if i.provider == prov)
+            notes.append(
+                f"--pricing {pricing} leaves out {prov.upper()}: none of its {n} rows carries "
+                f"a {pricing} price (the shipped AWS rows are on-demand only; a --catalog file "
+                "may add them)"
+            )
+    regions: dict[str, set[str]] = {}
+    for i in candidates:
+        regions.setdefault(i.provider, set()).add(i.region)
+    counts = {p: len(r) for p, r in regions.items()}
+    if len(counts) > 1 and len(set(counts.values())) > 1:
+        parts = [
+            f"{n} {p.upper()} region{'s' if n > 1 else ''}"
+            + (f" ({_listing(sorted(regions[p]))})" if n <= 3 else "")
+            for p, n in sorted(counts.items(), key=lambda kv: -kv[1])
+        ]
+        notes.append(
+            "ranks " + " against ".join(parts) + ": the catalog prices the providers in "
+            "different numbers of regions, so the cheapest region wins more often where "
+            "more are priced"
+        )
+    return notes
+
+
 def _sort_key(sort: str) -> Any:
     def by_cost(o: Option) -> tuple[Any, ...]:
         inst = o.capacity.instance
-        return (o.hourly_cost_usd, o.count, inst.provider, inst.region, inst.instance_type)
+        total = o.hourly_cost_usd + o.egress_monthly_usd / HOURS_PER_MONTH
+        return (total, o.count, inst.provider, inst.region, inst.instance_type)
 
     def by_conf(o: Option) -> tuple[Any, ...]:
-        return (o.hourly_cost_at_confidence_usd, *by_cost(o))
+        return (
+            o.hourly_cost_at_confidence_usd + o.egress_monthly_usd / HOURS_PER_MONTH,
+            *by_cost(o),
+        )
 
     return by_conf if sort == "cost-at-confidence" else by_cost
 
 
 def vcpus_by_family(options: Iterable[Option]) -> list[dict[str, Any]]:
-    """Answer in vCPUs: per family, the cheapest fleet's vCPUs and the fewest any size needs."""
+    """Answer in vCPUs, per family in the options' order (the same rules and ranking).
+
+    Each family's row shows its first option in ``options`` (the ``cheapest_*`` fields: the
+    best fleet of the family by the options' sort) and the fewest vCPUs any of its sizes needs.
+    Pass the options sorted (`Recommendation.options` are).
+    """
     best: dict[tuple[str, str], dict[str, Any]] = {}
     for o in options:
         inst = o.capacity.instance
@@ -728,15 +932,8 @@ def vcpus_by_family(options: Iterable[Option]) -> list[dict[str, Any]]:
                 "cheapest_hourly_cost_usd": o.hourly_cost_usd,
                 "min_total_vcpus": total,
             }
-        elif o.hourly_cost_usd < row["cheapest_hourly_cost_usd"]:
-            row.update(
-                cheapest_instance_type=inst.instance_type,
-                cheapest_count=o.count,
-                cheapest_total_vcpus=total,
-                cheapest_hourly_cost_usd=o.hourly_cost_usd,
-            )
         row["min_total_vcpus"] = min(row["min_total_vcpus"], total)
-    return sorted(best.values(), key=lambda r: r["cheapest_hourly_cost_usd"])
+    return list(best.values())
 
 
 def options_of(rec: Recommendation, sort: str) -> Sequence[Option]:

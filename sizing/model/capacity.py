@@ -14,7 +14,6 @@ the `Evidence` protocol below; this module imports neither pandas nor scipy.
 
 from __future__ import annotations
 
-import csv
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -22,6 +21,9 @@ from functools import cache
 from typing import Any, Protocol
 
 from sizing.catalog.load import Instance
+from sizing.catalog.providers import estimates as provider_estimates
+from sizing.catalog.providers import provider_of
+from sizing.errors import InputError
 from sizing.model import costmodel
 from sizing.model.costmodel import (
     MSS_BYTES,
@@ -35,7 +37,6 @@ from sizing.model.costmodel import (
 )
 from sizing.model.platforms import Platform, ht_nginx, platform_by_text, platform_of
 from sizing.model.workload import PROTOCOLS, SCENARIOS, Workload
-from sizing.paths import CATALOG_DIR
 
 __all__ = [
     "ESTIMATES",
@@ -55,8 +56,6 @@ __all__ = [
 ]
 
 REFERENCE_LINK_GBPS = SEED_LINK_GBPS
-AWS_INTERNET_GATEWAY_GBPS = 5.0
-GCP_GBPS_PER_VCPU = 2.0
 
 #: Model constants that are estimates, each with its reasoning (printed with the answer).
 ESTIMATES: dict[str, tuple[float, str]] = {
@@ -66,11 +65,7 @@ ESTIMATES: dict[str, tuple[float, str]] = {
         "kernel stacks): 0.5 ms",
     ),
     **costmodel.ESTIMATES,
-    "gcp_sustained_gbps_per_vcpu": (
-        GCP_GBPS_PER_VCPU,
-        "GCP documents per-VM egress as about 2 Gbps per vCPU with a 10 Gbps floor for small "
-        "shapes; the floor is an 'up to' (burst), the per-vCPU rate is taken as sustained",
-    ),
+    **provider_estimates(),
 }
 
 
@@ -150,6 +145,10 @@ def _wire_per_request(work: Workload) -> float:
     )
 
 
+#: Bytes on the wire per request, the size mix and gzip applied [B] (an estimate).
+wire_bytes_per_request = _wire_per_request
+
+
 SERVICE_CV2 = (
     0.25,
     "estimate: the CPU time of one request of one size varies with a squared coefficient of "
@@ -206,55 +205,13 @@ def service_cv2(work: Workload, terms_by_size: Sequence[tuple[float, float]]) ->
     return SERVICE_CV2[0] + (var / mean**2 if mean > 0 else 0.0)
 
 
-@cache
-def _aws_burst() -> dict[str, float]:
-    path = CATALOG_DIR / "aws-network-burst.csv"
-    out: dict[str, float] = {}
-    try:
-        with path.open(newline="") as fh:
-            for r in csv.DictReader(fh):
-                try:
-                    out[r["instance_type"]] = float(r["burst_peak_gbps"])
-                except (KeyError, TypeError, ValueError):
-                    continue  # a size whose peak is not published
-    except FileNotFoundError:
-        pass
-    return out
-
-
 def network_gbps(inst: Instance, work: Workload) -> tuple[float, str]:
     """The bandwidth that caps this instance for this workload [Gbit/s], and why.
 
-    AWS and GCP are treated alike: ``baseline`` is what each sells as sustained (AWS: the
-    baseline; GCP: 2 Gbps per vCPU up to the VM's ceiling, an estimate of GCP's rule), and
-    ``burst`` the published "up to" peak (AWS: the burst column or
-    ``aws-network-burst.csv``; GCP: the per-VM egress ceiling). ``internet_facing`` applies
-    AWS's internet-gateway limit: 5 Gbps under 32 vCPUs, half the bandwidth from 32 up.
+    Each provider's rules live in its module (`sizing.catalog.providers`).
     """
-    if inst.provider == "gcp":
-        sustained = min(inst.network_gbps, GCP_GBPS_PER_VCPU * inst.vcpus)
-        peak = inst.network_burst_gbps or inst.network_gbps
-        how_base = (
-            f"GCP {sustained:g} Gbps sustained (2 Gbps per vCPU, an estimate, up to the "
-            f"{inst.network_gbps:g} Gbps egress ceiling)"
-        )
-    else:
-        sustained = inst.network_gbps
-        peak = inst.network_burst_gbps or _aws_burst().get(inst.instance_type, inst.network_gbps)
-        how_base = f"{inst.provider.upper()} {sustained:g} Gbps baseline"
-    if work.burst_network:
-        gbps = max(peak, sustained)
-        how = f"{inst.provider.upper()} {gbps:g} Gbps 'up to' peak (--network burst)"
-    else:
-        gbps, how = sustained, how_base
-    if work.internet_facing and inst.provider == "aws":
-        cap = AWS_INTERNET_GATEWAY_GBPS if inst.vcpus < 32 else gbps / 2.0
-        if cap < gbps:
-            gbps = cap
-            how += f", internet-facing: AWS internet gateway limit {cap:g} Gbps " + (
-                "(under 32 vCPUs)" if inst.vcpus < 32 else "(half the bandwidth at 32+ vCPUs)"
-            )
-    return gbps, how
+    result: tuple[float, str] = provider_of(inst).network_gbps(inst, work)
+    return result
 
 
 # ----------------------------------------------------------------------------- cloud model
@@ -297,6 +254,7 @@ def cloud_speed(plat: Platform, tpc: int, work: Workload) -> tuple[float, float,
     extra = CARRIED_CLASS_SD[0] if carried else 0.0
     known_cpu = not plat.platform_id.endswith("-default")
     speed, sd, kind, why = speed_for(cm, plat.platform_id, tpc, cls, known_cpu)
+    sd = cm.speed_sd(sd, cls, work.environment)
     within = cm.within_sd.get(cls, 0.0)
     spread = math.hypot(within, cm.between_source_sd, extra)
     vcpu = "a whole core" if tpc == 1 else "a hyper-thread"
@@ -363,6 +321,43 @@ def jwt_profile(
         f"{work.jwt.upper()} check on {plat.name}: {d.value:.0f} us per core (+-{d.rse:.0%}): "
         f"{d.source}",
     )
+    return replace(prof, coefficients=coefs)
+
+
+def crypto_profile(prof: CostProfile, plat: Platform, core: float) -> CostProfile:
+    """``prof`` with full-handshake costs from current OpenSSL figures for ``plat``.
+
+    `sizing.model.crypto.handshake_full_us` gives one full handshake's server CPU on one core
+    of the platform (a signature, a key agreement and a fixed part); multiplied by the core's
+    speed ``core`` [reference cores] it is on the reference core's scale, so dividing by a
+    vCPU's speed later gives the vCPU's cost (a hyper-thread's share included).
+    """
+    from sizing.model import crypto
+
+    pid = (
+        plat.platform_id
+        if plat.platform_id in crypto.ARCH
+        else ("ice_lake" if plat.arch == "x86_64" else "graviton3")
+    )
+    coefs = dict(prof.coefficients)
+    for name, key in (
+        ("handshake_full_rsa2048_us", "rsa2048"),
+        ("handshake_full_ecdsa_p256_us", "ecdsa_p256"),
+    ):
+        try:
+            d = crypto.handshake_full_us(_crypto_figures(), pid, key, core_speed=core)
+        except InputError:
+            continue
+        value = d.value * core
+        coefs[name] = Coefficient(
+            name,
+            value,
+            value * d.rse,
+            "us/handshake",
+            "none",
+            f"current OpenSSL on {plat.name}: {d.value:.0f} us per core (+-{d.rse:.0%}), "
+            f"x{core:.2f} reference cores per core: {d.source}",
+        )
     return replace(prof, coefficients=coefs)
 
 
@@ -460,6 +455,8 @@ def model_capacity(
     if tpc == 2:
         core *= 2.0 / (cloud_model().smt_gain["small_static"][0] if fitted else ht_nginx()[0])
     ref = jwt_profile(current_stack(reference_profile()), plat, work, core)
+    if work.protocol == "https" and math.isfinite(work.requests_per_connection):
+        ref = crypto_profile(ref, plat, core)
     prof = _matching_profile(plat, profiles)
     notes: list[str] = []
     if prof is not None:
@@ -547,18 +544,26 @@ def model_capacity(
         binding = "latency"
     else:
         binding = "network" if net < cpu_sla else "cpu"
-    terms = ", ".join(f"{k} {v:.2f}" for k, v in sorted(cost.terms.items(), key=lambda t: -t[1]))
+    # Each term's contribution [us per request], with the coefficient it comes from.
+    terms = ", ".join(
+        f"{k} {v:.2f} us"
+        + (f" ({cost.sources[k].value:.3g} {cost.sources[k].unit})" if k in cost.sources else "")
+        for k, v in sorted(cost.terms.items(), key=lambda t: -t[1])
+    )
     basis = [
         f"workload: {work.describe()}",
         f"CPU time per request {cost.us:.1f} us on "
         + (f"one worker of profile {used.name}" if prof is not None else "the reference core")
-        + f" (+-{cost.rel_sd:.0%}): {terms}",
+        + f" (+-{cost.rel_sd:.0%}), each coefficient times its amount: {terms}",
         *[
-            f"{c.name} = {c.value:.3g} {c.unit} (measured over {c.measured_over}): {c.source}"
+            f"{c.name} = {c.value:.3g} {c.unit}"
+            + (f" (measured over {c.measured_over})" if c.measured_over not in ("", "none") else "")
+            + f": {c.source}"
             for c in cost.sources.values()
         ],
         speed_line,
-        f"{inst.vcpus} workers x scaling efficiency {eff:.2f} (sigma {sigma:.2g}, fitted to the "
+        f"{inst.vcpus} worker{'' if inst.vcpus == 1 else 's'} x scaling efficiency {eff:.2f} "
+        f"(sigma {sigma:.2g}, fitted to the "
         "seed's worker counts; its 50-connection closed-loop cap is not carried)",
         *notes,
         f"estimate: SLA derating to {rho:.1%} of peak (M/G/1 per worker, service cv^2 "

@@ -118,6 +118,10 @@ class PlatformSpeed:
         Instance types measured on it (all sources).
     sources : list of str
         Source ids whose rows place it.
+    nginx_shift : float
+        Log shift from real-NGINX rows of the platform (stage 3 of `fit_cloud_model`).
+    nginx_types : int
+        Instance types of real-NGINX rows behind that shift.
     """
 
     platform_id: str
@@ -127,13 +131,21 @@ class PlatformSpeed:
     rel_sd: float
     instance_types: int
     sources: list[str]
+    nginx_shift: float = 0.0
+    nginx_types: int = 0
 
     @property
     def source(self) -> str:
         """What the speed rests on, in words."""
+        shift = (
+            f", moved x{math.exp(self.nginx_shift):.2f} to {self.nginx_types} real-NGINX "
+            "instance measurement(s) of it"
+            if self.nginx_types
+            else ""
+        )
         return (
             f"fitted to {self.instance_types} instance type(s) of published cloud measurements "
-            f"({', '.join(self.sources)}; data/cloud/measurements.csv)"
+            f"({', '.join(self.sources)}; data/cloud/measurements.csv){shift}"
         )
 
 
@@ -151,6 +163,9 @@ class EnvTerm:
         What it was fitted to, or ``estimate: ...``.
     n : int
         NGINX observations it was fitted to (0: derived or estimated).
+    anchored : bool
+        Fitted (directly or through another fitted environment) on the same anchor as the
+        platform speeds, so the anchor's error cancels in predictions.
     """
 
     environment: str
@@ -160,6 +175,7 @@ class EnvTerm:
     packet_stderr: float
     source: str
     n: int = 0
+    anchored: bool = False
 
 
 @dataclass
@@ -176,6 +192,20 @@ class CloudModel:
     fitted_on: list[str]
     held_out: list[str] = field(default_factory=list)
     levels: dict[str, float] = field(default_factory=dict)
+    anchor_sd: dict[str, float] = field(default_factory=dict)
+
+    def speed_sd(self, speed: PlatformSpeed | float, cls: str, environment: str) -> float:
+        """Log sd of a speed as used in ``environment``.
+
+        The fit's, plus the anchor's where the environment's level was not fitted to real
+        NGINX rows on the same anchor (there the anchor's error cancels: ``(C + E) / V`` does
+        not move with it).
+        """
+        sd = speed.rel_sd if isinstance(speed, PlatformSpeed) else float(speed)
+        env = self.environments.get(environment)
+        if env is None or not env.anchored:
+            sd = math.hypot(sd, self.anchor_sd.get(cls, ANCHOR_CLOCK[1]))
+        return sd
 
     @staticmethod
     def key(platform_id: str, threads_per_core: int, cls: str) -> str:
@@ -219,6 +249,7 @@ class CloudModel:
             "fitted_on": self.fitted_on,
             "held_out": self.held_out,
             "levels": self.levels,
+            "anchor_sd": self.anchor_sd,
         }
 
     @classmethod
@@ -237,6 +268,7 @@ class CloudModel:
             fitted_on=list(doc["fitted_on"]),
             held_out=list(doc.get("held_out", [])),
             levels={k: float(v) for k, v in doc.get("levels", {}).items()},
+            anchor_sd={k: float(v) for k, v in doc.get("anchor_sd", {}).items()},
         )
 
 
@@ -280,6 +312,8 @@ def catalog_threads_per_core() -> dict[str, int]:
 #: loopback and the kernel's shared locks dominate there (CPU time per request rises 2-100x
 #: from 16 to 192 vCPUs in the same family), which is the worker-scaling term's business.
 MAX_VCPUS = 16
+#: Platforms built on the same core as another (the NGINX shift of one carries to the other).
+SAME_CORE = {"graviton3e": "graviton3", "axion": "graviton4", "altra": "graviton2"}
 #: Residuals beyond this many robust sds (1.4826 x MAD) are screened out, then the fit is redone.
 OUTLIER_SDS = 3.5
 
@@ -457,6 +491,7 @@ def fit_cloud_model(
         raise InputError("cloud model: no anchor platform (Haswell to Cascade Lake) in the data")
     speeds: dict[str, PlatformSpeed] = {}
     levels: dict[str, float] = {}
+    anchor_sds: dict[str, float] = {}
     counts = train.groupby(["cpu_platform", "threads_per_core"])["instance_type"].nunique()
     srcs = train.groupby(["cpu_platform", "threads_per_core"])["source_id"].unique()
     anchor_core = known[anchor].core_speed if anchor in known else 1.0
@@ -470,6 +505,7 @@ def fit_cloud_model(
             base_b, base_se = speeds_rel[(anchor, 1)]
             anchor_v = anchor_core * ANCHOR_CLOCK[0]
             anchor_sd = ANCHOR_CLOCK[1]
+        anchor_sds[cls] = anchor_sd
         for (src, body, proto), a in raw_levels[cls].items():
             # t = L / V: the harness's CPU time per request on one reference core [us].
             levels[f"{src}|{body}|{proto}"] = math.exp(a - base_b) * anchor_v
@@ -480,7 +516,7 @@ def fit_cloud_model(
                 tpc,
                 cls,
                 anchor_v * math.exp(b - base_b),
-                math.hypot(se, base_se, anchor_sd) if (pid, tpc) != (anchor, 2) else anchor_sd,
+                math.hypot(se, base_se) if (pid, tpc) != (anchor, 2) else 0.0,
                 int(counts.get((pid, tpc), 0)),
                 sorted(str(s) for s in srcs.get((pid, tpc), [])),
             )
@@ -495,15 +531,57 @@ def fit_cloud_model(
         fitted_on=sorted(train["source_id"].unique()),
         held_out=sorted({*exclude_sources, *(f"platform:{p}" for p in exclude_platforms)}),
         levels=levels,
+        anchor_sd=anchor_sds,
     )
     model.environments = _environments(train, model)
+    # Stage 3: where real NGINX measured a platform, its speed follows NGINX, not the stand-in
+    # server (their platform ratios differ: Graviton2 and Ice Lake most). The shift is the
+    # mean log residual of the platform's NGINX rows, shrunk by n / (n + 1); the environment
+    # level is then refitted. Twice, as each moves the other a little.
+    for _ in range(2):
+        _shift_to_nginx(train, model)
+        model.environments = _environments(train, model)
     return model
+
+
+def _shift_to_nginx(train: pd.DataFrame, model: CloudModel) -> None:
+    """Move each platform's speed towards its real-NGINX rows (see `fit_cloud_model`)."""
+    from dataclasses import replace
+
+    resid: dict[str, list[tuple[str, float]]] = {}
+    r: Any
+    for r in train[(train["server"] == "nginx") & (train["environment"] != "")].itertuples():
+        key = CloudModel.key(str(r.cpu_platform), int(r.threads_per_core), str(r.wclass))
+        sp = model.speeds.get(key)
+        env = model.environments.get(str(r.environment))
+        if sp is None or env is None:
+            continue
+        level = reference_cost_us(float(r.body_bytes), str(r.protocol)) + env.request_us
+        pred = level / sp.speed
+        resid.setdefault(key, []).append((str(r.instance_type), math.log(pred / float(r.t_us))))
+    shifts: dict[str, tuple[float, int]] = {}
+    for key, rows in resid.items():
+        n = len({inst for inst, _ in rows})
+        shifts[key] = float(np.mean([x for _, x in rows])) * n / (n + 1.0), n
+    # A platform with the same core takes the shift of one NGINX measured (where it has none).
+    for key in list(model.speeds):
+        pid, tpc, cls = key.split("|")
+        twin = CloudModel.key(SAME_CORE.get(pid, ""), int(tpc), cls)
+        if key not in shifts and twin in shifts:
+            shifts[key] = shifts[twin]
+    for key, (shift, n) in shifts.items():
+        sp = model.speeds[key]
+        model.speeds[key] = replace(
+            sp,
+            speed=sp.speed * math.exp(shift),
+            nginx_shift=sp.nginx_shift + shift,
+            nginx_types=n,
+        )
 
 
 def _environments(train: pd.DataFrame, model: CloudModel) -> dict[str, EnvTerm]:
     """Stage 2: each environment's extra CPU time per request, from real NGINX rows."""
     extra: dict[str, list[float]] = {}
-    rel_err: dict[str, list[float]] = {}
     srcs: dict[str, set[str]] = {}
     r: Any
     for r in train[(train["server"] == "nginx") & (train["environment"] != "")].itertuples():
@@ -512,7 +590,6 @@ def _environments(train: pd.DataFrame, model: CloudModel) -> dict[str, EnvTerm]:
             continue
         cost = reference_cost_us(float(r.body_bytes), str(r.protocol))
         extra.setdefault(str(r.environment), []).append(float(r.t_us) * sp.speed - cost)
-        rel_err.setdefault(str(r.environment), []).append(float(r.t_us) * sp.speed * sp.rel_sd)
         srcs.setdefault(str(r.environment), set()).add(str(r.source_id))
     out: dict[str, EnvTerm] = {
         "bare-metal": EnvTerm(
@@ -528,18 +605,17 @@ def _environments(train: pd.DataFrame, model: CloudModel) -> dict[str, EnvTerm]:
         v = np.asarray(values)
         med = float(np.median(v))
         se_fit = 1.2533 * float(np.std(v, ddof=1)) / math.sqrt(len(v)) if len(v) > 1 else med
-        # The anchor's error moves every observation together: it does not shrink with n.
-        se_anchor = float(np.median(rel_err[env]))
         out[env] = EnvTerm(
             env,
             med,
-            math.hypot(se_fit, se_anchor),
+            se_fit,
             VM_PACKET_US[0],
             VM_PACKET_US[1],
             f"fitted: median over {len(v)} NGINX instance measurement(s) of "
             f"{', '.join(sorted(srcs[env]))} of (CPU time per request x vCPU speed - the "
             f"reference cost); per packet: {VM_PACKET_US[2]}",
             len(v),
+            True,
         )
     k, k_sd, k_why = K8S_EXTRA_US
     if "vm" not in out and "kubernetes" in out:
@@ -551,6 +627,8 @@ def _environments(train: pd.DataFrame, model: CloudModel) -> dict[str, EnvTerm]:
             VM_PACKET_US[0],
             VM_PACKET_US[1],
             f"the kubernetes term less the pod network path ({k_why}); kubernetes: {kube.source}",
+            0,
+            True,
         )
     if "kubernetes" not in out and "vm" in out:
         vm = out["vm"]
@@ -561,6 +639,8 @@ def _environments(train: pd.DataFrame, model: CloudModel) -> dict[str, EnvTerm]:
             vm.packet_us,
             vm.packet_stderr,
             f"the vm term plus the pod network path ({k_why}); vm: {vm.source}",
+            0,
+            vm.anchored,
         )
     if "vm" not in out:
         out["vm"] = EnvTerm(
@@ -701,8 +781,11 @@ def predict(model: CloudModel, obs: pd.DataFrame) -> pd.DataFrame:
     for r in obs.itertuples():
         cls = str(r.wclass)
         v, v_sd, kind, _ = speed_for(model, str(r.cpu_platform), int(r.threads_per_core), cls)
-        spread = math.hypot(v_sd, model.within_sd.get(cls, 0.0), model.between_source_sd)
         key = f"{r.source_id}|{r.body_bytes}|{r.protocol}"
+        # A harness level fitted on the anchor, or an environment fitted on it: no anchor sd.
+        env_name = str(r.environment) if key not in model.levels else "bare-metal"
+        v_sd = model.speed_sd(v_sd, cls, env_name) if key not in model.levels else v_sd
+        spread = math.hypot(v_sd, model.within_sd.get(cls, 0.0), model.between_source_sd)
         if key in model.levels:
             level, level_sd, ok = model.levels[key], 0.0, True
         elif r.server == "nginx" and r.environment in model.environments:

@@ -57,7 +57,9 @@ WORKLOAD_CLASSES = ("small_static", "large_static", "tls_handshake", "proxy", "a
 PROTOCOLS = ("http", "https")
 CLIENT_PLACEMENTS = ("same_vm", "separate_vm", "separate_host")
 CONTAINER = ("yes", "no")
-SERVERS = ("nginx", "nginx_plus", "binserve")
+#: Servers measured: NGINX itself, or a labelled comparable event-driven server (binserve, a
+#: Rust static server; APISIX, an API gateway built on OpenResty, i.e. NGINX with LuaJIT).
+SERVERS = ("nginx", "nginx_plus", "binserve", "apisix")
 #: Sane range of each metric's value: (low, high, unit); checked at load.
 METRIC_RANGES: dict[str, tuple[float, float, str]] = {
     "rps": (1.0, 1e8, "requests/s"),

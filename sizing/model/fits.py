@@ -12,6 +12,7 @@ from sizing.model import curves
 from sizing.model.capacity import REFERENCE_LINK_GBPS, bytes_per_response
 from sizing.model.datasets import reference_series
 from sizing.paths import FITS_PATH
+from trialtable.files import write_atomic
 
 PLATEAU_MODELS = ("linear_plateau", "smooth_plateau", "power_plateau")
 #: A per-series plateau at >= 85% of the 80 Gbps test link is taken as the link, not the CPU.
@@ -107,7 +108,7 @@ def precompute(path: str | Path = FITS_PATH, name: str = "nginx-web-server") -> 
         "generated_by": "python -m sizing precompute",
         "series": fit_reference(name, compare=False),
     }
-    p.write_text(json.dumps(stored_digits(finite_json(doc)), indent=1, sort_keys=True) + "\n")
+    write_atomic(p, json.dumps(stored_digits(finite_json(doc)), indent=1, sort_keys=True) + "\n")
     return p
 
 
@@ -463,7 +464,7 @@ def precompute_cost_model(path: str | Path | None = None) -> Path:
     p = Path(path) if path is not None else COST_MODEL_PATH
     p.parent.mkdir(parents=True, exist_ok=True)
     doc = cost_model_doc(fit_cost_model(seed_points()))
-    p.write_text(json.dumps(finite_json(doc), indent=1, sort_keys=True) + "\n")
+    write_atomic(p, json.dumps(finite_json(doc), indent=1, sort_keys=True) + "\n")
     return p
 
 
@@ -516,5 +517,5 @@ def precompute_platforms(path: str | Path | None = None) -> Path:
         "meaning": "NGINX work of a core's two hyper-threads over one thread, fitted so the "
         "capacity model reproduces seed 000's T2A/N2 ratio at its workload",
     }
-    p.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    write_atomic(p, json.dumps(doc, indent=1, sort_keys=True) + "\n")
     return p

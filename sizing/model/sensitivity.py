@@ -28,6 +28,7 @@ from sizing.model import capacity as _capacity
 from sizing.model.capacity import Capacity
 from sizing.model.costmodel import Coefficient, cpu_us_per_request, reference_profile
 from sizing.model.platforms import Platform, platform_of
+from sizing.model.workload import Workload
 
 # The module, not the function `sizing.fleet.recommend` that the package exports under that name.
 _recommend = importlib.import_module("sizing.fleet.recommend")
@@ -132,18 +133,23 @@ class Sensitivity:
 
 
 def cost_at_confidence(rec: Recommendation) -> tuple[float, str]:
-    """Cheapest hourly cost at the recommendation's confidence [USD/h] and that fleet."""
-    best: tuple[float, str] | None = None
+    """The cheapest fleet at the recommendation's confidence and its compute cost [USD/h].
+
+    Fleets rank as the options do, with the month's egress (`Option.egress_monthly_usd`, the
+    same for every type of one provider and region); the cost returned is the instances'.
+    """
+    best: tuple[float, float, str] | None = None
     for o in rec.options:
         n = o.count_at_confidence
         if n is None:
             continue
         cost = n * o.unit_price_usd_hour
-        if best is None or cost < best[0]:
-            best = (cost, f"{n} x {o.capacity.instance.instance_type}")
+        total = cost + o.egress_monthly_usd / 730.0
+        if best is None or total < best[0]:
+            best = (total, cost, f"{n} x {o.capacity.instance.instance_type}")
     if best is None:
         raise Infeasible("no option keeps the headroom at the confidence")
-    return best
+    return best[1], best[2]
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -179,6 +185,21 @@ def _platform_speed(platform_id: str, v: float) -> contextlib.AbstractContextMan
         return replace(plat, core_speed=v) if plat.platform_id == platform_id else plat
 
     return _patched("platform_of", moved)
+
+
+@contextlib.contextmanager
+def _cloud_speed_set(platform_id: str, base: float, v: float) -> Iterator[None]:
+    """The fitted per-vCPU speed of one platform scaled to ``v`` (from ``base``)."""
+    original = _capacity.cloud_speed
+
+    def moved(plat: Platform, tpc: int, work: Workload) -> tuple[float, float, str] | None:
+        got = original(plat, tpc, work)
+        if got is None or plat.platform_id != platform_id:
+            return got
+        return got[0] * v / base, got[1], got[2]
+
+    with _patched("cloud_speed", moved):
+        yield
 
 
 @contextlib.contextmanager
@@ -271,7 +292,31 @@ def uncertain_inputs(
         if o.capacity.measured == "own":
             continue
         plat = platform_of(o.capacity.instance)
-        if plat.platform_id in seen or plat.core_speed_high <= plat.core_speed_low:
+        if plat.platform_id in seen:
+            continue
+        fitted = (
+            None
+            if work.gzip >= _capacity.GZIP_BOUND
+            else _capacity.cloud_speed(plat, plat.threads_per_core, work)
+        )
+        if fitted is not None:
+            seen.add(plat.platform_id)
+            speed, sd, why = fitted
+            out.append(
+                UncertainInput(
+                    key=f"platform:{plat.platform_id}",
+                    label=f"{plat.name} speed per vCPU",
+                    kind="published" if "fitted" in why else "estimate",
+                    low=speed * math.exp(-1.96 * sd),
+                    high=speed * math.exp(1.96 * sd),
+                    value=speed,
+                    unit="x reference core",
+                    source=why,
+                    apply=partial(_cloud_speed_set, plat.platform_id, speed),
+                )
+            )
+            continue
+        if plat.core_speed_high <= plat.core_speed_low:
             continue
         seen.add(plat.platform_id)
         out.append(
@@ -371,6 +416,8 @@ def sensitivity(
                         pricing=rec.rules.pricing,
                         spot_reserve=rec.rules.spot_reserve,
                         sort=rec.sort,
+                        clients=rec.traffic.get("clients", "internet"),
+                        include_families=rec.include_families,
                     )
                     ends.append(cost_at_confidence(r))
                 except Infeasible:

@@ -15,6 +15,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from sizing.units import fmt_usd_small
+from trialtable.output import csv_cell
+
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
@@ -94,6 +97,15 @@ def render_mix(mix: dict[str, Any]) -> list[str]:
     return out
 
 
+def _sizes(w: dict[str, Any]) -> str:
+    """The response size, or the size mix with each size's share: "1,024 B (70%), ..."."""
+    mix = w.get("size_mix") or []
+    if len(mix) > 1:
+        total = sum(float(share) for _, share in mix) or 1.0
+        return ", ".join(f"{int(b):,} B ({float(share) / total:.0%})" for b, share in mix)
+    return f"{w['file_bytes']:,} B"
+
+
 def render_recommendation(doc: dict[str, Any], top: int) -> str:
     """Human-readable recommendation: the decision, options, vCPUs by family, what it rests on."""
     w = doc["workload"]
@@ -112,7 +124,7 @@ def render_recommendation(doc: dict[str, Any], top: int) -> str:
     )
     out = [
         f"Target {doc['target_rps']:,.0f} RPS, p99 <= {doc['sla_p99_ms']:g} ms, "
-        f"{w['scenario']} {w['protocol'].upper()} {w['file_bytes']:,} B responses, {rules}",
+        f"{w['scenario']} {w['protocol'].upper()} {_sizes(w)} responses, {rules}",
         "regions: "
         + (
             clean(", ".join(doc.get("regions", [])))
@@ -121,6 +133,15 @@ def render_recommendation(doc: dict[str, Any], top: int) -> str:
         ),
         "",
     ]
+    t = doc.get("traffic") or {}
+    if t:
+        out.insert(
+            -1,
+            f"traffic: {t['gbps']:,.1f} Gbps, {t['monthly_gib'] / 1024:,.0f} TiB/month to "
+            + ("clients on the internet" if t["clients"] == "internet" else "clients in the VPC")
+            + f" ({clean(t['basis'])})",
+        )
+    out[-1:-1] = [f"note: {clean(n)}" for n in doc.get("notes", [])]
     dec = doc.get("decision")
     if dec:
         out += [*(clean(x) for x in _wrap(dec["text"])), ""]
@@ -134,6 +155,7 @@ def render_recommendation(doc: dict[str, Any], top: int) -> str:
             if sort == "cost-at-confidence"
             else "hourly cost at the point estimate"
         )
+        + (", egress included" if doc.get("traffic") else "")
         + ":"
     )
     rows = []
@@ -151,7 +173,11 @@ def render_recommendation(doc: dict[str, Any], top: int) -> str:
                 f"{o['utilization_at_target']:.0%}",
                 f"{o['hourly_cost_usd']:.3f}",
                 f"{o['monthly_cost_usd']:,.0f}",
-                f"{o['usd_per_billion_requests']:.3f}",
+                "-" if o.get("egress_monthly_usd") is None else f"{o['egress_monthly_usd']:,.0f}",
+                f"{o.get('total_monthly_usd', o['monthly_cost_usd']):,.0f}",
+                fmt_usd_small(
+                    o.get("usd_per_million_requests", o["usd_per_billion_requests"] / 1e3)
+                ).lstrip("$"),
                 o["binding_constraint"] + {"own": "*", "carried": "+"}.get(o["measured"], ""),
                 f"{o['p_meets_target']:.0%}",
                 str(o["count_at_confidence"] or "-"),
@@ -171,17 +197,21 @@ def render_recommendation(doc: dict[str, Any], top: int) -> str:
                 "RPS/inst",
                 "util",
                 "$/hour",
-                "$/month",
-                "$/1e9 req",
+                "compute $/mo",
+                "egress $/mo",
+                "total $/mo",
+                "$/M req",
                 "binds",
                 "P(meet)",
                 f"n@{conf}",
                 f"$/h@{conf}",
             ],
             rows,
-            {0, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14},
+            {0, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15, 16},
         )
     )
+    if doc.get("growth") and doc["options"] and doc["options"][0].get("growth_text"):
+        out.append(f"growth (option 1): {clean(doc['options'][0]['growth_text'])}")
     if zones > 1 and doc["options"]:
         o = doc["options"][0]
         out.append(
@@ -213,7 +243,10 @@ def render_recommendation(doc: dict[str, Any], top: int) -> str:
         f"{'fits and repeats' if m else 'coefficient errors and platform speed ranges'}); "
         f"n@{conf}: count that keeps the headroom with that probability"
     )
-    out += ["", "vCPUs needed by family (cheapest size; fewest vCPUs over sizes):"]
+    out += [
+        "",
+        "vCPUs needed by family, in the options' order (its best size; fewest vCPUs over sizes):",
+    ]
     fam_rows = [
         [
             f["family"],
@@ -323,5 +356,5 @@ def to_csv(rows: list[dict[str, Any]]) -> str:
         ]
         writer = csv.DictWriter(buf, fieldnames=list(flat[0]), lineterminator="\n")
         writer.writeheader()
-        writer.writerows(flat)
+        writer.writerows({k: csv_cell(v) for k, v in r.items()} for r in flat)
     return buf.getvalue()

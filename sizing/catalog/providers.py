@@ -1,0 +1,184 @@
+"""The registry of cloud providers: one module per provider in `sizing.catalog`.
+
+A provider module (for example `sizing.catalog.aws`, `sizing.catalog.gcp`) defines every
+name of `CONTRACT`:
+
+``NAME`` : str
+    The ``provider`` value of its catalog rows (lower case).
+``TITLE`` : str
+    The provider's name for people.
+``DEFAULT_REGIONS`` : tuple of str
+    Regions compared when the user names none.
+``UPSTREAM`` : str
+    The public files its build reads.
+``ESTIMATES`` : dict of str to (float, str)
+    Its model constants that are estimates, with their reasoning.
+``build(folder, burst_table=None) -> BuildResult``
+    Catalog rows from the folder of its public files (`sizing.catalog.rows`).
+``network_gbps(inst, work) -> (float, str)``
+    The bandwidth that caps one instance for one workload [Gbit/s], and why.
+``egress_rows(folder) -> list of dict``
+    Its rows of ``data/catalog/egress.csv`` (`sizing.catalog.rows.EGRESS_COLUMNS`).
+``SPECIAL_FAMILIES`` : dict of str to str
+    For each group of `FAMILY_GROUPS` it sells, a regular expression of its family names.
+
+Adding a provider is one new module here plus its data: every module of the package that is
+not in `NOT_PROVIDERS` is a provider and is checked against the contract when first loaded.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from collections.abc import Iterable
+from functools import cache
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from sizing.errors import InputError
+
+if TYPE_CHECKING:
+    from sizing.catalog.load import Instance
+    from sizing.model.workload import Workload
+
+#: Modules of `sizing.catalog` that are not providers.
+NOT_PROVIDERS = frozenset({"build", "egress", "load", "providers", "rows"})
+#: Every name a provider module must define.
+CONTRACT = (
+    "NAME",
+    "TITLE",
+    "DEFAULT_REGIONS",
+    "UPSTREAM",
+    "ESTIMATES",
+    "build",
+    "network_gbps",
+    "egress_rows",
+    "SPECIAL_FAMILIES",
+)
+#: Families people do not put in front of web clients, left out unless asked for, and why.
+FAMILY_GROUPS = {
+    "hpc": "HPC types are sold for tightly coupled MPI jobs (few large sizes, few regions)",
+    "gpu": "the price pays for GPUs NGINX does not use",
+    "accelerator": "the price pays for FPGAs or ML chips (Inferentia, Trainium) NGINX does not use",
+    "metal": "a bare-metal host: the CPUs of the largest virtual size, minutes to boot",
+    "one-size": "a single shape of 32+ vCPUs (memory databases, previous generations), not a "
+    "size to scale a web tier out with",
+}
+#: A family with one size of at least this many vCPUs is a one-size special type.
+ONE_SIZE_MIN_VCPUS = 32
+
+
+def missing(module: ModuleType) -> list[str]:
+    """The names of `CONTRACT` that ``module`` does not define (or not callable ones)."""
+    out = [name for name in CONTRACT if not hasattr(module, name)]
+    out += [
+        name
+        for name in ("build", "network_gbps", "egress_rows")
+        if hasattr(module, name) and not callable(getattr(module, name))
+    ]
+    return out
+
+
+@cache
+def providers() -> dict[str, ModuleType]:
+    """Every provider module by its ``NAME``, in name order."""
+    import sizing.catalog as package
+
+    found: dict[str, ModuleType] = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name in NOT_PROVIDERS or info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"sizing.catalog.{info.name}")
+        lacking = missing(module)
+        if lacking:
+            raise TypeError(f"provider module {module.__name__} lacks {', '.join(lacking)}")
+        found[module.NAME] = module
+    return dict(sorted(found.items()))
+
+
+def names() -> tuple[str, ...]:
+    """The providers' names."""
+    return tuple(providers())
+
+
+def get(name: str) -> ModuleType:
+    """The provider module called ``name``, or InputError."""
+    try:
+        return providers()[name]
+    except KeyError:
+        raise InputError(f"unknown provider {name!r}; known: {', '.join(providers())}") from None
+
+
+class _Published:
+    """Network rules of a provider without a module (rows from a user's catalog).
+
+    The row's own numbers: its baseline sustained, its burst column the "up to" peak.
+    """
+
+    NAME = "other"
+    ESTIMATES: ClassVar[dict[str, tuple[float, str]]] = {}
+
+    @staticmethod
+    def network_gbps(inst: Instance, work: Workload) -> tuple[float, str]:
+        """The row's baseline [Gbit/s], or its burst peak with ``--network burst``."""
+        name = inst.provider.upper()
+        if work.burst_network and inst.network_burst_gbps:
+            gbps = max(inst.network_burst_gbps, inst.network_gbps)
+            return gbps, f"{name} {gbps:g} Gbps 'up to' peak (--network burst)"
+        return inst.network_gbps, f"{name} {inst.network_gbps:g} Gbps baseline"
+
+
+PUBLISHED = _Published()
+
+
+def provider_of(inst: Instance) -> Any:
+    """The provider module of one catalog row; `PUBLISHED` rules for a provider without one."""
+    return providers().get(inst.provider, PUBLISHED)
+
+
+def default_regions() -> tuple[str, ...]:
+    """Every provider's default regions, in provider order."""
+    return tuple(r for m in providers().values() for r in m.DEFAULT_REGIONS)
+
+
+def family_group(inst: Instance) -> str:
+    """The group of `FAMILY_GROUPS` the instance's family belongs to by name ('' for none)."""
+    if ".metal" in inst.instance_type or inst.instance_type.endswith("-metal"):
+        return "metal"
+    module = providers().get(inst.provider)
+    for group, pattern in getattr(module, "SPECIAL_FAMILIES", {}).items():
+        if re.match(pattern, inst.family):
+            return str(group)
+    return ""
+
+
+def family_groups(instances: Iterable[Instance]) -> dict[tuple[str, str, str], str]:
+    """The group of every instance in a special group, by `Instance.key`.
+
+    One-size: a family of which ``instances`` hold a single size, of at least
+    `ONE_SIZE_MIN_VCPUS` vCPUs, in every region they hold it.
+    """
+    items = list(instances)
+    sizes: dict[tuple[str, str], set[str]] = {}
+    for i in items:
+        sizes.setdefault((i.provider, i.family), set()).add(i.instance_type)
+    out = {}
+    for i in items:
+        group = family_group(i)
+        if not group and len(sizes[i.provider, i.family]) == 1 and i.vcpus >= ONE_SIZE_MIN_VCPUS:
+            group = "one-size"
+        if group:
+            out[i.key] = group
+    return out
+
+
+def estimates() -> dict[str, tuple[float, str]]:
+    """Every provider's estimates, by name."""
+    return {k: v for m in providers().values() for k, v in m.ESTIMATES.items()}
+
+
+def network_gbps(inst: Instance, work: Workload) -> tuple[float, str]:
+    """The bandwidth that caps ``inst`` for ``work`` [Gbit/s], and why, by its provider."""
+    result: tuple[float, str] = provider_of(inst).network_gbps(inst, work)
+    return result

@@ -1,0 +1,614 @@
+"""Kubernetes output: a Deployment, a PodDisruptionBudget and an HPA, and the node type.
+
+One pod is one NGINX with ``pod_cpus`` workers, sized by the same cost model as a VM, with
+the workload's ``environment`` set to ``kubernetes``. For every candidate node type (the
+catalog rows a request selects):
+
+- the pod's capacity under the SLA on that node's CPU platform (a pod of ``pod_cpus``
+  vCPUs), and its target RPS with the headroom kept;
+- the CPU request: the CPU the pod uses at its target RPS (CPU time per request: the pod's
+  CPUs at the SLA utilisation over its RPS under the SLA, times the target RPS), rounded up
+  to a millicore;
+  the CPU limit: ``pod_cpus`` (one worker per CPU); memory: `POD_MEMORY_MIB` (an estimate),
+  request equal to limit;
+- replicas: the fewest pods whose survivors (zone loss, failures) carry the target, spread
+  evenly over the zones; the PodDisruptionBudget keeps the pods that carry the target with
+  the headroom (``minAvailable``);
+- the HPA's target CPU utilisation: the CPU at the load where p99 meets the SLA (the model's
+  SLA utilisation, `sizing.model.capacity.sla_utilization`, or a run's measured curve of
+  server CPU against RPS) over the CPU request, in percent;
+- packing: pods per node from the node's allocatable CPU and memory (the reservations of
+  `reserved_cpu` and `reserved_memory_gib`, published by GKE and AKS) against the pods'
+  requests, at most `MAX_PODS_PER_NODE`, and the node's network capacity; nodes per zone
+  rounded up; the node type whose nodes cost least wins.
+
+Names (the app, the namespace) must be RFC 1123 labels and are refused otherwise; a node type
+whose name is not a valid label value is left out (it could not be a node selector).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from sizing.catalog.load import Instance
+from sizing.errors import Infeasible, InputError
+from sizing.fleet.recommend import (
+    FleetRules,
+    capacities,
+    count_for,
+    min_instances,
+    p_meet,
+    per_zone,
+    usd_per_million,
+)
+from sizing.model.capacity import Capacity
+from sizing.model.costmodel import CostProfile
+from sizing.model.workload import Workload
+from sizing.units import fmt_usd_small
+
+#: Estimate: memory of one NGINX pod [MiB]: the master and a worker with their buffers,
+#: connection structures for a few thousand connections and the open-file cache, about 20 MiB
+#: each in resident memory, doubled for peaks, plus 64 MiB for the container's page cache.
+POD_MEMORY_BASE_MIB = 64
+POD_MEMORY_PER_WORKER_MIB = 32
+#: The default largest pod count per node (Kubernetes' documented default ``maxPods``).
+MAX_PODS_PER_NODE = 110
+#: Estimate: CPU the node's own daemons (kube-proxy, CNI, logging agent) request [cores].
+DAEMONSET_CPU = 0.2
+#: Estimate: memory those daemons request [GiB].
+DAEMONSET_MEMORY_GIB = 0.4
+#: Kubelet's hard eviction threshold held back from allocatable memory [GiB].
+EVICTION_MEMORY_GIB = 0.1
+SOURCES = {
+    "reserved": "GKE 'Node allocatable' (cloud.google.com/kubernetes-engine/docs/concepts/"
+    "plan-node-sizes) and AKS 'Resource reservations': CPU 6% of the first core, 1% of the "
+    "next, 0.5% of the next 2, 0.25% above 4; memory 25% of the first 4 GiB, 20% of the next "
+    "4, 10% of the next 8, 6% of the next 112, 2% above",
+    "memory": f"estimate: {POD_MEMORY_BASE_MIB} MiB + {POD_MEMORY_PER_WORKER_MIB} MiB per worker",
+    "daemonsets": f"estimate: node daemons request {DAEMONSET_CPU:g} CPU and "
+    f"{DAEMONSET_MEMORY_GIB:g} GiB",
+    "max_pods": f"Kubernetes default maxPods {MAX_PODS_PER_NODE}",
+}
+
+_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
+_IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]{0,254}$")
+
+
+def check_name(value: str, what: str) -> str:
+    """``value`` if it is an RFC 1123 label (lower-case letters, digits, '-', <= 63)."""
+    if not isinstance(value, str) or not _LABEL.match(value):
+        raise InputError(
+            f"{what} {str(value)[:70]!r} is not a Kubernetes name (RFC 1123 label: lower-case "
+            "letters, digits and '-', starting and ending with a letter or digit, at most 63)"
+        )
+    return value
+
+
+def check_image(value: str) -> str:
+    """A container image reference (registry/name:tag or @digest), or InputError."""
+    if not isinstance(value, str) or not _IMAGE.match(value):
+        raise InputError(f"image {str(value)[:70]!r} is not a container image reference")
+    return value
+
+
+def reserved_cpu(vcpus: float) -> float:
+    """CPU a managed node keeps for the system (GKE and AKS's published tiers) [cores]."""
+    tiers = ((1, 0.06), (1, 0.01), (2, 0.005), (math.inf, 0.0025))
+    left, out = float(vcpus), 0.0
+    for size, share in tiers:
+        take = min(left, size)
+        out += take * share
+        left -= take
+        if left <= 0:
+            break
+    return out
+
+
+def reserved_memory_gib(memory_gib: float) -> float:
+    """Memory a managed node keeps for the system (GKE and AKS's published tiers) [GiB]."""
+    tiers = ((4, 0.25), (4, 0.20), (8, 0.10), (112, 0.06), (math.inf, 0.02))
+    left, out = float(memory_gib), 0.0
+    for size, share in tiers:
+        take = min(left, size)
+        out += take * share
+        left -= take
+        if left <= 0:
+            break
+    return out
+
+
+@dataclass
+class NodeFit:
+    """One node type's answer: the pod on its CPU, how many fit, and what the nodes cost."""
+
+    node: Instance
+    pod: Capacity
+    node_cap: Capacity
+    pod_target_rps: float
+    cpu_request: float
+    cpu_at_sla: float
+    memory_mib: int
+    replicas: int
+    min_available: int
+    pods_per_node: int
+    limited_by: str
+    nodes: int
+    nodes_per_zone: list[int]
+    price: float
+    p_meet: float
+
+    @property
+    def hourly_cost_usd(self) -> float:
+        """Hourly cost of the nodes [USD/h]."""
+        return self.nodes * self.price
+
+    def row(self, target_rps: float) -> dict[str, Any]:
+        """JSON-ready summary."""
+        n = self.node
+        return {
+            "node_type": n.instance_type,
+            "provider": n.provider,
+            "region": n.region,
+            "node_vcpus": n.vcpus,
+            "node_memory_gib": n.memory_gib,
+            "pods_per_node": self.pods_per_node,
+            "pods_per_node_limited_by": self.limited_by,
+            "nodes": self.nodes,
+            "nodes_per_zone": self.nodes_per_zone,
+            "replicas": self.replicas,
+            "pod_rps_under_sla": self.pod.cpu_sla_rps,
+            "pod_sla_utilization": self.pod.max_utilization,
+            "pod_target_rps": self.pod_target_rps,
+            "cpu_request_cores": self.cpu_request,
+            "hourly_cost_usd": self.hourly_cost_usd,
+            "monthly_cost_usd": self.hourly_cost_usd * 730.0,
+            "usd_per_million_requests": usd_per_million(self.hourly_cost_usd, target_rps),
+            "p_meets_target": self.p_meet,
+        }
+
+
+def measured_cpu_ratio(
+    rows: Sequence[dict[str, Any]], pod_cpus: int, sla_p99_ms: float, headroom: float
+) -> tuple[float, str] | None:
+    """From a run's trials: CPU at the SLA load over CPU at the target load (headroom kept).
+
+    The trials of the vCPU count nearest ``pod_cpus`` (valid, with server CPU recorded),
+    ordered by RPS; the SLA load is the highest RPS whose p99 is within ``sla_p99_ms``; the
+    server CPU at ``(1 - headroom)`` of it is interpolated linearly along RPS (from 0 at 0).
+
+    Returns
+    -------
+    (ratio, source) or None
+        None when no trial met the SLA.
+    """
+    good = [
+        r
+        for r in rows
+        if r.get("valid")
+        and r.get("rps")
+        and r.get("server_cpu_pct") is not None
+        and r.get("latency_p99_ms") is not None
+    ]
+    if not good:
+        return None
+    vcpus = min({int(r["vcpus"]) for r in good}, key=lambda v: (abs(v - pod_cpus), v))
+    pts = sorted(
+        (float(r["rps"]), float(r["server_cpu_pct"]) / 100.0, float(r["latency_p99_ms"]), r)
+        for r in good
+        if int(r["vcpus"]) == vcpus
+    )
+    ok = [p for p in pts if p[2] <= sla_p99_ms]
+    if not ok:
+        return None
+    sla_rps, sla_cpu, _, best = max(ok, key=lambda p: p[0])
+    want = sla_rps * (1.0 - headroom)
+    curve = [(0.0, 0.0)] + [(x, c) for x, c, _, _ in pts if x <= sla_rps]
+    cpu = sla_cpu
+    for (x0, c0), (x1, c1) in itertools.pairwise(curve):
+        if x0 <= want <= x1:
+            cpu = c0 if x1 == x0 else c0 + (c1 - c0) * (want - x0) / (x1 - x0)
+            break
+    if cpu <= 0:
+        return None
+    src = (
+        f"run {best['run_id']}: {vcpus} vCPU(s), p99 within {sla_p99_ms:g} ms up to "
+        f"{sla_rps:,.0f} RPS at {sla_cpu:.2f} CPU; {cpu:.2f} CPU at {want:,.0f} RPS "
+        "(interpolated along the measured curve)"
+    )
+    return sla_cpu / cpu, src
+
+
+def _same_workload(row: dict[str, Any], work: Workload) -> bool:
+    """Whether a trial measured ``work``: scenario, protocol, HTTP version and body size."""
+    return (
+        row.get("scenario") == work.scenario
+        and row.get("protocol") == work.protocol
+        and str(row.get("http_version") or "1.1") == work.http_version
+        and row.get("file_bytes") == work.file_bytes
+        and not row.get("simulated")
+    )
+
+
+def fit_nodes(
+    target_rps: float,
+    nodes: Sequence[Instance],
+    work: Workload,
+    rules: FleetRules,
+    pod_cpus: int = 2,
+    evidence: Any = None,
+    profiles: Sequence[CostProfile] = (),
+) -> tuple[list[NodeFit], list[dict[str, Any]]]:
+    """Every node type's fit for the target, cheapest first, and the types left out."""
+    work = replace(work, environment="kubernetes")
+    fits: list[NodeFit] = []
+    excluded: list[dict[str, Any]] = []
+    memory_mib = POD_MEMORY_BASE_MIB + POD_MEMORY_PER_WORKER_MIB * pod_cpus
+    candidates = []
+    for n in nodes:
+        why = ""
+        if n.burstable:
+            why = "burstable CPU"
+        elif n.price(rules.pricing) is None:
+            why = f"no {rules.pricing} price"
+        elif not _LABEL_VALUE.match(n.instance_type):
+            why = "its name is not a Kubernetes label value (no node selector can name it)"
+        elif n.vcpus < pod_cpus:
+            why = f"{n.vcpus} vCPU(s): fewer than a pod's {pod_cpus}"
+        if why:
+            excluded.append({"node_type": n.instance_type, "region": n.region, "reason": why})
+        else:
+            candidates.append(n)
+    pod_shapes = [replace(n, vcpus=pod_cpus) for n in candidates]
+    node_caps = capacities(candidates, work, evidence, profiles)
+    pod_caps = capacities(pod_shapes, work, evidence, profiles)
+    for n, node_cap, pod in zip(candidates, node_caps, pod_caps, strict=True):
+        price = n.price(rules.pricing)
+        assert price is not None
+        if pod.cpu_sla_rps <= 0 or pod.cpu_peak_rps <= 0:
+            excluded.append(
+                {"node_type": n.instance_type, "region": n.region, "reason": "misses the SLA"}
+            )
+            continue
+        # A pod whose CPU would carry more than the node's NIC gets the NIC's share.
+        net_usable = node_cap.network_rps * (1.0 - rules.headroom)
+        target_pod = min(pod.cpu_sla_rps * (1.0 - rules.headroom), net_usable)
+        if not target_pod > 0:
+            excluded.append(
+                {"node_type": n.instance_type, "region": n.region, "reason": "no network"}
+            )
+            continue
+        # The pod runs at the SLA utilisation of its CPUs at its SLA load (measured evidence
+        # moves the load, not the utilisation).
+        cores_per_request = pod_cpus * pod.max_utilization / pod.cpu_sla_rps
+        request = math.ceil(target_pod * cores_per_request * 1000.0) / 1000.0
+        cpu_at_sla = min(pod.cpu_sla_rps, node_cap.network_rps) * cores_per_request
+        alloc_cpu = n.vcpus - reserved_cpu(n.vcpus) - DAEMONSET_CPU
+        alloc_mem = (
+            n.memory_gib - reserved_memory_gib(n.memory_gib) - DAEMONSET_MEMORY_GIB
+        ) - EVICTION_MEMORY_GIB
+        limits = {
+            "cpu": math.floor(alloc_cpu / max(request, 0.001) + 1e-9),
+            "memory": math.floor(alloc_mem * 1024 / memory_mib + 1e-9),
+            "max pods": MAX_PODS_PER_NODE,
+            "network": math.floor(net_usable / target_pod + 1e-9),
+        }
+        limited_by, ppn = min(limits.items(), key=lambda kv: kv[1])
+        if ppn < 1:
+            excluded.append(
+                {
+                    "node_type": n.instance_type,
+                    "region": n.region,
+                    "reason": f"no pod fits ({limited_by})",
+                }
+            )
+            continue
+        # Each pod's capacity: its CPU under the SLA, or its share of the node's NIC.
+        share = node_cap.network_rps / ppn
+        pod = replace(pod, capacity_rps=min(pod.cpu_sla_rps, share), network_rps=share)
+        replicas = count_for(target_rps, target_pod, rules)
+        need = min_instances(target_rps, target_pod)
+        if replicas is None or need is None:
+            excluded.append(
+                {"node_type": n.instance_type, "region": n.region, "reason": "too many pods"}
+            )
+            continue
+        per_zone_nodes = [math.ceil(z / ppn) for z in per_zone(replicas, rules.zones)]
+        fits.append(
+            NodeFit(
+                node=n,
+                pod=pod,
+                node_cap=node_cap,
+                pod_target_rps=target_pod,
+                cpu_request=request,
+                cpu_at_sla=cpu_at_sla,
+                memory_mib=memory_mib,
+                replicas=replicas,
+                min_available=need,
+                pods_per_node=ppn,
+                limited_by=limited_by,
+                nodes=sum(per_zone_nodes),
+                nodes_per_zone=per_zone_nodes,
+                price=price,
+                p_meet=p_meet(replicas, pod, target_rps, rules),
+            )
+        )
+    fits.sort(key=lambda f: (f.hourly_cost_usd, f.nodes, f.node.provider, f.node.instance_type))
+    return fits, excluded
+
+
+def manifests(
+    fit: NodeFit,
+    *,
+    name: str = "nginx",
+    namespace: str | None = None,
+    image: str = "nginx:1.27",
+    zones: int = 1,
+    hpa_percent: int,
+    max_replicas: int | None = None,
+) -> list[dict[str, Any]]:
+    """The Deployment, PodDisruptionBudget and HorizontalPodAutoscaler for ``fit``."""
+    check_name(name, "name")
+    if namespace is not None:
+        check_name(namespace, "namespace")
+    check_image(image)
+    meta: dict[str, Any] = {"name": name, "labels": {"app.kubernetes.io/name": name}}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    selector = {"matchLabels": {"app.kubernetes.io/name": name}}
+    cpus = fit.pod.instance.vcpus
+    resources = {
+        "requests": {"cpu": f"{round(fit.cpu_request * 1000)}m", "memory": f"{fit.memory_mib}Mi"},
+        "limits": {"cpu": str(cpus), "memory": f"{fit.memory_mib}Mi"},
+    }
+    pod_spec: dict[str, Any] = {
+        "nodeSelector": {"node.kubernetes.io/instance-type": fit.node.instance_type},
+        "containers": [
+            {
+                "name": "nginx",
+                "image": image,
+                "ports": [{"containerPort": 80, "name": "http"}],
+                "resources": resources,
+                "readinessProbe": {"tcpSocket": {"port": "http"}, "periodSeconds": 5},
+            }
+        ],
+    }
+    if zones > 1:
+        pod_spec["topologySpreadConstraints"] = [
+            {
+                "maxSkew": 1,
+                "topologyKey": "topology.kubernetes.io/zone",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": selector,
+            }
+        ]
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": meta,
+        "spec": {
+            "replicas": fit.replicas,
+            "selector": selector,
+            "template": {"metadata": {"labels": dict(meta["labels"])}, "spec": pod_spec},
+        },
+    }
+    pdb = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": meta,
+        "spec": {"minAvailable": fit.min_available, "selector": selector},
+    }
+    hpa = {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": meta,
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+            "minReplicas": fit.replicas,
+            "maxReplicas": max(max_replicas or 2 * fit.replicas, fit.replicas),
+            "metrics": [
+                {
+                    "type": "Resource",
+                    "resource": {
+                        "name": "cpu",
+                        "target": {"type": "Utilization", "averageUtilization": hpa_percent},
+                    },
+                }
+            ],
+        },
+    }
+    return [deployment, pdb, hpa]
+
+
+def hpa_target(fit: NodeFit, measured: tuple[float, str] | None = None) -> tuple[int, str]:
+    """The HPA's target CPU utilisation [% of the request] and where it comes from.
+
+    The CPU at the load where p99 meets the SLA over the CPU request, capped at what the
+    limit allows (``limit / request``), floored to a whole percent.
+    """
+    cap = fit.pod.instance.vcpus / fit.cpu_request
+    if measured is not None:
+        ratio, src = measured
+        how = f"measured: {src}"
+    else:
+        ratio = fit.cpu_at_sla / fit.cpu_request
+        how = (
+            f"model: SLA utilisation {fit.pod.max_utilization:.1%} of the pod's peak "
+            "(sizing.model.capacity.sla_utilization, an M/G/1 estimate) at "
+            f"{fit.pod.cpu_sla_rps:,.0f} RPS per pod"
+        )
+    percent = max(1, math.floor(100.0 * min(ratio, cap) + 1e-9))
+    return percent, how
+
+
+# ----------------------------------------------------------------------------- YAML
+
+
+_PLAIN_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9./_-]{0,252}$")
+
+
+def _key(value: Any) -> str:
+    text = str(value)
+    return text if _PLAIN_KEY.match(text) else _scalar(text)
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)
+    # A JSON string is a YAML double-quoted scalar: every character escaped as YAML reads it.
+    return json.dumps(str(value), ensure_ascii=True)
+
+
+def _emit(value: Any, indent: int, out: list[str]) -> None:
+    pad = " " * indent
+    if isinstance(value, dict):
+        for k, v in value.items():
+            key = _key(k)
+            if isinstance(v, dict | list) and v:
+                out.append(f"{pad}{key}:")
+                _emit(v, indent + 2, out)
+            else:
+                out.append(f"{pad}{key}: {_empty(v)}")
+    elif isinstance(value, list):
+        for v in value:
+            if isinstance(v, dict | list) and v:
+                sub: list[str] = []
+                _emit(v, indent + 2, sub)
+                out.append(f"{pad}- {sub[0].lstrip()}")
+                out += sub[1:]
+            else:
+                out.append(f"{pad}- {_empty(v)}")
+    else:
+        out.append(f"{pad}{_scalar(value)}")
+
+
+def _empty(v: Any) -> str:
+    if isinstance(v, dict):
+        return "{}"
+    if isinstance(v, list):
+        return "[]"
+    return _scalar(v)
+
+
+def to_yaml(docs: Sequence[dict[str, Any]], comments: Sequence[str] = ()) -> str:
+    """Documents as block YAML (every string double-quoted), ``#`` comments first.
+
+    Comment lines are made single-line and printable, so no text in them starts a document.
+    """
+    from sizing.report.render import clean
+
+    out = [f"# {clean(c)}" for c in comments]
+    for d in docs:
+        out.append("---")
+        _emit(d, 0, out)
+    return "\n".join(out) + "\n"
+
+
+def k8s_answer(
+    target_rps: float,
+    nodes: Sequence[Instance],
+    work: Workload,
+    rules: FleetRules,
+    *,
+    pod_cpus: int = 2,
+    evidence: Any = None,
+    profiles: Sequence[CostProfile] = (),
+    runs_rows: Sequence[dict[str, Any]] = (),
+    name: str = "nginx",
+    namespace: str | None = None,
+    image: str = "nginx:1.27",
+    max_replicas: int | None = None,
+) -> dict[str, Any]:
+    """The whole answer: manifests for the cheapest node type, and the packing table.
+
+    Raises
+    ------
+    InputError
+        For a bad name, namespace, image or pod size.
+    Infeasible
+        When no node type fits a pod.
+    """
+    check_name(name, "name")
+    if namespace is not None:
+        check_name(namespace, "namespace")
+    check_image(image)
+    work = replace(work, environment="kubernetes")
+    if not 1 <= pod_cpus <= 64:
+        raise InputError(f"pod CPUs must be 1 to 64, got {pod_cpus!r}")
+    fits, excluded = fit_nodes(target_rps, nodes, work, rules, pod_cpus, evidence, profiles)
+    if not fits:
+        raise Infeasible(
+            f"no node type fits a {pod_cpus}-CPU NGINX pod for {target_rps:,.0f} RPS under "
+            f"p99 {work.sla_p99_ms:g} ms"
+        )
+    best = fits[0]
+    same = [r for r in runs_rows if _same_workload(r, work)]
+    measured = measured_cpu_ratio(same, pod_cpus, work.sla_p99_ms, rules.headroom)
+    percent, how = hpa_target(best, measured)
+    if runs_rows and measured is None:
+        how += (
+            "; the runs given measured no trial of this workload within the SLA"
+            if not same
+            else "; no trial of the runs met the SLA"
+        )
+    docs = manifests(
+        best,
+        name=name,
+        namespace=namespace,
+        image=image,
+        zones=rules.zones,
+        hpa_percent=percent,
+        max_replicas=max_replicas,
+    )
+    n = best.node
+    comments = [
+        f"nginx-sizing: {target_rps:,.0f} RPS, p99 <= {work.sla_p99_ms:g} ms, {work.describe()}",
+        f"nodes: {best.nodes} x {n.instance_type} ({n.provider} {n.region}, {rules.pricing}) "
+        f"{'/'.join(map(str, best.nodes_per_zone))} per zone, "
+        f"${best.hourly_cost_usd:,.2f}/hour, ${best.hourly_cost_usd * 730:,.0f}/month, "
+        f"{fmt_usd_small(usd_per_million(best.hourly_cost_usd, target_rps))} per million "
+        "requests; "
+        f"the cheapest of {len(fits)} node type(s) that fit",
+        f"pods: {best.replicas} x {pod_cpus} CPU(s), {best.pods_per_node} per node "
+        f"(limited by {best.limited_by}); P(meet) {best.p_meet:.0%}",
+        f"pod: {best.pod.cpu_sla_rps:,.0f} RPS under the SLA, target {best.pod_target_rps:,.0f} "
+        f"RPS (headroom {rules.headroom:.0%}); CPU request {best.cpu_request:.3f} = CPU at the "
+        f"target RPS; limit {pod_cpus}",
+        f"HPA target {percent}% of the request: CPU at the load where p99 meets the SLA ({how})",
+        f"PDB minAvailable {best.min_available}: the pods that carry the target with the "
+        f"headroom; replicas {best.replicas} survive losing {rules.zone_loss} of "
+        f"{rules.zones} zone(s)"
+        + (
+            "; no pod may be evicted voluntarily (node drains wait): --redundancy or "
+            "--zones 3 --zone-loss 1 leave room"
+            if best.min_available >= best.replicas
+            else ""
+        ),
+        *(f"{k}: {v}" for k, v in SOURCES.items()),
+        *(b for b in best.pod.basis if b.startswith(("CPU time", "platform", "estimate: SLA"))),
+    ]
+    for f in fits[1:4]:
+        comments.append(
+            f"next: {f.nodes} x {f.node.instance_type} ({f.node.region}) "
+            f"${f.hourly_cost_usd:,.2f}/hour, {f.replicas} pods, {f.pods_per_node} per node"
+        )
+    return {
+        "yaml": to_yaml(docs, comments),
+        "manifests": docs,
+        "node": best.row(target_rps),
+        "nodes": [f.row(target_rps) for f in fits],
+        "hpa_target_percent": percent,
+        "hpa_source": how,
+        "excluded": excluded,
+        "comments": comments,
+    }

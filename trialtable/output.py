@@ -1,0 +1,57 @@
+"""What the tool prints or writes for people and spreadsheets, made safe in one place.
+
+- `terminal`: text for a terminal; every control character (escape sequences that change a
+  title, clear the screen or make a hyperlink) is shown escaped, newlines kept between lines.
+- `csv_cell`: one CSV cell; a text starting with a formula prefix (``=``, ``+``, ``-``,
+  ``@``, tab, carriage return) gets a leading single quote, so that a spreadsheet shows it
+  as text instead of running it. Numbers stay numbers.
+- `json_text`: JSON that is always valid: NaN and infinities become ``null``
+  (``allow_nan=False`` guards the rest).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from typing import Any
+
+#: First characters a spreadsheet reads as the start of a formula.
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _printable(line: str) -> str:
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in line)
+
+
+def terminal(text: str) -> str:
+    """``text`` with every control character escaped except the newlines between lines."""
+    return "\n".join(_printable(line) for line in str(text).split("\n"))
+
+
+def csv_cell(value: Any) -> Any:
+    """``value`` for a CSV cell: a text with a formula prefix gets a leading ``'``."""
+    if isinstance(value, str) and value.startswith(FORMULA_PREFIXES):
+        return "'" + value
+    return value
+
+
+def csv_row(values: Iterable[Any]) -> list[Any]:
+    """`csv_cell` of each value."""
+    return [csv_cell(v) for v in values]
+
+
+def finite(obj: Any) -> Any:
+    """``obj`` with every non-finite float (in dicts, lists and tuples) replaced by None."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite(v) for v in obj]
+    return obj
+
+
+def json_text(obj: Any, **kwargs: Any) -> str:
+    """``json.dumps`` of `finite` ``obj``, never ``NaN`` or ``Infinity``."""
+    return json.dumps(finite(obj), allow_nan=False, **kwargs)
