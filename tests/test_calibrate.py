@@ -472,6 +472,7 @@ def test_a_profile_predicts_its_own_settings(csv):
     [
         (["--sla-p99", "5"], "duration with a unit"),
         (["--repeats", "0"], "must be >= 1"),
+        (["--extra-rounds", "11"], "--extra-rounds must be between 0 and 10"),
         (["--settings", "warp"], "unknown setting"),
         (["--resume", "nope"], "no campaign"),
         (["--load-generator", "ab"], "unknown load generator"),
@@ -585,11 +586,12 @@ def test_interrupted_campaign_resumes(tmp_path, leaves_no_nginx):
     runs = {r.name for r in (campaign / "runs").iterdir()}
     assert first < runs and len(runs) == 3  # only the missing setting ran
     assert set(profile.runs) == runs
-    assert set(profile.coefficients) == {"request_us", "byte_ns"}
+    assert set(profile.coefficients) == {"request_us", "body_us", "byte_ns"}
     assert profile.coefficients["request_us"].value > 0
 
 
-TWO = ("static_http_0B", "static_http_1KB")
+# Two settings that separate two costs (0 B and 1 KB alone no longer do: body_us).
+TWO = ("static_http_0B", "cps_http")
 
 
 @pytest.fixture(scope="module")
@@ -612,7 +614,7 @@ def test_campaign_over_ssh(tmp_path, sshd, leaves_no_nginx):
     path, profile = cal.run_calibrate(
         options, tmp_path / "cal", access=Access(ssh_config=str(cfg)), progress=None
     )
-    assert set(profile.coefficients) == {"request_us", "byte_ns"}
+    assert set(profile.coefficients) == {"request_us", "connection_us"}
     assert profile.coefficients["request_us"].value > 0
     assert profile.measured_over == "loopback" and len(profile.runs) == 2
     assert profile.host["nginx_version"] and profile.cpu_model
