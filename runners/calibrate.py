@@ -769,7 +769,14 @@ def render(profile: Profile) -> str:
         se = f"{c.stderr:.2g}" if c.stderr is not None else "-"
         lines.append(
             f"{name:<30} {c.value:>10.4g} {se:>9} {spread:>7}  {c.unit}"
-            + ("  (held at 0)" if c.note else "")
+            + ("  (held at 0)" if "held at 0" in c.note else "")
+            + ("  (not identified)" if c.note.startswith("not identified") else "")
+        )
+    for name, u in profile.extra.get("unidentified", {}).items():
+        lines.append(
+            f"{name:<30} {'-':>10} {'-':>9} {'-':>7}  {u.get('unit', '')}  (not identified: "
+            f"{u.get('value', math.nan):.3g} +- {u.get('stderr') or math.nan:.2g}; readers take "
+            "the reference's)"
         )
     sc = profile.scaling
     if sc.workers:
