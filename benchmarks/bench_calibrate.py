@@ -30,6 +30,7 @@ import json
 import math
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -112,6 +113,21 @@ def _setting_workload(s: cal.Setting) -> Workload:
     return Workload(scenario=sc.name, protocol=sc.protocol, file_bytes=sc.file_bytes)
 
 
+def speed_probe() -> float:
+    """The campaign's speed probe, run here on the first CPU [us per ECDSA P-256 signature].
+
+    The same fixed computation the campaign timed before each round (`runners.calibrate`):
+    a different figure before the direct sweeps says the CPU's speed moved in between.
+    """
+    cpu = sorted(os.sched_getaffinity(0))[0]
+    argv = ["taskset", "-c", str(cpu), "openssl", *cal.SPEED_PROBE.split()[1:]]
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return math.nan
+    return cal.parse_speed_probe(out.stdout + out.stderr)
+
+
 def direct_sweeps(out: Path, repeats: int, duration_s: int, resume: bool) -> list[dict[str, Any]]:
     """Run (or, with ``resume``, reread) the direct sweeps; their trial rows."""
     out.mkdir(parents=True, exist_ok=True)
@@ -190,6 +206,7 @@ def main() -> int:
         )
         prof = read_cost_profile(path)
         unidentified = read_profile(path).extra.get("unidentified", {})
+        probe_direct = math.nan if args.refit else speed_probe()
         rows = direct_sweeps(
             out / "direct", args.repeats, 2 if args.quick else 3, resume=bool(args.refit)
         )
@@ -256,10 +273,20 @@ def main() -> int:
             "coefficients_under_25pct": f"{sum(x < 0.25 for x in rel)} of {len(rel)}",
             "unidentified": unidentified,
             "held_out": held,
+            "speed_probe_us": {
+                "campaign": read_profile(path).host.get("speed_probe_us", {}),
+                "before_direct_sweeps": probe_direct,
+            },
         }
         saved = save("bench_calibrate", results)
     print(f"machine: {machine()}; load average {load_before[0]:.1f} -> {load_after[0]:.1f}")
     print(f"profile: campaign {path.parent.name}; {prof.warnings[0] if prof.warnings else ''}")
+    probes = results["speed_probe_us"]
+    print(
+        "speed probe (us of CPU per ECDSA P-256 signature): campaign "
+        + ", ".join(f"{k} {v:.1f}" for k, v in probes["campaign"].items())
+        + f"; before the direct sweeps {probes['before_direct_sweeps']:.1f}"
+    )
     print(
         f"{'workload':<28} {'measured':>9} {'profile':>9} {'ratio':>6} {'no-prof':>7}  "
         "(requests per second of one worker's CPU; measured us per request)"
