@@ -244,19 +244,30 @@ def main() -> int:
                     measured = 1e6 / statistics.median(mine)
                     pred = host_capacity(prof, _setting_workload(s)).cpu_peak_rps
                     held.append({"setting": s.name, "measured": measured, "ratio": pred / measured})
+        fitted = read_profile(path).coefficients
         coefs = {}
         for name, c in prof.coefficients.items():
             # sd: the fit's standard error and the run-to-run spread together (as sizing
             # reads them).
+            own = fitted.get(name)
+            se = own.stderr if own is not None and own.stderr is not None else math.nan
             coefs[name] = {
                 "value": c.value,
+                # The fit's standard error (the coefficient's own error) ...
+                "stderr": se,
+                "relative_error": round(se / abs(c.value), 4) if c.value else None,
+                # ... and with the run-to-run spread, as sizing's intervals read it.
                 "sd": c.stderr,
-                "relative_error": round(c.rel_sd, 4) if c.value else None,
+                "relative_sd": round(c.rel_sd, 4) if c.value else None,
                 "source": c.source if "not fitted" in c.source else "profile",
             }
         ratios = [r["ratio"] for r in results_rows]
         within = sum(abs(x - 1) <= 0.10 for x in ratios)
-        rel = [v["relative_error"] for v in coefs.values() if v["relative_error"] is not None]
+        rel = [
+            v["relative_error"]
+            for v in coefs.values()
+            if v["relative_error"] is not None and math.isfinite(v["relative_error"])
+        ]
         results = {
             "quick": args.quick,
             "repeats": args.repeats,
@@ -299,15 +310,21 @@ def main() -> int:
             f"{', '.join(f'{x:.0%}' for x in r['worker_share'])})"
         )
     print(f"within 10%: {results['within_10pct']} (goal: all)")
-    print(f"{'coefficient':<30} {'value':>10} {'+- sd':>9} {'rel':>6}")
+    print(
+        f"{'coefficient':<30} {'value':>10} {'stderr':>9} {'rel':>6} {'+- sd':>9} {'rel':>6}"
+        "  (sd: stderr and run-to-run spread, as sizing reads them)"
+    )
     for name, v in coefs.items():
-        relv = v["relative_error"]
+        relv, rsd = v["relative_error"], v["relative_sd"]
         print(
-            f"{name:<30} {v['value']:>10.4g} {v['sd']:>9.2g} "
-            f"{(f'{relv:.0%}' if relv is not None else '-'):>6}"
+            f"{name:<30} {v['value']:>10.4g} {v['stderr']:>9.2g} "
+            f"{(f'{relv:.0%}' if relv is not None else '-'):>6} {v['sd']:>9.2g} "
+            f"{(f'{rsd:.0%}' if rsd is not None else '-'):>6}"
             + ("  (included in another term)" if v["source"] != "profile" else "")
         )
-    print(f"relative error under 25%: {results['coefficients_under_25pct']} (goal: all)")
+    print(
+        f"standard error under 25% of the value: {results['coefficients_under_25pct']} (goal: all)"
+    )
     for name, u in unidentified.items():
         what = (
             f"fitted into {u['fitted_into']}"
