@@ -14,8 +14,13 @@ if TYPE_CHECKING:
     from sizing.fleet.recommend import recommend
     from sizing.model.capacity import Workload, instance_capacity
     from sizing.model.curves import CurveFit, fit_curve, fit_usl, select_model
+    from sizing.pipeline import Answer, size
+    from sizing.request import SizingRequest
 
 _WHERE = {
+    "Answer": "sizing.pipeline",
+    "SizingRequest": "sizing.request",
+    "size": "sizing.pipeline",
     "CurveFit": "sizing.model.curves",
     "Workload": "sizing.model.capacity",
     "filter_catalog": "sizing.catalog.load",
@@ -28,7 +33,9 @@ _WHERE = {
 }
 
 __all__ = [
+    "Answer",
     "CurveFit",
+    "SizingRequest",
     "Workload",
     "filter_catalog",
     "fit_curve",
@@ -37,6 +44,7 @@ __all__ = [
     "load_catalog",
     "recommend",
     "select_model",
+    "size",
 ]
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from typing import Any
 
 from trialtable.values import (
     DEFAULT_PROTOCOL,
@@ -26,6 +27,7 @@ __all__ = [
     "DEFAULT_PROTOCOL",
     "HelpFormatter",
     "Parser",
+    "finite_json",
     "fmt_rps",
     "fmt_sig",
     "fmt_usd",
@@ -110,3 +112,14 @@ def round_sig(value: float, digits: int = 4) -> float:
     if abs(value) < 1e-9:
         return 0.0
     return round(value, digits - 1 - math.floor(math.log10(abs(value))))
+
+
+def finite_json(obj: Any) -> Any:
+    """Replace non-finite floats (inf AICc, nan LOO) with None so the JSON is standard."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite_json(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [finite_json(v) for v in obj]
+    return obj

@@ -30,6 +30,7 @@ from sizing.evidence.accesslog import (
     validate_workload,
     workload_to_request_args,
 )
+from sizing.request import SizingRequest
 from tests.logsynth import SIZES, START, combined_lines, local_time, write_combined
 from tests.loopback import private_nginx
 
@@ -123,8 +124,11 @@ def test_workload_file_round_trip_and_recommend_arguments(tmp_path, capsys):
     assert args["requests_per_connection_estimate"] is True
     # The recommend parser takes the options as they stand.
     ns = cli.build_parser().parse_args(["recommend", *request_argv(args)])
-    assert ns.rps == 200.0 and ns.file_size == args["file_size"]
-    assert ns.requests_per_connection == pytest.approx(args["requests_per_connection"], rel=1e-5)
+    request = SizingRequest.from_args(ns)
+    assert request.rps == 200.0 and (request.file_bytes, request.size_mix) == args["file_size"]
+    assert request.requests_per_connection == pytest.approx(
+        args["requests_per_connection"], rel=1e-5
+    )
     capsys.readouterr()
     assert cli.main(["recommend", *request_argv(args), "--top", "1", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)

@@ -116,7 +116,7 @@ def test_arguments_reach_the_library(monkeypatch, capsys):
         )
         raise cli.Infeasible("stop")
 
-    monkeypatch.setattr(importlib.import_module("sizing.fleet.recommend"), "recommend", fake)
+    monkeypatch.setattr(importlib.import_module("sizing.pipeline"), "recommend", fake)
     code = cli.main(
         [
             "recommend",

@@ -323,7 +323,7 @@ def test_stored_thread_gain_matches_a_fresh_fit():
 
 def test_report_parameters_carry_the_workload_flags():
     from sizing.cli import main as cli
-    from sizing.model.workload import from_parameters
+    from sizing.request import SizingRequest
 
     argv = [
         "report",
@@ -346,16 +346,20 @@ def test_report_parameters_carry_the_workload_flags():
         "--network",
         "burst",
         "--internet-facing",
+        "--environment",
+        "kubernetes",
+        "--jwt",
+        "es256",
     ]
-    args = cli.build_parser().parse_args(argv)
-    params = cli._workload_params(args)
-    work = from_parameters(
-        args.scenario, args.protocol, str(args.file_size[0]), args.sla_p99, **params
-    )
-    assert work == cli.workload_from_args(args)
-    # Defaults add no parameters, so the notebook's own defaults apply.
+    request = SizingRequest.from_args(cli.build_parser().parse_args(argv))
+    params = request.to_parameters()
+    json.dumps(params)  # plain JSON values, no text to parse back by hand
+    work = SizingRequest.from_parameters(params).workload()
+    assert work == request.workload()
+    assert work.size_mix == ((1024, 0.7), (51200, 0.3)) and work.burst_network
+    assert work.environment == "kubernetes" and work.jwt == "es256"
     plain = cli.build_parser().parse_args(["report", "--rps", "1e5", "--out", "x"])
-    assert cli._workload_params(plain) == {}
+    assert SizingRequest.from_args(plain).workload() == SizingRequest().workload()
 
 
 def test_profile_whose_cpu_text_names_no_platform_maps_by_cpuid():

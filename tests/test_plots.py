@@ -254,8 +254,9 @@ def test_price_performance_fits_a_printed_page(rec):
 
 def test_explorer_charts_the_families_of_the_cheapest_and_others_on_request():
     from sizing.report.explorer import Explorer
+    from sizing.request import SizingRequest
 
-    ex = Explorer(load_catalog(), top=5)
+    ex = Explorer(SizingRequest(top=5))
     rec = ex.rec
     assert rec is not None
     assert list(ex.families.value) == plots.family_names(rec, 5)

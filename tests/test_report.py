@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import html
 import importlib
 import re
 from dataclasses import replace
@@ -65,7 +66,11 @@ def test_summary_is_the_first_option_and_the_runner_up(rec):
     cost, fleet = cost_at_confidence(rec)
     assert s.cheapest_at_confidence == (fleet, cost)
     page = summary_html(s, "<div id=side></div>")
-    assert f"{first.count_at_confidence} &times; {first.capacity.instance.instance_type}" in page
+    # The headline is the decision's fleet (the count at the confidence), as in the terminal.
+    n = rec.decision["count"]
+    assert n == first.count_at_confidence
+    assert f"{n} &times; {first.capacity.instance.instance_type}" in page
+    assert rec.decision["headline"] in html.unescape(page)
     assert f"the point estimate, {first.count} " in page
     assert "id=side" in page and "P(meet)" in page and "Runner-up" in page
 

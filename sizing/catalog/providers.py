@@ -34,13 +34,56 @@ import re
 from collections.abc import Iterable
 from functools import cache
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from sizing.errors import InputError
 
 if TYPE_CHECKING:
-    from sizing.catalog.load import Instance
     from sizing.model.workload import Workload
+
+
+class Instance(Protocol):
+    """What the providers' rules read of a catalog row (`sizing.catalog.load.Instance`).
+
+    A protocol, not the class: `sizing.catalog.load` imports this module (its default
+    regions), so this module does not import it back.
+    """
+
+    @property
+    def provider(self) -> str:
+        """Provider name (aws, gcp...)."""
+        ...
+
+    @property
+    def instance_type(self) -> str:
+        """Instance type name."""
+        ...
+
+    @property
+    def family(self) -> str:
+        """Instance family."""
+        ...
+
+    @property
+    def vcpus(self) -> int:
+        """Number of vCPUs."""
+        ...
+
+    @property
+    def network_gbps(self) -> float:
+        """Sustained network bandwidth [Gbit/s]."""
+        ...
+
+    @property
+    def network_burst_gbps(self) -> float | None:
+        """The "up to" peak [Gbit/s], or None."""
+        ...
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """Provider, region, instance type."""
+        ...
+
 
 #: Modules of `sizing.catalog` that are not providers.
 NOT_PROVIDERS = frozenset({"build", "egress", "load", "providers", "rows"})

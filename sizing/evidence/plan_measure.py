@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 import shlex
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,11 +37,11 @@ import numpy as np
 
 from sizing.catalog.load import Instance
 from sizing.errors import Infeasible, InputError
-from sizing.fleet.recommend import fleet_count
+from sizing.fleet.counts import fleet_count
 from sizing.model.capacity import Capacity, Workload, instance_capacity
-from sizing.model.costmodel import CostProfile
 from sizing.model.platforms import match_cpu_text, platform_of
-from trialtable.output import json_text
+from sizing.pipeline import Answer, size
+from sizing.request import SizingRequest
 
 DEFAULT_DRAWS = 4000
 DEFAULT_SEED = 20261121
@@ -367,9 +367,10 @@ def _cost_curve(
     return np.asarray(values[inverse], dtype=float)
 
 
-def render(plan: MeasurementPlan, top: int = 5) -> str:
-    """The ranking as text with the commands for the top platforms."""
+def render(plan: MeasurementPlan, top: int = 5, decision: str = "") -> str:
+    """The ranking as text with the commands for the top platforms (after ``decision``)."""
     lines = [
+        *([decision, ""] if decision else []),
         f"Cheapest fleet now at {plan.confidence:.0%} confidence: {plan.best_now}, "
         f"${plan.cost_now_usd_hour:,.2f}/hour (${plan.cost_now_usd_hour * 730:,.0f}/month)",
         "",
@@ -393,41 +394,36 @@ def render(plan: MeasurementPlan, top: int = 5) -> str:
     return "\n".join(lines)
 
 
-def main(
-    args: Any,
-    instances: Sequence[Instance],
-    work: Workload,
-    profiles: Sequence[CostProfile] = (),
-) -> int:
-    """``python -m sizing plan-measurements``: print the ranking (table or JSON)."""
-    headroom = 0.2 if args.headroom is None else args.headroom
-    evidence = None
+def plan_for(
+    request: SizingRequest,
+    *,
+    residual_sd: float = 0.05,
+    draws: int = DEFAULT_DRAWS,
+    seed: int = DEFAULT_SEED,
+) -> tuple[Answer, MeasurementPlan]:
+    """The request's answer (`sizing.pipeline.size`) and the platforms worth measuring for it.
+
+    The plan prices the same catalog rows, evidence and profiles as the answer; burstable
+    types are left out as the answer leaves them out (their burst is not sustained capacity).
+    """
+    answer = size(request)
+    rec = answer.recommendation
 
     def capacity(inst: Instance, w: Workload) -> Capacity:
-        return instance_capacity(inst, w, evidence, profiles)
+        return instance_capacity(inst, w, rec.evidence, rec.profiles)
 
-    if getattr(args, "runs", None):
-        from sizing.catalog.load import load_catalog
-        from sizing.evidence.measured import build_evidence, measured_series
-
-        series = measured_series(args.runs, allow_simulated=args.allow_simulated)
-        evidence = build_evidence(series, load_catalog(args.catalog), work)
-
+    rules = request.rules()
     plan = plan_measurements(
-        args.rps,
-        instances,
-        work,
-        headroom=headroom,
-        redundancy=args.redundancy,
-        max_count=getattr(args, "max_count", None),
-        confidence=args.confidence,
-        residual_sd=args.residual_sd,
-        draws=args.draws,
-        seed=args.seed,
+        request.rps,
+        [inst for inst in answer.instances if not inst.burstable],
+        rec.workload,
+        headroom=rules.headroom,
+        redundancy=rules.redundancy,
+        max_count=rules.max_count,
+        confidence=rules.confidence,
+        residual_sd=residual_sd,
+        draws=draws,
+        seed=seed,
         capacity=capacity,
     )
-    if args.format == "json":
-        print(json_text(plan.to_dict(), indent=1))
-    else:
-        print(render(plan, args.top))
-    return 0
+    return answer, plan

@@ -10,19 +10,22 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from sizing.fleet.counts import (
+    HOURS_PER_MONTH,
+    FleetRules,
+    Option,
+    Recommendation,
+    count_for,
+    per_zone,
+    survivors,
+    usd_per_million,
+)
 from sizing.model.capacity import Capacity, instance_capacity
-
-if TYPE_CHECKING:
-    from sizing.fleet.recommend import FleetRules, Option, Recommendation
-
-HOURS_PER_MONTH = 730.0
 
 
 def _count(rec: Recommendation, cap: Capacity, rules: FleetRules, scale: float = 1.0) -> int | None:
-    from sizing.fleet.recommend import count_for
-
     if rec.sort == "cost-at-confidence":
         per = cap.quantile(1.0 - rules.confidence)
     else:
@@ -98,8 +101,6 @@ def decide(rec: Recommendation) -> dict[str, Any]:
     zones = rec.rules.zones
     n = best.count_at_confidence if at_conf and best.count_at_confidence else best.count
     p = best.p_meets_at_confidence if at_conf and best.count_at_confidence else best.p_meets_target
-    from sizing.fleet.recommend import per_zone, survivors, usd_per_million
-
     hourly = n * best.unit_price_usd_hour
     doc: dict[str, Any] = {
         "instance_type": inst.instance_type,
@@ -150,6 +151,7 @@ def decide(rec: Recommendation) -> dict[str, Any]:
     mix = rec.mix
     if mix and mix.get("hourly_cost_usd") is not None and mix["hourly_cost_usd"] < hourly - 0.005:
         doc["mix_saves_usd_hour"] = hourly - mix["hourly_cost_usd"]
+    doc["headline"] = headline(doc, rec)
     doc["text"] = decision_text(doc, rec)
     return doc
 
@@ -171,8 +173,15 @@ def _egress_words(doc: dict[str, Any], rec: Recommendation) -> str:
     return out
 
 
-def decision_text(doc: dict[str, Any], rec: Recommendation) -> str:
-    """The one-paragraph decision."""
+def headline(doc: dict[str, Any], rec: Recommendation) -> str:
+    """The decision in one sentence: what to buy, where, what it costs, how sure.
+
+    Count, type, region, $/hour, $/month (with the traffic's egress when priced), $ per
+    million requests, P(meet), and when the fleet must grow (with a growth rate).
+
+    This sentence is what every way of asking shows (the terminal, the report's HTML and
+    PDF, the explorer): `sizing.pipeline.Answer.decision`.
+    """
     from sizing.units import fmt_usd_small
 
     z = doc["zones"]
@@ -190,26 +199,37 @@ def decision_text(doc: dict[str, Any], rec: Recommendation) -> str:
         out += f" (the count that keeps the headroom with {rec.confidence:.0%} confidence)"
     if doc.get("growth"):
         out += f"; {doc['growth']['text']}"
+    return out
+
+
+def decision_text(doc: dict[str, Any], rec: Recommendation) -> str:
+    """The one-paragraph decision: the `headline`, then the runner-up and what moves it most."""
+    z = doc["zones"]
+    out = [doc.get("headline") or headline(doc, rec)]
+    more = []
     nb = doc.get("next_best")
     if nb:
-        out += (
-            f"; the next best is {nb['count']} x {nb['instance_type']} ({nb['region']}) at "
+        more.append(
+            f"the next best is {nb['count']} x {nb['instance_type']} ({nb['region']}) at "
             f"${nb['hourly_cost_usd']:,.2f}/hour"
         )
     mv = doc.get("moves_most_with")
     if mv:
         lo = "none" if mv["count_low"] is None else mv["count_low"]
         hi = "none" if mv["count_high"] is None else mv["count_high"]
-        out += (
-            f"; the answer moves most with {mv['input']}: {mv['low']} -> {lo}, "
+        more.append(
+            f"the answer moves most with {mv['input']}: {mv['low']} -> {lo}, "
             f"{mv['high']} -> {hi} instances"
         )
     if rec.mix and doc.get("mix_saves_usd_hour"):
-        out += f"; a mix of types saves ${doc['mix_saves_usd_hour']:,.2f}/hour (below)"
+        more.append(f"a mix of types saves ${doc['mix_saves_usd_hour']:,.2f}/hour (below)")
+    if more:
+        text = "; ".join(more)
+        out.append(text[0].upper() + text[1:])
     r = rec.rules
     if r.redundancy == 0 and r.zone_loss == 0:
-        out += (
-            ". No redundancy: the plan keeps no spare instance"
+        out.append(
+            "No redundancy: the plan keeps no spare instance"
             + (" or zone" if z > 1 else " and sits in one zone")
             + (
                 " (add --redundancy 1 or --zone-loss 1)"
@@ -217,4 +237,4 @@ def decision_text(doc: dict[str, Any], rec: Recommendation) -> str:
                 else " (add --redundancy 1, or --zones 3 --zone-loss 1)"
             )
         )
-    return out + "."
+    return " ".join(s + "." for s in out)

@@ -48,16 +48,13 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from sizing.errors import InputError
+from sizing.fleet.counts import HOURS_PER_MONTH, FleetRules, Option, Recommendation, per_zone
 
-if TYPE_CHECKING:
-    from sizing.fleet.recommend import FleetRules, Option, Recommendation
-
-HOURS_PER_MONTH = 730.0
 #: Candidate types per (provider, region) handed to the integer program.
 MAX_CANDIDATES = 10
 #: (provider, region) groups solved (those of the cheapest single-type options).
@@ -436,8 +433,6 @@ def candidates(options: list[Option], at_confidence: bool) -> list[list[Option]]
 
 def best_mix(rec: Recommendation, max_types: int) -> dict[str, Any]:
     """The cheapest fleet of up to ``max_types`` types per zone (see the module docstring)."""
-    from sizing.fleet.recommend import per_zone
-
     at_conf = rec.sort == "cost-at-confidence"
     rules = rec.rules
     best: tuple[float, dict[str, Any]] | None = None

@@ -230,7 +230,7 @@ CARRIED_CLASS_SD = (
 @cache
 def cloud_model() -> Any:
     """The precomputed cloud model (`sizing.model.cloudfit`), or None when not shipped."""
-    from sizing.model.cloudfit import load_cloud_model
+    from sizing.model.cloud import load_cloud_model
 
     return load_cloud_model()
 
@@ -245,7 +245,7 @@ def cloud_speed(plat: Platform, tpc: int, work: Workload) -> tuple[float, float,
     cm = cloud_model()
     if cm is None:
         return None
-    from sizing.model.cloudfit import speed_for, workload_class
+    from sizing.model.cloud import speed_for, workload_class
 
     cls = workload_class(work.file_bytes)
     carried = work.scenario != "static" or (

@@ -12,6 +12,7 @@ from sizing.model import curves
 from sizing.model.capacity import REFERENCE_LINK_GBPS, bytes_per_response
 from sizing.model.datasets import reference_series
 from sizing.paths import FITS_PATH
+from sizing.units import finite_json
 from trialtable.files import write_atomic
 
 PLATEAU_MODELS = ("linear_plateau", "smooth_plateau", "power_plateau")
@@ -86,17 +87,6 @@ def fit_reference(
         if progress is not None:
             progress(done, len(todo))
     return out
-
-
-def finite_json(obj: Any) -> Any:
-    """Replace non-finite floats (inf AICc, nan LOO) with None so the JSON is standard."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: finite_json(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [finite_json(v) for v in obj]
-    return obj
 
 
 def precompute(path: str | Path = FITS_PATH, name: str = "nginx-web-server") -> Path:

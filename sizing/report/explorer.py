@@ -1,28 +1,30 @@
-"""Interactive exploration in JupyterLab: widgets that re-run ``recommend`` as they move.
+"""Interactive exploration in JupyterLab: widgets that re-run the sizing as they move.
 
-`ExploreOptions` holds every knob; `run_options` is the one adapter from the knobs to the
-``recommend`` call (zones and the pricing model included: `sizing.fleet.recommend.FleetRules`), so
-that a new knob of ``recommend`` is wired here and nowhere else. `Explorer` draws the widgets,
-the decision, the table and the charts, and redraws them on every change. The capacity chart
-shows the families of the cheapest options; a list beside the knobs picks others.
+The widgets start at a `sizing.request.SizingRequest`'s values and hold request fields by
+their names; `explore` turns the request they show into an answer with the one pipeline
+(`sizing.pipeline.size`), and `decision_html` renders it, the decision sentence
+(`sizing.pipeline.Answer.decision`) included, as the report does. A new input of the request
+is wired here by adding its widget, nothing else. `Explorer` draws the widgets, the decision,
+the table and the charts, and redraws them on every change. The capacity chart shows the
+families of the cheapest options; a list beside the knobs picks others.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
-from sizing.catalog.load import Instance, filter_catalog
+from sizing.catalog.load import load_catalog
 from sizing.errors import Infeasible, InputError
-from sizing.fleet.recommend import Recommendation, recommend
-from sizing.model.capacity import Workload
+from sizing.fleet.counts import Recommendation
+from sizing.pipeline import Answer, size
+from sizing.request import SizingRequest
 
-__all__ = ["ExploreOptions", "ExploreResult", "Explorer", "run_options"]
+__all__ = ["ExploreResult", "Explorer", "decision_html", "explore"]
 
 SIZES = {"0 B": 0, "1 KB": 1024, "10 KB": 10240, "100 KB": 102400, "1 MB": 1048576}
-#: The explorer's pricing choices: label -> key of `sizing.catalog.load.PRICING_COLUMNS`.
+#: The explorer's pricing choices: label -> the request's ``pricing``.
 PRICING = {
     "on-demand": "on-demand",
     "spot": "spot",
@@ -31,87 +33,38 @@ PRICING = {
 }
 
 
-@dataclass(frozen=True)
-class ExploreOptions:
-    """Everything the explorer lets a user change.
-
-    Attributes
-    ----------
-    target_rps : float
-        Requests per second [1/s].
-    sla_p99_ms : float
-        p99 SLA [ms].
-    headroom : float
-        Spare fraction of each instance's capacity [1].
-    redundancy : int
-        Instances that may fail (N+k).
-    zones : int
-        Availability zones the fleet is spread over (1 = not spread; no zone is lost).
-    protocol, scenario : str
-        Workload.
-    file_bytes : int
-        Response body [B].
-    provider, arch : str
-        Catalog filters ("" = any).
-    pricing_model : str
-        A label of `PRICING` (types without that price are left out).
-    confidence : float
-        Probability for the count at the confidence.
-    """
-
-    target_rps: float = 1e6
-    sla_p99_ms: float = 5.0
-    headroom: float = 0.2
-    redundancy: int = 0
-    zones: int = 1
-    protocol: str = "https"
-    scenario: str = "static"
-    file_bytes: int = 1024
-    provider: str = ""
-    arch: str = ""
-    pricing_model: str = "on-demand"
-    confidence: float = 0.95
-
-
 @dataclass
 class ExploreResult:
-    """A recommendation and the options it could not apply."""
+    """An answer, or the one-line reason there is none, and the options not applied."""
 
-    rec: Recommendation | None
+    answer: Answer | None
     not_applied: list[str] = field(default_factory=list)
     error: str = ""
 
+    @property
+    def rec(self) -> Recommendation | None:
+        """The answer's recommendation (None without an answer)."""
+        return None if self.answer is None else self.answer.recommendation
 
-def run_options(opts: ExploreOptions, catalog: Sequence[Instance]) -> ExploreResult:
-    """Run ``recommend`` for ``opts``: the single adapter from the explorer's knobs.
 
-    Returns
-    -------
-    ExploreResult
-        The recommendation, or the one-line reason there is none (a filter that matches
-        nothing, a target nothing meets), and the options that were not applied.
+def explore(request: SizingRequest) -> ExploreResult:
+    """Size ``request`` with `sizing.pipeline.size`.
+
+    A bad input or a target nothing meets is kept as the one-line reason there is no answer.
     """
-    not_applied: list[str] = []
     try:
-        if opts.pricing_model not in PRICING:
-            raise InputError(
-                f"unknown pricing {opts.pricing_model!r}; expected one of: {', '.join(PRICING)}"
-            )
-        instances = filter_catalog(catalog, provider=opts.provider or None, arch=opts.arch or None)
-        work = Workload(opts.scenario, opts.protocol, opts.file_bytes, opts.sla_p99_ms)
-        rec = recommend(
-            opts.target_rps,
-            instances,
-            work,
-            opts.headroom,
-            opts.redundancy,
-            confidence=opts.confidence,
-            zones=opts.zones,
-            pricing=PRICING[opts.pricing_model],
-        )
+        return ExploreResult(size(request))
     except (InputError, Infeasible) as exc:
-        return ExploreResult(None, not_applied, str(exc))
-    return ExploreResult(rec, not_applied)
+        return ExploreResult(None, [], str(exc))
+
+
+def decision_html(result: ExploreResult) -> str:
+    """The decision pane: the report's decision card, or the reason there is none."""
+    from sizing.report import summary
+
+    if result.answer is None:
+        return f'<div style="color:#a00;font-weight:700">{summary.html.escape(result.error)}</div>'
+    return summary.summary_html(summary.decision_summary(result.answer.recommendation))
 
 
 class Explorer:
@@ -119,31 +72,25 @@ class Explorer:
 
     Parameters
     ----------
-    catalog : sequence of Instance
-        The instance catalog to choose from.
-    options : ExploreOptions
-        Where the knobs start.
-    top : int
-        Options in the table.
+    request : SizingRequest, optional
+        Where the knobs start (default: the request's defaults, as ``recommend``'s).
     """
 
-    def __init__(
-        self, catalog: Sequence[Instance], options: ExploreOptions | None = None, top: int = 10
-    ) -> None:
+    def __init__(self, request: SizingRequest | None = None) -> None:
         import ipywidgets as w
 
-        self.catalog = list(catalog)
-        self.top = top
-        self.options = options or ExploreOptions()
-        o = self.options
+        self.request = request or SizingRequest()
+        o = self.request
+        self.top = o.top or 10
+        self.catalog = load_catalog(list(o.catalog))
         style = {"description_width": "110px"}
         layout = w.Layout(width="380px")
         providers = sorted({i.provider for i in self.catalog})
         arches = sorted({i.arch for i in self.catalog})
         size_name = next((k for k, v in SIZES.items() if v == o.file_bytes), "1 KB")
         self.controls: dict[str, Any] = {
-            "target_rps": w.FloatLogSlider(
-                value=o.target_rps,
+            "rps": w.FloatLogSlider(
+                value=o.rps,
                 base=10,
                 min=3,
                 max=8,
@@ -190,18 +137,22 @@ class Explorer:
             "file_bytes": w.Dropdown(
                 options=list(SIZES), value=size_name, description="response size"
             ),
-            "provider": w.Dropdown(
+            "providers": w.Dropdown(
                 options=[("any", ""), *((p, p) for p in providers)],
-                value=o.provider,
+                value=o.providers if o.providers in providers else "",
                 description="provider",
             ),
             "arch": w.Dropdown(
                 options=[("any", ""), *((a, a) for a in arches)],
-                value=o.arch,
+                value=o.arch if o.arch in arches else "",
                 description="arch",
             ),
-            "pricing_model": w.Dropdown(
-                options=list(PRICING), value=o.pricing_model, description="pricing"
+            "pricing": w.Dropdown(
+                options=list(PRICING.items()), value=o.pricing, description="pricing"
+            ),
+            # Egress ranks with compute: where clients are moves the bill most of all.
+            "clients": w.ToggleButtons(
+                options=["internet", "vpc"], value=o.clients, description="clients"
             ),
         }
         for c in self.controls.values():
@@ -223,11 +174,11 @@ class Explorer:
         self.widget = w.VBox([w.HBox([left, self.decision]), self.status, self.table, self.charts])
         self.refresh()
 
-    def current(self) -> ExploreOptions:
-        """The options the widgets show now."""
+    def current(self) -> SizingRequest:
+        """The request the widgets show now."""
         values = {k: c.value for k, c in self.controls.items()}
         values["file_bytes"] = SIZES[values["file_bytes"]]
-        return replace(self.options, **values)
+        return self.request.replace(**values)
 
     def _changed(self, _change: Any) -> None:
         self.refresh()
@@ -264,22 +215,22 @@ class Explorer:
         """Recompute and redraw the decision, the table and the charts."""
         from sizing.report import plots, summary
 
-        result = run_options(self.current(), self.catalog)
+        try:
+            result = explore(self.current())
+        except InputError as exc:  # a combination of widget values the request refuses
+            result = ExploreResult(None, [], str(exc))
         self.rec = result.rec
         notes = "".join(
             f'<div style="color:#8a4b00">not applied: {summary.html.escape(n)}</div>'
             for n in result.not_applied
         )
+        self.decision.value = decision_html(result)
         if result.rec is None:
-            self.decision.value = (
-                f'<div style="color:#a00;font-weight:700">{summary.html.escape(result.error)}</div>'
-            )
             self.table.value = ""
             self.status.value = notes
             self.charts.outputs = ()
             return result
         rec = result.rec
-        self.decision.value = summary.summary_html(summary.decision_summary(rec))
         self.table.value = summary.no_math(
             f"<h4>{summary.html.escape(summary.options_heading(rec))}</h4>"
             + summary.options_table(rec, self.top).to_html()

@@ -131,6 +131,8 @@ class DecisionSummary:
     decision_text: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
     cheapest_at_confidence: tuple[str, float] | None = None
+    #: The decision's numbers (`sizing.fleet.decision.decide`): what the headline shows.
+    decision: Mapping[str, Any] | None = None
     limits: tuple[str, ...] = ()
     traffic: str = ""
 
@@ -179,7 +181,8 @@ def decision_summary(rec: Recommendation, *, decision_text: str = "") -> Decisio
     rec : Recommendation
         The answer (options in the order the recommendation ranks them).
     decision_text : str
-        A paragraph that explains the choice, if the caller has one.
+        A paragraph that explains the choice; default the recommendation's own decision
+        (its first sentence is `sizing.pipeline.Answer.decision`, the same everywhere).
     """
     from sizing.errors import Infeasible
     from sizing.model.sensitivity import cost_at_confidence
@@ -204,7 +207,8 @@ def decision_summary(rec: Recommendation, *, decision_text: str = "") -> Decisio
         options=len(opts),
         simulated=bool(getattr(ev, "simulated", False)),
         measured_runs=tuple(getattr(ev, "runs", ()) or ()),
-        decision_text=decision_text,
+        decision_text=decision_text or str((rec.decision or {}).get("text", "")),
+        decision=rec.decision,
         notes=tuple(getattr(ev, "notes", ()) or ()),
         cheapest_at_confidence=at_conf,
         limits=tuple(getattr(rec, "notes", ())),
@@ -254,8 +258,18 @@ def summary_html(s: DecisionSummary, side_html: str = "") -> str:
         if at_conf
         else f"point estimate: no count keeps the headroom with {conf} confidence"
     )
+    # The headline is the decision's fleet when there is one (`sizing.fleet.decision`, as in
+    # the terminal: the point estimate when ranked by it); else the count above.
+    d = s.decision or {}
+    if d:
+        buy = d.get("count", buy)
+        hourly = d.get("hourly_cost_usd", hourly)
+        if d.get("basis") == "point estimate":
+            basis_of_count = "point estimate (ranked by the cost of the point estimate)"
+    monthly = d.get("monthly_cost_usd", hourly * HOURS_PER_MONTH)
     sure = (
-        f"<b>{buy}</b> keep the headroom with {conf} confidence; the point estimate, "
+        f"<b>{c.count_at_confidence}</b> keep the headroom with {conf} confidence; the point "
+        f"estimate, "
         f"{c.count} ({fmt_usd(c.hourly_usd)}/h), meets the target with P(meet) "
         f"<b>{c.p_meet:.0%}</b>"
         if at_conf
@@ -316,7 +330,7 @@ def summary_html(s: DecisionSummary, side_html: str = "") -> str:
 <div class="ns-card" id="decision-summary">
 <h2>Decision</h2>
 <div class="ns-buy">{buy} &times; {_e(c.instance_type)}</div>
-<div class="ns-cost">{fmt_usd(hourly)}/hour &middot; {fmt_usd(hourly * HOURS_PER_MONTH, 0)}/month
+<div class="ns-cost">{fmt_usd(hourly)}/hour &middot; {fmt_usd(monthly, 0)}/month
 <span style="font-size:13px;color:#555">{pricing}</span></div>
 <div style="font-size:12px;color:#555;margin:-4px 0 6px">{basis_of_count}</div>
 {warn}

@@ -1,0 +1,86 @@
+"""``python -m sizing catalog``: list the filtered catalog, or build it from upstream files."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from sizing.cli.common import catalog_rows
+from sizing.errors import InputError
+from sizing.report.render import render_catalog
+from trialtable.values import parse_path
+
+
+def add_parser(sub: Any) -> None:
+    """The ``catalog`` options."""
+    cat = sub.add_parser(
+        "catalog", help="list the instance catalog (filtered), or build it from upstream files"
+    )
+    cat.add_argument(
+        "action",
+        nargs="?",
+        choices=("list", "build"),
+        default="list",
+        help="list (default) or build the catalog from the providers' public files",
+    )
+    cat.add_argument(
+        "--provider", help="only these providers, e.g. aws,gcp (comma list; default: all)"
+    )
+    cat.add_argument(
+        "--region",
+        help="only these regions, e.g. us-east-1 (comma list), or all (default: us-east-1, "
+        "us-central1 and the regions of your --catalog files)",
+    )
+    cat.add_argument(
+        "--arch", help="only these architectures: x86_64, arm64 (comma list; default: all)"
+    )
+    cat.add_argument(
+        "--family", help="only these families, e.g. c7g,t2a-standard (comma list; default: all)"
+    )
+    cat.add_argument(
+        "--catalog",
+        action="append",
+        default=[],
+        type=parse_path,
+        metavar="PATH",
+        help="your own catalog CSV (same columns); adds or replaces entries; repeatable",
+    )
+    cat.add_argument(
+        "--aws-dir", type=parse_path, metavar="DIR", help="build: karpenter's AWS files"
+    )
+    cat.add_argument(
+        "--gcp-dir", type=parse_path, metavar="DIR", help="build: pricing.yml and series/*.sql"
+    )
+    cat.add_argument(
+        "--burst-table",
+        type=parse_path,
+        metavar="CSV",
+        default=None,
+        help="build: AWS 'up to' bandwidth peaks (default: the shipped aws-network-burst.csv)",
+    )
+    cat.add_argument(
+        "--out", type=parse_path, metavar="FILE", help="build: the catalog CSV to write"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the filtered instance catalog, or build it from the providers' files."""
+    if args.action == "build":
+        from sizing.catalog.build import (
+            DEFAULT_BURST_TABLE,
+            build_catalog,
+            iter_summary,
+            write_catalog,
+        )
+
+        if args.out is None:
+            raise InputError("catalog build needs --out FILE")
+        result = build_catalog(args.aws_dir, args.gcp_dir, args.burst_table or DEFAULT_BURST_TABLE)
+        paths = write_catalog(result, args.out)
+        for line in iter_summary(result):
+            print(line)
+        for p in paths:
+            print(p)
+        return 0
+    print(render_catalog(catalog_rows(args)))
+    return 0

@@ -1,0 +1,72 @@
+"""``python -m sizing k8s`` (and ``recommend --format k8s``): manifests from a sizing request."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from sizing.request import SizingRequest, add_arguments
+from sizing.units import int_at_least
+from trialtable.values import parse_path
+
+HELP = "Kubernetes manifests and the cheapest node type"
+
+
+def add_k8s_options(p: argparse.ArgumentParser) -> None:
+    """Pod size, names and output of the Kubernetes answer (not part of a sizing request)."""
+    from sizing.request import int_between
+
+    g = p.add_argument_group("Kubernetes (k8s, --format k8s)")
+    g.add_argument("--pod-cpus", type=int_between(1, 64), default=2, help="CPUs (workers) per pod")
+    g.add_argument("--name", default="nginx", help="Deployment name (an RFC 1123 label)")
+    g.add_argument("--namespace", default=None, help="namespace (an RFC 1123 label)")
+    g.add_argument("--image", default="nginx:1.27", help="container image")
+    g.add_argument("--max-replicas", type=int_at_least(1), default=None, help="HPA ceiling")
+    g.add_argument("--out", type=parse_path, default=None, metavar="FILE", help="write YAML here")
+
+
+def add_parser(sub: Any) -> None:
+    """The ``k8s`` options: the request's flags and the pods'."""
+    p = sub.add_parser("k8s", help=HELP)
+    add_arguments(p, "k8s")
+    add_k8s_options(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Write Kubernetes manifests for the request, on the node type that packs them cheapest."""
+    from sizing.fleet.k8s import check_image, check_name, k8s_answer
+    from sizing.pipeline import size
+    from trialtable.files import write_atomic
+    from trialtable.read import read_rows
+
+    check_name(args.name, "--name")
+    if args.namespace is not None:
+        check_name(args.namespace, "--namespace")
+    check_image(args.image)
+    request = SizingRequest.from_args(args)
+    answer = size(request)
+    if answer.warning:
+        print(f"python -m sizing k8s: {answer.warning}", file=sys.stderr)
+    rec = answer.recommendation
+    rows = [r for d in request.runs for r in read_rows(d)]
+    doc = k8s_answer(
+        request.rps,
+        list(answer.instances),
+        rec.workload,
+        rec.rules,
+        pod_cpus=args.pod_cpus,
+        evidence=rec.evidence,
+        profiles=rec.profiles,
+        runs_rows=rows,
+        name=args.name,
+        namespace=args.namespace,
+        image=args.image,
+        max_replicas=args.max_replicas,
+    )
+    if args.out:
+        write_atomic(args.out, doc["yaml"])
+        print("\n".join(doc["comments"][:5]))
+    else:
+        print(doc["yaml"], end="")
+    return 0

@@ -1,0 +1,58 @@
+"""``python -m sizing reference`` and ``precompute``: the published datasets and their fits."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from sizing.cli.common import require_out_folder
+from sizing.report.render import table as _table
+from trialtable.values import parse_path
+
+
+def add_parsers(sub: Any) -> None:
+    """The ``reference`` and ``precompute`` options."""
+    ref = sub.add_parser("reference", help="list or show the published reference datasets")
+    ref.add_argument("--list", action="store_true", help="list datasets, rows and sources")
+    ref.add_argument("--show", metavar="NAME", help="print one dataset as CSV")
+
+    pre = sub.add_parser("precompute", help="refit the reference and write data/fits/")
+    pre.add_argument(
+        "--out",
+        default=None,
+        type=parse_path,
+        metavar="PATH",
+        help="where to write (default data/fits/...)",
+    )
+
+
+def run_reference(args: argparse.Namespace) -> int:
+    """List the reference datasets, or print one."""
+    from sizing.model.datasets import list_reference, load_reference
+
+    if args.show:
+        print(load_reference(args.show).to_csv(index=False), end="")
+        return 0
+    rows = [
+        [d["name"], str(d["rows"]), ", ".join(d["sources"]), d["file"], d["description"]]
+        for d in list_reference()
+    ]
+    print(_table(["dataset", "rows", "sources", "file", "description"], rows, {1}))
+    return 0
+
+
+def run_precompute(args: argparse.Namespace) -> int:
+    """Write the precomputed reference fits."""
+    from sizing.model.cloudfit import precompute_cloud_model
+    from sizing.model.fits import precompute, precompute_cost_model, precompute_platforms
+    from sizing.paths import FITS_PATH
+
+    if args.out is not None:
+        require_out_folder(str(Path(args.out).parent))
+    print(precompute(args.out or FITS_PATH))
+    if args.out is None:
+        print(precompute_cost_model())
+        print(precompute_platforms())
+        print(precompute_cloud_model())
+    return 0

@@ -1,0 +1,150 @@
+"""One pipeline: `size` turns a `SizingRequest` into an `Answer`; every caller renders that.
+
+The command line (``recommend``, ``report``, ``plan-measurements``), the report notebook and
+the explorer all call `size` and only render its answer, so the decision a person reads,
+`Answer.decision`, is the same sentence in the terminal, the HTML page, the PDF and the
+explorer.
+
+``size`` reads the catalog files and filters, the CPU profiles and the run folders the
+request names, counts every instance type's fleet (`sizing.fleet.recommend.recommend`), the
+mixed fleet when asked (`sizing.fleet.mix`) and decides (`sizing.fleet.decision`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sizing.catalog.load import Instance, load_catalog, select_instances
+from sizing.evidence.profiles import load_profiles
+from sizing.evidence.runs_check import require_used_runs
+from sizing.fleet.recommend import Option, Recommendation, recommend
+from sizing.request import SizingRequest
+
+__all__ = ["Answer", "instances_of", "size"]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What `size` found for a request.
+
+    Attributes
+    ----------
+    request : SizingRequest
+        The question.
+    recommendation : Recommendation
+        Every feasible option in the request's order, the mix, the decision's numbers.
+    decision : str
+        The sentence a person reads: count, type, where, $/hour, $/month and how sure.
+    warning : str
+        A line to show before the answer (runs given but not used), or empty.
+    instances : tuple of Instance
+        The catalog rows the request's filters selected (before fleet rules excluded any).
+    """
+
+    request: SizingRequest
+    recommendation: Recommendation
+    decision: str
+    warning: str = ""
+    instances: tuple[Instance, ...] = ()
+
+    @property
+    def options(self) -> list[Option]:
+        """The options table: each type's cheapest fleet, in the request's order."""
+        return self.recommendation.options
+
+    @property
+    def basis(self) -> tuple[str, ...]:
+        """What the chosen option's numbers rest on: runs, profiles, tables, estimates."""
+        return tuple(self.recommendation.options[0].capacity.basis)
+
+    def to_dict(self, top: int | None = None) -> dict[str, Any]:
+        """The JSON document of ``recommend --format json`` (``top`` options)."""
+        return self.recommendation.to_dict(top=top)
+
+
+def instances_of(request: SizingRequest) -> list[Instance]:
+    """The catalog rows the request's catalog files and filters select.
+
+    Raises
+    ------
+    InputError
+        For a filter value no row has, or a bad catalog file.
+    """
+    return select_instances(
+        request.catalog,
+        provider=request.providers or None,
+        region=request.regions or None,
+        arch=request.arch or None,
+        family=request.families or None,
+    )
+
+
+def evidence_of(request: SizingRequest, instances: Sequence[Instance] = ()) -> tuple[Any, str]:
+    """The measured evidence of the request's runs (None without runs) and its warning.
+
+    Raises
+    ------
+    Infeasible
+        When runs were given, none measured the workload, and unused runs are not allowed.
+    """
+    if not request.runs:
+        return None, ""
+    from sizing.evidence.measured import build_evidence, measured_series
+
+    runs = list(request.runs)
+    series = measured_series(runs, allow_simulated=request.allow_simulated)
+    # Match labels against the whole catalog: a filter must not hide the measured type.
+    evidence = build_evidence(series, load_catalog(list(request.catalog)), request.workload())
+    warning = require_used_runs(evidence, runs, allow_unused=request.allow_unused_runs)
+    return evidence, warning
+
+
+def size(request: SizingRequest) -> Answer:
+    """Answer a sizing request: the options, the mix when asked, and the decision.
+
+    Parameters
+    ----------
+    request : SizingRequest
+        Workload, SLA, fleet rules, pricing, filters and evidence.
+
+    Returns
+    -------
+    Answer
+        With `Answer.decision`, the sentence every caller shows.
+
+    Raises
+    ------
+    InputError
+        For a bad file or filter.
+    Infeasible
+        When nothing meets the target, or runs were given and none is used.
+    """
+    instances = instances_of(request)
+    profiles = load_profiles(request.profiles)
+    evidence, warning = evidence_of(request, instances)
+    rules = request.rules()
+    rec = recommend(
+        request.rps,
+        instances,
+        request.workload(),
+        rules.headroom,
+        rules.redundancy,
+        rules.max_count,
+        evidence,
+        rules.confidence,
+        profiles=profiles,
+        zones=rules.zones,
+        zone_loss=rules.zone_loss,
+        pricing=rules.pricing,
+        spot_reserve=request.spot_reserve,
+        sort=request.sort,
+        burstable=request.burstable,
+        mix=request.mix,
+        clients=request.clients,
+        include_families=request.family_groups(),
+        growth=request.growth_rate(),
+    )
+    decision = rec.decision["headline"] + "." if rec.decision else ""  # the text's first
+    return Answer(request, rec, decision, warning, tuple(instances))
