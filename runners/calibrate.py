@@ -22,6 +22,7 @@ re-exports the names callers use (`CalibrateOptions`, `fit_settings`, `build_pro
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -29,18 +30,26 @@ import re
 import secrets
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 from runners import loadgen
-from runners.calibrate_fit import build_profile, check_identifiable, cpu_us, observations
+from runners.calibrate_fit import (
+    TARGET_REL,
+    build_profile,
+    check_identifiable,
+    cpu_us,
+    observations,
+    unpinned,
+)
 from runners.calibrate_settings import (
     MIN_WORKER_SHARE,
     CalibrateOptions,
     Setting,
     fit_settings,
+    retired_settings,
     scaling_settings,
 )
 from runners.cli_options import host_options, wildcard_problem
@@ -71,6 +80,7 @@ __all__ = [
     "main",
     "observations",
     "render",
+    "retired_settings",
     "run_calibrate",
     "scaling_settings",
     "unsupported",
@@ -243,7 +253,8 @@ class Campaign:
         if not isinstance(meta, dict):
             raise RunnerError(f"cannot read {path / 'campaign.json'}: not a JSON object")
         stored = meta.get("options", {})
-        diff = [k for k, v in options.to_dict().items() if stored.get(k) != v]
+        # A key the campaign did not store yet (an option added since) is not a difference.
+        diff = [k for k, v in options.to_dict().items() if k in stored and stored[k] != v]
         if diff:
             raise RunnerError(
                 f"campaign {cid} was run with other options ({', '.join(diff)}); resume it "
@@ -286,13 +297,20 @@ class _Step:
 
 
 def _connections(setting: Setting, done: list[dict[str, Any]], sla_ms: float) -> int:
-    """Connections per worker for the next round, from this setting's earlier trials."""
+    """Connections per worker for the next round, from this setting's earlier trials.
+
+    Halved after a p99 over the SLA from a busy worker, doubled after a far lower p99 from an
+    idle one.
+    """
     c = setting.connections
     for row in done:
         c = int(row["connections"]) // max(1, setting.vcpus)
         p99 = float(row["latency_p99_ms"])
         share = float(row["server_cpu_pct"]) / (100.0 * setting.vcpus)
-        if not math.isfinite(p99) or p99 > sla_ms:
+        if not math.isfinite(p99) or (p99 > sla_ms and share >= MIN_WORKER_SHARE):
+            # Queueing at a busy worker: fewer connections. A p99 over the SLA with the worker
+            # mostly idle comes from elsewhere (a competing process, delayed ACKs of large
+            # responses) and halving would only leave the worker idler.
             c = max(1, c // 2)
         elif p99 < sla_ms / 4 and share < MIN_WORKER_SHARE and c < 64:
             c *= 2
@@ -424,8 +442,25 @@ def _run(
     steal: dict[str, float] = dict(campaign.meta.get("steal", {}))
     probes: dict[str, float] = campaign.meta["host"].setdefault("speed_probe_us", {})
     eta = _Eta(len(steps), progress)
+
+    def extra_rounds() -> Iterator[_Step]:
+        """Rounds of the settings that measure a coefficient not yet pinned."""
+        for k in range(options.more_rounds):
+            names, use = unpinned(campaign.trials(), settings, options)
+            if not use:
+                return
+            _say(
+                progress,
+                f"calibrate: extra round {k + 1}: {', '.join(names)} not yet within "
+                f"{TARGET_REL:.0%}; measuring {', '.join(use)} again",
+            )
+            eta.total += len(use)
+            for s in settings:
+                if s.name in use:
+                    yield _Step(s, options.rounds + k)
+
     try:
-        for step in steps:
+        for step in itertools.chain(steps, extra_rounds()):
             label = _label(step.setting.name, step.round_)
             rows = campaign.trials()
             if any(r["instance_label"] == label for r in rows):
@@ -608,7 +643,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "calibrate",
         help="measure what a request costs on a host's CPU and write a CPU profile",
         description=(
-            "A fixed campaign of settings (keep-alive static 0 B/1 KB/64 KB over HTTP and "
+            "A fixed campaign of settings (keep-alive static 0 B/1 KB/100 KB over HTTP and "
             "HTTPS, new connections over HTTP and HTTPS with ECDSA and RSA keys and with "
             "resumed TLS sessions, gzip, "
             "reverse proxy, API gateway, and 1..N workers), repeated and interleaved; the CPU "
@@ -637,6 +672,14 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         default=None,
         metavar="N",
         help="rounds of every setting (default 3; 2 with --quick)",
+    )
+    p.add_argument(
+        "--extra-rounds",
+        type=int,
+        default=None,
+        metavar="N",
+        help="at most N further rounds of only the settings that measure a coefficient whose "
+        "standard error is still over 25%% of its value (default 2; 0 with --quick)",
     )
     p.add_argument(
         "--sla-p99",
@@ -687,6 +730,7 @@ def main(args: argparse.Namespace) -> int:
         clients=tuple(args.client or ["local"]),
         quick=args.quick,
         repeats=args.repeats,
+        extra_rounds=args.extra_rounds,
         sla_p99_ms=args.sla_p99,
         load_generator=args.load_generator,
         only=tuple(s.strip() for s in args.settings.split(",") if s.strip()),
@@ -725,7 +769,14 @@ def render(profile: Profile) -> str:
         se = f"{c.stderr:.2g}" if c.stderr is not None else "-"
         lines.append(
             f"{name:<30} {c.value:>10.4g} {se:>9} {spread:>7}  {c.unit}"
-            + ("  (held at 0)" if c.note else "")
+            + ("  (held at 0)" if "held at 0" in c.note else "")
+            + ("  (not identified)" if c.note.startswith("not identified") else "")
+        )
+    for name, u in profile.extra.get("unidentified", {}).items():
+        lines.append(
+            f"{name:<30} {'-':>10} {'-':>9} {'-':>7}  {u.get('unit', '')}  (not identified: "
+            f"{u.get('value', math.nan):.3g} +- {u.get('stderr') or math.nan:.2g}; readers take "
+            "the reference's)"
         )
     sc = profile.scaling
     if sc.workers:

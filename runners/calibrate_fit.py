@@ -14,7 +14,7 @@ import math
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -36,6 +36,24 @@ from trialtable.profile import (
 
 # Efficiency above this across worker counts is implausible (superlinear): warned, not used.
 SUPERLINEAR = 1.15
+#: A load generator using this share of its threads' CPU is the load's limit: a worker under
+#: `MIN_WORKER_SHARE` then waits for it, not for a CPU another process took.
+CLIENT_BOUND = 0.85
+#: A coefficient whose standard error is more than this share of its value is not pinned by
+#: the campaign (its 95% interval reaches zero): it is left out of the profile's coefficients
+#: (readers take the reference's, speed-scaled) and kept under ``unidentified``.
+UNIDENTIFIED_REL = 0.5
+#: The relative standard error a campaign's extra rounds aim for on every coefficient.
+TARGET_REL = 0.25
+#: ... unless its standard error moves no setting's CPU time per request by more than this
+#: share (an uncertain term too small to matter where it was measured is kept).
+MATERIAL = 0.02
+#: The terms of every keep-alive response: kept with a note when not identified. They are
+#: fitted jointly over the same settings, each taking part of the others' cost, so a
+#: reference value in place of one would not add up to what the campaign measured.
+KEEP_UNIDENTIFIED = frozenset(
+    {"request_us", "body_us", "byte_ns", "tls_request_us", "tls_body_us", "tls_byte_ns"}
+)
 
 
 def cpu_us(row: dict[str, Any]) -> float:
@@ -58,7 +76,13 @@ def _usable(row: dict[str, Any]) -> bool:
 
 @dataclass
 class Observation:
-    """One trial as a data point of the fit."""
+    """One trial as a data point of the fit.
+
+    ``bound_by`` names what else limited the load when the worker ran under
+    `MIN_WORKER_SHARE` of the wall time for a reason of the campaign's own (its load
+    generator at its CPU limit, the upstream of a proxy setting sharing the host): such a
+    trial is measured below saturation but is not a sign of a busy host.
+    """
 
     setting: str
     round_: int
@@ -69,12 +93,35 @@ class Observation:
     worker_share: float
     flags: list[str] = field(default_factory=list)
     run_id: str = ""
+    bound_by: str = ""
+
+    @property
+    def contended(self) -> bool:
+        """The worker was not kept busy and nothing of the campaign's own explains it."""
+        return self.worker_share < MIN_WORKER_SHARE and not self.bound_by
+
+
+def _client_share(row: dict[str, Any]) -> float:
+    """The load generator's CPU time over what its threads could use [1] (NaN if unknown)."""
+    try:
+        threads = max(1.0, float(row.get("threads") or 1))
+        return float(row["client_cpu_pct"]) / (100.0 * threads)
+    except (KeyError, TypeError, ValueError):
+        return math.nan
 
 
 def observations(
-    rows: Sequence[dict[str, Any]], settings: Sequence[Setting], sla_ms: float
+    rows: Sequence[dict[str, Any]],
+    settings: Sequence[Setting],
+    sla_ms: float,
+    same_host: bool = True,
 ) -> tuple[list[Observation], list[str]]:
-    """The campaign's trials as observations, with the warnings about them."""
+    """The campaign's trials as observations, with the warnings about them.
+
+    ``same_host``: the load generator (and a proxy setting's upstream) shared the server's
+    host (loopback), so a worker under `MIN_WORKER_SHARE` of the wall time in a proxy setting
+    may be waiting for its upstream rather than for a CPU a competing process took.
+    """
     by_name = {s.name: s for s in settings}
     obs, warnings = [], []
     for row in rows:
@@ -100,10 +147,16 @@ def observations(
             share,
             run_id=str(row["run_id"]),
         )
-        if share < MIN_WORKER_SHARE:
+        client = _client_share(row)
+        if share < MIN_WORKER_SHARE and client >= CLIENT_BOUND:
+            o.bound_by = f"the load generator ({client:.0%} of its CPU)"
+        elif share < MIN_WORKER_SHARE and s.scenario.proxied and same_host:
+            o.bound_by = "the upstream on the same host"
+        if o.contended:
             o.flags.append(
                 f"{row['trial_id']} ({s.name}): the workers ran {share:.0%} of the trial's "
-                "wall time (a competing process or steal, or a load too light to saturate them)"
+                f"wall time and the load generator {client:.0%} of its CPU (a competing "
+                "process or steal, or too few connections to load them)"
             )
         if not bool(row["valid"]):
             o.flags.append(f"{row['trial_id']} ({s.name}): {row['invalid_reason']}")
@@ -128,9 +181,16 @@ def _row(s: Setting, wire_body: float | None) -> dict[str, float]:
     https = sc.protocol == "https"
     body = float(sc.file_bytes) if wire_body is None else wire_body
     x = {"request_us": 1.0, "byte_ns": body / 1000.0}
+    if sc.file_bytes > 0:
+        # The fixed part of a response with a body (open, stat, sendfile or read), measured
+        # between the 0-byte and the 1 KB settings; without it request_us would hold it.
+        x["body_us"] = 1.0
     if https:
         x["tls_request_us"] = 1.0
         x["tls_byte_ns"] = body / 1000.0
+        if sc.file_bytes > 0:
+            # HTTPS cannot sendfile: its body's fixed part differs from HTTP's.
+            x["tls_body_us"] = 1.0
     if sc.name == "cps":
         x["connection_us"] = 1.0
         if https and sc.tls_resumption:
@@ -179,10 +239,19 @@ class Fit:
 
 
 def _nonnegative_wls(
-    X: np.ndarray, y: np.ndarray, w: np.ndarray, names: Sequence[str], extra_dof: int
+    X: np.ndarray,
+    y: np.ndarray,
+    w: np.ndarray,
+    names: Sequence[str],
+    extra_dof: int,
+    center: np.ndarray | None = None,
 ) -> tuple[dict[str, float], dict[str, float], dict[str, float], np.ndarray]:
     """Weighted least squares with costs held at zero when they fit below it.
 
+    With ``center`` (each observation's setting median) the costs are fitted to the centres,
+    so that one outlying trial of a busy host moves its setting by nothing rather than by a
+    third; the standard errors still come from the observations' residuals around the fit,
+    each coefficient's from those of the trials that measure it (HC3 sandwich estimator).
     Returns values, standard errors, held-at-zero raw values, and the weighted residuals.
     """
     active = list(range(len(names)))
@@ -190,7 +259,7 @@ def _nonnegative_wls(
     first_se: dict[str, float] = {}
     while True:
         Xa = X[:, active] * w[:, None]
-        ya = y * w
+        ya = (y if center is None else center) * w
         if np.linalg.matrix_rank(Xa) < len(active):
             lost = [names[i] for i in active]
             raise RunnerError(
@@ -199,9 +268,17 @@ def _nonnegative_wls(
             )
         beta, *_ = np.linalg.lstsq(Xa, ya, rcond=None)
         dof = len(y) - len(active) - extra_dof
-        resid = ya - Xa @ beta
-        s2 = float(resid @ resid) / dof if dof > 0 else math.nan
-        cov = s2 * np.linalg.inv(Xa.T @ Xa)
+        # The trials' own residuals (not the centres'): the scatter a busy host adds counts.
+        # Each coefficient's error comes from the scatter of the trials that measure it
+        # (heteroscedasticity-consistent, HC3): one noisy setting does not widen all.
+        resid = y * w - Xa @ beta
+        bread = np.linalg.inv(Xa.T @ Xa)
+        if dof > 0:
+            lev = np.clip(np.einsum("ij,jk,ik->i", Xa, bread, Xa), 0.0, 0.99)
+            u = resid / (1.0 - lev)
+            cov = bread @ (Xa.T * u**2) @ Xa @ bread
+        else:
+            cov = np.full_like(bread, math.nan)
         se = np.sqrt(np.clip(np.diag(cov), 0, None))
         for i, j in enumerate(active):
             first_se.setdefault(names[j], float(se[i]))
@@ -222,16 +299,19 @@ def _nonnegative_wls(
 
 
 def fit(
-    obs: Sequence[Observation], settings: Sequence[Setting], wire: dict[str, float] | None = None
+    obs: Sequence[Observation],
+    settings: Sequence[Setting],
+    wire: dict[str, float] | None = None,
 ) -> Fit:
     """Fit the coefficients the observations identify.
 
     The model of a trial of setting s in round r is ``f_r * cost_s(coefficients)``: a busy
     host slows every setting of a round alike (cache pollution, wake-ups), and the rounds
     interleave every setting so that ``f_r`` can be told apart from the costs. The fit
-    alternates a weighted least-squares fit of the costs on the trials divided by their
-    round's factor (weights 1 / (setting median)^2, so every setting counts by its relative
-    error) with the factors (the median ratio of a round's trials to the fit), normalised so
+    alternates a weighted least-squares fit of the costs to each setting's median trial
+    divided by its round's factor (weights 1 / (setting median)^2, so every setting counts by
+    its relative error; the median, so that one trial a busy host slowed does not move it)
+    with the factors (the median ratio of a round's trials to the fit), normalised so
     the median round is 1: the coefficients are the costs at the campaign's median
     contention. A cost that comes out negative is held at zero and the rest refitted (an
     active-set non-negative fit); its unconstrained value is kept in ``held_at_zero``.
@@ -258,7 +338,10 @@ def fit(
             for s in set(settings_of)
         }
         w = np.array([1.0 / med[n] for n in settings_of])
-        value, stderr, held, resid = _nonnegative_wls(X, adjusted, w, names, len(rounds) - 1)
+        center = np.array([med[n] for n in settings_of])
+        value, stderr, held, resid = _nonnegative_wls(
+            X, adjusted, w, names, len(rounds) - 1, center
+        )
         pred = X @ np.array([value[n] for n in names])
         if len(rounds) == 1 or not np.all(pred > 0):
             break
@@ -280,6 +363,37 @@ def fit(
     )
 
 
+def unpinned(
+    rows: Sequence[dict[str, Any]], settings: Sequence[Setting], options: CalibrateOptions
+) -> tuple[list[str], list[str]]:
+    """Coefficients not yet pinned, and the one-worker settings that measure them.
+
+    Not pinned: a standard error over `TARGET_REL` of the value that matters (`MATERIAL`).
+    Another round of those settings (and only those) narrows them: each round has its own
+    contention factor, so a round of a few settings still tells their differences apart.
+    """
+    obs, _ = observations(rows, settings, options.sla_p99_ms)
+    wire = _wire_bodies(rows, settings)
+    try:
+        f = fit(obs, settings, wire)
+    except RunnerError:
+        return [], []
+    weight = _weights(obs, settings, wire)
+    names = [
+        n
+        for n in f.names
+        if math.isfinite(f.stderr[n])
+        and f.stderr[n] > TARGET_REL * abs(f.value[n])
+        and f.stderr[n] * weight.get(n, 0.0) > MATERIAL
+    ]
+    use = [
+        s.name
+        for s in settings
+        if s.vcpus == 1 and any(_row(s, wire.get(s.name)).get(n, 0.0) for n in names)
+    ]
+    return names, use
+
+
 def check_identifiable(settings: Sequence[Setting]) -> None:
     """Raise `RunnerError` before any load if the settings cannot separate their costs.
 
@@ -293,8 +407,9 @@ def check_identifiable(settings: Sequence[Setting]) -> None:
     if np.linalg.matrix_rank(X) < len(names):
         raise RunnerError(
             "these settings do not separate the costs "
-            f"{', '.join(names)}; add the settings that isolate them (e.g. static_http_0B "
-            "with static_http_1KB for request_us and byte_ns, cps_http before cps_https_*)"
+            f"{', '.join(names)}; add the settings that isolate them (e.g. static_http_0B, "
+            "static_http_1KB and static_http_100KB for request_us, body_us and byte_ns, "
+            "cps_http before cps_https_*)"
         )
 
 
@@ -302,20 +417,13 @@ def _scaling_names(settings: Sequence[Setting]) -> set[str]:
     return {s.name for s in settings if s.vcpus > 1}
 
 
-def build_profile(
-    rows: Sequence[dict[str, Any]],
+def _coefficients(
+    obs: Sequence[Observation],
     settings: Sequence[Setting],
-    *,
-    configs: dict[str, str],
-    host: dict[str, Any],
-    options: CalibrateOptions,
-    measured_over: str,
-    steal: dict[str, float] | None = None,
-    campaign_id: str = "",
-) -> Profile:
-    """The profile of a campaign's trials: fit, spreads, scaling, flags and provenance."""
-    obs, warnings = observations(rows, settings, options.sla_p99_ms)
-    wire = _wire_bodies(rows, settings)
+    wire: dict[str, float],
+) -> tuple[Fit, dict[str, Coefficient], dict[str, Any], list[str]]:
+    """The joint fit, each coefficient with its spread, and those it does not identify."""
+    warnings: list[str] = []
     f = fit(obs, settings, wire)
     rounds = sorted({o.round_ for o in obs})
     per_round: dict[str, list[float]] = {n: [] for n in f.value}
@@ -327,7 +435,9 @@ def build_profile(
         for n in f.value:
             if n in fr.value:
                 per_round[n].append(fr.value[n])
-    coefficients = {}
+    weight = _weights(obs, settings, wire)
+    built: dict[str, Coefficient] = {}
+    loose: dict[str, str] = {}  # not identified -> what was fitted
     for n in COEFFICIENTS:
         if n not in f.value:
             continue
@@ -346,13 +456,92 @@ def build_profile(
             )
             warnings.append(f"{n} {note}")
         se = f.stderr[n]
-        coefficients[n] = Coefficient(
+        built[n] = Coefficient(
             round(f.value[n], 6),
             round(se, 6) if math.isfinite(se) else None,
             spread,
             COEFFICIENTS[n][0],
             note,
         )
+        if (
+            n not in f.held_at_zero
+            and math.isfinite(se)
+            and se > UNIDENTIFIED_REL * abs(built[n].value)
+            and se * weight.get(n, 0.0) > MATERIAL
+        ):
+            rel = se / abs(built[n].value) if built[n].value else math.inf
+            loose[n] = (
+                f"fitted {built[n].value:.3g} +- {se:.2g} {built[n].unit} (relative error "
+                f"{rel:.0%})"
+            )
+    dropped = _droppable(set(loose), set(built), [_row(s, None) for s in settings if s.vcpus == 1])
+    coefficients = {}
+    unidentified: dict[str, Any] = {}
+    for n, c in built.items():
+        if n in dropped:
+            se = c.stderr or 0.0
+            rel = se / abs(c.value) if c.value else math.inf
+            unidentified[n] = {**c.to_dict(), "relative_error": round(min(rel, 1e6), 3)}
+            warnings.append(
+                f"{n} not identified: {loose[n]}; left out of the coefficients (readers take "
+                "the reference's); more rounds pin it"
+            )
+            continue
+        if n in loose:
+            c = replace(c, note=f"not identified: {loose[n]}; kept as the best estimate")
+            warnings.append(
+                f"{n} not identified: {loose[n]}; kept, as other coefficients were measured "
+                "relative to it (a reference value would not add up to this campaign's own "
+                "settings); more rounds pin it"
+            )
+        coefficients[n] = c
+    return f, coefficients, unidentified, warnings
+
+
+def _droppable(loose: set[str], fitted: set[str], rows: Sequence[dict[str, float]]) -> set[str]:
+    """The coefficients of ``loose`` that can be left to the reference.
+
+    One can, unless it is a term of every response (`KEEP_UNIDENTIFIED`) or another kept
+    coefficient was measured only in settings that also hold it (a handshake beside
+    connection_us, gateway_request_us beside proxy_request_us): the two were fitted as a sum,
+    and a reference value in its place would not add up. Leaves go first, so a gateway that
+    goes lets its proxy go too.
+    """
+    out: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for n in sorted(loose - out - KEEP_UNIDENTIFIED):
+            kept = fitted - out - {n}
+            leans = [
+                m
+                for m in kept
+                if any(r.get(m) for r in rows) and all(r.get(n) for r in rows if r.get(m))
+            ]
+            if not leans:
+                out.add(n)
+                changed = True
+    return out
+
+
+def build_profile(
+    rows: Sequence[dict[str, Any]],
+    settings: Sequence[Setting],
+    *,
+    configs: dict[str, str],
+    host: dict[str, Any],
+    options: CalibrateOptions,
+    measured_over: str,
+    steal: dict[str, float] | None = None,
+    campaign_id: str = "",
+) -> Profile:
+    """The profile of a campaign's trials: fit, spreads, scaling, flags and provenance."""
+    obs, warnings = observations(
+        rows, settings, options.sla_p99_ms, same_host=measured_over == "loopback"
+    )
+    wire = _wire_bodies(rows, settings)
+    f, coefficients, unidentified, notes = _coefficients(obs, settings, wire)
+    warnings += notes
     factors = f.round_factors
     if factors and max(factors.values()) > 1.25 * min(factors.values()):
         warnings.append(
@@ -371,18 +560,32 @@ def build_profile(
         )
     for o in obs:
         warnings.extend(o.flags)
-    flagged = sum(1 for o in obs if o.worker_share < MIN_WORKER_SHARE)
+    flagged = sum(1 for o in obs if o.contended)
+    bound = [o for o in obs if o.bound_by]
+    if bound:
+        warnings.insert(
+            0,
+            f"{len(bound)} of {len(obs)} trials ran the worker under {MIN_WORKER_SHARE:.0%} "
+            "of the wall time because the campaign's own load limited it ("
+            + ", ".join(sorted({f"{o.setting}: {o.bound_by.split(' (')[0]}" for o in bound}))
+            + "): measured below saturation, not flagged",
+        )
     if flagged:
         warnings.insert(
             0,
             f"{flagged} of {len(obs)} trials flagged: the nginx workers ran under "
-            f"{MIN_WORKER_SHARE:.0%} of the wall time (CPU time per request is still measured "
-            "directly, but the host was not quiet)",
+            f"{MIN_WORKER_SHARE:.0%} of the wall time while the load generator was not at its "
+            "limit (CPU time per request is still measured directly, but the host was not "
+            "quiet)",
         )
     for label, share in sorted((steal or {}).items()):
         if math.isfinite(share) and share > 0.01:
             warnings.append(f"{label}: {share:.1%} of the host's CPU time was stolen")
-    missing = [n for n in COEFFICIENTS if n not in coefficients and n != "http2_request_us"]
+    missing = [
+        n
+        for n in COEFFICIENTS
+        if n not in coefficients and n not in unidentified and n != "http2_request_us"
+    ]
     if missing:
         warnings.append(
             f"{', '.join(missing)} not measured: no setting of this campaign isolates "
@@ -413,15 +616,35 @@ def build_profile(
                 "campaign_id": campaign_id,
                 "options": options.to_dict(),
                 "fit": "CPU time per request = round factor x cost model; weighted least "
-                "squares (weights 1/median^2 per setting) alternating with the round factors "
-                "(median round = 1); stderr from the joint fit, spread = sd/|mean| of "
-                "per-round fits",
+                "squares on each setting's median (weights 1/median^2) alternating with the "
+                "round factors (median round = 1); stderr from the joint fit (the trials' "
+                "residuals, HC3 sandwich), spread = sd/|mean| of per-round fits",
                 "relative_rms_residual": round(f.residual_rel, 4),
                 "round_factors": {str(r + 1): round(v, 4) for r, v in sorted(factors.items())},
             },
             "measurements": _measurements(obs, settings),
+            **({"unidentified": unidentified} if unidentified else {}),
         },
     )
+
+
+def _weights(
+    obs: Sequence[Observation], settings: Sequence[Setting], wire: dict[str, float]
+) -> dict[str, float]:
+    """Coefficient -> its largest multiplier over a setting's median CPU time [1/unit].
+
+    A coefficient's standard error times this is the most it moves any measured setting's
+    cost per request, relative to that cost.
+    """
+    out: dict[str, float] = {}
+    for s in settings:
+        mine = [o.cpu_us for o in obs if o.setting == s.name]
+        if not mine or s.vcpus > 1:
+            continue
+        med = float(np.median(mine))
+        for n, x in _row(s, wire.get(s.name)).items():
+            out[n] = max(out.get(n, 0.0), abs(x) / med)
+    return out
 
 
 def _wire_bodies(rows: Sequence[dict[str, Any]], settings: Sequence[Setting]) -> dict[str, float]:

@@ -10,9 +10,11 @@ Every coefficient is the CPU time of ONE nginx worker (one vCPU of the measured 
 name                            unit           meaning
 =============================== ============== ==================================================
 ``request_us``                  us/request     one HTTP/1.1 keep-alive request, 0-byte body
+``body_us``                     us/request     extra per response with a body (> 0 B), fixed part
 ``byte_ns``                     ns/byte        per response body byte, plaintext
 ``tls_request_us``              us/request     extra per request over HTTPS (keep-alive)
 ``tls_byte_ns``                 ns/byte        extra per body byte over HTTPS (encryption)
+``tls_body_us``                 us/request     HTTPS minus HTTP fixed part of a body (may be < 0)
 ``connection_us``               us/connection  a new TCP connection (accept, close), HTTP
 ``handshake_full_ecdsa_p256_us`` us/handshake  a full TLS handshake, ECDSA P-256 certificate
 ``handshake_full_rsa2048_us``   us/handshake   a full TLS handshake, RSA 2048 certificate
@@ -25,8 +27,8 @@ name                            unit           meaning
 
 The cost model the coefficients fill::
 
-    cpu_us_per_request = request_us + byte_ns*B/1000
-                         + [https](tls_request_us + tls_byte_ns*B/1000)
+    cpu_us_per_request = request_us + [B > 0]body_us + byte_ns*B/1000
+                         + [https](tls_request_us + [B > 0]tls_body_us + tls_byte_ns*B/1000)
                          + (connection_us + [https]handshake_us) / requests_per_connection
                          + gzip_byte_ns*B_gzipped/1000 + scenario extra
     capacity per worker = 1e6 / cpu_us_per_request   [requests/s]
@@ -56,9 +58,18 @@ PROFILE_MAX_BYTES = 16 * MB
 #: name -> (unit, meaning); the coefficients a profile may hold (any may be absent).
 COEFFICIENTS: dict[str, tuple[str, str]] = {
     "request_us": ("us/request", "one HTTP/1.1 keep-alive request with a 0-byte body"),
+    "body_us": (
+        "us/request",
+        "extra per response with a non-empty body (opening and sending the file), fixed part",
+    ),
     "byte_ns": ("ns/byte", "per response body byte, plaintext"),
     "tls_request_us": ("us/request", "extra per request over HTTPS (keep-alive)"),
     "tls_byte_ns": ("ns/byte", "extra per body byte over HTTPS (encryption)"),
+    "tls_body_us": (
+        "us/request",
+        "HTTPS minus HTTP fixed part of a response with a body (may be negative: plain HTTP "
+        "sends the file with sendfile, HTTPS reads and encrypts it)",
+    ),
     "connection_us": ("us/connection", "a new TCP connection (accept, close), HTTP"),
     "handshake_full_ecdsa_p256_us": (
         "us/handshake",
@@ -75,7 +86,7 @@ COEFFICIENTS: dict[str, tuple[str, str]] = {
     "http2_request_us": ("us/request", "HTTP/2 minus HTTP/1.1 per request (may be negative)"),
 }
 #: Coefficients that may be negative (a difference between two protocols).
-SIGNED = frozenset({"http2_request_us"})
+SIGNED = frozenset({"http2_request_us", "tls_body_us"})
 
 #: Largest size of a cost, by unit: 1 s of CPU per request, connection or handshake, and
 #: 1 ms per byte. A cost beyond it (1e308 us) is a broken file, not a slow CPU; a signed
@@ -147,12 +158,13 @@ class Coefficient:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for the JSON file."""
-        d: dict[str, Any] = {
-            "value": self.value,
-            "stderr": self.stderr,
-            "spread": self.spread,
-            "unit": self.unit,
-        }
+        d: dict[str, Any] = {"value": self.value}
+        # An error that was not measured is left out (readers take its absence as unknown).
+        if self.stderr is not None:
+            d["stderr"] = self.stderr
+        if self.spread is not None:
+            d["spread"] = self.spread
+        d["unit"] = self.unit
         if self.note:
             d["note"] = self.note
         return d
@@ -288,8 +300,13 @@ class Profile:
         c = {k: v.value for k, v in self.coefficients.items()}
         body = file_bytes if wire_bytes is None else wire_bytes
         us = c["request_us"] + c["byte_ns"] * body / 1000.0
+        if file_bytes > 0:
+            # A profile without body_us had its bodies' fixed cost fitted into request_us.
+            us += c.get("body_us", 0.0)
         if https:
             us += c["tls_request_us"] + c["tls_byte_ns"] * body / 1000.0
+            if file_bytes > 0:
+                us += c.get("tls_body_us", 0.0)
         if math.isfinite(requests_per_connection):
             per_conn = c["connection_us"]
             if https:

@@ -5,7 +5,9 @@ their standard errors, and says whether they were measured over loopback or a ne
 becomes a `sizing.model.costmodel.CostProfile`; `sizing.model.capacity` uses it for every catalog
 type whose CPU platform (`sizing.model.platforms.platform_by_text` of ``cpu_model``)
 matches, adds the NIC packet path to a loopback-measured profile, and takes any coefficient
-the profile lacks from the reference, speed-scaled to that platform.
+the profile lacks from the reference, speed-scaled to that platform. A profile from before
+``body_us`` fitted ``request_us`` over bodies of 0 B and more: its ``request_us`` and
+``byte_ns`` include ``body_us``, which is then 0 (the reference's would count it twice).
 """
 
 from __future__ import annotations
@@ -13,10 +15,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sizing.errors import InputError
 from sizing.model.costmodel import UNITS, Coefficient, CostProfile, reference_profile
 from trialtable import profile as shared_profile
+
+if TYPE_CHECKING:
+    from sizing.model.capacity import Capacity
+    from sizing.model.workload import Workload
 
 SCHEMA = "nginx-sizing/cpu-profile/1"
 MEASURED_OVER = ("loopback", "network")
@@ -29,6 +36,11 @@ def _num(path: str, where: str, v: object, positive: bool = False) -> float:
     if not math.isfinite(x) or (positive and x <= 0):
         raise InputError(f"{path}: {where}: expected a {'positive ' if positive else ''}number")
     return x
+
+
+def _optional(path: str, where: str, v: object) -> float:
+    """An error term that may be absent or null (0), else a finite number (its magnitude)."""
+    return 0.0 if v is None else abs(_num(path, where, v))
 
 
 def _sigma(path: str, scaling: object) -> tuple[float, float] | None:
@@ -86,8 +98,10 @@ def read_profile(path: str | Path) -> CostProfile:
         if not isinstance(c, dict):
             raise InputError(f"profile {p}: coefficient {name!r}: expected an object")
         value = _num(p, f"{name}.value", c.get("value"))
-        stderr = abs(_num(p, f"{name}.stderr", c.get("stderr", 0.0)))
-        spread = abs(_num(p, f"{name}.spread", c.get("spread", 0.0)))
+        # A missing or null error is one the campaign could not measure (one round, or no
+        # residual degrees of freedom): taken as 0, as the writer leaves it out.
+        stderr = _optional(p, f"{name}.stderr", c.get("stderr"))
+        spread = _optional(p, f"{name}.spread", c.get("spread"))
         # An interval for capacity should hold the run-to-run spread, not only the mean's error.
         sd = math.sqrt(stderr**2 + (spread * abs(value)) ** 2)
         coefs[name] = Coefficient(
@@ -100,6 +114,18 @@ def read_profile(path: str | Path) -> CostProfile:
         )
     if "request_us" not in coefs:
         raise InputError(f"profile {p}: coefficient 'request_us' is required")
+    if "body_us" not in coefs and "byte_ns" in coefs:
+        # A profile from before body_us (schema 1 as first written) fitted request_us over
+        # bodies of 0 B and more: the bodies' fixed cost is inside request_us and byte_ns,
+        # and the reference's body_us on top would count it twice.
+        coefs["body_us"] = Coefficient(
+            "body_us",
+            0.0,
+            0.0,
+            UNITS["body_us"],
+            coefs["request_us"].measured_over,
+            f"{source}: not fitted on its own; included in request_us and byte_ns",
+        )
     tpc = doc.get("threads_per_core")
     if tpc not in (1, 2, None):
         raise InputError(f"profile {p}: field 'threads_per_core': expected 1, 2 or null")
@@ -189,3 +215,37 @@ def describe_profile(prof: CostProfile) -> str:
     if missing:
         lines.append("from the reference (speed-scaled): " + ", ".join(missing))
     return "\n".join(lines)
+
+
+def host_capacity(
+    prof: CostProfile, work: Workload, over_nic: bool = False, use_profile: bool = True
+) -> Capacity:
+    """One worker's capacity on the profile's own host, as ``recommend --profile`` computes it.
+
+    The host is an instance of one vCPU of the profile's platform and threads per core (so
+    its coefficients apply as they are, without a speed or thread conversion); ``over_nic``
+    False answers over loopback, as the campaign measured. ``cpu_peak_rps`` is the
+    requests one worker serves per second of its CPU [1/s]; ``cpu_us_per_request`` [us].
+    ``use_profile`` False gives the uncalibrated model's answer for the same vCPU.
+    """
+    from sizing.catalog.load import Instance
+    from sizing.model.capacity import model_capacity, profile_platform
+
+    plat = profile_platform(prof)
+    inst = Instance(
+        provider="local",
+        region="local",
+        instance_type=f"one vCPU of the host of profile {prof.name}",
+        family="",
+        arch=prof.arch,
+        cpu=plat.name,
+        vcpus=1,
+        memory_gib=1.0,
+        network_gbps=1000.0,
+        network_burst=False,
+        price_usd_hour=0.0,
+        source=f"profile {prof.name}",
+        source_date="",
+        threads_per_core=prof.threads_per_core or plat.threads_per_core,
+    )
+    return model_capacity(inst, work, [prof] if use_profile else [], over_nic=over_nic)

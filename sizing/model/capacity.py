@@ -428,7 +428,7 @@ def _matching_profile(plat: Platform, profiles: Sequence[CostProfile]) -> CostPr
 
 
 def model_capacity(
-    inst: Instance, work: Workload, profiles: Sequence[CostProfile] = ()
+    inst: Instance, work: Workload, profiles: Sequence[CostProfile] = (), over_nic: bool = True
 ) -> Capacity:
     """Capacity of one instance under the SLA from the cost model alone.
 
@@ -441,6 +441,9 @@ def model_capacity(
     profiles : sequence of CostProfile
         Measured CPU profiles; one whose ``cpu_model`` maps to the instance's platform gives
         the coefficients (missing ones from the reference, speed-scaled).
+    over_nic : bool
+        The instance answers over a NIC (False: over loopback, as a calibration host's own
+        load generator; see benchmarks/bench_calibrate.py).
     """
     plat = platform_of(inst)
     tpc = plat.threads_per_core
@@ -510,7 +513,7 @@ def model_capacity(
         work,
         used,
         fallback,
-        over_nic=True,
+        over_nic=over_nic,
         virtual_nic=cloud and cloud_model() is None,
     )
     notes += cost.notes
