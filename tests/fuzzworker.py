@@ -66,6 +66,8 @@ def _serve() -> None:
     for line in sys.stdin:
         req = json.loads(line)
         main = importlib.import_module(f"{req['package']}.cli").main
+        if not callable(main):  # sizing.cli is a package: its main is sizing.cli.main.main
+            main = main.main
         stdout, stderr = io.StringIO(), io.StringIO()
         escaped = None
         code: Any = None
