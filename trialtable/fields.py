@@ -10,18 +10,28 @@ into its own error (``InputError``, ``RunFolderError``, ``RunnerError``), one li
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
-
-from trialtable.values import printable
 
 #: Longest text a number is parsed from [characters]: a float needs 24 at most; longer
 #: (a 100k-digit integer) is refused before any conversion.
 MAX_NUMBER_TEXT = 64
 
+_INTEGER = re.compile(r"[-+]?[0-9]+")
+
 TRUE_WORDS = ("true", "1", "yes")
 FALSE_WORDS = ("false", "0", "no")
+
+
+def printable(text: str) -> str:
+    """``text`` as one printable line: newlines, terminal escapes and other controls escaped.
+
+    Messages quote values from the user and from data files; shown this way, a newline or an
+    escape sequence in them is seen, never acted on by the terminal.
+    """
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 class FieldError(ValueError):
@@ -103,7 +113,7 @@ class Field:
         if len(text) > MAX_NUMBER_TEXT:
             raise self._refuse(where, raw)
         try:
-            value = float(text)
+            value: float = int(text) if _INTEGER.fullmatch(text) else float(text)
         except ValueError:
             raise self._refuse(where, raw) from None
         return self.check(value, where)
@@ -129,16 +139,17 @@ class Field:
             return value
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise self._refuse(where, value)
-        if isinstance(value, int) and not -(2**63) <= value < 2**63:
-            raise self._refuse(where, "an integer of more than 19 digits")
-        number = float(value)
-        if not (math.isfinite(number) and self.low <= number <= self.high):
+        if isinstance(value, int):  # compared exactly: a 19-digit count keeps every digit
+            if not (-(2**63) <= value < 2**63 and self.low <= value <= self.high):
+                raise self._refuse(where, value if abs(value) < 10**40 else "a huge integer")
+            return float(value) if self.kind == "float" else value
+        if not (math.isfinite(value) and self.low <= value <= self.high):
             raise self._refuse(where, value)
         if self.kind == "int":
-            if number != int(number):
+            if not value.is_integer():
                 raise self._refuse(where, value)
-            return int(number)
-        return number
+            return int(value)
+        return float(value)
 
 
 class Fields:
