@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from sizing import cli
+from sizing.cli import main as cli
 from sizing.errors import InputError
 from sizing.evidence import accesslog
 from sizing.evidence.accesslog import (
