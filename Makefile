@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 # on PATH or an absolute file the package installs; only the missing ones are installed.
 SYSTEM_PACKAGES := nginx:/usr/sbin/nginx wrk:wrk nghttp2-client:h2load \
 	openssh-server:/usr/sbin/sshd chromium:chromium chromium-driver:chromedriver \
-	libnginx-mod-http-js:/usr/lib/nginx/modules/ngx_http_js_module.so
+	libnginx-mod-http-js:/usr/lib/nginx/modules/ngx_http_js_module.so poppler-utils:pdftotext
 # setuptools prints a block about editable installs (folders shadowing the package) on every
 # `pip install -e`; the checkout is the package, so it says nothing new here.
 PIP_QUIET := PYTHONWARNINGS="ignore:Editable installation"
@@ -81,13 +81,19 @@ catalog: $(VENV)/.installed
 fits: $(VENV)/.installed
 	$(PY) -m sizing precompute
 
-# JupyterLab on the project's environment and kernel, opened on the notebooks.
+# JupyterLab on the project's environment and kernel, opened on copies of the notebooks in
+# LAB_DIR (each copied once, when missing: your outputs and edits stay there, and the tracked
+# notebooks stay without outputs; delete a copy to get the current notebook again).
 # LAB_ARGS adds JupyterLab options, e.g. make lab LAB_ARGS="--no-browser --ServerApp.port=9999".
 # As root (a container, a fresh VM) JupyterLab needs --allow-root: it is added only then.
 # Kernels talk over Unix sockets (ipc): no TCP ports, no "TCP without encryption" warning.
 LAB_ROOT_ARG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
+LAB_DIR ?= lab
 lab: $(VENV)/.installed
-	$(PY) -m jupyter lab --ServerApp.root_dir=notebooks --KernelManager.transport=ipc \
+	@mkdir -p $(LAB_DIR); for nb in notebooks/*.ipynb; do \
+	  [ -e "$(LAB_DIR)/$${nb##*/}" ] || { cp "$$nb" "$(LAB_DIR)/" && echo "lab: copied $$nb to $(LAB_DIR)/"; }; \
+	done
+	$(PY) -m jupyter lab --ServerApp.root_dir=$(LAB_DIR) --KernelManager.transport=ipc \
 	  $(LAB_ROOT_ARG) $(LAB_ARGS)
 
 bench: $(VENV)/.installed-dev

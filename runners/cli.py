@@ -10,11 +10,12 @@ import sys
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runners.cli_options import host_options, ssh_options, wildcard_problem
 from runners.errors import RunnerError
 from runners.loadgen import UnsupportedLoad
+from runners.tools import TOOLS
 from trialtable.fields import Field, FieldError, Fields
 from trialtable.files import read_bounded
 from trialtable.folder import RunFolderError
@@ -35,6 +36,9 @@ from trialtable.values import (
     printable,
     within_column,
 )
+
+if TYPE_CHECKING:
+    from runners.search import TrialReport
 
 __all__ = ["build_parser", "main", "parse_int_list", "parse_seconds"]
 
@@ -75,7 +79,11 @@ def _seconds_float(text: str) -> float:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``python -m runners`` argument parser."""
-    parser = Parser(prog="python -m runners", description=__doc__)
+    parser = Parser(
+        prog="python -m runners",
+        description="Measure NGINX: deploy a private nginx on this machine or SSH hosts, drive "
+        "it with a load generator, and record every trial. Each command has its own --help.",
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     sw = sub.add_parser("sweep", help="measure a grid of vCPUs x threads x connections")
@@ -142,7 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="first rate of the wrk2 ramp (default 1000)",
     )
     se.add_argument(
-        "--wrk2", default="wrk2", type=parse_path, metavar="PATH", help="wrk2 binary (rate)"
+        "--wrk2", default=TOOLS["wrk2"], type=parse_path, metavar="PATH", help="wrk2 binary (rate)"
     )
     format_option(se)
 
@@ -279,7 +287,7 @@ def _load_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--h2load",
-        default="h2load",
+        default=TOOLS["h2load"],
         type=parse_path,
         metavar="PATH",
         help="h2load binary (clients)",
@@ -339,7 +347,7 @@ def _scenario_options(p: argparse.ArgumentParser) -> None:
         "--protocol",
         choices=("http", "https"),
         default=DEFAULT_PROTOCOL,
-        help="protocol the load generator speaks (sizing assumes the same by default)",
+        help="protocol the load generator speaks (default: %(default)s; sizing assumes the same)",
     )
     p.add_argument(
         "--file-size",
@@ -536,6 +544,28 @@ def _sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def trial_line(report: TrialReport) -> str:
+    """One progress line of a search: its load, RPS, p99, verdict and at most the time left."""
+    from runners.run import verdict
+
+    row, left = report.row, report.left_s
+    load = (
+        f"rate {float(row['rate_rps']):,.0f}"
+        if report.open_loop
+        else f"t{int(row['threads'])} c{int(row['connections'])}"
+    )
+    return (
+        f"[v{int(row['vcpus'])} {row['kind']} #{report.n}] {load}: "
+        f"{float(row['rps']):,.0f} rps, p99 {float(row['latency_p99_ms']):.2f} "
+        f"ms, {verdict(row)}"
+        + ("" if left is None else f"; at most {int(left // 60)}:{int(left % 60):02d} left")
+    )
+
+
+def _print_trial(report: TrialReport) -> None:
+    print(trial_line(report), file=sys.stderr, flush=True)
+
+
 def _search(args: argparse.Namespace) -> int:
     from runners.plan import Access
     from runners.search import SearchOptions, run_search
@@ -562,6 +592,7 @@ def _search(args: argparse.Namespace) -> int:
         resume=args.resume,
         access=Access(hosts["accept_new_host_keys"], hosts["ssh_config"]),
         progress=None if args.quiet else sys.stderr,
+        on_trial=None if args.quiet else _print_trial,
     )
     run_dir = Path(args.out) / run_id
     if args.format == "json":

@@ -11,6 +11,7 @@ import argparse
 import ipaddress
 import socket
 
+from runners.tools import TOOLS
 from trialtable.values import parse_path
 
 
@@ -79,17 +80,21 @@ def host_options(
     ssh_options(p)
     p.add_argument(
         "--nginx",
-        default="nginx",
+        default=TOOLS["nginx"],
         type=parse_path,
         metavar="PATH",
         help="nginx binary on the server",
     )
     p.add_argument(
-        "--wrk", default="wrk", type=parse_path, metavar="PATH", help="wrk binary on the clients"
+        "--wrk",
+        default=TOOLS["wrk"],
+        type=parse_path,
+        metavar="PATH",
+        help="wrk binary on the clients",
     )
     p.add_argument(
         "--openssl",
-        default="openssl",
+        default=TOOLS["openssl"],
         type=parse_path,
         metavar="PATH",
         help="openssl binary on the server",

@@ -16,10 +16,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from runners import jwt
+from runners.cputime import stat_ticks
 from runners.errors import RunnerError
 from runners.hosts import Host
 from runners.nginxconf import hostport, render_conf, render_upstream_conf
 from runners.scenario import Scenario
+from runners.tools import TOOLS
 
 KEY_ARGS = {"ecdsa": ("ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"), "rsa": ("rsa:2048",)}
 
@@ -232,8 +234,8 @@ class NginxHost:
     """
 
     host: Host
-    nginx: str = "nginx"
-    openssl: str = "openssl"
+    nginx: str = TOOLS["nginx"]
+    openssl: str = TOOLS["openssl"]
     as_root: bool = False
     clk_tck: int = 100
     nginx_version: str = ""
@@ -242,6 +244,39 @@ class NginxHost:
     def has_e_flag(self) -> bool:
         """Whether this nginx has ``-e`` (keep start-up messages out of the host's log)."""
         return _has_e_flag(self.nginx_version)
+
+
+@dataclass
+class NginxInstance:
+    """Where one of a deployment's nginx runs, and what it made there.
+
+    A `Deployment` holds one for the server and, when the upstream file servers run on
+    another host, one for them.
+
+    Attributes
+    ----------
+    at : NginxHost
+        The host and its binaries.
+    address : str
+        The IP address this nginx listens on.
+    user : str, optional
+        The ``user`` directive of its workers (``nobody`` and its group under root).
+    prefix : str, optional
+        Its private prefix, once made.
+    pids : set of int
+        Every master and worker pid it started there.
+    """
+
+    at: NginxHost
+    address: str
+    user: str | None = None
+    prefix: str | None = None
+    pids: set[int] = field(default_factory=set)
+
+    @classmethod
+    def on(cls, at: NginxHost, address: str) -> NginxInstance:
+        """An instance on ``at`` listening on ``address`` (workers as ``nobody`` under root)."""
+        return cls(at, address, _worker_user(at.host) if at.as_root else None)
 
 
 # (host name, what, prefix, pids[, starts]): called before a prefix or process can be used;
@@ -271,6 +306,15 @@ class Deployment:
         Serve HTTP/2 (the clients speak HTTP/2).
     jwt_public_key : str, optional
         For a scenario with ``jwt``: the base64 DER public key tokens are checked with.
+
+    Attributes
+    ----------
+    main : NginxInstance
+        The server's nginx (its prefix also holds the upstream servers when they share it).
+    upstream_side : NginxInstance or None
+        The upstream file servers' nginx on their own host; None when they run on the server.
+    server, upstream : NginxProcess or None
+        The running server under test and upstream file servers.
     """
 
     def __init__(
@@ -292,40 +336,38 @@ class Deployment:
         self.jwt_config: jwt.JwtConfig | None = None
         if not is_ip(listen) or (upstream is not None and not is_ip(upstream_address)):
             raise RunnerError("nginx listens on an IP address; resolve host names first")
-        self.nginx_host = server
-        self.host, self.scenario, self.listen = server.host, scenario, listen
-        self.nginx, self.openssl, self.clk_tck = server.nginx, server.openssl, server.clk_tck
-        self.user = _worker_user(server.host) if server.as_root else None
-        separate = upstream is not None and upstream.host is not server.host
-        up = upstream if separate and upstream is not None else server
-        self.up_host: Host = up.host
-        self.up_address = upstream_address if separate else "127.0.0.1"
-        self.up_nginx = up.nginx
-        self.up_user = (_worker_user(up.host) if up.as_root else None) if separate else self.user
-        self.up_prefix: str | None = None
-        self._up_pids: set[int] = set()
-        self.nginx_e = server.has_e_flag
-        self.up_e = up.has_e_flag
-        self.prefix: str | None = None
+        self.host, self.scenario = server.host, scenario
+        self.main = NginxInstance.on(server, listen)
+        # The upstream file servers' own host; None: they run on the server, on 127.0.0.1.
+        self.upstream_side = (
+            NginxInstance.on(upstream, upstream_address)
+            if upstream is not None and upstream.host is not server.host
+            else None
+        )
         self.port: int | None = None
         self.server: NginxProcess | None = None
         self.upstream: NginxProcess | None = None
         self.upstream_ports: list[int] = []
         self.conf: str = ""
         self.upstream_conf: str = ""
-        self._all_pids: set[int] = set()
         self._cpus: tuple[int, ...] = ()
         self._record_started = record_started
         self._record_removed = record_removed
         self.http2 = http2
 
+    @property
+    def prefix(self) -> str | None:
+        """The server's private prefix, once made."""
+        return self.main.prefix
+
     def setup(self) -> None:
         """Make the prefix, content and certificate; start the upstream servers if needed."""
         s = self.scenario
-        self.prefix = self._make_prefix(self.host, "creating the nginx prefix")
+        prefix = self._make_prefix(self.main, "creating the nginx prefix")
         if s.protocol == "https":
             key = KEY_ARGS[s.tls_key]
-            self.host.sh(_CERT, self.openssl, self.prefix, *key, what="making the TLS certificate")
+            openssl = self.main.at.openssl
+            self.host.sh(_CERT, openssl, prefix, *key, what="making the TLS certificate")
         if s.jwt:
             self._setup_jwt()
         if s.proxied:
@@ -334,7 +376,7 @@ class Deployment:
     def _setup_jwt(self) -> None:
         """Copy the token verifier into the prefix; find the njs module on the host."""
         assert self.prefix is not None and self.jwt_public_key
-        version = self.host.run([self.nginx, "-V"], check=False, what="nginx -V")
+        version = self.host.run([self.main.at.nginx, "-V"], check=False, what="nginx -V")
         modules = jwt.modules_path(version.stderr + version.stdout)
         module = f"{modules.rstrip('/')}/{jwt.MODULE_FILE}"
         if not self.host.run(["test", "-f", module], check=False).ok:
@@ -346,16 +388,14 @@ class Deployment:
         self.host.write_text(script, jwt.VERIFY_SCRIPT.read_text(), 0o644)
         self.jwt_config = jwt.JwtConfig(modules, script, self.jwt_public_key)
 
-    def _make_prefix(self, host: Host, what: str) -> str:
-        """A new prefix on ``host``, recorded before its content is written."""
+    def _make_prefix(self, inst: NginxInstance, what: str) -> str:
+        """A new prefix for ``inst`` on its host, recorded before its content is written."""
         s = self.scenario
+        host = inst.at.host
         out = host.sh(_PREFIX, check=False, timeout=60)
         first = out.stdout.strip().splitlines()[0] if out.stdout.strip() else ""
         if first.startswith("/"):
-            if host is self.host:
-                self.prefix = first
-            else:
-                self.up_prefix = first
+            inst.prefix = first
             self._record(host, "nginx-prefix", first, [])
         if not out.ok or not first.startswith("/"):
             detail = (out.stderr or out.stdout).strip().splitlines()
@@ -389,7 +429,9 @@ class Deployment:
 
     def _start_upstream(self) -> None:
         assert self.prefix is not None
-        if self.up_host is self.host:
+        inst = self.upstream_side
+        if inst is None:
+            inst, listen = self.main, "127.0.0.1"
             up = f"{self.prefix}/upstream"
             self.host.sh(
                 'mkdir -p "$1/tmp" && ln -s ../html "$1/html"',
@@ -397,25 +439,23 @@ class Deployment:
                 what="creating the upstream prefix",
             )
         else:
-            up = self._make_prefix(self.up_host, "creating the upstream prefix")
-        listen = self.up_address
+            listen = inst.address
+            up = self._make_prefix(inst, "creating the upstream prefix")
         for _ in range(5):
-            self.upstream_ports = self.free_ports(self.scenario.upstreams, self.up_host)
+            self.upstream_ports = self.free_ports(self.scenario.upstreams, inst.at.host)
             self.upstream_conf = render_upstream_conf(
                 self.scenario,
                 prefix=up,
                 listen=listen,
                 ports=self.upstream_ports,
-                user=self.up_user,
+                user=inst.user,
             )
-            proc = self._launch(
-                up, self.upstream_conf, "upstream", len(self.upstream_ports), self.up_host
-            )
+            proc = self._launch(inst, up, self.upstream_conf, "upstream", len(self.upstream_ports))
             if proc is not None:
                 self.upstream = proc
                 return
         raise RunnerError(
-            f"could not find free ports for the upstream servers on {self.up_host.name}"
+            f"could not find free ports for the upstream servers on {inst.at.host.name}"
         )
 
     def start(self, cpus: Sequence[int]) -> str:
@@ -429,40 +469,41 @@ class Deployment:
         if self.server is not None and tuple(cpus) == self._cpus and self.alive():
             return self.conf
         self.stop_server()
-        upstream = [hostport(self.up_address, p) for p in self.upstream_ports]
+        up_address = self.upstream_side.address if self.upstream_side else "127.0.0.1"
+        upstream = [hostport(up_address, p) for p in self.upstream_ports]
         for _ in range(5):
             self.port = self.free_ports(1)[0]
             self.conf = render_conf(
                 self.scenario,
                 prefix=self.prefix,
-                listen=self.listen,
+                listen=self.main.address,
                 port=self.port,
                 cpus=cpus,
                 upstream=upstream,
-                user=self.user,
+                user=self.main.user,
                 http2=self.http2,
                 jwt_config=self.jwt_config,
             )
-            proc = self._launch(self.prefix, self.conf, "server", len(cpus))
+            proc = self._launch(self.main, self.prefix, self.conf, "server", len(cpus))
             if proc is not None:
                 self.server, self._cpus = proc, tuple(cpus)
                 return self.conf
         raise RunnerError(f"could not find a free port for nginx on {self.host.name}")
 
     def _launch(
-        self, prefix: str, conf: str, role: str, want: int, host: Host | None = None
+        self, inst: NginxInstance, prefix: str, conf: str, role: str, want: int
     ) -> NginxProcess | None:
-        """Write, test and start one nginx; None when its port was taken meanwhile."""
-        host = host or self.host
+        """Write, test and start one nginx of ``inst``; None when its port was taken meanwhile."""
+        host = inst.at.host
         conf_path = f"{prefix}/nginx.conf"
         out = host.sh(
             _LAUNCH,
             prefix,
             conf_path,
-            self.up_nginx if host is not self.host else self.nginx,
+            inst.at.nginx,
             str(want),
             conf,
-            "1" if (self.up_e if host is not self.host else self.nginx_e) else "0",
+            "1" if inst.at.has_e_flag else "0",
             what=f"starting nginx ({role})",
             timeout=120,
         )
@@ -478,10 +519,9 @@ class Deployment:
         if not status.startswith("STARTED"):
             raise RunnerError(f"nginx ({role}) on {host.name} wrote no pid file in {prefix}")
         master, *workers = (int(p) for p in status.split()[1:])
-        (self._all_pids if host is self.host else self._up_pids).update([master, *workers])
-        own = self.prefix if host is self.host else self.up_prefix
+        inst.pids.update([master, *workers])
         starts = _starts(lines)
-        self._record(host, "nginx", own or prefix, [master, *workers], starts)
+        self._record(host, "nginx", inst.prefix or prefix, [master, *workers], starts)
         return NginxProcess(prefix, conf_path, master, workers)
 
     def free_ports(self, n: int, host: Host | None = None) -> list[int]:
@@ -508,8 +548,8 @@ class Deployment:
         out = self.host.sh(_SAMPLE, *map(str, pids), check=False)
         lines = out.stdout.splitlines()
         alive = sum(1 for ln in lines if ln.startswith("ALIVE "))
-        ticks = sum(_stat_ticks(ln) for ln in lines if not ln.startswith("ALIVE "))
-        return alive == len(pids), ticks / self.clk_tck
+        ticks = sum(stat_ticks(ln) for ln in lines if not ln.startswith("ALIVE "))
+        return alive == len(pids), ticks / self.main.at.clk_tck
 
     def alive(self) -> bool:
         """Whether the server's master and every worker still run."""
@@ -530,23 +570,25 @@ class Deployment:
         """Stop the server under test (upstreams keep running)."""
         if self.server is not None:
             self._stop(self.host, None, [self.server], set(self.server.workers))
-            self._all_pids -= {self.server.master, *self.server.workers}
+            self.main.pids -= {self.server.master, *self.server.workers}
             self.server = None
 
     def teardown(self) -> None:
         """Stop every process this deployment started and remove its prefixes, on each host."""
+        up, main = self.upstream_side, self.main
         try:
-            if self.up_host is not self.host:
-                self._stop(self.up_host, self.up_prefix, [self.upstream], self._up_pids)
-                self._removed(self.up_host, self.up_prefix)
+            if up is not None:
+                self._stop(up.at.host, up.prefix, [self.upstream], up.pids)
+                self._removed(up.at.host, up.prefix)
                 self.upstream = None
-            self._stop(self.host, self.prefix, [self.server, self.upstream], self._all_pids)
-            self._removed(self.host, self.prefix)
+            self._stop(main.at.host, main.prefix, [self.server, self.upstream], main.pids)
+            self._removed(main.at.host, main.prefix)
         finally:
             self.server = self.upstream = None
-            self.prefix = self.up_prefix = None
-            self._all_pids.clear()
-            self._up_pids.clear()
+            for inst in (main, up):
+                if inst is not None:
+                    inst.prefix = None
+                    inst.pids.clear()
 
     def _removed(self, host: Host, prefix: str | None) -> None:
         if prefix and self._record_removed is not None:
@@ -641,14 +683,6 @@ def is_ip(addr: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _stat_ticks(line: str) -> int:
-    """Utime + stime from one /proc/PID/stat line [clock ticks]."""
-    fields = line.rpartition(")")[2].split()
-    if len(fields) < 13:
-        return 0
-    return int(fields[11]) + int(fields[12])
 
 
 def _nginx_message(text: str) -> str:

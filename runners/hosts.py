@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from runners.errors import RunnerError
+from runners.tools import SEARCH_DIRS, TOOLS
 
 _SPEC = re.compile(
     r"^(?:(?P<user>[^@\s:]+)@)?(?P<host>\[[^\]]+\]|[^@\s:\[\]]+)(?::(?P<port>\d+))?$"
@@ -323,7 +324,7 @@ _FACTS = r"""
 find_tool() {
   case "$1" in */*) [ -x "$1" ] && echo "$1"; return;; esac
   p=$(command -v "$1" 2>/dev/null) && { echo "$p"; return; }
-  for d in /usr/sbin /sbin /usr/local/sbin /usr/local/bin /usr/local/nginx/sbin; do
+  for d in @SEARCH_DIRS@; do
     [ -x "$d/$1" ] && { echo "$d/$1"; return; }
   done
 }
@@ -345,7 +346,7 @@ for s in net.core.somaxconn net.ipv4.ip_local_port_range net.ipv4.tcp_tw_reuse \
 done
 echo "nofile=$(ulimit -n)"
 # Versions of the binaries asked for (by name or path), else of those on PATH.
-nginx=nginx openssl=openssl wrk=wrk
+nginx=@nginx@ openssl=@openssl@ wrk=@wrk@
 for t in "$@"; do
   case "${t##*/}" in
     nginx*) nginx=$t;; openssl*) openssl=$t;; wrk2*) ;; wrk*) wrk=$t;;
@@ -356,6 +357,12 @@ o=$(find_tool "$openssl"); [ -n "$o" ] && echo "openssl_version=$("$o" version 2
 w=$(find_tool "$wrk"); [ -n "$w" ] && echo "wrk_version=$("$w" -v 2>&1 | head -n 1)"
 echo "user=$(id -un)"
 """
+_FACTS = (
+    _FACTS.replace("@SEARCH_DIRS@", " ".join(map(shlex.quote, SEARCH_DIRS)))
+    .replace("@nginx@", shlex.quote(TOOLS["nginx"]))
+    .replace("@openssl@", shlex.quote(TOOLS["openssl"]))
+    .replace("@wrk@", shlex.quote(TOOLS["wrk"]))
+)
 
 
 def facts(host: Host, tools: Sequence[str] = ()) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from runners import loadgen
 from runners.errors import RunnerError
 from runners.hosts import HostSpec
 from runners.scenario import Scenario
+from runners.tools import TOOLS
 
 DEFAULT_OUT = "data/runs"
 
@@ -72,14 +73,14 @@ class Plan:
     target_address: str | None = None
     upstream_host: str | None = None
     upstream_address: str | None = None
-    nginx: str = "nginx"
-    wrk: str = "wrk"
-    openssl: str = "openssl"
-    wrk2: str = "wrk2"
+    nginx: str = TOOLS["nginx"]
+    wrk: str = TOOLS["wrk"]
+    openssl: str = TOOLS["openssl"]
+    wrk2: str = TOOLS["wrk2"]
     load_generator: str = "wrk"
     http_version: str = "1.1"
     streams: int = 1
-    h2load: str = "h2load"
+    h2load: str = TOOLS["h2load"]
 
     def __post_init__(self) -> None:
         self.generator().check(self.http_version)
@@ -126,8 +127,8 @@ class Plan:
         return loadgen.get(self.load_generator)
 
     def binaries(self) -> dict[str, str]:
-        """Load-generator tool name -> the binary the user chose (name or path)."""
-        return {"wrk": self.wrk, "wrk2": self.wrk2, "h2load": self.h2load}
+        """Tool name (a key of `TOOLS`) -> the binary the user chose (name or path)."""
+        return {name: str(getattr(self, name)) for name in TOOLS}
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for ``run.json``."""

@@ -1,7 +1,7 @@
 """SLA search: the highest RPS whose p99 meets the SLA, per vCPU count.
 
 Strategies work on any *target* with ``trial(vcpus, threads, connections, *, duration_s,
-kind, rate_rps=None) -> row`` and ``max_threads(vcpus)``: a real `runners.sweep.Session` or
+kind, rate_rps=None) -> row`` and ``max_threads(vcpus)``: a real `runners.session.Session` or
 the simulated `runners.sim.SimTarget`. Every trial lands in the run's ``trials.csv``.
 
 Each strategy is an object (`Adaptive`, `Grid`, `Rate`), found once by name in `STRATEGIES`.
@@ -28,14 +28,14 @@ import os
 import statistics
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import IO, Any, ClassVar, Protocol
 
 from runners.errors import RunnerError
 from runners.loadgen import CLOSED, OPEN
 from runners.plan import DEFAULT_OUT, Access, Plan
-from runners.run import name_run, open_run, verdict
+from runners.run import name_run, open_run
 from trialtable.read import RANGES
 from trialtable.schema import majority_passed
 
@@ -693,6 +693,7 @@ def run_search(
     resume: str | None = None,
     access: Access | None = None,
     progress: IO[str] | None = None,
+    on_trial: Callable[[TrialReport], None] | None = None,
 ) -> tuple[str, list[SearchResult]]:
     """Search every vCPU count of ``plan`` and store all trials in one run folder.
 
@@ -711,7 +712,9 @@ def run_search(
     access : runners.plan.Access, optional
         SSH options.
     progress : file, optional
-        Where one line per trial goes.
+        Where the session says what it set up (hosts, target address).
+    on_trial : callable, optional
+        Told of each trial as it finishes (a `TrialReport`); the CLI prints a line of it.
 
     Returns
     -------
@@ -732,9 +735,9 @@ def run_search(
             run.status(),
             target_for(plan, run, sim=sim, access=access, log=progress, mode=strategy.mode) as t,
         ):
-            logged = _Log(
+            logged = _Reporting(
                 _Replay(t, load_trials(run.path).to_dict("records")),
-                progress,
+                on_trial,
                 bound=_TrialBound(plan.vcpus, options) if not isinstance(strategy, Grid) else None,
             )
             for v in plan.vcpus:
@@ -791,13 +794,39 @@ class _TrialBound:
         return (here + later * full) * per_load_s
 
 
-class _Log:
-    """A target that prints one line per trial: its load, RPS, p99, verdict and time left."""
+@dataclass(frozen=True)
+class TrialReport:
+    """One finished trial of a search, as it is told to the caller (a progress line).
+
+    Attributes
+    ----------
+    n : int
+        Its number in this search (1, 2, ...; replayed trials of a resumed run count).
+    row : mapping
+        Its row of ``trials.csv``.
+    open_loop : bool
+        Whether it drove a constant rate (its load is ``rate_rps``, not threads and
+        connections).
+    left_s : float, optional
+        At most how long the search has left [s]; None when not known yet.
+    """
+
+    n: int
+    row: Mapping[str, Any]
+    open_loop: bool
+    left_s: float | None
+
+
+class _Reporting:
+    """A target that tells ``on_trial`` of each trial: its row and the time left."""
 
     def __init__(
-        self, target: Target, stream: IO[str] | None, bound: _TrialBound | None = None
+        self,
+        target: Target,
+        on_trial: Callable[[TrialReport], None] | None,
+        bound: _TrialBound | None = None,
     ) -> None:
-        self.target, self.stream, self.n, self.bound = target, stream, 0, bound
+        self.target, self.on_trial, self.n, self.bound = target, on_trial, 0, bound
 
     def max_threads(self, vcpus: int) -> int:
         return int(self.target.max_threads(vcpus))
@@ -822,20 +851,6 @@ class _Log:
             replayed = time.monotonic() - began < 0.5 * duration_s
             self.bound.add(vcpus, kind, duration_s, replayed)
             left = self.bound.left_s(vcpus)
-        if self.stream is not None:
-            load = (
-                f"rate {float(row['rate_rps']):,.0f}"
-                if rate_rps is not None
-                else f"t{int(row['threads'])} c{int(row['connections'])}"
-            )
-            print(
-                f"[v{int(row['vcpus'])} {row['kind']} #{self.n}] {load}: "
-                f"{float(row['rps']):,.0f} rps, p99 {float(row['latency_p99_ms']):.2f} "
-                f"ms, {verdict(row)}"
-                + (
-                    "" if left is None else f"; at most {int(left // 60)}:{int(left % 60):02d} left"
-                ),
-                file=self.stream,
-                flush=True,
-            )
+        if self.on_trial is not None:
+            self.on_trial(TrialReport(self.n, row, rate_rps is not None, left))
         return row

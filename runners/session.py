@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from runners import jwt, loadgen
+from runners.cputime import TIMES_MARKER, times_seconds
 from runners.deploy import Deployment, NginxHost, is_ip
 from runners.errors import RunnerError
 from runners.hosts import Host, HostSpec, connect, facts, require_tools
@@ -154,6 +155,9 @@ class Session:
         self.target = ""
         self.server_cpus: list[int] = []
         self._vcpus: int | None = None
+        # What the session recorded in run.json, kept here rather than read back.
+        self._hosts_record: dict[str, Any] = {}
+        self._placement = ""  # the first client's placement under the current vcpus
         self._seq = len(run.rows())
         # A key pair for this session when nginx checks tokens: the public key goes into the
         # config, the private key signs the one token every request carries.
@@ -207,13 +211,12 @@ class Session:
                 f"--vcpus {max(too_many)}: {self.server.name} has only "
                 f"{len(self.server_facts['cpus_allowed'])} CPUs for nginx"
             )
-        self.run.record(
-            hosts={
-                "server": self.server_facts,
-                "clients": client_facts,
-                "target_address": self.target,
-            }
-        )
+        self._hosts_record = {
+            "server": self.server_facts,
+            "clients": client_facts,
+            "target_address": self.target,
+        }
+        self.run.record(hosts=self._hosts_record)
         self._say(
             f"server {self.server.name}: {self.server_facts.get('cpu_model')}, "
             f"{self.server_facts['cores']} CPUs; target {self.target}"
@@ -276,8 +279,8 @@ class Session:
         address = resolve(
             plan.upstream_address or self._address_of(spec, host, "the upstream host")
         )
-        hosts = dict(self.run.meta.get("hosts", {}))
-        self.run.record(hosts={**hosts, "upstream": info, "upstream_address": address})
+        self._hosts_record.update(upstream=info, upstream_address=address)
+        self.run.record(hosts=self._hosts_record)
         return (
             NginxHost(
                 host,
@@ -327,7 +330,7 @@ class Session:
         self.server_cpus = allowed[:vcpus]
         server_spec = HostSpec.parse(self.plan.server)
         conf = self.deployment.start(self.server_cpus)
-        placement = {}
+        placement: dict[str, dict[str, Any]] = {}
         for client in self.clients:
             if _same_machine(client.spec, server_spec):
                 client.cpus = [c for c in allowed if c not in self.server_cpus]
@@ -340,6 +343,7 @@ class Session:
         self.run.record_in(
             "placement", str(vcpus), {"server_cpus": self.server_cpus, "clients": placement}
         )
+        self._placement = str(placement[self.clients[0].host.name]["placement"])
         self._vcpus = vcpus
 
     def max_threads(self, vcpus: int) -> int:
@@ -472,14 +476,14 @@ class Session:
         merged = loadgen.merge(results)
         client_pcts, saturated = [], []
         for (out, _, _), client, res in zip(outputs, self.clients, results, strict=True):
-            cpu_s = _cpu_seconds_from_times(out)
+            cpu_s = times_seconds(out)
             pct = 100.0 * cpu_s / res.duration_s if res.duration_s > 0 else math.nan
             client_pcts.append(pct)
             allotted = min(threads, len(client.cpus) or int(client.facts["cores"]))
             if note := gen.saturated(pct, allotted, plan.saturation, client.host.name):
                 saturated.append(note)
         row = trial_row(
-            self._ids(trial_id, started_at, kind, vcpus),
+            self._ids(trial_id, started_at, kind),
             plan.scenario,
             merged,
             vcpus=vcpus,
@@ -509,7 +513,7 @@ class Session:
             time.sleep(plan.cooldown_s)
         return row
 
-    def _ids(self, trial_id: str, started_at: str, kind: str, vcpus: int) -> dict[str, Any]:
+    def _ids(self, trial_id: str, started_at: str, kind: str) -> dict[str, Any]:
         """The identity and placement columns of a trial's row."""
         assert self.server is not None
         return {
@@ -529,9 +533,7 @@ class Session:
             "cpu_model": self.server_facts.get("cpu_model", ""),
             "server_cpus": self.server_cpus,
             "client_cpus": ";".join(",".join(map(str, c.cpus)) or "any" for c in self.clients),
-            "placement": self.run.meta["placement"][str(vcpus)]["clients"][
-                self.clients[0].host.name
-            ]["placement"],
+            "placement": self._placement,
         }
 
     # -- tearing down -----------------------------------------------------------------------
@@ -583,23 +585,8 @@ def _same_machine(a: HostSpec, b: HostSpec) -> bool:
     return a.kind == b.kind == "ssh" and (a.host, a.port or 22) == (b.host, b.port or 22)
 
 
-_TIMES_MARKER = "NGINX_SIZING_TIMES"
 # Run wrk, then print the CPU time of the shell's children (wrk) with the shell's `times`.
-_WRAP = f'"$@"; rc=$?; echo; echo {_TIMES_MARKER}; times; exit $rc'
-
-
-def _cpu_seconds_from_times(text: str) -> float:
-    lines = text.split(_TIMES_MARKER, 1)[-1].strip().splitlines()
-    if len(lines) < 2:
-        return math.nan
-    total = 0.0
-    for part in lines[1].split():
-        minutes, _, seconds = part.rstrip("s").partition("m")
-        try:
-            total += float(minutes) * 60 + float(seconds)
-        except ValueError:
-            return math.nan
-    return total
+_WRAP = f'"$@"; rc=$?; echo; echo {TIMES_MARKER}; times; exit $rc'
 
 
 @contextlib.contextmanager

@@ -1,7 +1,6 @@
-"""The run store, as the runners have always imported it: the run folder and its reader.
+"""A run folder's trials for the runners: `load_trials`, with their one-line errors.
 
-The folder itself lives in `trialtable.folder` and the reader in `trialtable.read`; this
-module keeps the names the runners and their users import.
+The folder itself lives in `trialtable.folder` and the reader in `trialtable.read`.
 """
 
 from __future__ import annotations
@@ -10,19 +9,16 @@ import os
 from typing import Any
 
 from runners.errors import RunnerError
-from runners.trial import trial_row
-from trialtable.folder import RunFolder, RunFolderError, new_run_id
-from trialtable.schema import TRIAL_COLUMNS
+from trialtable.folder import RunFolderError
 
-RunStore = RunFolder
-
-__all__ = ["TRIAL_COLUMNS", "RunStore", "load_trials", "new_run_id", "trial_row"]
+__all__ = ["load_trials"]
 
 
 def load_trials(run_dir: str | os.PathLike[str]) -> Any:
     """A run folder's ``trials.csv`` as a pandas DataFrame with typed columns.
 
-    The reader is `trialtable.read.read_trials`, the one the fit and sizing stages use.
+    The reader is `trialtable.read.read_trials`, the one the fit and sizing stages use; a
+    folder it refuses is a `RunnerError` (one line on the command line).
     """
     from trialtable.read import read_trials
 

@@ -9,31 +9,18 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import IO, Any
 
 from runners import loadgen
 from runners.plan import DEFAULT_OUT, Access, Plan
 from runners.run import Progress, Run, name_run, open_run, stop_left_behind
-from runners.scenario import Scenario, make_scenario
-from runners.session import Hosts, Session, connect_hosts
+from runners.scenario import make_scenario
+from runners.session import Session, connect_hosts
 from runners.store import load_trials
 
-__all__ = [
-    "DEFAULT_OUT",
-    "Access",
-    "Hosts",
-    "Plan",
-    "Progress",
-    "Run",
-    "Scenario",
-    "Session",
-    "connect_hosts",
-    "make_scenario",
-    "open_store",
-    "run_sweep",
-    "target_for",
-]
+# Plan, Access and make_scenario are re-exported: a sweep is written with them (notebooks).
+__all__ = ["Access", "Plan", "make_scenario", "run_sweep", "target_for"]
 
 
 @contextlib.contextmanager
@@ -69,17 +56,6 @@ def target_for(
     stop_left_behind(run.path, access, sys.stderr, record=run)
     with connect_hosts(plan, access) as hosts, Session(plan, hosts, run, log=log, mode=mode) as s:
         yield s
-
-
-def open_store(
-    plan: Plan,
-    out: str | os.PathLike[str],
-    resume: str | None,
-    sim: Any = None,
-    extra: Mapping[str, Any] | None = None,
-) -> tuple[Plan, Run]:
-    """A new run for ``plan``, or the run ``resume`` (`runners.run.open_run`)."""
-    return open_run(plan, out, resume, sim, extra)
 
 
 def run_sweep(

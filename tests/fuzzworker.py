@@ -65,9 +65,8 @@ def _serve() -> None:
     out.flush()
     for line in sys.stdin:
         req = json.loads(line)
-        main = importlib.import_module(f"{req['package']}.cli").main
-        if not callable(main):  # sizing.cli is a package: its main is sizing.cli.main.main
-            main = main.main
+        cli = {"sizing": "sizing.cli.main", "runners": "runners.cli"}[req["package"]]
+        main = importlib.import_module(cli).main
         stdout, stderr = io.StringIO(), io.StringIO()
         escaped = None
         code: Any = None

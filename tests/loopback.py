@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -16,7 +15,9 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
+from runners.tools import local_path
+
+NGINX = local_path("nginx") or "nginx"
 BODY = bytes(range(256)) * 4  # the 1,024-byte /body.bin
 
 

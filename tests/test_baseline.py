@@ -147,8 +147,13 @@ def test_recommend_says_cost_per_million_and_growth(capsys):
     assert main(["recommend", "--rps", "1e6", "--growth", "2x/yr", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     o = doc["options"][0]
-    assert o["usd_per_million_requests"] == pytest.approx(o["usd_per_billion_requests"] / 1000)
-    assert o["usd_per_million_requests"] == pytest.approx(o["hourly_cost_usd"] / 3600.0)
+    # Compute alone, as the old $/1e9 column; the headline figure adds the egress.
+    compute = o["compute_usd_per_million_requests"]
+    assert compute == pytest.approx(o["usd_per_billion_requests"] / 1000)
+    assert o["usd_per_million_requests"] >= compute
+    assert compute == pytest.approx(o["hourly_cost_usd"] / 3600.0)
+    total_hourly = o["total_monthly_usd"] / 730.0
+    assert o["usd_per_million_requests"] == pytest.approx(total_hourly / 3600.0)
     assert o["grow_in_month"] >= 1 and "must grow in month" in o["growth_text"]
     assert doc["growth"]["rate"] == "2x/yr"
     assert "per million requests" in doc["decision"]["text"]

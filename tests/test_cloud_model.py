@@ -10,15 +10,8 @@ import pytest
 
 from sizing.catalog.load import load_catalog
 from sizing.model import capacity
-from sizing.model.cloudfit import (
-    CLOUD_MODEL_PATH,
-    CloudModel,
-    _rounded,
-    fit_cloud_model,
-    load_cloud_model,
-    observations,
-    predict,
-)
+from sizing.model.cloud import CLOUD_MODEL_PATH, CloudModel, load_cloud_model
+from sizing.model.cloudfit import _rounded, fit_cloud_model, observations, predict
 from sizing.model.cloudtruth import load_cloud_measurements
 from sizing.model.workload import Workload
 
@@ -108,6 +101,16 @@ def test_jwt_drop_is_predicted_not_fitted(catalog):
         ).cpu_peak_rps
         drops.append(1 - b / a)
     assert drops and all(0.5 < d < 0.99 for d in drops)
+
+
+def test_sizing_a_fleet_loads_neither_numpy_nor_pandas():
+    code = (
+        "import sys; from sizing.cli.main import main; main(['recommend', '--rps', '1e6']); "
+        "print(sorted(m for m in ('numpy', 'pandas', 'scipy') if m in sys.modules))"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().splitlines()[-1] == "[]"
 
 
 def test_bad_environment_is_one_line_and_exit_2():

@@ -111,3 +111,20 @@ def test_fit_rejects_bad_input(x, y, msg):
 def test_unknown_model_is_named():
     with pytest.raises(ValueError, match="unknown model 'nope'"):
         curves.CurveFit("nope").fit([1, 2, 3], [1, 2, 3])
+
+
+def test_a_model_is_not_ranked_from_too_few_points():
+    import warnings
+
+    x, y = [1, 2, 4, 8], [40e3, 78e3, 150e3, 270e3]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no OptimizeWarning from an unidentifiable fit
+        sel = curves.select_model(x, y)
+    rows = {r["model"]: r for r in sel.table}
+    assert len(sel.best.params_) + 1 < len(x)
+    assert rows["power_plateau"]["note"].startswith("not ranked: 4 parameters need at least 6")
+    assert "mape_pct" not in rows["usl"] and not rows["usl"]["selected"]
+    assert rows["linear"]["note"] == ""
+    # With enough points every model is ranked.
+    many = curves.select_model([1, 2, 4, 8, 16, 32], [1.0, 1.9, 3.6, 6.5, 11.0, 16.0])
+    assert all(r.get("note", "") == "" for r in many.table)

@@ -18,12 +18,26 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _waiting_on_fifo(pid: int) -> bool:
+def _waiting_on_fifo(pid: int, fifo: Path) -> bool:
+    """The command waits on the pipe: blocked opening it, or holding it open while it waits
+    for data (readers open a pipe without blocking and wait with a time bound)."""
     try:
         wchan = Path(f"/proc/{pid}/wchan").read_text()
     except OSError:
         return False
-    return wchan in ("wait_for_partner", "fifo_open")
+    if wchan in ("wait_for_partner", "fifo_open"):
+        return True
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") == str(fifo):
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def _interrupt(argv: list[str], fifo: Path) -> subprocess.CompletedProcess[str]:
@@ -38,10 +52,10 @@ def _interrupt(argv: list[str], fifo: Path) -> subprocess.CompletedProcess[str]:
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 120
-    while not _waiting_on_fifo(proc.pid) and time.monotonic() < deadline:
+    while not _waiting_on_fifo(proc.pid, fifo) and time.monotonic() < deadline:
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.1)
-    assert _waiting_on_fifo(proc.pid), "the command never reached the pipe"
+    assert _waiting_on_fifo(proc.pid, fifo), "the command never reached the pipe"
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)

@@ -9,14 +9,36 @@ from pathlib import Path
 
 import pytest
 
+from runners import cputime, loadgen
 from runners.errors import RunnerError
-from runners.loadgen import h2load, wrk
+from runners.loadgen import h2load
 
 DATA = Path(__file__).parent / "data" / "h2load"
 
 
 def _text(name: str) -> str:
     return (DATA / f"{name}.txt").read_text()
+
+
+def _read_log(name: str) -> tuple[dict[int, int], int]:
+    """The histogram [us -> responses] and failed streams of a recorded (gzipped) log.
+
+    Each line is ``start_us<TAB>status<TAB>latency_us``; a status of -1 is a failed stream.
+    The oracle for what `h2load.WRAPPER`'s awk pass counts on the client.
+    """
+    hist: dict[int, int] = {}
+    failed = 0
+    with gzip.open(DATA / f"{name}.log.gz", "rt") as f:
+        for line in f:
+            parts = line.split("\t")
+            if len(parts) < 3:
+                continue
+            status, latency = int(parts[1]), int(parts[2])
+            if status > 0:
+                hist[latency] = hist.get(latency, 0) + 1
+            else:
+                failed += 1
+    return hist, failed
 
 
 def _latencies(name: str) -> list[int]:
@@ -106,7 +128,7 @@ def test_parse_summary_recorded(name, done, rps, duration_s, traffic, errors):
     assert s.done == done
     assert s.rps == pytest.approx(rps)
     assert s.traffic_bytes == traffic
-    assert s.errors == dict.fromkeys(wrk.ERROR_KINDS, 0) | errors
+    assert s.errors == dict.fromkeys(loadgen.ERROR_KINDS, 0) | errors
     if math.isnan(duration_s):
         assert math.isnan(s.duration_s)
     else:
@@ -119,7 +141,7 @@ def test_parse_summary_recorded(name, done, rps, duration_s, traffic, errors):
 def test_log_histogram_agrees_with_h2load_summary(name):
     """The log has one response per completed request; min, max and mean match h2load's."""
     s = h2load.parse_summary(_text(name))
-    hist, failed = h2load.read_log(DATA / f"{name}.log.gz")
+    hist, failed = _read_log(name)
     assert failed == 0
     assert sum(hist.values()) == s.done
     assert min(hist) / 1000 == pytest.approx(s.latency_min_ms, rel=0.01, abs=0.001)
@@ -140,13 +162,13 @@ def test_awk_on_the_client_host_counts_what_python_counts(name):
         check=True,
         timeout=60,
     ).stdout
-    assert h2load.histogram_from_output(out) == h2load.read_log(DATA / f"{name}.log.gz")
+    assert h2load.histogram_from_output(out) == _read_log(name)
 
 
 def _wrapped(name: str) -> str:
     """What `WRAPPER` prints for a recorded run: h2load's output, times, the histogram."""
-    hist, failed = h2load.read_log(DATA / f"{name}.log.gz")
-    lines = [_text(name), "", h2load.TIMES_MARKER, "0m0.010s 0m0.000s", "0m1.500s 0m0.250s"]
+    hist, failed = _read_log(name)
+    lines = [_text(name), "", cputime.TIMES_MARKER, "0m0.010s 0m0.000s", "0m1.500s 0m0.250s"]
     lines.append(f"{h2load.FAILED_MARKER} {failed}")
     lines += [f"{h2load.HIST_MARKER} {v} {c}" for v, c in hist.items()]
     return "\n".join(lines) + "\n"
@@ -160,10 +182,10 @@ def test_parse_wrapped_output():
     assert sum(r.histogram_us.values()) == r.requests
     values = _latencies("h2-tls-closed")
     # wrk's rank rule on the raw values: the smallest with rank >= round(p n + 0.5).
-    for key, p in wrk.PERCENTILES.items():
+    for key, p in loadgen.PERCENTILES.items():
         rank = math.floor(p / 100 * len(values) + 1.0)
         assert r.latency_ms[key] == pytest.approx(values[min(rank, len(values)) - 1] / 1000)
-    assert h2load.cpu_seconds(text) == pytest.approx(1.75)
+    assert cputime.times_seconds(text) == pytest.approx(1.75)
     assert 1024 + 64 <= r.bytes / r.requests <= 1024 + 2048
 
 
@@ -201,18 +223,17 @@ def test_open_loop_rate_rule_on_recorded_runs():
 def test_exact_merge_of_two_h2load_clients():
     """Merged percentiles are those of every client's raw latencies pooled."""
     a, b = h2load.parse(_wrapped("h2-tls-closed")), h2load.parse(_wrapped("h1-closed"))
-    merged = wrk.merge([a, b])
+    merged = loadgen.merge([a, b])
     pooled = sorted(_latencies("h2-tls-closed") + _latencies("h1-closed"))
     assert merged.requests == len(pooled) == 12239 + 10048
     assert merged.rps == pytest.approx(12239.0 + 10048.0)
-    for key, p in wrk.PERCENTILES.items():
+    for key, p in loadgen.PERCENTILES.items():
         rank = math.floor(p / 100 * len(pooled) + 1.0)
         assert merged.latency_ms[key] == pytest.approx(pooled[min(rank, len(pooled)) - 1] / 1000)
     assert merged.latency_ms["max"] == pooled[-1] / 1000
 
 
 def test_h2load_behind_the_contract():
-    from runners import loadgen
 
     gen = loadgen.get("h2load")
     assert gen.name == "h2load" and set(gen.http_versions) == {"1.1", "2"}

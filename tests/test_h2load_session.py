@@ -13,11 +13,11 @@ import pytest
 from runners.loadgen import latency_summary
 from runners.plan import Access, Plan
 from runners.scenario import make_scenario
-from runners.store import RunStore
 from runners.sweep import run_sweep
 from tests.conftest import runners_cli
 from tests.loopback import h2load_logs
 from tests.sshd import start_sshd
+from trialtable.folder import RunFolder
 
 pytestmark = [
     pytest.mark.slow,
@@ -27,7 +27,7 @@ FAST = {"duration_s": 1, "warmup_s": 1, "cooldown_s": 0.0}
 
 
 def _histograms(runs: Path, run_id: str) -> dict[str, dict[int, int]]:
-    with RunStore.open(runs, run_id) as store:
+    with RunFolder.open(runs, run_id) as store:
         (h,) = list(store.histograms())
     return {host: {int(v): int(c) for v, c in pairs} for host, pairs in h["clients"].items()}
 
@@ -101,7 +101,7 @@ def test_rate_search_runs_open_loop_with_h2load(tmp_path, leaves_no_nginx):
     (result,) = json.loads(p.stdout)["results"]
     assert result["strategy"] == "rate" and result["trials"] >= 4
     (run,) = tmp_path.iterdir()
-    with RunStore.open(tmp_path, run.name) as store:
+    with RunFolder.open(tmp_path, run.name) as store:
         rows = store.rows()
     assert {r["load_generator"] for r in rows} == {"h2load"}
     assert all(float(r["rate_rps"]) > 0 for r in rows)

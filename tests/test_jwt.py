@@ -14,9 +14,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding
 
 from runners import jwt
+from runners.tools import local_path
 from tests.loopback import BODY, private_nginx
 
-NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
+NGINX = local_path("nginx") or "nginx"
 NJS = Path(jwt.DEFAULT_MODULES_PATH) / jwt.MODULE_FILE
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -371,12 +372,60 @@ def one_kernel(lab: Lab) -> Iterator[Lab]:
     lab.shutdown_kernels()
 
 
+#: Each figure's box in the page, its title, and whether MathJax typeset anything in outputs.
+_FIGURES_JS = """
+return Array.from(document.querySelectorAll('.jp-OutputArea .js-plotly-plot')).map(e => {
+  const r = e.getBoundingClientRect();
+  const t = e.querySelector('.gtitle');
+  return {width: r.width, height: r.height, title: t ? t.textContent : '',
+          svgs: e.querySelectorAll('.main-svg').length};
+});
+"""
+
+
+def _check_outputs_read_as_text(d: Any, name: str) -> None:
+    """Figures drawn at a readable size, no warning boxes, dollars not typeset as LaTeX."""
+    from selenium.webdriver.common.by import By
+
+    figures = d.execute_script(_FIGURES_JS)
+    assert figures, f"{name}: no figure"
+    for f in figures:
+        assert f["svgs"] >= 1 and f["width"] >= 400 and f["height"] >= 200, (name, f)
+    typeset = d.find_elements(
+        By.CSS_SELECTOR, ".jp-OutputArea mjx-container, .jp-OutputArea .MathJax"
+    )
+    assert not typeset, f"{name}: MathJax typeset {len(typeset)} output(s)"
+    stderr = d.find_elements(
+        By.CSS_SELECTOR, '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
+    )
+    assert not stderr, f"{name}: {stderr[0].text[:300]}"
+    # A screenshot of every figure, each a real picture (not a blank box).
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    for i, e in enumerate(d.find_elements(By.CSS_SELECTOR, ".jp-OutputArea .js-plotly-plot")):
+        d.execute_script("arguments[0].scrollIntoView({block: 'center'});", e)
+        png = e.screenshot_as_png
+        (ARTIFACTS / f"lab-{name}-figure-{i + 1}.png").write_bytes(png)
+        assert len(png) > 8_000, (name, i, len(png))
+
+
 @pytest.mark.parametrize("name", [n for n in NOTEBOOKS if n != "explore"])
 def test_notebook_runs_in_jupyterlab(one_kernel, name):
     with chrome(1400, 1000) as d:
         watch = _open_and_run_all(d, one_kernel, name)
         wait_for(lambda: len(_plot_state(d)) >= 1, 120, f"{name}'s plots to render")
         watch.check()
+        _check_outputs_read_as_text(d, name)
+        if name == "sizing_report":
+            decision = str(
+                d.execute_script("return document.querySelector('#decision-summary').innerText")
+            )
+            # "$0.78/hour · $569/month": dollars, not MathJax italics ("0.78/hour·569/month").
+            assert re.search(r"\$\d+\.\d\d/hour · \$[\d,]+/month", decision), decision
+            assert re.search(r"\(\$\d+\.\d\d/h\)", decision), decision
+            table = str(
+                d.execute_script("return document.querySelector('#T_options-table').innerText")
+            )
+            assert "$/hour" in table and re.search(r"\$\d+\.\d\d", table), table[:400]
 
 
 def test_explorer_follows_its_widgets(one_kernel):
@@ -409,6 +458,26 @@ def test_explorer_follows_its_widgets(one_kernel):
         assert "aws" in after and "gcp" not in after
         assert not any("gcp" in p for p in _plot_state(d))
         watch.check()
+        widget = str(d.execute_script("return document.querySelector('.jp-OutputArea').innerText"))
+        assert not re.search(r"\bupdate \d+", widget), "a debug counter is shown"
+        # The capacity chart shows the families picked in the list (the cheapest by default).
+        families = wait_for(
+            lambda: d.find_elements(By.CSS_SELECTOR, ".widget-select-multiple select"),
+            60,
+            "the families list",
+        )[0]
+        picked = Select(families).all_selected_options
+        assert picked and len(Select(families).options) > len(picked)
+        last = Select(families).options[-1].text
+        assert not any(f'"{last}"' in p for p in _plot_state(d))
+        Select(families).deselect_all()
+        Select(families).select_by_index(len(Select(families).options) - 1)
+        watch.until(
+            lambda: any(f'"{last}"' in p for p in _plot_state(d)),
+            120,
+            f"the chart to follow the list ({last})",
+        )
+        _check_outputs_read_as_text(d, "explore")
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         d.save_screenshot(str(ARTIFACTS / "explorer.png"))
 

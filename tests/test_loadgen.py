@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -103,3 +104,32 @@ def test_cli_refuses_a_generator_not_in_this_version(tmp_path):
             p = runners_cli("sweep", "--out", str(tmp_path), "--load-generator", name)
             assert p.returncode == 2 and "not available in this version" in p.stderr
             assert len(p.stderr.strip().splitlines()) == 1
+
+
+def test_one_cpu_time_parser_for_times_and_proc_stat():
+    from runners import cputime
+
+    text = f"output\n{cputime.TIMES_MARKER}\n0m0.010s 0m0.000s\n1m2.500s 0m0.250s\n"
+    assert cputime.times_seconds(text) == pytest.approx(62.75)
+    assert math.isnan(cputime.times_seconds("no marker here"))
+    assert math.isnan(cputime.times_seconds(f"{cputime.TIMES_MARKER}\n0m0s 0m0s\nxms 0m0s\n"))
+    # The command name may hold spaces and parentheses: fields count from the last ")".
+    line = "42 (a) b (c)) S 1 42 42 0 -1 4194560 100 0 0 0 17 5 0 0 20 0 1 0 12345 0 0"
+    assert cputime.stat_ticks(line) == 22
+    assert cputime.stat_ticks("42 (short) S 1") == 0
+
+
+def test_tool_binaries_come_from_one_map_and_the_users_choice_wins():
+    from runners import tools
+
+    plan = Plan()
+    assert plan.binaries() == tools.TOOLS
+    gen = loadgen.get("wrk")
+    assert gen.tool(plan.binaries(), loadgen.CLOSED) == "wrk"
+    assert gen.tool(plan.binaries(), loadgen.OPEN) == "wrk2"
+    chosen = Plan(wrk="/opt/wrk", wrk2="/opt/wrk2", h2load="/opt/h2load").binaries()
+    assert gen.tool(chosen, loadgen.CLOSED) == "/opt/wrk"
+    assert gen.tool(chosen, loadgen.OPEN) == "/opt/wrk2"
+    assert loadgen.get("h2load").tool(chosen, loadgen.CLOSED) == "/opt/h2load"
+    assert tools.tool_path("nginx", {"nginx": ""}) == "nginx"
+    assert tools.local_path("/no/such/binary") is None

@@ -145,7 +145,7 @@ def test_other_nginx_is_left_alone(tmp_path, leaves_no_nginx):
         with Deployment(NginxHost(LocalHost(), as_root=ROOT), Scenario()) as dep:
             dep.start([0])
             # Even a recorded pid that now belongs to another nginx is left alone.
-            dep._all_pids.update(foreign_workers)
+            dep.main.pids.update(foreign_workers)
         assert foreign in live_nginx_pids()
         assert set(foreign_workers) <= live_nginx_pids()
     finally:
@@ -161,7 +161,7 @@ def test_teardown_finds_a_master_whose_pid_was_lost(leaves_no_nginx):
     dep.start([0])
     pids = set(dep.pids())
     dep.server = None
-    dep._all_pids.clear()
+    dep.main.pids.clear()
     dep.teardown()
     time.sleep(0.1)
     assert not pids & live_nginx_pids()

@@ -65,6 +65,9 @@ def default_report(tmp_path_factory):
     p = sizing_cli("report", "--rps", "1M", "--sla-p99", "5ms", "--pdf", "--out", str(out))
     assert p.returncode == 0, p.stderr
     assert p.stdout.split() == [str(out / f"sizing_report.{x}") for x in ("ipynb", "html", "pdf")]
+    log = out / "sizing_report.kernel.log"
+    assert not log.exists() or log.stat().st_size > 0, "an empty kernel log left beside"
+    assert not list(out.glob(".print-*")), "the print copy is removed"
     return out / "sizing_report.ipynb", out / "sizing_report.html"
 
 
@@ -136,6 +139,90 @@ def test_report_pdf_is_printed(default_report):
     data = pdf.read_bytes()
     assert data.startswith(b"%PDF-") and len(data) > 50_000
     assert data.count(b"/Type /Page") - data.count(b"/Type /Pages") >= 2
+
+
+def _pdf_pages(pdf: Path) -> list[str]:
+    """The PDF's text, page by page, as ``pdftotext -layout`` lays it out."""
+    if shutil.which("pdftotext") is None:
+        pytest.fail("pdftotext is needed (Debian: poppler-utils; make test installs it)")
+    p = subprocess.run(
+        ["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True, timeout=60
+    )
+    assert p.returncode == 0, p.stderr
+    return p.stdout.split("\f")[:-1]
+
+
+def _options_headers(html: Path) -> list[str]:
+    head = html.read_text().split('id="T_options-table"')[1].split("</thead>")[0]
+    return [
+        re.sub(r"<[^>]+>", "", h).replace("&amp;", "&").strip()
+        for h in re.findall(r"<th[^>]*>(.*?)</th>", head, re.S)
+    ]
+
+
+@pytest.mark.slow
+def test_report_pdf_opens_on_the_decision_with_every_column(default_report):
+    """Page 1 of the PDF has the decision, what it rests on and every options column."""
+    _, html = default_report
+    pages = _pdf_pages(html.with_suffix(".pdf"))
+    page1 = " ".join(pages[0].split())
+    buy = re.search(r'<div class="ns-buy">(\d+) (?:&times;|×) ([^<]+)</div>', html.read_text())
+    assert buy, "the decision's headline is in the page"
+    assert f"{buy[1]} × {buy[2]}" in page1, page1[:600]
+    assert re.search(r"\$\d+\.\d\d/hour · \$[\d,]+/month", page1), page1[:600]
+    for label in ("Serves", "How sure", "Limit, basis", "Runner-up", "Rests on"):
+        assert label in page1, label
+    headers = _options_headers(html)
+    assert {"$/hour", "$/month", "P(meet)", "Limited by"} <= set(headers), headers
+    for header in headers:
+        assert header in page1, (header, page1[-1500:])
+    # Page numbers on every page; no heading left alone at the foot of a page.
+    headings = re.findall(r"<h2[^>]*>(.*?)<a", html.read_text())
+    assert len(headings) >= 4, headings
+    for n, text in enumerate(pages, start=1):
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        assert lines[-1] == f"page {n} of {len(pages)}", lines[-3:]
+        above = lines[-2] if len(lines) > 1 else ""
+        assert not any(h.strip() and above.startswith(h.strip()) for h in headings), (n, above)
+
+
+@pytest.mark.slow
+def test_report_pdf_figures_and_tables_fit_the_page(default_report, tmp_path):
+    """Laid out as Chromium prints it, every chart and table lies within the printable box."""
+    from sizing.report.execute import PRINT_HEIGHT_PX, PRINT_WIDTH_PX, print_page
+    from tests.browser import chrome, wait_for
+
+    _, html = default_report
+    page = tmp_path / "print.html"
+    page.write_text(print_page(html.read_text()))
+    with chrome(PRINT_WIDTH_PX, PRINT_HEIGHT_PX) as d:
+        d.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "print"})
+        d.get(page.as_uri())
+        wait_for(
+            lambda: d.execute_script("return document.querySelectorAll('.main-svg').length"),
+            120,
+            "the charts",
+        )
+        boxes = d.execute_script(
+            "return Array.from(document.querySelectorAll("
+            "'.js-plotly-plot, table.ns-table, #decision-summary'))"
+            ".map(e => [e.className || e.id, e.getBoundingClientRect().toJSON()]);"
+        )
+        toolbars = d.execute_script(
+            "return Array.from(document.querySelectorAll('.modebar-container, .modebar'))"
+            ".filter(e => getComputedStyle(e).display !== 'none').length"
+        )
+        shot = ARTIFACTS / "sizing_report_print.png"
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        d.save_screenshot(str(shot))
+    plots = [b for name, b in boxes if "js-plotly-plot" in str(name)]
+    assert len(plots) >= 4, boxes
+    for name, b in boxes:
+        assert b["left"] >= 0 and b["right"] <= PRINT_WIDTH_PX + 1, (name, b)
+        assert b["height"] <= PRINT_HEIGHT_PX, (name, b)
+    for b in plots:
+        assert b["width"] >= 300 and b["height"] >= 200, b  # drawn, not a sliver
+    assert toolbars == 0
 
 
 @pytest.mark.slow

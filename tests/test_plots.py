@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import math
+import re
 
 import pandas as pd
 import pytest
@@ -36,7 +36,35 @@ def test_ratio_bars_are_side_by_side_and_each_its_own_value():
     assert list(pub.y) == pytest.approx(list(table["published"]))
     assert max(pub.y) < 2.0  # the published ratios are 1.0 to 1.9
     assert fig.layout.yaxis.range[1] >= max(max(pub.y), max(rec_.y))
-    assert any("price-performance" in x for x in pub.x)
+    assert any("price-perf." in x for x in pub.x)
+
+
+def test_ratio_bars_draw_the_published_ranges_with_short_labels():
+    table = pd.DataFrame(recompute_claims(load_catalog()))
+    table["published"] = (table["published_low"] + table["published_high"]) / 2
+    table["recomputed"] = (table["recomputed_low"] + table["recomputed_high"]) / 2
+    fig = plots.ratio_figure(table, "ratios")
+    pub = fig.data[0]
+    assert pub.error_y.visible
+    # Each whisker spans the published range: 1.52 to 1.68 is not drawn as 1.60 alone.
+    for mid, up, down, lo, hi in zip(
+        pub.y,
+        pub.error_y.array,
+        pub.error_y.arrayminus,
+        table["published_low"],
+        table["published_high"],
+        strict=True,
+    ):
+        assert mid + up == pytest.approx(hi) and mid - down == pytest.approx(lo)
+    assert any(u > 0.05 for u in pub.error_y.array)  # the AWS study published ranges
+    assert "1.52-1.68" in pub.text
+    assert fig.layout.yaxis.range[1] >= max(table["published_high"])
+    # Short labels (at most three lines of 14 characters) leave the chart to the bars.
+    for label in pub.x:
+        lines = label.split("<br>")
+        assert len(lines) <= 3 and all(len(line) <= 14 for line in lines), label
+    # A range's ends are not printed on its bar (they would shrink beside the whisker).
+    assert all(t == "" for t, u in zip(pub.texttemplate, pub.error_y.array, strict=True) if u)
 
 
 def test_sweep_sla_line_is_at_the_sla_on_the_log_axis():
@@ -101,27 +129,68 @@ def test_price_performance_bars_are_not_stacked(rec):
             x
             for t in fig.data
             for x, y in zip(t.x, t.y, strict=True)
-            if y == o.capacity.instance.instance_type
+            if y == plots.options_frame(rec, 10)["label"].iloc[0]
         )
     )
 
 
-def test_capacity_chart_has_uncertainty_and_the_target_on_the_log_axis(rec):
+def test_capacity_chart_has_uncertainty_and_a_per_instance_load(rec):
     fig = plots.capacity_curves_figure(rec)
     assert fig.layout.xaxis.type == fig.layout.yaxis.type == "log"
     bands = [t for t in fig.data if t.fill == "toself"]
     lines = [t for t in fig.data if t.mode == "lines+markers"]
     assert bands and lines and all(t.error_y.array is not None for t in lines)
-    (ann,) = fig.layout.annotations
-    assert ann.y == pytest.approx(math.log10(rec.target_rps))  # not at 10^1e6
-    assert "target 1,000,000 RPS" in ann.text
+    # The axis is per instance: no fleet target across it, but the load one instance of the
+    # decision carries (the target over the count to buy).
+    assert not fig.layout.annotations and not fig.layout.shapes
+    (star,) = [t for t in fig.data if t.mode == "markers"]
+    first = rec.options[0]
+    assert star.y[0] == pytest.approx(rec.target_rps / first.count_at_confidence)
+    assert star.x[0] == first.capacity.instance.vcpus
+    assert first.capacity.instance.instance_type in star.name
+    # Whole-number vCPU ticks; RPS ticks on 1-2-5 steps, no "10 2 3" minor labels.
+    assert all(isinstance(v, int) for v in fig.layout.xaxis.tickvals)
+    assert fig.layout.xaxis.tickformat == "d"
+    ys = fig.layout.yaxis.tickvals
+    assert all(str(int(v))[0] in "125" and set(str(int(v))[1:]) <= {"0"} for v in ys), ys
+    lo = min(min(t.y) for t in lines)
+    hi = max(max(t.y) for t in lines)
+    assert min(ys) <= lo * 1.5 and max(ys) >= hi / 1.5
 
 
-def test_cost_figure(rec):
-    fig = plots.cost_figure(rec, top=5)
+def test_cost_figure_plots_the_counts_to_buy_on_whole_number_ticks(rec):
+    top = 10
+    fig = plots.cost_figure(rec, top=top)
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.title.text == "$ per hour"
-    xs = sorted(x for t in fig.data for x in t.x)
-    assert xs == sorted(o.count for o in rec.options[:5])
+    points = {
+        (x, round(y, 6)): label
+        for t in fig.data
+        for x, y, label in zip(t.x, t.y, t.text, strict=True)
+    }
+    want: dict[tuple[int, float], list[str]] = {}
+    for rank, o in enumerate(rec.options[:top], start=1):
+        key = (o.count_at_confidence, round(o.hourly_cost_at_confidence_usd, 6))
+        want.setdefault(key, []).append(rank)
+    # Each option at its count at the confidence (not the point estimate), options on one
+    # point sharing one label.
+    assert points == {k: plots._ranks(v) for k, v in want.items()}
+    assert plots._ranks([1, 4, 5, 6, 9, 10]) == "1, 4-6, 9-10"
+    assert any(o.count != o.count_at_confidence for o in rec.options[:top])
+    # Labels are ranks (short: no overlapping names); ticks are whole instance counts.
+    assert all(len(label) <= 8 for label in points.values())
+    assert all(isinstance(v, int) for v in fig.layout.xaxis.tickvals)
+    assert fig.layout.xaxis.tickformat == "d"
+    xs = [x for x, _ in points]
+    assert min(fig.layout.xaxis.tickvals) <= min(xs) * 1.5
+    assert max(fig.layout.xaxis.tickvals) >= max(xs) / 1.5
+    lo, hi = fig.layout.xaxis.range
+    assert 10**lo < min(xs) and 10**hi > max(xs)  # no point on the edge
+
+
+def test_integer_log_ticks():
+    assert plots.integer_log_ticks(3, 24) == [2, 3, 5, 7, 10, 20, 30]
+    assert plots.integer_log_ticks(3, 8) == [2, 3, 5, 7, 10]
+    assert plots.integer_log_ticks(1, 96) == [1, 2, 5, 10, 20, 50, 100]
 
 
 def test_tornado_bars_start_at_today_s_cost(rec):
@@ -137,9 +206,16 @@ def test_tornado_bars_start_at_today_s_cost(rec):
     top = moving[0]
     assert low.x[-1] == pytest.approx(top.cost_low - now)  # largest swing drawn on top
     assert high.x[-1] == pytest.approx(top.cost_high - now)
-    assert low.y[-1].startswith(top.input.label) and top.input.label in high.y[-1]
-    assert f"{top.input.unit} ({top.input.kind})" in low.y[-1] or "(est.)" in low.y[-1]
-    assert "95%" in fig.layout.title.text
+    assert low.y[-1].replace("<br>", " ").startswith(top.input.label)
+    assert f"{top.input.unit} ({top.input.kind})" in low.y[-1] or "(estimate)" in low.y[-1]
+    assert "95%" in fig.layout.xaxis.title.text
+    # Names wrap rather than clip: short lines, and the margin grows to fit them.
+    for label in low.y:
+        assert all(len(line) <= 40 for line in label.split("<br>")), label
+    assert fig.layout.yaxis.automargin
+    assert fig.layout.xaxis.tickangle == 0 and fig.layout.xaxis.nticks <= 6
+    title = re.sub(r"<[^>]+>", "", fig.layout.title.text.replace("<br>", "\n"))
+    assert all(len(line) <= 60 for line in title.splitlines()), title
 
 
 def test_labels_from_a_catalog_are_escaped(rec):
@@ -147,9 +223,13 @@ def test_labels_from_a_catalog_are_escaped(rec):
 
     inst = replace(rec.options[0].capacity.instance, instance_type="<b onmouseover=x>")
     r = recommend(1e6, [inst], Workload())
-    for fig in (plots.price_performance_figure(r), plots.cost_figure(r)):
-        labels = [str(v) for t in fig.data for v in (*(t.y or ()), *(t.text or ()))]
-        assert "&lt;b onmouseover=x&gt;" in labels and "<b onmouseover=x>" not in labels
+    fig = plots.price_performance_figure(r)
+    labels = [str(v) for t in fig.data for v in (*(t.y or ()), *(t.text or ()))]
+    assert "&lt;b onmouseover=x&gt;" in labels and "<b onmouseover=x>" not in labels
+    hover = " ".join(str(v) for t in plots.cost_figure(r).data for v in t.customdata)
+    assert "&lt;b onmouseover=x&gt;" in hover and "<b onmouseover=x>" not in hover
+    star = plots.capacity_curves_figure(r).data[-1]
+    assert "&lt;b onmouseover=x&gt;" in star.name and "<b" not in star.name
 
 
 def test_capacity_chart_can_keep_the_families_of_the_cheapest(rec):
@@ -158,3 +238,43 @@ def test_capacity_chart_can_keep_the_families_of_the_cheapest(rec):
         f"{o.capacity.instance.provider} {o.capacity.instance.family}" for o in rec.options[:3]
     }
     assert {t.name for t in fig.data if t.mode == "lines+markers"} == wanted
+    assert wanted == set(plots.family_names(rec, 3))
+    some = plots.family_names(rec)[-2:]
+    fig = plots.capacity_curves_figure(rec, families=some)
+    assert {t.name for t in fig.data if t.mode == "lines+markers"} == set(some)
+
+
+def test_price_performance_fits_a_printed_page(rec):
+    from sizing.report.execute import PRINT_HEIGHT_PX
+
+    for top in (5, 20, 60):
+        fig = plots.price_performance_figure(rec, top=top)
+        assert fig.layout.height <= PRINT_HEIGHT_PX - 60
+
+
+def test_explorer_charts_the_families_of_the_cheapest_and_others_on_request():
+    from sizing.report.explorer import Explorer
+
+    ex = Explorer(load_catalog(), top=5)
+    rec = ex.rec
+    assert rec is not None
+    assert list(ex.families.value) == plots.family_names(rec, 5)
+    assert len(ex.families.options) > len(ex.families.value)  # every family can be picked
+
+    def chart_families() -> set[str]:
+        fig = ex.charts.outputs[0]["data"]["application/vnd.plotly.v1+json"]
+        return {t["name"] for t in fig["data"] if t.get("mode") == "lines+markers"}
+
+    assert chart_families() == set(plots.family_names(rec, 5))
+    other = ex.families.options[-1]
+    ex.families.value = (other,)
+    assert chart_families() == {other}
+    assert "update" not in ex.status.value and "ns-updates" not in ex.status.value
+    assert "mathjax_ignore" in ex.table.value and "mathjax_ignore" in ex.decision.value
+
+
+def test_plotly_typesets_no_labels():
+    import plotly.io as pio
+
+    plots.use_offline_renderer()
+    assert pio.renderers["notebook"].config["typesetMath"] is False

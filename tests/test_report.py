@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import importlib
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -28,6 +29,8 @@ from sizing.report.summary import (
     decision_summary,
     families_table,
     md_escape,
+    no_math,
+    options_heading,
     options_table,
     sensitivity_table,
     summary_html,
@@ -62,7 +65,8 @@ def test_summary_is_the_first_option_and_the_runner_up(rec):
     cost, fleet = cost_at_confidence(rec)
     assert s.cheapest_at_confidence == (fleet, cost)
     page = summary_html(s, "<div id=side></div>")
-    assert f"{first.count} &times; {first.capacity.instance.instance_type}" in page
+    assert f"{first.count_at_confidence} &times; {first.capacity.instance.instance_type}" in page
+    assert f"the point estimate, {first.count} " in page
     assert "id=side" in page and "P(meet)" in page and "Runner-up" in page
 
 
@@ -138,7 +142,7 @@ def test_sensitivity_moves_the_cost_and_restores_the_model(rec, catalog):
     assert speed.cost_high <= base <= speed.cost_low and speed.cost_high < speed.cost_low
     assert {r.input.kind for r in rows} <= {"estimate", "published", "measured"}
     table = sensitivity_table(rows, base).to_html()
-    assert "tls_request_us" in table and "speed per core" in table
+    assert "tls_request_us" in table and "speed per" in table
 
 
 def test_an_input_at_its_point_value_changes_nothing(rec, catalog):
@@ -196,3 +200,53 @@ def test_report_kernels_keep_their_sockets_in_a_folder_of_their_own(tmp_path):
     manager = _ipc_kernel_manager(tmp_path)(kernel_name="nginx-sizing")
     assert manager.transport == "ipc"
     assert Path(manager.ip).parent == tmp_path
+
+
+def test_dollars_in_html_outputs_are_not_typeset(rec):
+    s = decision_summary(rec)
+    for page in (
+        summary_html(s),
+        options_table(rec).to_html(),
+        families_table(rec).to_html(),
+        appendix_html(rec, {}, model_version="v"),
+        no_math("$1 and $2"),
+    ):
+        assert "mathjax_ignore" in page and "tex2jax_ignore" in page
+
+
+def test_the_appendix_is_a_labelled_table_of_the_request(rec):
+    page = appendix_html(rec, {"catalog": [], "requests_per_connection": 0}, model_version="v")
+    inputs = page.split('id="inputs-table">')[1].split("</table>")[0]
+    for label, value in (
+        ("Target", "1,000,000 requests/s"),
+        ("p99 latency SLA", "5 ms"),
+        ("Requests per connection", "no limit (keep-alive)"),
+        ("Catalog", "the shipped catalog"),
+        ("Headroom", "20%"),
+    ):
+        assert f">{label}</th>" in inputs and value in inputs, (label, inputs)
+    assert "[]" not in inputs and ">0<" not in inputs
+
+
+def test_the_summary_reads_as_text(catalog):
+    work = Workload(size_mix=((1024, 0.7), (51200, 0.3)))
+    r = recommend(1e6, catalog, work)
+    page = summary_html(decision_summary(r))
+    assert "1 KiB (70%) and 50 KiB (30%) responses" in page
+    one = next(o for o in r.options if o.capacity.instance.vcpus == 1)
+    single = decision_summary(replace(r, options=[one]))
+    assert "1 vCPU " in summary_html(single) and "1 vCPUs" not in summary_html(single)
+    assert options_heading(r) == "Options, cheapest first at 95% confidence"
+    basis = " ".join(r.options[0].capacity.basis)
+    assert "measured over none" not in basis
+    assert re.search(r"body_us \d+\.\d\d us \(\d", basis), basis
+
+
+def test_the_terminal_answer_shows_the_size_mix(catalog):
+    from sizing.report.render import render_recommendation
+
+    work = Workload(size_mix=((1024, 0.7), (51200, 0.3)))
+    text = render_recommendation(recommend(1e6, catalog, work).to_dict(top=3), 3)
+    first = text.splitlines()[0]
+    assert "1,024 B (70%), 51,200 B (30%) responses" in first, first
+    assert f"{work.file_bytes:,} B responses" not in first  # not the mean alone

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import re
@@ -14,17 +13,17 @@ from runners.errors import RunnerError
 from runners.loadgen import wrk
 from runners.search import SearchOptions, _passes, non_monotonic, run_search, search
 from runners.sim import SimServer, SimTarget
-from runners.store import RunStore, load_trials
+from runners.store import load_trials
 from runners.sweep import Plan
 from tests.conftest import runners_cli
-from trialtable.folder import RunFolderError
+from trialtable.folder import RunFolder, RunFolderError
 
 ROOT = Path(__file__).resolve().parents[1]
 WRK2 = Path(__file__).parent / "data" / "wrk2" / "readme-example.txt"
 
 
 def sim_target(tmp_path, seed=1, name="r", **sim):
-    store = RunStore.create(tmp_path, {"run_id": f"{name}{seed}", "simulated": True, "plan": {}})
+    store = RunFolder.create(tmp_path, {"run_id": f"{name}{seed}", "simulated": True, "plan": {}})
     return SimTarget(SimServer(seed=seed, **sim), store)
 
 
@@ -163,22 +162,20 @@ def test_non_monotonic_is_flagged():
 def test_simulated_and_measured_rows_do_not_mix(tmp_path):
     target = sim_target(tmp_path)
     row = target.trial(1, 1, 4, duration_s=1)
-    measured = RunStore.create(tmp_path, {"run_id": "m", "simulated": False, "plan": {}})
+    measured = RunFolder.create(tmp_path, {"run_id": "m", "simulated": False, "plan": {}})
     with pytest.raises(RunFolderError, match="a simulated row cannot join it"):
         measured.append(row)
     with pytest.raises(RunnerError, match="needs a run marked simulated"):
         SimTarget(SimServer(), measured)
 
 
-class _StopAfter(io.StringIO):
+class _StopAfter:
     def __init__(self, n):
-        super().__init__()
         self.n = n
 
-    def write(self, text):
-        if f"#{self.n}]" in text:
+    def __call__(self, report):
+        if report.n == self.n:
             raise KeyboardInterrupt
-        return super().write(text)
 
 
 def test_interrupted_search_resumes_to_the_same_answer(tmp_path):
@@ -186,7 +183,7 @@ def test_interrupted_search_resumes_to_the_same_answer(tmp_path):
     options = SearchOptions()
     _, whole = run_search(plan, options, tmp_path / "a", sim=SimServer(seed=2))
     with pytest.raises(KeyboardInterrupt):
-        run_search(plan, options, tmp_path / "b", sim=SimServer(seed=2), progress=_StopAfter(9))
+        run_search(plan, options, tmp_path / "b", sim=SimServer(seed=2), on_trial=_StopAfter(9))
     (run,) = (tmp_path / "b").iterdir()
     assert len(load_trials(run)) == 9
     with pytest.raises(RunnerError, match="other settings"):
@@ -363,7 +360,8 @@ def test_progress_lines_bound_the_time_left(tmp_path):
     ``max_trials`` still allows, at the wall time a second of load has taken so far."""
     import time
 
-    from runners.search import _Log, _TrialBound
+    from runners.cli import trial_line
+    from runners.search import _Reporting, _TrialBound
 
     opts = SearchOptions(max_trials=4, duration_s=1, confirm=3, confirm_duration_s=2)
     now = [100.0]
@@ -397,11 +395,12 @@ def test_progress_lines_bound_the_time_left(tmp_path):
         def max_threads(self, vcpus):
             return 1
 
-    out = io.StringIO()
-    log = _Log(Slow(), out, bound=_TrialBound([1], opts))
+    reports = []
+    log = _Reporting(Slow(), reports.append, bound=_TrialBound([1], opts))
     log.trial(1, 1, 4, duration_s=1, kind="search")
     log.trial(1, 1, 8, duration_s=1, kind="search")
-    lines = out.getvalue().splitlines()
+    assert [r.n for r in reports] == [1, 2] and not reports[0].open_loop
+    lines = [trial_line(r) for r in reports]
     assert len(lines) == 2 and all("left" in line for line in lines), lines
     left = [line.rsplit("at most ", 1)[1] for line in lines]
     assert all(re.fullmatch(r"\d+:\d\d left", t) for t in left), left

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from runners import loadgen
 from runners.errors import RunnerError
 from runners.hosts import connect
-from runners.loadgen import wrk
-from runners.store import RunStore
 from runners.sweep import Access, Plan, make_scenario, run_sweep
 from tests.conftest import nginx_under, runners_cli
 from tests.sshd import free_port, keygen, start_sshd
+from trialtable.folder import RunFolder
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
@@ -136,15 +136,15 @@ def test_two_clients_merge_exactly(tmp_path, sshd, leaves_no_nginx):
     df = run_sweep(plan, tmp_path / "runs", access=Access(ssh_config=str(cfg)), progress=None)
     row = df.iloc[0]
     assert row["clients"] == 2 and row["client_hosts"] == f"local {sshd.spec}"
-    store = RunStore.open(tmp_path / "runs", row["run_id"])
+    store = RunFolder.open(tmp_path / "runs", row["run_id"])
     (h,) = list(store.histograms())
     assert set(h["clients"]) == {"local", sshd.spec}
-    merged = wrk.merge(
-        wrk.WrkResult(
+    merged = loadgen.merge(
+        loadgen.Measurement(
             1.0,
             sum(c for _, c in pairs),
             0,
-            dict.fromkeys(wrk.ERROR_KINDS, 0),
+            dict.fromkeys(loadgen.ERROR_KINDS, 0),
             {int(v): int(c) for v, c in pairs},
             rps=0.0,
         )

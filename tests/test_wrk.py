@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from runners import loadgen
 from runners.errors import RunnerError
 from runners.loadgen import wrk
 
@@ -39,7 +40,7 @@ def test_parse_text_recorded(name, requests, rps, p99_ms, errors):
     assert r.requests == requests
     assert r.rps == pytest.approx(rps)
     assert r.latency_ms["p99"] == pytest.approx(p99_ms)
-    expected = dict.fromkeys(wrk.ERROR_KINDS, 0) | errors
+    expected = dict.fromkeys(loadgen.ERROR_KINDS, 0) | errors
     assert r.errors == expected
     assert r.histogram_us == {}
 
@@ -102,10 +103,10 @@ def test_malformed_json_line():
 def test_percentile_rank_rule():
     hist = {100: 1, 200: 98, 5000: 1}
     # n = 100: rank(p99) = round(99 + 0.5) = 100 -> the last value
-    assert wrk.percentile(hist, 99.0) == 5000
-    assert wrk.percentile(hist, 50.0) == 200
-    assert wrk.percentile(hist, 0.5) == 100
-    assert wrk.percentile({}, 99.0) != wrk.percentile({}, 99.0)  # NaN
+    assert loadgen.percentile(hist, 99.0) == 5000
+    assert loadgen.percentile(hist, 50.0) == 200
+    assert loadgen.percentile(hist, 0.5) == 100
+    assert loadgen.percentile({}, 99.0) != loadgen.percentile({}, 99.0)  # NaN
 
 
 def test_merge_is_exact():
@@ -120,15 +121,15 @@ def test_merge_is_exact():
             a[v] = k
         if c - k:
             b[v] = c - k
-    ra = wrk.WrkResult(
+    ra = loadgen.Measurement(
         base.duration_s,
         sum(a.values()),
         1,
-        dict.fromkeys(wrk.ERROR_KINDS, 0),
+        dict.fromkeys(loadgen.ERROR_KINDS, 0),
         a,
         rps=sum(a.values()) / base.duration_s,
     )
-    rb = wrk.WrkResult(
+    rb = loadgen.Measurement(
         base.duration_s,
         sum(b.values()),
         2,
@@ -136,18 +137,22 @@ def test_merge_is_exact():
         b,
         rps=sum(b.values()) / base.duration_s,
     )
-    m = wrk.merge([ra, rb])
+    m = loadgen.merge([ra, rb])
     assert m.histogram_us == base.histogram_us
-    assert m.latency_ms == wrk.latency_summary(base.histogram_us)
+    assert m.latency_ms == loadgen.latency_summary(base.histogram_us)
     assert m.requests == ra.requests + rb.requests
     assert m.rps == pytest.approx(ra.rps + rb.rps)
     assert m.errors["read"] == 3 and m.bytes == 3
 
 
 def test_merge_is_not_one_clients_p99():
-    fast = wrk.WrkResult(1.0, 1500, 0, dict.fromkeys(wrk.ERROR_KINDS, 0), {100: 1500}, rps=1500)
-    slow = wrk.WrkResult(1.0, 500, 0, dict.fromkeys(wrk.ERROR_KINDS, 0), {9000: 500}, rps=500)
-    m = wrk.merge([fast, slow])
+    fast = loadgen.Measurement(
+        1.0, 1500, 0, dict.fromkeys(loadgen.ERROR_KINDS, 0), {100: 1500}, rps=1500
+    )
+    slow = loadgen.Measurement(
+        1.0, 500, 0, dict.fromkeys(loadgen.ERROR_KINDS, 0), {9000: 500}, rps=500
+    )
+    m = loadgen.merge([fast, slow])
     assert m.latency_ms["p99"] == 9.0
     assert m.latency_ms["p50"] == 0.1
 
@@ -155,8 +160,8 @@ def test_merge_is_not_one_clients_p99():
 def test_merge_refuses_text_results():
     t = wrk.parse_text(_read("cps-close.txt"))
     with pytest.raises(RunnerError, match="without histograms"):
-        wrk.merge([t, t])
-    assert wrk.merge([t]).requests == t.requests
+        loadgen.merge([t, t])
+    assert loadgen.merge([t]).requests == t.requests
 
 
 def test_command_quoting_and_pinning():

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from runners import loadgen
 from runners.errors import RunnerError
-from runners.loadgen import wrk, wrk2
+from runners.loadgen import wrk2
 
 EXAMPLE = Path(__file__).parent / "data" / "wrk2" / "readme-example.txt"
 
@@ -32,7 +33,7 @@ def test_parse_gives_an_exact_us_histogram_that_merges():
     # wrk2 leaves its first seconds (calibration) out of the spectrum.
     assert r.requests >= sum(r.histogram_us.values()) == 39500
     assert all(isinstance(v, int) for v in r.histogram_us)
-    merged = wrk.merge([r, r])
+    merged = loadgen.merge([r, r])
     assert merged.requests == 2 * r.requests
     assert merged.latency_ms["p99"] == r.latency_ms["p99"]
     assert wrk2.rate_shortfall(r.rps, 2000.0) is None
@@ -50,7 +51,6 @@ def test_parse_recorded_local_run():
 
 
 def test_wrk2_behind_the_contract():
-    from runners import loadgen
 
     gen = loadgen.get("wrk2")
     assert gen.modes == ("open",) and gen.http_versions == ("1.1",)

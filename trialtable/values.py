@@ -34,7 +34,7 @@ MAX_SIZE_BYTES = int(RANGES["file_bytes"][1])
 
 
 class HelpFormatter(argparse.HelpFormatter):
-    """Help that shows every option's default (unless its text already says it)."""
+    """Help that shows every option's default (unless its text already speaks of one)."""
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help or ""
@@ -44,7 +44,7 @@ class HelpFormatter(argparse.HelpFormatter):
             or action.required
             or action.nargs == 0
             or default is argparse.SUPPRESS
-            or re.search(r"\(default[ :]|default:", text)
+            or re.search(r"\bdefault\b", text)
         ):
             return text
         if default is None or default == []:

@@ -23,13 +23,12 @@ not used).
 
 from __future__ import annotations
 
-import gzip
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
+from runners.cputime import TIMES_MARKER
 from runners.errors import RunnerError
 from runners.loadgen.base import (
     CLOSED,
@@ -41,13 +40,13 @@ from runners.loadgen.base import (
     latency_summary,
     pin,
 )
+from runners.tools import TOOLS, tool_path
 
 NAME = "h2load"
 HTTP_VERSIONS = ("1.1", "2")
 RATE_SHORTFALL = 0.95
 HIST_MARKER = "NGINX_SIZING_H2LOAD_US"
 FAILED_MARKER = "NGINX_SIZING_H2LOAD_FAILED"
-TIMES_MARKER = "NGINX_SIZING_TIMES"
 
 # Count the log's latencies per microsecond on the client host; failed streams apart.
 _AWK = (
@@ -143,7 +142,7 @@ def command(
     http_version: str = "2",
     headers: Sequence[str] = (),
     cpus: Sequence[int] = (),
-    h2load: str = "h2load",
+    h2load: str = TOOLS["h2load"],
 ) -> list[str]:
     """The argv of one timed h2load run, pinned with ``taskset`` when ``cpus`` is given.
 
@@ -250,37 +249,6 @@ def parse_summary(text: str) -> Summary:
     )
 
 
-def histogram_from_log(lines: Iterable[str]) -> tuple[dict[int, int], int]:
-    """The latency histogram [us -> responses] of a ``--log-file``, and its failed streams.
-
-    Each line is ``start_us<TAB>status<TAB>latency_us``; a status of -1 is a failed stream
-    (no response, so no latency).
-    """
-    hist: dict[int, int] = {}
-    failed = 0
-    for line in lines:
-        parts = line.split("\t")
-        if len(parts) < 3:
-            continue
-        try:
-            status, latency = int(parts[1]), int(parts[2])
-        except ValueError:
-            continue
-        if status > 0:
-            hist[latency] = hist.get(latency, 0) + 1
-        else:
-            failed += 1
-    return hist, failed
-
-
-def read_log(path: str | Path) -> tuple[dict[int, int], int]:
-    """`histogram_from_log` of a log file on this machine (``.gz`` read as gzip)."""
-    p = Path(path)
-    opener = gzip.open if p.suffix == ".gz" else open
-    with opener(p, "rt") as f:
-        return histogram_from_log(f)
-
-
 def histogram_from_output(text: str) -> tuple[dict[int, int], int]:
     """The histogram and failed streams that `WRAPPER` printed after h2load's output."""
     hist: dict[int, int] = {}
@@ -334,21 +302,6 @@ def rate_shortfall(achieved_rps: float, asked_rps: float) -> str | None:
     return None
 
 
-def cpu_seconds(text: str) -> float:
-    """CPU time [s] of h2load from the shell's ``times`` that `WRAPPER` printed."""
-    lines = text.split(TIMES_MARKER, 1)[-1].strip().splitlines()
-    if len(lines) < 2:
-        return math.nan
-    total = 0.0
-    for part in lines[1].split():
-        minutes, _, seconds = part.rstrip("s").partition("m")
-        try:
-            total += float(minutes) * 60 + float(seconds)
-        except ValueError:
-            return math.nan
-    return total
-
-
 def no_result_message(text: str) -> str:
     """One line saying why h2load's output holds no result."""
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
@@ -376,7 +329,7 @@ class H2load(LoadGenerator):
 
     def tool(self, binaries: Mapping[str, str], mode: str) -> str:
         """``h2load`` (as the user named it) for either mode."""
-        return binaries.get("h2load", "h2load")
+        return tool_path("h2load", binaries)
 
     def command(self, load: Load, *, binary: str, workdir: str) -> list[str]:
         """``sh -c WRAPPER sh <h2load argv>`` for a measured run; h2load alone for a warm-up."""

@@ -19,38 +19,29 @@ from runners.loadgen.base import (
     CLOSED,
     ERROR_KINDS,
     OPEN,
-    PERCENTILES,
     Load,
     LoadGenerator,
     Measurement,
     latency_summary,
-    merge,
-    percentile,
     pin,
 )
+from runners.tools import TOOLS, tool_path
 
 __all__ = [
-    "ERROR_KINDS",
     "GENERATOR",
     "JSON_MARKER",
-    "PERCENTILES",
     "REPORTER",
     "Wrk",
-    "WrkResult",
     "command",
-    "latency_summary",
-    "merge",
     "no_result_message",
     "parse_json",
     "parse_text",
     "parse_wrk2",
-    "percentile",
 ]
 
 # The reporter lives beside the runners package so that it ships with it.
 REPORTER = Path(__file__).resolve().parents[1] / "report.lua"
 JSON_MARKER = "NGINX_SIZING_JSON "
-WrkResult = Measurement
 
 
 def command(
@@ -63,7 +54,7 @@ def command(
     headers: Sequence[str] = (),
     script: str | None = None,
     cpus: Sequence[int] = (),
-    wrk: str = "wrk",
+    wrk: str = TOOLS["wrk"],
     rate_rps: float | None = None,
 ) -> list[str]:
     """The argv of one wrk run, pinned with ``taskset`` when ``cpus`` is given.
@@ -103,7 +94,7 @@ def command(
     return pin(argv, cpus)
 
 
-def parse_json(text: str) -> WrkResult:
+def parse_json(text: str) -> Measurement:
     """Parse the reporter's JSON line out of a wrk run's standard output."""
     for line in reversed(text.splitlines()):
         if line.startswith(JSON_MARKER):
@@ -114,7 +105,7 @@ def parse_json(text: str) -> WrkResult:
         doc = json.loads(line[len(JSON_MARKER) :])
         hist = {int(v): int(c) for v, c in doc["histogram_us"]}
         duration_s = doc["duration_us"] / 1e6
-        result = WrkResult(
+        result = Measurement(
             duration_s=duration_s,
             requests=int(doc["requests"]),
             bytes=int(doc["bytes"]),
@@ -140,7 +131,7 @@ _STATUS = re.compile(r"Non-2xx or 3xx responses: (\d+)")
 _RPS = re.compile(r"^Requests/sec:\s+([0-9.]+)", re.M)
 
 
-def parse_text(text: str) -> WrkResult:
+def parse_text(text: str) -> Measurement:
     """Parse wrk's plain output (run with ``--latency``); the result has no histogram."""
     done = _DONE.search(text)
     if not done:
@@ -163,7 +154,7 @@ def parse_text(text: str) -> WrkResult:
     if m := _AVG.search(text):
         latency["mean"] = float(m.group(1)) * _UNITS_S[m.group(2)] * 1000.0
     rps = _RPS.search(text)
-    return WrkResult(
+    return Measurement(
         duration_s=duration_s,
         requests=int(done.group(1)),
         bytes=round(float(done.group(4)) * _UNITS_B[done.group(5)]),
@@ -176,7 +167,7 @@ def parse_text(text: str) -> WrkResult:
 _SPECTRUM_ROW = re.compile(r"^\s*([0-9.]+)\s+([0-9.]+)\s+(\d+)\s+(?:[0-9.]+|inf)\s*$")
 
 
-def parse_wrk2(text: str) -> WrkResult:
+def parse_wrk2(text: str) -> Measurement:
     """Parse wrk2's output with ``--latency``: its HdrHistogram "Detailed Percentile spectrum".
 
     The spectrum's cumulative counts become a histogram at the spectrum's own resolution
@@ -229,7 +220,7 @@ class Wrk(LoadGenerator):
 
     def tool(self, binaries: Mapping[str, str], mode: str) -> str:
         """``wrk`` for a closed loop, ``wrk2`` for an open one (as the user named them)."""
-        return binaries.get("wrk2", "wrk2") if mode == OPEN else binaries.get("wrk", "wrk")
+        return tool_path("wrk2" if mode == OPEN else "wrk", binaries)
 
     def files(self) -> dict[str, str]:
         """The JSON reporter script."""

@@ -17,6 +17,7 @@ from runners.errors import RunnerError
 from runners.loadgen import wrk
 from runners.loadgen.base import OPEN, Load, LoadGenerator, Measurement
 from runners.loadgen.h2load import rate_shortfall
+from runners.tools import TOOLS, tool_path
 
 NAME = "wrk2"
 HTTP_VERSIONS = ("1.1",)
@@ -34,7 +35,7 @@ def command(
     timeout_s: int = 2,
     headers: Sequence[str] = (),
     cpus: Sequence[int] = (),
-    wrk2: str = "wrk2",
+    wrk2: str = TOOLS["wrk2"],
 ) -> list[str]:
     """The argv of one wrk2 run at ``rate_rps`` requests/s in total [1/s].
 
@@ -70,7 +71,7 @@ class Wrk2(LoadGenerator):
 
     def tool(self, binaries: Mapping[str, str], mode: str) -> str:
         """``wrk2`` as the user named it (``--wrk2 PATH``)."""
-        return binaries.get("wrk2", "wrk2")
+        return tool_path("wrk2", binaries)
 
     def command(self, load: Load, *, binary: str, workdir: str) -> list[str]:
         """wrk2's argv at the load's rate."""

@@ -54,7 +54,12 @@ def _int_between(low: int, high: int) -> Any:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``python -m sizing`` argument parser."""
-    parser = _Parser(prog="python -m sizing", description=__doc__)
+    parser = _Parser(
+        prog="python -m sizing",
+        description="How many NGINX servers, of which cloud instance type, serve a target of "
+        "requests per second with p99 latency under an SLA, at the lowest cost. Each command "
+        "has its own --help.",
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     rec = sub.add_parser(
@@ -288,7 +293,8 @@ def _fleet_options(p: argparse.ArgumentParser) -> None:
         "--sort",
         choices=("cost-at-confidence", "cost"),
         default="cost-at-confidence",
-        help="rank by the cost of the count at --confidence (default) or of the point estimate",
+        help="rank by the cost of the count at --confidence (cost-at-confidence, the default) or "
+        "of the point estimate (cost)",
     )
     p.add_argument(
         "--burstable",
@@ -355,8 +361,8 @@ def _serving_options(p: argparse.ArgumentParser) -> None:
         type=_family_groups,
         default=(),
         metavar="GROUPS",
-        help="bring back families left out by default: a comma list of hpc, gpu, accelerator, "
-        "metal, one-size",
+        help="bring back family groups that are otherwise left out: a comma list of hpc, gpu, "
+        "accelerator, metal, one-size (default none)",
     )
     fam.add_argument(
         "--all-families",
@@ -415,7 +421,7 @@ def _sizing_options(p: argparse.ArgumentParser) -> None:
         "--protocol",
         choices=("http", "https"),
         default=DEFAULT_PROTOCOL,
-        help="protocol clients use (the runners measure the same by default)",
+        help="protocol clients use (default: %(default)s; the runners measure the same)",
     )
     p.add_argument(
         "--file-size",
@@ -551,7 +557,8 @@ def _workload_options(p: argparse.ArgumentParser) -> None:
         "--network",
         choices=("baseline", "burst"),
         default="baseline",
-        help="size against sustained bandwidth (default) or the 'up to' peaks, AWS and GCP alike",
+        help="size against sustained bandwidth (baseline, the default) or the 'up to' peaks "
+        "(burst), AWS and GCP alike",
     )
     p.add_argument(
         "--internet-facing",
@@ -563,7 +570,7 @@ def _workload_options(p: argparse.ArgumentParser) -> None:
         choices=("bare-metal", "vm", "kubernetes"),
         default="vm",
         help="where NGINX runs: on the host's own kernel, in a VM behind a virtual NIC "
-        "(default), or in a pod behind a Kubernetes Service",
+        "(vm, the default), or in a pod behind a Kubernetes Service",
     )
     p.add_argument(
         "--jwt",
@@ -734,10 +741,27 @@ def _progress_wanted() -> bool:
 
 @contextlib.contextmanager
 def _progress_bar(desc: str, unit: str) -> Iterator[Callable[[int, int], None]]:
-    """A progress bar with an ETA on stderr when it is a terminal; ``tick(done, total)``."""
+    """A progress bar with an ETA on stderr when it is a terminal; ``tick(done, total)``.
+
+    With stdout piped (``fit --reference | less``) the finished bar stays on stderr, so the
+    time it took is still there; a terminal that reports no size gets 80 x 24 (tqdm draws
+    nothing in a terminal of 0 x 0).
+    """
     from tqdm import tqdm
 
-    bar = tqdm(desc=desc, unit=unit, file=sys.stderr, disable=not _progress_wanted(), leave=False)
+    try:
+        width = os.get_terminal_size(sys.stderr.fileno()).columns
+    except (OSError, ValueError, AttributeError):
+        width = 0
+    bar = tqdm(
+        desc=desc,
+        unit=unit,
+        file=sys.stderr,
+        disable=not _progress_wanted(),
+        leave=not sys.stdout.isatty(),
+        ncols=None if width > 0 else 80,
+        nrows=None if width > 0 else 24,
+    )
 
     def tick(done: int, total: int) -> None:
         bar.total = total

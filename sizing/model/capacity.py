@@ -230,7 +230,7 @@ CARRIED_CLASS_SD = (
 @cache
 def cloud_model() -> Any:
     """The precomputed cloud model (`sizing.model.cloudfit`), or None when not shipped."""
-    from sizing.model.cloudfit import load_cloud_model
+    from sizing.model.cloud import load_cloud_model
 
     return load_cloud_model()
 
@@ -245,7 +245,7 @@ def cloud_speed(plat: Platform, tpc: int, work: Workload) -> tuple[float, float,
     cm = cloud_model()
     if cm is None:
         return None
-    from sizing.model.cloudfit import speed_for, workload_class
+    from sizing.model.cloud import speed_for, workload_class
 
     cls = workload_class(work.file_bytes)
     carried = work.scenario != "static" or (
@@ -541,18 +541,26 @@ def model_capacity(
         binding = "latency"
     else:
         binding = "network" if net < cpu_sla else "cpu"
-    terms = ", ".join(f"{k} {v:.2f}" for k, v in sorted(cost.terms.items(), key=lambda t: -t[1]))
+    # Each term's contribution [us per request], with the coefficient it comes from.
+    terms = ", ".join(
+        f"{k} {v:.2f} us"
+        + (f" ({cost.sources[k].value:.3g} {cost.sources[k].unit})" if k in cost.sources else "")
+        for k, v in sorted(cost.terms.items(), key=lambda t: -t[1])
+    )
     basis = [
         f"workload: {work.describe()}",
         f"CPU time per request {cost.us:.1f} us on "
         + (f"one worker of profile {used.name}" if prof is not None else "the reference core")
-        + f" (+-{cost.rel_sd:.0%}): {terms}",
+        + f" (+-{cost.rel_sd:.0%}), each coefficient times its amount: {terms}",
         *[
-            f"{c.name} = {c.value:.3g} {c.unit} (measured over {c.measured_over}): {c.source}"
+            f"{c.name} = {c.value:.3g} {c.unit}"
+            + (f" (measured over {c.measured_over})" if c.measured_over not in ("", "none") else "")
+            + f": {c.source}"
             for c in cost.sources.values()
         ],
         speed_line,
-        f"{inst.vcpus} workers x scaling efficiency {eff:.2f} (sigma {sigma:.2g}, fitted to the "
+        f"{inst.vcpus} worker{'' if inst.vcpus == 1 else 's'} x scaling efficiency {eff:.2f} "
+        f"(sigma {sigma:.2g}, fitted to the "
         "seed's worker counts; its 50-connection closed-loop cap is not carried)",
         *notes,
         f"estimate: SLA derating to {rho:.1%} of peak (M/G/1 per worker, service cv^2 "

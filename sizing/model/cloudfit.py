@@ -31,245 +31,38 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Collection, Mapping
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sizing.errors import InputError
-from sizing.paths import DATA_DIR
+from sizing.model.cloud import (
+    ANCHOR_CLOCK,
+    ANCHORS,
+    CLASSES,
+    CLOUD_MODEL_PATH,
+    ENVIRONMENT_OF_HARNESS,
+    K8S_EXTRA_US,
+    SMT_PRIOR,
+    VM_PACKET_US,
+    CloudModel,
+    EnvTerm,
+    PlatformSpeed,
+    speed_for,
+    workload_class,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
-    "CLASSES",
-    "CLOUD_MODEL_PATH",
-    "CloudModel",
-    "EnvTerm",
-    "PlatformSpeed",
     "fit_cloud_model",
-    "load_cloud_model",
     "observations",
+    "precompute_cloud_model",
+    "predict",
     "reference_cost_us",
-    "workload_class",
 ]
-
-CLOUD_MODEL_PATH = DATA_DIR / "fits" / "cloud-model.json"
-CLASSES = ("small_static", "large_static")
-LARGE_BYTES = 16384
-#: How each harness ran, from (container, client placement): the environment its NGINX rows
-#: measure. A client on the same VM shares its vCPUs: such rows place platforms relative to
-#: each other (stage 1) but give no environment level.
-ENVIRONMENT_OF_HARNESS = {
-    ("yes", "separate_vm"): "kubernetes",
-    ("no", "separate_vm"): "vm",
-    ("no", "separate_host"): "bare-metal",
-    ("yes", "separate_host"): "kubernetes",
-}
-ANCHORS = ("haswell", "broadwell", "skylake", "cascade_lake")
-#: Prior on a cloud Haswell core against the reference Xeon E5-2699 v3 core (same core; the
-#: clouds' E5-2666 v3 / E5-2676 v3 run similar all-core clocks).
-ANCHOR_CLOCK = (
-    1.0,
-    0.10,
-    "estimate: a cloud Haswell core (Xeon E5-2666 v3 / E5-2676 v3, all-core turbo about "
-    "3.2 GHz) does the reference E5-2699 v3 core's work per second within 10% (1 sd)",
-)
-SMT_PRIOR = (
-    1.25,
-    0.15,
-    "estimate: an event-driven server gains 10-40% from a core's second hardware thread "
-    "(used only where no platform is measured both ways)",
-)
-#: A pod behind a ClusterIP Service (veth pair, iptables NAT with conntrack) against a
-#: process on the VM itself, per request on keep-alive connections [us on the reference core].
-K8S_EXTRA_US = (
-    1.5,
-    1.5,
-    "estimate: a pod's veth pair and the Service's conntrack lookup add about two packet "
-    "traversals per request (0-4.5 us on the reference core, 95%)",
-)
-VM_PACKET_US = (
-    0.3,
-    0.3,
-    "estimate: a virtual NIC's per-packet cost (virtio / ENA / gVNIC), 0-0.9 us on the "
-    "reference core (95%)",
-)
-
-
-def workload_class(mean_body_bytes: float) -> str:
-    """The workload class whose platform speeds apply to a body size [B]."""
-    return "large_static" if mean_body_bytes >= LARGE_BYTES else "small_static"
-
-
-@dataclass(frozen=True)
-class PlatformSpeed:
-    """Per-vCPU NGINX speed of one platform and vCPU kind for one class, with its spread.
-
-    Attributes
-    ----------
-    speed : float
-        Reference cores per vCPU [1].
-    rel_sd : float
-        Log-scale standard error of ``speed`` (the fit's and the anchor's).
-    instance_types : int
-        Instance types measured on it (all sources).
-    sources : list of str
-        Source ids whose rows place it.
-    nginx_shift : float
-        Log shift from real-NGINX rows of the platform (stage 3 of `fit_cloud_model`).
-    nginx_types : int
-        Instance types of real-NGINX rows behind that shift.
-    """
-
-    platform_id: str
-    threads_per_core: int
-    workload_class: str
-    speed: float
-    rel_sd: float
-    instance_types: int
-    sources: list[str]
-    nginx_shift: float = 0.0
-    nginx_types: int = 0
-
-    @property
-    def source(self) -> str:
-        """What the speed rests on, in words."""
-        shift = (
-            f", moved x{math.exp(self.nginx_shift):.2f} to {self.nginx_types} real-NGINX "
-            "instance measurement(s) of it"
-            if self.nginx_types
-            else ""
-        )
-        return (
-            f"fitted to {self.instance_types} instance type(s) of published cloud measurements "
-            f"({', '.join(self.sources)}; data/cloud/measurements.csv){shift}"
-        )
-
-
-@dataclass(frozen=True)
-class EnvTerm:
-    """Extra CPU time per request of a deployment environment, on the reference core.
-
-    Attributes
-    ----------
-    request_us, request_stderr : float
-        Per request [us] and its standard error [us].
-    packet_us, packet_stderr : float
-        Per packet [us] and its standard error [us].
-    source : str
-        What it was fitted to, or ``estimate: ...``.
-    n : int
-        NGINX observations it was fitted to (0: derived or estimated).
-    anchored : bool
-        Fitted (directly or through another fitted environment) on the same anchor as the
-        platform speeds, so the anchor's error cancels in predictions.
-    """
-
-    environment: str
-    request_us: float
-    request_stderr: float
-    packet_us: float
-    packet_stderr: float
-    source: str
-    n: int = 0
-    anchored: bool = False
-
-
-@dataclass
-class CloudModel:
-    """The fitted cloud model: platform speeds, SMT gains, environment terms and spreads."""
-
-    speeds: dict[str, PlatformSpeed]
-    smt_gain: dict[str, tuple[float, float, str]]
-    environments: dict[str, EnvTerm]
-    within_sd: dict[str, float]
-    between_source_sd: float
-    between_source_pairs: int
-    anchor: str
-    fitted_on: list[str]
-    held_out: list[str] = field(default_factory=list)
-    levels: dict[str, float] = field(default_factory=dict)
-    anchor_sd: dict[str, float] = field(default_factory=dict)
-
-    def speed_sd(self, speed: PlatformSpeed | float, cls: str, environment: str) -> float:
-        """Log sd of a speed as used in ``environment``.
-
-        The fit's, plus the anchor's where the environment's level was not fitted to real
-        NGINX rows on the same anchor (there the anchor's error cancels: ``(C + E) / V`` does
-        not move with it).
-        """
-        sd = speed.rel_sd if isinstance(speed, PlatformSpeed) else float(speed)
-        env = self.environments.get(environment)
-        if env is None or not env.anchored:
-            sd = math.hypot(sd, self.anchor_sd.get(cls, ANCHOR_CLOCK[1]))
-        return sd
-
-    @staticmethod
-    def key(platform_id: str, threads_per_core: int, cls: str) -> str:
-        """Dictionary key of a platform speed."""
-        return f"{platform_id}|{threads_per_core}|{cls}"
-
-    def speed(self, platform_id: str, threads_per_core: int, cls: str) -> PlatformSpeed | None:
-        """The fitted speed, or None when the data never measured that platform and kind.
-
-        A platform measured only as the other vCPU kind is converted by the class's SMT gain.
-        """
-        got = self.speeds.get(self.key(platform_id, threads_per_core, cls))
-        if got is not None:
-            return got
-        other = self.speeds.get(self.key(platform_id, 3 - threads_per_core, cls))
-        if other is None:
-            return None
-        g, g_sd, _ = self.smt_gain[cls]
-        factor = g / 2.0 if threads_per_core == 2 else 2.0 / g
-        return PlatformSpeed(
-            platform_id,
-            threads_per_core,
-            cls,
-            other.speed * factor,
-            math.hypot(other.rel_sd, g_sd / g),
-            other.instance_types,
-            other.sources,
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "format": "nginx-sizing/cloud-model/1",
-            "speeds": {k: asdict(v) for k, v in sorted(self.speeds.items())},
-            "smt_gain": {k: list(v) for k, v in self.smt_gain.items()},
-            "environments": {k: asdict(v) for k, v in self.environments.items()},
-            "within_sd": self.within_sd,
-            "between_source_sd": self.between_source_sd,
-            "between_source_pairs": self.between_source_pairs,
-            "anchor": self.anchor,
-            "fitted_on": self.fitted_on,
-            "held_out": self.held_out,
-            "levels": self.levels,
-            "anchor_sd": self.anchor_sd,
-        }
-
-    @classmethod
-    def from_dict(cls, doc: Mapping[str, Any]) -> CloudModel:
-        """The model from `to_dict`'s form."""
-        if doc.get("format") != "nginx-sizing/cloud-model/1":
-            raise InputError("cloud model: format is not nginx-sizing/cloud-model/1")
-        return cls(
-            speeds={k: PlatformSpeed(**v) for k, v in doc["speeds"].items()},
-            smt_gain={k: (float(v[0]), float(v[1]), str(v[2])) for k, v in doc["smt_gain"].items()},
-            environments={k: EnvTerm(**v) for k, v in doc["environments"].items()},
-            within_sd={k: float(v) for k, v in doc["within_sd"].items()},
-            between_source_sd=float(doc["between_source_sd"]),
-            between_source_pairs=int(doc["between_source_pairs"]),
-            anchor=str(doc["anchor"]),
-            fitted_on=list(doc["fitted_on"]),
-            held_out=list(doc.get("held_out", [])),
-            levels={k: float(v) for k, v in doc.get("levels", {}).items()},
-            anchor_sd={k: float(v) for k, v in doc.get("anchor_sd", {}).items()},
-        )
 
 
 def reference_cost_us(body_bytes: float, protocol: str) -> float:
@@ -663,18 +456,6 @@ def _environments(train: pd.DataFrame, model: CloudModel) -> dict[str, EnvTerm]:
     return out
 
 
-def load_cloud_model(path: Path = CLOUD_MODEL_PATH) -> CloudModel | None:
-    """The precomputed cloud model (``python -m sizing precompute``), or None if absent."""
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        return None
-    try:
-        return CloudModel.from_dict(json.loads(text))
-    except (ValueError, KeyError, TypeError) as exc:
-        raise InputError(f"{path}: not a cloud model ({exc})") from None
-
-
 def precompute_cloud_model(path: str | Path | None = None) -> Path:
     """Fit the cloud model to the shipped measurements and write ``data/fits/``."""
     from sizing.model.cloudtruth import load_cloud_measurements
@@ -697,74 +478,6 @@ def _rounded(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_rounded(v) for v in value]
     return value
-
-
-#: A platform the measurements never saw: CoreMark's speed calibrated by the median
-#: fitted/CoreMark ratio of the platforms they did, with the spread of that ratio.
-UNKNOWN_SPEED_SD = (
-    0.45,
-    "estimate: a CPU no published measurement or table names: the slowest quarter of the "
-    "fitted platforms of its architecture, 1 sd 45% (log scale)",
-)
-
-
-def coremark_calibration(model: CloudModel, cls: str) -> tuple[float, float, int]:
-    """Median and sd of ln(fitted speed / CoreMark-based speed) over platforms with both."""
-    from sizing.model.platforms import platforms
-
-    ratios = []
-    for pid, plat in platforms().items():
-        if plat.estimate:
-            continue
-        fitted = model.speeds.get(CloudModel.key(pid, plat.threads_per_core, cls))
-        if fitted is not None:
-            ratios.append(math.log(fitted.speed / plat.vcpu_speed(plat.threads_per_core)))
-    if len(ratios) < 2:
-        return 1.0, UNKNOWN_SPEED_SD[0], len(ratios)
-    ratios.sort()
-    mid = ratios[len(ratios) // 2]
-    sd = math.sqrt(sum((r - mid) ** 2 for r in ratios) / (len(ratios) - 1))
-    return math.exp(mid), sd, len(ratios)
-
-
-def speed_for(
-    model: CloudModel, platform_id: str, threads_per_core: int, cls: str, known_cpu: bool = True
-) -> tuple[float, float, str, str]:
-    """Per-vCPU speed [reference cores], log sd, kind (fitted|coremark|unknown) and why.
-
-    Fitted where the measurements place the platform (either vCPU kind); else CoreMark's
-    speed calibrated to the fitted platforms (a labelled fallback); an unknown CPU
-    (``known_cpu`` False) gets the slowest quarter of its architecture's fitted speeds.
-    """
-    from sizing.model.platforms import platforms
-
-    known = platforms()
-    if known_cpu:
-        fitted = model.speed(platform_id, threads_per_core, cls)
-        if fitted is not None:
-            return fitted.speed, fitted.rel_sd, "fitted", fitted.source
-    plat = known.get(platform_id)
-    if not known_cpu or plat is None:
-        arch = plat.arch if plat is not None else "x86_64"
-        same = sorted(
-            v.speed
-            for v in model.speeds.values()
-            if v.workload_class == cls
-            and v.platform_id in known
-            and known[v.platform_id].arch == arch
-        )
-        slow = same[len(same) // 4] if same else 0.5
-        return slow, UNKNOWN_SPEED_SD[0], "unknown", UNKNOWN_SPEED_SD[1]
-    ratio, ratio_sd, n = coremark_calibration(model, cls)
-    base = plat.vcpu_speed(threads_per_core)
-    return (
-        base * ratio,
-        math.hypot(plat.rel_sd, ratio_sd),
-        "coremark",
-        f"fallback: {plat.name} is not in the published cloud measurements; {base:.2f} "
-        f"reference cores per vCPU from {plat.source}, x{ratio:.2f} (the median fitted/CoreMark "
-        f"ratio of {n} measured platforms, log sd {ratio_sd:.2f})",
-    )
 
 
 def predict(model: CloudModel, obs: pd.DataFrame) -> pd.DataFrame:

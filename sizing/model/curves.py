@@ -564,7 +564,15 @@ def select_model(
     Selection
         ``best`` fit, the ``criterion`` used, and ``table``: one row per candidate with
         ``model``, ``params``, ``mape_pct``, ``loo_mape_pct``, ``aicc``, ``delta_aicc``,
-        ``r2``, ``selected`` (failed fits carry an ``error``).
+        ``r2``, ``selected`` and ``note`` (why a model is not ranked; failed fits carry an
+        ``error``).
+
+    Notes
+    -----
+    A model with ``k`` parameters is ranked only from ``n > k + 1`` points: with fewer it
+    passes through (nearly) every point, leaves its errors unknown and no point out for its
+    leave-one-out error. Such a model is not fitted; its row says why. When no candidate has
+    few enough parameters, all are ranked.
     """
     n = np.asarray(x).size
     if criterion == "auto":
@@ -573,7 +581,19 @@ def select_model(
         raise ValueError(f"criterion must be 'auto', 'aicc' or 'loo', not {criterion!r}")
     fits: list[CurveFit] = []
     rows: list[dict[str, Any]] = []
+    rankable = [c for c in candidates if n > len(_spec(c).params) + 1] or list(candidates)
     for name in candidates:
+        if name not in rankable:
+            k = len(_spec(name).params)
+            rows.append(
+                {
+                    "model": name,
+                    "selected": False,
+                    "note": f"not ranked: {k} parameters need at least {k + 2} points, "
+                    f"there are {n}",
+                }
+            )
+            continue
         try:
             f = fit_curve(name, x, y, errors=errors, loss=loss)
         except ValueError as exc:
@@ -589,11 +609,12 @@ def select_model(
                 "aicc": f.aicc_,
                 "r2": f.r2_,
                 "selected": False,
+                "note": "",
             }
         )
     if not fits:
         raise ValueError("no candidate model could be fitted")
-    ok = [r for r in rows if "error" not in r]
+    ok = [r for r in rows if "mape_pct" in r]
     finite_aicc = [r["aicc"] for r in ok if math.isfinite(r["aicc"])]
     best_aicc = min(finite_aicc) if finite_aicc else math.nan
     for r in ok:

@@ -28,6 +28,7 @@ from sizing.model import capacity as _capacity
 from sizing.model.capacity import Capacity
 from sizing.model.costmodel import Coefficient, cpu_us_per_request, reference_profile
 from sizing.model.platforms import Platform, platform_of
+from sizing.model.workload import Workload
 
 # The module, not the function `sizing.fleet.recommend` that the package exports under that name.
 _recommend = importlib.import_module("sizing.fleet.recommend")
@@ -187,6 +188,21 @@ def _platform_speed(platform_id: str, v: float) -> contextlib.AbstractContextMan
 
 
 @contextlib.contextmanager
+def _cloud_speed_set(platform_id: str, base: float, v: float) -> Iterator[None]:
+    """The fitted per-vCPU speed of one platform scaled to ``v`` (from ``base``)."""
+    original = _capacity.cloud_speed
+
+    def moved(plat: Platform, tpc: int, work: Workload) -> tuple[float, float, str] | None:
+        got = original(plat, tpc, work)
+        if got is None or plat.platform_id != platform_id:
+            return got
+        return got[0] * v / base, got[1], got[2]
+
+    with _patched("cloud_speed", moved):
+        yield
+
+
+@contextlib.contextmanager
 def _constant_set(name: str, value: float) -> Iterator[None]:
     old = _capacity.ESTIMATES[name]
     _capacity.ESTIMATES[name] = (value, old[1])
@@ -276,7 +292,31 @@ def uncertain_inputs(
         if o.capacity.measured == "own":
             continue
         plat = platform_of(o.capacity.instance)
-        if plat.platform_id in seen or plat.core_speed_high <= plat.core_speed_low:
+        if plat.platform_id in seen:
+            continue
+        fitted = (
+            None
+            if work.gzip >= _capacity.GZIP_BOUND
+            else _capacity.cloud_speed(plat, plat.threads_per_core, work)
+        )
+        if fitted is not None:
+            seen.add(plat.platform_id)
+            speed, sd, why = fitted
+            out.append(
+                UncertainInput(
+                    key=f"platform:{plat.platform_id}",
+                    label=f"{plat.name} speed per vCPU",
+                    kind="published" if "fitted" in why else "estimate",
+                    low=speed * math.exp(-1.96 * sd),
+                    high=speed * math.exp(1.96 * sd),
+                    value=speed,
+                    unit="x reference core",
+                    source=why,
+                    apply=partial(_cloud_speed_set, plat.platform_id, speed),
+                )
+            )
+            continue
+        if plat.core_speed_high <= plat.core_speed_low:
             continue
         seen.add(plat.platform_id)
         out.append(

@@ -1,10 +1,15 @@
 """Batch reports: execute a parameterised notebook with papermill, then render HTML.
 
-The kernel's own log goes to ``<notebook>.kernel.log`` beside the executed notebook. The HTML
-page is self-contained: the notebooks draw with plotly's ``notebook`` renderer, which
-embeds plotly.js in the first figure's output, and the page links nothing outside itself.
-Code cells are left out unless asked for. A failing cell fails the report with that cell's
-error, and no HTML page is written.
+The kernel's own log goes to ``<notebook>.kernel.log`` beside the executed notebook (removed
+when the kernel wrote nothing). The HTML page is self-contained: the notebooks draw with
+plotly's ``notebook`` renderer, which embeds plotly.js in the first figure's output, and the
+page links nothing outside itself. Code cells are left out unless asked for. A failing cell
+fails the report with that cell's error, and no HTML page is written.
+
+The PDF is laid out for paper (`PRINT_CSS`): A4 landscape, wide tables in smaller type with
+nothing scrolled away, the charts drawn at the printable width (Chromium opens the page at
+that width before printing, so plotly sizes each chart to the paper), no chart toolbars, each
+heading kept with what follows it, no table or chart split across pages, page numbers.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ __all__ = [
     "coerce_parameters",
     "execute",
     "notebook_parameters",
+    "print_page",
     "to_html",
     "to_pdf",
 ]
@@ -40,6 +46,40 @@ __all__ = [
 
 # Scripts the HTML template links from CDNs (require.js, MathJax): the report needs neither.
 _REMOTE_SCRIPT = re.compile(r'<script[^>]*\ssrc="https?://[^"]*"[^>]*>\s*</script>\s*', re.I)
+
+#: The printed page: A4 landscape with these margins [mm] (top, right, bottom, left).
+PAGE_MM = (297.0, 210.0)
+MARGIN_MM = (10.0, 10.0, 14.0, 10.0)
+_CSS_PX_PER_MM = 96 / 25.4
+#: Width of the printable area in CSS pixels (about 1,047): the width charts are drawn at.
+PRINT_WIDTH_PX = int((PAGE_MM[0] - MARGIN_MM[1] - MARGIN_MM[3]) * _CSS_PX_PER_MM)
+#: Height of the printable area in CSS pixels (about 703): no chart may be taller.
+PRINT_HEIGHT_PX = int((PAGE_MM[1] - MARGIN_MM[0] - MARGIN_MM[2]) * _CSS_PX_PER_MM)
+
+_PAGE_CSS = (
+    f"@page {{ size: {PAGE_MM[0]:g}mm {PAGE_MM[1]:g}mm; "
+    f"margin: {' '.join(f'{m:g}mm' for m in MARGIN_MM)}; "
+    '@bottom-right { content: "page " counter(page) " of " counter(pages); '
+    "font: 9pt system-ui, sans-serif; color: #555; } }"
+)
+
+#: The layout for paper, applied when the page is printed (and always in the copy Chromium
+#: prints, so that plotly draws the charts at the printable width).
+PRINT_CSS = """
+body, .jp-Notebook, .jp-Cell, .jp-OutputArea, .jp-OutputArea-child, .jp-OutputArea-output,
+.jp-RenderedHTMLCommon { overflow: visible !important; }
+body { margin: 0 !important; padding: 0 !important; }
+.jp-Notebook, main { padding: 0 !important; margin: 0 !important; }
+.jp-Cell { padding: 0 !important; }
+.jp-OutputArea-output, .jp-RenderedHTMLCommon { padding-right: 0 !important; }
+.jp-OutputArea-output table, table.ns-table { font-size: 10.5px !important; }
+.jp-OutputArea-output table td, .jp-OutputArea-output table th { padding: 2px 5px !important; }
+.modebar, .modebar-container { display: none !important; }
+h1, h2, h3, h4, .jp-MarkdownCell { break-after: avoid; page-break-after: avoid; }
+table, tr, .js-plotly-plot, .plotly-graph-div, .ns-card, .jp-OutputArea-child,
+.ns-appendix ul, .ns-appendix table { break-inside: avoid; page-break-inside: avoid; }
+.ns-first { max-width: none !important; }
+"""
 
 
 def notebook_parameters(notebook: str) -> dict[str, Any]:
@@ -140,6 +180,7 @@ def execute(
         raise InputError(f"no notebook {notebook!r} in {NOTEBOOKS_DIR}")
     out = Path(out_ipynb)
     out.parent.mkdir(parents=True, exist_ok=True)
+    log = out.with_suffix(".kernel.log")
     bar: Any = False
     console = None
     if progress:
@@ -147,7 +188,7 @@ def execute(
         console = os.fdopen(os.dup(2), "w", buffering=1)
         bar = {"file": console, "desc": f"{notebook}", "unit": "cell", "leave": False}
     try:
-        with _stderr_to(out.with_suffix(".kernel.log")), contextlib.ExitStack() as stack:
+        with _stderr_to(log), contextlib.ExitStack() as stack:
             if console is not None:
                 stack.callback(console.close)
             sockets = stack.enter_context(tempfile.TemporaryDirectory(prefix="nginx-sizing-"))
@@ -174,6 +215,10 @@ def execute(
             f"the Jupyter kernel {kernel!r} is not registered; run `make demo` (or "
             f"python -m ipykernel install --sys-prefix --name {kernel})"
         ) from None
+    finally:
+        with contextlib.suppress(OSError):
+            if log.stat().st_size == 0:
+                log.unlink()
     return out
 
 
@@ -228,7 +273,20 @@ def to_html(ipynb: str | Path, html: str | Path, *, show_code: bool = False) -> 
     )
     body, _ = exporter.from_notebook_node(nb)
     body = _REMOTE_SCRIPT.sub("", body)
+    body = _with_style(body, f"{_PAGE_CSS}\n@media print {{{PRINT_CSS}}}")
     return write_atomic(html, body, inputs=[ipynb])
+
+
+def print_page(page: str) -> str:
+    """The HTML ``page`` laid out for paper on any medium (the copy Chromium prints)."""
+    return _with_style(page, PRINT_CSS)
+
+
+def _with_style(page: str, css: str) -> str:
+    """``page`` with a style sheet added at the end of its head (or at its start)."""
+    tag = f'<style id="ns-print">{css}</style>'
+    at = page.find("</head>")
+    return page[:at] + tag + page[at:] if at >= 0 else tag + page
 
 
 def find_chromium() -> str:
@@ -250,6 +308,18 @@ def to_pdf(html: str | Path, pdf: str | Path, *, timeout_s: float = 180.0) -> Pa
     """
     out = Path(pdf).absolute()
     out.unlink(missing_ok=True)
+    # A copy laid out for paper on screen too: its scripts (plotly) run at the printable width.
+    page = Path(html).read_text(encoding="utf-8")
+    fd, name = tempfile.mkstemp(prefix=".print-", suffix=".html", dir=Path(html).parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(print_page(page))
+    try:
+        return _print(Path(name), out, timeout_s)
+    finally:
+        Path(name).unlink(missing_ok=True)
+
+
+def _print(html: Path, out: Path, timeout_s: float) -> Path:
     cmd = [
         find_chromium(),
         "--headless=new",
@@ -258,9 +328,10 @@ def to_pdf(html: str | Path, pdf: str | Path, *, timeout_s: float = 180.0) -> Pa
         "--disable-dev-shm-usage",
         "--no-first-run",
         "--virtual-time-budget=20000",
+        f"--window-size={PRINT_WIDTH_PX},{PRINT_HEIGHT_PX}",
         "--no-pdf-header-footer",
         f"--print-to-pdf={out}",
-        Path(html).absolute().as_uri(),
+        html.absolute().as_uri(),
     ]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)

@@ -3,7 +3,8 @@
 `ExploreOptions` holds every knob; `run_options` is the one adapter from the knobs to the
 ``recommend`` call (zones and the pricing model included: `sizing.fleet.recommend.FleetRules`), so
 that a new knob of ``recommend`` is wired here and nowhere else. `Explorer` draws the widgets,
-the decision, the table and the charts, and redraws them on every change.
+the decision, the table and the charts, and redraws them on every change. The capacity chart
+shows the families of the cheapest options; a list beside the knobs picks others.
 """
 
 from __future__ import annotations
@@ -210,9 +211,15 @@ class Explorer:
         self.decision = w.HTML()
         self.table = w.HTML()
         self.charts = w.Output()
-        self.updates = 0
         self.status = w.HTML()
-        left = w.VBox(list(self.controls.values()), layout=w.Layout(width="400px"))
+        #: Families on the capacity chart ("provider family"); the cheapest options' by default.
+        self.families = w.SelectMultiple(
+            description="chart families", rows=6, style=style, layout=layout
+        )
+        self.families.observe(self._families_changed, names="value")
+        self._quiet = False
+        self.rec: Recommendation | None = None
+        left = w.VBox([*self.controls.values(), self.families], layout=w.Layout(width="400px"))
         self.widget = w.VBox([w.HBox([left, self.decision]), self.status, self.table, self.charts])
         self.refresh()
 
@@ -225,33 +232,22 @@ class Explorer:
     def _changed(self, _change: Any) -> None:
         self.refresh()
 
-    def refresh(self) -> ExploreResult:
-        """Recompute and redraw the decision, the table and the charts."""
+    def _families_changed(self, _change: Any) -> None:
+        if not self._quiet and self.rec is not None:
+            self._draw_charts(self.rec)
+
+    def _draw_charts(self, rec: Recommendation) -> None:
         import plotly.io as pio
 
-        from sizing.report import plots, summary
+        from sizing.report import plots
 
-        result = run_options(self.current(), self.catalog)
-        self.updates += 1
-        notes = "".join(
-            f'<div style="color:#8a4b00">not applied: {summary.html.escape(n)}</div>'
-            for n in result.not_applied
-        )
-        if result.rec is None:
-            self.decision.value = (
-                f'<div style="color:#a00;font-weight:700">{summary.html.escape(result.error)}</div>'
-            )
-            self.table.value = ""
-            self.status.value = notes + f'<span class="ns-updates">update {self.updates}</span>'
-            self.charts.outputs = ()
-            return result
-        rec = result.rec
-        self.decision.value = summary.summary_html(summary.decision_summary(rec))
-        self.table.value = summary.options_table(rec, self.top).to_html()
-        self.status.value = notes + f'<span class="ns-updates">update {self.updates}</span>'
         # The plotly mime type: JupyterLab draws it with its plotly extension, also inside an
         # output widget where an HTML page's scripts would not run. The outputs are set on the
         # widget itself (no output capture), which a batch run (papermill, nbval) also takes.
+        figures = (
+            plots.capacity_curves_figure(rec, families=list(self.families.value)),
+            plots.cost_figure(rec, self.top),
+        )
         self.charts.outputs = tuple(
             {
                 "output_type": "display_data",
@@ -261,8 +257,41 @@ class Explorer:
                 },
                 "metadata": {},
             }
-            for fig in (plots.capacity_curves_figure(rec), plots.cost_figure(rec, self.top))
+            for fig in figures
         )
+
+    def refresh(self) -> ExploreResult:
+        """Recompute and redraw the decision, the table and the charts."""
+        from sizing.report import plots, summary
+
+        result = run_options(self.current(), self.catalog)
+        self.rec = result.rec
+        notes = "".join(
+            f'<div style="color:#8a4b00">not applied: {summary.html.escape(n)}</div>'
+            for n in result.not_applied
+        )
+        if result.rec is None:
+            self.decision.value = (
+                f'<div style="color:#a00;font-weight:700">{summary.html.escape(result.error)}</div>'
+            )
+            self.table.value = ""
+            self.status.value = notes
+            self.charts.outputs = ()
+            return result
+        rec = result.rec
+        self.decision.value = summary.summary_html(summary.decision_summary(rec))
+        self.table.value = summary.no_math(
+            f"<h4>{summary.html.escape(summary.options_heading(rec))}</h4>"
+            + summary.options_table(rec, self.top).to_html()
+        )
+        self.status.value = notes
+        self._quiet = True
+        try:
+            self.families.options = plots.family_names(rec)
+            self.families.value = tuple(plots.family_names(rec, self.top))
+        finally:
+            self._quiet = False
+        self._draw_charts(rec)
         return result
 
     def _ipython_display_(self) -> None:

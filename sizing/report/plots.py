@@ -30,6 +30,9 @@ def use_offline_renderer() -> None:
     import plotly.io as pio
 
     pio.renderers.default = "notebook"
+    # Labels are text: a "$" in "$ per hour" is a dollar, never LaTeX (and nothing is fetched
+    # to typeset it), and the toolbar carries no plotly logo.
+    pio.renderers["notebook"].config = {"typesetMath": False, "displaylogo": False}
     # Embed plotly.js now, in this cell's output, so that figures drawn as HTML fragments
     # (`sizing.report.summary.figure_div`) before the first ``fig.show()`` find it loaded.
     pio.renderers._activate_pending_renderers()
@@ -239,7 +242,8 @@ def price_performance_figure(rec: Any, top: int = 15) -> go.Figure:
         title="Price-performance: RPS under the SLA per $ per hour",
         xaxis_title="RPS per $/hour",
         template=TEMPLATE,
-        height=max(350, 28 * len(df) + 150),
+        # At most about 600 px: the chart fits a printed page (A4 landscape).
+        height=min(600, max(350, 22 * len(df) + 140)),
         yaxis={"categoryorder": "trace"},
         # One bar per instance type: side by side would shift them off their labels.
         barmode="overlay",
@@ -248,30 +252,92 @@ def price_performance_figure(rec: Any, top: int = 15) -> go.Figure:
 
 
 def cost_figure(rec: Any, top: int = 15) -> go.Figure:
-    """Hourly cost of each option against its fleet size."""
+    """Hourly cost of each option against the instances to buy at the confidence.
+
+    Each point is one option of the options table, at the count that keeps the headroom with
+    the recommendation's confidence (the count to buy) and that fleet's cost; its label is
+    the option's rank (``#`` in the options table), the instance type is in the hover text.
+    Options that share a point share one label ("2, 3", "4-8"). Options with no count at the
+    confidence are left out. The x axis is logarithmic with whole-number ticks.
+    """
     df = options_frame(rec, top)
+    df["rank"] = range(1, len(df) + 1)
+    df = df[df["count_at_confidence"].notna()].copy()
+    df["buy"] = df["count_at_confidence"].astype(int)
+    df["buy_cost"] = df["hourly_cost_at_confidence_usd"].astype(float)
     fig = go.Figure()
     for provider, grp in df.groupby("provider"):
+        shared = grp.groupby(["buy", "buy_cost"], sort=False)
+        xs, ys, labels, hover = [], [], [], []
+        for (n, cost), pts in shared:
+            xs.append(int(n))
+            ys.append(float(cost))
+            labels.append(_ranks(list(pts["rank"])))
+            hover.append(
+                "<br>".join(
+                    f"#{r} {text(t)}" for r, t in zip(pts["rank"], pts["label"], strict=True)
+                )
+            )
         fig.add_trace(
             go.Scatter(
-                x=grp["count"],
-                y=grp["hourly_cost_usd"],
+                x=xs,
+                y=ys,
                 mode="markers+text",
-                name=provider,
-                text=[text(t) for t in grp["label"]],
-                textposition="top center",
+                name=text(provider),
+                text=labels,
+                textposition="middle right",
+                textfont={"size": 11},
+                customdata=hover,
                 marker={"size": 10},
-                hovertemplate="%{text}: %{x} instances, $%{y:.2f}/hour<extra></extra>",
+                hovertemplate="%{customdata}<br>%{x} instances, $%{y:.2f}/hour<extra></extra>",
             )
         )
+    counts = sorted({int(v) for v in df["buy"]}) or [1]
     fig.update_layout(
-        title=f"Cost against fleet size for {rec.target_rps:,.0f} RPS",
-        xaxis_title="instances",
-        yaxis_title="$ per hour",
-        xaxis_type="log",
+        title=f"Cost against fleet size for {rec.target_rps:,.0f} RPS: the instances to buy "
+        f"at {rec.confidence:.0%} (labels: # in the options table)",
+        xaxis={
+            "title": {"text": f"instances to buy (count at {rec.confidence:.0%})"},
+            "type": "log",
+            "tickvals": integer_log_ticks(counts[0], counts[-1]),
+            "tickformat": "d",
+            "range": [math.log10(counts[0]) - 0.08, math.log10(counts[-1]) + 0.15],
+        },
+        yaxis={"title": {"text": "$ per hour"}, "tickprefix": "$", "tickformat": ".2f"},
         template=TEMPLATE,
+        height=450,
     )
     return fig
+
+
+def _ranks(ranks: list[int]) -> str:
+    """Ranks as a short label: runs of consecutive ranks as ranges (``"1, 4-8"``)."""
+    out: list[str] = []
+    for r in sorted(ranks):
+        if out and out[-1].split("-")[-1] == str(r - 1):
+            out[-1] = f"{out[-1].split('-')[0]}-{r}"
+        else:
+            out.append(str(r))
+    return ", ".join(out)
+
+
+def integer_log_ticks(lo: float, hi: float) -> list[int]:
+    """Whole-number ticks for a logarithmic axis from ``lo`` to ``hi`` (1, 2, 5, 10, 20, ...).
+
+    When the range spans less than a decade, 3 and 7 (and 30, 70, ...) join in.
+    """
+    lo = max(1.0, float(lo))
+    hi = max(lo, float(hi))
+    steps = (1, 2, 3, 5, 7) if hi / lo < 10 else (1, 2, 5)
+    out: list[int] = []
+    decade = 1
+    while decade <= hi * 10:
+        for m in steps:
+            v = m * decade
+            if lo / 1.5 <= v <= hi * 1.5:
+                out.append(v)
+        decade *= 10
+    return out or [int(lo)]
 
 
 def _rgba(hex_color: str, alpha: float) -> str:
@@ -279,29 +345,48 @@ def _rgba(hex_color: str, alpha: float) -> str:
     return f"rgba({r},{g},{b},{alpha})"
 
 
+def family_names(rec: Any, top: int | None = None) -> list[str]:
+    """Families (``"provider family"``) of the recommendation's options, cheapest first.
+
+    With ``top``, only those of the ``top`` cheapest options.
+    """
+    out: list[str] = []
+    for o in rec.options[:top] if top is not None else rec.options:
+        inst = o.capacity.instance
+        name = f"{inst.provider} {inst.family}"
+        if name not in out:
+            out.append(name)
+    return out
+
+
 def capacity_curves_figure(
-    rec: Any, level: float = 0.95, families_of_top: int | None = None
+    rec: Any,
+    level: float = 0.95,
+    families_of_top: int | None = None,
+    families: Sequence[str] | None = None,
 ) -> go.Figure:
     """Capacity under the SLA of one instance against its vCPUs, one line per family.
 
     Every instance type the recommendation considered is on a line (or only those of the
-    families of the ``families_of_top`` cheapest options), with the ``level`` interval of its
-    capacity as error bars and a shaded band; the dashed line is the target, which one
-    instance alone would have to carry.
+    families of the ``families_of_top`` cheapest options, or only ``families``, named as
+    `family_names` names them), with the ``level`` interval of its capacity as error bars and
+    a shaded band. The axis is per instance, so the target is not drawn as a line across it:
+    a star marks the decision's instance type at the load each of its instances carries at
+    the target (the target divided by the count to buy at the confidence).
     """
-    keep = None
-    if families_of_top is not None:
-        keep = {
-            (o.capacity.instance.provider, o.capacity.instance.family)
-            for o in rec.options[:families_of_top]
-        }
+    keep: set[str] | None = None
+    if families is not None:
+        keep = set(families)
+    elif families_of_top is not None:
+        keep = set(family_names(rec, families_of_top))
     points: dict[str, list[tuple[int, float, str, float, float]]] = {}
     for o in rec.options:
         inst = o.capacity.instance
-        if keep is not None and (inst.provider, inst.family) not in keep:
+        name = f"{inst.provider} {inst.family}"
+        if keep is not None and name not in keep:
             continue
         lo, hi = o.capacity.interval(level)
-        points.setdefault(f"{inst.provider} {inst.family}", []).append(
+        points.setdefault(name, []).append(
             (inst.vcpus, o.capacity.capacity_rps, inst.instance_type, lo, hi)
         )
     fig = go.Figure()
@@ -355,20 +440,61 @@ def capacity_curves_figure(
                 hovertemplate="%{text}: %{y:,.0f} RPS at %{x} vCPUs<extra></extra>",
             )
         )
-    fig.add_hline(
-        y=rec.target_rps, line=_DASH_SLA, annotation_text=f"target {rec.target_rps:,.0f} RPS"
+    first = rec.options[0]
+    n_buy = first.count_at_confidence or first.count
+    inst = first.capacity.instance
+    fig.add_trace(
+        go.Scatter(
+            x=[inst.vcpus],
+            y=[rec.target_rps / n_buy],
+            mode="markers",
+            marker={"symbol": "star", "size": 15, "color": "firebrick"},
+            name=f"load per instance: {n_buy} x {text(inst.instance_type)}",
+            hovertemplate=f"{rec.target_rps:,.0f} RPS / {n_buy} = %{{y:,.0f}} RPS per "
+            "instance<extra></extra>",
+        )
     )
-    # add_hline's annotation is placed in data units: on a log axis it needs log10.
-    fig.layout.annotations[-1].y = math.log10(rec.target_rps)
+    vcpus = [p[0] for pts in points.values() for p in pts] + [inst.vcpus]
+    rps = [v for pts in points.values() for p in pts for v in (p[3], p[4]) if v > 0]
+    rps.append(rec.target_rps / n_buy)
     fig.update_layout(
         title=f"Capacity per instance under the SLA, by family (bands: {level:.0%} range)",
-        xaxis_title="vCPUs per instance",
-        yaxis_title="RPS per instance",
-        xaxis_type="log",
-        yaxis_type="log",
+        xaxis={
+            "title": {"text": "vCPUs per instance"},
+            "type": "log",
+            "tickvals": integer_log_ticks(min(vcpus), max(vcpus)),
+            "tickformat": "d",
+        },
+        yaxis={
+            "title": {"text": "RPS per instance"},
+            "type": "log",
+            "tickvals": integer_log_ticks(min(rps), max(rps)),
+            "tickformat": "~s",
+        },
         template=TEMPLATE,
+        height=480,
+        legend={"font": {"size": 11}},
     )
     return fig
+
+
+_SHORT = {
+    "performance": "perf.",
+    "price-performance": "price-perf.",
+    "reverse_proxy": "proxy",
+    "api_gateway": "API gw",
+    "static": "",
+}
+
+
+def _short_label(rows: Any, i: int, extra: Sequence[str]) -> str:
+    """A bar's label, one short line each: the compared families, the kind, the scenario."""
+    comparison = " / ".join(
+        part.strip().removesuffix("-standard")
+        for part in str(rows["comparison"].iloc[i]).split("/")
+    )
+    words = [_SHORT.get(str(rows[c].iloc[i]), str(rows[c].iloc[i])) for c in extra]
+    return "<br>".join(text(w) for w in (comparison, *words) if w)
 
 
 def ratio_figure(rows: Any, title: str) -> go.Figure:
@@ -378,46 +504,69 @@ def ratio_figure(rows: Any, title: str) -> go.Figure:
     ----------
     rows : pandas.DataFrame
         Columns ``comparison``, ``published`` and ``recomputed`` (ratios, 1 = equal), and
-        optionally ``kind`` and ``scenario``, which join the bar's label.
+        optionally ``kind`` and ``scenario``, which join the bar's (short, two-line) label.
+        With ``published_low``/``published_high`` (and ``recomputed_low``/``recomputed_high``)
+        the bar stands at the midpoint and an error bar spans the range: a study that
+        published 1.52 to 1.68 shows both ends.
     title : str
         Figure title.
     """
     extra = [c for c in ("kind", "scenario") if c in rows]
-    labels = [
-        text(", ".join(str(rows[c].iloc[i]).replace("_", " ") for c in ("comparison", *extra)))
-        for i in range(len(rows))
-    ]
+    labels = [_short_label(rows, i, extra) for i in range(len(rows))]
     # One bar per category and trace: a repeated category would stack its bars.
     seen: dict[str, int] = {}
     for i, lab in enumerate(labels):
         seen[lab] = seen.get(lab, 0) + 1
         if seen[lab] > 1:
             labels[i] = f"{lab} #{seen[lab]}"
+
+    def bar(kind: str, name: str) -> go.Bar:
+        mid = [float(v) for v in rows[kind]]
+        ranged = f"{kind}_low" in rows and f"{kind}_high" in rows
+        lows = [float(v) for v in rows[f"{kind}_low"]] if ranged else mid
+        highs = [float(v) for v in rows[f"{kind}_high"]] if ranged else mid
+        return go.Bar(
+            x=labels,
+            y=mid,
+            name=name,
+            # A range's ends are in the hover text (and the table above the chart): printed on
+            # the bar they would shrink to nothing beside the whisker.
+            text=[
+                f"{lo:.2f}" if abs(hi - lo) < 0.005 else f"{lo:.2f}-{hi:.2f}"
+                for lo, hi in zip(lows, highs, strict=True)
+            ],
+            texttemplate=[
+                "" if abs(hi - lo) >= 0.005 else "%{text}"
+                for lo, hi in zip(lows, highs, strict=True)
+            ],
+            textposition="outside",
+            error_y={
+                "type": "data",
+                "symmetric": False,
+                "array": [h - m for h, m in zip(highs, mid, strict=True)],
+                "arrayminus": [m - lo for m, lo in zip(mid, lows, strict=True)],
+                "visible": ranged,
+                "thickness": 1.5,
+                "width": 6,
+            },
+            hovertemplate="%{x}: %{text}<extra>" + name + "</extra>",
+        )
+
     fig = go.Figure()
-    fig.add_trace(
-        go.Bar(
-            x=labels,
-            y=list(rows["published"]),
-            name="published",
-            text=[f"{v:.2f}" for v in rows["published"]],
-        )
-    )
-    fig.add_trace(
-        go.Bar(
-            x=labels,
-            y=list(rows["recomputed"]),
-            name="recomputed here",
-            text=[f"{v:.2f}" for v in rows["recomputed"]],
-        )
-    )
+    fig.add_trace(bar("published", "published (range: whiskers)"))
+    fig.add_trace(bar("recomputed", "recomputed here"))
     fig.add_hline(y=1.0, line={"dash": "dot"})
-    top = max([1.0, *rows["published"], *rows["recomputed"]])
+    ends = [1.0, *rows["published"], *rows["recomputed"]]
+    ends += [v for c in ("published_high", "recomputed_high") if c in rows for v in rows[c]]
     fig.update_layout(
         title=title,
         yaxis_title="ratio (1 = equal)",
-        yaxis_range=[0, top * 1.15],
+        yaxis_range=[0, max(ends) * 1.2],
         barmode="group",
         template=TEMPLATE,
+        xaxis={"tickangle": 0, "automargin": True, "tickfont": {"size": 11}},
+        uniformtext={"minsize": 10, "mode": "hide"},
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
     )
     return fig
 
@@ -443,10 +592,14 @@ def tornado_figure(
     moving = [r for r in rows if r.swing > 1e-9]
     rows = moving[:top][::-1]
     labels = [
-        text(
-            f"{r.input.label}: {_num(r.input.low)}-{_num(r.input.high)}"
-            f"{'' if r.input.unit == 'x' else ' ' + r.input.unit}"
-            + (" (est.)" if r.input.kind == "estimate" else f" ({r.input.kind})")
+        "<br>".join(
+            text(line)
+            for line in (
+                *_wrap(r.input.label, 34),
+                f"{_num(r.input.low)}-{_num(r.input.high)}"
+                f"{'' if r.input.unit == 'x' else ' ' + r.input.unit}"
+                + (" (estimate)" if r.input.kind == "estimate" else f" ({r.input.kind})"),
+            )
         )
         for r in rows
     ]
@@ -475,20 +628,26 @@ def tornado_figure(
     fig.add_vline(x=baseline_usd_hour, line={"color": "black", "width": 1})
     fig.update_layout(
         title={
-            "text": f"What the answer is most sensitive to: fleet $/hour at {confidence:.0%} "
-            f"(now ${baseline_usd_hour:,.2f})",
+            "text": "What the answer is most sensitive to",
             "font": {"size": 14},
             "y": 0.98,
             "yanchor": "top",
         },
         barmode="overlay",
-        xaxis_title="$ per hour",
-        xaxis_tickprefix="$",
+        xaxis={
+            "title": {
+                "text": f"fleet $ per hour at {confidence:.0%} (now ${baseline_usd_hour:,.2f})"
+            },
+            "tickprefix": "$",
+            "tickformat": ".2f",
+            "nticks": 5,
+            "tickangle": 0,
+        },
         template=TEMPLATE,
-        height=110 + 34 * max(len(rows), 3),
-        margin={"l": 10, "r": 10, "t": 60, "b": 40},
+        height=110 + 44 * max(len(rows), 3),
+        margin={"l": 10, "r": 10, "t": 70, "b": 50},
         legend={"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom", "xanchor": "left"},
-        yaxis={"automargin": True},
+        yaxis={"automargin": True, "tickfont": {"size": 11}},
     )
     if not rows:
         fig.add_annotation(
@@ -504,3 +663,10 @@ def tornado_figure(
 
 def _num(v: float) -> str:
     return f"{v:.3g}"
+
+
+def _wrap(label: str, width: int) -> list[str]:
+    """``label`` broken at spaces into lines of at most about ``width`` characters."""
+    import textwrap
+
+    return textwrap.wrap(label, width, break_long_words=False) or [label]

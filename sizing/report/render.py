@@ -97,6 +97,15 @@ def render_mix(mix: dict[str, Any]) -> list[str]:
     return out
 
 
+def _sizes(w: dict[str, Any]) -> str:
+    """The response size, or the size mix with each size's share: "1,024 B (70%), ..."."""
+    mix = w.get("size_mix") or []
+    if len(mix) > 1:
+        total = sum(float(share) for _, share in mix) or 1.0
+        return ", ".join(f"{int(b):,} B ({float(share) / total:.0%})" for b, share in mix)
+    return f"{w['file_bytes']:,} B"
+
+
 def render_recommendation(doc: dict[str, Any], top: int) -> str:
     """Human-readable recommendation: the decision, options, vCPUs by family, what it rests on."""
     w = doc["workload"]
@@ -115,7 +124,7 @@ def render_recommendation(doc: dict[str, Any], top: int) -> str:
     )
     out = [
         f"Target {doc['target_rps']:,.0f} RPS, p99 <= {doc['sla_p99_ms']:g} ms, "
-        f"{w['scenario']} {w['protocol'].upper()} {w['file_bytes']:,} B responses, {rules}",
+        f"{w['scenario']} {w['protocol'].upper()} {_sizes(w)} responses, {rules}",
         "regions: "
         + (
             clean(", ".join(doc.get("regions", [])))

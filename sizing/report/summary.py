@@ -5,6 +5,10 @@ sure, the runner-up); `summary_html` draws them. Fields the recommendation does 
 (zones, per-zone counts, a pricing model, a decision paragraph) are read when present, so a
 richer recommendation shows them without a change here. Every string that came from a user
 (catalog fields, run labels, notes) is HTML-escaped where it reaches HTML.
+
+Dollars are text, never LaTeX: JupyterLab typesets ``$...$`` in HTML outputs with MathJax, so
+every HTML block and table made here carries MathJax's "ignore" classes (`NO_MATH`; `no_math`
+wraps any other fragment), and Markdown text goes through `md_escape`.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from sizing.report.sources import cited, name_sources
 from sizing.units import fmt_rps, fmt_sig, fmt_usd, fmt_usd_small
 
 __all__ = [
+    "NO_MATH",
     "DecisionSummary",
     "FleetChoice",
     "appendix_html",
@@ -33,7 +38,10 @@ __all__ = [
     "figure_div",
     "md_escape",
     "model_version",
+    "no_math",
+    "options_heading",
     "options_table",
+    "request_rows",
     "sensitivity_table",
     "summary_html",
     "tidy_table",
@@ -41,6 +49,36 @@ __all__ = [
 ]
 
 _e = html.escape
+
+#: Classes that tell MathJax (JupyterLab's, version 2 or 3) to leave an element's text alone.
+NO_MATH = "mathjax_ignore tex2jax_ignore"
+
+
+def no_math(fragment: str) -> str:
+    """An HTML fragment that JupyterLab shows as written: ``$0.49/hour`` stays dollars."""
+    return f'<div class="{NO_MATH}">{fragment}</div>'
+
+
+def plural(n: int, word: str) -> str:
+    """``"1 vCPU"``, ``"2 vCPUs"``: a count and its noun."""
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def sizes_text(work: Any) -> str:
+    """The response size, or the size mix with each size's share of requests.
+
+    ``"1 KiB responses"``; ``"1 KiB (70%) and 50 KiB (30%) responses"``.
+    """
+
+    def kib(b: int) -> str:
+        return f"{fmt_sig(b / 1024, 3)} KiB"
+
+    mix = getattr(work, "size_mix", ()) or ()
+    if len(mix) > 1:
+        total = sum(w for _, w in mix) or 1.0
+        parts = [f"{kib(b)} ({w / total:.0%})" for b, w in mix]
+        return ", ".join(parts[:-1]) + f" and {parts[-1]} responses"
+    return f"{kib(work.file_bytes)} responses"
 
 
 @dataclass(frozen=True)
@@ -121,7 +159,7 @@ def _choice(o: Option) -> FleetChoice:
         count=o.count,
         count_at_confidence=n_conf,
         hourly_usd=o.hourly_cost_usd,
-        hourly_at_confidence_usd=None if n_conf is None else n_conf * inst.price_usd_hour,
+        hourly_at_confidence_usd=None if n_conf is None else o.hourly_cost_at_confidence_usd,
         p_meet=o.p_meets_target,
         binding=o.capacity.binding_constraint,
         evidence={"own": "measured", "carried": "measured level carried"}.get(
@@ -157,8 +195,7 @@ def decision_summary(rec: Recommendation, *, decision_text: str = "") -> Decisio
     return DecisionSummary(
         target_rps=rec.target_rps,
         sla_p99_ms=w.sla_p99_ms,
-        workload=f"{w.scenario.replace('_', ' ')} {w.protocol.upper()}, "
-        f"{fmt_sig(w.file_bytes / 1024, 3)} KiB responses",
+        workload=f"{w.scenario.replace('_', ' ')} {w.protocol.upper()}, {sizes_text(w)}",
         headroom=rec.headroom,
         redundancy=rec.redundancy,
         confidence=rec.confidence,
@@ -197,15 +234,33 @@ def _where(c: FleetChoice) -> str:
 
 
 def summary_html(s: DecisionSummary, side_html: str = "") -> str:
-    """The decision as an HTML block, with ``side_html`` (e.g. the tornado chart) beside it."""
+    """The decision as an HTML block, with ``side_html`` (e.g. the tornado chart) beside it.
+
+    The headline is the count to buy: the one that keeps the headroom with the confidence (as
+    the command line's decision); the point-estimate count and its P(meet) follow under
+    "How sure". With no count at the confidence, the point-estimate count is the headline.
+    """
     c, r = s.choice, s.runner_up
     conf = f"{s.confidence:.0%}"
-    sure = f"P(meet) <b>{c.p_meet:.0%}</b> at {c.count} instances; " + (
-        f"<b>{c.count_at_confidence}</b> keep the headroom with {conf} confidence "
-        f"({fmt_usd(c.hourly_at_confidence_usd or math.nan)}/h, "
-        f"{fmt_usd(c.monthly_at_confidence_usd or math.nan, 0)}/month)"
-        if c.count_at_confidence is not None
-        else f"no count keeps the headroom with {conf} confidence"
+    at_conf = c.count_at_confidence is not None and c.hourly_at_confidence_usd is not None
+    buy = c.count_at_confidence if at_conf else c.count
+    hourly = (
+        c.hourly_at_confidence_usd
+        if at_conf and c.hourly_at_confidence_usd is not None
+        else c.hourly_usd
+    )
+    basis_of_count = (
+        f"the count that keeps the headroom with {conf} confidence"
+        if at_conf
+        else f"point estimate: no count keeps the headroom with {conf} confidence"
+    )
+    sure = (
+        f"<b>{buy}</b> keep the headroom with {conf} confidence; the point estimate, "
+        f"{c.count} ({fmt_usd(c.hourly_usd)}/h), meets the target with P(meet) "
+        f"<b>{c.p_meet:.0%}</b>"
+        if at_conf
+        else f"P(meet) <b>{c.p_meet:.0%}</b> at {c.count} instances; no count keeps the "
+        f"headroom with {conf} confidence"
     )
     runner = (
         f"{r.count} &times; {_e(r.instance_type)} ({_e(r.provider)}), "
@@ -220,7 +275,7 @@ def summary_html(s: DecisionSummary, side_html: str = "") -> str:
     )
     if s.cheapest_at_confidence is not None:
         fleet, cost = s.cheapest_at_confidence
-        mine = f"{c.count_at_confidence} x {c.instance_type}"
+        mine = f"{buy} x {c.instance_type}"
         if fleet != mine:
             sure += (
                 f"; cheapest at {conf}: <b>{_e(fleet.replace(' x ', ' × '))}</b>, {fmt_usd(cost)}/h"
@@ -239,34 +294,36 @@ def summary_html(s: DecisionSummary, side_html: str = "") -> str:
     limits = (
         "<dt>Limits</dt><dd>" + "<br>".join(_e(n) for n in s.limits) + "</dd>\n" if s.limits else ""
     )
-    return f"""<div class="ns-first">
+    return f"""<div class="ns-first {NO_MATH}">
 <style>
-.ns-first{{display:flex;gap:16px;align-items:flex-start;font-family:system-ui,sans-serif;
-  max-width:1240px}}
+.ns-first{{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start;font-family:system-ui,sans-serif;
+  max-width:1240px;break-inside:avoid}}
 .ns-card{{flex:0 0 560px;box-sizing:border-box;border:2px solid #1f4e79;border-radius:8px;
   padding:10px 14px;background:#f4f8fc}}
 .ns-card h2{{margin:0;font-size:12px;color:#1f4e79;text-transform:uppercase;
   letter-spacing:.06em}}
 .ns-buy{{font-size:26px;font-weight:700;margin:0;line-height:1.25}}
 .ns-cost{{font-size:19px;margin:0 0 6px}}
-.ns-card dl{{display:grid;grid-template-columns:78px 1fr;gap:2px 8px;margin:0;font-size:12.5px;
+.ns-card dl{{display:grid;grid-template-columns:96px 1fr;gap:2px 8px;margin:0;font-size:12.5px;
   line-height:1.35}}
-.ns-card dt{{color:#555;font-weight:600}} .ns-card dd{{margin:0}}
+.ns-card dt{{color:#555;font-weight:600;white-space:nowrap;width:auto;float:none}}
+.ns-card dd{{margin:0}}
 .ns-warn{{background:#fde2e1;border:1px solid #c00;padding:4px 8px;margin:6px 0;
   font-weight:700}}
-.ns-side{{flex:1 1 auto;min-width:0}}
+.ns-side{{flex:1 1 420px;min-width:420px}}
 .ns-text{{font-size:13px;margin:6px 0 0}}
 </style>
 <div class="ns-card" id="decision-summary">
 <h2>Decision</h2>
-<div class="ns-buy">{c.count} &times; {_e(c.instance_type)}</div>
-<div class="ns-cost">{fmt_usd(c.hourly_usd)}/hour &middot; {fmt_usd(c.monthly_usd, 0)}/month
+<div class="ns-buy">{buy} &times; {_e(c.instance_type)}</div>
+<div class="ns-cost">{fmt_usd(hourly)}/hour &middot; {fmt_usd(hourly * HOURS_PER_MONTH, 0)}/month
 <span style="font-size:13px;color:#555">{pricing}</span></div>
+<div style="font-size:12px;color:#555;margin:-4px 0 6px">{basis_of_count}</div>
 {warn}
 <dl>
 <dt>Serves</dt><dd>{fmt_rps(s.target_rps)} RPS, p99 &le; {fmt_sig(s.sla_p99_ms)} ms,
 {_e(s.workload)}; headroom {s.headroom:.0%}, N+{s.redundancy}</dd>
-<dt>Where</dt><dd>{_e(_where(c))}; {c.vcpus} vCPUs {_e(c.arch)} each</dd>
+<dt>Where</dt><dd>{_e(_where(c))}; {plural(c.vcpus, "vCPU")} {_e(c.arch)} each</dd>
 <dt>How sure</dt><dd>{sure}</dd>
 <dt>Limit, basis</dt><dd>{_e(c.binding)}; {_e(c.evidence)}</dd>
 <dt>Runner-up</dt><dd>{runner}</dd>
@@ -294,6 +351,13 @@ _COLUMNS: dict[str, str] = {
     "p_meet": "P(meet)",
     "binds": "Limited by",
 }
+
+
+def options_heading(rec: Recommendation) -> str:
+    """The options table's heading, naming the order the options are in."""
+    if getattr(rec, "sort", "") == "cost-at-confidence":
+        return f"Options, cheapest first at {rec.confidence:.0%} confidence"
+    return "Options, cheapest first (point-estimate $/hour)"
 
 
 def options_table(rec: Recommendation, top: int = 10) -> Any:
@@ -371,7 +435,7 @@ def _styled(df: Any, table_id: str, left: Sequence[int], *, highlight_first: boo
         Styler(df, uuid=table_id, cell_ids=False)
         .hide(axis="index")
         .format(escape="html")
-        .set_table_attributes('class="ns-table"')
+        .set_table_attributes(f'class="ns-table {NO_MATH}"')
         .set_table_styles(styles)
     )
 
@@ -433,8 +497,9 @@ def title_html(rec: Recommendation, warning: str = "") -> str:
         else ""
     )
     return (
-        '<h1 style="font-family:system-ui,sans-serif;font-size:22px;margin:0 0 8px">'
-        f"Sizing: {rec.target_rps:,.0f} RPS at p99 &le; {fmt_sig(w.sla_p99_ms)} ms, "
+        f'<h1 class="{NO_MATH}" style="font-family:system-ui,sans-serif;font-size:22px;'
+        f'margin:0 0 8px">Sizing: {rec.target_rps:,.0f} RPS at p99 &le; '
+        f"{fmt_sig(w.sla_p99_ms)} ms, "
         f"{_e(w.scenario.replace('_', ' '))} {_e(w.protocol.upper())}</h1>{warn}"
     )
 
@@ -470,6 +535,70 @@ def md_escape(text: str) -> str:
     return out
 
 
+def request_rows(rec: Recommendation, parameters: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The request a report answers, as labelled rows with units (what the model used).
+
+    Workload and fleet rules are read from the recommendation (so a default shows as what it
+    means: "no limit (keep-alive)", not ``0``); catalog filters and input files from
+    ``parameters``, an empty one as "any" or "none".
+    """
+    w = rec.workload
+    rules = getattr(rec, "rules", None)
+
+    def listed(name: str, empty: str) -> str:
+        v = parameters.get(name)
+        items = [v] if isinstance(v, str) and v else [str(x) for x in v or []]
+        return ", ".join(items) if items else empty
+
+    rpc = w.requests_per_connection
+    rows = [
+        ("Target", f"{rec.target_rps:,.0f} requests/s"),
+        ("p99 latency SLA", f"{fmt_sig(w.sla_p99_ms)} ms"),
+        ("Scenario", w.scenario.replace("_", " ")),
+        ("Protocol", f"{w.protocol.upper()}/{w.http_version}"),
+        ("Response size", sizes_text(w).removesuffix(" responses")),
+        (
+            "Requests per connection",
+            "no limit (keep-alive)" if math.isinf(rpc) else f"{rpc:g}",
+        ),
+    ]
+    if w.protocol == "https":
+        rows += [
+            ("TLS key", w.tls_key),
+            ("TLS sessions resumed", f"{w.tls_resumption:.0%} of new connections"),
+        ]
+    rows += [
+        ("gzip", f"{w.gzip:.0%} of response bytes" if w.gzip else "off"),
+        ("Network rates", "burst (up to)" if w.burst_network else "sustained (baseline)"),
+        ("Internet-facing (AWS gateway limit)", "yes" if w.internet_facing else "no"),
+        ("Environment", str(getattr(w, "environment", "vm"))),
+        ("Headroom", f"{rec.headroom:.0%} of each instance's capacity spare"),
+        ("Redundancy", f"N+{rec.redundancy}"),
+    ]
+    if rules is not None:
+        rows += [
+            (
+                "Zones",
+                f"{rules.zones}" + (f", {rules.zone_loss} may fail" if rules.zone_loss else ""),
+            ),
+            ("Pricing", rules.pricing),
+        ]
+    rows += [
+        ("Confidence", f"{rec.confidence:.0%}"),
+        ("Providers", listed("providers", "any")),
+        ("Regions", listed("regions", "each provider's default")),
+        ("Architectures", listed("arch", "any")),
+        ("Families", listed("families", "any")),
+        ("Catalog", listed("catalog", "the shipped catalog (data/catalog/instances.csv)")),
+        ("Runs", listed("runs", "none (published tables and estimates)")),
+        ("CPU profiles", listed("profiles", "none (the reference profile)")),
+    ]
+    if "mix" in parameters:
+        mix = int(parameters["mix"] or 1)
+        rows.append(("Instance types in one fleet", "one" if mix <= 1 else f"up to {mix}"))
+    return rows
+
+
 def appendix_html(
     rec: Recommendation,
     parameters: Mapping[str, Any],
@@ -477,21 +606,23 @@ def appendix_html(
     model_version: str,
     extra_sources: Sequence[str] = (),
 ) -> str:
-    """Every input, the model version, the catalog's date and each source by name.
+    """The request as a labelled table, the model version, the catalog's date, each source.
 
     Parameters
     ----------
     rec : Recommendation
         The answer whose sources to name.
     parameters : mapping
-        The report's inputs as given.
+        The report's inputs as given (for the catalog filters and input files).
     model_version : str
         Package and fit versions.
     extra_sources : sequence of str
         More source lines (e.g. the factor table's reasoning).
     """
     inputs = "".join(
-        f"<tr><th>{_e(str(k))}</th><td>{_e(str(v))}</td></tr>" for k, v in parameters.items()
+        f'<tr><th style="text-align:left;padding:2px 12px 2px 0">{_e(k)}</th>'
+        f'<td style="text-align:left;padding:2px 0">{_e(v)}</td></tr>'
+        for k, v in request_rows(rec, parameters)
     )
     insts = [o.capacity.instance for o in rec.options]
     dates = sorted({i.source_date for i in insts})
@@ -514,8 +645,9 @@ def appendix_html(
         for p, r in providers
     )
     basis = "".join(f"<li>{_e(name_sources(b))}</li>" for b in rec.options[0].capacity.basis)
-    return f"""<div class="ns-appendix" style="font-family:system-ui,sans-serif;font-size:13px">
-<h3>Inputs</h3><table id="inputs-table">{inputs}</table>
+    font = "font-family:system-ui,sans-serif;font-size:13px"
+    return f"""<div class="ns-appendix {NO_MATH}" style="{font}">
+<h3>The request</h3><table id="inputs-table">{inputs}</table>
 <h3>Versions</h3><p>Model: {_e(model_version)}. Catalog prices as of {_e(", ".join(dates))}.</p>
 <h3>Published sources</h3><ul>{pubs}</ul>
 <h3>Prices and specifications</h3><ul>{prices}</ul>
@@ -556,4 +688,4 @@ def tidy_table(df: Any, *, digits: int = 3, table_id: str | None = None) -> Any:
     styles += [
         {"selector": f"td.col{j}, th.col_heading.col{j}", "props": "text-align:left;"} for j in left
     ]
-    return styled.set_table_attributes('class="ns-table"').set_table_styles(styles)
+    return styled.set_table_attributes(f'class="ns-table {NO_MATH}"').set_table_styles(styles)
