@@ -16,6 +16,7 @@ from runners.cli_options import host_options, ssh_options, wildcard_problem
 from runners.errors import RunnerError
 from runners.loadgen import UnsupportedLoad
 from runners.tools import TOOLS
+from trialtable.fields import Field, FieldError, Fields
 from trialtable.files import read_bounded
 from trialtable.folder import RunFolderError
 from trialtable.output import csv_cell, json_text
@@ -44,6 +45,20 @@ __all__ = ["build_parser", "main", "parse_int_list", "parse_seconds"]
 
 #: Largest inventory file read [B] (one holds a few host names).
 INVENTORY_MAX_BYTES = 1024 * 1024
+#: The inventory's keys (TOML): each a host string (``clients`` also a list of them), a path
+#: or a flag; the hosts are then parsed as the command line's are (`runners.hosts`).
+INVENTORY = Fields(
+    "inventory",
+    (
+        Field("server", "str", max_len=1000),
+        Field("clients", "str", max_len=1000),
+        Field("target_address", "str", max_len=1000),
+        Field("ssh_config", "str", max_len=4096),
+        Field("accept_new_host_keys", "bool"),
+        Field("upstream_host", "str", max_len=1000),
+        Field("upstream_address", "str", max_len=1000),
+    ),
+)
 
 #: Simulator parameters (``--server sim``) the trial table can hold the results of: a vCPU
 #: serving at least 1 request/s keeps simulated latencies inside their column's range.
@@ -401,31 +416,19 @@ def _hosts(args: argparse.Namespace) -> dict[str, Any]:
             raise RunnerError(f"inventory {args.inventory} is not UTF-8 text") from None
         except tomllib.TOMLDecodeError as exc:
             raise RunnerError(f"inventory {args.inventory} is not valid TOML: {exc}") from None
-        unknown = set(inv) - {
-            "server",
-            "clients",
-            "target_address",
-            "ssh_config",
-            "accept_new_host_keys",
-            "upstream_host",
-            "upstream_address",
-        }
+        where = f"inventory {args.inventory}"
+        unknown = set(inv) - set(INVENTORY.fields)
         if unknown:
-            raise RunnerError(f"inventory {args.inventory}: unknown keys {sorted(unknown)}")
-        for key, value in inv.items():
-            ok = (
-                isinstance(value, bool)
-                if key == "accept_new_host_keys"
-                else isinstance(value, list) and all(isinstance(v, str) for v in value)
-                if key == "clients" and not isinstance(value, str)
-                else isinstance(value, str)
-            )
-            if not ok:
-                raise RunnerError(
-                    f"inventory {args.inventory}: {key} = {value!r} is not "
-                    + ("true or false" if key == "accept_new_host_keys" else "a host string")
-                    + (" or a list of them" if key == "clients" else "")
-                )
+            raise UnsupportedLoad(f"{where}: unknown keys {sorted(unknown)}")
+        try:
+            for key, value in inv.items():
+                if key == "clients" and isinstance(value, list):
+                    for host in value:
+                        INVENTORY["clients"].check(host, where)
+                else:
+                    INVENTORY[key].check(value, where)
+        except FieldError as exc:  # bad input, exit 2 (as a wildcard address)
+            raise UnsupportedLoad(str(exc)) from None
     target = args.target_address or inv.get("target_address")
     problem = wildcard_problem(target, args.allow_wildcard_address)
     if problem:

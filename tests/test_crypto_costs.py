@@ -59,16 +59,16 @@ def test_a_row_without_a_source_is_refused_naming_file_line_field(tmp_path):
         return ",".join(parts)
 
     p = _write(tmp_path, drop_url)
-    with pytest.raises(InputError, match=r"crypto\.csv: line 2, field 'url'"):
+    with pytest.raises(InputError, match=r"crypto\.csv:2: field 'url'"):
         crypto.load_figures(p)
 
 
 def test_a_value_out_of_range_is_refused(tmp_path):
     p = _write(tmp_path, lambda line: line.replace(",1961,ops_per_s,", ",19610000,ops_per_s,"))
-    with pytest.raises(InputError, match=r"line 2, field 'value'.*out of range"):
+    with pytest.raises(InputError, match=r"csv:2: field 'value'.*out of range"):
         crypto.load_figures(p)
     p = _write(tmp_path, lambda line: line.replace(",1961,ops_per_s,", ",-3,ops_per_s,"))
-    with pytest.raises(InputError, match=r"line 2, field 'value'"):
+    with pytest.raises(InputError, match=r"csv:2: field 'value'"):
         crypto.load_figures(p)
 
 

@@ -60,11 +60,11 @@ def test_a_region_without_a_price_is_said_and_not_guessed():
     "body,message",
     [
         ("x,y,internet,0,,0.1,s,d,\n", None),
-        ("x,y,space,0,,0.1,s,d,\n", "kind must be"),
-        ("x,y,internet,0,,-1,s,d,\n", "usd_per_gib must be a number >= 0"),
+        ("x,y,space,0,,0.1,s,d,\n", "field 'kind': expected one of"),
+        ("x,y,internet,0,,-1,s,d,\n", "field 'usd_per_gib': expected a number in \\[0, 100\\]"),
         ("x,y,internet,0,10,0.1,s,d,\nx,y,internet,20,,0.1,s,d,\n", "gap or overlap"),
-        ("x,y,internet,5,2,0.1,s,d,\n", "to_gib must be above"),
-        ("x,y,internet,0,,=cmd(),s,d,\n", "usd_per_gib must be a number"),
+        ("x,y,internet,5,2,0.1,s,d,\n", "field 'to_gib': must be above"),
+        ("x,y,internet,0,,=cmd(),s,d,\n", "field 'usd_per_gib': expected a number"),
     ],
 )
 def test_a_bad_egress_table_is_one_clear_error(tmp_path, body, message):

@@ -34,6 +34,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from trialtable.fields import Field, FieldError, Fields, printable
 from trialtable.files import MB, open_state, read_bounded, write_atomic
 from trialtable.output import csv_cell
 from trialtable.schema import TRIAL_COLUMNS, utc_now
@@ -379,11 +380,44 @@ class RunFolder:
         return list(csv.DictReader(io.StringIO(text, newline="")))
 
     def histograms(self) -> Iterator[dict[str, Any]]:
-        """Each trial's per-client histograms: ``{"trial_id", "clients": {host: pairs}}``."""
+        """Each trial's per-client histograms: ``{"trial_id", "clients": {host: pairs}}``.
+
+        Every pair is checked against `HISTOGRAM` (latency and count in range).
+
+        Raises
+        ------
+        RunFolderError
+            For a line that is not such an object, naming ``histograms.jsonl:LINE``.
+        """
         data = _read_state(self.histograms_path, HISTOGRAMS_MAX_BYTES).decode("utf-8")
-        for line in data.splitlines():
+        for n, line in enumerate(data.splitlines(), start=1):
             if line.strip():
-                yield json.loads(line)
+                yield self._histogram(line, f"histograms.jsonl:{n}:")
+
+    def _histogram(self, line: str, where: str) -> dict[str, Any]:
+        try:
+            doc = json.loads(line)
+        except (ValueError, RecursionError):
+            raise self.error(where, "is not a JSON line") from None
+        if not (isinstance(doc, dict) and isinstance(doc.get("trial_id"), str)):
+            raise self.error(where, 'is not {"trial_id": ..., "clients": {...}}')
+        clients = doc.get("clients")
+        if not isinstance(clients, dict):
+            raise self.error(where, "field 'clients' is not an object of histograms")
+        try:
+            for pairs in clients.values():
+                if not isinstance(pairs, list):
+                    raise FieldError("field 'clients': a histogram is a list of [us, count]")
+                for pair in pairs:
+                    if not (isinstance(pair, list) and len(pair) == 2):
+                        raise FieldError(
+                            f"field 'clients': {printable(str(pair)[:40])!r} is not [us, count]"
+                        )
+                    HISTOGRAM["latency_us"].check(pair[0], "")
+                    HISTOGRAM["count"].check(pair[1], "")
+        except FieldError as exc:
+            raise self.error(where, str(exc).removeprefix(": ")) from None
+        return doc
 
     # -- what the run started ---------------------------------------------------------------
     def record_started(self, entry: Mapping[str, Any]) -> None:
@@ -433,7 +467,7 @@ def outstanding(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
             entry = live.setdefault(key, {**e, "pids": [], "starts": {}})
             pids = e.get("pids")
             pids = pids if isinstance(pids, list) else []
-            ok = [int(p) for p in pids if re.fullmatch(r"[0-9]{1,9}", str(p))]
+            ok = [int(p) for p in pids if _field_ok(STARTED["pid"], p)]
             entry["pids"] = sorted({*entry["pids"], *ok})
             starts = e.get("starts")
             starts = starts if isinstance(starts, dict) else {}
@@ -441,10 +475,42 @@ def outstanding(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
                 {
                     str(k): str(v)
                     for k, v in starts.items()
-                    if re.fullmatch(r"[0-9]{1,9}", str(k)) and re.fullmatch(r"[0-9]{1,20}", str(v))
+                    if _field_ok(STARTED["pid"], k) and _field_ok(STARTED["start_ticks"], v)
                 }
             )
     return list(live.values())
+
+
+#: The numbers of ``started.jsonl`` (pids as numbers or text, start times as text): what
+#: cleanup acts on, so anything else on a line is left out, never acted on.
+STARTED = Fields(
+    "started.jsonl",
+    (
+        Field("pid", "int", "", 1, 2**22),  # Linux's pid_max at most 4194304
+        Field("start_ticks", "int", "clock ticks since boot", 0, 2**63 - 1),
+    ),
+)
+#: The numbers of ``histograms.jsonl``: each client's ``[latency_us, count]`` pairs.
+HISTOGRAM = Fields(
+    "histograms.jsonl",
+    (
+        Field("latency_us", "int", "us", 0, 1e15),
+        Field("count", "int", "requests", 1, 2**63 - 1),
+    ),
+)
+
+
+def _field_ok(field: Field, value: Any) -> bool:
+    """Whether ``value`` (a number, or its digits as text) is one ``field`` takes."""
+    if isinstance(value, str):
+        if not re.fullmatch(r"[0-9]{1,20}", value):
+            return False
+        value = int(value)
+    try:
+        field.check(value, "")
+    except FieldError:
+        return False
+    return True
 
 
 def printable_pid(text: str) -> str:

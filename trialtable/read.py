@@ -15,9 +15,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from trialtable.fields import Field, FieldError, Fields
 from trialtable.files import MB, read_bounded
 from trialtable.folder import RunFolderError
-from trialtable.schema import ADDED_DEFAULTS, BY_NAME, FALSE, TRIAL_COLUMNS, TRUE
+from trialtable.schema import ADDED_DEFAULTS, BY_NAME, COLUMNS, FALSE, TRIAL_COLUMNS, TRUE
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -203,6 +204,18 @@ RANGES: dict[str, tuple[float, float]] = {
 }
 
 
+#: The trial table's numbers as a declared table (`trialtable.fields`): each column's type and
+#: unit from `trialtable.schema.COLUMNS`, its range from `RANGES`.
+TRIALS = Fields(
+    "trial table",
+    (
+        Field(c.name, c.kind, c.unit, *RANGES.get(c.name, (-math.inf, math.inf)), required=False)
+        for c in COLUMNS
+        if c.kind in ("int", "float")
+    ),
+)
+
+
 def _bad_field(folder: Path, line: int, name: str, text: str, expected: str) -> RunFolderError:
     """The error for one bad value: ``trials.csv:LINE: column NAME: 'text' is not ...``."""
     return _error(folder, f"trials.csv:{line}:", f"column {name}: {text[:40]!r} is not {expected}")
@@ -226,10 +239,13 @@ def _value(folder: Path, line: int, name: str, text: str) -> Any:
     except ValueError:
         expected = {"bool": "true or false", "int": "an integer", "float": "a number"}[kind]
         raise _bad_field(folder, line, name, text, expected) from None
-    low, high = RANGES.get(name, (-math.inf, math.inf))
-    if not low <= value <= high:
-        raise _bad_field(folder, line, name, text, f"within [{low:g}, {high:g}]")
-    return value
+    field = TRIALS[name]
+    try:
+        return field.check(value, "")
+    except FieldError:
+        raise _bad_field(
+            folder, line, name, text, f"within [{field.low:g}, {field.high:g}]"
+        ) from None
 
 
 def read_trials(run_dir: str | os.PathLike[str]) -> pd.DataFrame:

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 from typing import Any, NoReturn
 
+from trialtable.fields import printable as printable  # messages of both CLIs escape by it
 from trialtable.read import RANGES
 
 #: The protocol both ``runners`` (what is measured) and ``sizing`` (what is sized) assume
@@ -30,15 +31,6 @@ MAX_DURATION_MS = min(RANGES["sla_p99_ms"][1], RANGES["duration_s"][1] * 1000.0)
 #: Largest response size a command line takes [B]: the trial table's ``file_bytes`` bound
 #: (2^53 B, 8 PiB, where a float still holds every byte count exactly).
 MAX_SIZE_BYTES = int(RANGES["file_bytes"][1])
-
-
-def printable(text: str) -> str:
-    """``text`` as one printable line: newlines, terminal escapes and other controls escaped.
-
-    Messages quote values from the user and from data files; shown this way, a newline or an
-    escape sequence in them is seen, never acted on by the terminal.
-    """
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 class HelpFormatter(argparse.HelpFormatter):

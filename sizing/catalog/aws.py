@@ -22,6 +22,7 @@ A provider module of `sizing.catalog.providers`: it defines ``NAME``, ``TITLE``,
 from __future__ import annotations
 
 import csv
+import io
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING
 from sizing.catalog.rows import BuildResult, commit_note, egress_row, num, read_upstream
 from sizing.errors import InputError
 from sizing.paths import CATALOG_DIR
+from trialtable.fields import Field, FieldError, Fields
 
 if TYPE_CHECKING:
     from sizing.catalog.load import Instance
@@ -119,18 +121,48 @@ def parse_bandwidth_go(text: str) -> dict[str, float]:
     return out
 
 
+#: The AWS burst table's fields (``aws-network-burst.csv``): bandwidths in the catalog's
+#: unit and range (`sizing.catalog.load.CATALOG`).
+BURST = Fields(
+    "AWS network burst table",
+    (
+        Field("instance_type", "str"),
+        Field("baseline_gbps", "float", "Gbit/s", 0.001, 10000, required=False),
+        Field("burst_peak_gbps", "float", "Gbit/s", 0.001, 10000, required=False),
+        Field("network_burst", "bool", required=False),
+        Field("source", "str", required=False, max_len=2000),
+    ),
+)
+
+
 def read_burst_table(path: Path) -> dict[str, tuple[bool, float | None]]:
-    """``instance_type -> (sold as "up to", peak Gbit/s or None)`` from the burst table."""
+    """``instance_type -> (sold as "up to", peak Gbit/s or None)`` from the burst table.
+
+    A missing file is an empty table; the file is read bounded, every row checked against
+    `BURST`.
+
+    Raises
+    ------
+    InputError
+        For an unreadable file or a row `BURST` refuses, naming file, line and field.
+    """
     out: dict[str, tuple[bool, float | None]] = {}
     try:
-        fh = path.open(newline="", encoding="utf-8")
-    except FileNotFoundError:
-        return out
-    with fh:
-        for row in csv.DictReader(fh):
-            peak = (row.get("burst_peak_gbps") or "").strip()
-            flag = (row.get("network_burst") or "").strip().lower() == "true"
-            out[row["instance_type"].strip()] = (flag, float(peak) if peak else None)
+        text = read_upstream(path)
+    except InputError:
+        if not path.exists() and not path.is_symlink():
+            return out
+        raise
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
+        for i, row in enumerate(reader, start=2):
+            try:
+                v = BURST.parse_row(row, f"{path}:{i}")
+            except FieldError as exc:
+                raise InputError(str(exc)) from None
+            out[v["instance_type"]] = (v["network_burst"], v["burst_peak_gbps"])
+    except csv.Error as exc:
+        raise InputError(f"{path}:{reader.line_num}: malformed CSV: {exc}") from None
     return out
 
 
@@ -323,18 +355,9 @@ def build(folder: Path, burst_table: Path | None = None) -> BuildResult:
 
 @cache
 def _aws_burst() -> dict[str, float]:
-    path = DEFAULT_BURST_TABLE
-    out: dict[str, float] = {}
-    try:
-        with path.open(newline="") as fh:
-            for r in csv.DictReader(fh):
-                try:
-                    out[r["instance_type"]] = float(r["burst_peak_gbps"])
-                except (KeyError, TypeError, ValueError):
-                    continue  # a size whose peak is not published
-    except FileNotFoundError:
-        pass
-    return out
+    """The shipped burst table's published peaks [Gbit/s] (read as the build reads it)."""
+    table = read_burst_table(DEFAULT_BURST_TABLE)
+    return {name: peak for name, (_, peak) in table.items() if peak is not None}
 
 
 def network_gbps(inst: Instance, work: Workload) -> tuple[float, str]:

@@ -140,6 +140,7 @@ def write_catalog(result: BuildResult, out: str | Path) -> tuple[Path, ...]:
         was left out (``<name>.excluded.csv``) and, when the build priced egress, the egress
         prices (``egress.csv`` beside it).
     """
+    from sizing.catalog.egress import read_egress
     from sizing.catalog.load import compact_path, read_catalog, write_compact
 
     path = Path(out)
@@ -158,6 +159,8 @@ def write_catalog(result: BuildResult, out: str | Path) -> tuple[Path, ...]:
     try:
         with tempfile.TemporaryDirectory() as tmp:  # checked by reading it back, privately
             items = read_catalog(write_atomic(Path(tmp) / path.name, text))
+            if result.egress:  # the egress prices too, by the reader that uses them
+                read_egress(write_atomic(Path(tmp) / egress.name, egress_csv(result.egress)))
         write_atomic(path, text, inputs=inputs)
         compact = write_compact(path, [replace(i, catalog_file=str(path)) for i in items])
         write_atomic(excluded, excluded_csv(result.excluded), inputs=inputs)

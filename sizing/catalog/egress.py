@@ -28,6 +28,7 @@ from typing import Any
 
 from sizing.errors import InputError
 from sizing.paths import CATALOG_DIR
+from trialtable.fields import Field, FieldError, Fields
 from trialtable.files import MB, read_bounded
 
 DEFAULT_EGRESS = CATALOG_DIR / "egress.csv"
@@ -77,16 +78,21 @@ class Prices:
         return total
 
 
-def _float(path: Path, line: int, name: str, raw: str, empty: float | None = None) -> float:
-    if raw == "" and empty is not None:
-        return empty
-    try:
-        v = float(raw)
-    except ValueError:
-        v = math.nan
-    if not (math.isfinite(v) and v >= 0):
-        raise InputError(f"{path}:{line}: {name} must be a number >= 0, got {raw[:40]!r}")
-    return v
+#: The fields of an egress price row: type, unit and sane range of each.
+EGRESS = Fields(
+    "egress prices",
+    (
+        Field("provider", "str"),
+        Field("region", "str"),
+        Field("kind", "str", choices=KINDS),
+        Field("from_gib", "float", "GiB", 0, 1e12),
+        Field("to_gib", "float", "GiB", 0, 1e12, required=False),
+        Field("usd_per_gib", "float", "USD/GiB", 0, 100),
+        Field("source", "str", max_len=2000),
+        Field("source_date", "str", required=False),
+        Field("note", "str", required=False, max_len=2000),
+    ),
+)
 
 
 def read_egress(path: str | Path = DEFAULT_EGRESS) -> dict[tuple[str, str, str], Prices]:
@@ -109,17 +115,23 @@ def read_egress(path: str | Path = DEFAULT_EGRESS) -> dict[tuple[str, str, str],
     need = {"provider", "region", "kind", "from_gib", "to_gib", "usd_per_gib", "source"}
     if not need <= set(reader.fieldnames or ()):
         raise InputError(f"{p}: needs the columns {', '.join(sorted(need))}")
-    for i, r in enumerate(reader, start=2):
-        kind = r["kind"]
-        if kind not in KINDS:
-            raise InputError(f"{p}:{i}: kind must be one of {', '.join(KINDS)}")
-        lo = _float(p, i, "from_gib", r["from_gib"])
-        hi = _float(p, i, "to_gib", r["to_gib"], empty=math.inf)
-        if hi <= lo:
-            raise InputError(f"{p}:{i}: to_gib must be above from_gib")
-        tier = Tier(lo, hi, _float(p, i, "usd_per_gib", r["usd_per_gib"]))
-        key = (r["provider"].lower(), r["region"], kind)
-        rows.setdefault(key, []).append((tier, r))
+    try:
+        for i, r in enumerate(reader, start=2):
+            if None in r or any(v is None for v in r.values()):
+                raise InputError(f"{p}:{i}: wrong number of fields")
+            try:
+                v = EGRESS.parse_row(r, f"{p}:{i}")
+            except FieldError as exc:
+                raise InputError(str(exc)) from None
+            lo = v["from_gib"]
+            hi = math.inf if v["to_gib"] is None else v["to_gib"]
+            if hi <= lo:
+                raise InputError(f"{p}:{i}: field 'to_gib': must be above from_gib")
+            tier = Tier(lo, hi, v["usd_per_gib"])
+            key = (v["provider"].lower(), v["region"], v["kind"])
+            rows.setdefault(key, []).append((tier, r))
+    except csv.Error as exc:
+        raise InputError(f"{p}:{reader.line_num}: malformed CSV: {exc}") from None
     out = {}
     for key, found in rows.items():
         found.sort(key=lambda tr: tr[0].from_gib)

@@ -13,7 +13,6 @@ import csv
 import hashlib
 import io
 import json
-import math
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import asdict, astuple, dataclass, fields
 from pathlib import Path
@@ -23,6 +22,7 @@ from sizing.catalog.providers import default_regions
 from sizing.errors import InputError
 from sizing.paths import CATALOG_DIR
 from sizing.report.render import clean
+from trialtable.fields import Field, FieldError, Fields
 from trialtable.files import MB, read_bounded, write_atomic
 
 DEFAULT_CATALOG = CATALOG_DIR / "instances.csv"
@@ -64,21 +64,39 @@ PRICING_COLUMNS = {
     "1y": "commit_1y_usd_hour",
     "3y": "commit_3y_usd_hour",
 }
-#: Sane range of every number in a catalog row: (low, high, unit); checked at load.
+#: The catalog's fields: type, unit and sane range of each; every reader of a catalog (the CSV
+#: and its compact form) checks each row against this one table.
+CATALOG = Fields(
+    "catalog",
+    (
+        Field("provider", "str"),
+        Field("region", "str"),
+        Field("instance_type", "str"),
+        Field("family", "str"),
+        Field("arch", "str", choices=ARCHES),
+        Field("cpu", "str", required=False),
+        Field("vcpus", "int", "vCPUs", 1, 4096),
+        Field("memory_gib", "float", "GiB", 0.05, 65536),
+        Field("network_gbps", "float", "Gbit/s", 0.001, 10000),
+        Field("network_burst", "bool", required=False),
+        Field("price_usd_hour", "float", "USD/h", 1e-6, 10000),
+        Field("source", "str", max_len=2000),
+        Field("source_date", "str", required=False),
+        Field("catalog_file", "str", required=False, max_len=4096),
+        Field("threads_per_core", "int", "vCPUs per core", 1, 2, required=False),
+        Field("burstable", "bool", required=False),
+        Field("network_burst_gbps", "float", "Gbit/s", 0.001, 10000, required=False),
+        Field("spot_usd_hour", "float", "USD/h", 1e-6, 10000, required=False),
+        Field("commit_1y_usd_hour", "float", "USD/h", 1e-6, 10000, required=False),
+        Field("commit_3y_usd_hour", "float", "USD/h", 1e-6, 10000, required=False),
+        Field("cpu_baseline", "float", "vCPUs", 0.01, 4096, required=False),
+        Field("coremark", "float", "CoreMark", 1, 1e9, required=False),
+    ),
+)
+#: Sane range of every number in a catalog row: (low, high, unit) (from `CATALOG`).
 RANGES: dict[str, tuple[float, float, str]] = {
-    "vcpus": (1, 4096, "vCPUs"),
-    "memory_gib": (0.05, 65536, "GiB"),
-    "network_gbps": (0.001, 10000, "Gbit/s"),
-    "network_burst_gbps": (0.001, 10000, "Gbit/s"),
-    "price_usd_hour": (1e-6, 10000, "USD/h"),
-    "spot_usd_hour": (1e-6, 10000, "USD/h"),
-    "commit_1y_usd_hour": (1e-6, 10000, "USD/h"),
-    "commit_3y_usd_hour": (1e-6, 10000, "USD/h"),
-    "cpu_baseline": (0.01, 4096, "vCPUs"),
-    "coremark": (1, 1e9, "CoreMark"),
+    f.name: (f.low, f.high, f.unit) for f in CATALOG.numbers() if f.name != "threads_per_core"
 }
-MAX_TEXT = {"source": 2000}
-MAX_TEXT_DEFAULT = 200
 MAX_ROWS = 200_000
 #: Largest catalog file read [B]: 256 MB, far above MAX_ROWS rows of sane width (the shipped
 #: catalog is about 5 MB); a larger file, a device or a folder is refused before it is
@@ -160,109 +178,36 @@ class Instance:
 FIELD_NAMES = tuple(f.name for f in fields(Instance))
 
 
-def _number(path: Path, line: int, field: str, raw: str, integer: bool = False) -> float:
-    low, high, unit = RANGES[field]
-    kind = "an integer" if integer else "a number"
-    expect = f"{kind} in [{low:g}, {high:g}] {unit}"
-    try:
-        value = float(raw)
-    except ValueError:
-        raise InputError(
-            f"{path}:{line}: field {field!r}: expected {expect}, got {raw!r}"
-        ) from None
-    if not (math.isfinite(value) and low <= value <= high) or (integer and value != int(value)):
-        raise InputError(f"{path}:{line}: field {field!r}: expected {expect}, got {raw!r}")
-    return value
-
-
-def _optional(path: Path, line: int, field: str, row: dict[str, str]) -> float | None:
-    raw = (row.get(field) or "").strip()
-    return _number(path, line, field, raw) if raw else None
-
-
-def _bool(path: Path, line: int, field: str, raw: str) -> bool:
-    low = raw.strip().lower()
-    if low in ("true", "1", "yes"):
-        return True
-    if low in ("false", "0", "no", ""):
-        return False
-    raise InputError(f"{path}:{line}: field {field!r}: expected true or false, got {raw!r}")
-
-
-def _threads(path: Path, line: int, raw: str) -> int | None:
-    raw = raw.strip()
-    if not raw:
-        return None
-    if raw not in ("1", "2"):
-        raise InputError(
-            f"{path}:{line}: field 'threads_per_core': expected 1, 2 or empty, got {raw!r}"
-        )
-    return int(raw)
-
-
-def _text(path: Path, line: int, field: str, raw: str, required: bool = True) -> str:
-    value = raw.strip()
-    if required and not value:
-        raise InputError(f"{path}:{line}: field {field!r}: must not be empty")
-    limit = MAX_TEXT.get(field, MAX_TEXT_DEFAULT)
-    if len(value) > limit:
-        raise InputError(
-            f"{path}:{line}: field {field!r}: longer than {limit} characters ({len(value)})"
-        )
-    return value
-
-
 def parse_row(p: Path, i: int, row: dict[str, str]) -> Instance:
     """One validated catalog row (``i`` is its line number, for messages)."""
     if None in row or any(v is None for v in row.values()):
         raise InputError(f"{p}:{i}: wrong number of fields")
-    text = {
-        f: _text(p, i, f, row[f], required=f not in ("cpu", "source_date"))
-        for f in ("provider", "region", "instance_type", "family", "arch", "cpu", "source")
-    }
-    text["source_date"] = _text(p, i, "source_date", row["source_date"], required=False)
-    arch = text["arch"]
-    if arch not in ARCHES:
+    values = dict(row)
+    values["catalog_file"] = str(p)
+    try:
+        v = CATALOG.parse_row(values, f"{p}:{i}")
+    except FieldError as exc:
+        raise InputError(str(exc)) from None
+    v["provider"] = v["provider"].lower()
+    v["source_date"] = v["source_date"] or ""
+    v["cpu"] = v["cpu"] or ""
+    return _relations(Instance(**v), f"{p}:{i}")
+
+
+def _relations(inst: Instance, where: str) -> Instance:
+    """``inst`` unless two of its fields contradict each other (the burst peak, the baseline)."""
+    peak, network = inst.network_burst_gbps, inst.network_gbps
+    if peak is not None and peak < network:
         raise InputError(
-            f"{p}:{i}: field 'arch': expected one of {', '.join(ARCHES)}, got {arch!r}"
-        )
-    vcpus = int(_number(p, i, "vcpus", row["vcpus"], integer=True))
-    network = _number(p, i, "network_gbps", row["network_gbps"])
-    burst_peak = _optional(p, i, "network_burst_gbps", row)
-    if burst_peak is not None and burst_peak < network:
-        raise InputError(
-            f"{p}:{i}: field 'network_burst_gbps': the peak {burst_peak:g} Gbit/s is below "
+            f"{where}: field 'network_burst_gbps': the peak {peak:g} Gbit/s is below "
             f"the baseline network_gbps {network:g}"
         )
-    baseline = _optional(p, i, "cpu_baseline", row)
-    if baseline is not None and baseline > vcpus:
+    baseline = inst.cpu_baseline
+    if baseline is not None and baseline > inst.vcpus:
         raise InputError(
-            f"{p}:{i}: field 'cpu_baseline': {baseline:g} sustained vCPUs exceed vcpus {vcpus}"
+            f"{where}: field 'cpu_baseline': {baseline:g} sustained vCPUs exceed vcpus {inst.vcpus}"
         )
-    return Instance(
-        provider=text["provider"].lower(),
-        region=text["region"],
-        instance_type=text["instance_type"],
-        family=text["family"],
-        arch=arch,
-        cpu=text["cpu"],
-        vcpus=vcpus,
-        memory_gib=_number(p, i, "memory_gib", row["memory_gib"]),
-        network_gbps=network,
-        network_burst=_bool(p, i, "network_burst", row["network_burst"]),
-        price_usd_hour=_number(p, i, "price_usd_hour", row["price_usd_hour"]),
-        source=text["source"],
-        source_date=text["source_date"],
-        catalog_file=str(p),
-        threads_per_core=_threads(p, i, row.get("threads_per_core") or ""),
-        burstable=_bool(p, i, "burstable", row.get("burstable") or ""),
-        network_burst_gbps=burst_peak,
-        spot_usd_hour=_optional(p, i, "spot_usd_hour", row),
-        commit_1y_usd_hour=_optional(p, i, "commit_1y_usd_hour", row),
-        commit_3y_usd_hour=_optional(p, i, "commit_3y_usd_hour", row),
-        cpu_baseline=baseline,
-        coremark=_optional(p, i, "coremark", row),
-    )
+    return inst
 
 
 def read_catalog(path: str | Path) -> list[Instance]:
@@ -375,16 +320,22 @@ def _read_compact(
         for group, line in header["groups"].items():
             if regions is not None and group.split("/", 1)[1] not in regions:
                 continue
-            new = object.__new__
+            where = f"{cp}:{line}"
             for row in json.loads(lines[line - 1]):
+                if not isinstance(row, list) or len(row) != len(FIELD_NAMES):
+                    raise InputError(f"{where}: a row of {len(row)} fields, not {len(FIELD_NAMES)}")
                 row[src_i] = sources[row[src_i]]
                 row[file_i] = file_name
-                # Validated when the compact form was written: skip the frozen __init__.
-                inst = new(Instance)
-                inst.__dict__.update(zip(FIELD_NAMES, row, strict=True))
-                out.append(inst)
+                # The same table as the CSV's: a value the CSV refuses is refused here too.
+                try:
+                    values = CATALOG.check_row(dict(zip(FIELD_NAMES, row, strict=True)), where)
+                except FieldError as exc:
+                    raise InputError(str(exc)) from None
+                out.append(_relations(Instance(**values), where))
         return out, list(header["regions"])
-    except (OSError, ValueError, KeyError, IndexError, TypeError):
+    except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
+        if isinstance(exc, InputError):
+            raise
         return None
 
 

@@ -93,6 +93,7 @@ from pathlib import Path
 from typing import Any
 
 from sizing.errors import InputError, printable
+from trialtable.fields import Field, FieldError, Fields
 from trialtable.files import FileRefused, read_bounded
 from trialtable.values import float_between, parse_path, parse_size
 
@@ -1011,19 +1012,39 @@ def read_logs(
 # --- workload files ---------------------------------------------------------------------
 
 
-def _number(
-    doc: dict[str, Any], key: str, low: float, high: float, where: str, optional: bool = False
-) -> float | None:
+#: The numbers of a workload file, by their path in the document (``rps.peak``; ``share``
+#: for each named share of ``http_versions`` and ``status``): type, unit and sane range.
+WORKLOAD = Fields(
+    "workload",
+    (
+        Field("requests", "float", "requests", 1, 2**63),
+        Field("span_s", "float", "s", 1, 2**40),
+        Field("rps.percentile", "float", "%", 1e-9, 100),
+        Field("rps.peak", "float", "requests/s", 0, MAX_RPS),
+        Field("rps.max_second", "float", "requests/s", 0, MAX_RPS),
+        Field("rps.mean", "float", "requests/s", 0, MAX_RPS),
+        Field("size_mix.mean_bytes", "float", "B", 0, 2**53),
+        Field("requests_per_connection.value", "float", "requests", 1, 1e12),
+        Field("tls.share", "float", "", 0, 1, required=False),
+        Field("tls.resumption", "float", "", 0, 1, required=False),
+        Field("upstream_share", "float", "", 0, 1, required=False),
+        Field("share", "float", "", 0, 1),
+    ),
+)
+
+
+def _number(doc: dict[str, Any], key: str, where: str, field: str | None = None) -> float | None:
+    """``doc[key]`` checked against the `WORKLOAD` field ``field`` (default: ``key``)."""
+    f = WORKLOAD[field or key]
     value = doc.get(key)
-    if value is None and optional:
+    if value is None and not f.required:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    try:
+        return float(f.check(value, where))
+    except FieldError:
         raise InputError(
-            f"{where}: {key} is {_show(value)}; expected a number in [{low:g}, {high:g}]"
-        )
-    if not low <= value <= high:  # also NaN
-        raise InputError(f"{where}: {key} is {value!r}; expected a number in [{low:g}, {high:g}]")
-    return float(value)
+            f"{where}: {key} is {_show(value)}; expected a number in [{f.low:g}, {f.high:g}]"
+        ) from None
 
 
 def _show(value: Any) -> str:
@@ -1091,12 +1112,12 @@ def validate_workload(doc: Any, where: str = "workload") -> dict[str, Any]:
             f"{where}: format is {_show(doc.get('format'))}; this version reads workload "
             f"files of format {FORMAT} (python -m sizing workload writes them)"
         )
-    _number(doc, "requests", 1, 2**63, where)
-    _number(doc, "span_s", 1, 2**40, where)
+    _number(doc, "requests", where)
+    _number(doc, "span_s", where)
     rps = _object(doc, "rps", where)
-    _number(rps, "percentile", 1e-9, 100, f"{where}: rps")
+    _number(rps, "percentile", f"{where}: rps", "rps.percentile")
     for key in ("peak", "max_second", "mean"):
-        _number(rps, key, 0, MAX_RPS, f"{where}: rps")
+        _number(rps, key, f"{where}: rps", f"rps.{key}")
     mix = _object(doc, "size_mix", where, optional=True)
     if mix:
         spec = mix.get("spec")
@@ -1105,25 +1126,25 @@ def validate_workload(doc: Any, where: str = "workload") -> dict[str, Any]:
                 f"{where}: size_mix: spec is {_show(spec)}; expected e.g. 1KB:0.7,50KB:0.3"
             )
         parse_mix(spec)
-        _number(mix, "mean_bytes", 0, 2**53, f"{where}: size_mix")
+        _number(mix, "mean_bytes", f"{where}: size_mix", "size_mix.mean_bytes")
     rpc = _object(doc, "requests_per_connection", where, optional=True)
     if rpc:
-        _number(rpc, "value", 1, 1e12, f"{where}: requests_per_connection")
+        _number(rpc, "value", f"{where}: requests_per_connection", "requests_per_connection.value")
         if not isinstance(rpc.get("estimate"), bool):
             raise InputError(f"{where}: requests_per_connection: estimate must be true or false")
     tls = _object(doc, "tls", where, optional=True)
     for key in ("share", "resumption"):
-        _number(tls, key, 0, 1, f"{where}: tls", optional=True)
+        _number(tls, key, f"{where}: tls", f"tls.{key}")
     for key in ("http_versions",):
         shares = _object(doc, key, where, optional=True)
         for name in shares:
-            _number(shares, name, 0, 1, f"{where}: {key}")
+            _number(shares, name, f"{where}: {key}", "share")
     status = _object(doc, "status", where, optional=True)
     for key in ("classes", "codes") if status else ():
         part = _object(status, key, f"{where}: status")
         for name in part:
-            _number(part, name, 0, 1, f"{where}: status: {key}")
-    _number(doc, "upstream_share", 0, 1, where, optional=True)
+            _number(part, name, f"{where}: status: {key}", "share")
+    _number(doc, "upstream_share", where)
     return doc
 
 

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 from pathlib import Path
 
 import pandas as pd
 
 from sizing.errors import InputError, printable
 from sizing.paths import DATA_DIR
+from trialtable.fields import Field, FieldError, Fields
 from trialtable.files import MB, read_bounded
 
 DEFAULT_PATH = DATA_DIR / "cloud" / "measurements.csv"
@@ -65,12 +65,21 @@ METRIC_RANGES: dict[str, tuple[float, float, str]] = {
     "rps": (1.0, 1e8, "requests/s"),
     "cpu_us_per_request": (0.1, 1e5, "CPU microseconds per request"),
 }
-#: Sane range of the other numbers of a row: (low, high, unit).
+#: The numbers of a measurements row: type, unit and sane range (``value``'s range is its
+#: metric's, `METRIC_RANGES`).
+MEASUREMENTS = Fields(
+    "cloud measurements",
+    (
+        Field("vcpus", "int", "vCPUs", 1, 4096),
+        Field("body_bytes", "int", "bytes", 0, 1e9),
+        Field("connections", "int", "connections", 1, 1e7),
+        Field("threads", "int", "threads", 1, 1e5, required=False),
+    ),
+)
+VALUE_FIELDS = {m: Field("value", "float", u, lo, hi) for m, (lo, hi, u) in METRIC_RANGES.items()}
+#: Sane range of the other numbers of a row: (low, high, unit) (from `MEASUREMENTS`).
 RANGES: dict[str, tuple[float, float, str]] = {
-    "vcpus": (1, 4096, "vCPUs"),
-    "body_bytes": (0, 1e9, "bytes"),
-    "connections": (1, 1e7, "connections"),
-    "threads": (1, 1e5, "threads"),
+    f.name: (f.low, f.high, f.unit) for f in MEASUREMENTS.numbers()
 }
 _CHOICES: dict[str, tuple[str, ...]] = {
     "provider": PROVIDERS,
@@ -81,24 +90,10 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "server": SERVERS,
     "metric": tuple(METRIC_RANGES),
 }
-_INTEGERS = ("vcpus", "body_bytes", "connections", "threads")
 
 
 def _where(path: Path, line: int, field: str) -> str:
     return f"{path}:{line}: field {field!r}"
-
-
-def _number(path: Path, line: int, field: str, raw: str, rng: tuple[float, float, str]) -> float:
-    low, high, unit = rng
-    integer = field in _INTEGERS
-    expect = f"{'an integer' if integer else 'a number'} in [{low:g}, {high:g}] {unit}"
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and low <= value <= high) or (integer and value != int(value)):
-        raise InputError(f"{_where(path, line, field)}: expected {expect}, got {printable(raw)!r}")
-    return value
 
 
 def _text(path: Path, line: int, field: str, raw: str | None, required: bool = True) -> str:
@@ -153,14 +148,12 @@ def parse_row(path: Path, line: int, row: dict[str, str]) -> dict[str, object]:
         raise InputError(
             f"{_where(path, line, 'repo')}: a row needs its source: repo, commit and path, or url"
         )
-    for field in ("vcpus", "body_bytes", "connections"):
-        out[field] = int(_number(path, line, field, row[field].strip(), RANGES[field]))
-    raw_threads = (row.get("threads") or "").strip()
-    out["threads"] = (
-        int(_number(path, line, "threads", raw_threads, RANGES["threads"])) if raw_threads else None
-    )
     metric = str(out["metric"])
-    out["value"] = _number(path, line, "value", row["value"].strip(), METRIC_RANGES[metric])
+    try:
+        out.update(MEASUREMENTS.parse_row(row, f"{path}:{line}"))
+        out["value"] = VALUE_FIELDS[metric].parse(row["value"], f"{path}:{line}")
+    except FieldError as exc:
+        raise InputError(str(exc)) from None
     return out
 
 

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from sizing.errors import InputError
 from sizing.paths import DATA_DIR, REFERENCE_DIR
+from trialtable.fields import Field, FieldError, Fields
 from trialtable.files import read_bounded
 
 CSV_PATH = REFERENCE_DIR / "crypto-current.csv"
@@ -204,67 +205,65 @@ class Derived:
         return self.value * self.rse
 
 
+#: The fields of a figures row: type, unit and sane range of each (a value's range in its
+#: unit is wide; the cost it gives is then held to its operation's range, `OPERATIONS`).
+FIGURES = Fields(
+    "crypto figures",
+    (
+        Field("source_id", "str"),
+        Field("title", "str", max_len=500),
+        Field("publisher", "str"),
+        Field("cpu_platform", "str", choices=tuple(ARCH)),
+        Field("cpu_model", "str", required=False),
+        Field("instance_type", "str", required=False),
+        Field("clock_ghz", "float", "GHz", 0.5, 6.0, required=False),
+        Field("software", "str", required=False),
+        Field("operation", "str", choices=tuple(OPERATIONS)),
+        Field("threads", "int", "threads", 1, 1, required=False),
+        Field("value", "float", "in the row's unit", 1e-9, 1e15),
+        Field("unit", "str", choices=tuple(UNIT_TO_COST)),
+        Field("url", "str", max_len=2000),
+        Field("quote", "str", required=False, max_len=4000),
+    ),
+)
+
+
 def _problem(path: Path, line: int, field: str, what: str) -> InputError:
-    return InputError(f"{path}: line {line}, field {field!r}: {what}")
-
-
-def _float(path: Path, line: int, field: str, text: str) -> float:
-    try:
-        x = float(text)
-    except ValueError:
-        raise _problem(path, line, field, f"{text!r} is not a number") from None
-    if not math.isfinite(x) or x <= 0:
-        raise _problem(path, line, field, f"{text!r} must be a positive finite number")
-    return x
+    return InputError(f"{path}:{line}: field {field!r}: {what}")
 
 
 def _row(path: Path, line: int, row: dict[str, str]) -> Figure:
-    for name in REQUIRED:
-        if not (row.get(name) or "").strip():
-            raise _problem(path, line, name, "is empty: every figure needs its source and value")
-    op = row["operation"].strip()
-    if op not in OPERATIONS:
-        raise _problem(path, line, "operation", f"unknown operation {op!r}")
-    unit = row["unit"].strip()
-    if unit not in UNIT_TO_COST:
-        raise _problem(path, line, "unit", f"unknown unit {unit!r}")
+    if None in row or any(v is None for v in row.values()):
+        raise InputError(f"{path}:{line}: wrong number of fields")
+    try:
+        v = FIGURES.parse_row(row, f"{path}:{line}")
+    except FieldError as exc:
+        raise InputError(str(exc)) from None
+    op, unit, value = v["operation"], v["unit"], v["value"]
     kind, to_cost = UNIT_TO_COST[unit]
     want, lo, hi = OPERATIONS[op]
     if kind != want:
         raise _problem(path, line, "unit", f"{unit!r} does not measure {op!r}")
-    value = _float(path, line, "value", row["value"].strip())
     cost = to_cost(value)
     if not lo <= cost <= hi:
         raise _problem(
             path, line, "value", f"{value:g} {unit} is out of range for {op} ({lo:g}-{hi:g})"
         )
-    platform = row["cpu_platform"].strip()
-    if platform not in ARCH:
-        raise _problem(path, line, "cpu_platform", f"unknown platform {platform!r}")
-    clock_text = (row.get("clock_ghz") or "").strip()
-    clock = _float(path, line, "clock_ghz", clock_text) if clock_text else None
-    if clock is not None and not 0.5 <= clock <= 6.0:
-        raise _problem(path, line, "clock_ghz", f"{clock:g} GHz is out of range (0.5-6)")
-    threads_text = (row.get("threads") or "1").strip()
-    if not threads_text.isdigit() or int(threads_text) < 1:
-        raise _problem(path, line, "threads", f"{threads_text!r} is not a count of threads")
-    if int(threads_text) != 1:
-        raise _problem(path, line, "threads", "only single-thread (per-core) figures are used")
     return Figure(
-        source_id=row["source_id"].strip(),
-        title=row["title"].strip(),
-        publisher=row["publisher"].strip(),
-        platform=platform,
-        cpu_model=(row.get("cpu_model") or "").strip(),
-        instance_type=(row.get("instance_type") or "").strip(),
-        clock_ghz=clock,
-        software=(row.get("software") or "").strip(),
+        source_id=v["source_id"],
+        title=v["title"],
+        publisher=v["publisher"],
+        platform=v["cpu_platform"],
+        cpu_model=v["cpu_model"] or "",
+        instance_type=v["instance_type"] or "",
+        clock_ghz=v["clock_ghz"],
+        software=v["software"] or "",
         operation=op,
-        threads=int(threads_text),
+        threads=v["threads"] or 1,
         value=value,
         unit=unit,
-        url=row["url"].strip(),
-        quote=(row.get("quote") or "").strip(),
+        url=v["url"],
+        quote=v["quote"] or "",
         cost=cost,
         line=line,
     )
@@ -288,7 +287,7 @@ def load_figures(path: str | Path | None = None) -> list[Figure]:
     reader = csv.DictReader(io.StringIO(text))
     missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
     if missing:
-        raise InputError(f"{p}: line 1: missing column(s) {', '.join(missing)}")
+        raise InputError(f"{p}:1: missing column(s) {', '.join(missing)}")
     figures = [_row(p, i, row) for i, row in enumerate(reader, start=2)]
     if not figures:
         raise InputError(f"{p}: no figures")

@@ -1,0 +1,204 @@
+"""One declared table of fields per file kind: type, unit and sane range of each field.
+
+Every reader of a file kind (a CSV parser, a compact JSON form, a TOML inventory) takes its
+fields from one `Fields` table, so that every path refuses the same values: a number outside
+its range, NaN, infinity, a 100k-digit integer, a negative price, zero vCPUs. A refusal is a
+`FieldError` whose message names the place (file and line) and the field; each package turns it
+into its own error (``InputError``, ``RunFolderError``, ``RunnerError``), one line, exit 2.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+#: Longest text a number is parsed from [characters]: a float needs 24 at most; longer
+#: (a 100k-digit integer) is refused before any conversion.
+MAX_NUMBER_TEXT = 64
+
+_INTEGER = re.compile(r"[-+]?[0-9]+")
+
+TRUE_WORDS = ("true", "1", "yes")
+FALSE_WORDS = ("false", "0", "no")
+
+
+def printable(text: str) -> str:
+    """``text`` as one printable line: newlines, terminal escapes and other controls escaped.
+
+    Messages quote values from the user and from data files; shown this way, a newline or an
+    escape sequence in them is seen, never acted on by the terminal.
+    """
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+class FieldError(ValueError):
+    """A value a file kind's table refuses; the message names place and field."""
+
+
+@dataclass(frozen=True)
+class Field:
+    """One field of a file kind.
+
+    Attributes
+    ----------
+    name : str
+        The field's name (a CSV column, a JSON or TOML key).
+    kind : str
+        ``int``, ``float``, ``str`` or ``bool``.
+    unit : str
+        The unit of a number (``""`` for none).
+    low, high : float
+        The sane range of a number, both included.
+    required : bool
+        Whether an empty value is refused (else it reads as None, or False for a flag).
+    choices : tuple of str
+        The values a text may take (empty: any text up to ``max_len``).
+    max_len : int
+        Longest text [characters].
+    """
+
+    name: str
+    kind: str
+    unit: str = ""
+    low: float = -math.inf
+    high: float = math.inf
+    required: bool = True
+    choices: tuple[str, ...] = ()
+    max_len: int = 200
+
+    def expected(self) -> str:
+        """What the field takes, in words (for messages)."""
+        if self.kind in ("int", "float"):
+            what = "an integer" if self.kind == "int" else "a number"
+            unit = f" {self.unit}" if self.unit else ""
+            return f"{what} in [{self.low:g}, {self.high:g}]{unit}"
+        if self.kind == "bool":
+            return "true or false"
+        if self.choices:
+            return "one of " + ", ".join(self.choices)
+        return f"text of at most {self.max_len} characters"
+
+    def _refuse(self, where: str, raw: Any) -> FieldError:
+        shown = printable(str(raw))
+        shown = shown if len(shown) <= 40 else shown[:40] + "..."
+        return FieldError(
+            f"{where}: field {self.name!r}: expected {self.expected()}, got {shown!r}"
+        )
+
+    def parse(self, raw: str | None, where: str) -> Any:
+        """The value of one text (a CSV cell), checked; None for an empty optional field.
+
+        Raises
+        ------
+        FieldError
+            For an empty required field, a malformed or over-long value, a number that is not
+            finite or lies outside [low, high], a fraction where an integer is due, or a text
+            outside ``choices``.
+        """
+        text = (raw or "").strip()
+        if not text:
+            if self.required:
+                raise FieldError(f"{where}: field {self.name!r}: must not be empty")
+            return False if self.kind == "bool" else None
+        if self.kind == "str":
+            return self.check(text, where)
+        if self.kind == "bool":
+            low = text.lower()
+            if low in TRUE_WORDS or low in FALSE_WORDS:
+                return low in TRUE_WORDS
+            raise self._refuse(where, raw)
+        if len(text) > MAX_NUMBER_TEXT:
+            raise self._refuse(where, raw)
+        try:
+            value: float = int(text) if _INTEGER.fullmatch(text) else float(text)
+        except ValueError:
+            raise self._refuse(where, raw) from None
+        return self.check(value, where)
+
+    def check(self, value: Any, where: str) -> Any:
+        """A value already typed (read from JSON or TOML), checked as `parse` checks text."""
+        if self.kind == "str":
+            if not isinstance(value, str):
+                raise self._refuse(where, value)
+            if self.required and not value.strip():
+                raise FieldError(f"{where}: field {self.name!r}: must not be empty")
+            if len(value) > self.max_len:
+                raise FieldError(
+                    f"{where}: field {self.name!r}: longer than {self.max_len} characters "
+                    f"({len(value)})"
+                )
+            if self.choices and value not in self.choices:
+                raise self._refuse(where, value)
+            return value
+        if self.kind == "bool":
+            if not isinstance(value, bool):
+                raise self._refuse(where, value)
+            return value
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self._refuse(where, value)
+        if isinstance(value, int):  # compared exactly: a 19-digit count keeps every digit
+            if not (-(2**63) <= value < 2**63 and self.low <= value <= self.high):
+                raise self._refuse(where, value if abs(value) < 10**40 else "a huge integer")
+            return float(value) if self.kind == "float" else value
+        if not (math.isfinite(value) and self.low <= value <= self.high):
+            raise self._refuse(where, value)
+        if self.kind == "int":
+            if not value.is_integer():
+                raise self._refuse(where, value)
+            return int(value)
+        return float(value)
+
+
+class Fields:
+    """The declared table of one file kind: its fields by name, in order.
+
+    Parameters
+    ----------
+    kind : str
+        The file kind in words (``catalog``, ``inventory``...), for documentation.
+    fields : iterable of Field
+        Its fields.
+    """
+
+    def __init__(self, kind: str, fields: Iterable[Field]) -> None:
+        self.kind = kind
+        self.fields: dict[str, Field] = {f.name: f for f in fields}
+
+    def __getitem__(self, name: str) -> Field:
+        return self.fields[name]
+
+    def __iter__(self) -> Any:
+        return iter(self.fields.values())
+
+    def numbers(self) -> list[Field]:
+        """The numeric fields."""
+        return [f for f in self.fields.values() if f.kind in ("int", "float")]
+
+    def parse_row(
+        self, row: Mapping[str, str | None], where: str, names: Iterable[str] | None = None
+    ) -> dict[str, Any]:
+        """Parse the cells ``names`` (default: every field) of one text row."""
+        wanted = self.fields if names is None else names
+        return {n: self.fields[n].parse(row.get(n), where) for n in wanted}
+
+    def check_row(
+        self, row: Mapping[str, Any], where: str, names: Iterable[str] | None = None
+    ) -> dict[str, Any]:
+        """Check the typed values ``names`` (default: every field present) of one row.
+
+        A missing or None value passes only for a field that is not required.
+        """
+        out: dict[str, Any] = {}
+        for n in self.fields if names is None else names:
+            f = self.fields[n]
+            value = row.get(n)
+            if value is None:
+                if f.required:
+                    raise FieldError(f"{where}: field {n!r}: must not be empty")
+                out[n] = None
+                continue
+            out[n] = f.check(value, where)
+        return out
