@@ -30,7 +30,7 @@ from typing import Any
 
 from sizing.errors import Infeasible, InputError, ReportError
 from sizing.paths import KERNEL_NAME, NOTEBOOKS_DIR
-from trialtable.files import write_atomic
+from trialtable.files import check_output, write_atomic
 
 __all__ = [
     "ReportError",
@@ -192,9 +192,13 @@ def execute(
             if console is not None:
                 stack.callback(console.close)
             sockets = stack.enter_context(tempfile.TemporaryDirectory(prefix="nginx-sizing-"))
+            # papermill writes into a private folder; the result reaches `out` by
+            # `write_atomic` (never through a link at that name), a failed run's notebook too.
+            private = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="nginx-sizing-")))
+            stack.callback(_publish, private / out.name, out)
             pm.execute_notebook(
                 str(src),
-                str(out),
+                str(private / out.name),
                 parameters=dict(parameters),
                 kernel_name=kernel,
                 progress_bar=bar,
@@ -298,6 +302,12 @@ def find_chromium() -> str:
     raise InputError("--pdf needs chromium (Debian: apt-get install chromium)")
 
 
+def _publish(private: Path, out: Path) -> None:
+    """Copy a file made in a private folder to ``out`` atomically (nothing when none was made)."""
+    if private.is_file():
+        write_atomic(out, private.read_bytes())
+
+
 def to_pdf(html: str | Path, pdf: str | Path, *, timeout_s: float = 180.0) -> Path:
     """Print an HTML page to PDF with headless Chromium (charts rendered first).
 
@@ -306,15 +316,17 @@ def to_pdf(html: str | Path, pdf: str | Path, *, timeout_s: float = 180.0) -> Pa
     ReportError
         When Chromium fails or writes nothing.
     """
-    out = Path(pdf).absolute()
-    out.unlink(missing_ok=True)
+    out = check_output(Path(pdf).absolute())
     # A copy laid out for paper on screen too: its scripts (plotly) run at the printable width.
     page = Path(html).read_text(encoding="utf-8")
     fd, name = tempfile.mkstemp(prefix=".print-", suffix=".html", dir=Path(html).parent)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(print_page(page))
     try:
-        return _print(Path(name), out, timeout_s)
+        # Chromium prints into a private folder; the PDF reaches `out` by `write_atomic`.
+        with tempfile.TemporaryDirectory(prefix="nginx-sizing-") as private:
+            printed = _print(Path(name), Path(private) / out.name, timeout_s)
+            return write_atomic(out, printed.read_bytes())
     finally:
         Path(name).unlink(missing_ok=True)
 
