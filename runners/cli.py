@@ -67,6 +67,19 @@ SIM_LAMBDA_RANGE = (1.0, 1e9)
 SIM_USL_RANGE = (0.0, 1.0)
 
 
+#: ``--tls-key`` as both command lines spell it, to the runners' own names.
+_TLS_KEY_NAMES = {"ecdsa-p256": "ecdsa", "rsa2048": "rsa", "ecdsa": "ecdsa", "rsa": "rsa"}
+
+
+def _tls_key(text: str) -> str:
+    key = _TLS_KEY_NAMES.get(text.strip().lower())
+    if key is None:
+        raise argparse.ArgumentTypeError(
+            f"{printable(text)!r} is not a TLS key; expected ecdsa-p256 or rsa2048"
+        )
+    return key
+
+
 def _seconds0(text: str) -> int:
     return parse_seconds(text, allow_zero=True)
 
@@ -340,7 +353,7 @@ def _simulator(args: argparse.Namespace, hosts: dict[str, Any]) -> Any:
 
 
 def _scenario_options(p: argparse.ArgumentParser) -> None:
-    from runners.scenario import SCENARIOS, TLS_KEYS
+    from runners.scenario import SCENARIOS
 
     p.add_argument("--scenario", choices=SCENARIOS, default="static", help="what NGINX serves")
     p.add_argument(
@@ -366,9 +379,11 @@ def _scenario_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--tls-key",
-        choices=TLS_KEYS,
+        type=_tls_key,
         default="ecdsa",
-        help="self-signed certificate key: ecdsa P-256 (default) or rsa 2048",
+        metavar="{ecdsa-p256,rsa2048}",
+        help="self-signed certificate key, spelled as sizing spells it: ecdsa-p256 (default) or "
+        "rsa2048 (ecdsa and rsa are read too)",
     )
     p.add_argument(
         "--tls-resumption",

@@ -79,6 +79,10 @@ h1, h2, h3, h4, .jp-MarkdownCell { break-after: avoid; page-break-after: avoid; 
 table, tr, .js-plotly-plot, .plotly-graph-div, .ns-card, .jp-OutputArea-child,
 .ns-appendix ul, .ns-appendix table { break-inside: avoid; page-break-inside: avoid; }
 .ns-first { max-width: none !important; }
+.jp-OutputArea-child:has(.ns-first) { break-inside: auto; page-break-inside: auto; }
+.ns-first .ns-card { break-inside: avoid; page-break-inside: avoid; }
+.jp-Cell:not(:has(h1, h2, h3, h4, p, pre, table, dl, ul, img, svg, .plotly-graph-div)) {
+  display: none !important; }
 """
 
 

@@ -211,9 +211,18 @@ def decision_summary(rec: Recommendation, *, decision_text: str = "") -> Decisio
         decision=rec.decision,
         notes=tuple(getattr(ev, "notes", ()) or ()),
         cheapest_at_confidence=at_conf,
-        limits=tuple(getattr(rec, "notes", ())),
+        limits=tuple(_short_note(n) for n in getattr(rec, "notes", ())),
         traffic=_traffic(rec),
     )
+
+
+def _short_note(note: str) -> str:
+    """A limit as the card shows it: what was left out or assumed, before the reasons.
+
+    The whole note stays in the answer's ``notes`` (terminal, JSON) and the appendix.
+    """
+    head, sep, _ = note.partition("): ")
+    return head + ")" if sep else note
 
 
 def _traffic(rec: Recommendation) -> str:
@@ -224,7 +233,11 @@ def _traffic(rec: Recommendation) -> str:
         return ""
     usd = e.get("usd_month")
     cost = "not priced" if usd is None else f"{fmt_usd(usd, 0)}/month"
-    return f"{t['gbps']:,.1f} Gbps to {t['clients']} clients: {cost} ({e.get('basis', '')})"
+    # The card keeps the volume and the last tier's price; the price table's source is in the
+    # options' basis and the appendix, so the decision stays on the first page.
+    basis = str(e.get("basis", ""))
+    short = basis.split("; ")[0] + (")" if "; " in basis and "(" in basis.split("; ")[0] else "")
+    return f"{t['gbps']:,.1f} Gbps to {t['clients']} clients: {cost} ({short})"
 
 
 def _where(c: FleetChoice) -> str:
@@ -311,7 +324,7 @@ def summary_html(s: DecisionSummary, side_html: str = "") -> str:
     return f"""<div class="ns-first {NO_MATH}">
 <style>
 .ns-first{{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start;font-family:system-ui,sans-serif;
-  max-width:1240px;break-inside:avoid}}
+  max-width:1240px}}
 .ns-card{{flex:0 0 560px;box-sizing:border-box;border:2px solid #1f4e79;border-radius:8px;
   padding:10px 14px;background:#f4f8fc}}
 .ns-card h2{{margin:0;font-size:12px;color:#1f4e79;text-transform:uppercase;
@@ -658,6 +671,15 @@ def appendix_html(
         f"{_e(', '.join(sorted(as_of[p, r])))}</li>"
         for p, r in providers
     )
+    found: set[str] = set()
+    for o in rec.options:
+        e = o.egress or {}
+        if e.get("basis"):
+            i = o.capacity.instance
+            found.add(f"{i.provider} {i.region} data transfer: {e['basis']}")
+    egress = sorted(found)
+    prices += "".join(f"<li>{_e(line)}</li>" for line in egress[:6])
+    notes = "".join(f"<li>{_e(n)}</li>" for n in getattr(rec, "notes", ())) or "<li>none</li>"
     basis = "".join(f"<li>{_e(name_sources(b))}</li>" for b in rec.options[0].capacity.basis)
     font = "font-family:system-ui,sans-serif;font-size:13px"
     return f"""<div class="ns-appendix {NO_MATH}" style="{font}">
@@ -665,6 +687,7 @@ def appendix_html(
 <h3>Versions</h3><p>Model: {_e(model_version)}. Catalog prices as of {_e(", ".join(dates))}.</p>
 <h3>Published sources</h3><ul>{pubs}</ul>
 <h3>Prices and specifications</h3><ul>{prices}</ul>
+<h3>Limits of the answer</h3><ul>{notes}</ul>
 <h3>How the first option's capacity was computed</h3><ul>{basis}</ul>
 </div>"""
 
