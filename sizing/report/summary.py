@@ -321,6 +321,7 @@ def summary_html(s: DecisionSummary, side_html: str = "") -> str:
     limits = (
         "<dt>Limits</dt><dd>" + "<br>".join(_e(n) for n in s.limits) + "</dd>\n" if s.limits else ""
     )
+    extra = f"<dl>{traffic}{limits}</dl>" if traffic or limits else ""
     return f"""<div class="ns-first {NO_MATH}">
 <style>
 .ns-first{{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start;font-family:system-ui,sans-serif;
@@ -338,6 +339,11 @@ def summary_html(s: DecisionSummary, side_html: str = "") -> str:
 .ns-warn{{background:#fde2e1;border:1px solid #c00;padding:4px 8px;margin:6px 0;
   font-weight:700}}
 .ns-side{{flex:1 1 420px;min-width:420px}}
+.ns-side dl{{display:grid;grid-template-columns:70px 1fr;gap:2px 8px;margin:6px 0 0;
+  font-size:12px;line-height:1.35}}
+.ns-side dt{{color:#555;font-weight:600}}
+.ns-side dd{{margin:0}}
+.ns-text-row{{flex:1 1 100%}}
 .ns-text{{font-size:13px;margin:6px 0 0}}
 </style>
 <div class="ns-card" id="decision-summary">
@@ -355,10 +361,10 @@ def summary_html(s: DecisionSummary, side_html: str = "") -> str:
 <dt>Limit, basis</dt><dd>{_e(c.binding)}; {_e(c.evidence)}</dd>
 <dt>Runner-up</dt><dd>{runner}</dd>
 <dt>Rests on</dt><dd>{basis}; {s.options} instance types qualify</dd>
-{traffic}{limits}</dl>
-{text}
+</dl>
 </div>
-<div class="ns-side">{side_html}</div>
+<div class="ns-side">{side_html}{extra}</div>
+<div class="ns-text-row">{text}</div>
 </div>"""
 
 
@@ -416,7 +422,11 @@ def options_table(rec: Recommendation, top: int = 10) -> Any:
                 "hour": fmt_usd(c.hourly_usd),
                 "month": fmt_usd(c.monthly_usd, 0),
                 "hour_conf": fmt_usd(c.hourly_at_confidence_usd),
-                "per_million": fmt_usd_small(usd_per_million(c.hourly_usd, rec.target_rps)),
+                "per_million": fmt_usd_small(
+                    usd_per_million(
+                        c.hourly_usd + o.egress_monthly_usd / HOURS_PER_MONTH, rec.target_rps
+                    )
+                ),
                 "p_meet": f"{c.p_meet:.0%}",
                 "binds": c.binding,
             }
