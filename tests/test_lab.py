@@ -445,18 +445,19 @@ def test_explorer_follows_its_widgets(one_kernel):
 
         before_table = wait_for(table, 120, "the explorer's table")
         before_plots = wait_for(lambda: _plot_state(d), 120, "the explorer's charts")
-        assert "gcp" in before_table
+        # With egress priced, AWS's cheaper tier puts AWS first by default: pick GCP alone.
+        assert "aws" in before_table
         provider = next(
             s for s in d.find_elements(By.CSS_SELECTOR, ".widget-dropdown") if "provider" in s.text
         )
-        Select(provider.find_element(By.TAG_NAME, "select")).select_by_visible_text("aws")
+        Select(provider.find_element(By.TAG_NAME, "select")).select_by_visible_text("gcp")
         watch.until(lambda: bool(table()) and table() != before_table, 120, "the table to follow")
         watch.until(
             lambda: bool(_plot_state(d)) and _plot_state(d) != before_plots, 120, "the charts"
         )
         after = table()
-        assert "aws" in after and "gcp" not in after
-        assert not any("gcp" in p for p in _plot_state(d))
+        assert "gcp" in after and "aws" not in after
+        assert not any("aws" in p for p in _plot_state(d))
         watch.check()
         widget = str(d.execute_script("return document.querySelector('.jp-OutputArea').innerText"))
         assert not re.search(r"\bupdate \d+", widget), "a debug counter is shown"

@@ -251,10 +251,10 @@ def test_inventory_file(tmp_path):
     assert list(json.loads(p.stdout)) == ["local"]
     inv.write_text('server = "local"\nclinets = ["local"]\n')
     p = runners_cli("facts", "--inventory", str(inv))
-    assert p.returncode == 1 and "unknown keys ['clinets']" in p.stderr
+    assert p.returncode == 2 and "unknown keys ['clinets']" in p.stderr
     inv.write_text("server = 5\n")
     p = runners_cli("facts", "--inventory", str(inv))
-    assert p.returncode == 1 and "server = 5 is not a host string" in p.stderr
+    assert p.returncode == 2 and "field 'server'" in p.stderr
     inv.write_text('ssh_config = "~/no/such/config"\nserver = "u@h"\n')
     p = runners_cli("facts", "--inventory", str(inv))
     assert p.returncode == 1 and "does not exist" in p.stderr
