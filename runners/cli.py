@@ -1,4 +1,4 @@
-"""Command line: ``python -m runners sweep|search|facts|cleanup|calibrate|compare``."""
+"""Command line: ``python -m runners sweep|search|facts|cleanup|calibrate|compare|ab``."""
 
 from __future__ import annotations
 
@@ -191,6 +191,9 @@ def build_parser() -> argparse.ArgumentParser:
     from runners import compare
 
     compare.add_parser(sub)
+    from runners import interleave
+
+    interleave.add_parser(sub)
     return parser
 
 
@@ -721,6 +724,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from runners import compare
 
             return compare.main(args)
+        if args.command == "ab":
+            from runners import interleave
+
+            return interleave.main(args)
         command = {"sweep": _sweep, "search": _search, "facts": _facts, "cleanup": _cleanup}
         return command[args.command](args)
     except UnsupportedLoad as exc:

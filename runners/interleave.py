@@ -1,0 +1,339 @@
+"""A paired A/B comparison: two nginx configurations measured alternately in one session.
+
+``python -m runners compare --interleave [SWEEP OPTIONS] --ab-directive TEXT [--pairs N]``
+
+Two separately run sweeps on a shared machine differ by the machine's drift (other work,
+frequency, caches), which can be far larger than the change under test. Here configuration A
+(the sweep options) and B (A plus the ``--ab-directive`` lines in nginx's ``http`` block) each
+get a private nginx on the same host, pinned to the same CPUs, with the same load generator
+placement, and short trials alternate A B A B ... (the order of each pair flips, so neither
+side always runs first). Drift slower than a pair cancels in the per-pair ratio.
+
+The measure of a trial is its server CPU time per request [us] (``cpu``, the default: it does
+not fall when other processes take the CPU away from nginx) or its requests per second
+(``rps``). Each pair gives the ratio of B's cost to A's (``cpu``: B/A; ``rps``: A/B, so above
+1 is always "B is slower"). The verdict is on the median ratio, with a seeded percentile
+bootstrap interval at ``--confidence``: B is worse when the interval's lower bound is above
+``1 + threshold``, i.e. B costs more than the threshold more, at that confidence. Exit 1 then,
+0 otherwise, 2 for bad input.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import IO, Any
+
+BOOTSTRAP_RESAMPLES = 4000
+BOOTSTRAP_SEED = 20261124
+MEASURES = ("cpu", "rps")
+#: Errors per response above which a trial gives no cost.
+MAX_ERROR_RATE = 0.01
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The judgement of paired ratios (B's cost over A's; above 1 means B is slower).
+
+    Attributes
+    ----------
+    median : float
+        Median of the per-pair ratios.
+    low, high : float
+        Percentile bootstrap interval of the median at ``confidence``.
+    n : int
+        Pairs.
+    spread : float
+        Standard deviation of the ratios (NaN with fewer than 2).
+    threshold : float
+        Allowed slowdown, a fraction (0.04 for 4%).
+    confidence : float
+        Level of the interval, a fraction.
+    worse : bool
+        ``low > 1 + threshold``.
+    """
+
+    median: float
+    low: float
+    high: float
+    n: int
+    spread: float
+    threshold: float
+    confidence: float
+    worse: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+def pair_cost(row: dict[str, Any], measure: str) -> float:
+    """One trial's cost under ``measure``: server CPU microseconds per request, or 1/RPS.
+
+    Returns NaN when the trial has no usable value: no requests, no CPU sample, errors above
+    ``MAX_ERROR_RATE``, or (for ``rps``) an invalid trial. A ``cpu`` cost keeps a trial whose
+    load generator was saturated: nginx's CPU per request does not depend on it.
+    """
+    rps = float(row.get("rps") or math.nan)
+    errors = float(row.get("error_rate") or 0.0)
+    if not rps > 0 or not errors <= MAX_ERROR_RATE:
+        return math.nan
+    if measure == "rps":
+        return 1.0 / rps if row.get("valid", True) else math.nan
+    cpu = float(row.get("server_cpu_pct") or math.nan)
+    return 1e6 * cpu / 100.0 / rps if cpu > 0 else math.nan
+
+
+def ratios(a_costs: Sequence[float], b_costs: Sequence[float]) -> list[float]:
+    """Per-pair B/A cost ratios, pairs where either side is missing left out."""
+    return [
+        b / a
+        for a, b in zip(a_costs, b_costs, strict=True)
+        if math.isfinite(a) and math.isfinite(b) and a > 0
+    ]
+
+
+def judge(values: Sequence[float], threshold: float, confidence: float = 0.95) -> Verdict:
+    """Judge per-pair ratios: B is worse when the median's lower bound exceeds 1 + threshold.
+
+    Parameters
+    ----------
+    values : sequence of float
+        B/A cost ratios, one per pair (at least 2).
+    threshold : float
+        Allowed slowdown as a fraction, in [0, 1).
+    confidence : float
+        Interval level, in (0, 1).
+
+    Raises
+    ------
+    ValueError
+        With fewer than 2 finite ratios, or a threshold or confidence out of range.
+    """
+    vals = [float(v) for v in values if math.isfinite(v) and v > 0]
+    if len(vals) < 2:
+        raise ValueError(f"{len(vals)} usable pairs; at least 2 are needed")
+    if not 0 <= threshold < 1:
+        raise ValueError(f"threshold {threshold} is outside [0, 1)")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence {confidence} is outside (0, 1)")
+    rng = random.Random(BOOTSTRAP_SEED)
+    n = len(vals)
+    meds = sorted(statistics.median(rng.choices(vals, k=n)) for _ in range(BOOTSTRAP_RESAMPLES))
+    tail = (1 - confidence) / 2
+    low = meds[math.floor(tail * (len(meds) - 1))]
+    high = meds[math.ceil((1 - tail) * (len(meds) - 1))]
+    return Verdict(
+        median=statistics.median(vals),
+        low=low,
+        high=high,
+        n=n,
+        spread=statistics.stdev(vals),
+        threshold=threshold,
+        confidence=confidence,
+        worse=low > 1 + threshold,
+    )
+
+
+def run_pairs(
+    plan: Any,
+    b_directives: Sequence[str],
+    pairs: int,
+    out: str,
+    *,
+    threads: int,
+    connections: int,
+    measure: str = "cpu",
+    progress: IO[str] | None = sys.stderr,
+    access: Any = None,
+) -> tuple[list[float], list[float], tuple[str, str]]:
+    """Measure A (``plan``) and B (``plan`` plus ``b_directives``) alternately.
+
+    Each side is its own run folder under ``out`` with its own private nginx; both nginx
+    are pinned to the same CPUs (``plan.vcpus[0]`` of them) and loaded with the same
+    ``threads`` and ``connections``, one at a time. Pair i runs A then B when i is even,
+    B then A when odd.
+
+    Returns
+    -------
+    a_costs, b_costs : list of float
+        Per pair, each side's cost under ``measure`` (NaN for an unusable trial).
+    run_ids : tuple of str
+        The two run folders' ids (A, B).
+    """
+    from runners.run import open_run
+    from runners.session import Session, connect_hosts
+
+    vcpus = plan.vcpus[0]
+    plan_b = replace(
+        plan,
+        scenario=replace(plan.scenario, directives=(*plan.scenario.directives, *b_directives)),
+        label=(plan.label + "-B") if plan.label else "B",
+    )
+    plan_a = replace(plan, label=(plan.label + "-A") if plan.label else "A")
+    plan_a, run_a = open_run(plan_a, out, None)
+    try:
+        plan_b, run_b = open_run(plan_b, out, None)
+    except BaseException:
+        run_a.close()
+        raise
+    a_costs: list[float] = []
+    b_costs: list[float] = []
+    try:
+        with (
+            run_a.status(),
+            run_b.status(),
+            connect_hosts(plan_a, access) as hosts_a,
+            connect_hosts(plan_b, access) as hosts_b,
+            Session(plan_b, hosts_b, run_b) as sb,
+            Session(plan_a, hosts_a, run_a) as sa,
+        ):
+            for i in range(pairs):
+                order = ((sa, a_costs), (sb, b_costs))
+                for session, costs in order if i % 2 == 0 else order[::-1]:
+                    row = session.trial(vcpus, threads, connections)
+                    costs.append(pair_cost(row, measure))
+                if progress is not None:
+                    r = b_costs[-1] / a_costs[-1] if a_costs[-1] > 0 else math.nan
+                    print(f"pair {i + 1}/{pairs}: B/A {r:.3f}", file=progress, flush=True)
+    finally:
+        run_a.close()
+        run_b.close()
+    return a_costs, b_costs, (run_a.run_id, run_b.run_id)
+
+
+def _fraction_option(what: str, example: str, low_open: bool) -> Any:
+    import argparse
+
+    from trialtable.values import number_or_percent
+
+    def parse(text: str) -> float:
+        value = number_or_percent(text, what, example)
+        ok = 0 < value < 1 if low_open else 0 <= value < 1
+        if not (math.isfinite(value) and ok):
+            raise argparse.ArgumentTypeError(f"{text!r} is outside {what}'s range; e.g. {example}")
+        return value
+
+    return parse
+
+
+def add_parser(sub: Any) -> Any:
+    """Add the ``ab`` subcommand (paired, interleaved A/B) to the runners' subparsers."""
+    from runners.cli import _trial_options
+    from trialtable.values import format_option, int_between
+
+    p = sub.add_parser(
+        "ab",
+        help="A/B: the sweep options (A) and A plus --ab-directive (B), measured alternately "
+        "in one session; exit 1 when B is slower than A beyond --fail-if-worse",
+        description=__doc__.split("\n\n")[1] if __doc__ else None,
+    )
+    _trial_options(p, duration=2, what="each trial")
+    p.add_argument(
+        "--ab-directive",
+        action="append",
+        required=True,
+        metavar="TEXT",
+        help="directive B adds to A's http block (repeat for several)",
+    )
+    p.add_argument(
+        "--pairs",
+        type=int_between(2, 1000),
+        default=8,
+        metavar="N",
+        help="A/B pairs of trials (default 8)",
+    )
+    p.add_argument("--threads", type=int_between(1, 1024), default=1, metavar="N")
+    p.add_argument("--connections", type=int_between(1, 100000), default=16, metavar="N")
+    p.add_argument(
+        "--measure",
+        choices=MEASURES,
+        default="cpu",
+        help="cpu: nginx CPU time per request (default); rps: 1/requests per second",
+    )
+    p.add_argument(
+        "--fail-if-worse",
+        type=_fraction_option("a threshold", "4%", low_open=False),
+        default=0.04,
+        metavar="PCT",
+        help="exit 1 when B's cost is above A's by more than this at --confidence (default 4%%)",
+    )
+    p.add_argument(
+        "--confidence",
+        type=_fraction_option("a confidence", "95%", low_open=True),
+        default=0.95,
+        metavar="PCT",
+        help="level of the bootstrap interval of the median ratio (default 95%%)",
+    )
+    format_option(p, ("table", "json"))
+    return p
+
+
+def render(verdict: Verdict, measure: str, run_ids: Sequence[str], values: Sequence[float]) -> str:
+    """The verdict as text: every number names the runs it comes from."""
+    what = "nginx CPU per request" if measure == "cpu" else "1/RPS"
+    lines = [
+        f"A/B pairs: {verdict.n} (runs {run_ids[0]} = A, {run_ids[1]} = B; {what})",
+        "per-pair B/A: " + " ".join(f"{v:.3f}" for v in values),
+        f"median B/A {verdict.median:.3f}, {verdict.confidence:.0%} bootstrap interval "
+        f"[{verdict.low:.3f}, {verdict.high:.3f}], spread (sd) {verdict.spread:.3f}",
+        (
+            f"WORSE: B costs more than {verdict.threshold:.1%} above A "
+            f"at {verdict.confidence:.0%} confidence"
+            if verdict.worse
+            else f"pass: not shown worse than {verdict.threshold:.1%} "
+            f"at {verdict.confidence:.0%} confidence"
+        ),
+    ]
+    return "\n".join(lines)
+
+
+def main(args: Any) -> int:
+    """``python -m runners ab``: 0 pass, 1 B worse, 2 bad input, 3 measurement failed."""
+    import json
+
+    from runners.cli import _hosts, _plan
+    from runners.errors import RunnerError
+    from runners.loadgen import UnsupportedLoad
+    from runners.plan import Access
+    from trialtable.folder import RunFolderError
+    from trialtable.values import printable
+
+    prog = "python -m runners ab"
+    try:
+        hosts = _hosts(args)
+        if hosts["server"] == "sim" or args.resume:
+            raise UnsupportedLoad("ab measures real nginx: --server sim and --resume do not apply")
+        if len(args.vcpus) != 1:
+            raise UnsupportedLoad("ab takes one --vcpus value")
+        plan = _plan(args, hosts, None, threads=(args.threads,), connections=(args.connections,))
+    except (UnsupportedLoad, RunnerError) as exc:
+        print(f"{prog}: error: {printable(str(exc))}", file=sys.stderr)
+        return 2
+    try:
+        a, b, ids = run_pairs(
+            plan,
+            tuple(args.ab_directive),
+            args.pairs,
+            args.out,
+            threads=args.threads,
+            connections=args.connections,
+            measure=args.measure,
+            progress=None if args.quiet else sys.stderr,
+            access=Access(hosts["accept_new_host_keys"], hosts["ssh_config"]),
+        )
+        values = ratios(a, b)
+        verdict = judge(values, args.fail_if_worse, args.confidence)
+    except (RunnerError, RunFolderError, ValueError) as exc:
+        print(f"{prog}: error: {printable(str(exc))}", file=sys.stderr)
+        return 3
+    if args.format == "json":
+        doc = {"runs": {"a": ids[0], "b": ids[1]}, "measure": args.measure, "ratios": values}
+        print(json.dumps({**doc, **verdict.to_dict()}, indent=1))
+    else:
+        print(render(verdict, args.measure, ids, values))
+    return 1 if verdict.worse else 0
