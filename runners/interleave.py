@@ -7,7 +7,9 @@ frequency, caches), which can be far larger than the change under test. Here con
 (the sweep options) and B (A plus the ``--ab-directive`` lines in nginx's ``http`` block) each
 get a private nginx on the same host, pinned to the same CPUs, with the same load generator
 placement, and short trials alternate A B A B ... (the order of each pair flips, so neither
-side always runs first). Drift slower than a pair cancels in the per-pair ratio.
+side always runs first). Drift slower than a pair cancels in the per-pair ratio. Each nginx
+is restarted before each of its trials after the first: two processes of one configuration
+can differ by a steady few percent, which restarts turn into noise the interval shows.
 
 The measure of a trial is its server CPU time per request [us] (``cpu``, the default: it does
 not fall when other processes take the CPU away from nginx) or its requests per second
@@ -150,13 +152,15 @@ def run_pairs(
     measure: str = "cpu",
     progress: IO[str] | None = sys.stderr,
     access: Any = None,
+    restart: bool = True,
 ) -> tuple[list[float], list[float], tuple[str, str]]:
     """Measure A (``plan``) and B (``plan`` plus ``b_directives``) alternately.
 
     Each side is its own run folder under ``out`` with its own private nginx; both nginx
     are pinned to the same CPUs (``plan.vcpus[0]`` of them) and loaded with the same
     ``threads`` and ``connections``, one at a time. Pair i runs A then B when i is even,
-    B then A when odd.
+    B then A when odd. With ``restart``, each nginx is restarted before each of its trials
+    after the first.
 
     Returns
     -------
@@ -195,6 +199,11 @@ def run_pairs(
             for i in range(pairs):
                 order = ((sa, a_costs), (sb, b_costs))
                 for session, costs in order if i % 2 == 0 else order[::-1]:
+                    if restart and i > 0 and session.deployment is not None:
+                        # A fresh nginx (new port, new memory layout) each pair, so what one
+                        # process happens to cost is noise across pairs, not an offset.
+                        session.deployment.stop_server()
+                        session._vcpus = None
                     row = session.trial(vcpus, threads, connections)
                     costs.append(pair_cost(row, measure))
                 if progress is not None:
