@@ -1,7 +1,11 @@
-"""CPU platforms: how fast one core runs NGINX relative to the reference core, with sources.
+"""CPU platforms: which platform a catalog row runs, and the fallback speeds, with sources.
+
+For static serving, handshakes and proxying, per-vCPU speeds are fitted to published cloud
+measurements (`sizing.model.cloud`, `sizing.model.cloudfit`); the speeds here serve
+gzip-bound workloads and platforms those measurements never saw (calibrated to them there).
 
 The reference core is seed 004's: one Xeon E5-2699 v3 (Haswell) core, hyper-threading off
-(speed 1.0). A platform's per-core speed comes from, in this order of preference:
+(speed 1.0). A platform's per-core speed here comes from, in this order of preference:
 
 1. a measured CPU profile (`sizing.evidence.profiles`; it replaces the speed for its platform);
 2. Google's CoreMark per machine type (``data/platforms/coremark.csv``, a subset of the public
@@ -15,10 +19,9 @@ others; speed = core score / the reference core's score (Broadwell E7 per core, 
 the Haswell reference). NGINX gains more from a core's second thread than CoreMark does, so a
 hyper-thread vCPU is worth ``HT_NGINX / 2`` of its core, with ``HT_NGINX`` fitted to seed 000's
 T2A/N2 ratio (1.15 at 32 vCPUs): it comes out at about 1.5, the gain seed 004 reports for
-hyper-threading on SSL handshakes. That one ratio is an input; every other published ratio of
-seeds 000 and 002 is predicted (``benchmarks/bench_fidelity.py``), except seed 002's
-C7gn/C6gn reverse-proxy ratio, which sets Graviton3 against Graviton2 (no public benchmark in
-this project's data covers Graviton).
+hyper-threading on SSL handshakes. That one ratio is an input for gzip-bound workloads; in this
+fallback table seed 002's C7gn/C6gn ratio also sets Graviton3 against Graviton2. Every other
+published ratio of seeds 000 and 002 is predicted (``benchmarks/bench_fidelity.py``).
 
 Mapping a catalog row (`platform_of`): the ``cpu`` text is searched for the keywords of
 `KEYWORDS` (first column; when several platforms are named, e.g. "Cascade Lake / Ice Lake",
