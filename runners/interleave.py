@@ -256,8 +256,20 @@ def add_parser(sub: Any) -> Any:
         metavar="N",
         help="A/B pairs of trials (default 8)",
     )
-    p.add_argument("--threads", type=int_between(1, 1024), default=1, metavar="N")
-    p.add_argument("--connections", type=int_between(1, 100000), default=16, metavar="N")
+    p.add_argument(
+        "--threads",
+        type=int_between(1, 1024),
+        default=1,
+        metavar="N",
+        help="wrk threads of every trial (default 1)",
+    )
+    p.add_argument(
+        "--connections",
+        type=int_between(1, 100000),
+        default=16,
+        metavar="N",
+        help="wrk connections of every trial (default 16)",
+    )
     p.add_argument(
         "--measure",
         choices=MEASURES,
