@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import signal
 import sys
@@ -191,9 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
     from runners import compare
 
     compare.add_parser(sub)
-    from runners import interleave
-
-    interleave.add_parser(sub)
+    _add_ab_parser(sub)
     return parser
 
 
@@ -725,9 +724,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return compare.main(args)
         if args.command == "ab":
-            from runners import interleave
-
-            return interleave.main(args)
+            return _ab(args)
         command = {"sweep": _sweep, "search": _search, "facts": _facts, "cleanup": _cleanup}
         return command[args.command](args)
     except UnsupportedLoad as exc:
@@ -752,3 +749,138 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _raise_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
+
+
+# ----------------------------------------------------------------------------- ab
+
+
+def _ab_description() -> str | None:
+    from runners import interleave
+
+    doc = interleave.__doc__
+    return doc.split("\n\n")[1] if doc else None
+
+
+def _ab_fraction(what: str, example: str, low_open: bool) -> Any:
+    import argparse
+
+    from trialtable.values import number_or_percent
+
+    def parse(text: str) -> float:
+        value = number_or_percent(text, what, example)
+        ok = 0 < value < 1 if low_open else 0 <= value < 1
+        if not (math.isfinite(value) and ok):
+            raise argparse.ArgumentTypeError(f"{text!r} is outside {what}'s range; e.g. {example}")
+        return value
+
+    return parse
+
+
+def _add_ab_parser(sub: Any) -> Any:
+    """Add the ``ab`` subcommand (paired, interleaved A/B) to the runners' subparsers."""
+    from runners.interleave import MEASURES
+
+    p = sub.add_parser(
+        "ab",
+        help="A/B: the sweep options (A) and A plus --ab-directive (B), measured alternately "
+        "in one session; exit 1 when B is slower than A beyond --fail-if-worse",
+        description=_ab_description(),
+    )
+    _trial_options(p, duration=2, what="each trial")
+    p.add_argument(
+        "--ab-directive",
+        action="append",
+        required=True,
+        metavar="TEXT",
+        help="directive B adds to A's http block (repeat for several)",
+    )
+    p.add_argument(
+        "--pairs",
+        type=int_between(2, 1000),
+        default=8,
+        metavar="N",
+        help="A/B pairs of trials (default 8)",
+    )
+    p.add_argument(
+        "--threads",
+        type=int_between(1, 1024),
+        default=1,
+        metavar="N",
+        help="wrk threads of every trial (default 1)",
+    )
+    p.add_argument(
+        "--connections",
+        type=int_between(1, 100000),
+        default=16,
+        metavar="N",
+        help="wrk connections of every trial (default 16)",
+    )
+    p.add_argument(
+        "--measure",
+        choices=MEASURES,
+        default="cpu",
+        help="cpu: nginx CPU time per request (default); rps: 1/requests per second",
+    )
+    p.add_argument(
+        "--fail-if-worse",
+        type=_ab_fraction("a threshold", "4%", low_open=False),
+        default=0.04,
+        metavar="PCT",
+        help="exit 1 when B's cost is above A's by more than this at --confidence (default 4%%)",
+    )
+    p.add_argument(
+        "--confidence",
+        type=_ab_fraction("a confidence", "95%", low_open=True),
+        default=0.95,
+        metavar="PCT",
+        help="level of the bootstrap interval of the median ratio (default 95%%)",
+    )
+    format_option(p, ("table", "json"))
+    return p
+
+
+def _ab(args: Any) -> int:
+    """``python -m runners ab``: 0 pass, 1 B worse, 2 bad input, 3 measurement failed."""
+    import json
+
+    from runners.errors import RunnerError
+    from runners.interleave import judge, ratios, render, run_pairs
+    from runners.loadgen import UnsupportedLoad
+    from runners.plan import Access
+    from trialtable.folder import RunFolderError
+    from trialtable.values import printable
+
+    prog = "python -m runners ab"
+    try:
+        hosts = _hosts(args)
+        if hosts["server"] == "sim" or args.resume:
+            raise UnsupportedLoad("ab measures real nginx: --server sim and --resume do not apply")
+        if len(args.vcpus) != 1:
+            raise UnsupportedLoad("ab takes one --vcpus value")
+        plan = _plan(args, hosts, None, threads=(args.threads,), connections=(args.connections,))
+    except (UnsupportedLoad, RunnerError) as exc:
+        print(f"{prog}: error: {printable(str(exc))}", file=sys.stderr)
+        return 2
+    try:
+        a, b, ids = run_pairs(
+            plan,
+            tuple(args.ab_directive),
+            args.pairs,
+            args.out,
+            threads=args.threads,
+            connections=args.connections,
+            measure=args.measure,
+            progress=None if args.quiet else sys.stderr,
+            access=Access(hosts["accept_new_host_keys"], hosts["ssh_config"]),
+        )
+        values = ratios(a, b)
+        verdict = judge(values, args.fail_if_worse, args.confidence)
+    except (RunnerError, RunFolderError, ValueError) as exc:
+        print(f"{prog}: error: {printable(str(exc))}", file=sys.stderr)
+        return 3
+    if args.format == "json":
+        doc = {"runs": {"a": ids[0], "b": ids[1]}, "measure": args.measure, "ratios": values}
+        print(json.dumps({**doc, **verdict.to_dict()}, indent=1))
+    else:
+        print(render(verdict, args.measure, ids, values))
+    return 1 if verdict.worse else 0

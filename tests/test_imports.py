@@ -215,3 +215,36 @@ def test_no_notebook_imports_a_cli_module():
     bad = {k: v for k, v in bad.items() if v}
     assert not bad, bad
     assert "sizing.pipeline" in _notebook_imports(ROOT / "notebooks" / "sizing_report.ipynb")
+
+
+def test_no_module_cycles_in_any_package_lazy_imports_included():
+    """runners, trialtable and sizing: no loop of imports, imports inside functions counted."""
+    g = graph()
+
+    def module_of(name: str) -> str | None:
+        while name not in g and "." in name:
+            name = name.rsplit(".", 1)[0]
+        return name if name in g else None
+
+    state: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[str] = []
+
+    def visit(m: str) -> None:
+        state[m] = 1
+        stack.append(m)
+        for imported in g[m]:
+            i = module_of(imported)
+            if i is None or i == m:
+                continue
+            if state.get(i) == 1:
+                cycles.append(" -> ".join([*stack[stack.index(i) :], i]))
+            elif i not in state:
+                visit(i)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(g):
+        if m not in state:
+            visit(m)
+    assert not cycles, cycles

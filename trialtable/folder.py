@@ -34,9 +34,11 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from trialtable.errors import RunFolderError
 from trialtable.fields import Field, FieldError, Fields, printable
 from trialtable.files import MB, open_state, read_bounded, write_atomic
 from trialtable.output import csv_cell
+from trialtable.read import TRIALS_MAX_BYTES, check_header, check_text, read_rows
 from trialtable.schema import TRIAL_COLUMNS, utc_now
 
 #: Largest ``run.json`` read [B]: 64 MB (a run's is tens of kB); larger is refused unread.
@@ -49,10 +51,6 @@ HISTOGRAMS_MAX_BYTES = 1024 * MB
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 # Locks this process holds: folder -> (open lock file descriptor, holders).
 _HELD: dict[Path, list[int]] = {}
-
-
-class RunFolderError(RuntimeError):
-    """A run folder that cannot be used; the message names the folder, the file and why."""
 
 
 class RunInUse(RunFolderError):
@@ -191,8 +189,6 @@ class RunFolder:
         return meta
 
     def _check_table(self) -> None:
-        from trialtable.read import TRIALS_MAX_BYTES, check_header, check_text, read_rows
-
         path = self.trials_path
         if not os.path.lexists(path):
             raise self.error("trials.csv", "is missing")
@@ -374,8 +370,6 @@ class RunFolder:
     # -- reading back -----------------------------------------------------------------------
     def rows(self) -> list[dict[str, str]]:
         """The trial rows written so far, as strings."""
-        from trialtable.read import TRIALS_MAX_BYTES
-
         text = _read_state(self.trials_path, TRIALS_MAX_BYTES).decode("utf-8")
         return list(csv.DictReader(io.StringIO(text, newline="")))
 

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from trialtable.errors import RunFolderError
 from trialtable.fields import Field, FieldError, Fields
 from trialtable.files import MB, read_bounded
-from trialtable.folder import RunFolderError
 from trialtable.schema import ADDED_DEFAULTS, BY_NAME, COLUMNS, FALSE, TRIAL_COLUMNS, TRUE
 
 if TYPE_CHECKING:

@@ -1,0 +1,9 @@
+"""Errors of the trial table's files, shared by its readers and the run folder."""
+
+from __future__ import annotations
+
+__all__ = ["RunFolderError"]
+
+
+class RunFolderError(RuntimeError):
+    """A run folder that cannot be used; the message names the folder, the file and why."""
