@@ -778,7 +778,7 @@ def _ab_fraction(what: str, example: str, low_open: bool) -> Any:
 
 def _add_ab_parser(sub: Any) -> Any:
     """Add the ``ab`` subcommand (paired, interleaved A/B) to the runners' subparsers."""
-    from runners.interleave import MEASURES
+    from runners.interleave import MEASURES, SCHEDULES
 
     p = sub.add_parser(
         "ab",
@@ -814,6 +814,13 @@ def _add_ab_parser(sub: Any) -> Any:
         default=16,
         metavar="N",
         help="wrk connections of every trial (default 16)",
+    )
+    p.add_argument(
+        "--schedule",
+        choices=SCHEDULES,
+        default="together",
+        help="together: a pair's A and B trials run at the same time on the same CPUs, each "
+        "with its own load generator (default); alternate: one after the other",
     )
     p.add_argument(
         "--measure",
@@ -870,6 +877,7 @@ def _ab(args: Any) -> int:
             threads=args.threads,
             connections=args.connections,
             measure=args.measure,
+            schedule=args.schedule,
             progress=None if args.quiet else sys.stderr,
             access=Access(hosts["accept_new_host_keys"], hosts["ssh_config"]),
         )
@@ -879,7 +887,12 @@ def _ab(args: Any) -> int:
         print(f"{prog}: error: {printable(str(exc))}", file=sys.stderr)
         return 3
     if args.format == "json":
-        doc = {"runs": {"a": ids[0], "b": ids[1]}, "measure": args.measure, "ratios": values}
+        doc = {
+            "runs": {"a": ids[0], "b": ids[1]},
+            "measure": args.measure,
+            "schedule": args.schedule,
+            "ratios": values,
+        }
         print(json.dumps({**doc, **verdict.to_dict()}, indent=1))
     else:
         print(render(verdict, args.measure, ids, values))

@@ -27,12 +27,15 @@ import random
 import statistics
 import sys
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import IO, Any
 
 BOOTSTRAP_RESAMPLES = 4000
 BOOTSTRAP_SEED = 20261124
 MEASURES = ("cpu", "rps")
+#: How a pair's two trials are placed in time: at the same time, or one after the other.
+SCHEDULES = ("together", "alternate")
 #: Errors per response above which a trial gives no cost.
 MAX_ERROR_RATE = 0.01
 
@@ -153,13 +156,16 @@ def run_pairs(
     progress: IO[str] | None = sys.stderr,
     access: Any = None,
     restart: bool = True,
+    schedule: str = "together",
 ) -> tuple[list[float], list[float], tuple[str, str]]:
     """Measure A (``plan``) and B (``plan`` plus ``b_directives``) alternately.
 
     Each side is its own run folder under ``out`` with its own private nginx; both nginx
     are pinned to the same CPUs (``plan.vcpus[0]`` of them) and loaded with the same
-    ``threads`` and ``connections``, one at a time. Pair i runs A then B when i is even,
-    B then A when odd. With ``restart``, each nginx is restarted before each of its trials
+    ``threads`` and ``connections``. With ``schedule`` "together" (the default), a pair's two
+    trials run at the same time, each with its own load generator, so both nginx share the
+    CPUs and see the same interference; with "alternate", one after the other, A then B when
+    i is even, B then A when odd. With ``restart``, each nginx is restarted before each pair
     after the first.
 
     Returns
@@ -198,14 +204,26 @@ def run_pairs(
         ):
             for i in range(pairs):
                 order = ((sa, a_costs), (sb, b_costs))
-                for session, costs in order if i % 2 == 0 else order[::-1]:
-                    if restart and i > 0 and session.deployment is not None:
-                        # A fresh nginx (new port, new memory layout) each pair, so what one
-                        # process happens to cost is noise across pairs, not an offset.
-                        session.deployment.stop_server()
-                        session._vcpus = None
-                    row = session.trial(vcpus, threads, connections)
-                    costs.append(pair_cost(row, measure))
+                if i % 2:
+                    order = order[::-1]
+                if schedule == "together":
+                    for session, _ in order:
+                        if restart and i > 0:
+                            _restart(session)
+                        session.configure(vcpus)
+                    with ThreadPoolExecutor(2) as pool:
+                        futures = [
+                            (pool.submit(session.trial, vcpus, threads, connections), costs)
+                            for session, costs in order
+                        ]
+                    for future, costs in futures:
+                        costs.append(pair_cost(future.result(), measure))
+                else:
+                    for session, costs in order:
+                        if restart and i > 0:
+                            _restart(session)
+                        row = session.trial(vcpus, threads, connections)
+                        costs.append(pair_cost(row, measure))
                 if progress is not None:
                     r = b_costs[-1] / a_costs[-1] if a_costs[-1] > 0 else math.nan
                     print(f"pair {i + 1}/{pairs}: B/A {r:.3f}", file=progress, flush=True)
@@ -213,6 +231,17 @@ def run_pairs(
         run_a.close()
         run_b.close()
     return a_costs, b_costs, (run_a.run_id, run_b.run_id)
+
+
+def _restart(session: Any) -> None:
+    """Stop ``session``'s nginx so its next trial starts a fresh one.
+
+    A fresh process (new port, new memory) each pair turns what one process happens to cost
+    into noise across pairs, not a steady offset.
+    """
+    if session.deployment is not None:
+        session.deployment.stop_server()
+        session._vcpus = None
 
 
 def render(verdict: Verdict, measure: str, run_ids: Sequence[str], values: Sequence[float]) -> str:
