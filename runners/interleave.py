@@ -26,6 +26,7 @@ import math
 import random
 import statistics
 import sys
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -211,13 +212,9 @@ def run_pairs(
                         if restart and i > 0:
                             _restart(session)
                         session.configure(vcpus)
-                    with ThreadPoolExecutor(2) as pool:
-                        futures = [
-                            (pool.submit(session.trial, vcpus, threads, connections), costs)
-                            for session, costs in order
-                        ]
-                    for future, costs in futures:
-                        costs.append(pair_cost(future.result(), measure))
+                    rows = _together([session for session, _ in order], vcpus, threads, connections)
+                    for row, (_, costs) in zip(rows, order, strict=True):
+                        costs.append(pair_cost(row, measure))
                 else:
                     for session, costs in order:
                         if restart and i > 0:
@@ -231,6 +228,34 @@ def run_pairs(
         run_a.close()
         run_b.close()
     return a_costs, b_costs, (run_a.run_id, run_b.run_id)
+
+
+def _together(
+    sessions: Sequence[Any], vcpus: int, threads: int, connections: int
+) -> list[dict[str, Any]]:
+    """One trial of each session at the same time; their rows, in ``sessions``' order.
+
+    The warm-ups run together, then, once every warm-up has ended, the measured parts.
+    Raises the first error of a trial that failed for a reason of its own (the others are
+    then stopped at the barrier, or finish).
+    """
+    barrier = threading.Barrier(len(sessions))
+
+    def one(session: Any) -> dict[str, Any]:
+        try:
+            row: dict[str, Any] = session.trial(vcpus, threads, connections, ready=barrier.wait)
+        except BaseException:
+            barrier.abort()
+            raise
+        return row
+
+    with ThreadPoolExecutor(len(sessions)) as pool:
+        futures = [pool.submit(one, s) for s in sessions]
+    errors = [f.exception() for f in futures]
+    own = [e for e in errors if e is not None and not isinstance(e, threading.BrokenBarrierError)]
+    if own:
+        raise own[0]
+    return [f.result() for f in futures]
 
 
 def _restart(session: Any) -> None:

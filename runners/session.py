@@ -425,11 +425,14 @@ class Session:
         duration_s: int | None = None,
         kind: str = "sweep",
         rate_rps: float | None = None,
+        ready: Callable[[], object] | None = None,
     ) -> dict[str, Any]:
         """Measure one setting; append and return its row.
 
         With ``rate_rps``, the load generator drives a constant rate (open loop), split evenly
         across the clients; the trial is invalid when the achieved rate is under 95% of it.
+        ``ready``, when given, is called after the warm-up and before the measured part starts
+        (``runners ab`` waits there so two trials run their measured parts together).
 
         Raises `RunnerError` if nginx dies or any client produces no result; the rows of
         earlier trials are already on disk.
@@ -453,6 +456,8 @@ class Session:
                     raise RunnerError(f"{gen.name} on {client.host.name}: {problem}")
         loads = [self._load(c, threads, connections, seconds, True, rate_rps) for c in self.clients]
         argvs = [self._argv(c, load) for c, load in zip(self.clients, loads, strict=True)]
+        if ready is not None:
+            ready()
         started_at = utc_now()
         alive, cpu0 = self.deployment.sample()
         if alive:
