@@ -196,7 +196,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _trial_options(p: argparse.ArgumentParser, *, duration: int, what: str) -> None:
+def _trial_options(
+    p: argparse.ArgumentParser, *, duration: int, what: str, cooldown: float = 1.0
+) -> None:
     """Hosts, scenario, vCPUs, trial timing, SLA, storage and simulator: sweep and search."""
     host_options(p)
     _scenario_options(p)
@@ -224,9 +226,9 @@ def _trial_options(p: argparse.ArgumentParser, *, duration: int, what: str) -> N
     p.add_argument(
         "--cooldown",
         type=_seconds_float,
-        default=1.0,
+        default=cooldown,
         metavar="DURATION",
-        help="pause after each trial (default 1s)",
+        help=f"pause after each trial (default {cooldown:g}s)",
     )
     p.add_argument(
         "--timeout",
@@ -786,7 +788,7 @@ def _add_ab_parser(sub: Any) -> Any:
         "in one session; exit 1 when B is slower than A beyond --fail-if-worse",
         description=_ab_description(),
     )
-    _trial_options(p, duration=2, what="each trial")
+    _trial_options(p, duration=1, what="each trial", cooldown=0.2)
     p.add_argument(
         "--ab-directive",
         action="append",
@@ -797,9 +799,9 @@ def _add_ab_parser(sub: Any) -> Any:
     p.add_argument(
         "--pairs",
         type=int_between(2, 1000),
-        default=8,
+        default=16,
         metavar="N",
-        help="A/B pairs of trials (default 8)",
+        help="A/B pairs of trials (default 16)",
     )
     p.add_argument(
         "--threads",
@@ -830,10 +832,10 @@ def _add_ab_parser(sub: Any) -> Any:
     )
     p.add_argument(
         "--fail-if-worse",
-        type=_ab_fraction("a threshold", "4%", low_open=False),
-        default=0.04,
+        type=_ab_fraction("a threshold", "2%", low_open=False),
+        default=0.02,
         metavar="PCT",
-        help="exit 1 when B's cost is above A's by more than this at --confidence (default 4%%)",
+        help="exit 1 when B's cost is above A's by more than this at --confidence (default 2%%)",
     )
     p.add_argument(
         "--confidence",
