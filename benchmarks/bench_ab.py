@@ -8,8 +8,8 @@ B/A, its interval, the per-pair spread (sd) and the verdict, then the detection 
 sessions that exit 1), the false-alarm count (same-setup sessions that exit 1), the mean
 spread and the wall time. Loopback only: static 1 KB over HTTP on one vCPU.
 
-    .venv/bin/python benchmarks/bench_ab.py [--sessions 5] [--headers 60] [--pairs N]
-        [--duration 1s] [--fail-if-worse 2%] [--schedule together|alternate] [--save]
+    .venv/bin/python benchmarks/bench_ab.py [--sessions 5] [--headers 50] [--pairs N]
+        [--duration 1s] [--warmup 0s] [--fail-if-worse 1%] [--schedule together|alternate] [--save]
 """
 
 from __future__ import annotations
@@ -56,16 +56,17 @@ def main(argv: list[str] | None = None) -> int:
     """Run the sessions and print detection and false-alarm counts."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sessions", type=int, default=5, help="sessions of each kind (K)")
-    ap.add_argument("--headers", type=int, default=60, help="add_header lines of the slow B")
+    ap.add_argument("--headers", type=int, default=50, help="add_header lines of the slow B")
     ap.add_argument("--pairs")
     ap.add_argument("--duration")
+    ap.add_argument("--warmup")
     ap.add_argument("--cooldown")
     ap.add_argument("--fail-if-worse")
     ap.add_argument("--schedule")
     ap.add_argument("--save", action="store_true", help="write benchmarks/results/bench_ab.json")
     args = ap.parse_args(argv)
     extra: list[str] = []
-    for opt in ("pairs", "duration", "cooldown", "fail_if_worse", "schedule"):
+    for opt in ("pairs", "duration", "warmup", "cooldown", "fail_if_worse", "schedule"):
         if (value := getattr(args, opt)) is not None:
             extra += [f"--{opt.replace('_', '-')}", value]
     print(f"machine: {machine()}; load average {os.getloadavg()[0]:.2f} at start")

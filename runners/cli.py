@@ -197,7 +197,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _trial_options(
-    p: argparse.ArgumentParser, *, duration: int, what: str, cooldown: float = 1.0
+    p: argparse.ArgumentParser,
+    *,
+    duration: int,
+    what: str,
+    warmup: int = 1,
+    cooldown: float = 1.0,
 ) -> None:
     """Hosts, scenario, vCPUs, trial timing, SLA, storage and simulator: sweep and search."""
     host_options(p)
@@ -219,9 +224,9 @@ def _trial_options(
     p.add_argument(
         "--warmup",
         type=within_column(_seconds0, "warmup_s"),
-        default=1,
+        default=warmup,
         metavar="DURATION",
-        help="discarded load before each trial (default 1s; 0 for none)",
+        help=f"discarded load before each trial (default {warmup}s; 0 for none)",
     )
     p.add_argument(
         "--cooldown",
@@ -788,7 +793,7 @@ def _add_ab_parser(sub: Any) -> Any:
         "in one session; exit 1 when B is slower than A beyond --fail-if-worse",
         description=_ab_description(),
     )
-    _trial_options(p, duration=1, what="each trial", cooldown=0.2)
+    _trial_options(p, duration=1, what="each trial", warmup=0, cooldown=0.2)
     p.add_argument(
         "--ab-directive",
         action="append",
@@ -799,9 +804,9 @@ def _add_ab_parser(sub: Any) -> Any:
     p.add_argument(
         "--pairs",
         type=int_between(2, 1000),
-        default=16,
+        default=24,
         metavar="N",
-        help="A/B pairs of trials (default 16)",
+        help="A/B pairs of trials (default 24)",
     )
     p.add_argument(
         "--threads",
@@ -832,10 +837,10 @@ def _add_ab_parser(sub: Any) -> Any:
     )
     p.add_argument(
         "--fail-if-worse",
-        type=_ab_fraction("a threshold", "2%", low_open=False),
-        default=0.02,
+        type=_ab_fraction("a threshold", "1%", low_open=False),
+        default=0.01,
         metavar="PCT",
-        help="exit 1 when B's cost is above A's by more than this at --confidence (default 2%%)",
+        help="exit 1 when B's cost is above A's by more than this at --confidence (default 1%%)",
     )
     p.add_argument(
         "--confidence",
