@@ -1,12 +1,13 @@
 """Does ``runners ab`` catch a 5% slowdown and pass the same setup, session after session?
 
 K same-setup sessions (B adds ``variables_hash_max_size 1024``, a directive that changes no
-work) and K sessions where B adds ``--headers`` ``add_header`` lines (about 5% more nginx CPU
-per request on the project's 2-core machine), alternated, each a full ``python -m runners ab``
-with the options given (default: the command's defaults). Prints, per session, the median
-B/A, its interval, the per-pair spread (sd) and the verdict, then the detection count (slow
-sessions that exit 1), the false-alarm count (same-setup sessions that exit 1), the mean
-spread and the wall time. Loopback only: static 1 KB over HTTP on one vCPU.
+work) and K sessions where B adds ``--headers`` ``add_header`` lines (50 cost 3 to 5% more
+nginx CPU per request on the project's 2-core machine, depending on its load), alternated,
+each a full ``python -m runners ab`` with the options given (default: the command's
+defaults). Prints, per session, the median B/A, its interval, the per-pair spread (sd) and
+the verdict, then the detection count (slow sessions that exit 1), the false-alarm count
+(same-setup sessions that exit 1), the mean spread and the wall time. Loopback only: static
+1 KB over HTTP on one vCPU.
 
     .venv/bin/python benchmarks/bench_ab.py [--sessions 5] [--headers 50] [--pairs N]
         [--duration 1s] [--warmup 0s] [--fail-if-worse 1%] [--schedule together|alternate] [--save]
