@@ -75,6 +75,7 @@ def test_judge_rejects_what_it_cannot_judge(values, threshold, confidence):
         ["ab", "--ab-directive", "x 1", "--confidence", "100%"],
         ["ab", "--ab-directive", "x 1", "--server", "sim"],
         ["ab", "--ab-directive", "x 1", "--vcpus", "1,2"],
+        ["ab", "--ab-directive", "x 1", "--schedule", "sideways"],
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args, capsys):
