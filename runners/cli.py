@@ -902,5 +902,5 @@ def _ab(args: Any) -> int:
         }
         print(json.dumps({**doc, **verdict.to_dict()}, indent=1))
     else:
-        print(render(verdict, args.measure, ids, values))
+        print(render(verdict, args.measure, ids, values, args.schedule))
     return 1 if verdict.worse else 0

@@ -272,11 +272,18 @@ def _restart(session: Any) -> None:
         session._vcpus = None
 
 
-def render(verdict: Verdict, measure: str, run_ids: Sequence[str], values: Sequence[float]) -> str:
+def render(
+    verdict: Verdict,
+    measure: str,
+    run_ids: Sequence[str],
+    values: Sequence[float],
+    schedule: str = "together",
+) -> str:
     """The verdict as text: every number names the runs it comes from."""
     what = "nginx CPU per request" if measure == "cpu" else "1/RPS"
+    when = "each pair's trials together" if schedule == "together" else "trials alternated"
     lines = [
-        f"A/B pairs: {verdict.n} (runs {run_ids[0]} = A, {run_ids[1]} = B; {what})",
+        f"A/B pairs: {verdict.n} (runs {run_ids[0]} = A, {run_ids[1]} = B; {what}; {when})",
         "per-pair B/A: " + " ".join(f"{v:.3f}" for v in values),
         f"median B/A {verdict.median:.3f}, {verdict.confidence:.0%} bootstrap interval "
         f"[{verdict.low:.3f}, {verdict.high:.3f}], spread (sd) {verdict.spread:.3f}",

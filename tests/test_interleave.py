@@ -197,3 +197,10 @@ def test_real_ab_alternate_schedule_measures_every_pair(tmp_path, leaves_no_ngin
     assert doc["schedule"] == "alternate" and len(doc["ratios"]) == 4
     assert all(0.5 < r < 2 for r in doc["ratios"]), doc
     assert code == (1 if doc["worse"] else 0)
+
+
+def test_the_text_verdict_names_the_runs_the_measure_and_the_schedule():
+    v = interleave.judge(HEADERS_100, 0.01)
+    text = interleave.render(v, "cpu", ("RA", "RB"), HEADERS_100)
+    assert "RA = A" in text and "RB = B" in text and "together" in text and "WORSE" in text
+    assert "alternated" in interleave.render(v, "rps", ("RA", "RB"), HEADERS_100, "alternate")
