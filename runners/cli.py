@@ -17,9 +17,9 @@ from runners.cli_options import host_options, ssh_options, wildcard_problem
 from runners.errors import RunnerError
 from runners.loadgen import UnsupportedLoad
 from runners.tools import TOOLS
+from trialtable.errors import RunFolderError
 from trialtable.fields import Field, FieldError, Fields
 from trialtable.files import read_bounded
-from trialtable.folder import RunFolderError
 from trialtable.output import csv_cell, json_text
 from trialtable.values import (
     DEFAULT_PROTOCOL,
@@ -847,7 +847,7 @@ def _ab(args: Any) -> int:
     from runners.interleave import judge, ratios, render, run_pairs
     from runners.loadgen import UnsupportedLoad
     from runners.plan import Access
-    from trialtable.folder import RunFolderError
+    from trialtable.errors import RunFolderError
     from trialtable.values import printable
 
     prog = "python -m runners ab"

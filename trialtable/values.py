@@ -181,12 +181,12 @@ def parse_fraction(text: str) -> float:
     return value
 
 
-def int_at_least(low: int) -> Any:
+def int_at_least(low: int) -> Callable[[str], int]:
     """An argument type for integers no smaller than ``low``."""
     return int_between(low, None)
 
 
-def int_between(low: int, high: int | None) -> Any:
+def int_between(low: int, high: int | None) -> Callable[[str], int]:
     """An argument type for integers in ``[low, high]`` (no upper bound when ``high`` is None)."""
 
     def parse(text: str) -> int:

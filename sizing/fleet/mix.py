@@ -280,7 +280,8 @@ def solve_mix(
         )
     if res.x is None or res.status not in (0, 1):
         return None
-    return np.rint(res.x[:n_x]).astype(int).reshape(n_t, n_z)
+    x = np.asarray(res.x[:n_x], dtype=np.float64)  # scipy's result is untyped
+    return np.rint(x).astype(int).reshape(n_t, n_z)
 
 
 def _flush_c_stdio() -> None:

@@ -27,7 +27,7 @@ import io
 import json
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,7 +60,7 @@ COLUMNS = (
 REQUIRED = ("source_id", "title", "publisher", "cpu_platform", "operation", "value", "unit", "url")
 
 #: How each unit turns into a cost: "op" -> us per operation, "byte" -> ns per byte.
-UNIT_TO_COST = {
+UNIT_TO_COST: dict[str, tuple[str, Callable[[float], float]]] = {
     "ops_per_s": ("op", lambda v: 1e6 / v),
     "us_per_op": ("op", lambda v: v),
     "handshakes_per_s": ("op", lambda v: 1e6 / v),
