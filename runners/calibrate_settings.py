@@ -16,7 +16,7 @@ from typing import Any
 from runners import loadgen
 from runners.errors import RunnerError
 from runners.hosts import HostSpec
-from runners.nginx import Scenario
+from runners.scenario import Scenario
 
 KB = 1024
 GZIP_BYTES = 16 * KB

@@ -186,9 +186,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="parent folder of run folders",
     )
     ssh_options(cl)
-    from runners import calibrate
+    from runners import cli_calibrate
 
-    calibrate.add_parser(sub)
+    cli_calibrate.add_parser(sub)
     from runners import compare
 
     compare.add_parser(sub)
@@ -716,9 +716,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(sig, _raise_interrupt)
     try:
         if args.command == "calibrate":
-            from runners import calibrate
+            from runners import cli_calibrate
 
-            return calibrate.main(args)
+            return cli_calibrate.main(args)
         if args.command == "compare":
             from runners import compare
 

@@ -203,19 +203,6 @@ def int_between(low: int, high: int | None) -> Callable[[str], int]:
     return parse
 
 
-def parse_positive(text: str) -> float:
-    """A positive finite number (no NaN, infinity, zero or negative)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a number; expected a positive finite number"
-        ) from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a positive finite number")
-    return value
-
-
 def float_between(low: float, high: float, what: str = "") -> Callable[[str], float]:
     """An argument type for finite numbers in ``[low, high]``; ``what`` names them in errors."""
     expected = what or f"a number from {low:g} to {high:g}"
@@ -232,19 +219,6 @@ def float_between(low: float, high: float, what: str = "") -> Callable[[str], fl
         return value
 
     return parse
-
-
-def parse_nonnegative(text: str) -> float:
-    """A finite number >= 0 (no NaN, infinity or negative)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a number; expected a finite number >= 0"
-        ) from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a finite number >= 0")
-    return value
 
 
 def parse_path(text: str) -> str:
