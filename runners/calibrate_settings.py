@@ -17,6 +17,7 @@ from runners import loadgen
 from runners.errors import RunnerError
 from runners.hosts import HostSpec
 from runners.scenario import Scenario
+from runners.tools import TOOLS
 
 KB = 1024
 GZIP_BYTES = 16 * KB
@@ -154,10 +155,10 @@ class CalibrateOptions:
     only: tuple[str, ...] = ()
     max_workers: int | None = None
     target_address: str | None = None
-    nginx: str = "nginx"
-    wrk: str = "wrk"
-    openssl: str = "openssl"
-    h2load: str = "h2load"
+    nginx: str = TOOLS["nginx"]
+    wrk: str = TOOLS["wrk"]
+    openssl: str = TOOLS["openssl"]
+    h2load: str = TOOLS["h2load"]
 
     def __post_init__(self) -> None:
         if self.repeats is not None and not 1 <= self.repeats <= 20:

@@ -14,6 +14,7 @@ from typing import Any
 from runners import calibrate, loadgen
 from runners.cli_options import host_options, wildcard_problem
 from runners.plan import Access
+from runners.tools import TOOLS
 from trialtable.profile import Profile
 from trialtable.values import (
     format_option,
@@ -99,7 +100,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--h2load",
-        default="h2load",
+        default=TOOLS["h2load"],
         type=parse_path,
         metavar="PATH",
         help="h2load binary on the clients",
