@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING
 
 from sizing.errors import InputError
 from sizing.paths import DATA_DIR
-from trialtable.profile import cost_terms
+from trialtable.profile import COEFFICIENTS, cost_terms
 
 if TYPE_CHECKING:
     from sizing.model.workload import Workload
@@ -71,21 +71,9 @@ FITTED = (
 )
 #: The scaling and test-setup parameters fitted with them.
 SETUP = ("sigma", "z_us", "z_connection_us", "z_handshake_us", "z_byte_ns", "link_fraction")
-UNITS = {
-    "request_us": "us/request",
-    "body_us": "us/request",
-    "byte_ns": "ns/byte",
-    "tls_request_us": "us/request",
-    "tls_byte_ns": "ns/byte",
-    "tls_body_us": "us/request",
-    "connection_us": "us/connection",
-    "handshake_full_rsa2048_us": "us/handshake",
-    "handshake_full_ecdsa_p256_us": "us/handshake",
-    "handshake_resumed_us": "us/handshake",
-    "gzip_byte_ns": "ns/byte",
-    "proxy_request_us": "us/request",
-    "gateway_request_us": "us/request",
-    "http2_request_us": "us/request",
+#: Unit of every coefficient: a CPU profile's (`trialtable.profile.COEFFICIENTS`), then the
+#: deployment's terms and the seed's setup parameters this model adds.
+UNITS = {name: unit for name, (unit, _) in COEFFICIENTS.items()} | {
     "nic_packet_us": "us/packet",
     "env_request_us": "us/request",
     "env_packet_us": "us/packet",
