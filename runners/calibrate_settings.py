@@ -231,4 +231,5 @@ class CalibrateOptions:
     @property
     def client_binary(self) -> str:
         """The load generator's binary (name or path) on the clients."""
-        return self.h2load if self.load_generator == "h2load" else self.wrk
+        binaries = {"wrk": self.wrk, "h2load": self.h2load}
+        return loadgen.get(self.load_generator).tool(binaries, loadgen.CLOSED)
