@@ -18,7 +18,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sizing.catalog.load import Instance
 from sizing.catalog.providers import estimates as provider_estimates
@@ -37,6 +37,9 @@ from sizing.model.costmodel import (
 )
 from sizing.model.platforms import Platform, ht_nginx, platform_by_text, platform_of
 from sizing.model.workload import PROTOCOLS, SCENARIOS, Workload
+
+if TYPE_CHECKING:
+    from sizing.model.crypto import Figure
 
 __all__ = [
     "ESTIMATES",
@@ -362,7 +365,7 @@ def crypto_profile(prof: CostProfile, plat: Platform, core: float) -> CostProfil
 
 
 @cache
-def _crypto_figures() -> Any:
+def _crypto_figures() -> list[Figure]:
     from sizing.model import crypto
 
     return crypto.load_figures()
