@@ -13,10 +13,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from runners.cli_options import host_options, ssh_options, wildcard_problem
+from runners.cli_options import host_options, ssh_options, tool_option, wildcard_problem
 from runners.errors import RunnerError
 from runners.loadgen import UnsupportedLoad
-from runners.tools import TOOLS
 from trialtable.errors import RunFolderError
 from trialtable.fields import Field, FieldError, Fields
 from trialtable.files import read_bounded
@@ -163,9 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="RPS",
         help="first rate of the wrk2 ramp (default 1000)",
     )
-    se.add_argument(
-        "--wrk2", default=TOOLS["wrk2"], type=parse_path, metavar="PATH", help="wrk2 binary (rate)"
-    )
+    tool_option(se, "wrk2")
     format_option(se)
 
     fa = sub.add_parser("facts", help="check tools and print host facts as JSON")
@@ -300,13 +297,7 @@ def _load_options(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="concurrent streams per connection over HTTP/2 (h2load -m; default 1)",
     )
-    p.add_argument(
-        "--h2load",
-        default=TOOLS["h2load"],
-        type=parse_path,
-        metavar="PATH",
-        help="h2load binary (clients)",
-    )
+    tool_option(p, "h2load")
 
 
 def _sim_options(p: argparse.ArgumentParser) -> None:

@@ -12,9 +12,8 @@ import sys
 from typing import Any
 
 from runners import calibrate, loadgen
-from runners.cli_options import host_options, wildcard_problem
+from runners.cli_options import host_options, tool_option, wildcard_problem
 from runners.plan import Access
-from runners.tools import TOOLS
 from trialtable.profile import Profile
 from trialtable.values import (
     format_option,
@@ -98,13 +97,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         metavar="N",
         help="most nginx workers of the scaling settings (default: all CPUs)",
     )
-    p.add_argument(
-        "--h2load",
-        default=TOOLS["h2load"],
-        type=parse_path,
-        metavar="PATH",
-        help="h2load binary on the clients",
-    )
+    tool_option(p, "h2load")
     format_option(p)
     p.add_argument("--quiet", action="store_true", help="no progress output")
     return p
