@@ -409,18 +409,16 @@ def seed_prediction(
     fills).
     """
     https = protocol == "https"
-    s = params["request_us"]
-    if file_bytes > 0:
-        s += params["body_us"]
-    s += params["byte_ns"] * file_bytes / 1000.0
-    if https:
-        s += params["tls_request_us"] + params["tls_byte_ns"] * file_bytes / 1000.0
+    cps = metric == "connections_per_s"
+    terms = cost_terms(
+        file_bytes, https=https, connections_per_request=1.0 if cps else 0.0, tls_key="rsa2048"
+    )
+    # The seed's body_us holds HTTPS's fixed body cost too: no tls_body_us is fitted.
+    s = sum(params[k] * x for k, x in terms.items() if k != "tls_body_us")
     z = params["z_us"] + params["z_byte_ns"] * wire_bytes(file_bytes, https) / 1000.0
-    if metric == "connections_per_s":
-        s += params["connection_us"]
+    if cps:
         z += params["z_connection_us"]
         if https:
-            s += params["handshake_full_rsa2048_us"]
             z += params["z_handshake_us"]
     s_n = s / scaling_efficiency(cpus, params["sigma"])
     x = closed_loop_utilization(int(cpus), s_n, z) / s_n * 1e6
