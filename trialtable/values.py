@@ -10,7 +10,7 @@ import argparse
 import math
 import re
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from trialtable.fields import printable as printable  # messages of both CLIs escape by it
 from trialtable.read import RANGES
@@ -260,7 +260,13 @@ def parse_seconds(text: str, *, allow_zero: bool = False) -> int:
     return round(seconds)
 
 
-def within_column(parse: Callable[[str], Any], column: str, scale: float = 1.0) -> Any:
+#: What a checked option parses to: a number, or a tuple of numbers (a list option).
+Parsed = TypeVar("Parsed", bound=float | tuple[float, ...])
+
+
+def within_column(
+    parse: Callable[[str], Parsed], column: str, scale: float = 1.0
+) -> Callable[[str], Parsed]:
     """``parse``, then refuse a value the trial table refuses in ``column``.
 
     The bounds are the reader's (`trialtable.read.RANGES`), so an option a run accepts is
@@ -269,7 +275,7 @@ def within_column(parse: Callable[[str], Any], column: str, scale: float = 1.0) 
     """
     low, high = RANGES[column]
 
-    def parse_within(text: str) -> Any:
+    def parse_within(text: str) -> Parsed:
         value = parse(text)
         for v in value if isinstance(value, tuple) else (value,):
             if not low <= v * scale <= high:
