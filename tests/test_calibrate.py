@@ -674,3 +674,31 @@ def test_calibration_fits_the_formula_sizing_predicts_with():
         assert predicted == pytest.approx(fitted, rel=1e-12), s.name
     kinds = {(s.scenario.name, s.scenario.protocol, s.scenario.gzip) for s in settings}
     assert len(kinds) >= 6  # the settings cover the formula's branches
+
+
+def test_the_command_line_prints_what_the_campaign_returns(monkeypatch, capsys):
+    """``runners calibrate`` parses, runs the campaign (silent unless given a stream) and
+    prints the profile it returns: the printing is the command line's, not the campaign's."""
+    import inspect
+    import sys
+
+    from runners import cli
+
+    path = next((ROOT / "data" / "profiles").glob("*-loopback-*.json"))
+    # Called as a library, the campaign says nothing unless given a stream.
+    assert inspect.signature(cal.run_calibrate).parameters["progress"].default is None
+    calls = []
+
+    def campaign(options, out, **kw):
+        calls.append((options, kw))
+        return path, read_profile(path)
+
+    monkeypatch.setattr(cal, "run_calibrate", campaign)
+    assert cli.main(["calibrate", "--quick", "--h2load", "/opt/h2load"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("CPU profile: ") and f"profile: {path}" in out
+    options, kw = calls[-1]
+    assert options.quick and options.h2load == "/opt/h2load" and kw["progress"] is sys.stderr
+    assert cli.main(["calibrate", "--quiet", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["schema"] == "nginx-sizing/cpu-profile/1"
+    assert calls[-1][1]["progress"] is None
