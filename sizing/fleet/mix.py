@@ -103,13 +103,6 @@ def fw_lognormal(means: np.ndarray, variances: np.ndarray) -> tuple[float, float
     return math.log(mean) - s2 / 2, math.sqrt(s2)
 
 
-def lognormal_moments(medians: np.ndarray, sds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and variance of ``median * exp(sd * Z)``."""
-    s2 = np.asarray(sds, dtype=float) ** 2
-    a = np.asarray(medians, dtype=float)
-    return a * np.exp(s2 / 2), a**2 * np.exp(s2) * np.expm1(s2)
-
-
 def p_sum_at_least(means: np.ndarray, variances: np.ndarray, need: float) -> float:
     """P(sum of independent positive terms >= ``need``), Fenton-Wilkinson approximation."""
     mu, s = fw_lognormal(means, variances)
