@@ -52,16 +52,24 @@ def _score(pred: Any) -> dict[str, Any]:
     inside = np.abs(err) <= z * pred["log_sd"]
     width = np.exp(2 * z * pred["log_sd"])
     per_source = {}
+    per_source_vcpu = {}
     for src, grp in pred.groupby("source_id"):
-        # Capacity per instance ~ 1 / t: rank it per instance type (mean over bodies).
-        by_inst = grp.groupby("instance_type")[["t_us", "t_pred_us"]].mean()
-        per_source[src] = _spearman(list(1 / by_inst["t_us"]), list(1 / by_inst["t_pred_us"]))
+        # Capacity of an instance type ~ vCPUs / t (mean over bodies): the measure.
+        # Per vCPU (1 / t) is the stricter one: the vCPU count no longer ranks for the model.
+        by_inst = grp.groupby("instance_type")[["t_us", "t_pred_us", "vcpus"]].mean()
+        per_source[src] = _spearman(
+            list(by_inst["vcpus"] / by_inst["t_us"]), list(by_inst["vcpus"] / by_inst["t_pred_us"])
+        )
+        per_source_vcpu[src] = _spearman(
+            list(1 / by_inst["t_us"]), list(1 / by_inst["t_pred_us"])
+        )
     return {
         "n": len(pred),
         "median_abs_ln": float(np.median(np.abs(err))),
         "median_ln": float(np.median(err)),
         "within_25pct": float(np.mean(np.abs(np.exp(err) - 1) <= 0.25)),
         "spearman": per_source,
+        "spearman_per_vcpu": per_source_vcpu,
         "coverage95": float(np.mean(inside)),
         "median_width": float(np.median(width)),
     }
@@ -106,7 +114,11 @@ def leave_one_platform_out(obs: Any) -> list[dict[str, Any]]:
 def _line(r: dict[str, Any]) -> str:
     if "error" in r:
         return f"   {r['held_out']:<26} not fitted: {r['error']}"
-    sp = ", ".join(f"{k} {v:.2f}" for k, v in r["spearman"].items() if not math.isnan(v))
+    sp = ", ".join(
+        f"{k} {v:.2f} (per vCPU {r['spearman_per_vcpu'][k]:.2f})"
+        for k, v in r["spearman"].items()
+        if not math.isnan(v)
+    )
     return (
         f"   {r['held_out']:<26} n {r['n']:>4}  median |ln| {r['median_abs_ln']:.3f} "
         f"(bias {r['median_ln']:+.2f})  within 25% {r['within_25pct']:.0%}  95% holds "
