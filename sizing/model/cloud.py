@@ -173,9 +173,10 @@ class CloudModel:
     size_slopes: dict[str, float] = field(default_factory=dict)
 
     def spread(self, cls: str) -> float:
-        """Log sd of an instance type's value in a harness the fit did not see, about its
-        platform's speed: the scatter between instance types of a platform (``within_sd``)
-        and the disagreement between sources on one instance type (``between_source_sd``).
+        """Log sd of an instance type's value about its platform's speed, in a new harness.
+
+        The scatter between instance types of a platform (``within_sd``) and the
+        disagreement between sources on one instance type (``between_source_sd``).
 
         Both are counted in full although the first holds part of the second: leaving each
         source out (``benchmarks/bench_cloud.py``), ranges without that overlap held 72% and
@@ -273,17 +274,32 @@ UNKNOWN_SPEED_SD = (
 )
 
 
+def core_of_vcpu(model: CloudModel, cls: str, threads_per_core: int) -> float:
+    """A core's worth over one vCPU's for NGINX (``2 / g`` for a hyper-thread, else 1).
+
+    ``g`` is the class's fitted SMT gain, or the prior where the fit had no such class.
+    """
+    gain = model.smt_gain.get(cls, SMT_PRIOR)[0]
+    return 2.0 / gain if threads_per_core == 2 else 1.0
+
+
 def coremark_calibration(model: CloudModel, cls: str) -> tuple[float, float, int]:
-    """Median and sd of ln(fitted speed / CoreMark-based speed) over platforms with both."""
+    """Median and sd of ln(fitted core speed / CoreMark core speed) over platforms with both.
+
+    Per core, so that platforms measured as hyper-threads and as whole cores calibrate alike
+    (a hyper-thread's fitted speed is turned into its core's by the fitted SMT gain).
+    """
     from sizing.model.platforms import platforms
 
     ratios = []
     for pid, plat in platforms().items():
         if plat.estimate:
             continue
-        fitted = model.speeds.get(CloudModel.key(pid, plat.threads_per_core, cls))
+        tpc = plat.threads_per_core
+        fitted = model.speeds.get(CloudModel.key(pid, tpc, cls))
         if fitted is not None:
-            ratios.append(math.log(fitted.speed / plat.vcpu_speed(plat.threads_per_core)))
+            core = fitted.speed * core_of_vcpu(model, cls, tpc)
+            ratios.append(math.log(core / plat.core_speed))
     if len(ratios) < 2:
         return 1.0, UNKNOWN_SPEED_SD[0], len(ratios)
     ratios.sort()
@@ -321,7 +337,7 @@ def speed_for(
         slow = same[len(same) // 4] if same else 0.5
         return slow, UNKNOWN_SPEED_SD[0], "unknown", UNKNOWN_SPEED_SD[1]
     ratio, ratio_sd, n = coremark_calibration(model, cls)
-    base = plat.vcpu_speed(threads_per_core)
+    base = plat.core_speed / core_of_vcpu(model, cls, threads_per_core)
     return (
         base * ratio,
         math.hypot(plat.rel_sd, ratio_sd),

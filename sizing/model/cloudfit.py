@@ -181,9 +181,7 @@ def _relative_speeds(
     # A harness measured on several machine sizes gets a slope in log2(vCPUs), centred at
     # SIZE_CENTRE: its CPU time per request moves with the size (a client on the same VM,
     # loopback), and platforms measured mostly small or mostly large would otherwise absorb it.
-    sized = sorted(
-        str(s) for s, v in obs.groupby("source_id")["vcpus"].nunique().items() if v > 1
-    )
+    sized = sorted(str(s) for s, v in obs.groupby("source_id")["vcpus"].nunique().items() if v > 1)
     si = {s: i for i, s in enumerate(sized)}
     n, p = len(obs), len(levels) + len(groups) - 1 + len(sized)
     x = np.zeros((n, p))
