@@ -259,7 +259,7 @@ def cloud_speed(plat: Platform, tpc: int, work: Workload) -> tuple[float, float,
     speed, sd, kind, why = speed_for(cm, plat.platform_id, tpc, cls, known_cpu)
     sd = cm.speed_sd(sd, cls, work.environment)
     within = cm.within_sd.get(cls, 0.0)
-    spread = math.hypot(within, cm.between_source_sd, extra)
+    spread = math.hypot(cm.spread(cls), extra)
     vcpu = "a whole core" if tpc == 1 else "a hyper-thread"
     return (
         speed,
