@@ -169,7 +169,9 @@ def upstream(tmp_path):
 
 def test_build_parses_both_providers(upstream, tmp_path):
     aws, gcp = upstream
-    result = catalog_build.build_catalog(aws, gcp, tmp_path / "no-burst-table.csv")
+    result = catalog_build.build_providers(
+        {"aws": aws, "gcp": gcp}, tmp_path / "no-burst-table.csv"
+    )
     rows = {r["instance_type"]: r for r in result.rows}
     assert set(rows) == {
         "c7g.large",
@@ -240,7 +242,7 @@ def test_build_refuses_missing_files(tmp_path, capsys):
 def test_shipped_catalog_is_the_build_of_the_upstream_files(tmp_path):
     assert UPSTREAM is not None
     out = tmp_path / "instances.csv"
-    result = catalog_build.build_catalog(UPSTREAM / "aws", UPSTREAM / "gcp")
+    result = catalog_build.build_providers({"aws": UPSTREAM / "aws", "gcp": UPSTREAM / "gcp"})
     catalog_build.write_catalog(result, out)
     assert out.read_text() == catalog.DEFAULT_CATALOG.read_text()
     shipped_excluded = catalog.DEFAULT_CATALOG.with_name("instances.excluded.csv")
@@ -253,3 +255,17 @@ def test_shipped_catalog_is_the_build_of_the_upstream_files(tmp_path):
         "AMD EPYC Genoa",
         "Intel Xeon Sapphire Rapids",
     } <= cpus
+
+
+def test_build_from_one_upstream_folder_finds_each_provider(upstream, tmp_path, capsys):
+    """--upstream DIR takes each provider's subfolder by its name (what `make catalog` uses)."""
+    aws, _ = upstream
+    out = tmp_path / "cat.csv"
+    assert main(["catalog", "build", "--upstream", str(aws.parent), "--out", str(out)]) == 0
+    assert len(catalog.load_catalog(base=out)) == 6
+    capsys.readouterr()
+    # A --NAME-dir wins over the subfolder; a missing folder is one line and exit 2.
+    bad = ["catalog", "build", "--upstream", str(tmp_path / "nope"), "--out", str(out)]
+    assert main(bad) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not a folder" in err[0]

@@ -25,8 +25,13 @@ from sizing.catalog.load import Instance
 from sizing.errors import Infeasible
 from sizing.fleet.recommend import Recommendation
 from sizing.model import capacity as _capacity
-from sizing.model.capacity import Capacity
-from sizing.model.costmodel import Coefficient, cpu_us_per_request, reference_profile
+from sizing.model.capacity import Capacity, Evidence
+from sizing.model.costmodel import (
+    Coefficient,
+    CostProfile,
+    cpu_us_per_request,
+    reference_profile,
+)
 from sizing.model.platforms import Platform, platform_of
 from sizing.model.workload import Workload
 
@@ -216,9 +221,15 @@ def _constant_set(name: str, value: float) -> Iterator[None]:
 def _measured_scaled(family: str, scale: float) -> Iterator[None]:
     """Scale the measured capacity of one family (measurements are already at the SLA)."""
     space = vars(_recommend)
+    original: Callable[[Instance, Workload, Evidence | None, Sequence[CostProfile]], Capacity]
     original = space["instance_capacity"]
 
-    def scaled(inst: Instance, work: Any, evidence: Any = None, profiles: Any = ()) -> Capacity:
+    def scaled(
+        inst: Instance,
+        work: Workload,
+        evidence: Evidence | None = None,
+        profiles: Sequence[CostProfile] = (),
+    ) -> Capacity:
         cap = original(inst, work, evidence, profiles)
         if cap.measured and inst.family == family:
             cpu = cap.cpu_sla_rps * scale
