@@ -1,0 +1,99 @@
+"""The fast paths give what the per-row paths give: same values, same refusals.
+
+`trialtable.fields.Fields.check_rows` (a column at a time) against `Fields.check_row` (a row at
+a time), on hypothesis-made blocks of good and bad values; `sizing.model.capacity`'s batch
+capacities against `model_capacity` per row on the whole shipped catalog.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trialtable.fields import Field, FieldError, Fields
+
+TABLE = Fields(
+    "test",
+    (
+        Field("name", "str", max_len=8),
+        Field("arch", "str", choices=("x86_64", "arm64")),
+        Field("note", "str", required=False),
+        Field("n", "int", "", 1, 4096),
+        Field("tpc", "int", "", 1, 2, required=False),
+        Field("x", "float", "", 0.001, 1e4),
+        Field("opt", "float", "", 1e-6, 1e4, required=False),
+        Field("flag", "bool", required=False),
+    ),
+)
+NAMES = tuple(f.name for f in TABLE)
+ANY = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.sampled_from([0, 1, 2, 3, 4096, 4097, 10_000, 2**63, -(2**63) - 1]),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.5, 1.0, 2.0, 1e-7, 1e-6, 1e4, 1e4 + 1, math.nan, math.inf]),
+    st.text(max_size=10),
+    st.sampled_from(["x86_64", "arm64", "", "  ", "ok"]),
+    st.lists(st.integers(), max_size=2),
+)
+GOOD = {
+    "name": st.text(min_size=1, max_size=8).filter(str.strip),
+    "arch": st.sampled_from(["x86_64", "arm64"]),
+    "note": st.one_of(st.none(), st.text(max_size=20)),
+    "n": st.integers(1, 4096) | st.sampled_from([1.0, 8.0]),
+    "tpc": st.sampled_from([None, 1, 2, 1.0]),
+    "x": st.floats(0.001, 1e4) | st.integers(1, 10_000),
+    "opt": st.one_of(st.none(), st.floats(1e-6, 1e4), st.integers(1, 10_000)),
+    "flag": st.sampled_from([None, True, False]),
+}
+GOOD_ROW = st.tuples(*(GOOD[n] for n in NAMES)).map(list)
+
+
+def _per_row(rows: list[list[Any]]) -> list[list[Any]] | str:
+    try:
+        return [
+            [TABLE.check_row(dict(zip(NAMES, r, strict=True)), "f:1", NAMES)[n] for n in NAMES]
+            for r in rows
+        ]
+    except FieldError as exc:
+        return str(exc)
+
+
+def _fast(rows: list[list[Any]]) -> list[list[Any]] | str:
+    try:
+        return TABLE.check_rows([list(r) for r in rows], NAMES, "f:1")
+    except FieldError as exc:
+        return str(exc)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal, with the same types (an int converted to float must be a float)."""
+    if isinstance(a, str) or isinstance(b, str):
+        return a == b
+    return [[(type(v), v) for v in r] for r in a] == [[(type(v), v) for v in r] for r in b]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(GOOD_ROW, min_size=0, max_size=6), st.data())
+def test_check_rows_matches_check_row(rows, data):
+    if rows and data.draw(st.booleans()):  # one bad value somewhere
+        i = data.draw(st.integers(0, len(rows) - 1))
+        j = data.draw(st.integers(0, len(NAMES) - 1))
+        rows[i][j] = data.draw(ANY)
+    assert _same(_fast(rows), _per_row(rows))
+
+
+def test_check_rows_refuses_like_check_row_on_the_first_bad_row():
+    good = ["a", "arm64", None, 2, 1, 1.5, None, True]
+    bad_late = [*good[:3], 0, *good[4:]]  # n = 0 in row 3
+    bad_early = [*good[:5], math.nan, *good[6:]]  # x = NaN in row 2
+    rows = [good, bad_early, bad_late]
+    assert _fast(rows) == _per_row(rows)
+    assert "'x'" in str(_fast(rows))
+    with pytest.raises(FieldError):
+        TABLE.check_rows([good, [*good[:4], 3, *good[5:]]], NAMES, "f:1")  # tpc 3
