@@ -97,3 +97,84 @@ def test_check_rows_refuses_like_check_row_on_the_first_bad_row():
     assert "'x'" in str(_fast(rows))
     with pytest.raises(FieldError):
         TABLE.check_rows([good, [*good[:4], 3, *good[5:]]], NAMES, "f:1")  # tpc 3
+
+
+# ----------------------------------------------------------------------------- capacities
+
+
+def _shipped_types() -> list[Any]:
+    from sizing.catalog.load import load_catalog
+
+    seen: dict[tuple[str, str], Any] = {}
+    for inst in load_catalog():
+        seen.setdefault((inst.provider, inst.instance_type), inst)
+    return list(seen.values())
+
+
+def _workloads() -> list[Any]:
+    from sizing.model.workload import Workload
+
+    return [
+        Workload(),
+        Workload(protocol="http", file_bytes=100_000),
+        Workload(gzip=0.8),
+        Workload(sla_p99_ms=0.6),  # most types cannot meet it: derating 0, latency-bound
+        Workload(scenario="reverse_proxy", jwt="rs256", environment="kubernetes"),
+        Workload(requests_per_connection=1.0, environment="bare-metal"),
+        Workload(size_mix=((1024.0, 0.8), (1_000_000.0, 0.2))),
+    ]
+
+
+def _fields(cap: Any) -> dict[str, Any]:
+    from dataclasses import fields
+
+    out = {f.name: getattr(cap, f.name) for f in fields(cap)}
+    for k, v in out.items():
+        if isinstance(v, float) and math.isnan(v):
+            out[k] = "nan"
+    return out
+
+
+@pytest.mark.parametrize("work", _workloads(), ids=lambda w: w.describe()[:40])
+def test_batch_capacities_equal_the_per_row_model_on_the_shipped_catalog(work):
+    from sizing.model.capacity import model_capacities, model_capacity
+
+    insts = _shipped_types()
+    assert len(insts) > 1000
+    batch = model_capacities(insts, work)
+    assert len(batch) == len(insts)
+    for inst, cap in zip(insts, batch, strict=True):
+        one = model_capacity(inst, work)
+        assert cap.instance is inst
+        assert _fields(cap) == _fields(one), inst.instance_type
+    if work.sla_p99_ms < 1:
+        assert any(c.binding_constraint == "latency" for c in batch)
+
+
+def test_batch_capacities_with_a_profile_and_duplicates_and_edge_rows():
+    from dataclasses import replace
+
+    from sizing.evidence.profiles import load_profiles
+    from sizing.model.capacity import model_capacities, model_capacity
+    from sizing.model.workload import Workload
+
+    profiles = load_profiles(["tests/data/profile-fixture-epyc.json"])
+    insts = _shipped_types()
+    base = insts[0]
+    edge = [
+        replace(base, vcpus=1),
+        replace(base, vcpus=4096),
+        replace(base, threads_per_core=1),
+        replace(base, threads_per_core=2),
+        replace(base, cpu="an unknown CPU", family="zz9"),
+        replace(base, provider="other"),
+        base,
+        base,  # the same row twice
+    ]
+    rows = [*insts, *edge]
+    work = Workload()
+    batch = model_capacities(rows, work, profiles)
+    assert any(c.profile for c in batch), "the profile's platform must appear in the catalog"
+    for inst, cap in zip(rows, batch, strict=True):
+        assert _fields(cap) == _fields(model_capacity(inst, work, profiles))
+    assert model_capacities([], work) == []

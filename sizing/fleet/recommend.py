@@ -42,7 +42,12 @@ from sizing.fleet.counts import (
     vcpus_by_family,
 )
 from sizing.fleet.decision import decide
-from sizing.model.capacity import Capacity, Workload, instance_capacity, wire_bytes_per_request
+from sizing.model.capacity import (
+    Capacity,
+    Workload,
+    instance_capacities,
+    wire_bytes_per_request,
+)
 from sizing.model.costmodel import CostProfile
 
 __all__ = [
@@ -135,14 +140,20 @@ def capacities(
     profiles: Sequence[CostProfile] = (),
 ) -> list[Capacity]:
     """Capacity of each instance, computed once per shape (the same type in many regions)."""
-    seen: dict[tuple[Any, ...], Capacity] = {}
+    instances = list(instances)
+    first: dict[tuple[Any, ...], Instance] = {}
+    for inst in instances:
+        first.setdefault(_shape(inst), inst)
+    seen = {
+        key: sustained(cap)
+        for key, cap in zip(
+            first, instance_capacities(list(first.values()), work, evidence, profiles), strict=True
+        )
+    }
     out = []
     for inst in instances:
-        key = _shape(inst)
-        cap = seen.get(key)
-        if cap is None:
-            cap = seen[key] = sustained(instance_capacity(inst, work, evidence, profiles))
-        elif cap.instance is not inst:
+        cap = seen[_shape(inst)]
+        if cap.instance is not inst:
             twin = object.__new__(Capacity)  # a shallow copy, cheaper than copy.copy
             twin.__dict__.update(cap.__dict__)
             twin.instance = inst
