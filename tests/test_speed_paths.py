@@ -178,3 +178,50 @@ def test_batch_capacities_with_a_profile_and_duplicates_and_edge_rows():
     for inst, cap in zip(rows, batch, strict=True):
         assert _fields(cap) == _fields(model_capacity(inst, work, profiles))
     assert model_capacities([], work) == []
+
+
+# ----------------------------------------------------------------------------- plan-measurements
+
+
+def _scalar_cost(usable: float, target: float, redundancy: int, price: float, max_count: Any):
+    from sizing.fleet.counts import fleet_count
+
+    n = fleet_count(target, usable, redundancy) if usable > 0 else None
+    return n * price if n is not None and (max_count is None or n <= max_count) else math.inf
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    usable=st.lists(
+        st.one_of(
+            st.floats(allow_nan=True, allow_infinity=True),
+            st.sampled_from([0.0, -1.0, 1.0, 1e-300, 1e-3, 250_000.0, 1e6 / 3, 1e6 / 7]),
+        ),
+        min_size=1,
+        max_size=20,
+    ),
+    target=st.sampled_from([1.0, 1e6, 1e6 + 1, 7e6, 2.5e5]),
+    redundancy=st.integers(0, 3),
+    max_count=st.sampled_from([None, 1, 4, 30]),
+)
+def test_vectorised_fleet_cost_equals_the_scalar_count(usable, target, redundancy, max_count):
+    import numpy as np
+
+    from sizing.evidence.plan_measure import _fleet_cost
+
+    price = 0.37
+    got = _fleet_cost(
+        np.array(usable), math.inf, 0.0, price, target, 0.0, redundancy, 0.0, max_count
+    )
+    want = [_scalar_cost(u, target, redundancy, price, max_count) for u in usable]
+    assert got.tolist() == want
+
+
+def test_vectorised_fleet_cost_at_exact_multiples():
+    import numpy as np
+
+    from sizing.evidence.plan_measure import _fleet_cost
+
+    usable = [1e6 / k for k in range(1, 200)] + [1e6 / k * (1 + 1e-16) for k in range(1, 50)]
+    got = _fleet_cost(np.array(usable), math.inf, 0.0, 1.0, 1e6, 0.0, 0, 0.0, None)
+    assert got.tolist() == [_scalar_cost(u, 1e6, 0, 1.0, None) for u in usable]
