@@ -225,3 +225,41 @@ def test_vectorised_fleet_cost_at_exact_multiples():
     usable = [1e6 / k for k in range(1, 200)] + [1e6 / k * (1 + 1e-16) for k in range(1, 50)]
     got = _fleet_cost(np.array(usable), math.inf, 0.0, 1.0, 1e6, 0.0, 0, 0.0, None)
     assert got.tolist() == [_scalar_cost(u, 1e6, 0, 1.0, None) for u in usable]
+
+
+def _bisection_as_written_first(per_worker_rps: float, sla_p99_ms: float, cv2: float) -> float:
+    """`sla_utilization` as first written (a nested function per step), for comparison."""
+    from sizing.model.capacity import ESTIMATES
+
+    if per_worker_rps <= 0:
+        return 0.0
+    s_ms = 1000.0 / per_worker_rps
+    budget = sla_p99_ms - ESTIMATES["base_latency_ms"][0] - s_ms
+    if budget <= 0:
+        return 0.0
+
+    def p99_wait(rho: float) -> float:
+        if rho >= 1.0:
+            return math.inf
+        return s_ms * (1.0 + cv2) / 2.0 * max(math.log(100.0 * rho), 0.0) / (1.0 - rho)
+
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if p99_wait(mid) <= budget:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    rate=st.floats(-1.0, 1e7) | st.sampled_from([0.0, 1.0, 200.0, 1e3, 2e3, 1e5]),
+    sla=st.floats(0.0, 1e4) | st.sampled_from([0.5, 0.6, 1.0, 5.0, math.inf]),
+    cv2=st.floats(0.0, 10.0) | st.just(0.25),
+)
+def test_sla_utilization_is_the_bisection_as_first_written(rate, sla, cv2):
+    from sizing.model.capacity import sla_utilization
+
+    assert sla_utilization(rate, sla, cv2) == _bisection_as_written_first(rate, sla, cv2)

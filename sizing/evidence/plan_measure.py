@@ -163,15 +163,21 @@ def _fleet_cost(
     factor = np.array([math.exp(z_conf * r) for r in sd.ravel().tolist()]).reshape(sd.shape)
     q = np.asarray(np.minimum(cpu_rps * factor, network_rps) * (1.0 - headroom), dtype=float)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        ok = (q > 0) & np.isfinite(q)
-        safe = np.where(ok, q, 1.0)
-        ratio = target_rps / safe
-        ok &= np.isfinite(ratio) & (ratio <= MAX_FLEET)
+        ratio = target_rps / q
+        ok = (q > 0) & np.isfinite(q) & (ratio <= MAX_FLEET)
         m = np.maximum(np.ceil(np.where(ok, ratio, 1.0)), 1.0)
-        for _ in range(2):  # guard the float division at exact multiples
-            m = np.where((m > 1) & ((m - 1) * safe >= target_rps), m - 1, m)
+        # Guard the float division at exact multiples, as min_instances does: at most two
+        # steps down, then two up (a step that changes no element leaves the next unchanged).
         for _ in range(2):
-            m = np.where(m * safe < target_rps, m + 1, m)
+            down = (m > 1) & ((m - 1) * q >= target_rps)
+            if not down.any():
+                break
+            m -= down
+        for _ in range(2):
+            up = m * q < target_rps
+            if not up.any():
+                break
+            m += up
         n = m + redundancy
         if max_count is not None:
             ok &= n <= max_count
@@ -284,8 +290,18 @@ def plan_measurements(
         rest = float(now[others].min()) if others else math.inf
         after = np.full(draws, rest)
         mine = np.full(draws, math.inf)
-        for start in range(0, len(members), _BLOCK):
-            block = members[start : start + _BLOCK]
+        # Types alike in everything the cost curve uses but the price (one type in many
+        # regions) have the same counts at every draw: the cheapest of them alone can be
+        # the group's cheapest.
+        cheapest: dict[tuple[float, float, float], int] = {}
+        for k in members:
+            c = caps[k]
+            like = cheapest.setdefault((c.cpu_sla_rps, c.network_rps, c.rel_sd), k)
+            if insts[k].price_usd_hour < insts[like].price_usd_hour:
+                cheapest[(c.cpu_sla_rps, c.network_rps, c.rel_sd)] = k
+        distinct = list(cheapest.values())
+        for start in range(0, len(distinct), _BLOCK):
+            block = distinct[start : start + _BLOCK]
             cost = _cost_curves(
                 [caps[k] for k in block],
                 [insts[k] for k in block],

@@ -185,15 +185,15 @@ def sla_utilization(per_worker_rps: float, sla_p99_ms: float, service_cv2: float
     if budget <= 0:
         return 0.0
 
-    def p99_wait(rho: float) -> float:
-        if rho >= 1.0:  # a saturated queue: the wait grows without bound
-            return math.inf
-        return s_ms * (1.0 + cv2) / 2.0 * max(math.log(100.0 * rho), 0.0) / (1.0 - rho)
-
+    # p99 wait at rho: scale * max(ln(100 rho), 0) / (1 - rho), infinite at rho >= 1 (a
+    # saturated queue); inlined in the loop, which runs once per platform and vCPU count.
+    scale = s_ms * (1.0 + cv2) / 2.0
+    log = math.log
     lo, hi = 0.0, 1.0
     for _ in range(60):
         mid = 0.5 * (lo + hi)
-        if p99_wait(mid) <= budget:
+        wait = scale * max(log(100.0 * mid), 0.0) / (1.0 - mid) if mid < 1.0 else math.inf
+        if wait <= budget:
             lo = mid
         else:
             hi = mid
