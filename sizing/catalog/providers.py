@@ -207,8 +207,12 @@ def family_groups(instances: Iterable[Instance]) -> dict[tuple[str, str, str], s
     for i in items:
         sizes.setdefault((i.provider, i.family), set()).add(i.instance_type)
     out = {}
+    by_name: dict[tuple[str, str, str], str] = {}  # the group depends on these names alone
     for i in items:
-        group = family_group(i)
+        name = (i.provider, i.instance_type, i.family)
+        group = by_name.get(name)
+        if group is None:
+            group = by_name[name] = family_group(i)
         if not group and len(sizes[i.provider, i.family]) == 1 and i.vcpus >= ONE_SIZE_MIN_VCPUS:
             group = "one-size"
         if group:
