@@ -14,7 +14,7 @@ import hashlib
 import io
 import json
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import asdict, astuple, dataclass, fields
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -277,7 +277,7 @@ def write_compact(csv_path: str | Path, instances: Sequence[Instance] | None = N
     groups: dict[str, list[list[Any]]] = {}
     sources: dict[str, int] = {}
     for inst in items:
-        row = list(astuple(inst))
+        row = [getattr(inst, name) for name in FIELD_NAMES]  # astuple less its deep copies
         row[FIELD_NAMES.index("source")] = sources.setdefault(inst.source, len(sources))
         row[FIELD_NAMES.index("catalog_file")] = ""
         groups.setdefault(f"{inst.provider}/{inst.region}", []).append(row)
