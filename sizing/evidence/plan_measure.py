@@ -38,7 +38,8 @@ import numpy as np
 from sizing.catalog.load import Instance
 from sizing.errors import Infeasible, InputError
 from sizing.fleet.counts import MAX_FLEET
-from sizing.model.capacity import Capacity, Workload, instance_capacities, instance_capacity
+from sizing.fleet.recommend import capacities as shape_capacities
+from sizing.model.capacity import Capacity, Workload, instance_capacity
 from sizing.model.platforms import match_cpu_text, platform_of
 from sizing.pipeline import Answer, size
 from sizing.request import SizingRequest
@@ -445,7 +446,9 @@ def plan_for(
         return instance_capacity(inst, w, rec.evidence, rec.profiles)
 
     def capacities(insts: list[Instance], w: Workload) -> list[Capacity]:
-        return instance_capacities(insts, w, rec.evidence, rec.profiles)
+        # once per shape (a type in many regions), as the answer counted them; burstable
+        # types are not among ``insts``, so `sustained` leaves every capacity as it is
+        return shape_capacities(insts, w, rec.evidence, rec.profiles)
 
     rules = request.rules()
     plan = plan_measurements(
