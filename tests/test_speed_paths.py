@@ -263,3 +263,130 @@ def test_sla_utilization_is_the_bisection_as_first_written(rate, sla, cv2):
     from sizing.model.capacity import sla_utilization
 
     assert sla_utilization(rate, sla, cv2) == _bisection_as_written_first(rate, sla, cv2)
+
+
+# ----------------------------------------------------------------------------- catalog cache
+
+
+def _rows(insts: list[Any]) -> list[list[tuple[type, Any]]]:
+    return [[(type(v), v) for v in i.__dict__.values()] for i in insts]
+
+
+def _catalog_copy(tmp_path: Any) -> Any:
+    """A copy of the shipped catalog CSV and its compact form, in a folder of the test's."""
+    import shutil
+
+    from sizing.catalog.load import DEFAULT_CATALOG, compact_path
+
+    csv_path = tmp_path / "instances.csv"
+    shutil.copyfile(DEFAULT_CATALOG, csv_path)
+    shutil.copyfile(compact_path(DEFAULT_CATALOG), compact_path(csv_path))
+    return csv_path
+
+
+def test_cached_rows_equal_checked_rows(tmp_path, monkeypatch):
+    from sizing.catalog import cache
+    from sizing.catalog.load import DEFAULT_REGIONS, load_catalog
+
+    csv_path = _catalog_copy(tmp_path)
+    monkeypatch.setenv("NGINX_SIZING_CACHE", "off")
+    plain_default = load_catalog(base=csv_path, regions=set(DEFAULT_REGIONS))
+    plain_all = load_catalog(base=csv_path)
+    monkeypatch.setenv("NGINX_SIZING_CACHE", str(tmp_path / "cache"))
+    for _ in range(2):  # filled by the first run (default regions, then the rest), used after
+        assert _rows(load_catalog(base=csv_path, regions=set(DEFAULT_REGIONS))) == _rows(
+            plain_default
+        )
+        assert _rows(load_catalog(base=csv_path)) == _rows(plain_all)
+    (entry,) = (tmp_path / "cache").iterdir()
+    assert entry.stat().st_mode & 0o077 == 0
+    assert cache.cache_dir() == tmp_path / "cache"
+
+    def no_hash(path: Any) -> str:
+        raise AssertionError(f"{path} hashed although the cache knows it")
+
+    monkeypatch.setattr("sizing.catalog.load._sha256", no_hash)
+    assert _rows(load_catalog(base=csv_path)) == _rows(plain_all)
+
+
+def test_a_changed_catalog_is_not_taken_from_the_cache(tmp_path, monkeypatch):
+    import csv
+
+    from sizing.catalog.load import load_catalog
+
+    csv_path = _catalog_copy(tmp_path)
+    monkeypatch.setenv("NGINX_SIZING_CACHE", str(tmp_path / "cache"))
+    before = load_catalog(base=csv_path, regions={"us-east-1"})
+    with csv_path.open(newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        rows, names = list(reader), list(reader.fieldnames or [])
+    first = next(r for r in rows if r["region"] == "us-east-1")
+    first["price_usd_hour"] = str(float(first["price_usd_hour"]) * 2)
+    with csv_path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=names, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    after = load_catalog(base=csv_path, regions={"us-east-1"})
+    # The compact form no longer matches the CSV's hash: the CSV itself was read and checked.
+    was = {i.key: i.price_usd_hour for i in before}
+    now = {i.key: i.price_usd_hour for i in after}
+    key = (first["provider"].lower(), "us-east-1", first["instance_type"])
+    assert now[key] == 2 * was[key]
+    assert {k: v for k, v in now.items() if k != key} == {k: v for k, v in was.items() if k != key}
+
+
+def test_the_cache_is_not_used_in_a_folder_others_may_write(tmp_path, monkeypatch):
+    from sizing.catalog import cache
+
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)
+    monkeypatch.setenv("NGINX_SIZING_CACHE", str(shared))
+    assert cache.cache_dir() is None
+    cache.store("k", [1])
+    assert list(shared.iterdir()) == [] and cache.load("k") is None
+    real = tmp_path / "real"
+    real.mkdir(mode=0o700)
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    monkeypatch.setenv("NGINX_SIZING_CACHE", str(link))
+    assert cache.cache_dir() is None
+    monkeypatch.setenv("NGINX_SIZING_CACHE", "off")
+    assert cache.cache_dir() is None
+
+
+def test_a_cache_file_others_may_write_or_another_key_or_damage_is_ignored(tmp_path, monkeypatch):
+    from sizing.catalog import cache
+
+    monkeypatch.setenv("NGINX_SIZING_CACHE", str(tmp_path / "c"))
+    cache.store("key", ["value"])
+    assert cache.load("key") == ["value"]
+    (entry,) = (tmp_path / "c").iterdir()
+    entry.chmod(0o666)
+    assert cache.load("key") is None
+    entry.chmod(0o600)
+    assert cache.load("another key") is None
+    entry.write_bytes(b"\x00 not marshal data")
+    assert cache.load("key") is None
+    entry.unlink()
+    target = tmp_path / "elsewhere"
+    target.write_bytes(entry.read_bytes() if entry.exists() else b"")
+    entry.symlink_to(target)  # a link in place of the file: never followed
+    assert cache.load("key") is None
+
+
+def test_a_damaged_cache_entry_still_gives_the_checked_rows(tmp_path, monkeypatch):
+    import marshal
+
+    from sizing.catalog.load import load_catalog
+
+    csv_path = _catalog_copy(tmp_path)
+    monkeypatch.setenv("NGINX_SIZING_CACHE", "off")
+    plain = load_catalog(base=csv_path, regions={"us-east-1"})
+    monkeypatch.setenv("NGINX_SIZING_CACHE", str(tmp_path / "c"))
+    load_catalog(base=csv_path, regions={"us-east-1"})
+    (entry,) = (tmp_path / "c").iterdir()
+    key, _ = marshal.loads(entry.read_bytes())
+    entry.write_bytes(marshal.dumps((key, (["aws/us-east-1"], [], {"aws/us-east-1": b"x"}))))
+    entry.chmod(0o600)
+    assert _rows(load_catalog(base=csv_path, regions={"us-east-1"})) == _rows(plain)

@@ -10,14 +10,15 @@ only the regions asked for are read from it, otherwise the CSV is read and valid
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
+import marshal
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from sizing.catalog import cache as _cache
 from sizing.catalog.providers import default_regions
 from sizing.errors import InputError
 from sizing.paths import CATALOG_DIR
@@ -263,6 +264,8 @@ def compact_path(csv_path: str | Path) -> Path:
 
 
 def _sha256(path: Path) -> str:
+    import hashlib  # only when the private cache does not already know the files
+
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
@@ -297,12 +300,39 @@ def write_compact(csv_path: str | Path, instances: Sequence[Instance] | None = N
     return write_atomic(out, "\n".join(lines) + "\n", inputs=[src])
 
 
+#: Bumped when what the cache holds for a compact file changes.
+_CACHE_VERSION = 1
+
+
 def _read_compact(
     csv_path: Path, regions: Collection[str] | None
 ) -> tuple[list[Instance], list[str]] | None:
-    """Rows of the wanted regions and every region, or None when the compact form is stale."""
+    """Rows of the wanted regions and every region, or None when the compact form is stale.
+
+    Rows already checked by an earlier run of unchanged files come from the private cache
+    (`sizing.catalog.cache`): no hash of the CSV, no check of the rows again.
+    """
     cp = compact_path(csv_path)
+    file_name = str(csv_path)
+    file_i = FIELD_NAMES.index("catalog_file")
+    stats = _cache.stat_key(csv_path, cp)
+    key = f"{COMPACT_SCHEMA}|{_CACHE_VERSION}|{','.join(FIELD_NAMES)}|{stats}"
+    cached = _cache.load(key) if stats else None
     try:
+        # Each group's checked rows are kept as their own marshal bytes: a run decodes only
+        # the regions it asks for.
+        if cached is not None:
+            order, all_regions, done = cached
+            wanted = [g for g in order if regions is None or g.split("/", 1)[1] in regions]
+            if all(g in done for g in wanted):
+                out: list[Instance] = []
+                for g in wanted:
+                    for values in marshal.loads(done[g]):
+                        values[file_i] = file_name
+                        out.append(_instance(values))
+                return out, list(all_regions)
+        else:
+            done = {}
         text = cp.read_text(encoding="utf-8")
         lines = text.split("\n")
         header = json.loads(lines[0])
@@ -313,12 +343,16 @@ def _read_compact(
         ):
             return None
         sources = header["sources"]
-        file_name = str(csv_path)
         src_i = FIELD_NAMES.index("source")
-        file_i = FIELD_NAMES.index("catalog_file")
-        out: list[Instance] = []
+        out = []
+        fresh = False
         for group, line in header["groups"].items():
             if regions is not None and group.split("/", 1)[1] not in regions:
+                continue
+            if group in done:
+                for values in marshal.loads(done[group]):
+                    values[file_i] = file_name
+                    out.append(_instance(values))
                 continue
             where = f"{cp}:{line}"
             rows = json.loads(lines[line - 1])
@@ -333,8 +367,14 @@ def _read_compact(
             except FieldError as exc:
                 raise InputError(str(exc)) from None
             out += [_relations(_instance(values), where) for values in checked]
+            done[group] = marshal.dumps(
+                [[*values[:file_i], "", *values[file_i + 1 :]] for values in checked]
+            )
+            fresh = True
+        if fresh and stats:
+            _cache.store(key, (list(header["groups"]), list(header["regions"]), done))
         return out, list(header["regions"])
-    except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, IndexError, TypeError, EOFError) as exc:
         if isinstance(exc, InputError):
             raise
         return None
