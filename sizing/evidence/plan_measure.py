@@ -280,8 +280,17 @@ def plan_measurements(
     best_now = int(np.argmin(now))
     groups: dict[str, list[int]] = {}
     names: dict[str, str] = {}
+    # The platform follows from these fields alone (`platform_of`): each found once.
+    seen: dict[tuple[Any, ...], tuple[str, str]] = {}
     for k, inst in enumerate(insts):
-        pid, name = group(inst)
+        if group is platform_key:
+            fields = (inst.cpu, inst.arch, inst.family, inst.threads_per_core)
+            found = seen.get(fields)
+            if found is None:
+                found = seen[fields] = group(inst)
+            pid, name = found
+        else:
+            pid, name = group(inst)
         groups.setdefault(pid, []).append(k)
         names[pid] = name
     candidates = []
