@@ -43,7 +43,7 @@ from benchlib import machine, save  # noqa: E402
 
 from runners import calibrate as cal  # noqa: E402
 from runners.calibrate_fit import cpu_us  # noqa: E402
-from runners.nginx import Scenario  # noqa: E402
+from runners.scenario import Scenario  # noqa: E402
 from runners.store import load_trials  # noqa: E402
 from runners.sweep import Plan, run_sweep  # noqa: E402
 from sizing.evidence.profiles import host_capacity  # noqa: E402

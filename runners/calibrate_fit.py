@@ -32,6 +32,7 @@ from trialtable.profile import (
     Coefficient,
     Profile,
     Scaling,
+    cost_terms,
 )
 
 # Efficiency above this across worker counts is implausible (superlinear): warned, not used.
@@ -176,39 +177,24 @@ def observations(
 
 
 def _row(s: Setting, wire_body: float | None) -> dict[str, float]:
-    """The design row of a setting: coefficient name -> its multiplier in us per request."""
+    """The design row of a setting: coefficient name -> its multiplier in us per request.
+
+    The cost formula is `trialtable.profile.cost_terms`, the one the capacity model predicts
+    with: ``body_us`` is the fixed part of a response with a body (open, stat, sendfile or
+    read), measured between the 0-byte and the 1 KB settings; ``tls_body_us`` is HTTPS's,
+    which cannot sendfile.
+    """
     sc = s.scenario
-    https = sc.protocol == "https"
-    body = float(sc.file_bytes) if wire_body is None else wire_body
-    x = {"request_us": 1.0, "byte_ns": body / 1000.0}
-    if sc.file_bytes > 0:
-        # The fixed part of a response with a body (open, stat, sendfile or read), measured
-        # between the 0-byte and the 1 KB settings; without it request_us would hold it.
-        x["body_us"] = 1.0
-    if https:
-        x["tls_request_us"] = 1.0
-        x["tls_byte_ns"] = body / 1000.0
-        if sc.file_bytes > 0:
-            # HTTPS cannot sendfile: its body's fixed part differs from HTTP's.
-            x["tls_body_us"] = 1.0
-    if sc.name == "cps":
-        x["connection_us"] = 1.0
-        if https and sc.tls_resumption:
-            x["handshake_resumed_us"] = 1.0
-        elif https:
-            key = (
-                "handshake_full_rsa2048_us"
-                if sc.tls_key == "rsa"
-                else "handshake_full_ecdsa_p256_us"
-            )
-            x[key] = 1.0
-    if sc.gzip:
-        x["gzip_byte_ns"] = sc.file_bytes / 1000.0
-    if sc.proxied:
-        x["proxy_request_us"] = 1.0
-    if sc.name == "api_gateway":
-        x["gateway_request_us"] = 1.0
-    return x
+    return cost_terms(
+        float(sc.file_bytes),
+        https=sc.protocol == "https",
+        wire_bytes=wire_body,
+        connections_per_request=0.0 if sc.keepalive else 1.0,
+        tls_key=sc.tls_key,
+        tls_resumption=1.0 if sc.tls_resumption else 0.0,
+        gzip=1.0 if sc.gzip else 0.0,
+        scenario=sc.name,
+    )
 
 
 @dataclass

@@ -16,7 +16,8 @@ from typing import Any
 from runners import loadgen
 from runners.errors import RunnerError
 from runners.hosts import HostSpec
-from runners.nginx import Scenario
+from runners.scenario import Scenario
+from runners.tools import TOOLS
 
 KB = 1024
 GZIP_BYTES = 16 * KB
@@ -154,10 +155,10 @@ class CalibrateOptions:
     only: tuple[str, ...] = ()
     max_workers: int | None = None
     target_address: str | None = None
-    nginx: str = "nginx"
-    wrk: str = "wrk"
-    openssl: str = "openssl"
-    h2load: str = "h2load"
+    nginx: str = TOOLS["nginx"]
+    wrk: str = TOOLS["wrk"]
+    openssl: str = TOOLS["openssl"]
+    h2load: str = TOOLS["h2load"]
 
     def __post_init__(self) -> None:
         if self.repeats is not None and not 1 <= self.repeats <= 20:
@@ -230,4 +231,5 @@ class CalibrateOptions:
     @property
     def client_binary(self) -> str:
         """The load generator's binary (name or path) on the clients."""
-        return self.h2load if self.load_generator == "h2load" else self.wrk
+        binaries = {"wrk": self.wrk, "h2load": self.h2load}
+        return loadgen.get(self.load_generator).tool(binaries, loadgen.CLOSED)

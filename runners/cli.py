@@ -13,13 +13,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from runners.cli_options import host_options, ssh_options, wildcard_problem
+from runners.cli_options import host_options, ssh_options, tool_option, wildcard_problem
 from runners.errors import RunnerError
 from runners.loadgen import UnsupportedLoad
-from runners.tools import TOOLS
+from trialtable.errors import RunFolderError
 from trialtable.fields import Field, FieldError, Fields
 from trialtable.files import read_bounded
-from trialtable.folder import RunFolderError
 from trialtable.output import csv_cell, json_text
 from trialtable.values import (
     DEFAULT_PROTOCOL,
@@ -163,9 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="RPS",
         help="first rate of the wrk2 ramp (default 1000)",
     )
-    se.add_argument(
-        "--wrk2", default=TOOLS["wrk2"], type=parse_path, metavar="PATH", help="wrk2 binary (rate)"
-    )
+    tool_option(se, "wrk2")
     format_option(se)
 
     fa = sub.add_parser("facts", help="check tools and print host facts as JSON")
@@ -186,9 +183,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="parent folder of run folders",
     )
     ssh_options(cl)
-    from runners import calibrate
+    from runners import cli_calibrate
 
-    calibrate.add_parser(sub)
+    cli_calibrate.add_parser(sub)
     from runners import compare
 
     compare.add_parser(sub)
@@ -300,13 +297,7 @@ def _load_options(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="concurrent streams per connection over HTTP/2 (h2load -m; default 1)",
     )
-    p.add_argument(
-        "--h2load",
-        default=TOOLS["h2load"],
-        type=parse_path,
-        metavar="PATH",
-        help="h2load binary (clients)",
-    )
+    tool_option(p, "h2load")
 
 
 def _sim_options(p: argparse.ArgumentParser) -> None:
@@ -716,9 +707,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(sig, _raise_interrupt)
     try:
         if args.command == "calibrate":
-            from runners import calibrate
+            from runners import cli_calibrate
 
-            return calibrate.main(args)
+            return cli_calibrate.main(args)
         if args.command == "compare":
             from runners import compare
 
@@ -847,7 +838,7 @@ def _ab(args: Any) -> int:
     from runners.interleave import judge, ratios, render, run_pairs
     from runners.loadgen import UnsupportedLoad
     from runners.plan import Access
-    from trialtable.folder import RunFolderError
+    from trialtable.errors import RunFolderError
     from trialtable.values import printable
 
     prog = "python -m runners ab"

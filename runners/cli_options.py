@@ -78,26 +78,26 @@ def host_options(
         help="let --target-address be 0.0.0.0 or :: (nginx then listens on every interface)",
     )
     ssh_options(p)
+    for name in ("nginx", "wrk", "openssl"):
+        tool_option(p, name)
+
+
+#: Where a tool of `TOOLS` runs, for its option's help, when not on the clients.
+TOOL_HOSTS = {
+    "nginx": "the server",
+    "openssl": "the server",
+    "wrk2": "the clients (constant-rate trials)",
+}
+
+
+def tool_option(p: argparse.ArgumentParser, name: str) -> None:
+    """``--NAME PATH``: the binary of tool ``name`` (default its entry in `TOOLS`)."""
     p.add_argument(
-        "--nginx",
-        default=TOOLS["nginx"],
+        f"--{name}",
+        default=TOOLS[name],
         type=parse_path,
         metavar="PATH",
-        help="nginx binary on the server",
-    )
-    p.add_argument(
-        "--wrk",
-        default=TOOLS["wrk"],
-        type=parse_path,
-        metavar="PATH",
-        help="wrk binary on the clients",
-    )
-    p.add_argument(
-        "--openssl",
-        default=TOOLS["openssl"],
-        type=parse_path,
-        metavar="PATH",
-        help="openssl binary on the server",
+        help=f"{name} binary on {TOOL_HOSTS.get(name, 'the clients')}",
     )
 
 

@@ -39,8 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trialtable.errors import RunFolderError
 from trialtable.files import read_bounded
-from trialtable.folder import RunFolderError
 from trialtable.read import read_rows
 from trialtable.schema import majority_passed
 from trialtable.values import format_option, number_or_percent, parse_path, printable

@@ -20,9 +20,9 @@ from typing import IO, Any
 from runners.errors import RunnerError
 from runners.hosts import Host, connect
 from runners.plan import Access, Plan
+from trialtable.errors import RunFolderError
 from trialtable.folder import (
     RunFolder,
-    RunFolderError,
     RunInUse,
     append_state_line,
     check_run_id,

@@ -9,7 +9,7 @@ import os
 from typing import Any
 
 from runners.errors import RunnerError
-from trialtable.folder import RunFolderError
+from trialtable.errors import RunFolderError
 
 __all__ = ["load_trials"]
 

@@ -37,7 +37,6 @@ __all__ = [
     "parse_fraction",
     "parse_rps",
     "parse_size",
-    "round_sig",
 ]
 
 #: The probabilities ``--confidence`` may take: the count at confidence rests on the capacity's
@@ -103,15 +102,6 @@ def fmt_usd_small(value: float | None, digits: int = 3) -> str:
         return "$0"
     decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
     return f"${value:,.{decimals}f}"
-
-
-def round_sig(value: float, digits: int = 4) -> float:
-    """``value`` rounded to ``digits`` significant digits (0 for |value| < 1e-9 of one)."""
-    if not math.isfinite(value) or value == 0:
-        return value
-    if abs(value) < 1e-9:
-        return 0.0
-    return round(value, digits - 1 - math.floor(math.log10(abs(value))))
 
 
 def finite_json(obj: Any) -> Any:

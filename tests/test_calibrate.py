@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -637,3 +638,67 @@ def test_campaign_across_two_namespaces(tmp_path, leaves_no_nginx):
     _, profile = cal.run_calibrate(options, tmp_path, progress=None)
     assert profile.coefficients["request_us"].value > 0
     assert len(profile.runs) == 2
+
+
+def test_calibration_fits_the_formula_sizing_predicts_with():
+    """Every setting's design row (what a campaign fits) prices a request exactly as sizing's
+    cost model does (what ``recommend --profile`` predicts): one formula, not two copies."""
+    from sizing.model.costmodel import ESTIMATES, Coefficient, CostProfile, cpu_us_per_request
+    from trialtable.profile import COEFFICIENTS
+
+    # distinct values, so a term multiplied by the wrong amount cannot hide behind another
+    values = {name: 1.0 + 0.37 * i for i, name in enumerate(COEFFICIENTS)}
+    prof = CostProfile(
+        name="every term",
+        cpu_model="test",
+        coefficients={
+            k: Coefficient(k, v, 0.0, COEFFICIENTS[k][0], "nic", "test") for k, v in values.items()
+        },
+        sigma=0.0,
+        sigma_stderr=0.0,
+        source="test",
+        measured_over="nic",
+    )
+    settings = cal.fit_settings() + cal.retired_settings()
+    ratio = ESTIMATES["gzip_ratio"][0]
+    for s in settings:
+        sc = s.scenario
+        wire = sc.file_bytes * ratio if sc.gzip else None
+        fitted = sum(values[k] * x for k, x in calfit._row(s, wire).items())
+        work = replace(
+            _workload(s),
+            scenario=sc.name if sc.proxied else "static",
+            gzip=1.0 if sc.gzip else 0.0,
+        )
+        predicted = cpu_us_per_request(work, prof, over_nic=False).us
+        assert predicted == pytest.approx(fitted, rel=1e-12), s.name
+    kinds = {(s.scenario.name, s.scenario.protocol, s.scenario.gzip) for s in settings}
+    assert len(kinds) >= 6  # the settings cover the formula's branches
+
+
+def test_the_command_line_prints_what_the_campaign_returns(monkeypatch, capsys):
+    """``runners calibrate`` parses, runs the campaign (silent unless given a stream) and
+    prints the profile it returns: the printing is the command line's, not the campaign's."""
+    import inspect
+    import sys
+
+    from runners import cli
+
+    path = next((ROOT / "data" / "profiles").glob("*-loopback-*.json"))
+    # Called as a library, the campaign says nothing unless given a stream.
+    assert inspect.signature(cal.run_calibrate).parameters["progress"].default is None
+    calls = []
+
+    def campaign(options, out, **kw):
+        calls.append((options, kw))
+        return path, read_profile(path)
+
+    monkeypatch.setattr(cal, "run_calibrate", campaign)
+    assert cli.main(["calibrate", "--quick", "--h2load", "/opt/h2load"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("CPU profile: ") and f"profile: {path}" in out
+    options, kw = calls[-1]
+    assert options.quick and options.h2load == "/opt/h2load" and kw["progress"] is sys.stderr
+    assert cli.main(["calibrate", "--quiet", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["schema"] == "nginx-sizing/cpu-profile/1"
+    assert calls[-1][1]["progress"] is None

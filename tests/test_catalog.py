@@ -1,6 +1,7 @@
 import pytest
 
 from sizing.catalog import load as catalog
+from sizing.catalog.rows import BUILD_COLUMNS, COLUMNS
 from sizing.errors import InputError
 
 HEADER = ",".join(catalog.COLUMNS)
@@ -132,7 +133,7 @@ def test_filters():
     ],
 )
 def test_every_number_has_a_sane_range(tmp_path, field, raw):
-    cols = [*catalog.COLUMNS, *catalog.OPTIONAL_COLUMNS]
+    cols = list(BUILD_COLUMNS)
     values = dict(zip(catalog.COLUMNS, ROW.split(","), strict=True))
     values[field] = raw
     p = tmp_path / "mine.csv"
@@ -153,3 +154,15 @@ def test_select_instances_regions(tmp_path):
     )
     got = catalog.select_instances([mine])
     assert ("onprem", "lab", "box-1") in {i.key for i in got}
+
+
+def test_one_column_list():
+    """The builder writes and the reader reads `BUILD_COLUMNS`; the reader's typed table and
+    the `Instance` it fills name the same columns in the same order (plus the file a row
+    came from), so a column added in one place and not the others fails here."""
+    from dataclasses import fields
+
+    assert catalog.COLUMNS is COLUMNS
+    names = [f.name for f in catalog.CATALOG]
+    assert [n for n in names if n != "catalog_file"] == list(BUILD_COLUMNS)
+    assert [f.name for f in fields(catalog.Instance)] == names

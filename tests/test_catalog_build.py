@@ -169,7 +169,9 @@ def upstream(tmp_path):
 
 def test_build_parses_both_providers(upstream, tmp_path):
     aws, gcp = upstream
-    result = catalog_build.build_catalog(aws, gcp, tmp_path / "no-burst-table.csv")
+    result = catalog_build.build_providers(
+        {"aws": aws, "gcp": gcp}, tmp_path / "no-burst-table.csv"
+    )
     rows = {r["instance_type"]: r for r in result.rows}
     assert set(rows) == {
         "c7g.large",
@@ -240,7 +242,7 @@ def test_build_refuses_missing_files(tmp_path, capsys):
 def test_shipped_catalog_is_the_build_of_the_upstream_files(tmp_path):
     assert UPSTREAM is not None
     out = tmp_path / "instances.csv"
-    result = catalog_build.build_catalog(UPSTREAM / "aws", UPSTREAM / "gcp")
+    result = catalog_build.build_providers({"aws": UPSTREAM / "aws", "gcp": UPSTREAM / "gcp"})
     catalog_build.write_catalog(result, out)
     assert out.read_text() == catalog.DEFAULT_CATALOG.read_text()
     shipped_excluded = catalog.DEFAULT_CATALOG.with_name("instances.excluded.csv")

@@ -51,7 +51,12 @@ def write(tmp_path: Path, *rows: dict[str, str]) -> Path:
 
 @pytest.fixture(scope="module")
 def shipped():
-    return load_cloud_measurements(SHIPPED)
+    return load_cloud_measurements(SHIPPED, include_held_out=True)
+
+
+def _cells(quote: str) -> list[str]:
+    """The cells of a Markdown table line."""
+    return [c.strip() for c in quote.strip().strip("|").split("|")]
 
 
 def test_default_path_is_the_shipped_file():
@@ -109,6 +114,61 @@ def test_apisix_rows_are_a_labelled_same_vm_proxy_that_the_fit_leaves_out(shippe
     assert "apisix-arm-clouds" not in set(obs["source_id"])
 
 
+def test_held_out_sources_stay_out_of_the_default_table_and_the_fit(shipped):
+    from sizing.model.cloudfit import observations
+
+    with SOURCES.open(newline="", encoding="utf-8") as fh:
+        fit = {r["source_id"]: r["fit"] for r in csv.DictReader(fh)}
+    held_out = {s for s, f in fit.items() if f == "no"}
+    assert {"monolake-nginx-proxy", "kong-gateway-perf", "apisix-arm-clouds"} <= held_out
+    assert {"sparecores-static-web", "aws-ec2-benchmark-nginx"} <= {
+        s for s, f in fit.items() if f == "yes"
+    }
+    default = load_cloud_measurements(SHIPPED)
+    assert set(default["source_id"]) == {s for s in shipped["source_id"] if fit[s] == "yes"}
+    assert (default["fit"] == "yes").all()
+    assert len(shipped) - len(default) == (shipped["fit"] == "no").sum() > 0
+    for sid, grp in shipped.groupby("source_id"):
+        assert set(grp["fit"]) == {fit[sid]}
+    assert not set(observations(default)["source_id"]) & held_out
+
+
+def test_monolake_rows_are_nginx_as_a_proxy_on_a_vm_with_a_separate_client(shipped):
+    rows = shipped[shipped["source_id"] == "monolake-nginx-proxy"]
+    assert len(rows) == 16  # 2 runs (commits) x HTTP and HTTPS x 4 bodies
+    assert rows.groupby("commit").size().tolist() == [8, 8]
+    assert set(rows["instance_type"]) == {"c5a.xlarge"}
+    assert set(rows["server"]) == {"nginx"}
+    assert set(rows["workload_class"]) == {"proxy"}
+    assert set(rows["container"]) == {"no"}
+    assert set(rows["client_placement"]) == {"separate_vm"}
+    assert set(rows["body_bytes"]) == {128, 3269, 11268, 165854}
+    assert sorted(rows["protocol"]) == ["http"] * 8 + ["https"] * 8
+    for r in rows.itertuples():
+        case, rps = _cells(r.quote)[:2]
+        assert case.startswith(f"{r.protocol}-result-4c-nginx-")
+        assert float(rps) == r.value
+        assert r.path.startswith("benchmark/README.md#L")
+    tiny = rows[(rows["body_bytes"] == 128) & (rows["protocol"] == "http")]
+    assert sorted(tiny["value"]) == [183684.88, 187973.44]
+
+
+def test_kong_rows_are_a_labelled_gateway_in_kubernetes_without_a_connection_count(shipped):
+    rows = shipped[shipped["source_id"] == "kong-gateway-perf"]
+    assert len(rows) == 40  # 5 releases x 8 cases
+    assert set(rows["instance_type"]) == {"c5.4xlarge"}
+    assert set(rows["server"]) == {"kong"}
+    assert set(rows["protocol"]) == {"https"}
+    assert set(rows["container"]) == {"yes"}
+    assert rows["connections"].isna().all()
+    assert (rows["workload_class"] == "proxy").sum() == 10
+    for r in rows.itertuples():
+        cells = _cells(r.quote)
+        assert float(cells[2]) == r.value
+        assert (r.workload_class == "proxy") == (cells[0] == "Kong proxy with no plugins")
+    assert rows["path"].nunique() == 40
+
+
 def test_every_shipped_row_names_its_source(shipped):
     has_repo = (shipped["repo"] != "") & (shipped["commit"] != "") & (shipped["path"] != "")
     assert (has_repo | (shipped["url"] != "")).all()
@@ -142,7 +202,11 @@ def test_a_good_row_loads(tmp_path):
         ({"metric": "cpu_us_per_request", "value": "0.01"}, "value", "CPU microseconds"),
         ({"provider": "azure"}, "provider", "expected one of aws, gcp"),
         ({"workload_class": "video"}, "workload_class", "expected one of"),
-        ({"server": "haproxy"}, "server", "expected one of nginx, nginx_plus, binserve, apisix"),
+        (
+            {"server": "haproxy"},
+            "server",
+            "expected one of nginx, nginx_plus, binserve, apisix, kong",
+        ),
         ({"vcpus": "2.5"}, "vcpus", "expected an integer"),
     ],
 )
@@ -193,3 +257,70 @@ def test_an_oversized_file_is_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(cloudtruth, "MAX_BYTES", 100)
     with pytest.raises(InputError, match=r"cannot be read: is .* more than"):
         load_cloud_measurements(write(tmp_path, GOOD, GOOD))
+
+
+def _sources(tmp_path: Path, **change: str) -> Path:
+    row = {
+        "source_id": "s1",
+        "title": "t",
+        "publisher": "p",
+        "year": "2024",
+        "url": "https://example.invalid/",
+        "repo_commit": "",
+        "kind": "absolute",
+        "fit": "yes",
+        "harness": "wrk on another VM",
+    } | change
+    p = tmp_path / "sources.csv"
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(row), lineterminator="\n")
+    writer.writeheader()
+    writer.writerow(row)
+    p.write_text(buf.getvalue(), encoding="utf-8")
+    return p
+
+
+def test_a_source_marked_fit_no_is_held_out_unless_asked(tmp_path):
+    _sources(tmp_path, fit="no")
+    p = write(tmp_path, GOOD)
+    assert load_cloud_measurements(p).empty
+    df = load_cloud_measurements(p, include_held_out=True)
+    assert df.loc[0, "fit"] == "no"
+    _sources(tmp_path, fit="yes")
+    assert load_cloud_measurements(p).loc[0, "fit"] == "yes"
+
+
+def test_a_row_of_a_source_the_sources_file_lacks_is_refused_in_one_line(tmp_path):
+    _sources(tmp_path)
+    p = write(tmp_path, GOOD, GOOD | {"source_id": "nobody"})
+    with pytest.raises(InputError) as exc:
+        load_cloud_measurements(p)
+    msg = str(exc.value)
+    assert "\n" not in msg
+    assert msg.startswith(f"{p}:3: field 'source_id': 'nobody' is not a source of")
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "words"),
+    [
+        ({"fit": "maybe"}, "fit", "expected one of yes, no, got 'maybe'"),
+        ({"kind": "guess"}, "kind", "expected one of absolute, ratio"),
+        ({"url": "", "repo_commit": ""}, "url", "a source needs a url or a repo_commit"),
+        ({"harness": " "}, "harness", "must not be empty"),
+        ({"fit": "yes\x1b[31m"}, "fit", "\\x1b"),
+    ],
+)
+def test_a_bad_sources_file_is_refused_in_one_line(tmp_path, change, field, words):
+    src = _sources(tmp_path, **change)
+    with pytest.raises(InputError) as exc:
+        load_cloud_measurements(write(tmp_path, GOOD))
+    msg = str(exc.value)
+    assert "\n" not in msg
+    assert "\x1b" not in msg
+    assert msg.startswith(f"{src}:2: field {field!r}")
+    assert words in msg
+
+
+def test_an_empty_connection_count_reads_as_none(tmp_path):
+    df = load_cloud_measurements(write(tmp_path, GOOD | {"connections": ""}))
+    assert df["connections"].isna().all()

@@ -122,3 +122,32 @@ def test_bad_environment_is_one_line_and_exit_2():
     )
     assert r.returncode == 2
     assert "Traceback" not in r.stderr and "moon" in r.stderr
+
+
+def test_hyper_threads_follow_real_nginx_not_the_stand_in(obs):
+    """Stage 3a: the stand-in server (client on the same VM) values a hyper-thread more than
+    NGINX with its clients elsewhere does; every hyper-thread speed moves, whole cores do not."""
+    model = load_cloud_model()
+    gain, _, why = model.smt_gain["small_static"]
+    assert gain < 1.4  # the stand-in's own is about 1.5
+    assert "real NGINX" in why
+    hts = [s for s in model.speeds.values() if s.threads_per_core == 2]
+    assert hts and all(s.smt_shift < 0 for s in hts)
+    assert all(s.smt_shift == 0 for s in model.speeds.values() if s.threads_per_core == 1)
+    # Without the NGINX source only the prior moves them, and says so.
+    blind = fit_cloud_model(obs, exclude_sources=["aws-ec2-benchmark-nginx"])
+    assert "the prior" in blind.smt_gain["small_static"][2]
+    assert blind.smt_gain["small_static"][0] == pytest.approx(1.25, rel=0.01)
+
+
+def test_in_sample_stand_in_rows_use_the_stand_in_speeds(obs):
+    """SpareCores rows are predicted with their own harness's speeds and size slope."""
+    import numpy as np
+
+    model = load_cloud_model()
+    rows = obs[obs["source_id"] == "sparecores-static-web"]
+    pred = predict(model, rows)
+    err = np.log(pred["t_pred_us"] / pred["t_us"])
+    for kind in (1, 2):
+        assert abs(float(np.median(err[rows["threads_per_core"] == kind]))) < 0.08
+    assert "sparecores-static-web|small_static" in model.size_slopes

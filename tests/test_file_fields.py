@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from runners import cli as runners_cli
 from sizing.catalog import aws, egress, load
+from sizing.catalog.rows import BUILD_COLUMNS
 from sizing.errors import InputError
 from sizing.evidence import accesslog
 from sizing.model import cloudtruth, crypto
@@ -93,7 +94,7 @@ def _refused(exc: BaseException, path: Path, line: int, name: str) -> None:
 
 # ------------------------------------------------------------------------ catalog, both forms
 
-CAT_HEADER = [*load.COLUMNS, *load.OPTIONAL_COLUMNS]
+CAT_HEADER = list(BUILD_COLUMNS)
 CAT_ROW = {
     **dict.fromkeys(CAT_HEADER, ""),
     "provider": "aws",

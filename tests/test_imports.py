@@ -248,3 +248,50 @@ def test_no_module_cycles_in_any_package_lazy_imports_included():
         if m not in state:
             visit(m)
     assert not cycles, cycles
+
+
+#: sizing's layers, lowest first, as the README's architecture section draws them: a module
+#: imports only modules of its own layer or below.
+SIZING_LAYERS = (
+    ("sizing.errors", "sizing.units", "sizing.paths", "sizing.report.render"),
+    ("sizing.catalog",),
+    ("sizing.model",),
+    ("sizing.fleet",),
+    ("sizing.request",),
+    ("sizing.evidence",),
+    ("sizing.pipeline",),
+    ("sizing.report",),
+    ("sizing.cli", "sizing.__main__", "sizing"),
+)
+#: The imports that point up, each named in the README with its reason.
+UPWARD = {
+    ("sizing.model.sensitivity", "sizing.fleet.recommend"),
+    ("sizing.evidence.plan_measure", "sizing.pipeline"),
+    # type checking only: a provider's network_gbps(inst, work)
+    ("sizing.catalog.aws", "sizing.model.workload"),
+    ("sizing.catalog.gcp", "sizing.model.workload"),
+    ("sizing.catalog.providers", "sizing.model.workload"),
+}
+
+
+def _layer(module: str) -> int:
+    """The layer of ``module``: that of the longest prefix named in `SIZING_LAYERS`."""
+    best, length = -1, -1
+    for i, names in enumerate(SIZING_LAYERS):
+        for name in names:
+            if (module == name or module.startswith(name + ".")) and len(name) > length:
+                best, length = i, len(name)
+    return best
+
+
+def test_sizing_imports_point_down_its_layers():
+    modules = _modules()
+    up = {
+        (m, i)
+        for p in sorted((ROOT / "sizing").rglob("*.py"))
+        for m in [_module(p)]
+        for i in _all_imports(p, modules)
+        if i.startswith("sizing") and _layer(i) > _layer(m)
+    }
+    assert all(_layer(m) >= 0 for m in modules if m.startswith("sizing"))
+    assert up == UPWARD

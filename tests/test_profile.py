@@ -16,6 +16,7 @@ from trialtable.profile import (
     Profile,
     ProfileError,
     Scaling,
+    cost_terms,
     from_dict,
     read_profile,
     write_profile,
@@ -70,18 +71,39 @@ def test_round_trip(tmp_path):
     }
 
 
+def _cost_us(p: Profile, file_bytes: float, **kw) -> float:
+    """A profile's CPU time per request [us]: its coefficients times the formula's terms."""
+    return sum(p.coefficients[k].value * x for k, x in cost_terms(file_bytes, **kw).items())
+
+
 def test_cost_model():
     p = _profile()
-    assert p.cpu_us_per_request(file_bytes=0) == pytest.approx(10.0)
-    assert p.cpu_us_per_request(file_bytes=1000, https=True) == pytest.approx(10.1 + 2 + 1)
-    cps_rsa = p.cpu_us_per_request(
-        file_bytes=0, https=True, requests_per_connection=1, tls_key="rsa"
-    )
+    assert _cost_us(p, 0) == pytest.approx(10.0)
+    # no body_us / tls_body_us in this profile: a body's fixed cost is in request_us
+    terms = cost_terms(1000, https=True)
+    assert terms == {
+        "request_us": 1.0,
+        "byte_ns": 1.0,
+        "body_us": 1.0,
+        "tls_request_us": 1.0,
+        "tls_byte_ns": 1.0,
+        "tls_body_us": 1.0,
+    }
+    cps_rsa = _cost_us(p, 0, https=True, connections_per_request=1, tls_key="rsa")
     assert cps_rsa == pytest.approx(10 + 2 + 30 + 900)
-    gw = p.cpu_us_per_request(file_bytes=0, scenario="api_gateway")
+    # sizing's key names select the same coefficient as the runners'
+    assert cost_terms(0, https=True, connections_per_request=1, tls_key="rsa2048") == (
+        cost_terms(0, https=True, connections_per_request=1, tls_key="rsa")
+    )
+    half = cost_terms(0, https=True, connections_per_request=0.5, tls_resumption=0.25)
+    assert half["handshake_full_ecdsa_p256_us"] == pytest.approx(0.375)
+    assert half["handshake_resumed_us"] == pytest.approx(0.125)
+    gw = _cost_us(p, 0, scenario="api_gateway")
     assert gw == pytest.approx(10 + 15 + 2)
-    with pytest.raises(KeyError, match="gzip_byte_ns"):
-        _profile(request_us=1.0, byte_ns=0.1).cpu_us_per_request(file_bytes=10, gzip_bytes=10)
+    gz = cost_terms(10_000, gzip=0.5, wire_bytes=3000)
+    assert gz["gzip_byte_ns"] == pytest.approx(5.0) and gz["byte_ns"] == pytest.approx(3.0)
+    assert cost_terms(0, http_version="2")["http2_request_us"] == 1.0
+    assert "http2_request_us" not in cost_terms(0)
 
 
 @pytest.mark.parametrize(

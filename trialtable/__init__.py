@@ -9,7 +9,8 @@ Imports neither ``runners`` nor ``sizing``; both import it.
 - `trialtable.values`: command-line values both CLIs parse.
 """
 
-from trialtable.folder import RunFolder, RunFolderError, RunInUse
+from trialtable.errors import RunFolderError
+from trialtable.folder import RunFolder, RunInUse
 from trialtable.schema import COLUMNS, TRIAL_COLUMNS, Column
 
 __all__ = ["COLUMNS", "TRIAL_COLUMNS", "Column", "RunFolder", "RunFolderError", "RunInUse"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -170,7 +170,7 @@ class Fields:
     def __getitem__(self, name: str) -> Field:
         return self.fields[name]
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[Field]:
         return iter(self.fields.values())
 
     def numbers(self) -> list[Field]:

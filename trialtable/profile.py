@@ -25,12 +25,14 @@ name                            unit           meaning
 ``http2_request_us``            us/request     HTTP/2 minus HTTP/1.1 per request (may be < 0)
 =============================== ============== ==================================================
 
-The cost model the coefficients fill::
+The cost model the coefficients fill (`cost_terms`, the one place it is written: calibration
+fits the coefficients with it in ``runners`` and the capacity model predicts with it in
+``sizing``)::
 
     cpu_us_per_request = request_us + [B > 0]body_us + byte_ns*B/1000
                          + [https](tls_request_us + [B > 0]tls_body_us + tls_byte_ns*B/1000)
                          + (connection_us + [https]handshake_us) / requests_per_connection
-                         + gzip_byte_ns*B_gzipped/1000 + scenario extra
+                         + gzip_byte_ns*B_gzipped/1000 + scenario extra (+ http2_request_us)
     capacity per worker = 1e6 / cpu_us_per_request   [requests/s]
 
 Request and connection costs include the packet path they were measured over: see
@@ -85,6 +87,93 @@ COEFFICIENTS: dict[str, tuple[str, str]] = {
     "gateway_request_us": ("us/request", "api_gateway's extra work over reverse_proxy"),
     "http2_request_us": ("us/request", "HTTP/2 minus HTTP/1.1 per request (may be negative)"),
 }
+#: The full-handshake coefficient of each certificate key (the runners' and sizing's names).
+HANDSHAKE_FULL = {
+    "ecdsa": "handshake_full_ecdsa_p256_us",
+    "ecdsa-p256": "handshake_full_ecdsa_p256_us",
+    "rsa": "handshake_full_rsa2048_us",
+    "rsa2048": "handshake_full_rsa2048_us",
+}
+#: Scenarios that proxy (``proxy_request_us``) and the one that also rewrites
+#: (``gateway_request_us``).
+PROXIED = ("reverse_proxy", "api_gateway")
+
+
+def cost_terms(
+    file_bytes: float,
+    *,
+    https: bool = False,
+    wire_bytes: float | None = None,
+    connections_per_request: float = 0.0,
+    tls_key: str = "ecdsa",
+    tls_resumption: float = 0.0,
+    gzip: float = 0.0,
+    scenario: str = "static",
+    http_version: str = "1.1",
+) -> dict[str, float]:
+    """The cost formula: each coefficient's multiplier for one request.
+
+    ``cpu_us_per_request = sum(value[name] * x for name, x in cost_terms(...).items())``, with
+    each coefficient in its unit (us or ns per byte; a multiplier of a ``*_ns`` coefficient is
+    in thousands of bytes, so the sum is in us). Calibration uses it as its design row, the
+    capacity model as its prediction; no other place writes the formula.
+
+    Parameters
+    ----------
+    file_bytes : float
+        Response body size before compression [B].
+    https : bool
+        Served over TLS.
+    wire_bytes : float, optional
+        Body bytes sent [B] (the compressed size with gzip); ``file_bytes`` when omitted.
+    connections_per_request : float
+        New connections per request [1]: 0 for connections reused without end, 1 for one
+        request per connection.
+    tls_key : str
+        Certificate key of a full handshake (`HANDSHAKE_FULL`).
+    tls_resumption : float
+        Share of new HTTPS connections that resume a session [0, 1].
+    gzip : float
+        Share of responses compressed on the fly [0, 1]; the cost is per uncompressed byte.
+    scenario : str
+        ``static`` (or any scenario that does not proxy), ``reverse_proxy`` or ``api_gateway``.
+    http_version : str
+        ``1.1`` or ``2``.
+
+    Returns
+    -------
+    dict
+        Coefficient name -> multiplier [requests, connections, handshakes or thousands of
+        bytes per request]; a coefficient with no part in this request is absent.
+        ``tls_body_us`` is present for any HTTPS body: a profile without it holds that cost
+        in ``body_us`` and ``tls_request_us``.
+    """
+    body = file_bytes if wire_bytes is None else wire_bytes
+    x = {"request_us": 1.0, "byte_ns": body / 1000.0}
+    if file_bytes > 0:
+        x["body_us"] = 1.0
+    if https:
+        x["tls_request_us"] = 1.0
+        x["tls_byte_ns"] = body / 1000.0
+        if file_bytes > 0:
+            x["tls_body_us"] = 1.0
+    if gzip > 0 and file_bytes > 0:
+        x["gzip_byte_ns"] = gzip * file_bytes / 1000.0
+    if connections_per_request > 0:
+        x["connection_us"] = connections_per_request
+        if https and tls_resumption < 1.0:
+            x[HANDSHAKE_FULL[tls_key]] = connections_per_request * (1.0 - tls_resumption)
+        if https and tls_resumption > 0.0:
+            x["handshake_resumed_us"] = connections_per_request * tls_resumption
+    if scenario in PROXIED:
+        x["proxy_request_us"] = 1.0
+    if scenario == "api_gateway":
+        x["gateway_request_us"] = 1.0
+    if http_version == "2":
+        x["http2_request_us"] = 1.0
+    return x
+
+
 #: Coefficients that may be negative (a difference between two protocols).
 SIGNED = frozenset({"http2_request_us", "tls_body_us"})
 
@@ -264,66 +353,6 @@ class Profile:
         for key, value in self.extra.items():
             d.setdefault(key, value)
         return d
-
-    def cpu_us_per_request(
-        self,
-        *,
-        file_bytes: float,
-        https: bool = False,
-        requests_per_connection: float = math.inf,
-        tls_key: str = "ecdsa",
-        gzip_bytes: float = 0.0,
-        wire_bytes: float | None = None,
-        scenario: str = "static",
-    ) -> float:
-        """CPU time of one worker per request under the profile's cost model [us].
-
-        Parameters
-        ----------
-        file_bytes : float
-            Response body size before compression [B].
-        https : bool
-            Whether the request is served over TLS.
-        requests_per_connection : float
-            Keep-alive reuse (1 = a new connection per request; inf = no connection cost).
-        tls_key : str
-            ``ecdsa`` or ``rsa`` (which full-handshake coefficient applies).
-        gzip_bytes : float
-            Body bytes compressed by gzip per request [B] (uncompressed size).
-        wire_bytes : float, optional
-            Body bytes sent [B] (the compressed size with gzip); ``file_bytes`` when omitted.
-        scenario : str
-            ``static``, ``reverse_proxy`` or ``api_gateway``.
-
-        Raises `KeyError` naming a coefficient the workload needs and the profile lacks.
-        """
-        c = {k: v.value for k, v in self.coefficients.items()}
-        body = file_bytes if wire_bytes is None else wire_bytes
-        us = c["request_us"] + c["byte_ns"] * body / 1000.0
-        if file_bytes > 0:
-            # A profile without body_us had its bodies' fixed cost fitted into request_us.
-            us += c.get("body_us", 0.0)
-        if https:
-            us += c["tls_request_us"] + c["tls_byte_ns"] * body / 1000.0
-            if file_bytes > 0:
-                us += c.get("tls_body_us", 0.0)
-        if math.isfinite(requests_per_connection):
-            per_conn = c["connection_us"]
-            if https:
-                key = (
-                    "handshake_full_rsa2048_us"
-                    if tls_key == "rsa"
-                    else "handshake_full_ecdsa_p256_us"
-                )
-                per_conn += c[key]
-            us += per_conn / requests_per_connection
-        if gzip_bytes:
-            us += c["gzip_byte_ns"] * gzip_bytes / 1000.0
-        if scenario in ("reverse_proxy", "api_gateway"):
-            us += c["proxy_request_us"]
-        if scenario == "api_gateway":
-            us += c["gateway_request_us"]
-        return us
 
 
 def _fail(where: str, what: str) -> ProfileError:

@@ -102,9 +102,6 @@ TRUE, FALSE = "true", "false"
 
 SCENARIOS = ("static", "cps", "reverse_proxy", "api_gateway", "throughput")
 PROTOCOLS = ("http", "https")
-SEARCH_KINDS = ("search-ramp", "search-refine", "search-confirm")
-# A setting of a run's table, for grouping and "already measured" checks.
-SETTING_KEY = ("vcpus", "threads", "connections", "rate_rps")
 
 
 def utc_now() -> str:

@@ -10,7 +10,7 @@ import argparse
 import math
 import re
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from trialtable.fields import printable as printable  # messages of both CLIs escape by it
 from trialtable.read import RANGES
@@ -181,12 +181,12 @@ def parse_fraction(text: str) -> float:
     return value
 
 
-def int_at_least(low: int) -> Any:
+def int_at_least(low: int) -> Callable[[str], int]:
     """An argument type for integers no smaller than ``low``."""
     return int_between(low, None)
 
 
-def int_between(low: int, high: int | None) -> Any:
+def int_between(low: int, high: int | None) -> Callable[[str], int]:
     """An argument type for integers in ``[low, high]`` (no upper bound when ``high`` is None)."""
 
     def parse(text: str) -> int:
@@ -201,19 +201,6 @@ def int_between(low: int, high: int | None) -> Any:
         return value
 
     return parse
-
-
-def parse_positive(text: str) -> float:
-    """A positive finite number (no NaN, infinity, zero or negative)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a number; expected a positive finite number"
-        ) from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a positive finite number")
-    return value
 
 
 def float_between(low: float, high: float, what: str = "") -> Callable[[str], float]:
@@ -232,19 +219,6 @@ def float_between(low: float, high: float, what: str = "") -> Callable[[str], fl
         return value
 
     return parse
-
-
-def parse_nonnegative(text: str) -> float:
-    """A finite number >= 0 (no NaN, infinity or negative)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a number; expected a finite number >= 0"
-        ) from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a finite number >= 0")
-    return value
 
 
 def parse_path(text: str) -> str:
@@ -286,7 +260,13 @@ def parse_seconds(text: str, *, allow_zero: bool = False) -> int:
     return round(seconds)
 
 
-def within_column(parse: Callable[[str], Any], column: str, scale: float = 1.0) -> Any:
+#: What a checked option parses to: a number, or a tuple of numbers (a list option).
+Parsed = TypeVar("Parsed", bound=float | tuple[float, ...])
+
+
+def within_column(
+    parse: Callable[[str], Parsed], column: str, scale: float = 1.0
+) -> Callable[[str], Parsed]:
     """``parse``, then refuse a value the trial table refuses in ``column``.
 
     The bounds are the reader's (`trialtable.read.RANGES`), so an option a run accepts is
@@ -295,7 +275,7 @@ def within_column(parse: Callable[[str], Any], column: str, scale: float = 1.0) 
     """
     low, high = RANGES[column]
 
-    def parse_within(text: str) -> Any:
+    def parse_within(text: str) -> Parsed:
         value = parse(text)
         for v in value if isinstance(value, tuple) else (value,):
             if not low <= v * scale <= high:

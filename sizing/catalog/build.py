@@ -34,7 +34,6 @@ __all__ = [
     "BUILD_COLUMNS",
     "DEFAULT_BURST_TABLE",
     "BuildResult",
-    "build_catalog",
     "build_providers",
     "catalog_csv",
     "egress_csv",
@@ -57,7 +56,8 @@ def build_providers(
         AWS "up to" bandwidth peaks (default: the shipped ``aws-network-burst.csv``).
     """
     if not folders:
-        raise InputError("give --aws-dir, --gcp-dir or both")
+        flags = ", ".join(f"--{n}-dir" for n in providers.names())
+        raise InputError(f"give the folder of one provider's public files or more: {flags}")
     result = BuildResult()
     result.inputs = [Path(p) for p in (*folders.values(), burst_table) if p is not None]
     for name, folder in folders.items():
@@ -79,16 +79,6 @@ def build_providers(
     # One line per excluded type (AWS repeats per region).
     result.excluded = sorted(set(result.excluded))
     return result
-
-
-def build_catalog(
-    aws_dir: str | Path | None,
-    gcp_dir: str | Path | None,
-    burst_table: str | Path | None = None,
-) -> BuildResult:
-    """Build the catalog rows from the AWS and GCP upstream folders (either may be None)."""
-    folders = {n: d for n, d in (("aws", aws_dir), ("gcp", gcp_dir)) if d is not None}
-    return build_providers(folders, burst_table)
 
 
 def catalog_csv(rows: Iterable[dict[str, str]]) -> str:

@@ -28,7 +28,6 @@ import datetime as dt
 import math
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -121,12 +120,6 @@ def _scalar(value: str) -> object:
         return float(value)
     except ValueError:
         return value
-
-
-@dataclass
-class _SeriesInfo:
-    values: dict[str, str] = field(default_factory=dict)
-    files: list[str] = field(default_factory=list)
 
 
 _SQL_RE = re.compile(r"UPDATE\s+instances\s+SET\s+(.*?)\s+WHERE\s+(.*?)\s*;", re.S | re.I)

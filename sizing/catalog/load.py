@@ -20,6 +20,7 @@ from typing import Any
 
 from sizing.catalog import cache as _cache
 from sizing.catalog.providers import default_regions
+from sizing.catalog.rows import COLUMNS
 from sizing.errors import InputError
 from sizing.paths import CATALOG_DIR
 from sizing.report.render import clean
@@ -31,32 +32,6 @@ COMPACT_SUFFIX = ".compact.jsonl"
 COMPACT_SCHEMA = "nginx-sizing/catalog-compact/1"
 #: Regions compared when the user names none: every provider module's `DEFAULT_REGIONS`.
 DEFAULT_REGIONS = default_regions()
-COLUMNS = (
-    "provider",
-    "region",
-    "instance_type",
-    "family",
-    "arch",
-    "cpu",
-    "vcpus",
-    "memory_gib",
-    "network_gbps",
-    "network_burst",
-    "price_usd_hour",
-    "source",
-    "source_date",
-)
-#: Optional columns: absent or empty means unknown (or, for prices, not published).
-OPTIONAL_COLUMNS = (
-    "threads_per_core",
-    "burstable",
-    "network_burst_gbps",
-    "spot_usd_hour",
-    "commit_1y_usd_hour",
-    "commit_3y_usd_hour",
-    "cpu_baseline",
-    "coremark",
-)
 ARCHES = ("x86_64", "arm64")
 #: Pricing model -> the column holding its USD/hour.
 PRICING_COLUMNS = {

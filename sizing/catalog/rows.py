@@ -15,8 +15,8 @@ from pathlib import Path
 from sizing.errors import InputError
 from trialtable.files import MB, read_bounded
 
-#: Every column of a built catalog, in order (``sizing.catalog.load`` reads the same names).
-BUILD_COLUMNS = (
+#: The columns every catalog row has, in order (``cpu`` and ``source_date`` may be empty).
+COLUMNS = (
     "provider",
     "region",
     "instance_type",
@@ -30,6 +30,9 @@ BUILD_COLUMNS = (
     "price_usd_hour",
     "source",
     "source_date",
+)
+#: Optional columns: absent or empty means unknown (or, for prices, not published).
+OPTIONAL_COLUMNS = (
     "threads_per_core",
     "burstable",
     "network_burst_gbps",
@@ -39,6 +42,8 @@ BUILD_COLUMNS = (
     "cpu_baseline",
     "coremark",
 )
+#: Every column of a built catalog, in order; `sizing.catalog.load` reads the same names.
+BUILD_COLUMNS = COLUMNS + OPTIONAL_COLUMNS
 #: Hours in a billing month, as both providers count them [h].
 HOURS_PER_MONTH = 730.0
 #: Largest upstream file read [B] (the GCP pricing.yml is about 5 MB).

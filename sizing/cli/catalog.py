@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from sizing.catalog import providers
 from sizing.cli.common import catalog_rows
 from sizing.errors import InputError
 from sizing.report.render import render_catalog
@@ -45,12 +46,15 @@ def add_parser(sub: Any) -> None:
         metavar="PATH",
         help="your own catalog CSV (same columns); adds or replaces entries; repeatable",
     )
-    cat.add_argument(
-        "--aws-dir", type=parse_path, metavar="DIR", help="build: karpenter's AWS files"
-    )
-    cat.add_argument(
-        "--gcp-dir", type=parse_path, metavar="DIR", help="build: pricing.yml and series/*.sql"
-    )
+    # One --NAME-dir per provider module (`sizing.catalog.providers`), named by its NAME.
+    for name, module in providers.providers().items():
+        cat.add_argument(
+            f"--{name}-dir",
+            dest=f"{name}_dir",
+            type=parse_path,
+            metavar="DIR",
+            help=f"build: the folder of {module.TITLE} files ({module.UPSTREAM})",
+        )
     cat.add_argument(
         "--burst-table",
         type=parse_path,
@@ -68,14 +72,19 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "build":
         from sizing.catalog.build import (
             DEFAULT_BURST_TABLE,
-            build_catalog,
+            build_providers,
             iter_summary,
             write_catalog,
         )
 
         if args.out is None:
             raise InputError("catalog build needs --out FILE")
-        result = build_catalog(args.aws_dir, args.gcp_dir, args.burst_table or DEFAULT_BURST_TABLE)
+        folders = {
+            name: folder
+            for name in providers.names()
+            if (folder := getattr(args, f"{name}_dir")) is not None
+        }
+        result = build_providers(folders, args.burst_table or DEFAULT_BURST_TABLE)
         paths = write_catalog(result, args.out)
         for line in iter_summary(result):
             print(line)

@@ -73,7 +73,7 @@ def parse_growth(text: str) -> float:
         raise InputError(f"growth {text[:40]!r} is not a finite rate")
     if not factor > 1.0:
         raise InputError(f"growth {text[:40]!r} does not grow; expected a factor above 1x")
-    monthly = factor ** (1.0 / months)
+    monthly = math.pow(factor, 1.0 / months)
     if not monthly <= MAX_MONTHLY_FACTOR:
         raise InputError(f"growth {text[:40]!r} is above x{MAX_MONTHLY_FACTOR:g} a month")
     return monthly

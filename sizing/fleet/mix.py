@@ -103,13 +103,6 @@ def fw_lognormal(means: np.ndarray, variances: np.ndarray) -> tuple[float, float
     return math.log(mean) - s2 / 2, math.sqrt(s2)
 
 
-def lognormal_moments(medians: np.ndarray, sds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and variance of ``median * exp(sd * Z)``."""
-    s2 = np.asarray(sds, dtype=float) ** 2
-    a = np.asarray(medians, dtype=float)
-    return a * np.exp(s2 / 2), a**2 * np.exp(s2) * np.expm1(s2)
-
-
 def p_sum_at_least(means: np.ndarray, variances: np.ndarray, need: float) -> float:
     """P(sum of independent positive terms >= ``need``), Fenton-Wilkinson approximation."""
     mu, s = fw_lognormal(means, variances)
@@ -280,7 +273,8 @@ def solve_mix(
         )
     if res.x is None or res.status not in (0, 1):
         return None
-    return np.rint(res.x[:n_x]).astype(int).reshape(n_t, n_z)
+    x = np.asarray(res.x[:n_x], dtype=np.float64)  # scipy's result is untyped
+    return np.rint(x).astype(int).reshape(n_t, n_z)
 
 
 def _flush_c_stdio() -> None:

@@ -18,7 +18,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sizing.catalog.load import Instance
 from sizing.catalog.providers import estimates as provider_estimates
@@ -37,6 +37,9 @@ from sizing.model.costmodel import (
 )
 from sizing.model.platforms import Platform, ht_nginx, platform_by_text, platform_of
 from sizing.model.workload import PROTOCOLS, SCENARIOS, Workload
+
+if TYPE_CHECKING:
+    from sizing.model.crypto import Figure
 
 __all__ = [
     "ESTIMATES",
@@ -258,7 +261,7 @@ def cloud_speed(plat: Platform, tpc: int, work: Workload) -> tuple[float, float,
     speed, sd, kind, why = speed_for(cm, plat.platform_id, tpc, cls, known_cpu)
     sd = cm.speed_sd(sd, cls, work.environment)
     within = cm.within_sd.get(cls, 0.0)
-    spread = math.hypot(within, cm.between_source_sd, extra)
+    spread = math.hypot(cm.spread(cls), extra)
     vcpu = "a whole core" if tpc == 1 else "a hyper-thread"
     return (
         speed,
@@ -364,7 +367,7 @@ def crypto_profile(prof: CostProfile, plat: Platform, core: float) -> CostProfil
 
 
 @cache
-def _crypto_figures() -> Any:
+def _crypto_figures() -> list[Figure]:
     from sizing.model import crypto
 
     return crypto.load_figures()

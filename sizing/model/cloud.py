@@ -53,8 +53,8 @@ ANCHOR_CLOCK = (
 SMT_PRIOR = (
     1.25,
     0.15,
-    "estimate: an event-driven server gains 10-40% from a core's second hardware thread "
-    "(used only where no platform is measured both ways)",
+    "estimate: NGINX serving clients on other machines gains 10-40% from a core's second "
+    "hardware thread (1 sd 15%)",
 )
 #: A pod behind a ClusterIP Service (veth pair, iptables NAT with conntrack) against a
 #: process on the VM itself, per request on keep-alive connections [us on the reference core].
@@ -95,6 +95,9 @@ class PlatformSpeed:
         Log shift from real-NGINX rows of the platform (stage 3 of `fit_cloud_model`).
     nginx_types : int
         Instance types of real-NGINX rows behind that shift.
+    smt_shift : float
+        Log shift of a hyper-thread's speed from the stand-in server's SMT gain to real
+        NGINX's (stage 3a of `fit_cloud_model`); 0 for whole cores.
     """
 
     platform_id: str
@@ -106,6 +109,7 @@ class PlatformSpeed:
     sources: list[str]
     nginx_shift: float = 0.0
     nginx_types: int = 0
+    smt_shift: float = 0.0
 
     @property
     def source(self) -> str:
@@ -166,6 +170,20 @@ class CloudModel:
     held_out: list[str] = field(default_factory=list)
     levels: dict[str, float] = field(default_factory=dict)
     anchor_sd: dict[str, float] = field(default_factory=dict)
+    size_slopes: dict[str, float] = field(default_factory=dict)
+
+    def spread(self, cls: str) -> float:
+        """Log sd of an instance type's value about its platform's speed, in a new harness.
+
+        The scatter between instance types of a platform (``within_sd``) and the
+        disagreement between sources on one instance type (``between_source_sd``).
+
+        Both are counted in full although the first holds part of the second: leaving each
+        source out (``benchmarks/bench_cloud.py``), ranges without that overlap held 72% and
+        82% of the held-out values, with it 89% and 93%. Two harnesses differ by more than
+        noise on an instance type: they place whole platforms differently.
+        """
+        return math.hypot(self.within_sd.get(cls, 0.0), self.between_source_sd)
 
     def speed_sd(self, speed: PlatformSpeed | float, cls: str, environment: str) -> float:
         """Log sd of a speed as used in ``environment``.
@@ -223,6 +241,7 @@ class CloudModel:
             "held_out": self.held_out,
             "levels": self.levels,
             "anchor_sd": self.anchor_sd,
+            "size_slopes": self.size_slopes,
         }
 
     @classmethod
@@ -242,6 +261,7 @@ class CloudModel:
             held_out=list(doc.get("held_out", [])),
             levels={k: float(v) for k, v in doc.get("levels", {}).items()},
             anchor_sd={k: float(v) for k, v in doc.get("anchor_sd", {}).items()},
+            size_slopes={k: float(v) for k, v in doc.get("size_slopes", {}).items()},
         )
 
 
@@ -254,17 +274,32 @@ UNKNOWN_SPEED_SD = (
 )
 
 
+def core_of_vcpu(model: CloudModel, cls: str, threads_per_core: int) -> float:
+    """A core's worth over one vCPU's for NGINX (``2 / g`` for a hyper-thread, else 1).
+
+    ``g`` is the class's fitted SMT gain, or the prior where the fit had no such class.
+    """
+    gain = model.smt_gain.get(cls, SMT_PRIOR)[0]
+    return 2.0 / gain if threads_per_core == 2 else 1.0
+
+
 def coremark_calibration(model: CloudModel, cls: str) -> tuple[float, float, int]:
-    """Median and sd of ln(fitted speed / CoreMark-based speed) over platforms with both."""
+    """Median and sd of ln(fitted core speed / CoreMark core speed) over platforms with both.
+
+    Per core, so that platforms measured as hyper-threads and as whole cores calibrate alike
+    (a hyper-thread's fitted speed is turned into its core's by the fitted SMT gain).
+    """
     from sizing.model.platforms import platforms
 
     ratios = []
     for pid, plat in platforms().items():
         if plat.estimate:
             continue
-        fitted = model.speeds.get(CloudModel.key(pid, plat.threads_per_core, cls))
+        tpc = plat.threads_per_core
+        fitted = model.speeds.get(CloudModel.key(pid, tpc, cls))
         if fitted is not None:
-            ratios.append(math.log(fitted.speed / plat.vcpu_speed(plat.threads_per_core)))
+            core = fitted.speed * core_of_vcpu(model, cls, tpc)
+            ratios.append(math.log(core / plat.core_speed))
     if len(ratios) < 2:
         return 1.0, UNKNOWN_SPEED_SD[0], len(ratios)
     ratios.sort()
@@ -302,7 +337,7 @@ def speed_for(
         slow = same[len(same) // 4] if same else 0.5
         return slow, UNKNOWN_SPEED_SD[0], "unknown", UNKNOWN_SPEED_SD[1]
     ratio, ratio_sd, n = coremark_calibration(model, cls)
-    base = plat.vcpu_speed(threads_per_core)
+    base = plat.core_speed / core_of_vcpu(model, cls, threads_per_core)
     return (
         base * ratio,
         math.hypot(plat.rel_sd, ratio_sd),

@@ -107,6 +107,8 @@ def catalog_threads_per_core() -> dict[str, int]:
 MAX_VCPUS = 16
 #: Platforms built on the same core as another (the NGINX shift of one carries to the other).
 SAME_CORE = {"graviton3e": "graviton3", "axion": "graviton4", "altra": "graviton2"}
+#: The machine size [vCPUs] at which harness levels are stated (see `_relative_speeds`).
+SIZE_CENTRE = 4.0
 #: Residuals beyond this many robust sds (1.4826 x MAD) are screened out, then the fit is redone.
 OUTLIER_SDS = 3.5
 
@@ -160,15 +162,28 @@ def observations(
 def _relative_speeds(
     obs: pd.DataFrame,
 ) -> tuple[
-    dict[tuple[str, int], tuple[float, float]], np.ndarray, float, dict[tuple[str, int, str], float]
+    dict[tuple[str, int], tuple[float, float]],
+    np.ndarray,
+    float,
+    dict[tuple[str, int, str], float],
+    dict[str, float],
 ]:
-    """Stage 1 for one class: ``b[platform, tpc]`` (relative, log) with standard errors."""
+    """Stage 1 for one class: ``b[platform, tpc]`` (relative, log) with standard errors.
+
+    Also returns the residuals, their sd, the harness levels and each sized harness's slope
+    in log2(vCPUs / SIZE_CENTRE).
+    """
     rows: list[Any] = list(obs.itertuples())
     levels = sorted({(str(r.source_id), int(r.body_bytes), str(r.protocol)) for r in rows})
     groups = sorted({(str(r.cpu_platform), int(r.threads_per_core)) for r in rows})
     li = {k: i for i, k in enumerate(levels)}
     gi = {k: i for i, k in enumerate(groups)}
-    n, p = len(obs), len(levels) + len(groups) - 1
+    # A harness measured on several machine sizes gets a slope in log2(vCPUs), centred at
+    # SIZE_CENTRE: its CPU time per request moves with the size (a client on the same VM,
+    # loopback), and platforms measured mostly small or mostly large would otherwise absorb it.
+    sized = sorted(str(s) for s, v in obs.groupby("source_id")["vcpus"].nunique().items() if v > 1)
+    si = {s: i for i, s in enumerate(sized)}
+    n, p = len(obs), len(levels) + len(groups) - 1 + len(sized)
     x = np.zeros((n, p))
     y = np.log(obs["t_us"].to_numpy(dtype=float))
     for row, r in enumerate(rows):
@@ -176,6 +191,9 @@ def _relative_speeds(
         gnum = gi[(str(r.cpu_platform), int(r.threads_per_core))]
         if gnum > 0:  # the first group is the zero of the relative scale
             x[row, len(levels) + gnum - 1] = -1.0
+        if str(r.source_id) in si:
+            col = len(levels) + len(groups) - 1 + si[str(r.source_id)]
+            x[row, col] = math.log2(float(r.vcpus) / SIZE_CENTRE)
     keep = np.ones(n, dtype=bool)
     for _ in range(3):
         coef, *_ = np.linalg.lstsq(x[keep], y[keep], rcond=None)
@@ -195,7 +213,8 @@ def _relative_speeds(
             j = len(levels) + i - 1
             out[g] = (float(coef[j]), math.sqrt(max(float(cov[j, j]), 0.0)))
     lv = {(str(k[0]), int(str(k[1])), str(k[2])): float(coef[i]) for k, i in li.items()}
-    return out, resid, math.sqrt(s2), lv
+    slopes = {src: float(coef[len(levels) + len(groups) - 1 + i]) for src, i in si.items()}
+    return out, resid, math.sqrt(s2), lv, slopes
 
 
 def _between_sources(obs: pd.DataFrame, resid: np.ndarray) -> tuple[float, int]:
@@ -241,11 +260,13 @@ def fit_cloud_model(
     raw_levels: dict[str, dict[tuple[str, int, str], float]] = {}
     within: dict[str, float] = {}
     between: list[tuple[float, int]] = []
+    size_slopes: dict[str, float] = {}
     for cls in CLASSES:
         sub = train[train["wclass"] == cls]
         if sub.empty:
             continue
-        rel[cls], resid, within[cls], raw_levels[cls] = _relative_speeds(sub)
+        rel[cls], resid, within[cls], raw_levels[cls], slopes = _relative_speeds(sub)
+        size_slopes.update({f"{src}|{cls}": b for src, b in slopes.items()})
         between.append(_between_sources(sub, resid))
     pairs = sum(n for _, n in between)
     between_sd = (
@@ -325,9 +346,15 @@ def fit_cloud_model(
         held_out=sorted({*exclude_sources, *(f"platform:{p}" for p in exclude_platforms)}),
         levels=levels,
         anchor_sd=anchor_sds,
+        size_slopes=size_slopes,
     )
     model.environments = _environments(train, model)
-    # Stage 3: where real NGINX measured a platform, its speed follows NGINX, not the stand-in
+    # Stage 3a: a hyper-thread's worth to NGINX serving a client on another machine is not
+    # the stand-in's (whose client shares the VM's cores): one shift of every hyper-thread
+    # speed, from the real-NGINX rows where they place both kinds, with the prior's weight.
+    _smt_shift(train, model)
+    model.environments = _environments(train, model)
+    # Stage 3b: where real NGINX measured a platform, its speed follows NGINX, not the stand-in
     # server (their platform ratios differ: Graviton2 and Ice Lake most). The shift is the
     # mean log residual of the platform's NGINX rows, shrunk by n / (n + 1); the environment
     # level is then refitted. Twice, as each moves the other a little.
@@ -337,10 +364,8 @@ def fit_cloud_model(
     return model
 
 
-def _shift_to_nginx(train: pd.DataFrame, model: CloudModel) -> None:
-    """Move each platform's speed towards its real-NGINX rows (see `fit_cloud_model`)."""
-    from dataclasses import replace
-
+def _nginx_residuals(train: pd.DataFrame, model: CloudModel) -> dict[str, list[tuple[str, float]]]:
+    """ln(predicted / measured) of each real-NGINX row, per platform speed key."""
     resid: dict[str, list[tuple[str, float]]] = {}
     r: Any
     for r in train[(train["server"] == "nginx") & (train["environment"] != "")].itertuples():
@@ -352,6 +377,68 @@ def _shift_to_nginx(train: pd.DataFrame, model: CloudModel) -> None:
         level = reference_cost_us(float(r.body_bytes), str(r.protocol)) + env.request_us
         pred = level / sp.speed
         resid.setdefault(key, []).append((str(r.instance_type), math.log(pred / float(r.t_us))))
+    return resid
+
+
+def _smt_shift(train: pd.DataFrame, model: CloudModel) -> None:
+    """Stage 3a: the hyper-thread speeds of every platform, moved to real NGINX's SMT gain.
+
+    Per class, the data's estimate is the mean log residual of the hyper-thread platforms'
+    NGINX rows less that of the whole-core platforms' (a common level error cancels), with
+    its standard error from the platforms' scatter; it is combined with the prior
+    ``ln(SMT_PRIOR / fitted gain)`` by their precisions. Without real NGINX on both kinds the
+    prior alone moves the speeds. The shift's sd joins every hyper-thread speed's sd.
+    """
+    from dataclasses import replace
+
+    resid = _nginx_residuals(train, model)
+    for cls, (g, g_sd, why) in list(model.smt_gain.items()):
+        by_kind: dict[int, list[float]] = {1: [], 2: []}
+        for key, rows in resid.items():
+            _, tpc, kcls = key.split("|")
+            if kcls == cls:
+                by_kind[int(tpc)].append(float(np.mean([x for _, x in rows])))
+        prior = math.log(SMT_PRIOR[0] / g)
+        prior_sd = math.hypot(SMT_PRIOR[1] / SMT_PRIOR[0], g_sd / g)
+        ht, wc = by_kind[2], by_kind[1]
+        if len(ht) >= 2 and len(wc) >= 2:
+            data = float(np.mean(ht) - np.mean(wc))
+            data_se = math.sqrt(
+                float(np.var(ht, ddof=1)) / len(ht) + float(np.var(wc, ddof=1)) / len(wc)
+            )
+            data_se = max(data_se, 0.02)
+            w_p, w_d = 1.0 / prior_sd**2, 1.0 / data_se**2
+            shift = (prior * w_p + data * w_d) / (w_p + w_d)
+            shift_sd = math.sqrt(1.0 / (w_p + w_d))
+            how = (
+                f"{len(ht)} hyper-thread and {len(wc)} whole-core platforms measured with real "
+                f"NGINX (x{math.exp(data):.2f} +- {data_se:.2f}) and the prior ({SMT_PRIOR[2]})"
+            )
+        else:
+            shift, shift_sd = prior, prior_sd
+            how = f"no real NGINX on both kinds: the prior ({SMT_PRIOR[2]})"
+        for key, sp in list(model.speeds.items()):
+            if sp.workload_class == cls and sp.threads_per_core == 2:
+                model.speeds[key] = replace(
+                    sp,
+                    speed=sp.speed * math.exp(shift),
+                    rel_sd=math.hypot(sp.rel_sd, shift_sd),
+                    smt_shift=sp.smt_shift + shift,
+                )
+        gain = g * math.exp(shift)
+        model.smt_gain[cls] = (
+            gain,
+            gain * math.hypot(g_sd / g, shift_sd),
+            f"{why} ({g:.2f} for the stand-in server with its client on the same VM), "
+            f"x{math.exp(shift):.2f} for NGINX serving clients elsewhere: {how}",
+        )
+
+
+def _shift_to_nginx(train: pd.DataFrame, model: CloudModel) -> None:
+    """Move each platform's speed towards its real-NGINX rows (see `fit_cloud_model`)."""
+    from dataclasses import replace
+
+    resid = _nginx_residuals(train, model)
     shifts: dict[str, tuple[float, int]] = {}
     for key, rows in resid.items():
         n = len({inst for inst, _ in rows})
@@ -493,15 +580,23 @@ def predict(model: CloudModel, obs: pd.DataFrame) -> pd.DataFrame:
     r: Any
     for r in obs.itertuples():
         cls = str(r.wclass)
-        v, v_sd, kind, _ = speed_for(model, str(r.cpu_platform), int(r.threads_per_core), cls)
+        pid, tpc = str(r.cpu_platform), int(r.threads_per_core)
+        v, v_sd, kind, _ = speed_for(model, pid, tpc, cls)
         key = f"{r.source_id}|{r.body_bytes}|{r.protocol}"
+        nginx_env = r.server == "nginx" and r.environment in model.environments
+        own_level = key in model.levels and not nginx_env
         # A harness level fitted on the anchor, or an environment fitted on it: no anchor sd.
-        env_name = str(r.environment) if key not in model.levels else "bare-metal"
-        v_sd = model.speed_sd(v_sd, cls, env_name) if key not in model.levels else v_sd
-        spread = math.hypot(v_sd, model.within_sd.get(cls, 0.0), model.between_source_sd)
-        if key in model.levels:
-            level, level_sd, ok = model.levels[key], 0.0, True
-        elif r.server == "nginx" and r.environment in model.environments:
+        v_sd = v_sd if own_level else model.speed_sd(v_sd, cls, str(r.environment))
+        spread = math.hypot(v_sd, model.spread(cls))
+        if own_level:
+            # The stand-in harness's own speeds (before stages 3a and 3b) and size slope.
+            sp = model.speed(pid, tpc, cls) if kind == "fitted" else None
+            if sp is not None:
+                v /= math.exp(sp.nginx_shift + sp.smt_shift)
+            slope = model.size_slopes.get(f"{r.source_id}|{cls}", 0.0)
+            size = math.exp(slope * math.log2(float(r.vcpus) / SIZE_CENTRE))
+            level, level_sd, ok = model.levels[key] * size, 0.0, True
+        elif nginx_env:
             env = model.environments[str(r.environment)]
             c = reference_cost_us(float(r.body_bytes), str(r.protocol))
             level = c + env.request_us

@@ -5,6 +5,11 @@ The file ``data/cloud/measurements.csv`` holds one row per published value (see
 `load_cloud_measurements` reads it bounded, validates every row and returns a table; a bad row
 is refused with one line naming the file, line and field.
 
+``data/cloud/sources.csv`` (next to the measurements) describes each source and says whether
+the fit uses it (``fit``: ``yes`` or ``no``). Rows of a source marked ``no`` are held out: by
+default `load_cloud_measurements` leaves them out, so they stay unseen by the fit and can
+check it out of sample (``include_held_out=True`` returns them too, with ``fit`` saying which).
+
 Every row must name its source: ``source_id``, a repository (``repo`` with ``commit`` and
 ``path``) or a ``url``, and a ``quote`` (the verbatim text, or the key path of
 machine-readable data, that the value was read from). Text fields are kept as data: a value
@@ -25,10 +30,20 @@ from trialtable.fields import Field, FieldError, Fields
 from trialtable.files import MB, read_bounded
 
 DEFAULT_PATH = DATA_DIR / "cloud" / "measurements.csv"
+#: The sources file read next to a measurements file (``<dir>/sources.csv``).
+SOURCES_NAME = "sources.csv"
+SOURCE_COLUMNS = ("source_id", "title", "publisher", "year", "url", "repo_commit", "kind", "fit")
+SOURCE_KINDS = ("absolute", "ratio")
+#: Whether the fit uses a source's rows (``no``: held out, an out-of-sample check only).
+FIT = ("yes", "no")
+#: Largest sources file read [B].
+MAX_SOURCES_BYTES = 1 * MB
 #: Largest measurements file read [B]; the shipped file is about 4 MB.
 MAX_BYTES = 64 * MB
 MAX_ROWS = 200_000
 MAX_TEXT = 500
+#: Longest text of a sources file's field [characters] (a harness description is long).
+MAX_SOURCE_TEXT = 2000
 COLUMNS = (
     "source_id",
     "provider",
@@ -58,8 +73,9 @@ PROTOCOLS = ("http", "https")
 CLIENT_PLACEMENTS = ("same_vm", "separate_vm", "separate_host")
 CONTAINER = ("yes", "no")
 #: Servers measured: NGINX itself, or a labelled comparable event-driven server (binserve, a
-#: Rust static server; APISIX, an API gateway built on OpenResty, i.e. NGINX with LuaJIT).
-SERVERS = ("nginx", "nginx_plus", "binserve", "apisix")
+#: Rust static server; APISIX and Kong Gateway, API gateways built on OpenResty, i.e. NGINX
+#: with LuaJIT).
+SERVERS = ("nginx", "nginx_plus", "binserve", "apisix", "kong")
 #: Sane range of each metric's value: (low, high, unit); checked at load.
 METRIC_RANGES: dict[str, tuple[float, float, str]] = {
     "rps": (1.0, 1e8, "requests/s"),
@@ -72,7 +88,8 @@ MEASUREMENTS = Fields(
     (
         Field("vcpus", "int", "vCPUs", 1, 4096),
         Field("body_bytes", "int", "bytes", 0, 1e9),
-        Field("connections", "int", "connections", 1, 1e7),
+        # Empty where the source does not state it (Kong's published runs).
+        Field("connections", "int", "connections", 1, 1e7, required=False),
         Field("threads", "int", "threads", 1, 1e5, required=False),
     ),
 )
@@ -96,13 +113,20 @@ def _where(path: Path, line: int, field: str) -> str:
     return f"{path}:{line}: field {field!r}"
 
 
-def _text(path: Path, line: int, field: str, raw: str | None, required: bool = True) -> str:
+def _text(
+    path: Path,
+    line: int,
+    field: str,
+    raw: str | None,
+    required: bool = True,
+    limit: int = MAX_TEXT,
+) -> str:
     value = (raw or "").strip()
     if required and not value:
         raise InputError(f"{_where(path, line, field)}: must not be empty")
-    if len(value) > MAX_TEXT:
+    if len(value) > limit:
         raise InputError(
-            f"{_where(path, line, field)}: longer than {MAX_TEXT} characters ({len(value)})"
+            f"{_where(path, line, field)}: longer than {limit} characters ({len(value)})"
         )
     return value
 
@@ -157,30 +181,105 @@ def parse_row(path: Path, line: int, row: dict[str, str]) -> dict[str, object]:
     return out
 
 
-def load_cloud_measurements(path: str | Path | None = None) -> pd.DataFrame:
+def load_sources(path: str | Path) -> dict[str, dict[str, str]]:
+    """Read and validate a sources file (``sources.csv``).
+
+    Parameters
+    ----------
+    path : str or Path
+        The CSV file.
+
+    Returns
+    -------
+    dict of str to dict
+        Each source's row (text, stripped) by its ``source_id``.
+
+    Raises
+    ------
+    InputError
+        Naming the file, line and field of the first problem: a missing file or column, a
+        duplicate or empty ``source_id``, a source with neither ``url`` nor ``repo_commit``, an
+        unknown ``kind`` or ``fit``, an empty ``harness``, an over-long text, or malformed CSV.
+    """
+    p = Path(path)
+    try:
+        data = read_bounded(p, MAX_SOURCES_BYTES)
+    except FileNotFoundError:
+        raise InputError(f"sources file {p} does not exist") from None
+    except OSError as exc:
+        raise InputError(f"sources file {p} cannot be read: {exc.strerror}") from None
+    out: dict[str, dict[str, str]] = {}
+    choices = {"kind": SOURCE_KINDS, "fit": FIT}
+    with io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", newline="") as fh:
+        reader = csv.DictReader(fh)
+        try:
+            header = reader.fieldnames or []
+            missing = [c for c in (*SOURCE_COLUMNS, "harness") if c not in header]
+            if missing:
+                raise InputError(f"{p}:1: missing column(s) {', '.join(missing)}")
+            for i, row in enumerate(reader, start=2):
+                line = reader.line_num or i
+                if None in row or any(v is None for v in row.values()):
+                    raise InputError(f"{p}:{line}: wrong number of fields")
+                sid = _text(p, line, "source_id", row["source_id"])
+                if sid in out:
+                    raise InputError(f"{_where(p, line, 'source_id')}: {printable(sid)!r} twice")
+                rec = {
+                    k: _text(p, line, k, row[k], required=False, limit=MAX_SOURCE_TEXT)
+                    for k in row
+                    if k
+                }
+                rec["harness"] = _text(p, line, "harness", row["harness"], limit=MAX_SOURCE_TEXT)
+                if not rec["url"] and not rec["repo_commit"]:
+                    raise InputError(
+                        f"{_where(p, line, 'url')}: a source needs a url or a repo_commit"
+                    )
+                for field, allowed in choices.items():
+                    if rec[field] not in allowed:
+                        raise InputError(
+                            f"{_where(p, line, field)}: expected one of {', '.join(allowed)}, "
+                            f"got {printable(rec[field])!r}"
+                        )
+                out[sid] = rec
+        except (csv.Error, UnicodeDecodeError) as exc:
+            raise InputError(f"{p}:{reader.line_num}: malformed CSV: {exc}") from None
+    return out
+
+
+def load_cloud_measurements(
+    path: str | Path | None = None, *, include_held_out: bool = False
+) -> pd.DataFrame:
     """Read and validate the published cloud measurements.
 
     Parameters
     ----------
     path : str or Path, optional
         The CSV file; default ``data/cloud/measurements.csv`` of the shipped data
-        (`sizing.paths.DATA_DIR`).
+        (`sizing.paths.DATA_DIR`). A ``sources.csv`` next to it (`SOURCES_NAME`) is read too:
+        every row's ``source_id`` must be one of its sources, and the sources it marks
+        ``fit=no`` are held out. Without that file every row counts as fitted.
+    include_held_out : bool, optional
+        Also return the rows of held-out sources (default: only the rows the fit uses).
 
     Returns
     -------
     pandas.DataFrame
         One row per published value, with the columns of `COLUMNS` (and ``threads``, None
-        where not given); ``value`` is a float, the counts are ints.
+        where not given, and ``fit``, ``yes`` or ``no``); ``value`` is a float, the counts are
+        ints (``connections`` None where the source does not state it).
 
     Raises
     ------
     InputError
         Naming the file, line and field of the first problem: a missing file or column, a row
-        without a source (repo, commit and path, or url, and a quote), a value outside its
-        metric's sane range (`METRIC_RANGES`), an unknown provider, workload class, protocol,
-        client placement, server or metric, an over-long text, or malformed CSV.
+        without a source (repo, commit and path, or url, and a quote), a source not in the
+        sources file, a value outside its metric's sane range (`METRIC_RANGES`), an unknown
+        provider, workload class, protocol, client placement, server or metric, an over-long
+        text, or malformed CSV (in either file).
     """
     p = Path(path) if path is not None else DEFAULT_PATH
+    src_path = p.with_name(SOURCES_NAME)
+    sources = load_sources(src_path) if src_path.is_file() else None
     try:
         data = read_bounded(p, MAX_BYTES)
     except FileNotFoundError:
@@ -198,7 +297,20 @@ def load_cloud_measurements(path: str | Path | None = None) -> pd.DataFrame:
             for i, row in enumerate(reader, start=2):
                 if i > MAX_ROWS + 1:
                     raise InputError(f"{p}: more than {MAX_ROWS:,} rows")
-                rows.append(parse_row(p, reader.line_num or i, row))
+                line = reader.line_num or i
+                rec = parse_row(p, line, row)
+                sid = str(rec["source_id"])
+                if sources is None:
+                    rec["fit"] = "yes"
+                elif sid not in sources:
+                    raise InputError(
+                        f"{_where(p, line, 'source_id')}: {printable(sid)!r} is not a source "
+                        f"of {src_path}"
+                    )
+                else:
+                    rec["fit"] = sources[sid]["fit"]
+                if include_held_out or rec["fit"] == "yes":
+                    rows.append(rec)
         except (csv.Error, UnicodeDecodeError) as exc:
             raise InputError(f"{p}:{reader.line_num}: malformed CSV: {exc}") from None
-    return pd.DataFrame(rows, columns=[*COLUMNS, *OPTIONAL_COLUMNS])
+    return pd.DataFrame(rows, columns=[*COLUMNS, *OPTIONAL_COLUMNS, "fit"])

@@ -1,6 +1,7 @@
 """What one request costs in CPU time, and how many workers deliver it.
 
-CPU time of one worker per request [us]::
+CPU time of one worker per request [us] (the formula is `trialtable.profile.cost_terms`, which
+calibration fits with; this module adds the deployment's terms after ``scenario extra``)::
 
     request_us + body_us [body > 0] + byte_ns * B / 1000
     + [https] (tls_request_us + [body > 0] tls_body_us + tls_byte_ns * B / 1000)
@@ -44,6 +45,7 @@ from typing import TYPE_CHECKING
 
 from sizing.errors import InputError
 from sizing.paths import DATA_DIR
+from trialtable.profile import COEFFICIENTS, cost_terms
 
 if TYPE_CHECKING:
     from sizing.model.workload import Workload
@@ -69,21 +71,9 @@ FITTED = (
 )
 #: The scaling and test-setup parameters fitted with them.
 SETUP = ("sigma", "z_us", "z_connection_us", "z_handshake_us", "z_byte_ns", "link_fraction")
-UNITS = {
-    "request_us": "us/request",
-    "body_us": "us/request",
-    "byte_ns": "ns/byte",
-    "tls_request_us": "us/request",
-    "tls_byte_ns": "ns/byte",
-    "tls_body_us": "us/request",
-    "connection_us": "us/connection",
-    "handshake_full_rsa2048_us": "us/handshake",
-    "handshake_full_ecdsa_p256_us": "us/handshake",
-    "handshake_resumed_us": "us/handshake",
-    "gzip_byte_ns": "ns/byte",
-    "proxy_request_us": "us/request",
-    "gateway_request_us": "us/request",
-    "http2_request_us": "us/request",
+#: Unit of every coefficient: a CPU profile's (`trialtable.profile.COEFFICIENTS`), then the
+#: deployment's terms and the seed's setup parameters this model adds.
+UNITS = {name: unit for name, (unit, _) in COEFFICIENTS.items()} | {
     "nic_packet_us": "us/packet",
     "env_request_us": "us/request",
     "env_packet_us": "us/packet",
@@ -301,40 +291,30 @@ def cpu_us_per_request(
     gz = work.gzip
     ratio = ESTIMATES["gzip_ratio"][0]
     packets = 0.0
+    amounts: dict[str, float] = {}
     for size, weight in work.sizes:
         # On-the-fly gzip sends the compressed bytes (and cannot use sendfile).
         out_bytes = size * (1.0 - gz) + size * gz * ratio
-        add("request_us", weight)
-        if size > 0:
-            add("body_us", weight)
-        add("byte_ns", weight * out_bytes / 1000.0)
-        if https:
-            add("tls_request_us", weight)
-            add("tls_byte_ns", weight * out_bytes / 1000.0)
-            if size > 0 and prof.coef("tls_body_us") is not None:
-                # Only a calibrated profile separates it (HTTPS reads and encrypts a body
-                # that HTTP sends with sendfile); elsewhere body_us holds both.
-                add("tls_body_us", weight)
-        if gz > 0 and size > 0:
-            add("gzip_byte_ns", weight * gz * size / 1000.0)
+        row = cost_terms(
+            size,
+            https=https,
+            wire_bytes=out_bytes,
+            connections_per_request=per_conn,
+            tls_key=work.tls_key,
+            tls_resumption=work.tls_resumption,
+            gzip=gz,
+            scenario=work.scenario,
+            http_version=work.http_version,
+        )
+        for name, x in row.items():
+            amounts[name] = amounts.get(name, 0.0) + weight * x
         packets += weight * packets_per_request(out_bytes, https, reuse)
-    if per_conn:
-        add("connection_us", per_conn)
-        if https:
-            full = 1.0 - work.tls_resumption
-            key = (
-                "handshake_full_rsa2048_us"
-                if work.tls_key == "rsa2048"
-                else ("handshake_full_ecdsa_p256_us")
-            )
-            add(key, per_conn * full)
-            add("handshake_resumed_us", per_conn * work.tls_resumption)
-    if work.scenario in ("reverse_proxy", "api_gateway"):
-        add("proxy_request_us", 1.0)
-    if work.scenario == "api_gateway":
-        add("gateway_request_us", 1.0)
-    if work.http_version == "2":
-        add("http2_request_us", 1.0)
+    for name, amount in amounts.items():
+        if name == "tls_body_us" and prof.coef(name) is None:
+            # Only a calibrated profile separates it (HTTPS reads and encrypts a body that
+            # HTTP sends with sendfile); elsewhere body_us holds both.
+            continue
+        add(name, amount)
     if over_nic and prof.measured_over == "loopback":
         add("nic_packet_us", packets)
         notes.append(
@@ -429,18 +409,16 @@ def seed_prediction(
     fills).
     """
     https = protocol == "https"
-    s = params["request_us"]
-    if file_bytes > 0:
-        s += params["body_us"]
-    s += params["byte_ns"] * file_bytes / 1000.0
-    if https:
-        s += params["tls_request_us"] + params["tls_byte_ns"] * file_bytes / 1000.0
+    cps = metric == "connections_per_s"
+    terms = cost_terms(
+        file_bytes, https=https, connections_per_request=1.0 if cps else 0.0, tls_key="rsa2048"
+    )
+    # The seed's body_us holds HTTPS's fixed body cost too: no tls_body_us is fitted.
+    s = sum(params[k] * x for k, x in terms.items() if k != "tls_body_us")
     z = params["z_us"] + params["z_byte_ns"] * wire_bytes(file_bytes, https) / 1000.0
-    if metric == "connections_per_s":
-        s += params["connection_us"]
+    if cps:
         z += params["z_connection_us"]
         if https:
-            s += params["handshake_full_rsa2048_us"]
             z += params["z_handshake_us"]
     s_n = s / scaling_efficiency(cpus, params["sigma"])
     x = closed_loop_utilization(int(cpus), s_n, z) / s_n * 1e6
@@ -453,10 +431,17 @@ def seed_prediction(
 # ----------------------------------------------------------------------------- stored fit
 
 
+def _number(x: object) -> float:
+    """``float(x)`` of a JSON value; `TypeError` for one that is neither a number nor text."""
+    if isinstance(x, (int, float, str)):
+        return float(x)
+    raise TypeError(f"{type(x).__name__} is not a number")
+
+
 def _coef(name: str, d: Mapping[str, object]) -> Coefficient:
     try:
-        value = float(d["value"])  # type: ignore[arg-type]
-        stderr = float(d.get("stderr") or 0.0)  # type: ignore[arg-type]
+        value = _number(d["value"])
+        stderr = _number(d.get("stderr") or 0.0)
     except (KeyError, TypeError, ValueError):
         raise InputError(f"coefficient {name!r}: expected a number in 'value'") from None
     if not (math.isfinite(value) and math.isfinite(stderr) and stderr >= 0):
@@ -492,7 +477,7 @@ def profile_from_doc(doc: Mapping[str, object], name: str) -> CostProfile:
         speed_basis=str(doc.get("speed_basis", "core")),
         threads_per_core=None,
         arch=str(doc.get("arch", "x86_64")),
-        residual_sd=float(doc.get("residual_sd", 0.0)),  # type: ignore[arg-type]
+        residual_sd=_number(doc.get("residual_sd", 0.0)),
         correlation={str(k): float(v) for k, v in corr.items()},
     )
 

@@ -27,7 +27,7 @@ import io
 import json
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,7 +60,7 @@ COLUMNS = (
 REQUIRED = ("source_id", "title", "publisher", "cpu_platform", "operation", "value", "unit", "url")
 
 #: How each unit turns into a cost: "op" -> us per operation, "byte" -> ns per byte.
-UNIT_TO_COST = {
+UNIT_TO_COST: dict[str, tuple[str, Callable[[float], float]]] = {
     "ops_per_s": ("op", lambda v: 1e6 / v),
     "us_per_op": ("op", lambda v: v),
     "handshakes_per_s": ("op", lambda v: 1e6 / v),
@@ -525,19 +525,3 @@ def jwt_verify_us(
         )
     )
     return _sum(parts, "us")
-
-
-def platform_summary(
-    figures: Sequence[Figure], platform: str, core_speed: float = 1.0
-) -> dict[str, Derived]:
-    """Every derived cost for ``platform``, by name (for reports and tables)."""
-    return {
-        "handshake_full_rsa2048_us": handshake_full_us(figures, platform, "rsa2048", core_speed),
-        "handshake_full_ecdsa_p256_us": handshake_full_us(
-            figures, platform, "ecdsa_p256", core_speed
-        ),
-        "handshake_resumed_us": handshake_resumed_us(core_speed),
-        "tls_bulk_ns_per_byte": tls_bulk_ns_per_byte(figures, platform),
-        "jwt_rs256_us": jwt_verify_us(figures, platform, "RS256", core_speed),
-        "jwt_es256_us": jwt_verify_us(figures, platform, "ES256", core_speed),
-    }

@@ -34,7 +34,7 @@ def power(x: ArrayLike, a: float, b: float) -> FloatArray:
     b : float
         Exponent [1]; 0.5 is the sqrt(x) shape, 1 is linear.
     """
-    return a * np.power(np.asarray(x, dtype=float), b)
+    return a * np.asarray(x, dtype=float) ** b
 
 
 def sqrt(x: ArrayLike, a: float) -> FloatArray:
@@ -59,7 +59,7 @@ def smooth_plateau(x: ArrayLike, a: float, p: float, s: float) -> FloatArray:
     whose sharpness grows with ``s`` (``s -> inf`` gives :func:`linear_plateau`).
     """
     ax = a * np.asarray(x, dtype=float)
-    return ax / np.power(1.0 + np.power(ax / p, s), 1.0 / s)
+    return ax / (1.0 + (ax / p) ** s) ** (1.0 / s)
 
 
 def power_plateau(x: ArrayLike, a: float, b: float, p: float, s: float) -> FloatArray:
@@ -68,8 +68,8 @@ def power_plateau(x: ArrayLike, a: float, b: float, p: float, s: float) -> Float
     ``a*x**b / (1 + (a*x**b/p)**s)**(1/s)``: :func:`smooth_plateau` with a free exponent,
     for rises that are sub- or super-linear before the knee.
     """
-    axb = a * np.power(np.asarray(x, dtype=float), b)
-    return axb / np.power(1.0 + np.power(axb / p, s), 1.0 / s)
+    axb = a * np.asarray(x, dtype=float) ** b
+    return axb / (1.0 + (axb / p) ** s) ** (1.0 / s)
 
 
 def amdahl(x: ArrayLike, lam: float, sigma: float) -> FloatArray:
@@ -113,7 +113,12 @@ def bandwidth_cap_rps(link_gbps: ArrayLike, bytes_per_response: ArrayLike) -> Fl
     bytes_per_response : numeric
         Bytes on the wire per response, headers and framing included [B].
     """
-    return np.asarray(link_gbps, dtype=float) * 1e9 / 8.0 / np.asarray(bytes_per_response, float)
+    return (
+        np.asarray(link_gbps, dtype=np.float64)
+        * 1e9
+        / 8.0
+        / np.asarray(bytes_per_response, dtype=np.float64)
+    )
 
 
 def _student_t_quantile(p: float, dof: float) -> float:

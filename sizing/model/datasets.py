@@ -153,7 +153,7 @@ def read_trials(run_dir: str | Path) -> pd.DataFrame:
         One line naming the folder, the file and what is wrong, for a folder that is not a
         run or a damaged ``trials.csv``.
     """
-    from trialtable.folder import RunFolderError
+    from trialtable.errors import RunFolderError
     from trialtable.read import read_trials as read
 
     try:

@@ -14,6 +14,7 @@ from sizing.model.datasets import reference_series
 from sizing.paths import FITS_PATH
 from sizing.units import finite_json
 from trialtable.files import write_atomic
+from trialtable.profile import cost_terms
 
 PLATEAU_MODELS = ("linear_plateau", "smooth_plateau", "power_plateau")
 #: A per-series plateau at >= 85% of the 80 Gbps test link is taken as the link, not the CPU.
@@ -350,8 +351,11 @@ def cost_model_doc(fit: dict[str, Any]) -> dict[str, Any]:
         "over a keep-alive pool: one more request with a body (request_us + body_us, x0.6-1.5)",
     )
     glo, ghi, gsrc = _claim("002-apigw-vs-rp")
-    rp_https_1k = proxy + p["tls_request_us"] + (p["byte_ns"] + p["tls_byte_ns"]) * 1.024
-    rp_https_1k += p["request_us"] + p["body_us"]
+    # A 1 KB HTTPS request through the reverse proxy, priced by the one cost formula (the
+    # seed's body_us holds HTTPS's fixed body cost: no tls_body_us).
+    rp = {**p, "proxy_request_us": proxy}
+    terms = cost_terms(1024, https=True, scenario="reverse_proxy")
+    rp_https_1k = sum(rp[k] * x for k, x in terms.items() if k != "tls_body_us")
     gmid = 1 / math.sqrt(glo * ghi) - 1
     coefs["gateway_request_us"] = _range_coef(
         rp_https_1k * gmid,

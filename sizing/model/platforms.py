@@ -115,7 +115,8 @@ class Platform:
 #   ("coremark", machine type)           CoreMark of that GCP machine type
 #   ("ref",)                              the reference core
 #   ("rel", base id, ratio, low, high, reasoning)
-_RULES: tuple[tuple[str, str, str, int, tuple[object, ...]], ...] = (
+_Rule = tuple[str] | tuple[str, str] | tuple[str, str, float, float, float, str]
+_RULES: tuple[tuple[str, str, str, int, _Rule], ...] = (
     ("haswell", "Intel Xeon Haswell", "x86_64", 2, ("ref",)),
     (
         "ivy_bridge",
@@ -473,7 +474,8 @@ def platforms() -> dict[str, Platform]:
                 estimate=False,
             )
         elif kind == "coremark":
-            machine = str(rule[1])
+            assert len(rule) == 2, rule  # the "coremark" rule's shape
+            machine = rule[1]
             speed = _core_score(machine, tpc == 2, cm) / ref_core
             k = math.exp(1.96 * rel_sd)
             out[pid] = Platform(
@@ -491,9 +493,9 @@ def platforms() -> dict[str, Platform]:
                 estimate=False,
             )
         else:
-            base = out[str(rule[1])]
-            ratio, lo, hi = float(rule[2]), float(rule[3]), float(rule[4])  # type: ignore[arg-type]
-            reason = str(rule[5])
+            assert len(rule) == 6, rule  # the "rel" rule's shape
+            _, base_id, ratio, lo, hi, reason = rule
+            base = out[base_id]
             out[pid] = Platform(
                 pid,
                 name,

@@ -25,8 +25,13 @@ from sizing.catalog.load import Instance
 from sizing.errors import Infeasible
 from sizing.fleet.recommend import Recommendation
 from sizing.model import capacity as _capacity
-from sizing.model.capacity import Capacity
-from sizing.model.costmodel import Coefficient, cpu_us_per_request, reference_profile
+from sizing.model.capacity import Capacity, Evidence
+from sizing.model.costmodel import (
+    Coefficient,
+    CostProfile,
+    cpu_us_per_request,
+    reference_profile,
+)
 from sizing.model.platforms import Platform, platform_of
 from sizing.model.workload import Workload
 
@@ -216,10 +221,16 @@ def _constant_set(name: str, value: float) -> Iterator[None]:
 def _measured_scaled(family: str, scale: float) -> Iterator[None]:
     """Scale the measured capacity of one family (measurements are already at the SLA)."""
     space = vars(_recommend)
+    original: Callable[
+        [Sequence[Instance], Workload, Evidence | None, Sequence[CostProfile]], list[Capacity]
+    ]
     original = space["instance_capacities"]
 
     def scaled(
-        insts: Sequence[Instance], work: Any, evidence: Any = None, profiles: Any = ()
+        insts: Sequence[Instance],
+        work: Workload,
+        evidence: Evidence | None = None,
+        profiles: Sequence[CostProfile] = (),
     ) -> list[Capacity]:
         caps = original(insts, work, evidence, profiles)
         for i, cap in enumerate(caps):
