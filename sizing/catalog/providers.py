@@ -33,6 +33,7 @@ import pkgutil
 import re
 from collections.abc import Iterable
 from functools import cache
+from operator import attrgetter
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -208,8 +209,9 @@ def family_groups(instances: Iterable[Instance]) -> dict[tuple[str, str, str], s
         sizes.setdefault((i.provider, i.family), set()).add(i.instance_type)
     out = {}
     by_name: dict[tuple[str, str, str], str] = {}  # the group depends on these names alone
+    names = attrgetter("provider", "instance_type", "family")
     for i in items:
-        name = (i.provider, i.instance_type, i.family)
+        name = names(i)
         group = by_name.get(name)
         if group is None:
             group = by_name[name] = family_group(i)
