@@ -456,8 +456,12 @@ def plan_for(
 
     def capacities(insts: list[Instance], w: Workload) -> list[Capacity]:
         # once per shape (a type in many regions), as the answer counted them; burstable
-        # types are not among ``insts``, so `sustained` leaves every capacity as it is
-        return shape_capacities(insts, w, rec.evidence, rec.profiles)
+        # types are not among ``insts``, so `sustained` leaves every capacity as it is. The
+        # answer's options already hold the capacity of their rows: only the rest is computed.
+        known = {id(o.capacity.instance): o.capacity for o in rec.options}
+        rest = [i for i in insts if id(i) not in known]
+        more = iter(shape_capacities(rest, w, rec.evidence, rec.profiles))
+        return [known[id(i)] if id(i) in known else next(more) for i in insts]
 
     rules = request.rules()
     plan = plan_measurements(
