@@ -74,8 +74,7 @@ test: system-packages lint typecheck pytest
 # Rebuild data/catalog/ from the providers' public files, read unchanged (a test compares).
 UPSTREAM ?= ../shared/facts/upstream
 catalog: $(VENV)/.installed
-	$(PY) -m sizing catalog build --aws-dir $(UPSTREAM)/aws --gcp-dir $(UPSTREAM)/gcp \
-		--out data/catalog/instances.csv
+	$(PY) -m sizing catalog build --upstream $(UPSTREAM) --out data/catalog/instances.csv
 
 # Refit the reference tables into data/fits/ (a test checks the file against a fresh fit).
 fits: $(VENV)/.installed

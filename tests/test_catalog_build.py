@@ -255,3 +255,17 @@ def test_shipped_catalog_is_the_build_of_the_upstream_files(tmp_path):
         "AMD EPYC Genoa",
         "Intel Xeon Sapphire Rapids",
     } <= cpus
+
+
+def test_build_from_one_upstream_folder_finds_each_provider(upstream, tmp_path, capsys):
+    """--upstream DIR takes each provider's subfolder by its name (what `make catalog` uses)."""
+    aws, _ = upstream
+    out = tmp_path / "cat.csv"
+    assert main(["catalog", "build", "--upstream", str(aws.parent), "--out", str(out)]) == 0
+    assert len(catalog.load_catalog(base=out)) == 6
+    capsys.readouterr()
+    # A --NAME-dir wins over the subfolder; a missing folder is one line and exit 2.
+    bad = ["catalog", "build", "--upstream", str(tmp_path / "nope"), "--out", str(out)]
+    assert main(bad) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not a folder" in err[0]

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from sizing.catalog import providers
 from sizing.cli.common import catalog_rows
-from sizing.errors import InputError
+from sizing.errors import InputError, printable
 from sizing.report.render import render_catalog
 from trialtable.values import parse_path
 
@@ -56,6 +57,13 @@ def add_parser(sub: Any) -> None:
             help=f"build: the folder of {module.TITLE} files ({module.UPSTREAM})",
         )
     cat.add_argument(
+        "--upstream",
+        type=parse_path,
+        metavar="DIR",
+        help="build: a folder with one subfolder of public files per provider, named as the "
+        f"provider ({', '.join(f'{n}/' for n in providers.names())}); a --NAME-dir wins",
+    )
+    cat.add_argument(
         "--burst-table",
         type=parse_path,
         metavar="CSV",
@@ -84,6 +92,15 @@ def run(args: argparse.Namespace) -> int:
             for name in providers.names()
             if (folder := getattr(args, f"{name}_dir")) is not None
         }
+        if args.upstream is not None:
+            upstream = Path(args.upstream)
+            if not upstream.is_dir():
+                raise InputError(f"--upstream {printable(str(upstream))}: not a folder")
+            for name in providers.names():
+                sub = upstream / name
+                if name not in folders and sub.is_dir():
+                    folders[name] = sub
+
         result = build_providers(folders, args.burst_table or DEFAULT_BURST_TABLE)
         paths = write_catalog(result, args.out)
         for line in iter_summary(result):

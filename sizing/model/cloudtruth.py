@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from sizing.catalog import providers
 from sizing.errors import InputError, printable
 from sizing.paths import DATA_DIR
 from trialtable.fields import Field, FieldError, Fields
@@ -67,7 +68,9 @@ COLUMNS = (
 )
 #: Optional columns: read when present.
 OPTIONAL_COLUMNS = ("threads",)
-PROVIDERS = ("aws", "gcp")
+#: The providers a row may name: every provider module of the catalog
+#: (`sizing.catalog.providers`), so a new provider's published measurements need no edit here.
+PROVIDERS = providers.names()
 WORKLOAD_CLASSES = ("small_static", "large_static", "tls_handshake", "proxy", "api_gateway")
 PROTOCOLS = ("http", "https")
 CLIENT_PLACEMENTS = ("same_vm", "separate_vm", "separate_host")
