@@ -14,6 +14,9 @@ from typing import Any
 
 import pytest
 
+# The catalog's private cache (`sizing.catalog.cache`) of this test session, not the user's.
+os.environ.setdefault("NGINX_SIZING_CACHE", tempfile.mkdtemp(prefix="nginx-sizing-cache-"))
+
 
 def live_nginx_pids() -> set[int]:
     """Pids of nginx processes that are alive (zombies are not: they only await reaping)."""

@@ -66,6 +66,15 @@ def test_zone_loss_keeps_the_target_with_the_headroom(zones, zone_loss, redundan
         assert o.count == zones or (sum(smaller) - redundancy) * usable < 1e6
 
 
+def _each(one):
+    """`instance_capacities` made of a per-instance replacement for `instance_capacity`."""
+
+    def many(insts, work, evidence=None, profiles=()):
+        return [one(inst, work, evidence, profiles) for inst in insts]
+
+    return many
+
+
 def test_count_rules_match_a_linear_scan():
     for z, loss, k, r, m in itertools.product(
         [1, 2, 3, 5], [0, 1, 2], [0, 1, 3], [0.0, 0.2, 0.5], [1, 2, 7, 30]
@@ -168,7 +177,7 @@ def test_sort_at_confidence_prefers_the_surer_type(monkeypatch):
         return cap
 
     module = importlib.import_module("sizing.fleet.recommend")
-    monkeypatch.setattr(module, "instance_capacity", fake)
+    monkeypatch.setattr(module, "instance_capacities", _each(fake))
     monkeypatch.setattr(importlib.import_module("sizing.fleet.decision"), "instance_capacity", fake)
     by_cost = recommend(1e6, [sure, wild], sort="cost")
     at_conf = recommend(1e6, [sure, wild])
@@ -423,7 +432,7 @@ def test_pruning_keeps_the_optimum_when_capacity_rests_on_the_platform(monkeypat
         return replace(cap, cpu_sla_rps=cpu, network_rps=net, capacity_rps=min(cpu, net))
 
     monkeypatch.setattr(
-        importlib.import_module("sizing.fleet.recommend"), "instance_capacity", by_platform
+        importlib.import_module("sizing.fleet.recommend"), "instance_capacities", _each(by_platform)
     )
     monkeypatch.setattr(
         importlib.import_module("sizing.fleet.decision"), "instance_capacity", by_platform

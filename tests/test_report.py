@@ -121,7 +121,7 @@ def _model_names() -> tuple[object, object, dict[str, tuple[float, str]], object
         vars(capacity)["reference_profile"],
         vars(capacity)["platform_of"],
         dict(capacity.ESTIMATES),
-        vars(recommend_module)["instance_capacity"],
+        vars(recommend_module)["instance_capacities"],
     )
 
 
@@ -136,8 +136,8 @@ def test_sensitivity_moves_the_cost_and_restores_the_model(catalog):
     assert after[2] == before[2]
     assert capacity.ESTIMATES["base_latency_ms"][0] == 0.5
     with _measured_scaled("c7g", 2.0):
-        assert vars(recommend_module)["instance_capacity"] is not before[3]
-    assert vars(recommend_module)["instance_capacity"] is before[3]
+        assert vars(recommend_module)["instance_capacities"] is not before[3]
+    assert vars(recommend_module)["instance_capacities"] is before[3]
     swings = [r.swing for r in rows]
     assert swings == sorted(swings, reverse=True)
     base = cost_at_confidence(rec)[0]

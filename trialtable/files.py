@@ -27,7 +27,6 @@ import contextlib
 import errno
 import json
 import os
-import secrets
 import select
 import stat
 import time
@@ -244,6 +243,8 @@ def write_atomic(
     is refused with `FileRefused`); the temporary file is created with ``O_EXCL`` and
     ``O_NOFOLLOW`` next to ``path`` and removed when anything fails. Returns ``path``.
     """
+    import secrets  # here, not at the top: a read-only command never loads its OpenSSL
+
     p = check_output(path, inputs=inputs)
     raw = data.encode("utf-8") if isinstance(data, str) else data
     tmp = p.with_name(f".{p.name}.{secrets.token_hex(4)}.tmp")

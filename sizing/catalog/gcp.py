@@ -80,18 +80,20 @@ def parse_simple_yaml(text: str, path: str = "pricing.yml") -> dict[str, object]
     stack: list[tuple[int, dict[str, object]]] = [(-1, root)]
     skip_deeper_than: int | None = None
     for lineno, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip() or raw.lstrip().startswith("#") or raw.strip() == "---":
+        line = raw.strip()
+        if not line or line[0] == "#" or line == "---":
             continue
+        lead = raw.lstrip()
         indent = len(raw) - len(raw.lstrip(" "))
         if skip_deeper_than is not None:
             if indent > skip_deeper_than:
                 continue
             skip_deeper_than = None
-        if raw.lstrip().startswith("- "):
+        if lead.startswith("- "):
             continue  # list items: not used by the catalog
-        key, sep, value = raw.strip().partition(":")
+        key, sep, value = line.partition(":")
         if not sep:
-            raise InputError(f"{path}:{lineno}: expected 'key: value', got {raw.strip()!r}")
+            raise InputError(f"{path}:{lineno}: expected 'key: value', got {line!r}")
         while stack and stack[-1][0] >= indent:
             stack.pop()
         if not stack:

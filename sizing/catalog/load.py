@@ -10,14 +10,15 @@ only the regions asked for are read from it, otherwise the CSV is read and valid
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
+import marshal
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import asdict, astuple, dataclass, fields
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from sizing.catalog import cache as _cache
 from sizing.catalog.providers import default_regions
 from sizing.catalog.rows import COLUMNS
 from sizing.errors import InputError
@@ -238,6 +239,8 @@ def compact_path(csv_path: str | Path) -> Path:
 
 
 def _sha256(path: Path) -> str:
+    import hashlib  # only when the private cache does not already know the files
+
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
@@ -252,7 +255,7 @@ def write_compact(csv_path: str | Path, instances: Sequence[Instance] | None = N
     groups: dict[str, list[list[Any]]] = {}
     sources: dict[str, int] = {}
     for inst in items:
-        row = list(astuple(inst))
+        row = [getattr(inst, name) for name in FIELD_NAMES]  # astuple less its deep copies
         row[FIELD_NAMES.index("source")] = sources.setdefault(inst.source, len(sources))
         row[FIELD_NAMES.index("catalog_file")] = ""
         groups.setdefault(f"{inst.provider}/{inst.region}", []).append(row)
@@ -272,12 +275,39 @@ def write_compact(csv_path: str | Path, instances: Sequence[Instance] | None = N
     return write_atomic(out, "\n".join(lines) + "\n", inputs=[src])
 
 
+#: Bumped when what the cache holds for a compact file changes.
+_CACHE_VERSION = 1
+
+
 def _read_compact(
     csv_path: Path, regions: Collection[str] | None
 ) -> tuple[list[Instance], list[str]] | None:
-    """Rows of the wanted regions and every region, or None when the compact form is stale."""
+    """Rows of the wanted regions and every region, or None when the compact form is stale.
+
+    Rows already checked by an earlier run of unchanged files come from the private cache
+    (`sizing.catalog.cache`): no hash of the CSV, no check of the rows again.
+    """
     cp = compact_path(csv_path)
+    file_name = str(csv_path)
+    file_i = FIELD_NAMES.index("catalog_file")
+    stats = _cache.stat_key(csv_path, cp)
+    key = f"{COMPACT_SCHEMA}|{_CACHE_VERSION}|{','.join(FIELD_NAMES)}|{stats}"
+    cached = _cache.load(key) if stats else None
     try:
+        # Each group's checked rows are kept as their own marshal bytes: a run decodes only
+        # the regions it asks for.
+        if cached is not None:
+            order, all_regions, done = cached
+            wanted = [g for g in order if regions is None or g.split("/", 1)[1] in regions]
+            if all(g in done for g in wanted):
+                out: list[Instance] = []
+                for g in wanted:
+                    for values in marshal.loads(done[g]):
+                        values[file_i] = file_name
+                        out.append(_instance(values))
+                return out, list(all_regions)
+        else:
+            done = {}
         text = cp.read_text(encoding="utf-8")
         lines = text.split("\n")
         header = json.loads(lines[0])
@@ -288,30 +318,53 @@ def _read_compact(
         ):
             return None
         sources = header["sources"]
-        file_name = str(csv_path)
         src_i = FIELD_NAMES.index("source")
-        file_i = FIELD_NAMES.index("catalog_file")
-        out: list[Instance] = []
+        out = []
+        fresh = False
         for group, line in header["groups"].items():
             if regions is not None and group.split("/", 1)[1] not in regions:
                 continue
+            if group in done:
+                for values in marshal.loads(done[group]):
+                    values[file_i] = file_name
+                    out.append(_instance(values))
+                continue
             where = f"{cp}:{line}"
-            for row in json.loads(lines[line - 1]):
+            rows = json.loads(lines[line - 1])
+            for row in rows:
                 if not isinstance(row, list) or len(row) != len(FIELD_NAMES):
                     raise InputError(f"{where}: a row of {len(row)} fields, not {len(FIELD_NAMES)}")
                 row[src_i] = sources[row[src_i]]
                 row[file_i] = file_name
-                # The same table as the CSV's: a value the CSV refuses is refused here too.
-                try:
-                    values = CATALOG.check_row(dict(zip(FIELD_NAMES, row, strict=True)), where)
-                except FieldError as exc:
-                    raise InputError(str(exc)) from None
-                out.append(_relations(Instance(**values), where))
+            # The same table as the CSV's: a value the CSV refuses is refused here too.
+            try:
+                checked = CATALOG.check_rows(rows, FIELD_NAMES, where)
+            except FieldError as exc:
+                raise InputError(str(exc)) from None
+            out += [_relations(_instance(values), where) for values in checked]
+            done[group] = marshal.dumps(
+                [[*values[:file_i], "", *values[file_i + 1 :]] for values in checked]
+            )
+            fresh = True
+        if fresh and stats:
+            _cache.store(key, (list(header["groups"]), list(header["regions"]), done))
         return out, list(header["regions"])
-    except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, IndexError, TypeError, EOFError) as exc:
         if isinstance(exc, InputError):
             raise
         return None
+
+
+def _instance(values: list[Any]) -> Instance:
+    """An `Instance` of checked values in `FIELD_NAMES` order, without the keyword call.
+
+    The same object ``Instance(**dict(zip(FIELD_NAMES, values)))`` makes (the class has no
+    ``__post_init__``), at a fraction of the cost for the tens of thousands of rows of
+    ``--region all``.
+    """
+    inst = object.__new__(Instance)
+    inst.__dict__.update(zip(FIELD_NAMES, values, strict=True))
+    return inst
 
 
 def catalog_regions(base: str | Path | None = DEFAULT_CATALOG) -> list[str]:

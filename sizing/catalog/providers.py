@@ -33,6 +33,7 @@ import pkgutil
 import re
 from collections.abc import Iterable
 from functools import cache
+from operator import attrgetter
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -86,7 +87,7 @@ class Instance(Protocol):
 
 
 #: Modules of `sizing.catalog` that are not providers.
-NOT_PROVIDERS = frozenset({"build", "egress", "load", "providers", "rows"})
+NOT_PROVIDERS = frozenset({"build", "cache", "egress", "load", "providers", "rows"})
 #: Every name a provider module must define.
 CONTRACT = (
     "NAME",
@@ -207,8 +208,13 @@ def family_groups(instances: Iterable[Instance]) -> dict[tuple[str, str, str], s
     for i in items:
         sizes.setdefault((i.provider, i.family), set()).add(i.instance_type)
     out = {}
+    by_name: dict[tuple[str, str, str], str] = {}  # the group depends on these names alone
+    names = attrgetter("provider", "instance_type", "family")
     for i in items:
-        group = family_group(i)
+        name = names(i)
+        group = by_name.get(name)
+        if group is None:
+            group = by_name[name] = family_group(i)
         if not group and len(sizes[i.provider, i.family]) == 1 and i.vcpus >= ONE_SIZE_MIN_VCPUS:
             group = "one-size"
         if group:

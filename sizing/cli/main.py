@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from sizing.cli import catalog, compare, fit, k8s, plan, recommend, reference, report
 from sizing.cli.common import progress_bar as _progress_bar
@@ -24,24 +25,46 @@ __all__ = ["COMMANDS", "build_parser", "main", "parse_duration_ms", "parse_size"
 _ = _progress_bar  # re-exported: the progress bar of long subcommands
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``python -m sizing`` argument parser."""
+#: Each module's parser builder, in the order of the full parser (``reference`` adds
+#: ``precompute`` too).
+_ADDERS: tuple[tuple[tuple[str, ...], Callable[[Any], object]], ...] = (
+    (("recommend",), recommend.add_parser),
+    (("compare",), compare.add_parser),
+    (("k8s",), k8s.add_parser),
+    (("fit",), fit.add_parser),
+    (("reference", "precompute"), reference.add_parsers),
+    (("catalog",), catalog.add_parser),
+    (("report",), report.add_parser),
+    (("plan-measurements",), plan.add_parser),
+    (("workload",), accesslog.add_parser),
+)
+#: The subcommands as the full parser's usage line lists them.
+_CHOICES = "{" + ",".join(name for names, _ in _ADDERS for name in names) + "}"
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``python -m sizing`` argument parser.
+
+    With ``command`` (a subcommand's name), only that subcommand's options are built (what
+    a run of it parses: its messages and help are the same); the usage line still lists
+    every subcommand.
+    """
     parser = _Parser(
         prog="python -m sizing",
         description="How many NGINX servers, of which cloud instance type, serve a target of "
         "requests per second with p99 latency under an SLA, at the lowest cost. Each command "
         "has its own --help.",
     )
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    recommend.add_parser(sub)
-    compare.add_parser(sub)
-    k8s.add_parser(sub)
-    fit.add_parser(sub)
-    reference.add_parsers(sub)
-    catalog.add_parser(sub)
-    report.add_parser(sub)
-    plan.add_parser(sub)
-    accesslog.add_parser(sub)
+    only = next((add for names, add in _ADDERS if command in names), None)
+    if only is None:
+        sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+        for _, add in _ADDERS:
+            add(sub)
+        return parser
+    sub = parser.add_subparsers(
+        dest="command", required=True, parser_class=_Parser, metavar=_CHOICES
+    )
+    only(sub)
     return parser
 
 
@@ -61,7 +84,9 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (2 bad input, 1 infeasible target)."""
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # The parser of the subcommand asked for alone (building all ten costs a start-up's tenth).
+    args = build_parser(argv[0] if argv else None).parse_args(argv)
     prog = f"python -m sizing {args.command}"
     try:
         return COMMANDS[args.command](args)

@@ -37,7 +37,8 @@ import numpy as np
 
 from sizing.catalog.load import Instance
 from sizing.errors import Infeasible, InputError
-from sizing.fleet.counts import fleet_count
+from sizing.fleet.counts import MAX_FLEET
+from sizing.fleet.recommend import capacities as shape_capacities
 from sizing.model.capacity import Capacity, Workload, instance_capacity
 from sizing.model.platforms import match_cpu_text, platform_of
 from sizing.pipeline import Answer, size
@@ -142,23 +143,46 @@ class MeasurementPlan:
 
 def _fleet_cost(
     cpu_rps: np.ndarray,
-    network_rps: float,
-    rel_sd: float,
-    price: float,
+    network_rps: Any,
+    rel_sd: Any,
+    price: Any,
     target_rps: float,
     headroom: float,
     redundancy: int,
     z_conf: float,
     max_count: int | None,
 ) -> np.ndarray:
-    """Hourly cost of the count at the confidence, per value of the CPU capacity [USD/h]."""
-    q = np.minimum(cpu_rps * math.exp(z_conf * rel_sd), network_rps) * (1.0 - headroom)
-    out = np.full(q.shape, math.inf)
-    for i, usable in enumerate(q.ravel()):
-        n = fleet_count(target_rps, float(usable), redundancy) if usable > 0 else None
-        if n is not None and (max_count is None or n <= max_count):
-            out.ravel()[i] = n * price
-    return out
+    """Hourly cost of the count at the confidence, per value of the CPU capacity [USD/h].
+
+    ``network_rps``, ``rel_sd`` and ``price`` are numbers or arrays that broadcast against
+    ``cpu_rps``. The count is `sizing.fleet.counts.fleet_count`'s, evaluated element-wise
+    with the same float operations (one division, its ceiling, two corrections each way),
+    so each element equals the scalar function's (tests/test_speed_paths.py).
+    """
+    sd = np.asarray(rel_sd, dtype=float)
+    # math.exp, as the scalar path: numpy's exp may differ in the last digit
+    factor = np.array([math.exp(z_conf * r) for r in sd.ravel().tolist()]).reshape(sd.shape)
+    q = np.asarray(np.minimum(cpu_rps * factor, network_rps) * (1.0 - headroom), dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        ratio = target_rps / q
+        ok = (q > 0) & np.isfinite(q) & (ratio <= MAX_FLEET)
+        m = np.maximum(np.ceil(np.where(ok, ratio, 1.0)), 1.0)
+        # Guard the float division at exact multiples, as min_instances does: at most two
+        # steps down, then two up (a step that changes no element leaves the next unchanged).
+        for _ in range(2):
+            down = (m > 1) & ((m - 1) * q >= target_rps)
+            if not down.any():
+                break
+            m -= down
+        for _ in range(2):
+            up = m * q < target_rps
+            if not up.any():
+                break
+            m += up
+        n = m + redundancy
+        if max_count is not None:
+            ok &= n <= max_count
+        return np.where(ok, n * np.asarray(price, dtype=float), math.inf)
 
 
 def _runs_one_platform(inst: Instance) -> bool:
@@ -189,6 +213,7 @@ def plan_measurements(
     seed: int = DEFAULT_SEED,
     capacity: Callable[[Instance, Workload], Capacity] = instance_capacity,
     group: Callable[[Instance], tuple[str, str]] = platform_key,
+    capacities: Callable[[list[Instance], Workload], list[Capacity]] | None = None,
 ) -> MeasurementPlan:
     """Rank CPU platforms by the expected saving of measuring them.
 
@@ -211,6 +236,9 @@ def plan_measurements(
         Seed of the draws (the same draws for every platform).
     capacity, group : callables
         The capacity model and the platform grouping (injectable for tests).
+    capacities : callable, optional
+        The capacity model for all instances at once (`sizing.model.capacity.
+        instance_capacities`); when given, used instead of ``capacity``.
 
     Raises
     ------
@@ -235,45 +263,67 @@ def plan_measurements(
 
     z_conf = NormalDist().inv_cdf(1.0 - confidence)
     z = np.random.default_rng(seed).standard_normal(draws)
-    caps = [capacity(i, work) for i in insts]
-    now = np.array(
-        [
-            _fleet_cost(
-                np.array([c.cpu_sla_rps]),
-                c.network_rps,
-                c.rel_sd,
-                i.price_usd_hour,
-                target_rps,
-                headroom,
-                redundancy,
-                z_conf,
-                max_count,
-            )[0]
-            for i, c in zip(insts, caps, strict=True)
-        ]
+    caps = capacities(insts, work) if capacities else [capacity(i, work) for i in insts]
+    now = _fleet_cost(
+        np.array([c.cpu_sla_rps for c in caps], dtype=float),
+        np.array([c.network_rps for c in caps], dtype=float),
+        [c.rel_sd for c in caps],
+        np.array([i.price_usd_hour for i in insts], dtype=float),
+        target_rps,
+        headroom,
+        redundancy,
+        z_conf,
+        max_count,
     )
     if not np.isfinite(now).any():
         raise Infeasible(f"no instance type meets {target_rps:,.0f} RPS")
     best_now = int(np.argmin(now))
     groups: dict[str, list[int]] = {}
     names: dict[str, str] = {}
+    # The platform follows from these fields alone (`platform_of`): each found once.
+    seen: dict[tuple[Any, ...], tuple[str, str]] = {}
     for k, inst in enumerate(insts):
-        pid, name = group(inst)
+        if group is platform_key:
+            fields = (inst.cpu, inst.arch, inst.family, inst.threads_per_core)
+            found = seen.get(fields)
+            if found is None:
+                found = seen[fields] = group(inst)
+            pid, name = found
+        else:
+            pid, name = group(inst)
         groups.setdefault(pid, []).append(k)
         names[pid] = name
     candidates = []
     for pid, members in groups.items():
-        others = [k for k in range(len(insts)) if k not in set(members)]
+        mem = set(members)
+        others = [k for k in range(len(insts)) if k not in mem]
         rest = float(now[others].min()) if others else math.inf
         after = np.full(draws, rest)
         mine = np.full(draws, math.inf)
+        # Types alike in everything the cost curve uses but the price (one type in many
+        # regions) have the same counts at every draw: the cheapest of them alone can be
+        # the group's cheapest.
+        cheapest: dict[tuple[float, float, float], int] = {}
         for k in members:
-            c, inst = caps[k], insts[k]
-            sd_after = min(residual_sd, c.rel_sd)
-            cost = _cost_curve(
-                c, inst, z, sd_after, target_rps, headroom, redundancy, z_conf, max_count
+            c = caps[k]
+            like = cheapest.setdefault((c.cpu_sla_rps, c.network_rps, c.rel_sd), k)
+            if insts[k].price_usd_hour < insts[like].price_usd_hour:
+                cheapest[(c.cpu_sla_rps, c.network_rps, c.rel_sd)] = k
+        distinct = list(cheapest.values())
+        for start in range(0, len(distinct), _BLOCK):
+            block = distinct[start : start + _BLOCK]
+            cost = _cost_curves(
+                [caps[k] for k in block],
+                [insts[k] for k in block],
+                z,
+                residual_sd,
+                target_rps,
+                headroom,
+                redundancy,
+                z_conf,
+                max_count,
             )
-            mine = np.minimum(mine, cost)
+            mine = np.minimum(mine, cost.min(axis=0))
         after = np.minimum(after, mine)
         saving = float(now.min()) - after
         finite = np.isfinite(saving)
@@ -322,49 +372,41 @@ def plan_measurements(
     )
 
 
-def _cost_curve(
-    c: Capacity,
-    inst: Instance,
+#: Instance types whose cost curves are computed at once (rows x draws floats each).
+_BLOCK = 64
+
+
+def _cost_curves(
+    caps: list[Capacity],
+    insts: list[Instance],
     z: np.ndarray,
-    sd_after: float,
+    residual_sd: float,
     target_rps: float,
     headroom: float,
     redundancy: int,
     z_conf: float,
     max_count: int | None,
 ) -> np.ndarray:
-    """Cost at the confidence for each draw of the measured capacity [USD/h].
+    """Cost at the confidence for each type (rows) and each draw of its measured capacity.
 
-    Fleet counts are step functions of the capacity: they are evaluated on a grid of the
-    draws' distinct capacities (rounded to 0.1%) and looked up, not once per draw.
+    Each type's capacity once measured is its point value times ``exp(rel_sd * Z)``, rounded
+    to a grid of 0.1% on the log scale (fleet counts are step functions of it); the measured
+    capacity keeps a log-sd of ``min(residual_sd, rel_sd)`` [USD/h].
     """
-    if c.rel_sd <= 0:
-        one = _fleet_cost(
-            np.array([c.cpu_sla_rps]),
-            c.network_rps,
-            sd_after,
-            inst.price_usd_hour,
-            target_rps,
-            headroom,
-            redundancy,
-            z_conf,
-            max_count,
-        )
-        return np.full(z.shape, one[0])
-    grid = np.round(z * c.rel_sd / 1e-3).astype(int)
-    keys, inverse = np.unique(grid, return_inverse=True)
-    values = _fleet_cost(
-        c.cpu_sla_rps * np.exp(keys * 1e-3),
-        c.network_rps,
-        sd_after,
-        inst.price_usd_hour,
+    rel = np.array([c.rel_sd for c in caps], dtype=float)[:, None]
+    grid = np.round(z[None, :] * np.maximum(rel, 0.0) / 1e-3).astype(int)
+    cpu = np.array([c.cpu_sla_rps for c in caps], dtype=float)[:, None] * np.exp(grid * 1e-3)
+    return _fleet_cost(
+        cpu,
+        np.array([c.network_rps for c in caps], dtype=float)[:, None],
+        np.minimum(residual_sd, rel),
+        np.array([i.price_usd_hour for i in insts], dtype=float)[:, None],
         target_rps,
         headroom,
         redundancy,
         z_conf,
         max_count,
     )
-    return np.asarray(values[inverse], dtype=float)
 
 
 def render(plan: MeasurementPlan, top: int = 5, decision: str = "") -> str:
@@ -412,6 +454,15 @@ def plan_for(
     def capacity(inst: Instance, w: Workload) -> Capacity:
         return instance_capacity(inst, w, rec.evidence, rec.profiles)
 
+    def capacities(insts: list[Instance], w: Workload) -> list[Capacity]:
+        # once per shape (a type in many regions), as the answer counted them; burstable
+        # types are not among ``insts``, so `sustained` leaves every capacity as it is. The
+        # answer's options already hold the capacity of their rows: only the rest is computed.
+        known = {id(o.capacity.instance): o.capacity for o in rec.options}
+        rest = [i for i in insts if id(i) not in known]
+        more = iter(shape_capacities(rest, w, rec.evidence, rec.profiles))
+        return [known[id(i)] if id(i) in known else next(more) for i in insts]
+
     rules = request.rules()
     plan = plan_measurements(
         request.rps,
@@ -425,5 +476,6 @@ def plan_for(
         draws=draws,
         seed=seed,
         capacity=capacity,
+        capacities=capacities,
     )
     return answer, plan

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import replace
+from operator import attrgetter
 from typing import Any
 
 from sizing.catalog.egress import CLIENTS, Prices, egress_cost, traffic
@@ -42,7 +43,12 @@ from sizing.fleet.counts import (
     vcpus_by_family,
 )
 from sizing.fleet.decision import decide
-from sizing.model.capacity import Capacity, Workload, instance_capacity, wire_bytes_per_request
+from sizing.model.capacity import (
+    Capacity,
+    Workload,
+    instance_capacities,
+    wire_bytes_per_request,
+)
 from sizing.model.costmodel import CostProfile
 
 __all__ = [
@@ -72,26 +78,37 @@ __all__ = [
 ]
 
 
+#: What capacity can depend on: everything but the region, the prices and the file.
+_SHAPE = attrgetter(
+    "provider",
+    "instance_type",
+    "family",
+    "arch",
+    "cpu",
+    "vcpus",
+    "memory_gib",
+    "network_gbps",
+    "network_burst",
+    "source",
+    "source_date",
+    "threads_per_core",
+    "burstable",
+    "network_burst_gbps",
+    "cpu_baseline",
+    "coremark",
+)
+
+
 def _shape(inst: Instance) -> tuple[Any, ...]:
     """What capacity can depend on: everything but the region, the prices and the file."""
-    return (
-        inst.provider,
-        inst.instance_type,
-        inst.family,
-        inst.arch,
-        inst.cpu,
-        inst.vcpus,
-        inst.memory_gib,
-        inst.network_gbps,
-        inst.network_burst,
-        inst.source,
-        inst.source_date,
-        inst.threads_per_core,
-        inst.burstable,
-        inst.network_burst_gbps,
-        inst.cpu_baseline,
-        inst.coremark,
-    )
+    shape: tuple[Any, ...] = _SHAPE(inst)
+    return shape
+
+
+#: What `prune_dominated` compares types within.
+_LIKE = attrgetter(
+    "provider", "region", "cpu", "arch", "vcpus", "threads_per_core", "burstable", "cpu_baseline"
+)
 
 
 def sustained(cap: Capacity) -> Capacity:
@@ -135,14 +152,20 @@ def capacities(
     profiles: Sequence[CostProfile] = (),
 ) -> list[Capacity]:
     """Capacity of each instance, computed once per shape (the same type in many regions)."""
-    seen: dict[tuple[Any, ...], Capacity] = {}
+    instances = list(instances)
+    first: dict[tuple[Any, ...], Instance] = {}
+    for inst in instances:
+        first.setdefault(_shape(inst), inst)
+    seen = {
+        key: sustained(cap)
+        for key, cap in zip(
+            first, instance_capacities(list(first.values()), work, evidence, profiles), strict=True
+        )
+    }
     out = []
     for inst in instances:
-        key = _shape(inst)
-        cap = seen.get(key)
-        if cap is None:
-            cap = seen[key] = sustained(instance_capacity(inst, work, evidence, profiles))
-        elif cap.instance is not inst:
+        cap = seen[_shape(inst)]
+        if cap.instance is not inst:
             twin = object.__new__(Capacity)  # a shallow copy, cheaper than copy.copy
             twin.__dict__.update(cap.__dict__)
             twin.instance = inst
@@ -171,21 +194,14 @@ def prune_dominated(
     column = PRICING_COLUMNS[pricing]
     groups: dict[tuple[Any, ...], list[Instance]] = {}
     for inst in instances:
-        key = (
-            inst.provider,
-            inst.region,
-            inst.cpu,
-            inst.arch,
-            inst.vcpus,
-            inst.threads_per_core,
-            inst.burstable,
-            inst.cpu_baseline,
-        )
-        groups.setdefault(key, []).append(inst)
+        groups.setdefault(_LIKE(inst), []).append(inst)
     kept: list[Instance] = []
     dropped: list[dict[str, Any]] = []
     for group in groups.values():
-        group.sort(key=lambda i: (getattr(i, column) or math.inf, -i.network_gbps, i.instance_type))
+        if len(group) > 1:
+            group.sort(
+                key=lambda i: (getattr(i, column) or math.inf, -i.network_gbps, i.instance_type)
+            )
         best_net = -math.inf
         best: Instance | None = None
         for inst in group:  # cheapest first: kept only if it adds bandwidth

@@ -52,7 +52,9 @@ __all__ = [
     "Evidence",
     "Workload",
     "bytes_per_response",
+    "instance_capacities",
     "instance_capacity",
+    "model_capacities",
     "model_capacity",
     "network_gbps",
     "sla_utilization",
@@ -186,15 +188,15 @@ def sla_utilization(per_worker_rps: float, sla_p99_ms: float, service_cv2: float
     if budget <= 0:
         return 0.0
 
-    def p99_wait(rho: float) -> float:
-        if rho >= 1.0:  # a saturated queue: the wait grows without bound
-            return math.inf
-        return s_ms * (1.0 + cv2) / 2.0 * max(math.log(100.0 * rho), 0.0) / (1.0 - rho)
-
+    # p99 wait at rho: scale * max(ln(100 rho), 0) / (1 - rho), infinite at rho >= 1 (a
+    # saturated queue); inlined in the loop, which runs once per platform and vCPU count.
+    scale = s_ms * (1.0 + cv2) / 2.0
+    log = math.log
     lo, hi = 0.0, 1.0
     for _ in range(60):
         mid = 0.5 * (lo + hi)
-        if p99_wait(mid) <= budget:
+        wait = scale * max(log(100.0 * mid), 0.0) / (1.0 - mid) if mid < 1.0 else math.inf
+        if wait <= budget:
             lo = mid
         else:
             hi = mid
@@ -448,7 +450,34 @@ def model_capacity(
         The instance answers over a NIC (False: over loopback, as a calibration host's own
         load generator; see benchmarks/bench_calibrate.py).
     """
-    plat = platform_of(inst)
+    return model_capacities([inst], work, profiles, over_nic)[0]
+
+
+@dataclass
+class _CpuPart:
+    """What a capacity shares with every instance of the same platform and provider kind."""
+
+    plat: Platform
+    speed: float
+    speed_sd: float
+    cost: Any
+    sigma: float
+    sigma_sd: float
+    cv2: float
+    per_vcpu: float
+    head: list[str]
+    notes: list[str]
+    profile: str
+
+
+def _cpu_part(
+    plat: Platform,
+    work: Workload,
+    profiles: Sequence[CostProfile],
+    over_nic: bool,
+    cloud: bool,
+) -> _CpuPart:
+    """The per-platform half of `model_capacity`: speed, CPU time per request, spread."""
     tpc = plat.threads_per_core
     # On-the-fly gzip is user-space compute, which no static-serving measurement places:
     # a gzip-bound workload keeps the CoreMark speeds (and the thread gain fitted for them).
@@ -511,7 +540,6 @@ def model_capacity(
             f"per core ({plat.core_speed_low:.2f}-{plat.core_speed_high:.2f}), a vCPU is "
             f"{vcpu_kind}: {speed:.2f} per vCPU; {plat.source}"
         )
-    cloud = inst.provider in ("aws", "gcp")
     cost = cpu_us_per_request(
         work,
         used,
@@ -520,9 +548,6 @@ def model_capacity(
         virtual_nic=cloud and cloud_model() is None,
     )
     notes += cost.notes
-    per_worker = 1e6 * speed / cost.us
-    eff = scaling_efficiency(inst.vcpus, sigma, cap=True)
-    cpu_peak = inst.vcpus * eff * per_worker
     if len(work.sizes) > 1:
         per_size = [
             (w, cpu_us_per_request(replace(work, size_mix=(), file_bytes=b), used, fallback).us)
@@ -531,29 +556,13 @@ def model_capacity(
         cv2 = service_cv2(work, per_size)
     else:
         cv2 = SERVICE_CV2[0]
-    rho = sla_utilization(per_worker * eff, work.sla_p99_ms, cv2)
-    cpu_sla = cpu_peak * rho
-    eff_sd = (
-        (1.0 - eff) * sigma_sd / sigma if sigma > 0 else 0.0
-    )  # d log(eff) = -(1-eff) d log(sigma)
-    beyond = max(math.log2(inst.vcpus / costmodel.SEED_MAX_WORKERS), 0.0)
-    beyond_sd = costmodel.BEYOND_SEED_SD_PER_DOUBLING[0] * beyond
-    rel_sd = math.sqrt(cost.rel_sd**2 + speed_sd**2 + eff_sd**2 + beyond_sd**2)
-    gbps, net_how = network_gbps(inst, work)
-    wire = _wire_per_request(work)
-    net = gbps * 1e9 / 8.0 / wire
-    capacity = min(cpu_sla, net)
-    if cpu_sla <= 0:
-        binding = "latency"
-    else:
-        binding = "network" if net < cpu_sla else "cpu"
     # Each term's contribution [us per request], with the coefficient it comes from.
     terms = ", ".join(
         f"{k} {v:.2f} us"
         + (f" ({cost.sources[k].value:.3g} {cost.sources[k].unit})" if k in cost.sources else "")
         for k, v in sorted(cost.terms.items(), key=lambda t: -t[1])
     )
-    basis = [
+    head = [
         f"workload: {work.describe()}",
         f"CPU time per request {cost.us:.1f} us on "
         + (f"one worker of profile {used.name}" if prof is not None else "the reference core")
@@ -565,34 +574,129 @@ def model_capacity(
             for c in cost.sources.values()
         ],
         speed_line,
-        f"{inst.vcpus} worker{'' if inst.vcpus == 1 else 's'} x scaling efficiency {eff:.2f} "
-        f"(sigma {sigma:.2g}, fitted to the "
-        "seed's worker counts; its 50-connection closed-loop cap is not carried)",
-        *notes,
-        f"estimate: SLA derating to {rho:.1%} of peak (M/G/1 per worker, service cv^2 "
-        f"{cv2:.2f}, base latency {ESTIMATES['base_latency_ms'][0]:g} ms)",
-        f"network {net_how} / {wire:.0f} B per response (estimate of framing) = {net:,.0f} RPS",
-        f"catalog {inst.instance_type}: {inst.source} ({inst.source_date})",
     ]
-    k95 = math.exp(1.96 * rel_sd)
-    return Capacity(
-        instance=inst,
-        capacity_rps=capacity,
-        cpu_peak_rps=cpu_peak,
-        cpu_sla_rps=cpu_sla,
-        network_rps=net,
-        max_utilization=rho,
-        binding_constraint=binding,
-        factor=speed,
-        factor_low=speed / k95,
-        factor_high=speed * k95,
-        basis=basis,
-        rel_sd=rel_sd,
-        cpu_us_per_request=cost.us,
-        platform=plat,
+    return _CpuPart(
+        plat=plat,
+        speed=speed,
+        speed_sd=speed_sd,
+        cost=cost,
+        sigma=sigma,
+        sigma_sd=sigma_sd,
+        cv2=cv2,
+        per_vcpu=1e6 * speed / cost.us,
+        head=head,
+        notes=notes,
         profile=prof.name if prof is not None else "",
-        network_gbps=gbps,
     )
+
+
+def _per_vcpus(part: _CpuPart, vcpus: int, work: Workload) -> tuple[Any, ...]:
+    """The half of `model_capacity` that depends on the vCPU count: scaling, SLA, spread."""
+    sigma, sigma_sd = part.sigma, part.sigma_sd
+    eff = scaling_efficiency(vcpus, sigma, cap=True)
+    per_worker = part.per_vcpu
+    cpu_peak = vcpus * eff * per_worker
+    rho = sla_utilization(per_worker * eff, work.sla_p99_ms, part.cv2)
+    cpu_sla = cpu_peak * rho
+    eff_sd = (
+        (1.0 - eff) * sigma_sd / sigma if sigma > 0 else 0.0
+    )  # d log(eff) = -(1-eff) d log(sigma)
+    beyond = max(math.log2(vcpus / costmodel.SEED_MAX_WORKERS), 0.0)
+    beyond_sd = costmodel.BEYOND_SEED_SD_PER_DOUBLING[0] * beyond
+    rel_sd = math.sqrt(part.cost.rel_sd**2 + part.speed_sd**2 + eff_sd**2 + beyond_sd**2)
+    workers = (
+        f"{vcpus} worker{'' if vcpus == 1 else 's'} x scaling efficiency {eff:.2f} "
+        f"(sigma {sigma:.2g}, fitted to the "
+        "seed's worker counts; its 50-connection closed-loop cap is not carried)"
+    )
+    derating = (
+        f"estimate: SLA derating to {rho:.1%} of peak (M/G/1 per worker, service cv^2 "
+        f"{part.cv2:.2f}, base latency {ESTIMATES['base_latency_ms'][0]:g} ms)"
+    )
+    return cpu_peak, rho, cpu_sla, rel_sd, workers, derating
+
+
+def model_capacities(
+    instances: Sequence[Instance],
+    work: Workload,
+    profiles: Sequence[CostProfile] = (),
+    over_nic: bool = True,
+) -> list[Capacity]:
+    """`model_capacity` of each instance, in one pass that shares what instances share.
+
+    The CPU time per request, the vCPU's speed and their spread are computed once per CPU
+    platform (and provider kind); the scaling efficiency, the SLA derating and the spread
+    once per platform and vCPU count; only the network cap and the catalog line per row.
+    Each result equals ``model_capacity(inst, work, profiles, over_nic)``
+    (tests/test_speed_paths.py compares them on the whole shipped catalog).
+
+    Parameters
+    ----------
+    instances : sequence of Instance
+        The instance types.
+    work : Workload
+        What they serve.
+    profiles : sequence of CostProfile
+        Measured CPU profiles (see `model_capacity`).
+    over_nic : bool
+        The instances answer over a NIC (see `model_capacity`).
+    """
+    plats: dict[tuple[Any, ...], Platform] = {}
+    parts: dict[tuple[Platform, bool], _CpuPart] = {}
+    sized: dict[tuple[Platform, bool, int], tuple[Any, ...]] = {}
+    wire = _wire_per_request(work)
+    out: list[Capacity] = []
+    for inst in instances:
+        pkey = (inst.cpu, inst.arch, inst.family, inst.threads_per_core)
+        plat = plats.get(pkey)
+        if plat is None:
+            plat = plats[pkey] = platform_of(inst)
+        cloud = inst.provider in ("aws", "gcp")
+        part = parts.get((plat, cloud))
+        if part is None:
+            part = parts[(plat, cloud)] = _cpu_part(plat, work, profiles, over_nic, cloud)
+        found = sized.get((plat, cloud, inst.vcpus))
+        if found is None:
+            found = sized[(plat, cloud, inst.vcpus)] = _per_vcpus(part, inst.vcpus, work)
+        cpu_peak, rho, cpu_sla, rel_sd, workers, derating = found
+        gbps, net_how = network_gbps(inst, work)
+        net = gbps * 1e9 / 8.0 / wire
+        capacity = min(cpu_sla, net)
+        if cpu_sla <= 0:
+            binding = "latency"
+        else:
+            binding = "network" if net < cpu_sla else "cpu"
+        basis = [
+            *part.head,
+            workers,
+            *part.notes,
+            derating,
+            f"network {net_how} / {wire:.0f} B per response (estimate of framing) = {net:,.0f} RPS",
+            f"catalog {inst.instance_type}: {inst.source} ({inst.source_date})",
+        ]
+        speed = part.speed
+        k95 = math.exp(1.96 * rel_sd)
+        out.append(
+            Capacity(
+                instance=inst,
+                capacity_rps=capacity,
+                cpu_peak_rps=cpu_peak,
+                cpu_sla_rps=cpu_sla,
+                network_rps=net,
+                max_utilization=rho,
+                binding_constraint=binding,
+                factor=speed,
+                factor_low=speed / k95,
+                factor_high=speed * k95,
+                basis=basis,
+                rel_sd=rel_sd,
+                cpu_us_per_request=part.cost.us,
+                platform=plat,
+                profile=part.profile,
+                network_gbps=gbps,
+            )
+        )
+    return out
 
 
 def instance_capacity(
@@ -620,7 +724,17 @@ def instance_capacity(
     standard errors and the fit's residual scatter, the platform speed's range (read as a
     95% range) and the scaling's error; or, with evidence, what the measurements say.
     """
-    cap = model_capacity(inst, work, profiles)
+    return instance_capacities([inst], work, evidence, profiles)[0]
+
+
+def instance_capacities(
+    instances: Sequence[Instance],
+    work: Workload,
+    evidence: Evidence | None = None,
+    profiles: Sequence[CostProfile] = (),
+) -> list[Capacity]:
+    """`instance_capacity` of each instance, the model's part in one shared pass."""
+    caps = model_capacities(instances, work, profiles)
     if evidence is not None:
-        cap = evidence.apply(cap, work)
-    return cap
+        caps = [evidence.apply(cap, work) for cap in caps]
+    return caps

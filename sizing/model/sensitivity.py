@@ -221,26 +221,29 @@ def _constant_set(name: str, value: float) -> Iterator[None]:
 def _measured_scaled(family: str, scale: float) -> Iterator[None]:
     """Scale the measured capacity of one family (measurements are already at the SLA)."""
     space = vars(_recommend)
-    original: Callable[[Instance, Workload, Evidence | None, Sequence[CostProfile]], Capacity]
-    original = space["instance_capacity"]
+    original: Callable[
+        [Sequence[Instance], Workload, Evidence | None, Sequence[CostProfile]], list[Capacity]
+    ]
+    original = space["instance_capacities"]
 
     def scaled(
-        inst: Instance,
+        insts: Sequence[Instance],
         work: Workload,
         evidence: Evidence | None = None,
         profiles: Sequence[CostProfile] = (),
-    ) -> Capacity:
-        cap = original(inst, work, evidence, profiles)
-        if cap.measured and inst.family == family:
-            cpu = cap.cpu_sla_rps * scale
-            cap = replace(cap, cpu_sla_rps=cpu, capacity_rps=min(cpu, cap.network_rps))
-        return cap
+    ) -> list[Capacity]:
+        caps = original(insts, work, evidence, profiles)
+        for i, cap in enumerate(caps):
+            if cap.measured and cap.instance.family == family:
+                cpu = cap.cpu_sla_rps * scale
+                caps[i] = replace(cap, cpu_sla_rps=cpu, capacity_rps=min(cpu, cap.network_rps))
+        return caps
 
-    space["instance_capacity"] = scaled
+    space["instance_capacities"] = scaled
     try:
         yield
     finally:
-        space["instance_capacity"] = original
+        space["instance_capacities"] = original
 
 
 def _measured_at(family: str, point: float, v: float) -> contextlib.AbstractContextManager[None]:

@@ -1,0 +1,125 @@
+"""A private cache of checked catalog rows, so that a run need not hash and check them again.
+
+Reading the compact catalog means hashing the 5 MB CSV (is the compact form current?) and
+checking every row of the regions asked for. Once a run has done that, the checked rows are
+kept here under a key made of both files' path, size, modification time and inode: a later
+run whose files have not changed takes the rows from the cache, with no hash and no check.
+
+The cache is a folder the tool creates for itself, ``$XDG_CACHE_HOME/nginx-sizing`` (or
+``~/.cache/nginx-sizing``; ``NGINX_SIZING_CACHE`` names another, ``off`` turns it off),
+mode 0700. It is used only while it is a real folder (not a link) owned by this user with no
+access for others; each file is opened without following links and used only when it is a
+regular file of this user that nobody else may write. Files hold `marshal` data of plain
+values (lists, text, numbers), written to a private temporary file and renamed into place.
+Anything unexpected (a folder that fails the checks, a damaged or foreign file, a full disk)
+means no cache: the rows are read and checked as without one.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import stat
+import tempfile
+import zlib
+from pathlib import Path
+from typing import Any
+
+#: Raised by `marshal` on damaged data, by the file checks, and by the OS.
+_FAILURES = (OSError, ValueError, EOFError, TypeError, KeyError)
+#: Largest cache file read [B]: the shipped catalog's is about 4 MB.
+MAX_BYTES = 512 * 1024 * 1024
+
+
+def cache_dir() -> Path | None:
+    """The private cache folder, created if need be; None when off or not safe to use."""
+    named = os.environ.get("NGINX_SIZING_CACHE", "")
+    if named.lower() == "off":
+        return None
+    if named:
+        folder = Path(named)
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        folder = Path(base) / "nginx-sizing"
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:
+            pass
+        st = os.lstat(folder)
+    except OSError:
+        return None
+    private = stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
+    return folder if private else None
+
+
+def _file(folder: Path, key: str) -> Path:
+    return folder / f"catalog-{zlib.crc32(key.encode()):08x}.marshal"
+
+
+def load(key: str) -> Any:
+    """The value stored under ``key``, or None (no cache, no entry, or not to be trusted)."""
+    folder = cache_dir()
+    if folder is None:
+        return None
+    try:
+        fd = os.open(_file(folder, key), os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if (
+            not stat.S_ISREG(st.st_mode)
+            or st.st_uid != os.getuid()
+            or st.st_mode & 0o022
+            or st.st_size > MAX_BYTES
+        ):
+            return None
+        with os.fdopen(fd, "rb") as fh:
+            fd = -1
+            stored_key, value = marshal.loads(fh.read())
+        return value if stored_key == key else None
+    except _FAILURES:
+        return None
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def store(key: str, value: Any) -> None:
+    """Keep ``value`` (plain data) under ``key``; silently nothing when the cache is unusable."""
+    folder = cache_dir()
+    if folder is None:
+        return
+    tmp = ""
+    try:
+        data = marshal.dumps((key, value))
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".catalog-", suffix=".tmp")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, _file(folder, key))
+        tmp = ""
+    except _FAILURES:
+        pass
+    finally:
+        if tmp:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def stat_key(*paths: Path) -> str | None:
+    """The cache key of files: each one's path, size, modification time [ns], inode, device.
+
+    None when one of them cannot be read.
+    """
+    parts = []
+    for p in paths:
+        try:
+            st = os.stat(p)
+        except OSError:
+            return None
+        parts.append(f"{os.path.realpath(p)}:{st.st_size}:{st.st_mtime_ns}:{st.st_ino}:{st.st_dev}")
+    return "|".join(parts)
