@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from sizing.catalog.load import Instance
 from sizing.catalog.providers import estimates as provider_estimates
+from sizing.catalog.providers import names as provider_names
 from sizing.catalog.providers import provider_of
 from sizing.errors import InputError
 from sizing.model import costmodel
@@ -642,6 +643,7 @@ def model_capacities(
         The instances answer over a NIC (see `model_capacity`).
     """
     plats: dict[tuple[Any, ...], Platform] = {}
+    cloud_providers = set(provider_names())
     parts: dict[tuple[Platform, bool], _CpuPart] = {}
     sized: dict[tuple[Platform, bool, int], tuple[Any, ...]] = {}
     wire = _wire_per_request(work)
@@ -651,7 +653,9 @@ def model_capacities(
         plat = plats.get(pkey)
         if plat is None:
             plat = plats[pkey] = platform_of(inst)
-        cloud = inst.provider in ("aws", "gcp")
+        # A provider module's rows are cloud VMs (the virtual-NIC term); rows of a provider
+        # without one (a user's own catalog) are not.
+        cloud = inst.provider in cloud_providers
         part = parts.get((plat, cloud))
         if part is None:
             part = parts[(plat, cloud)] = _cpu_part(plat, work, profiles, over_nic, cloud)
