@@ -19,11 +19,11 @@ the output file (from lscpu); an instance type SpareCores lacks gets them from i
 
 from __future__ import annotations
 
-import csv
 import re
-import subprocess
 import sys
 from pathlib import Path
+
+from extractlib import aws_shapes, git, other_rows, write_rows
 
 SOURCE_ID = "aws-ec2-benchmark-nginx"
 REPO = "Atom-oh/aws-ec2-benchmark"
@@ -37,31 +37,14 @@ FAMILY = {
     "m8g": (4, "graviton4"),
     "r8g": (4, "graviton4"),
 }
-HEADER = (
-    "source_id,provider,instance_type,vcpus,cpu_platform,server,workload_class,protocol,"
-    "body_bytes,connections,threads,client_placement,container,metric,value,repo,commit,path,"
-    "url,quote"
-).split(",")
-
-
-def git(repo: Path, *args: str) -> str:
-    """Output of a git command in ``repo``."""
-    return subprocess.run(
-        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
-    ).stdout
 
 
 def main(argv: list[str]) -> int:
     """Replace this source's rows in the output file with those of the snapshot."""
     repo, out_path = Path(argv[1]), Path(argv[2])
     commit = git(repo, "rev-parse", "HEAD").strip()
-    with out_path.open(newline="", encoding="utf-8") as fh:
-        kept = [r for r in csv.DictReader(fh) if r["source_id"] != SOURCE_ID]
-    known = {
-        r["instance_type"]: (r["vcpus"], r["cpu_platform"])
-        for r in kept
-        if r["provider"] == "aws" and r["source_id"] == "sparecores-static-web"
-    }
+    kept = other_rows(out_path, SOURCE_ID)
+    known = aws_shapes(kept)
     names = git(repo, "ls-tree", "-r", "--name-only", commit).split("\n")
     pattern = re.compile(r"^results/nginx/([^/]+)/(run\d+)\.log$")
     rows: list[dict[str, object]] = []
@@ -107,11 +90,7 @@ def main(argv: list[str]) -> int:
                         "quote": line.strip(),
                     }
                 )
-    with out_path.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=HEADER, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
-        writer.writerows(kept)
+    write_rows(out_path, rows, kept)
     return 0
 
 

@@ -23,11 +23,11 @@ output file are kept.
 
 from __future__ import annotations
 
-import csv
 import re
-import subprocess
 import sys
 from pathlib import Path
+
+from extractlib import aws_shapes, git, other_rows, write_rows
 
 SOURCE_ID = "kong-gateway-perf"
 REPO = "Kong/docs.konghq.com"
@@ -38,11 +38,6 @@ URL = "https://developer.konghq.com/gateway/performance/benchmarks"
 INSTANCE_TYPE = "c5.4xlarge"
 #: go-bench-suite's README: ``curl localhost:8000/json/valid`` -> ``Content-Length: 65``.
 BODY_BYTES = 65
-HEADER = (
-    "source_id,provider,instance_type,vcpus,cpu_platform,server,workload_class,protocol,"
-    "body_bytes,connections,threads,client_placement,container,metric,value,repo,commit,path,"
-    "url,quote"
-).split(",")
 VERSION = re.compile(r"\{%\s*if_version eq:(\d+\.\d+)\.x\s*%\}")
 #: A results line: test type, routes/consumers, requests per second, p99, p95.
 LINE = re.compile(
@@ -50,23 +45,11 @@ LINE = re.compile(
 )
 
 
-def git(repo: Path, *args: str) -> str:
-    """Output of a git command in ``repo``."""
-    return subprocess.run(
-        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
-    ).stdout
-
-
 def main(argv: list[str]) -> int:
     """Replace this source's rows in the output file with those of the snapshot."""
     repo, out_path = Path(argv[1]), Path(argv[2])
-    with out_path.open(newline="", encoding="utf-8") as fh:
-        kept = [r for r in csv.DictReader(fh) if r["source_id"] != SOURCE_ID]
-    known = {
-        r["instance_type"]: (r["vcpus"], r["cpu_platform"])
-        for r in kept
-        if r["provider"] == "aws" and r["source_id"] == "sparecores-static-web"
-    }
+    kept = other_rows(out_path, SOURCE_ID)
+    known = aws_shapes(kept)
     vcpus, plat = known[INSTANCE_TYPE]
     rows: list[dict[str, object]] = []
     release = ""
@@ -102,11 +85,7 @@ def main(argv: list[str]) -> int:
                 "quote": line.strip(),
             }
         )
-    with out_path.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=HEADER, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(kept)
-        writer.writerows(rows)
+    write_rows(out_path, kept, rows)
     print(f"{len(rows)} rows", file=sys.stderr)
     return 0
 

@@ -23,11 +23,11 @@ the output file. The rows of other sources in the output file are kept.
 
 from __future__ import annotations
 
-import csv
 import re
-import subprocess
 import sys
 from pathlib import Path
+
+from extractlib import aws_shapes, git, other_rows, write_rows
 
 SOURCE_ID = "monolake-nginx-proxy"
 REPO = "cloudwego/monolake"
@@ -42,19 +42,7 @@ README = "benchmark/README.md"
 INSTANCE_TYPE = "c5a.xlarge"
 #: Case size -> the upstream location the client script requests for it.
 LOCATION = {"tiny": "server2", "small": "server3", "medium": "server4", "large": "server5"}
-HEADER = (
-    "source_id,provider,instance_type,vcpus,cpu_platform,server,workload_class,protocol,"
-    "body_bytes,connections,threads,client_placement,container,metric,value,repo,commit,path,"
-    "url,quote"
-).split(",")
 LINE = re.compile(r"^\|\s*(https?)-result-4c-nginx-(tiny|small|medium|large)\s*\|\s*([0-9.]+)\s*\|")
-
-
-def git(repo: Path, *args: str) -> str:
-    """Output of a git command in ``repo``."""
-    return subprocess.run(
-        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
-    ).stdout
 
 
 def body_bytes(repo: Path, commit: str) -> dict[str, int]:
@@ -124,22 +112,13 @@ def rows_at(repo: Path, commit: str, vcpus: str, plat: str) -> list[dict[str, ob
 def main(argv: list[str]) -> int:
     """Replace this source's rows in the output file with those of the snapshot."""
     repo, out_path = Path(argv[1]), Path(argv[2])
-    with out_path.open(newline="", encoding="utf-8") as fh:
-        kept = [r for r in csv.DictReader(fh) if r["source_id"] != SOURCE_ID]
-    known = {
-        r["instance_type"]: (r["vcpus"], r["cpu_platform"])
-        for r in kept
-        if r["provider"] == "aws" and r["source_id"] == "sparecores-static-web"
-    }
+    kept = other_rows(out_path, SOURCE_ID)
+    known = aws_shapes(kept)
     vcpus, plat = known[INSTANCE_TYPE]
     rows: list[dict[str, object]] = []
     for commit in COMMITS:
         rows.extend(rows_at(repo, commit, vcpus, plat))
-    with out_path.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=HEADER, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(kept)
-        writer.writerows(rows)
+    write_rows(out_path, kept, rows)
     print(f"{len(rows)} rows", file=sys.stderr)
     return 0
 

@@ -35,6 +35,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from extractlib import HEADER, git, other_rows, write_rows
+
 PROVIDERS = ("aws", "gcp")
 SOURCE_ID = "sparecores-static-web"
 REPO = "SpareCores/sc-inspector-data"
@@ -43,12 +45,6 @@ WRK_SECONDS = 10.0
 SIZES = {"1k": 1024, "16k": 16384, "64k": 65536, "512k": 524288}
 #: Bodies up to 16 KiB are small static files; larger ones are large static files.
 SMALL_MAX = 16384
-HEADER = (
-    "source_id,provider,instance_type,vcpus,cpu_platform,server,workload_class,protocol,"
-    "body_bytes,connections,threads,client_placement,container,metric,value,repo,commit,path,"
-    "url,quote"
-).split(",")
-
 #: (vendor, family, model) -> platform for x86; Skylake and Cascade Lake share model 85 and
 #: differ by stepping (<= 4 Skylake, >= 5 Cascade Lake).
 X86 = {
@@ -66,13 +62,6 @@ X86 = {
     ("AuthenticAMD", "25", "17"): "zen4",
     ("AuthenticAMD", "26", "2"): "zen5",
 }
-
-
-def git(repo: Path, *args: str) -> str:
-    """Output of a git command in ``repo``."""
-    return subprocess.run(
-        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
-    ).stdout
 
 
 def platform(provider: str, lscpu: dict[str, str]) -> str:
@@ -180,15 +169,8 @@ def main(argv: list[str]) -> int:
         writer.writerows(rows)
         return 0
     # An existing file keeps its rows of the other sources (transcribed by hand), first.
-    kept: list[dict[str, str]] = []
-    if out_path.exists():
-        with out_path.open(newline="", encoding="utf-8") as fh:
-            kept = [r for r in csv.DictReader(fh) if r["source_id"] != SOURCE_ID]
-    with out_path.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=HEADER, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(kept)
-        writer.writerows(rows)
+    kept = other_rows(out_path, SOURCE_ID)
+    write_rows(out_path, kept, rows)
     return 0
 
 
