@@ -343,8 +343,8 @@ def test_the_cache_is_not_used_in_a_folder_others_may_write(tmp_path, monkeypatc
     shared.chmod(0o777)
     monkeypatch.setenv("NGINX_SIZING_CACHE", str(shared))
     assert cache.cache_dir() is None
-    cache.store("k", [1])
-    assert list(shared.iterdir()) == [] and cache.load("k") is None
+    cache.store("k", [1], "s")
+    assert list(shared.iterdir()) == [] and cache.load("k", "s") is None
     real = tmp_path / "real"
     real.mkdir(mode=0o700)
     link = tmp_path / "link"
@@ -359,20 +359,32 @@ def test_a_cache_file_others_may_write_or_another_key_or_damage_is_ignored(tmp_p
     from sizing.catalog import cache
 
     monkeypatch.setenv("NGINX_SIZING_CACHE", str(tmp_path / "c"))
-    cache.store("key", ["value"])
-    assert cache.load("key") == ["value"]
+    cache.store("key", ["value"], "s")
+    assert cache.load("key", "s") == ["value"]
     (entry,) = (tmp_path / "c").iterdir()
     entry.chmod(0o666)
-    assert cache.load("key") is None
+    assert cache.load("key", "s") is None
     entry.chmod(0o600)
-    assert cache.load("another key") is None
+    assert cache.load("another key", "s") is None
     entry.write_bytes(b"\x00 not marshal data")
-    assert cache.load("key") is None
+    assert cache.load("key", "s") is None
     entry.unlink()
     target = tmp_path / "elsewhere"
     target.write_bytes(entry.read_bytes() if entry.exists() else b"")
     entry.symlink_to(target)  # a link in place of the file: never followed
-    assert cache.load("key") is None
+    assert cache.load("key", "s") is None
+
+
+def test_a_changed_catalog_replaces_its_cache_entry(tmp_path, monkeypatch):
+    """One file per slot (catalog): a new key (the files changed) takes the old one's place."""
+    from sizing.catalog import cache
+
+    monkeypatch.setenv("NGINX_SIZING_CACHE", str(tmp_path / "c"))
+    cache.store("key at time 1", ["old"], "catalog.csv")
+    cache.store("key at time 2", ["new"], "catalog.csv")
+    assert len(list((tmp_path / "c").iterdir())) == 1
+    assert cache.load("key at time 1", "catalog.csv") is None
+    assert cache.load("key at time 2", "catalog.csv") == ["new"]
 
 
 def test_a_damaged_cache_entry_still_gives_the_checked_rows(tmp_path, monkeypatch):

@@ -54,17 +54,22 @@ def cache_dir() -> Path | None:
     return folder if private else None
 
 
-def _file(folder: Path, key: str) -> Path:
-    return folder / f"catalog-{zlib.crc32(key.encode()):08x}.marshal"
+def _file(folder: Path, slot: str) -> Path:
+    return folder / f"catalog-{zlib.crc32(slot.encode()):08x}.marshal"
 
 
-def load(key: str) -> Any:
-    """The value stored under ``key``, or None (no cache, no entry, or not to be trusted)."""
+def load(key: str, slot: str) -> Any:
+    """The value stored under ``key`` in ``slot``, or None (no entry, or not to be trusted).
+
+    None also when the cache is off or the slot holds another key's value.
+    ``slot`` names the file: one per catalog, so that a changed catalog's entry replaces
+    its earlier one instead of adding a file (the key holds the files' sizes and times).
+    """
     folder = cache_dir()
     if folder is None:
         return None
     try:
-        fd = os.open(_file(folder, key), os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(_file(folder, slot), os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
         return None
     try:
@@ -87,8 +92,11 @@ def load(key: str) -> Any:
             os.close(fd)
 
 
-def store(key: str, value: Any) -> None:
-    """Keep ``value`` (plain data) under ``key``; silently nothing when the cache is unusable."""
+def store(key: str, value: Any, slot: str) -> None:
+    """Keep ``value`` (plain data) under ``key`` in ``slot``, replacing what the slot held.
+
+    Silently nothing when the cache is unusable.
+    """
     folder = cache_dir()
     if folder is None:
         return
@@ -98,7 +106,7 @@ def store(key: str, value: Any) -> None:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".catalog-", suffix=".tmp")
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
-        os.replace(tmp, _file(folder, key))
+        os.replace(tmp, _file(folder, slot))
         tmp = ""
     except _FAILURES:
         pass

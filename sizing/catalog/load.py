@@ -13,6 +13,7 @@ import csv
 import io
 import json
 import marshal
+import os
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -292,7 +293,8 @@ def _read_compact(
     file_i = FIELD_NAMES.index("catalog_file")
     stats = _cache.stat_key(csv_path, cp)
     key = f"{COMPACT_SCHEMA}|{_CACHE_VERSION}|{','.join(FIELD_NAMES)}|{stats}"
-    cached = _cache.load(key) if stats else None
+    slot = os.path.realpath(csv_path)
+    cached = _cache.load(key, slot) if stats else None
     try:
         # Each group's checked rows are kept as their own marshal bytes: a run decodes only
         # the regions it asks for.
@@ -347,7 +349,7 @@ def _read_compact(
             )
             fresh = True
         if fresh and stats:
-            _cache.store(key, (list(header["groups"]), list(header["regions"]), done))
+            _cache.store(key, (list(header["groups"]), list(header["regions"]), done), slot)
         return out, list(header["regions"])
     except (OSError, ValueError, KeyError, IndexError, TypeError, EOFError) as exc:
         if isinstance(exc, InputError):
