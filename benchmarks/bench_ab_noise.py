@@ -146,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     sides: list[Nginx] = []
     pairs: list[tuple[tuple[float, float], tuple[float, float]]] = []
     try:
-        sides = [start(base / side, args.no_aslr) for side in ("a", "b")]
+        for side in ("a", "b"):  # one at a time: a failed start still stops the one before
+            sides.append(start(base / side, args.no_aslr))
         for r in range(args.rounds):
             if args.restart and r > 0:
                 for i, n in enumerate(sides):

@@ -177,9 +177,10 @@ def test_real_ab_same_setup_passes_and_added_headers_fail(tmp_path, leaves_no_ng
     the project's 2-core machine at load average 2 to 4, same-setup sessions gave medians
     B/A of 0.998 to 1.009 with lower bounds of 0.987 to 1.003, and 50 or 60 headers 1.03 to
     1.075 (``benchmarks/bench_ab.py``); 100 headers cost about twice as much, so both sides
-    keep a margin over the 1% gate.
+    keep a margin over the 1% gate. The same-setup session is judged at a 3% gate: its lower
+    bound came within 0.7% of the default gate, which a busier machine can cross.
     """
-    code, same = _ab(tmp_path / "runs", "variables_hash_max_size 1024")
+    code, same = _ab(tmp_path / "runs", "variables_hash_max_size 1024", "--fail-if-worse", "3%")
     assert code == 0 and not same["worse"], same
     assert same["schedule"] == "together" and same["n"] == 24
     headers = "; ".join(f"add_header X-Pad{i} v{i}" for i in range(100))

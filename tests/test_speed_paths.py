@@ -281,7 +281,18 @@ def _catalog_copy(tmp_path: Any) -> Any:
     csv_path = tmp_path / "instances.csv"
     shutil.copyfile(DEFAULT_CATALOG, csv_path)
     shutil.copyfile(compact_path(DEFAULT_CATALOG), compact_path(csv_path))
+    _age(csv_path, compact_path(csv_path))
     return csv_path
+
+
+def _age(*paths: Any, seconds: int = 3600) -> None:
+    """Set files' modification time ``seconds`` back (a just-written file is never cached)."""
+    import os
+    import time
+
+    ns = time.time_ns() - seconds * 1_000_000_000
+    for p in paths:
+        os.utime(p, ns=(ns, ns))
 
 
 def test_cached_rows_equal_checked_rows(tmp_path, monkeypatch):
@@ -326,6 +337,7 @@ def test_a_changed_catalog_is_not_taken_from_the_cache(tmp_path, monkeypatch):
         writer = csv.DictWriter(fh, fieldnames=names, lineterminator="\n")
         writer.writeheader()
         writer.writerows(rows)
+    _age(csv_path, seconds=1800)  # a new time, set, not left to the clock
     after = load_catalog(base=csv_path, regions={"us-east-1"})
     # The compact form no longer matches the CSV's hash: the CSV itself was read and checked.
     was = {i.key: i.price_usd_hour for i in before}
@@ -366,13 +378,26 @@ def test_a_cache_file_others_may_write_or_another_key_or_damage_is_ignored(tmp_p
     assert cache.load("key", "s") is None
     entry.chmod(0o600)
     assert cache.load("another key", "s") is None
+    good = entry.read_bytes()
     entry.write_bytes(b"\x00 not marshal data")
     assert cache.load("key", "s") is None
     entry.unlink()
     target = tmp_path / "elsewhere"
-    target.write_bytes(entry.read_bytes() if entry.exists() else b"")
+    target.write_bytes(good)  # a valid entry, reachable only through the link
+    target.chmod(0o600)
     entry.symlink_to(target)  # a link in place of the file: never followed
     assert cache.load("key", "s") is None
+
+
+def test_a_just_written_file_has_no_cache_key(tmp_path):
+    """Racily clean: a file modified within RACY_NS could be rewritten with the same key."""
+    from sizing.catalog import cache
+
+    fresh = tmp_path / "fresh.csv"
+    fresh.write_text("x")
+    assert cache.stat_key(fresh) is None
+    _age(fresh)
+    assert cache.stat_key(fresh) is not None
 
 
 def test_a_changed_catalog_replaces_its_cache_entry(tmp_path, monkeypatch):

@@ -118,16 +118,26 @@ def store(key: str, value: Any, slot: str) -> None:
                 pass
 
 
+#: A file modified this recently [ns] is not cached: a rewrite of the same size within the
+#: file system's timestamp granularity would keep its key (git's "racily clean" rule).
+RACY_NS = 2_000_000_000
+
+
 def stat_key(*paths: Path) -> str | None:
     """The cache key of files: each one's path, size, modification time [ns], inode, device.
 
-    None when one of them cannot be read.
+    None when one of them cannot be read, or was modified less than `RACY_NS` ago.
     """
+    import time
+
+    now = time.time_ns()
     parts = []
     for p in paths:
         try:
             st = os.stat(p)
         except OSError:
+            return None
+        if now - st.st_mtime_ns < RACY_NS:
             return None
         parts.append(f"{os.path.realpath(p)}:{st.st_size}:{st.st_mtime_ns}:{st.st_ino}:{st.st_dev}")
     return "|".join(parts)

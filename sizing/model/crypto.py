@@ -56,8 +56,6 @@ COLUMNS = (
     "url",
     "quote",
 )
-#: Columns a row must fill: what was measured, the number and where it was published.
-REQUIRED = ("source_id", "title", "publisher", "cpu_platform", "operation", "value", "unit", "url")
 
 #: How each unit turns into a cost: "op" -> us per operation, "byte" -> ns per byte.
 UNIT_TO_COST: dict[str, tuple[str, Callable[[float], float]]] = {
