@@ -760,8 +760,6 @@ def _ab_description() -> str | None:
 
 
 def _ab_fraction(what: str, example: str, low_open: bool) -> Any:
-    import argparse
-
     from trialtable.values import number_or_percent
 
     def parse(text: str) -> float:
@@ -846,14 +844,8 @@ def _add_ab_parser(sub: Any) -> Any:
 
 def _ab(args: Any) -> int:
     """``python -m runners ab``: 0 pass, 1 B worse, 2 bad input, 3 measurement failed."""
-    import json
-
-    from runners.errors import RunnerError
     from runners.interleave import judge, ratios, render, run_pairs
-    from runners.loadgen import UnsupportedLoad
     from runners.plan import Access
-    from trialtable.errors import RunFolderError
-    from trialtable.values import printable
 
     prog = "python -m runners ab"
     try:
