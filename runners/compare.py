@@ -39,11 +39,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runners.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from trialtable.errors import RunFolderError
 from trialtable.files import read_bounded
 from trialtable.read import read_rows
 from trialtable.schema import majority_passed
-from trialtable.values import format_option, number_or_percent, parse_path, printable
+from trialtable.values import format_option, parse_fraction, parse_path, printable
 
 #: The columns that make a group: the same workload on the same vCPUs.
 GROUP_COLUMNS = (

@@ -35,8 +35,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import IO, Any
 
-BOOTSTRAP_RESAMPLES = 4000
-BOOTSTRAP_SEED = 20261124
+from runners.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+
 MEASURES = ("cpu", "rps")
 #: How a pair's two trials are placed in time: at the same time, or one after the other.
 SCHEDULES = ("together", "alternate")
@@ -267,9 +267,7 @@ def _restart(session: Any) -> None:
     A fresh process (new port, new memory) each pair turns what one process happens to cost
     into noise across pairs, not a steady offset.
     """
-    if session.deployment is not None:
-        session.deployment.stop_server()
-        session._vcpus = None
+    session.stop_server()
 
 
 def render(

@@ -346,6 +346,17 @@ class Session:
         self._placement = str(placement[self.clients[0].host.name]["placement"])
         self._vcpus = vcpus
 
+    @property
+    def vcpus(self) -> int | None:
+        """The vCPUs nginx runs with now (None before `configure` or after `stop_server`)."""
+        return self._vcpus
+
+    def stop_server(self) -> None:
+        """Stop nginx (its upstreams keep running); the next `configure` starts a fresh one."""
+        if self.deployment is not None:
+            self.deployment.stop_server()
+        self._vcpus = None
+
     def max_threads(self, vcpus: int) -> int:
         """Load-generator threads per client that fit the CPUs each client has for itself."""
         self.configure(vcpus)
