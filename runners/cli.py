@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import signal
 import sys
@@ -20,6 +19,7 @@ from trialtable.errors import RunFolderError
 from trialtable.fields import Field, FieldError, Fields
 from trialtable.files import read_bounded
 from trialtable.output import csv_cell, json_text
+from trialtable.tls import KEYS, SHORT_TLS_KEYS, TLS_KEYS, tls_key
 from trialtable.values import (
     DEFAULT_PROTOCOL,
     MAX_COUNT,
@@ -67,17 +67,14 @@ SIM_LAMBDA_RANGE = (1.0, 1e9)
 SIM_USL_RANGE = (0.0, 1.0)
 
 
-#: ``--tls-key`` as both command lines spell it, to the runners' own names.
-_TLS_KEY_NAMES = {"ecdsa-p256": "ecdsa", "rsa2048": "rsa", "ecdsa": "ecdsa", "rsa": "rsa"}
-
-
 def _tls_key(text: str) -> str:
-    key = _TLS_KEY_NAMES.get(text.strip().lower())
-    if key is None:
+    """``--tls-key`` as both command lines spell it (`trialtable.tls`), to the run's short name."""
+    try:
+        return tls_key(text).short
+    except ValueError:
         raise argparse.ArgumentTypeError(
-            f"{printable(text)!r} is not a TLS key; expected ecdsa-p256 or rsa2048"
-        )
-    return key
+            f"{printable(text)!r} is not a TLS key; expected {' or '.join(TLS_KEYS)}"
+        ) from None
 
 
 def _seconds0(text: str) -> int:
@@ -380,10 +377,13 @@ def _scenario_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--tls-key",
         type=_tls_key,
-        default="ecdsa",
-        metavar="{ecdsa-p256,rsa2048}",
-        help="self-signed certificate key, spelled as sizing spells it: ecdsa-p256 (default) or "
-        "rsa2048 (ecdsa and rsa are read too)",
+        default=KEYS[0].short,
+        metavar="{" + ",".join(TLS_KEYS) + "}",
+        help="self-signed certificate key, spelled as sizing spells it: "
+        + " or ".join(TLS_KEYS)
+        + f" (default {KEYS[0].name}; "
+        + " and ".join(SHORT_TLS_KEYS)
+        + " are read too)",
     )
     p.add_argument(
         "--tls-resumption",
@@ -759,17 +759,12 @@ def _ab_description() -> str | None:
     return doc.split("\n\n")[1] if doc else None
 
 
-def _ab_fraction(what: str, example: str, low_open: bool) -> Any:
-    from trialtable.values import number_or_percent
-
-    def parse(text: str) -> float:
-        value = number_or_percent(text, what, example)
-        ok = 0 < value < 1 if low_open else 0 <= value < 1
-        if not (math.isfinite(value) and ok):
-            raise argparse.ArgumentTypeError(f"{text!r} is outside {what}'s range; e.g. {example}")
-        return value
-
-    return parse
+def _confidence(text: str) -> float:
+    """A confidence level: a fraction as `parse_fraction` reads it, and above 0."""
+    value = parse_fraction(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is outside (0, 1); expected e.g. 0.95 or 95%")
+    return value
 
 
 def _add_ab_parser(sub: Any) -> Any:
@@ -826,14 +821,14 @@ def _add_ab_parser(sub: Any) -> Any:
     )
     p.add_argument(
         "--fail-if-worse",
-        type=_ab_fraction("a threshold", "1%", low_open=False),
+        type=parse_fraction,
         default=0.01,
         metavar="PCT",
         help="exit 1 when B's cost is above A's by more than this at --confidence (default 1%%)",
     )
     p.add_argument(
         "--confidence",
-        type=_ab_fraction("a confidence", "95%", low_open=True),
+        type=_confidence,
         default=0.95,
         metavar="PCT",
         help="level of the bootstrap interval of the median ratio (default 95%%)",

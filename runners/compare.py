@@ -63,8 +63,6 @@ GROUP_COLUMNS = (
 #: The columns that, within a group, make a setting (trials of one setting are repeats).
 LOAD_COLUMNS = ("threads", "connections", "streams", "rate_rps")
 GATES = ("max-rps", "p99")
-BOOTSTRAP_RESAMPLES = 2000
-BOOTSTRAP_SEED = 20261124
 LEVEL = 0.95
 #: Largest run.json read for a run's label [B].
 RUN_JSON_MAX_BYTES = 16 * 1024 * 1024
@@ -564,13 +562,6 @@ def _history_html(runs: Sequence[Run], include: str | bool) -> str:
     return "<h2>History</h2>" + fig.to_html(full_html=False, include_plotlyjs=include)
 
 
-def _threshold(text: str) -> float:
-    value = number_or_percent(text, "a threshold", "5% or 0.05")
-    if not (math.isfinite(value) and 0 <= value < 1):
-        raise argparse.ArgumentTypeError(f"{text!r} is outside [0%, 100%); expected e.g. 5%")
-    return value
-
-
 def _gates(text: str) -> tuple[str, ...]:
     names = tuple(g.strip() for g in text.split(",") if g.strip())
     bad = [g for g in names if g not in GATES]
@@ -590,7 +581,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("run_b", type=parse_path, metavar="RUN_B", help="candidate run folder")
     p.add_argument(
         "--fail-if-worse",
-        type=_threshold,
+        type=parse_fraction,
         default=0.05,
         metavar="PCT",
         help="exit 1 when B's max RPS under the SLA is lower, or its p99 at equal load "

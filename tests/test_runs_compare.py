@@ -147,7 +147,7 @@ def test_intervals_say_how_and_are_seeded(tmp_path):
     [
         (["missing-a", "missing-b"], "not a run folder"),
         (["A", "B", "--fail-if-worse", "150%"], "outside"),
-        (["A", "B", "--fail-if-worse", "lots"], "not a threshold"),
+        (["A", "B", "--fail-if-worse", "lots"], "not a fraction"),
         (["A", "B", "--gate", "speed"], "comma list"),
         (["A", "OTHER"], "share no setting"),
         (["A", "EMPTY"], "no valid trial"),
