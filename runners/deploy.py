@@ -22,9 +22,7 @@ from runners.hosts import Host
 from runners.nginxconf import hostport, render_conf, render_upstream_conf
 from runners.scenario import Scenario
 from runners.tools import TOOLS
-
-KEY_ARGS = {"ecdsa": ("ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"), "rsa": ("rsa:2048",)}
-
+from trialtable.tls import tls_key
 
 # A new prefix: printed first, so it is known (and recorded) before the content is written.
 _PREFIX = r"""
@@ -367,7 +365,7 @@ class Deployment:
         s = self.scenario
         prefix = self._make_prefix(self.main, "creating the nginx prefix")
         if s.protocol == "https":
-            key = KEY_ARGS[s.tls_key]
+            key = tls_key(s.tls_key).newkey
             openssl = self.main.at.openssl
             self.host.sh(_CERT, openssl, prefix, *key, what="making the TLS certificate")
         if s.jwt:

@@ -7,6 +7,7 @@ from typing import Any
 
 from runners.errors import RunnerError
 from trialtable.schema import PROTOCOLS, SCENARIOS
+from trialtable.tls import KEYS, SHORT_TLS_KEYS
 
 DEFAULT_FILE_BYTES = {
     "static": 1024,
@@ -15,7 +16,6 @@ DEFAULT_FILE_BYTES = {
     "api_gateway": 1024,
     "throughput": 1024 * 1024,
 }
-TLS_KEYS = ("ecdsa", "rsa")
 MAX_UPSTREAMS = 64
 # A response carries the status line and headers besides the body: nginx sends 200-300 bytes.
 HEADER_BYTES_RANGE = (64, 2048)
@@ -39,7 +39,8 @@ class Scenario:
     upstreams : int
         File servers behind the proxy (proxy scenarios only).
     tls_key : str
-        ``ecdsa`` (P-256) or ``rsa`` (2048 bits) for the self-signed certificate.
+        The self-signed certificate's key, by its short name (`trialtable.tls`: ``ecdsa`` for
+        P-256, the default, or ``rsa`` for 2048 bits).
     directives : tuple of str
         Extra directives for the ``http`` block, e.g. ``ssl_ciphers ...;``.
     tls_resumption : bool
@@ -55,7 +56,7 @@ class Scenario:
     file_bytes: int = 1024
     gzip: bool = False
     upstreams: int = 1
-    tls_key: str = "ecdsa"
+    tls_key: str = KEYS[0].short
     directives: tuple[str, ...] = ()
     tls_resumption: bool = False
     jwt: bool = False
@@ -65,8 +66,10 @@ class Scenario:
             raise RunnerError(f"unknown scenario {self.name!r}; expected one of {SCENARIOS}")
         if self.protocol not in PROTOCOLS:
             raise RunnerError(f"unknown protocol {self.protocol!r}; expected http or https")
-        if self.tls_key not in TLS_KEYS:
-            raise RunnerError(f"unknown TLS key {self.tls_key!r}; expected ecdsa or rsa")
+        if self.tls_key not in SHORT_TLS_KEYS:
+            raise RunnerError(
+                f"unknown TLS key {self.tls_key!r}; expected {' or '.join(SHORT_TLS_KEYS)}"
+            )
         if self.file_bytes < 0:
             raise RunnerError(f"file size {self.file_bytes} is negative")
         if self.name == "cps" and self.file_bytes != 0:

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from trialtable.files import MB, FileRefused, loads_json, read_bounded, write_atomic
+from trialtable.tls import HANDSHAKE_FULL
 
 SCHEMA = "nginx-sizing/cpu-profile/1"
 #: Largest profile file read [B]: 16 MB (a campaign's profile is a few kB); a larger file, a
@@ -86,13 +87,6 @@ COEFFICIENTS: dict[str, tuple[str, str]] = {
     "proxy_request_us": ("us/request", "reverse_proxy's extra work over static"),
     "gateway_request_us": ("us/request", "api_gateway's extra work over reverse_proxy"),
     "http2_request_us": ("us/request", "HTTP/2 minus HTTP/1.1 per request (may be negative)"),
-}
-#: The full-handshake coefficient of each certificate key (the runners' and sizing's names).
-HANDSHAKE_FULL = {
-    "ecdsa": "handshake_full_ecdsa_p256_us",
-    "ecdsa-p256": "handshake_full_ecdsa_p256_us",
-    "rsa": "handshake_full_rsa2048_us",
-    "rsa2048": "handshake_full_rsa2048_us",
 }
 #: Scenarios that proxy (``proxy_request_us``) and the one that also rewrites
 #: (``gateway_request_us``).

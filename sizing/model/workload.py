@@ -11,10 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sizing.errors import InputError
+from trialtable.tls import TLS_KEYS as TLS_KEYS  # re-exported: sizing.request reads it here
 
 SCENARIOS = ("static", "reverse_proxy", "api_gateway")
 PROTOCOLS = ("http", "https")
-TLS_KEYS = ("ecdsa-p256", "rsa2048")
 HTTP_VERSIONS = ("1.1", "2")
 #: Where NGINX runs: on the host's own kernel and NIC, in a VM behind a virtual NIC, or in a
 #: container behind a Kubernetes Service (the model's per-request and per-packet terms differ).
