@@ -12,9 +12,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from runners.cli_options import host_options, ssh_options, tool_option, wildcard_problem
+from runners import cli_calibrate, cli_compare
+from runners.cli_options import (
+    DocParser,
+    host_options,
+    ssh_options,
+    tool_option,
+    wildcard_problem,
+)
 from runners.errors import RunnerError
 from runners.loadgen import UnsupportedLoad
+from runners.names import AB_MEASURES, AB_SCHEDULES, STRATEGY_NAMES
 from trialtable.errors import RunFolderError
 from trialtable.fields import Field, FieldError, Fields
 from trialtable.files import read_bounded
@@ -94,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Measure NGINX: deploy a private nginx on this machine or SSH hosts, drive "
         "it with a load generator, and record every trial. Each command has its own --help.",
     )
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=DocParser)
 
     sw = sub.add_parser("sweep", help="measure a grid of vCPUs x threads x connections")
     _trial_options(sw, duration=10, what="each trial")
@@ -113,8 +121,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="wrk connections per client (default 16)",
     )
     format_option(sw, ("table", "json", "csv"))
-
-    from runners.search import STRATEGY_NAMES
 
     se = sub.add_parser("search", help="highest RPS under a p99 SLA, per vCPU count")
     _trial_options(se, duration=3, what="each search trial")
@@ -180,12 +186,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="parent folder of run folders",
     )
     ssh_options(cl)
-    from runners import cli_calibrate
-
     cli_calibrate.add_parser(sub)
-    from runners import compare
-
-    compare.add_parser(sub)
+    cli_compare.add_parser(sub)
     _add_ab_parser(sub)
     return parser
 
@@ -714,8 +716,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(sig, _raise_interrupt)
     try:
         if args.command == "calibrate":
-            from runners import cli_calibrate
-
             return cli_calibrate.main(args)
         if args.command == "compare":
             from runners import compare
@@ -752,13 +752,6 @@ def _raise_interrupt(signum: int, frame: object) -> None:
 # ----------------------------------------------------------------------------- ab
 
 
-def _ab_description() -> str | None:
-    from runners import interleave
-
-    doc = interleave.__doc__
-    return doc.split("\n\n")[1] if doc else None
-
-
 def _confidence(text: str) -> float:
     """A confidence level: a fraction as `parse_fraction` reads it, and above 0."""
     value = parse_fraction(text)
@@ -769,13 +762,11 @@ def _confidence(text: str) -> float:
 
 def _add_ab_parser(sub: Any) -> Any:
     """Add the ``ab`` subcommand (paired, interleaved A/B) to the runners' subparsers."""
-    from runners.interleave import MEASURES, SCHEDULES
-
     p = sub.add_parser(
         "ab",
         help="A/B: the sweep options (A) and A plus --ab-directive (B), measured alternately "
         "in one session; exit 1 when B is slower than A beyond --fail-if-worse",
-        description=_ab_description(),
+        doc_from=("runners.interleave", 1),
     )
     _trial_options(p, duration=1, what="each trial", warmup=0, cooldown=0.2)
     p.add_argument(
@@ -808,14 +799,14 @@ def _add_ab_parser(sub: Any) -> Any:
     )
     p.add_argument(
         "--schedule",
-        choices=SCHEDULES,
+        choices=AB_SCHEDULES,
         default="together",
         help="together: a pair's A and B trials run at the same time on the same CPUs, each "
         "with its own load generator (default); alternate: one after the other",
     )
     p.add_argument(
         "--measure",
-        choices=MEASURES,
+        choices=AB_MEASURES,
         default="cpu",
         help="cpu: nginx CPU time per request (default); rps: 1/requests per second",
     )

@@ -9,12 +9,11 @@ import argparse
 import json
 import math
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from runners import calibrate, loadgen
+from runners import loadgen
 from runners.cli_options import host_options, tool_option, wildcard_problem
 from runners.plan import Access
-from trialtable.profile import Profile
 from trialtable.values import (
     format_option,
     int_at_least,
@@ -22,6 +21,9 @@ from trialtable.values import (
     parse_path,
     within_column,
 )
+
+if TYPE_CHECKING:
+    from trialtable.profile import Profile
 
 __all__ = ["add_parser", "main", "render"]
 
@@ -105,6 +107,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 def main(args: argparse.Namespace) -> int:
     """``python -m runners calibrate``: run the campaign, print the coefficients."""
+    from runners import calibrate  # the campaign and its fit (numpy): only when it runs
+
     problem = wildcard_problem(args.target_address, args.allow_wildcard_address)
     if problem:
         raise loadgen.UnsupportedLoad(problem)

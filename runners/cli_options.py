@@ -8,11 +8,34 @@ options to one subcommand's parser; names, defaults and help are defined here on
 from __future__ import annotations
 
 import argparse
+import importlib
 import ipaddress
 import socket
+from typing import Any
 
 from runners.tools import TOOLS
-from trialtable.values import parse_path
+from trialtable.values import Parser, parse_path
+
+
+class DocParser(Parser):
+    """A subcommand's parser whose description is a paragraph of a module's docstring.
+
+    ``doc_from=(MODULE, N)``: the N-th paragraph (from 0) of ``MODULE``'s docstring, read only
+    when the help is printed, so building the parser does not import the module.
+    """
+
+    def __init__(self, *args: Any, doc_from: tuple[str, int] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.doc_from = doc_from
+
+    def format_help(self) -> str:
+        """The help, with the description read from the module on first use."""
+        if self.doc_from is not None and self.description is None:
+            module, paragraph = self.doc_from
+            doc = importlib.import_module(module).__doc__ or ""
+            parts = doc.split("\n\n")
+            self.description = parts[paragraph] if paragraph < len(parts) else None
+        return super().format_help()
 
 
 def ssh_options(p: argparse.ArgumentParser) -> None:

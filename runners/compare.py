@@ -40,11 +40,12 @@ from pathlib import Path
 from typing import Any
 
 from runners.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from runners.names import COMPARE_GATES
 from trialtable.errors import RunFolderError
 from trialtable.files import read_bounded
 from trialtable.read import read_rows
 from trialtable.schema import majority_passed
-from trialtable.values import format_option, parse_fraction, parse_path, printable
+from trialtable.values import printable
 
 #: The columns that make a group: the same workload on the same vCPUs.
 GROUP_COLUMNS = (
@@ -62,7 +63,7 @@ GROUP_COLUMNS = (
 )
 #: The columns that, within a group, make a setting (trials of one setting are repeats).
 LOAD_COLUMNS = ("threads", "connections", "streams", "rate_rps")
-GATES = ("max-rps", "p99")
+GATES = COMPARE_GATES
 LEVEL = 0.95
 #: Largest run.json read for a run's label [B].
 RUN_JSON_MAX_BYTES = 16 * 1024 * 1024
@@ -560,53 +561,6 @@ def _history_html(runs: Sequence[Run], include: str | bool) -> str:
         height=420,
     )
     return "<h2>History</h2>" + fig.to_html(full_html=False, include_plotlyjs=include)
-
-
-def _gates(text: str) -> tuple[str, ...]:
-    names = tuple(g.strip() for g in text.split(",") if g.strip())
-    bad = [g for g in names if g not in GATES]
-    if not names or bad:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a comma list of {', '.join(GATES)}")
-    return names
-
-
-def add_parser(sub: Any) -> argparse.ArgumentParser:
-    """Add the ``compare`` subcommand to the runners' subparsers."""
-    p: argparse.ArgumentParser = sub.add_parser(
-        "compare",
-        help="compare two run folders setting by setting; exit 1 when B is worse than A",
-        description=__doc__.split("\n\n")[0] if __doc__ else None,
-    )
-    p.add_argument("run_a", type=parse_path, metavar="RUN_A", help="baseline run folder")
-    p.add_argument("run_b", type=parse_path, metavar="RUN_B", help="candidate run folder")
-    p.add_argument(
-        "--fail-if-worse",
-        type=parse_fraction,
-        default=0.05,
-        metavar="PCT",
-        help="exit 1 when B's max RPS under the SLA is lower, or its p99 at equal load "
-        "higher, by more than this (default 5%%)",
-    )
-    p.add_argument(
-        "--gate",
-        type=_gates,
-        default=GATES,
-        metavar="LIST",
-        help="measures that decide: max-rps, p99 (default both)",
-    )
-    p.add_argument(
-        "--html", type=parse_path, default=None, metavar="OUT", help="also write an HTML view"
-    )
-    p.add_argument(
-        "--history",
-        nargs="+",
-        type=parse_path,
-        default=[],
-        metavar="RUN",
-        help="more run folders for the HTML view's history of max RPS under the SLA",
-    )
-    format_option(p)
-    return p
 
 
 def main(args: argparse.Namespace) -> int:

@@ -36,10 +36,10 @@ from dataclasses import dataclass, replace
 from typing import IO, Any
 
 from runners.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from runners.names import AB_MEASURES, AB_SCHEDULES
 
-MEASURES = ("cpu", "rps")
-#: How a pair's two trials are placed in time: at the same time, or one after the other.
-SCHEDULES = ("together", "alternate")
+MEASURES = AB_MEASURES
+SCHEDULES = AB_SCHEDULES
 #: Errors per response above which a trial gives no cost.
 MAX_ERROR_RATE = 0.01
 

@@ -34,12 +34,12 @@ from typing import IO, Any, ClassVar, Protocol
 
 from runners.errors import RunnerError
 from runners.loadgen import CLOSED, OPEN
+from runners.names import STRATEGY_NAMES
 from runners.plan import DEFAULT_OUT, Access, Plan
 from runners.run import name_run, open_run
 from trialtable.read import RANGES
 from trialtable.schema import majority_passed
 
-STRATEGY_NAMES = ("adaptive", "grid", "rate")
 # Two-sided 95% Student t quantiles for n - 1 = 1..30 degrees of freedom.
 _T95 = (
     12.706,
