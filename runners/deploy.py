@@ -9,6 +9,7 @@ process left behind, from the prefix and pids it recorded.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import random
 import re
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from runners import jwt
 from runners.cputime import stat_ticks
 from runners.errors import RunnerError
-from runners.hosts import Host
+from runners.hosts import Host, Result
 from runners.nginxconf import hostport, render_conf, render_upstream_conf
 from runners.scenario import Scenario
 from runners.tools import TOOLS
@@ -34,7 +35,9 @@ chmod 755 "$d"
 mkdir -p "$d/html" "$d/tmp"
 """
 
-# The content: random bytes, or hex text that gzip can compress (about 2:1).
+# The content (random bytes, or hex text that gzip can compress, about 2:1), then, when an
+# openssl path follows, the certificate; last the ports something listens on (for the first
+# start's port choice): one round trip.
 _CONTENT = r"""
 set -e
 umask 022
@@ -43,20 +46,36 @@ if [ "$2" = 1 ]; then
 else
   head -c "$1" /dev/urandom > "$4/html/$3"
 fi
+if [ -n "$5" ]; then
+  o=$5 d=$4
+  shift 5
+  @CERT@
+fi
+set +e
+echo @LISTEN_MARK@
+@LISTENING@
+exit 0
 """
 
+# A self-signed certificate in $d, made by openssl $o with the -newkey arguments "$@".
 _CERT = r"""
-set -e
 umask 077
-o=$1 d=$2
-shift 2
 "$o" req -x509 -nodes -keyout "$d/key.pem" -out "$d/cert.pem" -days 7 -subj /CN=nginx-sizing \
   -newkey "$@" >/dev/null 2>&1 || { echo "openssl could not make a certificate" >&2; exit 1; }
 chmod 600 "$d/key.pem"
 chmod 644 "$d/cert.pem"
+umask 022
 """
 
-_LISTENING = r"cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk '$4 == \"0A\" {print $2}'"
+# The local ADDRESS:PORT (hexadecimal) of every listening TCP socket (state 0A).
+_LISTENING = """cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk '$4 == "0A" {print $2}'"""
+# Printed before the listening sockets that follow a script's own output.
+_LISTEN_MARK = "NGINX_SIZING_LISTENING"
+_CONTENT = (
+    _CONTENT.replace("@CERT@", _CERT.strip().replace("\n", "\n  "))
+    .replace("@LISTEN_MARK@", _LISTEN_MARK)
+    .replace("@LISTENING@", _LISTENING)
+)
 
 # Shell helpers: a pid is alive when it exists and is not a zombie (a container's init may
 # never reap it); its start time is field 22 of /proc/PID/stat (clock ticks since boot).
@@ -100,15 +119,37 @@ echo STARTS $s
 """
 
 # Which of the pids are alive, their /proc stat lines (CPU time in clock ticks), then their
-# CPU time in ns from /proc/PID/schedstat where the kernel keeps it: one round trip.
-_SAMPLE = (
-    _ALIVE_FN
-    + r"""
-for p in "$@"; do alive "$p" && echo "ALIVE $p"; done
-for p in "$@"; do cat "/proc/$p/stat" 2>/dev/null; done
-for p in "$@"; do s=$(cat "/proc/$p/schedstat" 2>/dev/null) && echo "SCHED ${s%% *}"; done
-exit 0
+# CPU time in ns from /proc/PID/schedstat where the kernel keeps it.
+_SAMPLE_FN = r"""
+sample() {
+  for p in "$@"; do alive "$p" && echo "ALIVE $p"; done
+  for p in "$@"; do cat "/proc/$p/stat" 2>/dev/null; done
+  for p in "$@"; do s=$(cat "/proc/$p/schedstat" 2>/dev/null) && echo "SCHED ${s%% *}"; done
+}
 """
+# One sample: one round trip.
+_SAMPLE = _ALIVE_FN + _SAMPLE_FN + 'sample "$@"\nexit 0\n'
+# A sample, the command (only when every pid is alive), a second sample: one round trip for
+# what would take three. Arguments: the number of pids, the pids, the command's argv. The
+# command's output is what it printed, between the two markers; the exit status is its own.
+_RUN_MARK, _AFTER_MARK, _DOWN_MARK = "NGINX_SIZING_RUN", "NGINX_SIZING_AFTER", "NGINX_SIZING_DOWN"
+_SAMPLED = (
+    _ALIVE_FN
+    + _SAMPLE_FN
+    + r"""
+k=$1; shift; pids=
+while [ "$k" -gt 0 ]; do pids="$pids $1"; shift; k=$((k-1)); done
+sample $pids
+for p in $pids; do alive "$p" || { echo @DOWN@; exit 0; }; done
+echo @RUN@
+"$@"; rc=$?
+echo
+echo @AFTER@
+sample $pids
+exit $rc
+""".replace("@DOWN@", _DOWN_MARK)
+    .replace("@RUN@", _RUN_MARK)
+    .replace("@AFTER@", _AFTER_MARK)
 )
 
 # Stop masters (TERM, then KILL after 5 s), kill leftover workers, remove the prefix.
@@ -176,9 +217,9 @@ if [ -n "$dir" ]; then
     [ -f "$f" ] && [ ! -L "$f" ] && [ -O "$f" ] && rm -f -- "$f"
   done
 fi
-exit 0
 """
-_STOP = _ALIVE_FN + _STOP_BODY
+# After stopping, the ports something listens on, for the next start's port choice.
+_STOP = _ALIVE_FN + _STOP_BODY + f"echo {_LISTEN_MARK}\n{_LISTENING}\nexit 0\n"
 
 # What a killed run left is touched only when it is provably the run's own: a folder (not a
 # link) of this user, made by mktemp directly in this host's temporary root with the
@@ -202,6 +243,7 @@ if [ -e "$1" ] && { [ ! -d "$1" ] || [ ! -O "$1" ]; }; then
 fi
 """
     + _STOP_BODY
+    + "exit 0\n"
 )
 
 
@@ -231,6 +273,9 @@ class NginxHost:
         Clock ticks per second, for CPU time in /proc.
     nginx_version : str
         ``nginx -v`` output; ``-e`` (1.19.5 and later) is used when it exists.
+    worker_group : str
+        Primary group of ``nobody`` there, when the host's facts hold it (else it is asked
+        for when workers run as ``nobody``).
     """
 
     host: Host
@@ -239,6 +284,7 @@ class NginxHost:
     as_root: bool = False
     clk_tck: int = 100
     nginx_version: str = ""
+    worker_group: str = ""
 
     @property
     def has_e_flag(self) -> bool:
@@ -276,7 +322,7 @@ class NginxInstance:
     @classmethod
     def on(cls, at: NginxHost, address: str) -> NginxInstance:
         """An instance on ``at`` listening on ``address`` (workers as ``nobody`` under root)."""
-        return cls(at, address, _worker_user(at.host) if at.as_root else None)
+        return cls(at, address, _worker_user(at) if at.as_root else None)
 
 
 # (host name, what, prefix, pids[, starts]): called before a prefix or process can be used;
@@ -354,6 +400,9 @@ class Deployment:
         self._record_started = record_started
         self._record_removed = record_removed
         self.http2 = http2
+        # The ports in use on a host (by id), as the last script there saw them: the next
+        # port choice there takes them instead of asking again (once).
+        self._listening: dict[int, set[int]] = {}
 
     @property
     def prefix(self) -> str | None:
@@ -363,11 +412,7 @@ class Deployment:
     def setup(self) -> None:
         """Make the prefix, content and certificate; start the upstream servers if needed."""
         s = self.scenario
-        prefix = self._make_prefix(self.main, "creating the nginx prefix")
-        if s.protocol == "https":
-            key = tls_key(s.tls_key).newkey
-            openssl = self.main.at.openssl
-            self.host.sh(_CERT, openssl, prefix, *key, what="making the TLS certificate")
+        self._make_prefix(self.main, "creating the nginx prefix", cert=s.protocol == "https")
         if s.jwt:
             self._setup_jwt()
         if s.proxied:
@@ -388,8 +433,12 @@ class Deployment:
         self.host.write_text(script, jwt.VERIFY_SCRIPT.read_text(), 0o644)
         self.jwt_config = jwt.JwtConfig(modules, script, self.jwt_public_key)
 
-    def _make_prefix(self, inst: NginxInstance, what: str) -> str:
-        """A new prefix for ``inst`` on its host, recorded before its content is written."""
+    def _make_prefix(self, inst: NginxInstance, what: str, *, cert: bool = False) -> str:
+        """A new prefix for ``inst`` on its host, recorded before its content is written.
+
+        Two round trips: the prefix (recorded before anything is written into it), then the
+        content, the certificate (with ``cert``) and the ports in use, together.
+        """
         s = self.scenario
         host = inst.at.host
         out = host.sh(_PREFIX, check=False, timeout=60)
@@ -402,16 +451,31 @@ class Deployment:
             raise RunnerError(
                 f"{what} failed on {host.name}: {detail[-1] if detail else 'no output'}"
             )
-        host.sh(
+        newkey = tls_key(s.tls_key).newkey if cert else ()
+        out = host.sh(
             _CONTENT,
             str(s.file_bytes),
             "1" if s.gzip else "0",
             s.body_name,
             first,
-            what=f"writing the {s.file_bytes} B test file",
+            inst.at.openssl if cert else "",
+            *newkey,
+            what=f"writing the {s.file_bytes} B test file"
+            + (" and the TLS certificate" if cert else ""),
             timeout=300,
         )
+        self._note_listening(host, out.stdout)
         return first
+
+    def _note_listening(self, host: Host, stdout: str) -> str:
+        """Keep the ports in use a script listed after `_LISTEN_MARK`; return what came before.
+
+        Nothing is kept when the list is missing (the script stopped early).
+        """
+        before, mark, after = ("\n" + stdout).partition(f"\n{_LISTEN_MARK}\n")
+        if mark:
+            self._listening[id(host)] = _ports(after)
+        return before[1:]
 
     def _record(
         self,
@@ -525,9 +589,17 @@ class Deployment:
         return NginxProcess(prefix, conf_path, master, workers)
 
     def free_ports(self, n: int, host: Host | None = None) -> list[int]:
-        """``n`` TCP ports in 20000-29999 that nothing on the host listens on."""
-        out = (host or self.host).sh(_LISTENING, check=False)
-        used = {int(h.rsplit(":", 1)[-1], 16) for h in out.stdout.split() if ":" in h}
+        """``n`` TCP ports in 20000-29999 that nothing on the host listens on.
+
+        The list of ports in use is the one the last script on the host printed (preparing
+        the prefix, stopping nginx) when there is one not yet used; else it is read now. A
+        port taken in between makes the start fail with "Address already in use", and the
+        caller tries another.
+        """
+        host = host or self.host
+        used = self._listening.pop(id(host), None)
+        if used is None:
+            used = _ports(host.sh(_LISTENING, check=False).stdout)
         free = [p for p in range(20000, 30000) if p not in used]
         return random.sample(free, n)
 
@@ -548,13 +620,59 @@ class Deployment:
         if not pids:
             return False, 0.0
         out = self.host.sh(_SAMPLE, *map(str, pids), check=False)
-        lines = out.stdout.splitlines()
+        return self._read_sample(out.stdout, len(pids))
+
+    def run_sampled(
+        self, argv: Sequence[str], *, timeout: float
+    ) -> tuple[tuple[bool, float], Result | None, tuple[bool, float] | None]:
+        """Sample the server, run ``argv`` on its host, sample again: one round trip.
+
+        Returns
+        -------
+        before : (bool, float)
+            The first `sample`: whether every process runs, their CPU time [s].
+        result : Result or None
+            What ``argv`` printed and its exit status; None when it did not run (nginx was
+            not running) or the round trip failed before it (``before`` is then not alive).
+        after : (bool, float) or None
+            The second sample, taken as ``argv`` ended; None when the output stops before it
+            (then call `sample`).
+        """
+        pids = self.pids()
+        if not pids:
+            return (False, 0.0), None, None
+        out = self.host.sh(
+            _SAMPLED, str(len(pids)), *map(str, pids), *argv, check=False, timeout=timeout
+        )
+        head, run_mark, rest = ("\n" + out.stdout).partition(f"\n{_RUN_MARK}\n")
+        if not run_mark:
+            if f"\n{_DOWN_MARK}" in head:
+                return self._read_sample(head, len(pids)), None, None
+            detail = out.stderr.strip().splitlines()
+            raise RunnerError(
+                f"sampling nginx and running {argv[0] if argv else 'the client'} failed on "
+                f"{self.host.name} (exit {out.exited}): {detail[-1] if detail else 'no output'}"
+            )
+        before = self._read_sample(head, len(pids))
+        body, after_mark, tail = rest.rpartition(f"\n{_AFTER_MARK}\n")
+        if not after_mark:
+            return before, Result(rest, out.stderr, out.exited), None
+        after = self._read_sample(tail, len(pids))
+        return before, Result(body, out.stderr, out.exited), after
+
+    def _read_sample(self, text: str, n: int) -> tuple[bool, float]:
+        """`sample`'s answer from the lines `_SAMPLE_FN` printed for ``n`` pids."""
+        lines = text.splitlines()
         alive = sum(1 for ln in lines if ln.startswith("ALIVE "))
         sched = [ln.split()[1] for ln in lines if ln.startswith("SCHED ") and len(ln.split()) == 2]
-        if len(sched) == len(pids) and all(v.isdigit() for v in sched):
-            return alive == len(pids), sum(int(v) for v in sched) / 1e9
-        ticks = sum(stat_ticks(ln) for ln in lines if not ln.startswith(("ALIVE ", "SCHED ")))
-        return alive == len(pids), ticks / self.main.at.clk_tck
+        if len(sched) == n and all(v.isdigit() for v in sched):
+            return alive == n, sum(int(v) for v in sched) / 1e9
+        ticks = sum(
+            stat_ticks(ln)
+            for ln in lines
+            if ln.strip() and not ln.startswith(("ALIVE ", "SCHED ", "NGINX_SIZING_"))
+        )
+        return alive == n, ticks / self.main.at.clk_tck
 
     def alive(self) -> bool:
         """Whether the server's master and every worker still run."""
@@ -610,7 +728,7 @@ class Deployment:
         if not prefix and not pids:
             return
         masters = [p.master for p in procs if p is not None]
-        host.sh(
+        out = host.sh(
             _STOP,
             prefix or "",
             " ".join(map(str, masters)),
@@ -618,6 +736,7 @@ class Deployment:
             check=False,
             timeout=60,
         )
+        self._note_listening(host, out.stdout)
 
     def __enter__(self) -> Deployment:
         return self
@@ -663,6 +782,17 @@ def stop_leftovers(
     return True, notes
 
 
+def _ports(text: str) -> set[int]:
+    """The ports of `_LISTENING`'s ``ADDRESS:PORT`` words (hexadecimal)."""
+    ports = set()
+    for word in text.split():
+        _, colon, port = word.rpartition(":")
+        if colon:
+            with contextlib.suppress(ValueError):
+                ports.add(int(port, 16))
+    return ports
+
+
 def _starts(lines: Sequence[str]) -> dict[int, str]:
     """``{pid: start time}`` from `_LAUNCH`'s ``STARTS pid:ticks ...`` line."""
     for line in lines:
@@ -698,8 +828,10 @@ def _nginx_message(text: str) -> str:
     return lines[-1] if lines else "no output"
 
 
-def _worker_user(host: Host) -> str:
+def _worker_user(at: NginxHost) -> str:
     """``nobody`` and its primary group, for workers started by a root master."""
-    out = host.run(["id", "-gn", "nobody"], check=False)
-    group = out.stdout.strip() if out.ok and out.stdout.strip() else "nogroup"
+    group = at.worker_group
+    if not group:
+        out = at.host.run(["id", "-gn", "nobody"], check=False)
+        group = out.stdout.strip() if out.ok and out.stdout.strip() else "nogroup"
     return f"nobody {group}"

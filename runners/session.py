@@ -26,7 +26,7 @@ from runners import jwt, loadgen
 from runners.cputime import TIMES_MARKER, times_seconds
 from runners.deploy import Deployment, NginxHost, is_ip
 from runners.errors import RunnerError
-from runners.hosts import Host, HostSpec, connect, facts, require_tools
+from runners.hosts import Host, HostSpec, Result, connect, facts, require_tools
 from runners.plan import Access, Plan
 from runners.run import Run
 from runners.scenario import response_size_problem
@@ -230,6 +230,7 @@ class Session:
                 as_root=self.server_facts.get("user") == "root",
                 clk_tck=self.server_facts["clk_tck"],
                 nginx_version=self.server_facts.get("nginx_version", ""),
+                worker_group=self.server_facts.get("nobody_group", ""),
             ),
             plan.scenario,
             listen=self.target,
@@ -288,6 +289,7 @@ class Session:
                 as_root=info.get("user") == "root",
                 clk_tck=info["clk_tck"],
                 nginx_version=info.get("nginx_version", ""),
+                worker_group=info.get("nobody_group", ""),
             ),
             address,
         )
@@ -408,24 +410,73 @@ class Session:
         generator's `collect` asks for runs after it (outside the timing) and its output is
         appended.
         """
-        limit = seconds + self.plan.timeout_s + 60
+        limit = self._limit(seconds)
 
         def one(i: int) -> tuple[str, str, int]:
-            client, argv = self.clients[i], argvs[i]
-            if client.timeout:
-                # The generator stops on its own host even if the connection to it is lost.
-                argv = [client.timeout, "-k", "5", f"{limit - 10}s", *argv]
-            r = client.host.sh(_WRAP, *argv, check=False, timeout=limit)
-            after = self.generator.collect(loads[i], workdir=client.workdir) if loads else None
-            if after:
-                extra = client.host.run(after, check=False, timeout=limit)
-                return r.stdout + extra.stdout, r.stderr + extra.stderr, r.exited
-            return r.stdout, r.stderr, r.exited
+            client = self.clients[i]
+            r = client.host.run(self._wrapped(client, argvs[i], limit), check=False, timeout=limit)
+            return self._collected(client, r, loads[i] if loads else None, limit)
 
         if len(self.clients) == 1:
             return [one(0)]
         with ThreadPoolExecutor(len(self.clients)) as pool:
             return list(pool.map(one, range(len(self.clients))))
+
+    def _limit(self, seconds: int) -> int:
+        """Longest wait for a client's command of a ``seconds`` long run [s]."""
+        return seconds + self.plan.timeout_s + 60
+
+    def _wrapped(self, client: _Client, argv: Sequence[str], limit: int) -> list[str]:
+        """``argv`` as a client runs it, under `_WRAP` (its CPU time follows its output).
+
+        Where the host has ``timeout``, the command stops on the host itself after
+        ``limit`` - 10 s [s].
+        """
+        if client.timeout:
+            # The generator stops on its own host even if the connection to it is lost.
+            argv = [client.timeout, "-k", "5", f"{limit - 10}s", *argv]
+        return ["sh", "-c", _WRAP, "sh", *argv]
+
+    def _collected(
+        self, client: _Client, r: Result, load: loadgen.Load | None, limit: int
+    ) -> tuple[str, str, int]:
+        """A client's (stdout, stderr, exit status), the generator's `collect` output appended.
+
+        What `collect` asks for runs after the measured command, outside its timing.
+        """
+        after = self.generator.collect(load, workdir=client.workdir) if load else None
+        if after:
+            extra = client.host.run(after, check=False, timeout=limit)
+            return r.stdout + extra.stdout, r.stderr + extra.stderr, r.exited
+        return r.stdout, r.stderr, r.exited
+
+    def _measure(
+        self, argvs: Sequence[list[str]], seconds: int, loads: Sequence[loadgen.Load]
+    ) -> tuple[bool, float, float, list[tuple[str, str, int]]]:
+        """Sample nginx, run the clients, sample again.
+
+        Returns whether nginx ran throughout, its CPU time before and after [s], and each
+        client's (stdout, stderr, exit status) (none when nginx was down before). With one
+        client on the server's own connection the three are one remote command
+        (`Deployment.run_sampled`); else the samples and the clients are separate commands.
+        """
+        assert self.deployment is not None
+        if len(self.clients) == 1 and self.clients[0].host is self.server:
+            client, limit = self.clients[0], self._limit(seconds)
+            (alive, cpu0), r, after = self.deployment.run_sampled(
+                self._wrapped(client, argvs[0], limit), timeout=limit
+            )
+            if r is None:
+                return False, cpu0, cpu0, []
+            outputs = [self._collected(client, r, loads[0], limit)]
+            alive1, cpu1 = after if after is not None else self.deployment.sample()
+            return alive and alive1, cpu0, cpu1, outputs
+        alive, cpu0 = self.deployment.sample()
+        if not alive:
+            return False, cpu0, cpu0, []
+        outputs = self._run_clients(argvs, seconds, loads)
+        alive, cpu1 = self.deployment.sample()
+        return alive, cpu0, cpu1, outputs
 
     def trial(
         self,
@@ -470,10 +521,7 @@ class Session:
         if ready is not None:
             ready()
         started_at = utc_now()
-        alive, cpu0 = self.deployment.sample()
-        if alive:
-            outputs = self._run_clients(argvs, seconds, loads)
-            alive, cpu1 = self.deployment.sample()
+        alive, cpu0, cpu1, outputs = self._measure(argvs, seconds, loads)
         if not alive:
             tail = self.deployment.error_log_tail()
             raise RunnerError(

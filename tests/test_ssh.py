@@ -6,13 +6,14 @@ import json
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from runners import loadgen
 from runners.errors import RunnerError
-from runners.hosts import connect
+from runners.hosts import SSHHost, connect
 from runners.sweep import Access, Plan, make_scenario, run_sweep
 from tests.conftest import nginx_under, runners_cli
 from tests.sshd import free_port, keygen, start_sshd
@@ -189,3 +190,74 @@ def test_a_killed_runner_over_ssh_is_cleaned_up(tmp_path, own_tmpdir, leaves_no_
         assert not list(own_tmpdir.glob("nginx-sizing*"))
     finally:
         server.stop()
+
+
+def test_commands_share_one_remote_shell_and_keep_their_output_exact(tmp_path, sshd):
+    host = connect(sshd.spec, ssh_config=str(sshd.client_config(tmp_path)))
+    try:
+        assert host.run(["printf", "%s", "no newline"]).stdout == "no newline"
+        r = host.sh('printf "out\\n\\n"; printf "err" >&2; exit 3', check=False)
+        assert (r.stdout, r.stderr, r.exited) == ("out\n\n", "err", 3)
+        big = host.sh('head -c 3000000 /dev/zero | tr "\\0" a; echo; echo tail >&2')
+        assert big.stdout == "a" * 3_000_000 + "\n" and big.stderr == "tail\n"
+        assert host.run(["sh", "-c", "read x; echo ${x:-none}"]).stdout == "none\n"  # no stdin
+        missing = host.run(["/nonexistent/tool"], check=False)
+        assert missing.exited == 127 and "not found" in missing.stderr
+        for _ in range(20):
+            host.run(["true"])
+        assert host.commands == 25 and host.sessions == 1
+    finally:
+        host.close()
+
+
+def test_a_timed_out_command_closes_the_shell_and_the_next_gets_a_new_one(tmp_path, sshd):
+    host = connect(sshd.spec, ssh_config=str(sshd.client_config(tmp_path)))
+    try:
+        r = host.run(["sleep", "30"], timeout=0.5, check=False)
+        assert r.exited == 124 and "timed out" in r.stderr
+        assert host.run(["echo", "again"]).stdout == "again\n"
+        assert host.sessions == 2
+    finally:
+        host.close()
+
+
+def test_a_command_while_the_shell_is_busy_gets_its_own_session(tmp_path, sshd):
+    host = connect(sshd.spec, ssh_config=str(sshd.client_config(tmp_path)))
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            slow = pool.submit(host.run, ["sh", "-c", "sleep 1; echo slow"])
+            time.sleep(0.3)
+            fast = pool.submit(host.run, ["echo", "fast"])
+            assert fast.result().stdout == "fast\n" and slow.result().stdout == "slow\n"
+        assert host.sessions == 2
+    finally:
+        host.close()
+
+
+def _commands_of_a_sweep(tmp_path, sshd, monkeypatch, trials: int) -> int:
+    counted = []
+    real = SSHHost._exec
+
+    def counting(self, argv, timeout):
+        counted.append(argv[0])
+        return real(self, argv, timeout)
+
+    monkeypatch.setattr(SSHHost, "_exec", counting)
+    plan = Plan(
+        server=sshd.spec,
+        clients=(sshd.spec,),
+        connections=(4, 8, 16)[:trials],
+        **FAST,
+    )
+    cfg = sshd.client_config(tmp_path)
+    run_sweep(plan, tmp_path / f"runs{trials}", access=Access(ssh_config=str(cfg)), progress=None)
+    return len(counted)
+
+
+def test_a_trial_over_ssh_is_one_remote_command(tmp_path, sshd, monkeypatch, leaves_no_nginx):
+    """Sampling nginx, running wrk and sampling again go as one command; setting up and
+    tearing down take a fixed few."""
+    one = _commands_of_a_sweep(tmp_path, sshd, monkeypatch, 1)
+    three = _commands_of_a_sweep(tmp_path, sshd, monkeypatch, 3)
+    assert three - one == 2
+    assert one <= 8  # facts, prefix, content, client folder, start, the trial, stop, removal
