@@ -17,13 +17,18 @@
    histogram counted on the host) over a bare ``h2load`` without a log, started the same
    way. Goals: <= 5% and median >= 0.95.
 
-    .venv/bin/python benchmarks/bench_runner.py [--trials 3] [--pairs 12] [--only wrk|h2load]
+    .venv/bin/python benchmarks/bench_runner.py [--trials 3] [--pairs 12] [--only wrk|h2load|ssh]
+
+``--only ssh`` runs only the SSH part of 1: one command's round trip over the open connection
+and the overhead of a sweep to the test sshd, with the machine's load average (1 minute)
+before and after.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import shlex
 import statistics
 import sys
@@ -190,15 +195,21 @@ def main() -> int:
         "--pairs", type=int, default=12, help="runner/bare pairs, the order alternating"
     )
     parser.add_argument("--pair-seconds", type=int, default=5)
-    parser.add_argument("--only", choices=("wrk", "h2load"), help="one load generator's part")
+    parser.add_argument(
+        "--only",
+        choices=("wrk", "h2load", "ssh"),
+        help="one load generator's part, or only the SSH overhead",
+    )
     args = parser.parse_args()
     conns = tuple(8 * 2**i for i in range(args.trials))
     results: dict[str, object] = {}
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
-        if args.only != "h2load":
+        if args.only == "ssh":
+            ssh_part(results, base, conns)
+        elif args.only != "h2load":
             wrk_part(results, base, conns, args)
-        if args.only != "wrk":
+        if args.only in (None, "h2load"):
             h2_plan = Plan(
                 scenario=make_scenario("static", protocol="https"),
                 connections=tuple(c // 2 for c in conns),
@@ -213,9 +224,11 @@ def main() -> int:
             )
     save("runner" if args.only is None else f"runner-{args.only}", results)
     print(f"machine: {machine()}")
-    if args.only != "h2load":
+    if args.only == "ssh":
+        report_ssh(results)
+    elif args.only != "h2load":
         report_wrk(results)
-    if args.only != "wrk":
+    if args.only in (None, "h2load"):
         loc, h = results["local_h2load"], results["harness_h2load"]
         assert isinstance(loc, dict) and isinstance(h, dict)
         print(
@@ -231,6 +244,13 @@ def main() -> int:
 def wrk_part(results: dict[str, object], base: Path, conns: tuple[int, ...], args) -> None:
     plan = Plan(connections=conns, duration_s=10, warmup_s=0, cooldown_s=0.0)
     results["local"] = overhead(plan, base / "local")
+    ssh_part(results, base, conns)
+    results["harness"] = harness_vs_bare(base / "pairs", args.pairs, args.pair_seconds)
+
+
+def ssh_part(results: dict[str, object], base: Path, conns: tuple[int, ...]) -> None:
+    """One SSH command's round trip, and a sweep's overhead, to a test sshd on 127.0.0.1."""
+    results["load_average_before"] = os.getloadavg()[0]
     sshd = start_sshd(base / "sshd")
     try:
         cfg = sshd.client_config(base)
@@ -246,22 +266,37 @@ def wrk_part(results: dict[str, object], base: Path, conns: tuple[int, ...], arg
         results["ssh"] = overhead(ssh_plan, base / "ssh", Access(ssh_config=str(cfg)))
     finally:
         sshd.stop()
-    results["harness"] = harness_vs_bare(base / "pairs", args.pairs, args.pair_seconds)
+    results["load_average_after"] = os.getloadavg()[0]
+
+
+def report_ssh(results: dict[str, object]) -> None:
+    ssh = results["ssh"]
+    assert isinstance(ssh, dict)
+    print(
+        f"one SSH command (true) through the runner's host: median "
+        f"{results['ssh_command_ms']:.1f} ms over 20"
+    )
+    print(overhead_line("ssh", ssh, 10.0))
+    print(
+        f"load average (1 min): {results['load_average_before']:.2f} before, "
+        f"{results['load_average_after']:.2f} after"
+    )
+
+
+def overhead_line(name: str, r: dict[str, Any], goal: float) -> str:
+    """A sweep's overhead against its goal [%]."""
+    return (
+        f"overhead {name}: {r['overhead_pct']:.2f}% of {r['wall_s']:.1f} s wall "
+        f"({r['trials']} x 10 s trials, {r['per_trial_overhead_s']:.2f} s each) "
+        f"goal <= {goal:g}%: {'ok' if r['overhead_pct'] <= goal else 'MISSED'}"
+    )
 
 
 def report_wrk(results: dict[str, object]) -> None:
-    loc, ssh, h = results["local"], results["ssh"], results["harness"]
-    assert isinstance(loc, dict) and isinstance(ssh, dict) and isinstance(h, dict)
-    print(
-        f"one SSH command (sh -c true) through the runner's host: median "
-        f"{results['ssh_command_ms']:.0f} ms over 20"
-    )
-    for name, r, goal in (("local", loc, 5.0), ("ssh", ssh, 10.0)):
-        print(
-            f"overhead {name}: {r['overhead_pct']:.2f}% of {r['wall_s']:.1f} s wall "
-            f"({r['trials']} x 10 s trials, {r['per_trial_overhead_s']:.2f} s each) "
-            f"goal <= {goal:g}%: {'ok' if r['overhead_pct'] <= goal else 'MISSED'}"
-        )
+    loc, h = results["local"], results["harness"]
+    assert isinstance(loc, dict) and isinstance(h, dict)
+    report_ssh(results)
+    print(overhead_line("local", loc, 5.0))
     print(pairs_line("wrk", h))
 
 
