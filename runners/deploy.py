@@ -620,7 +620,7 @@ class Deployment:
         if not pids:
             return False, 0.0
         out = self.host.sh(_SAMPLE, *map(str, pids), check=False)
-        return self._read_sample(out.stdout, len(pids))
+        return read_sample(out.stdout, len(pids), self.main.at.clk_tck)
 
     def run_sampled(
         self, argv: Sequence[str], *, timeout: float
@@ -647,32 +647,18 @@ class Deployment:
         head, run_mark, rest = ("\n" + out.stdout).partition(f"\n{_RUN_MARK}\n")
         if not run_mark:
             if f"\n{_DOWN_MARK}" in head:
-                return self._read_sample(head, len(pids)), None, None
+                return read_sample(head, len(pids), self.main.at.clk_tck), None, None
             detail = out.stderr.strip().splitlines()
             raise RunnerError(
                 f"sampling nginx and running {argv[0] if argv else 'the client'} failed on "
                 f"{self.host.name} (exit {out.exited}): {detail[-1] if detail else 'no output'}"
             )
-        before = self._read_sample(head, len(pids))
+        before = read_sample(head, len(pids), self.main.at.clk_tck)
         body, after_mark, tail = rest.rpartition(f"\n{_AFTER_MARK}\n")
         if not after_mark:
             return before, Result(rest, out.stderr, out.exited), None
-        after = self._read_sample(tail, len(pids))
+        after = read_sample(tail, len(pids), self.main.at.clk_tck)
         return before, Result(body, out.stderr, out.exited), after
-
-    def _read_sample(self, text: str, n: int) -> tuple[bool, float]:
-        """`sample`'s answer from the lines `_SAMPLE_FN` printed for ``n`` pids."""
-        lines = text.splitlines()
-        alive = sum(1 for ln in lines if ln.startswith("ALIVE "))
-        sched = [ln.split()[1] for ln in lines if ln.startswith("SCHED ") and len(ln.split()) == 2]
-        if len(sched) == n and all(v.isdigit() for v in sched):
-            return alive == n, sum(int(v) for v in sched) / 1e9
-        ticks = sum(
-            stat_ticks(ln)
-            for ln in lines
-            if ln.strip() and not ln.startswith(("ALIVE ", "SCHED ", "NGINX_SIZING_"))
-        )
-        return alive == n, ticks / self.main.at.clk_tck
 
     def alive(self) -> bool:
         """Whether the server's master and every worker still run."""
@@ -780,6 +766,25 @@ def stop_leftovers(
             pid, _, why = line.removeprefix("LEFT ").partition(" ")
             notes.append(f"pid {pid} {why}")
     return True, notes
+
+
+def read_sample(text: str, n: int, clk_tck: int) -> tuple[bool, float]:
+    """Whether all ``n`` pids run, and their CPU time [s], from `_SAMPLE_FN`'s lines.
+
+    The CPU time is the sum of the ``SCHED`` lines (ns) when every pid has one, else of the
+    ``/proc/PID/stat`` lines' utime + stime (``clk_tck`` ticks per second).
+    """
+    lines = text.splitlines()
+    alive = sum(1 for ln in lines if ln.startswith("ALIVE "))
+    sched = [ln.split()[1] for ln in lines if ln.startswith("SCHED ") and len(ln.split()) == 2]
+    if len(sched) == n and all(v.isdigit() for v in sched):
+        return alive == n, sum(int(v) for v in sched) / 1e9
+    ticks = sum(
+        stat_ticks(ln)
+        for ln in lines
+        if ln.strip() and not ln.startswith(("ALIVE ", "SCHED ", "NGINX_SIZING_"))
+    )
+    return alive == n, ticks / clk_tck
 
 
 def _ports(text: str) -> set[int]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import os
 import signal
@@ -217,3 +218,37 @@ def test_http2_is_on_the_listening_socket_only_when_asked():
     assert "listen 127.0.0.1:20001 ssl http2 backlog=4096;" in conf
     conf = render_conf(Scenario(), **common, http2=True)
     assert "listen 127.0.0.1:20001 http2 backlog=4096;" in conf
+
+
+def test_a_sampled_run_is_one_command_and_each_part_is_read_back(tmp_path, leaves_no_nginx):
+    """`run_sampled`: the sample before, the command's own output and status, the sample
+    after, from one remote command; nginx down before means the command never ran."""
+    with Deployment(NginxHost(LocalHost(), as_root=ROOT), Scenario()) as dep:
+        dep.start([0])
+        calls = []
+        real = dep.host._exec
+
+        def counting(argv, timeout):
+            calls.append(argv)
+            return real(argv, timeout)
+
+        dep.host._exec = counting  # type: ignore[method-assign]
+        script = 'printf "NGINX_SIZING_AFTER\\nout"; echo err >&2; exit 3'
+        (alive0, cpu0), r, after = dep.run_sampled(["sh", "-c", script], timeout=60)
+        assert len(calls) == 1
+        assert alive0 and r is not None and after is not None
+        assert (r.stdout, r.stderr, r.exited) == ("NGINX_SIZING_AFTER\nout", "err\n", 3)
+        alive1, cpu1 = after
+        assert alive1 and cpu1 >= cpu0 > 0
+        # What a separate sample says agrees with the sampled run's.
+        assert dep.sample()[0] and dep.sample()[1] >= cpu1
+        os.kill(dep.server.master, signal.SIGKILL)
+        for w in dep.server.workers:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(w, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while dep.alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (alive0, _), r, after = dep.run_sampled(["touch", str(tmp_path / "ran")], timeout=60)
+        assert not alive0 and r is None and after is None
+        assert not (tmp_path / "ran").exists()
