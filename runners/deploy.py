@@ -424,13 +424,21 @@ class Deployment:
         version = self.host.run([self.main.at.nginx, "-V"], check=False, what="nginx -V")
         modules = jwt.modules_path(version.stderr + version.stdout)
         module = f"{modules.rstrip('/')}/{jwt.MODULE_FILE}"
-        if not self.host.run(["test", "-f", module], check=False).ok:
+        script = f"{self.prefix}/{jwt.VERIFY_SCRIPT.name}"
+        # Check for the module and write the verifier: one round trip.
+        out = self.host.sh(
+            '[ -f "$1" ] || { echo NO_MODULE; exit 0; }; '
+            'umask 077; printf "%s" "$3" > "$2" && chmod 644 "$2"',
+            module,
+            script,
+            jwt.VERIFY_SCRIPT.read_text(),
+            what=f"writing {script}",
+        )
+        if out.stdout.strip() == "NO_MODULE":
             raise RunnerError(
                 f"the JWT check needs njs on {self.host.name}: {module} is missing (Debian: "
                 "apt-get install libnginx-mod-http-js)"
             )
-        script = f"{self.prefix}/{jwt.VERIFY_SCRIPT.name}"
-        self.host.write_text(script, jwt.VERIFY_SCRIPT.read_text(), 0o644)
         self.jwt_config = jwt.JwtConfig(modules, script, self.jwt_public_key)
 
     def _make_prefix(self, inst: NginxInstance, what: str, *, cert: bool = False) -> str:

@@ -252,3 +252,26 @@ def test_a_sampled_run_is_one_command_and_each_part_is_read_back(tmp_path, leave
         (alive0, _), r, after = dep.run_sampled(["touch", str(tmp_path / "ran")], timeout=60)
         assert not alive0 and r is None and after is None
         assert not (tmp_path / "ran").exists()
+
+
+def test_the_jwt_check_without_njs_says_what_to_install(tmp_path, leaves_no_nginx):
+    from runners import jwt
+    from runners.scenario import make_scenario
+
+    fake = tmp_path / "nginx"
+    fake.write_text(f"#!/bin/sh\necho 'configure arguments: --modules-path={tmp_path}/mods' >&2\n")
+    fake.chmod(0o755)
+    dep = Deployment(
+        NginxHost(LocalHost(), nginx=str(fake)),
+        make_scenario("reverse_proxy", jwt=True),
+        jwt_public_key=jwt.KeyPair.generate().public_der_b64,
+    )
+    try:
+        with pytest.raises(RunnerError, match=f"needs njs on local: {tmp_path}/mods/"):
+            dep.setup()
+        assert dep.prefix is not None
+        assert not (Path(dep.prefix) / jwt.VERIFY_SCRIPT.name).exists()
+    finally:
+        prefix = dep.prefix
+        dep.teardown()
+    assert prefix and not Path(prefix).exists()
