@@ -389,17 +389,12 @@ def test_capacity_does_not_import_measured():
 
 
 def test_a_server_short_of_cpu_is_flagged():
-    import pandas as pd
-
     from sizing.evidence.measured import _low_cpu_warnings
 
-    trials = pd.DataFrame(
-        {
-            "vcpus": [2, 2, 4],
-            "valid": [True, True, True],
-            "rps": [1000.0, 900.0, 5000.0],
-            "server_cpu_pct": [60.0, 50.0, 390.0],  # 2 vCPUs allow 200%; 4 allow 400%
-        }
-    )
+    trials = [
+        {"vcpus": v, "valid": True, "rps": rps, "server_cpu_pct": cpu}
+        # 2 vCPUs allow 200%; 4 allow 400%
+        for v, rps, cpu in ((2, 1000.0, 60.0), (2, 900.0, 50.0), (4, 5000.0, 390.0))
+    ]
     (warning,) = _low_cpu_warnings(trials, [2.0, 4.0], [1000.0, 5000.0])
     assert warning.startswith("2 vCPUs") and "30%" in warning

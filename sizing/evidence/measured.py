@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -88,25 +88,27 @@ class MeasuredSeries:
 
 
 def measured_series(dirs: Sequence[str], allow_simulated: bool = False) -> list[MeasuredSeries]:
-    """Load run folders and build one `MeasuredSeries` per label and workload."""
-    import numpy as np
+    """Load run folders and build one `MeasuredSeries` per label and workload.
 
+    Reads the trial tables as rows (`sizing.model.datasets.load_run_rows`) and fits with
+    `sizing.model.curves`: neither pandas nor ``scipy.optimize`` is imported.
+    """
     from sizing.model import curves
-    from sizing.model.datasets import load_runs, max_rps_under_sla
+    from sizing.model.datasets import group_rows, load_run_rows, max_rps_rows
 
-    trials = load_runs(list(dirs), allow_simulated=allow_simulated)
+    trials = load_run_rows(list(dirs), allow_simulated=allow_simulated)
     out = []
     group = ["instance_label", "scenario", "protocol", "file_bytes", "sla_p99_ms"]
-    for key, grp in trials.groupby(group, sort=True, dropna=False):
-        label, scenario, protocol, file_bytes, sla = (str(k) for k in key)
+    for key, grp in group_rows(trials, group):
+        label, scenario, protocol, file_bytes, sla = (_cell_text(k) for k in key)
         metric, column = METRICS.get(str(scenario), DEFAULT_METRIC)
-        answers = max_rps_under_sla(grp.assign(rps=grp[column])).dropna(
-            subset=["max_rps_under_sla"]
+        answers = sorted(
+            (a for a in max_rps_rows(grp, column) if _number(a["max_rps_under_sla"])),
+            key=lambda a: float(a["vcpus"]),
         )
-        answers = answers.sort_values("vcpus")
-        x = [float(v) for v in answers["vcpus"]]
-        y = [float(v) for v in answers["max_rps_under_sla"]]
-        sd = [float(v) if v is not None and np.isfinite(v) else 0.0 for v in answers["rps_std"]]
+        x = [float(a["vcpus"]) for a in answers]
+        y = [float(a["max_rps_under_sla"]) for a in answers]
+        sd = [float(a["rps_std"]) if _number(a["rps_std"]) else 0.0 for a in answers]
         s = MeasuredSeries(
             label=str(label),
             scenario=str(scenario),
@@ -117,9 +119,9 @@ def measured_series(dirs: Sequence[str], allow_simulated: bool = False) -> list[
             x=x,
             y=y,
             sd=sd,
-            repeats=[int(r) for r in answers["repeats"]],
-            runs=sorted(set(grp["run_id"])),
-            simulated=bool(grp["simulated"].any()),
+            repeats=[int(a["repeats"]) for a in answers],
+            runs=sorted({r["run_id"] for r in grp}),
+            simulated=any(bool(r["simulated"]) for r in grp),
         )
         s.warnings = _low_cpu_warnings(grp, x, y)
         if len(set(x)) >= 3:
@@ -132,21 +134,39 @@ def measured_series(dirs: Sequence[str], allow_simulated: bool = False) -> list[
     return out
 
 
-def _low_cpu_warnings(grp: object, x: list[float], y: list[float]) -> list[str]:
-    """Flag answers whose server got much less CPU than its vCPUs allow."""
-    import pandas as pd
+def _number(value: object) -> bool:
+    """Whether a cell holds a finite number (not None, NaN or infinite)."""
+    return isinstance(value, int | float) and math.isfinite(value)
 
-    assert isinstance(grp, pd.DataFrame)
-    if "server_cpu_pct" not in grp:
+
+def _cell_text(value: object) -> str:
+    """A group's key as text: an empty cell is ``nan``, a whole count keeps no decimals."""
+    return "nan" if value is None else str(value)
+
+
+def _low_cpu_warnings(
+    grp: Sequence[Mapping[str, object]], x: list[float], y: list[float]
+) -> list[str]:
+    """Flag answers whose server got much less CPU than its vCPUs allow.
+
+    ``grp`` holds the trials (rows with ``vcpus``, ``valid``, ``rps``, ``server_cpu_pct``).
+    """
+    if not grp or "server_cpu_pct" not in grp[0]:
         return []
     out = []
     for v, rps in zip(x, y, strict=True):
-        at = grp[(grp["vcpus"] == v) & grp["valid"].fillna(False).astype(bool)]
-        at = at[at["rps"] >= 0.9 * rps]
-        used = pd.to_numeric(at["server_cpu_pct"], errors="coerce").dropna()
-        if len(used) and float(used.max()) < LOW_SERVER_CPU[0] * 100.0 * v:
+        used = [
+            float(r["server_cpu_pct"])  # type: ignore[arg-type]
+            for r in grp
+            if r["vcpus"] == v
+            and r["valid"] is True
+            and _number(r["rps"])
+            and float(r["rps"]) >= 0.9 * rps  # type: ignore[arg-type]
+            and _number(r["server_cpu_pct"])
+        ]
+        if used and max(used) < LOW_SERVER_CPU[0] * 100.0 * v:
             out.append(
-                f"{v:g} vCPUs: the server used at most {float(used.max()) / v:.0f}% of each vCPU "
+                f"{v:g} vCPUs: the server used at most {max(used) / v:.0f}% of each vCPU "
                 f"at the answer; {LOW_SERVER_CPU[1]}"
             )
     return out
