@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -269,6 +269,14 @@ class Evidence:
     carry_k: float | None = None
     carry_sd: float = 0.0
     carry_from: list[Calibration] = field(default_factory=list)
+    #: What `apply` looks up once per family or CPU rather than once per catalog row.
+    _families: dict[str, Calibration | None] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+    _known: dict[tuple[str, str, str], bool] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+    _carried_line: str = field(default="", repr=False, compare=False)
 
     @property
     def runs(self) -> list[str]:
@@ -282,8 +290,17 @@ class Evidence:
 
     def for_family(self, family: str) -> Calibration | None:
         """The calibration measured on ``family`` (the one with most vCPU counts)."""
-        own = [c for c in self.calibrations if c.family == family]
-        return max(own, key=lambda c: len(c.series.x)) if own else None
+        if family not in self._families:
+            own = [c for c in self.calibrations if c.family == family]
+            self._families[family] = max(own, key=lambda c: len(c.series.x)) if own else None
+        return self._families[family]
+
+    def _known_platform(self, inst: Instance) -> bool:
+        """`_known_platform` of a row, asked once per CPU text, architecture and family."""
+        key = (inst.cpu, inst.arch, inst.family)
+        if key not in self._known:
+            self._known[key] = _known_platform(inst)
+        return self._known[key]
 
     def apply(self, cap: Capacity, work: Workload) -> Capacity:
         """The model's capacity with these measurements applied.
@@ -297,24 +314,24 @@ class Evidence:
         if cal is not None:
             cpu_sla, rel_sd, line = measured_capacity(cal, inst, cap.cpu_sla_rps)
             lines = [cal.describe(), line, *cal.series.warnings]
+            basis = [*lines, *(b for b in cap.basis if not b.startswith("estimate: SLA derating"))]
             measured = "own"
-        elif self.carry_k is not None and _known_platform(inst):
+        elif self.carry_k is not None and self._known_platform(inst):
             cpu_sla = cap.cpu_sla_rps * self.carry_k
             rel_sd = math.sqrt(cap.rel_sd**2 + self.carry_sd**2)
-            lines = [
-                f"measured level carried through the model's relative speeds: "
-                f"x{self.carry_k:.2f} of the model, from runs {', '.join(self.runs)} on "
-                + ", ".join(sorted({c.family for c in self.carry_from}))
-                + (" (SIMULATED)" if self.simulated else "")
-            ]
+            if not self._carried_line:
+                self._carried_line = (
+                    f"measured level carried through the model's relative speeds: "
+                    f"x{self.carry_k:.2f} of the model, from runs {', '.join(self.runs)} on "
+                    + ", ".join(sorted({c.family for c in self.carry_from}))
+                    + (" (SIMULATED)" if self.simulated else "")
+                )
+            basis = [self._carried_line, *cap.basis]
             measured = "carried"
         else:
             return cap
         capacity = min(cpu_sla, cap.network_rps)
         binding = "latency" if cpu_sla <= 0 else "network" if cap.network_rps < cpu_sla else "cpu"
-        basis = [*lines, *(b for b in cap.basis if not b.startswith("estimate: SLA derating"))]
-        if measured == "carried":
-            basis = [*lines, *cap.basis]
         return replace(
             cap,
             capacity_rps=capacity,
@@ -328,6 +345,26 @@ class Evidence:
 
 def _known_platform(inst: Instance) -> bool:
     return not platform_of(inst).platform_id.endswith("-default")
+
+
+def catalog_for(
+    series: Sequence[MeasuredSeries],
+    instances: Sequence[Instance],
+    whole: Callable[[], Sequence[Instance]],
+) -> Sequence[Instance]:
+    """The catalog rows to match the series' labels against (`build_evidence`).
+
+    ``instances`` (the rows the request selected) when every label names one of their
+    instance types or families, else ``whole()`` (the whole catalog, every region: about ten
+    times the rows, a tenth of a second to read), so that a filter never hides the measured
+    type. Both give the same family and the same model capacities for a label the
+    selection holds: a type's CPU, architecture and model capacity do not depend on its
+    region (``tests/test_measured.py`` checks this for every label of the default regions).
+    """
+    names = {i.instance_type.lower() for i in instances} | {i.family.lower() for i in instances}
+    if instances and all(s.label and s.label.lower() in names for s in series):
+        return instances
+    return whole()
 
 
 def _match(label: str, instances: Sequence[Instance], runs: list[str]) -> tuple[Instance, str]:

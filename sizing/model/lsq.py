@@ -202,8 +202,10 @@ def fit_least_squares(
         raise ValueError("the model is not finite at the starting parameters")
     mu = -1.0
     nu = 2.0
-    # A fit through every point ends where the residuals are rounding noise of the data.
-    floor = 0.5 * (EPS * float(np.linalg.norm(ya * w))) ** 2
+    # A fit through every point ends where its residuals are below what a forward difference
+    # resolves (``sqrt(eps)`` of the data): past that, a curve whose best fit lies at infinity
+    # (a knee growing sharper without end) would creep on until the evaluations run out.
+    floor = 0.5 * (DIFF_STEP * float(np.linalg.norm(ya * w))) ** 2
     while nfev < max_nfev and cost > floor:
         jac, fs = _scaled(central_jacobian(fun, p, lo, hi), f, loss, f_scale)
         if not np.all(np.isfinite(jac)):
