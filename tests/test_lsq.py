@@ -127,8 +127,7 @@ try:
     code = main(sys.argv[1:])
 finally:
     heavy = ("pandas", "scipy.optimize", "scipy.stats")
-    loaded = sorted(m for m in sys.modules if m.split(".")[0] == "pandas" or m in heavy
-                    or m.startswith(("scipy.optimize.", "scipy.stats.")))
+    loaded = sorted({h for h in heavy for m in sys.modules if m == h or m.startswith(h + ".")})
     sys.stderr.write("LOADED " + " ".join(loaded) + "\\n")
 sys.exit(code)
 """

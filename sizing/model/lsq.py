@@ -3,13 +3,20 @@
 `fit_least_squares` answers what ``scipy.optimize.curve_fit(func, x, y, p0, sigma,
 bounds=(lower, upper), method="trf", loss=...)`` answers, parameters and covariance, without
 importing ``scipy.optimize`` (about half a second of imports, more than the whole command
-that asks for a fit from a run folder). The minimum is found by Levenberg-Marquardt with
-bounds (a step is clipped to the box; a parameter at a bound whose gradient points out of the
-box is held there for the step); the covariance follows ``curve_fit``'s rule exactly: the
-Jacobian at the solution by forward differences with ``scipy``'s step (``sqrt(eps) *
-max(1, |p|)``, turned back at a bound), scaled for a robust loss as ``least_squares`` scales it,
-inverted by SVD without the singular values below ``eps * max(shape) * s_max``, times the
-residual variance ``2 * cost / (n - k)`` (infinite when ``n <= k``).
+that asks for a fit from a run folder).
+
+The minimum is found by Levenberg-Marquardt with bounds (a step is clipped to the box; a
+parameter at a bound whose gradient points out of the box is held there for the step),
+steered by a central-difference Jacobian. The covariance follows ``curve_fit``'s rule
+exactly: the Jacobian at the solution by forward differences with ``scipy``'s step
+(``sqrt(eps) * max(1, |p|)``, turned back at a bound), scaled for a robust loss as
+``least_squares`` scales it, inverted by SVD without the singular values below
+``eps * max(shape) * s_max``, times the residual variance ``2 * cost / (n - k)`` (infinite
+when ``n <= k``).
+
+Where the data leave a parameter undetermined (a flat minimum: a plateau's sharpness, a slope
+no remaining point constrains), the two searches stop at different points of equal residual;
+`tests/test_lsq.py` compares them where the data determine every parameter.
 
 Only numpy is imported.
 """
@@ -229,6 +236,8 @@ def fit_least_squares(
             except np.linalg.LinAlgError:
                 mu *= nu
                 nu *= 2.0
+                if mu > 1e30:
+                    break
                 continue
             trial = np.clip(p + step, lo, hi)
             d = trial - p
