@@ -45,6 +45,7 @@ from sizing.units import (
     parse_rps,
     parse_size,
 )
+from trialtable.tls import DEFAULT_TLS_KEY
 from trialtable.values import number_or_percent, parse_path
 
 if TYPE_CHECKING:
@@ -315,9 +316,9 @@ class SizingRequest:
         commands=WORKLOAD,
     )
     tls_key: str = option(
-        "ecdsa-p256",
+        DEFAULT_TLS_KEY,
         "--tls-key",
-        "server key of full TLS handshakes (default ecdsa-p256)",
+        f"server key of full TLS handshakes (default {DEFAULT_TLS_KEY})",
         choices=TLS_KEYS,
         commands=WORKLOAD,
     )

@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from trialtable.files import MB, FileRefused, loads_json, read_bounded, write_atomic
-from trialtable.tls import HANDSHAKE_FULL
+from trialtable.tls import DEFAULT_TLS_KEY, HANDSHAKE_FULL
 
 SCHEMA = "nginx-sizing/cpu-profile/1"
 #: Largest profile file read [B]: 16 MB (a campaign's profile is a few kB); a larger file, a
@@ -104,7 +104,7 @@ def cost_terms(
     https: bool = False,
     wire_bytes: float | None = None,
     connections_per_request: float = 0.0,
-    tls_key: str = "ecdsa",
+    tls_key: str = DEFAULT_TLS_KEY,
     tls_resumption: float = 0.0,
     gzip: float = 0.0,
     scenario: str = "static",

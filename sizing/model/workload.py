@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sizing.errors import InputError
+from trialtable.tls import DEFAULT_TLS_KEY
 from trialtable.tls import TLS_KEYS as TLS_KEYS  # re-exported: sizing.request reads it here
 
 SCENARIOS = ("static", "reverse_proxy", "api_gateway")
@@ -67,7 +68,7 @@ class Workload:
     sla_p99_ms: float = 5.0
     requests_per_connection: float = math.inf
     tls_resumption: float = 0.0
-    tls_key: str = "ecdsa-p256"
+    tls_key: str = DEFAULT_TLS_KEY
     gzip: float = 0.0
     size_mix: tuple[tuple[int, float], ...] = field(default=())
     http_version: str = "1.1"
