@@ -55,7 +55,7 @@ def test_current_stack_moves_tls_per_byte_and_keeps_the_seeds_fit():
     fitted = ref.coef("tls_byte_ns")
     current = now.coef("tls_byte_ns")
     assert fitted is not None and current is not None
-    value, low, high, why = runcosts.tls_byte_current(reference())
+    value, low, high, _why = runcosts.tls_byte_current(reference())
     assert current.value == pytest.approx(value, rel=1e-2) and low < current.value < high
     assert "proxy-vs-static-trials.csv" in current.source
     # The seed's own coefficient stays in the stored model (the fidelity checks use it).
