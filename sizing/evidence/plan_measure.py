@@ -38,8 +38,9 @@ import numpy as np
 from sizing.catalog.load import Instance
 from sizing.errors import Infeasible, InputError
 from sizing.fleet.counts import min_instances_array
-from sizing.fleet.recommend import capacities as shape_capacities
-from sizing.model.capacity import Capacity, Workload, instance_capacity
+from sizing.fleet.recommend import _shape as shape_of
+from sizing.fleet.recommend import sustained
+from sizing.model.capacity import Capacity, Workload, instance_capacities, instance_capacity
 from sizing.model.platforms import match_cpu_text, platform_of
 from sizing.pipeline import Answer, size
 from sizing.request import SizingRequest
@@ -341,16 +342,20 @@ def _group_rows(
     """The groups' ``(id, name)`` in order of first appearance and each one's row indices.
 
     With `platform_key`, a row's group is the platform its capacity was computed for
-    (`sizing.model.capacity.Capacity.platform`, the same `platform_of`), found once there.
+    (`sizing.model.capacity.Capacity.platform`, `platform_of`'s), found once there.
     """
-    rows: dict[str, list[int]] = {}
+    plats = [getattr(c, "platform", None) for c in caps] if group is platform_key else []
+    keys = [(p.platform_id, p.name) for p in plats if p is not None]
+    if len(keys) != len(insts):
+        keys = [group(inst) for inst in insts]
+    index: dict[str, int] = {}
     names: dict[str, str] = {}
-    for k, (inst, cap) in enumerate(zip(insts, caps, strict=True)):
-        plat = getattr(cap, "platform", None) if group is platform_key else None
-        pid, name = (plat.platform_id, plat.name) if plat is not None else group(inst)
-        rows.setdefault(pid, []).append(k)
+    gid = np.array([index.setdefault(pid, len(index)) for pid, _ in keys], dtype=int)
+    for pid, name in keys:
         names[pid] = name
-    return [(pid, names[pid]) for pid in rows], [np.array(m, dtype=int) for m in rows.values()]
+    order = np.argsort(gid, kind="stable")
+    members = np.split(order, np.cumsum(np.bincount(gid, minlength=len(index)))[:-1])
+    return [(pid, names[pid]) for pid in index], members
 
 
 def _single_platform_rows(insts: list[Instance]) -> np.ndarray:
@@ -463,13 +468,23 @@ def plan_for(
     rec = answer.recommendation
 
     def capacities(insts: list[Instance], w: Workload) -> list[Capacity]:
-        # once per shape (a type in many regions), as the answer counted them; burstable
-        # types are not among ``insts``, so `sustained` leaves every capacity as it is. The
-        # answer's options already hold the capacity of their rows: only the rest is computed.
+        # The answer's options hold the capacity of their rows; every other row takes its
+        # shape's (a type in many regions), computed once, as the answer computes them.
+        # Burstable types are not among ``insts``, so `sustained` changes none. Rows of one
+        # shape share one object: the plan reads only its numbers and platform.
         known = {id(o.capacity.instance): o.capacity for o in rec.options}
-        rest = [i for i in insts if id(i) not in known]
-        more = iter(shape_capacities(rest, w, rec.evidence, rec.profiles))
-        return [known[id(i)] if id(i) in known else next(more) for i in insts]
+        out: list[Capacity | None] = [known.get(id(i)) for i in insts]
+        shapes: dict[tuple[Any, ...], list[int]] = {}
+        for k, cap in enumerate(out):
+            if cap is None:
+                shapes.setdefault(shape_of(insts[k]), []).append(k)
+        firsts = [insts[rows[0]] for rows in shapes.values()]
+        found = instance_capacities(firsts, w, rec.evidence, rec.profiles)
+        for rows, cap in zip(shapes.values(), found, strict=True):
+            cap = sustained(cap)
+            for k in rows:
+                out[k] = cap
+        return [c for c in out if c is not None]
 
     rules = request.rules()
     plan = plan_measurements(
