@@ -4,20 +4,20 @@ One module per subcommand (`sizing.cli.recommend`, ``compare``, ``k8s``, ``repor
 ``reference``, ``catalog``, ``plan``; ``workload`` is `sizing.evidence.accesslog`'s) adds its
 parser and runs it; the sizing subcommands build their options from
 `sizing.request.SizingRequest` and answer through `sizing.pipeline.size`.
-Imports stay lazy so that ``recommend`` starts without pandas or scipy.
+Imports stay lazy so that ``recommend`` starts without pandas or scipy, and a run imports
+only its own subcommand's module.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sizing.cli import catalog, compare, fit, k8s, plan, recommend, reference, report
 from sizing.cli.common import progress_bar as _progress_bar
 from sizing.errors import Infeasible, InputError, ReportError, printable
-from sizing.evidence import accesslog
 from sizing.units import Parser as _Parser
 from sizing.units import parse_duration_ms, parse_size
 
@@ -25,18 +25,28 @@ __all__ = ["COMMANDS", "build_parser", "main", "parse_duration_ms", "parse_size"
 _ = _progress_bar  # re-exported: the progress bar of long subcommands
 
 
+def _lazy(module: str, name: str) -> Callable[..., Any]:
+    """``module.name``, its module imported on the first call (a run imports only its own)."""
+
+    def call(*args: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(*args)
+
+    call.__name__ = call.__qualname__ = name
+    return call
+
+
 #: Each module's parser builder, in the order of the full parser (``reference`` adds
 #: ``precompute`` too).
 _ADDERS: tuple[tuple[tuple[str, ...], Callable[[Any], object]], ...] = (
-    (("recommend",), recommend.add_parser),
-    (("compare",), compare.add_parser),
-    (("k8s",), k8s.add_parser),
-    (("fit",), fit.add_parser),
-    (("reference", "precompute"), reference.add_parsers),
-    (("catalog",), catalog.add_parser),
-    (("report",), report.add_parser),
-    (("plan-measurements",), plan.add_parser),
-    (("workload",), accesslog.add_parser),
+    (("recommend",), _lazy("sizing.cli.recommend", "add_parser")),
+    (("compare",), _lazy("sizing.cli.compare", "add_parser")),
+    (("k8s",), _lazy("sizing.cli.k8s", "add_parser")),
+    (("fit",), _lazy("sizing.cli.fit", "add_parser")),
+    (("reference", "precompute"), _lazy("sizing.cli.reference", "add_parsers")),
+    (("catalog",), _lazy("sizing.cli.catalog", "add_parser")),
+    (("report",), _lazy("sizing.cli.report", "add_parser")),
+    (("plan-measurements",), _lazy("sizing.cli.plan", "add_parser")),
+    (("workload",), _lazy("sizing.evidence.accesslog", "add_parser")),
 )
 #: The subcommands as the full parser's usage line lists them.
 _CHOICES = "{" + ",".join(name for names, _ in _ADDERS for name in names) + "}"
@@ -69,16 +79,16 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "plan-measurements": plan.run,
-    "recommend": recommend.run,
-    "compare": compare.run,
-    "k8s": k8s.run,
-    "fit": fit.run,
-    "reference": reference.run_reference,
-    "catalog": catalog.run,
-    "precompute": reference.run_precompute,
-    "report": report.run,
-    "workload": accesslog.run,
+    "plan-measurements": _lazy("sizing.cli.plan", "run"),
+    "recommend": _lazy("sizing.cli.recommend", "run"),
+    "compare": _lazy("sizing.cli.compare", "run"),
+    "k8s": _lazy("sizing.cli.k8s", "run"),
+    "fit": _lazy("sizing.cli.fit", "run"),
+    "reference": _lazy("sizing.cli.reference", "run_reference"),
+    "catalog": _lazy("sizing.cli.catalog", "run"),
+    "precompute": _lazy("sizing.cli.reference", "run_precompute"),
+    "report": _lazy("sizing.cli.report", "run"),
+    "workload": _lazy("sizing.evidence.accesslog", "run"),
 }
 
 
