@@ -468,22 +468,26 @@ def plan_for(
     rec = answer.recommendation
 
     def capacities(insts: list[Instance], w: Workload) -> list[Capacity]:
-        # The answer's options hold the capacity of their rows; every other row takes its
-        # shape's (a type in many regions), computed once, as the answer computes them.
-        # Burstable types are not among ``insts``, so `sustained` changes none. Rows of one
-        # shape share one object: the plan reads only its numbers and platform.
+        # The answer's options hold the capacity of their rows, and of every row of the same
+        # shape (a type in other regions); every other shape's is computed once, as the
+        # answer computes them. Burstable types are not among ``insts``, so `sustained`
+        # changes none. Rows of one shape share one object: the plan reads only its numbers
+        # and platform.
         known = {id(o.capacity.instance): o.capacity for o in rec.options}
         out: list[Capacity | None] = [known.get(id(i)) for i in insts]
-        shapes: dict[tuple[Any, ...], list[int]] = {}
+        missing: dict[tuple[Any, ...], list[int]] = {}
         for k, cap in enumerate(out):
             if cap is None:
-                shapes.setdefault(shape_of(insts[k]), []).append(k)
-        firsts = [insts[rows[0]] for rows in shapes.values()]
-        found = instance_capacities(firsts, w, rec.evidence, rec.profiles)
-        for rows, cap in zip(shapes.values(), found, strict=True):
-            cap = sustained(cap)
-            for k in rows:
-                out[k] = cap
+                missing.setdefault(shape_of(insts[k]), []).append(k)
+        if missing:
+            have = {shape_of(o.capacity.instance): o.capacity for o in rec.options}
+            new = [shape for shape in missing if shape not in have]
+            firsts = [insts[missing[shape][0]] for shape in new]
+            found = instance_capacities(firsts, w, rec.evidence, rec.profiles)
+            have.update(zip(new, map(sustained, found), strict=True))
+            for shape, rows in missing.items():
+                for k in rows:
+                    out[k] = have[shape]
         return [c for c in out if c is not None]
 
     rules = request.rules()
