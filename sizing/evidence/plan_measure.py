@@ -18,7 +18,9 @@ in $/hour: what the measurement is expected to save on the fleet (by firming up 
 already cheapest, or by revealing that another platform is cheaper). A platform with no spread
 has zero value; one that cannot become the cheapest at any plausible draw has about zero value.
 The draws use a fixed seed and the same draws for every platform (common random numbers), so
-the ranking is reproducible and differences are not Monte Carlo noise.
+the ranking is reproducible and differences are not Monte Carlo noise. A type whose cost at
+its largest draw is above every other platform's cheapest fleet today can never be the cheapest
+after, so its draws are not computed (the values and P(best) are the same either way).
 
 Platforms are assumed independent (measuring one does not inform another), and only the
 contracted `sizing.model.capacity.Capacity` fields are used: ``cpu_sla_rps``, ``network_rps``,
