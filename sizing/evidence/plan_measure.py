@@ -381,7 +381,8 @@ def _measure_on(
     """
     rank = (~single[mem]).astype(int) * 2 + (vcpus[mem] < 2)
     pick = mem[rank == rank.min()]
-    pick = pick[price[pick] == price[pick].min()]
+    cheapest = pick[price[pick] == price[pick].min()]
+    pick = cheapest if len(cheapest) else pick  # none when a price is not a number
     if len(pick) == 1:
         return int(pick[0])
     first = min(insts[k].instance_type for k in pick.tolist())
