@@ -212,21 +212,33 @@ def test_types_left_out_of_the_draws_change_nothing(target, work):
     assert any(v > 0 for v, _ in got.values())
 
 
-def test_plan_for_prices_every_row_as_the_model_does():
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"providers": "gcp"},
+        {"regions": "all", "providers": "aws", "protocol": "http"},
+        {"profiles": ("amd-epyc-zen3-kvm-2vcpu-loopback.json",)},
+    ],
+    ids=["gcp", "aws-all-regions", "profile"],
+)
+def test_plan_for_prices_every_row_as_the_model_does(fields):
     """plan_for reuses the answer's capacities: the plan equals one from the model's own."""
     from sizing.evidence.plan_measure import plan_for
     from sizing.model.capacity import instance_capacities
+    from sizing.paths import DATA_DIR
     from sizing.request import SizingRequest
 
-    request = SizingRequest(rps=1e6, providers="gcp")
+    if "profiles" in fields:
+        fields = {"profiles": tuple(str(DATA_DIR / "profiles" / f) for f in fields["profiles"])}
+    request = SizingRequest(rps=1e6, **fields)
     answer, plan = plan_for(request, draws=300)
+    rec = answer.recommendation
     insts = [i for i in answer.instances if not i.burstable]
-    work = answer.recommendation.workload
     again = plan_measurements(
         1e6,
         insts,
-        work,
+        rec.workload,
         draws=300,
-        capacities=lambda i, w: instance_capacities(i, w),
+        capacities=lambda i, w: instance_capacities(i, w, rec.evidence, rec.profiles),
     )
     assert plan.to_dict() == again.to_dict()
