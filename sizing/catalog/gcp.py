@@ -24,6 +24,7 @@ Runs with the standard library only.
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import math
 import re
@@ -74,31 +75,38 @@ def parse_simple_yaml(text: str, path: str = "pricing.yml") -> dict[str, object]
     """Nested mappings of scalars as ``pricing.yml`` writes them (list items are skipped).
 
     Block scalars (``key: |``) are skipped. A key that appears twice at one level has its
-    mappings merged, so a second section of the same name adds to the first.
+    mappings merged, so a second section of the same name adds to the first. A value that
+    reads as a number is a float, any other is text (quotes around it removed).
+
+    Raises
+    ------
+    InputError
+        For a line that is not ``key: value`` (naming ``path`` and the line).
     """
     root: dict[str, object] = {}
+    # Open mappings and their indentation; the root's -1 is below every line's, so the
+    # stack never empties.
     stack: list[tuple[int, dict[str, object]]] = [(-1, root)]
-    skip_deeper_than: int | None = None
+    top, parent = stack[-1]
+    skip_deeper_than = -1  # inside a block scalar: its key's indentation, else -1
     for lineno, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line or line[0] == "#" or line == "---":
             continue
-        lead = raw.lstrip()
         indent = len(raw) - len(raw.lstrip(" "))
-        if skip_deeper_than is not None:
+        if skip_deeper_than >= 0:
             if indent > skip_deeper_than:
                 continue
-            skip_deeper_than = None
-        if lead.startswith("- "):
+            skip_deeper_than = -1
+        if line[0] == "-" and raw.lstrip().startswith("- "):
             continue  # list items: not used by the catalog
         key, sep, value = line.partition(":")
         if not sep:
             raise InputError(f"{path}:{lineno}: expected 'key: value', got {line!r}")
-        while stack and stack[-1][0] >= indent:
-            stack.pop()
-        if not stack:
-            raise InputError(f"{path}:{lineno}: bad indentation")
-        parent = stack[-1][1]
+        if top >= indent:
+            while stack[-1][0] >= indent:
+                stack.pop()
+            top, parent = stack[-1]
         value = value.strip()
         key = key.strip().strip("'\"")
         if not value:
@@ -107,19 +115,35 @@ def parse_simple_yaml(text: str, path: str = "pricing.yml") -> dict[str, object]
                 child = {}
                 parent[key] = child
             stack.append((indent, child))
-        elif value.startswith("|") or value.startswith(">"):
+            top, parent = indent, child
+        elif value[0] == "|" or value[0] == ">":
             skip_deeper_than = indent
         else:
-            parent[key] = _scalar(value)
+            value = value.strip("'\"")
+            try:
+                parent[key] = float(value)
+            except ValueError:
+                parent[key] = value
     return root
 
 
-def _scalar(value: str) -> object:
-    value = value.strip().strip("'\"")
-    try:
-        return float(value)
-    except ValueError:
-        return value
+#: The last pricing file parsed, by its text: the build and `egress_rows` read one file.
+_PARSED: dict[str, tuple[str, dict[str, object]]] = {}
+
+
+def read_pricing(path: Path) -> dict[str, object]:
+    """``pricing.yml`` read (bounded, `read_upstream`) and parsed (`parse_simple_yaml`).
+
+    The file is read on every call; the parse of the last text read is kept, so a build that
+    asks twice for unchanged text parses it once. Callers only read the mappings returned.
+    """
+    text = read_upstream(path)
+    last = _PARSED.get("last")
+    if last is not None and last[0] == text:
+        return last[1]
+    doc = parse_simple_yaml(text, str(path))
+    _PARSED["last"] = (text, doc)
+    return doc
 
 
 _SQL_RE = re.compile(r"UPDATE\s+instances\s+SET\s+(.*?)\s+WHERE\s+(.*?)\s*;", re.S | re.I)
@@ -135,28 +159,61 @@ def like_to_regex(pattern: str) -> re.Pattern[str]:
 
 def parse_sql_updates(text: str) -> list[tuple[list[re.Pattern[str]], dict[str, str]]]:
     """``UPDATE instances SET ... WHERE name LIKE ...`` statements, in file order."""
+    return [(patterns, values) for patterns, values, _ in _sql_updates(text)]
+
+
+def _sql_updates(text: str) -> list[tuple[list[re.Pattern[str]], dict[str, str], list[str]]]:
+    """`parse_sql_updates` with each statement's ``LIKE`` patterns as written, too."""
     text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
     out = []
     for sets, where in _SQL_RE.findall(text + ";"):
         values = {k: v.strip() for k, v in _SET_RE.findall(sets)}
-        patterns = [like_to_regex(p) for p in _LIKE_RE.findall(where)]
-        if patterns and values:
-            out.append((patterns, values))
+        likes = _LIKE_RE.findall(where)
+        if likes and values:
+            out.append(([like_to_regex(p) for p in likes], values, likes))
     return out
+
+
+def _candidates(names: list[str], lowered: list[str], like: str) -> list[str]:
+    """The names that may match ``like``: those starting with its literal head.
+
+    ``lowered`` holds the lower-case ``names``, sorted; every name and pattern is ASCII (the
+    caller checks), where a case-insensitive match of the head is a match of lower cases.
+    """
+    cut = min((i for i in (like.find("%"), like.find("_")) if i >= 0), default=len(like))
+    head = like[:cut].lower()
+    lo = bisect.bisect_left(lowered, head)
+    hi = lo
+    while hi < len(lowered) and lowered[hi].startswith(head):
+        hi += 1
+    return names[lo:hi]
 
 
 def apply_updates(
     names: Iterable[str], files: Iterable[Path]
 ) -> dict[str, dict[str, tuple[str, str]]]:
-    """Per machine type, every column the SQL files set: ``column -> (value, file name)``."""
+    """Per machine type, every column the SQL files set: ``column -> (value, file name)``.
+
+    Statements apply in file order, so a later one overrides an earlier one. Each pattern
+    is tried on the names that start with its literal head (found by bisection) when every
+    name is plain ASCII, else on every name.
+    """
     names = list(names)
     out: dict[str, dict[str, tuple[str, str]]] = {n: {} for n in names}
+    plain = all(n.isascii() and "\n" not in n for n in names)
+    order = sorted(set(names), key=str.lower)
+    lowered = [n.lower() for n in order]
     for f in files:
-        for patterns, values in parse_sql_updates(read_upstream(f)):
-            for n in names:
-                if any(p.match(n) for p in patterns):
-                    for k, v in values.items():
-                        out[n][k] = (v, f.name)
+        for patterns, values, likes in _sql_updates(read_upstream(f)):
+            if plain and all(like.isascii() for like in likes):
+                pool = {n: None for like in likes for n in _candidates(order, lowered, like)}
+                matched: Iterable[str] = [n for n in pool if any(p.match(n) for p in patterns)]
+            else:
+                matched = [n for n in names if any(p.match(n) for p in patterns)]
+            for n in matched:
+                row = out[n]
+                for k, v in values.items():
+                    row[k] = (v, f.name)
     return out
 
 
@@ -213,7 +270,7 @@ def _family_of(name: str) -> str:
 def build_gcp(gcp_dir: Path) -> BuildResult:
     """Catalog rows for every priced GCP machine type and region in ``gcp_dir``."""
     pricing_path = gcp_dir / GCP_PRICING
-    doc = parse_simple_yaml(read_upstream(pricing_path), str(pricing_path))
+    doc = read_pricing(pricing_path)
     compute = doc.get("compute")
     instances = compute.get("instance") if isinstance(compute, dict) else None
     if not isinstance(instances, dict) or not instances:
@@ -388,7 +445,7 @@ def egress_rows(folder: Path | None) -> list[dict[str, str]]:
     if folder is None:
         raise InputError("GCP egress prices need the folder with pricing.yml (--gcp-dir)")
     path = folder / GCP_PRICING
-    doc = parse_simple_yaml(read_upstream(path), str(path))
+    doc = read_pricing(path)
     node: object = doc
     for key in ("compute", "network", "traffic", "egress", "internet", "cost"):
         node = node.get(key) if isinstance(node, dict) else None
