@@ -16,21 +16,30 @@ Runs with the standard library only.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
+import json
 import math
-import re
 import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from operator import itemgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from sizing.catalog import providers
 from sizing.catalog.aws import DEFAULT_BURST_TABLE
 from sizing.catalog.egress import read_egress
-from sizing.catalog.load import CATALOG, FIELD_NAMES, MAX_ROWS, Instance, read_catalog
+from sizing.catalog.load import (
+    CATALOG,
+    COMPACT_SCHEMA,
+    FIELD_NAMES,
+    MAX_ROWS,
+    compact_path,
+    read_catalog,
+    write_compact,
+)
 from sizing.catalog.rows import BUILD_COLUMNS, EGRESS_COLUMNS, BuildResult
 from sizing.errors import InputError
 from trialtable.fields import MAX_NUMBER_TEXT, Field
@@ -91,18 +100,25 @@ def build_providers(
 def catalog_csv(rows: Iterable[dict[str, str]]) -> str:
     """The rows as catalog CSV text (header first, Unix line ends)."""
     rows = list(rows)
-    columns = _columns(rows)
-    if columns is None:  # rows of other keys or values: the general writer
+    table = _table(rows)
+    if table is None:  # rows of other keys or values: the general writer
         buf = io.StringIO()
         writer = csv.DictWriter(buf, fieldnames=list(BUILD_COLUMNS), lineterminator="\n")
         writer.writeheader()
         writer.writerows({k: csv_cell(v) for k, v in r.items()} for r in rows)
         return buf.getvalue()
-    return _csv_text(columns)
+    return _csv_text(table)
 
 
-def _columns(rows: list[dict[str, str]]) -> list[tuple[str, ...]] | None:
-    """The rows' cells a column at a time, in `BUILD_COLUMNS` order, each `csv_cell`-safe.
+class _Table(NamedTuple):
+    """Catalog rows a column at a time, in `BUILD_COLUMNS` order."""
+
+    columns: list[tuple[str, ...]]  # each cell `csv_cell`-safe, as the CSV holds it
+    distinct: list[set[str]]  # each column's distinct cells
+
+
+def _table(rows: list[dict[str, str]]) -> _Table | None:
+    """The rows as a `_Table`.
 
     None unless every row has exactly the keys `BUILD_COLUMNS` and every cell is text.
     """
@@ -110,32 +126,48 @@ def _columns(rows: list[dict[str, str]]) -> list[tuple[str, ...]] | None:
     if not all(r.keys() == keys for r in rows):
         return None
     if not rows:
-        return [() for _ in BUILD_COLUMNS]
-    columns = list(zip(*map(itemgetter(*BUILD_COLUMNS), rows), strict=True))
-    if any(set(map(type, col)) != {str} for col in columns):
-        return None
-    return [_formula_safe(col) for col in columns]
+        return _Table([() for _ in BUILD_COLUMNS], [set() for _ in BUILD_COLUMNS])
+    table = _Table([], [])
+    for col in zip(*map(itemgetter(*BUILD_COLUMNS), rows), strict=True):
+        try:
+            cells = set(col)
+        except TypeError:  # an unhashable value
+            return None
+        if not all(type(v) is str for v in cells):
+            return None
+        if any(v.startswith(FORMULA_PREFIXES) for v in cells):
+            safe = {v: csv_cell(v) for v in cells}
+            col = tuple(map(safe.__getitem__, col))
+            cells = set(safe.values())
+        table.columns.append(col)
+        table.distinct.append(cells)
+    return table
 
 
-#: A cell that starts with a formula prefix (`trialtable.output.FORMULA_PREFIXES`), in
-#: a column's cells joined by newlines.
-_FORMULA_START = re.compile("(?:^|\n)(?:" + "|".join(map(re.escape, FORMULA_PREFIXES)) + ")")
+def _csv_text(table: _Table) -> str:
+    """The catalog CSV of a `_Table` (header first, Unix line ends), as `csv.writer` writes it.
 
-
-def _formula_safe(col: tuple[str, ...]) -> tuple[str, ...]:
-    """`csv_cell` of every text of one column (the column itself when none needs it)."""
-    if _FORMULA_START.search("\n".join(col)) is None:
-        return col
-    return tuple(csv_cell(v) for v in col)
-
-
-def _csv_text(columns: list[tuple[str, ...]]) -> str:
-    """The catalog CSV of `_columns` (header first, Unix line ends)."""
+    A column whose cells hold no comma, quote, line break or NUL is joined as it is; the
+    distinct cells of any other column are written by `csv.writer` one at a time.
+    """
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(BUILD_COLUMNS)
-    writer.writerows(zip(*columns, strict=True))
-    return buf.getvalue()
+    header = buf.getvalue()
+    columns = []
+    for col, cells in zip(table.columns, table.distinct, strict=True):
+        if any(c in "".join(cells) for c in ',"\r\n\0'):
+            written = {}
+            for cell in cells:
+                buf.seek(0)
+                buf.truncate()
+                writer.writerow((cell, ""))  # the cell, a comma, an empty cell, a newline
+                written[cell] = buf.getvalue()[:-2]
+            col = tuple(map(written.__getitem__, col))
+        columns.append(col)
+    if not table.columns[0]:
+        return header
+    return header + "\n".join(map(",".join, zip(*columns, strict=True))) + "\n"
 
 
 def excluded_csv(excluded: Iterable[tuple[str, str, str]]) -> str:
@@ -184,8 +216,6 @@ def write_catalog(result: BuildResult, out: str | Path) -> tuple[Path, ...]:
         was left out (``<name>.excluded.csv``) and, when the build priced egress, the egress
         prices (``egress.csv`` beside it).
     """
-    from sizing.catalog.load import compact_path, write_compact
-
     path = Path(out)
     if not result.rows:
         raise InputError("the upstream files gave no catalog rows")
@@ -198,18 +228,24 @@ def write_catalog(result: BuildResult, out: str | Path) -> tuple[Path, ...]:
             check_output(target, inputs=inputs)
         except OSError as exc:
             raise InputError(f"cannot write {target}: it {exc.strerror}") from None
-    columns = _columns(result.rows)
-    text = catalog_csv(result.rows) if columns is None else _csv_text(columns)
-    items = None if columns is None else _read_back(columns, str(path))
+    table = _table(result.rows)
+    text = catalog_csv(result.rows) if table is None else _csv_text(table)
+    values = None if table is None else _read_back(table)
+    items = None
     try:
         with tempfile.TemporaryDirectory() as tmp:  # checked by reading it back, privately
-            if items is None:
+            if values is None:
                 checked = read_catalog(write_atomic(Path(tmp) / path.name, text))
                 items = [replace(i, catalog_file=str(path)) for i in checked]
             if result.egress:  # the egress prices too, by the reader that uses them
                 read_egress(write_atomic(Path(tmp) / egress.name, egress_csv(result.egress)))
         write_atomic(path, text, inputs=inputs)
-        compact = write_compact(path, items)
+        if values is None:
+            compact = write_compact(path, items)
+        else:
+            compact = write_atomic(
+                compact_path(path), _compact_text(values, path.name, text), inputs=[path]
+            )
         write_atomic(excluded, excluded_csv(result.excluded), inputs=inputs)
         if result.egress:
             write_atomic(egress, egress_csv(result.egress), inputs=inputs)
@@ -220,91 +256,131 @@ def write_catalog(result: BuildResult, out: str | Path) -> tuple[Path, ...]:
     return path, compact, excluded, egress
 
 
-def _read_back(columns: list[tuple[str, ...]], catalog_file: str) -> list[Instance] | None:
-    """The instances `read_catalog` reads from the CSV of ``columns``, or None.
+def _read_back(table: _Table) -> dict[str, list[Any]] | None:
+    """What `read_catalog` reads from the CSV of ``table``, by field (`FIELD_NAMES`), or None.
 
     None when any value might be refused or read otherwise than plainly (the caller then
     reads the written CSV back); a value passed here is one `read_catalog` passes, as the
-    same value.
+    same value. ``catalog_file`` is left empty, as the compact form holds it.
     """
-    n = len(columns[0])
+    n = len(table.columns[0])
     if not 0 < n <= MAX_ROWS:
         return None
-    if any(_UNPLAIN.search("".join(col)) for col in columns):
-        return None  # a NUL (the CSV reader refuses it) or a line break inside a cell
+    for cells in table.distinct:
+        joined = "".join(cells)
+        if "\0" in joined or "\r" in joined or "\n" in joined:
+            return None  # a NUL (the CSV reader refuses it) or a line break inside a cell
     values: dict[str, list[Any]] = {}
-    for name, col in zip(BUILD_COLUMNS, columns, strict=True):
-        checked = _read_column(CATALOG[name], col)
+    for name, col, cells in zip(BUILD_COLUMNS, table.columns, table.distinct, strict=True):
+        checked = _read_column(CATALOG[name], col, cells)
         if checked is None:
             return None
         values[name] = checked
-    values["provider"] = [v.lower() for v in values["provider"]]
-    values["cpu"] = [v or "" for v in values["cpu"]]
-    values["source_date"] = [v or "" for v in values["source_date"]]
-    values["catalog_file"] = [catalog_file] * n
-    peaks = values["network_burst_gbps"]
-    if any(p is not None and p < b for p, b in zip(peaks, values["network_gbps"], strict=True)):
-        return None
-    baselines = values["cpu_baseline"]
-    if any(c is not None and c > v for c, v in zip(baselines, values["vcpus"], strict=True)):
-        return None
+    values["provider"] = list(map(str.lower, values["provider"]))
+    for name in ("cpu", "source_date"):  # read as "" when empty
+        if None in values[name]:
+            values[name] = [v or "" for v in values[name]]
+    values["catalog_file"] = [""] * n
+    pairs = zip(values["network_burst_gbps"], values["network_gbps"], strict=True)
+    if any(peak < gbps for peak, gbps in pairs if peak is not None):
+        return None  # a burst peak below the baseline
+    pairs = zip(values["cpu_baseline"], values["vcpus"], strict=True)
+    if any(baseline > vcpus for baseline, vcpus in pairs if baseline is not None):
+        return None  # more sustained vCPUs than vCPUs
     keys = zip(values["provider"], values["region"], values["instance_type"], strict=True)
     if len(set(keys)) != n:
         return None  # a duplicate instance
-    rows = zip(*(values[name] for name in FIELD_NAMES), strict=True)
-    return [_instance(dict(zip(FIELD_NAMES, row, strict=True))) for row in rows]
+    return {name: values[name] for name in FIELD_NAMES}
 
 
-#: Characters that make a cell read back otherwise than as written, or not at all.
-_UNPLAIN = re.compile("[\0\r\n]")
+def _compact_text(values: dict[str, list[Any]], csv_name: str, csv_text: str) -> str:
+    """The compact form `sizing.catalog.load.write_compact` writes for these checked values.
+
+    One JSON line of header (schema, the CSV's SHA-256, fields, sources, the line of each
+    provider/region group, regions, rows), then one line per group, in first-seen order.
+    """
+    sources = {s: i for i, s in enumerate(dict.fromkeys(values["source"]))}
+    columns = [
+        list(map(sources.__getitem__, col)) if name == "source" else col
+        for name, col in values.items()
+    ]
+    rows = list(zip(*columns, strict=True))
+    groups: dict[str, list[int]] = {}
+    where = zip(values["provider"], values["region"], strict=True)
+    for i, group in enumerate(map("/".join, where)):
+        groups.setdefault(group, []).append(i)
+    header = {
+        "schema": COMPACT_SCHEMA,
+        "csv": csv_name,
+        "csv_sha256": hashlib.sha256(csv_text.encode("utf-8")).hexdigest(),
+        "fields": list(FIELD_NAMES),
+        "sources": list(sources),
+        "groups": {g: i + 2 for i, g in enumerate(groups)},
+        "regions": sorted(set(values["region"])),
+        "rows": len(rows),
+    }
+    lines = [json.dumps(header, separators=(",", ":"))]
+    for found in groups.values():
+        lines.append(json.dumps([rows[i] for i in found], separators=(",", ":")))
+    return "\n".join(lines) + "\n"
 
 
-def _instance(values: dict[str, Any]) -> Instance:
-    """An `Instance` of checked values (the class has no ``__post_init__`` to run)."""
-    inst = object.__new__(Instance)
-    inst.__dict__.update(values)
-    return inst
-
-
-def _read_column(field: Field, col: tuple[str, ...]) -> list[Any] | None:
+def _read_column(field: Field, col: tuple[str, ...], distinct: set[str]) -> list[Any] | None:
     """The values `Field.parse` gives the cells of one column, or None if any may differ.
 
     None for any cell `Field.parse` might refuse, and for any spelling read by a rule this
     does not repeat (a number in an integer column written as ``2.0``, a flag as ``yes``).
+    Each distinct cell is read once.
     """
-    text = [v.strip() for v in col]
-    if field.required and not all(text):
+    blank = "" in distinct
+    if blank and field.required:
         return None
+    cells = list(distinct - {""}) if blank else list(distinct)
+    text = list(map(str.strip, cells))
+    if "" in text:
+        return None  # a cell of spaces alone
+    values: list[Any] | None
     if field.kind == "bool":
-        if not set(text) <= {"true", "false", ""}:
+        if not set(text) <= {"true", "false"}:
             return None
-        return [v == "true" for v in text]
-    if field.kind == "str":
-        if max(map(len, text)) > field.max_len:
+        values = [v == "true" for v in text]
+    elif field.kind == "str":
+        if text and max(map(len, text)) > field.max_len:
             return None
         if field.choices and not set(text) <= set(field.choices):
             return None
-        return [v or None for v in text]
-    present = [v for v in text if v]
-    if not present:
-        return [None] * len(text)
-    if max(map(len, present)) > MAX_NUMBER_TEXT:
+        values = text
+    else:
+        values = _plain_numbers(field, text) if text else []
+        if values is None:
+            return None
+    read = dict(zip(cells, values, strict=True))
+    if blank:
+        read[""] = False if field.kind == "bool" else None
+    return list(map(read.__getitem__, col))
+
+
+def _plain_numbers(field: Field, texts: list[str]) -> list[Any] | None:
+    """The numbers `Field.parse` reads from ``texts``, or None if it may read any otherwise.
+
+    Integers are plain ASCII digits only; no text is longer than `MAX_NUMBER_TEXT`; every
+    number lies in the field's range.
+    """
+    if max(map(len, texts)) > MAX_NUMBER_TEXT:
         return None
+    numbers: list[Any]
     if field.kind == "int":
-        digits = "".join(present)
+        digits = "".join(texts)
         if not (digits.isascii() and digits.isdigit()):
             return None
-        numbers: list[Any] = list(map(int, present))
+        numbers = list(map(int, texts))
     else:
         try:
-            numbers = list(map(float, present))
+            numbers = list(map(float, texts))
         except ValueError:
             return None
         if not all(map(math.isfinite, numbers)):
             return None
     if not (field.low <= min(numbers) and max(numbers) <= field.high):
         return None
-    if len(numbers) == len(text):
-        return numbers
-    found = iter(numbers)
-    return [next(found) if v else None for v in text]
+    return numbers

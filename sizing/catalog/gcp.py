@@ -321,6 +321,15 @@ def build_gcp(gcp_dir: Path) -> BuildResult:
             f"{spec_repo} series/{a['cpuPlatform'][1]}"
             + (f", {coremark_files[0].name}" if score else "")
         )
+        # What every region's row of this type shares.
+        family = _family_of(name)
+        arch = "arm64" if platform in _ARM_PLATFORMS else "x86_64"
+        vcpus = str(max(1, math.ceil(cpu_raw)))
+        memory = num(float(spec["ram"]))
+        gbps = num(float(a["bandwidth"][0]))
+        threads = "" if shared else "1" if series in _GCP_ONE_THREAD else "2"
+        burstable = "true" if shared else "false"
+        baseline = num(cpu_raw) if shared else ""
         n_regions = 0
         for region in sorted(cost):
             entry = cost[region]
@@ -336,25 +345,23 @@ def build_gcp(gcp_dir: Path) -> BuildResult:
                     "provider": "gcp",
                     "region": region,
                     "instance_type": name,
-                    "family": _family_of(name),
-                    "arch": "arm64" if platform in _ARM_PLATFORMS else "x86_64",
+                    "family": family,
+                    "arch": arch,
                     "cpu": platform,
-                    "vcpus": str(max(1, math.ceil(cpu_raw))),
-                    "memory_gib": num(float(spec["ram"])),
-                    "network_gbps": num(float(a["bandwidth"][0])),
+                    "vcpus": vcpus,
+                    "memory_gib": memory,
+                    "network_gbps": gbps,
                     "network_burst": "false",
                     "price_usd_hour": num(hour),
                     "source": source,
                     "source_date": date,
-                    "threads_per_core": (
-                        "" if shared else "1" if series in _GCP_ONE_THREAD else "2"
-                    ),
-                    "burstable": "true" if shared else "false",
+                    "threads_per_core": threads,
+                    "burstable": burstable,
                     "network_burst_gbps": "",
                     "spot_usd_hour": _price(entry.get("hour_spot")),
                     "commit_1y_usd_hour": _price(entry.get("month_1y"), HOURS_PER_MONTH),
                     "commit_3y_usd_hour": _price(entry.get("month_3y"), HOURS_PER_MONTH),
-                    "cpu_baseline": num(cpu_raw) if shared else "",
+                    "cpu_baseline": baseline,
                     "coremark": score,
                 }
             )
@@ -379,8 +386,9 @@ def _gcp_exclusion(name: str, spec: dict[str, object], attrs: dict[str, tuple[st
         return "example custom shape (priced per vCPU and GB, not a machine type)"
     if not isinstance(spec.get("cost"), dict):
         return "no price in any region"
-    if not isinstance(spec.get("cpu"), float) or not isinstance(spec.get("ram"), float):
-        return "missing cpu or ram"
+    cpu, ram = spec.get("cpu"), spec.get("ram")
+    if not isinstance(cpu, float) or not isinstance(ram, float) or not math.isfinite(cpu):
+        return "missing cpu or ram"  # an infinite or NaN cpu has no vCPU count
     if "cpuPlatform" not in attrs:
         return "no series file (CPU platform unknown)"
     try:
