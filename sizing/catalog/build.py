@@ -18,12 +18,15 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import itertools
 import json
 import math
+import operator
 import tempfile
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
+from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 from operator import itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -230,22 +233,20 @@ def write_catalog(result: BuildResult, out: str | Path) -> tuple[Path, ...]:
             raise InputError(f"cannot write {target}: it {exc.strerror}") from None
     table = _table(result.rows)
     text = catalog_csv(result.rows) if table is None else _csv_text(table)
-    values = None if table is None else _read_back(table)
+    compact_text = None if table is None else _compact_text(table, path.name, text)
     items = None
     try:
         with tempfile.TemporaryDirectory() as tmp:  # checked by reading it back, privately
-            if values is None:
+            if compact_text is None:
                 checked = read_catalog(write_atomic(Path(tmp) / path.name, text))
                 items = [replace(i, catalog_file=str(path)) for i in checked]
             if result.egress:  # the egress prices too, by the reader that uses them
                 read_egress(write_atomic(Path(tmp) / egress.name, egress_csv(result.egress)))
         write_atomic(path, text, inputs=inputs)
-        if values is None:
+        if compact_text is None:
             compact = write_compact(path, items)
         else:
-            compact = write_atomic(
-                compact_path(path), _compact_text(values, path.name, text), inputs=[path]
-            )
+            compact = write_atomic(compact_path(path), compact_text, inputs=[path])
         write_atomic(excluded, excluded_csv(result.excluded), inputs=inputs)
         if result.egress:
             write_atomic(egress, egress_csv(result.egress), inputs=inputs)
@@ -256,12 +257,17 @@ def write_catalog(result: BuildResult, out: str | Path) -> tuple[Path, ...]:
     return path, compact, excluded, egress
 
 
-def _read_back(table: _Table) -> dict[str, list[Any]] | None:
-    """What `read_catalog` reads from the CSV of ``table``, by field (`FIELD_NAMES`), or None.
+def _compact_text(table: _Table, csv_name: str, csv_text: str) -> str | None:
+    """The compact form of the catalog CSV ``csv_text`` holds, or None.
 
-    None when any value might be refused or read otherwise than plainly (the caller then
-    reads the written CSV back); a value passed here is one `read_catalog` passes, as the
-    same value. ``catalog_file`` is left empty, as the compact form holds it.
+    What `sizing.catalog.load.write_compact` writes for the instances `read_catalog` reads
+    from that CSV: one JSON line of header (schema, the CSV's SHA-256, fields, sources, the
+    line of each provider/region group, regions, rows), then one line per group, in
+    first-seen order. Each distinct cell of a column is read (`_read_cells`) and written as
+    JSON once.
+
+    None when any value might be refused or read otherwise than plainly: the caller then
+    writes the CSV to a private folder and reads it back with `read_catalog`.
     """
     n = len(table.columns[0])
     if not 0 < n <= MAX_ROWS:
@@ -270,45 +276,37 @@ def _read_back(table: _Table) -> dict[str, list[Any]] | None:
         joined = "".join(cells)
         if "\0" in joined or "\r" in joined or "\n" in joined:
             return None  # a NUL (the CSV reader refuses it) or a line break inside a cell
-    values: dict[str, list[Any]] = {}
-    for name, col, cells in zip(BUILD_COLUMNS, table.columns, table.distinct, strict=True):
-        checked = _read_column(CATALOG[name], col, cells)
-        if checked is None:
+    reads: dict[str, dict[str, Any]] = {}
+    for name, cells in zip(BUILD_COLUMNS, table.distinct, strict=True):
+        read = _read_cells(CATALOG[name], cells)
+        if read is None:
             return None
-        values[name] = checked
-    values["provider"] = list(map(str.lower, values["provider"]))
+        reads[name] = read
+    reads["provider"] = {cell: value.lower() for cell, value in reads["provider"].items()}
     for name in ("cpu", "source_date"):  # read as "" when empty
-        if None in values[name]:
-            values[name] = [v or "" for v in values[name]]
-    values["catalog_file"] = [""] * n
-    pairs = zip(values["network_burst_gbps"], values["network_gbps"], strict=True)
-    if any(peak < gbps for peak, gbps in pairs if peak is not None):
+        reads[name] = {cell: value or "" for cell, value in reads[name].items()}
+    column = dict(zip(BUILD_COLUMNS, table.columns, strict=True))
+
+    def values(name: str) -> list[Any]:
+        return list(map(reads[name].__getitem__, column[name]))
+
+    if _any_greater(values("network_gbps"), values("network_burst_gbps")):
         return None  # a burst peak below the baseline
-    pairs = zip(values["cpu_baseline"], values["vcpus"], strict=True)
-    if any(baseline > vcpus for baseline, vcpus in pairs if baseline is not None):
+    if _any_greater(values("cpu_baseline"), values("vcpus")):
         return None  # more sustained vCPUs than vCPUs
-    keys = zip(values["provider"], values["region"], values["instance_type"], strict=True)
-    if len(set(keys)) != n:
+    providers, regions = values("provider"), values("region")
+    if len(set(zip(providers, regions, values("instance_type"), strict=True))) != n:
         return None  # a duplicate instance
-    return {name: values[name] for name in FIELD_NAMES}
-
-
-def _compact_text(values: dict[str, list[Any]], csv_name: str, csv_text: str) -> str:
-    """The compact form `sizing.catalog.load.write_compact` writes for these checked values.
-
-    One JSON line of header (schema, the CSV's SHA-256, fields, sources, the line of each
-    provider/region group, regions, rows), then one line per group, in first-seen order.
-    """
-    sources = {s: i for i, s in enumerate(dict.fromkeys(values["source"]))}
-    columns = [
-        list(map(sources.__getitem__, col)) if name == "source" else col
-        for name, col in values.items()
+    sources = {s: i for i, s in enumerate(dict.fromkeys(values("source")))}
+    reads["source"] = {cell: sources[value] for cell, value in reads["source"].items()}
+    json_columns = [
+        ['""'] * n  # the catalog file: not kept in the compact form
+        if name == "catalog_file"
+        else list(map(_json_texts(reads[name]).__getitem__, column[name]))
+        for name in FIELD_NAMES
     ]
-    rows = list(zip(*columns, strict=True))
-    groups: dict[str, list[int]] = {}
-    where = zip(values["provider"], values["region"], strict=True)
-    for i, group in enumerate(map("/".join, where)):
-        groups.setdefault(group, []).append(i)
+    rows = list(map(",".join, zip(*json_columns, strict=True)))
+    groups = _groups(list(map("/".join, zip(providers, regions, strict=True))))
     header = {
         "schema": COMPACT_SCHEMA,
         "csv": csv_name,
@@ -316,21 +314,73 @@ def _compact_text(values: dict[str, list[Any]], csv_name: str, csv_text: str) ->
         "fields": list(FIELD_NAMES),
         "sources": list(sources),
         "groups": {g: i + 2 for i, g in enumerate(groups)},
-        "regions": sorted(set(values["region"])),
-        "rows": len(rows),
+        "regions": sorted(set(regions)),
+        "rows": n,
     }
     lines = [json.dumps(header, separators=(",", ":"))]
     for found in groups.values():
-        lines.append(json.dumps([rows[i] for i in found], separators=(",", ":")))
+        lines.append("[[" + "],[".join(map(rows.__getitem__, found)) + "]]")
     return "\n".join(lines) + "\n"
 
 
-def _read_column(field: Field, col: tuple[str, ...], distinct: set[str]) -> list[Any] | None:
-    """The values `Field.parse` gives the cells of one column, or None if any may differ.
+def _any_greater(a: list[Any], b: list[Any]) -> bool:
+    """Whether ``a[i] > b[i]`` for any ``i`` where neither is None."""
+    none = itertools.repeat(None)
+    known = list(map(operator.and_, map(operator.is_not, a, none), map(operator.is_not, b, none)))
+    return any(map(operator.gt, itertools.compress(a, known), itertools.compress(b, known)))
 
-    None for any cell `Field.parse` might refuse, and for any spelling read by a rule this
-    does not repeat (a number in an integer column written as ``2.0``, a flag as ``yes``).
-    Each distinct cell is read once.
+
+def _groups(keys: list[str]) -> dict[str, range | list[int]]:
+    """The indices of each key, the keys in first-seen order (a range for a run of one key)."""
+    order = dict.fromkeys(keys)
+    if sum(map(operator.ne, keys, keys[1:])) == len(order) - 1:  # each key in one run
+        starts = [keys.index(key) for key in order] + [len(keys)]
+        return {key: range(a, b) for key, a, b in zip(order, starts, starts[1:], strict=False)}
+    out: dict[str, range | list[int]] = {}
+    for i, key in enumerate(keys):
+        out.setdefault(key, []).append(i)  # type: ignore[union-attr]
+    return out
+
+
+#: The JSON text of each kind of value, as `json.dumps` writes it.
+_JSON_OF: dict[type, Callable[[Any], str]] = {
+    float: float.__repr__,
+    int: int.__repr__,
+    str: encode_basestring_ascii,
+}
+
+
+def _json_texts(read: dict[str, Any]) -> dict[str, str]:
+    """The JSON text of the value read from each cell."""
+    values = list(read.values())
+    kinds = set(map(type, values))
+    if len(kinds) == 1 and (kind := kinds.pop()) in _JSON_OF:
+        return dict(zip(read, map(_JSON_OF[kind], values), strict=True))
+    if "" in read and kinds == {type(None), float}:  # an optional number: empty is null
+        texts = dict(zip(read, map(_JSON_OF[float], [v or 0.0 for v in values]), strict=True))
+        texts[""] = "null"
+        return texts
+    return {cell: _json(value) for cell, value in read.items()}
+
+
+def _json(value: Any) -> str:
+    """``json.dumps(value)`` for None, a flag, a number or a text."""
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return "true" if value else "false"
+    if type(value) is float:
+        return float.__repr__(value)  # what the JSON encoder writes for a finite float
+    if type(value) is int:
+        return int.__repr__(value)
+    return json.dumps(value)
+
+
+def _read_cells(field: Field, distinct: set[str]) -> dict[str, Any] | None:
+    """What `Field.parse` reads from each of a column's distinct cells, or None.
+
+    None when `Field.parse` might refuse any cell, or read it by a rule this does not
+    repeat (a number in an integer column written as ``2.0``, a flag as ``yes``).
     """
     blank = "" in distinct
     if blank and field.required:
@@ -357,7 +407,7 @@ def _read_column(field: Field, col: tuple[str, ...], distinct: set[str]) -> list
     read = dict(zip(cells, values, strict=True))
     if blank:
         read[""] = False if field.kind == "bool" else None
-    return list(map(read.__getitem__, col))
+    return read
 
 
 def _plain_numbers(field: Field, texts: list[str]) -> list[Any] | None:

@@ -159,34 +159,47 @@ def like_to_regex(pattern: str) -> re.Pattern[str]:
 
 def parse_sql_updates(text: str) -> list[tuple[list[re.Pattern[str]], dict[str, str]]]:
     """``UPDATE instances SET ... WHERE name LIKE ...`` statements, in file order."""
-    return [(patterns, values) for patterns, values, _ in _sql_updates(text)]
+    return [([like_to_regex(p) for p in likes], values) for likes, values in _sql_updates(text)]
 
 
-def _sql_updates(text: str) -> list[tuple[list[re.Pattern[str]], dict[str, str], list[str]]]:
-    """`parse_sql_updates` with each statement's ``LIKE`` patterns as written, too."""
+def _sql_updates(text: str) -> list[tuple[list[str], dict[str, str]]]:
+    """Each statement's ``LIKE`` patterns as written and the columns it sets, in file order."""
     text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
     out = []
     for sets, where in _SQL_RE.findall(text + ";"):
         values = {k: v.strip() for k, v in _SET_RE.findall(sets)}
         likes = _LIKE_RE.findall(where)
         if likes and values:
-            out.append(([like_to_regex(p) for p in likes], values, likes))
+            out.append((likes, values))
     return out
 
 
-def _candidates(names: list[str], lowered: list[str], like: str) -> list[str]:
-    """The names that may match ``like``: those starting with its literal head.
+def _like_parts(like: str) -> list[str] | None:
+    """The lower-case texts between the ``%`` of an ASCII pattern without ``_``, else None."""
+    if "_" in like or not like.isascii():
+        return None
+    return like.lower().split("%")
 
-    ``lowered`` holds the lower-case ``names``, sorted; every name and pattern is ASCII (the
-    caller checks), where a case-insensitive match of the head is a match of lower cases.
+
+def _like_match(name: str, parts: list[str]) -> bool:
+    """Whether the lower-case ``name`` matches the pattern of `_like_parts` ``parts``.
+
+    The head and tail fixed, each middle part found at its first place after the last: a
+    pattern whose only wildcard is ``%`` matches so or not at all.
     """
-    cut = min((i for i in (like.find("%"), like.find("_")) if i >= 0), default=len(like))
-    head = like[:cut].lower()
-    lo = bisect.bisect_left(lowered, head)
-    hi = lo
-    while hi < len(lowered) and lowered[hi].startswith(head):
-        hi += 1
-    return names[lo:hi]
+    head, tail = parts[0], parts[-1]
+    if len(parts) == 1:
+        return name == head
+    end = len(name) - len(tail)
+    if end < len(head) or not name.startswith(head) or not name.endswith(tail):
+        return False
+    pos = len(head)
+    for part in parts[1:-1]:
+        found = name.find(part, pos, end)
+        if found < 0:
+            return False
+        pos = found + len(part)
+    return True
 
 
 def apply_updates(
@@ -194,9 +207,9 @@ def apply_updates(
 ) -> dict[str, dict[str, tuple[str, str]]]:
     """Per machine type, every column the SQL files set: ``column -> (value, file name)``.
 
-    Statements apply in file order, so a later one overrides an earlier one. Each pattern
-    is tried on the names that start with its literal head (found by bisection) when every
-    name is plain ASCII, else on every name.
+    Statements apply in file order, so a later one overrides an earlier one. When every name
+    is plain ASCII, a pattern of ASCII without ``_`` is tried on the names that start with its
+    literal head (found by bisection), by its literal parts; any other by `like_to_regex`.
     """
     names = list(names)
     out: dict[str, dict[str, tuple[str, str]]] = {n: {} for n in names}
@@ -204,12 +217,19 @@ def apply_updates(
     order = sorted(set(names), key=str.lower)
     lowered = [n.lower() for n in order]
     for f in files:
-        for patterns, values, likes in _sql_updates(read_upstream(f)):
-            if plain and all(like.isascii() for like in likes):
-                pool = {n: None for like in likes for n in _candidates(order, lowered, like)}
-                matched: Iterable[str] = [n for n in pool if any(p.match(n) for p in patterns)]
-            else:
-                matched = [n for n in names if any(p.match(n) for p in patterns)]
+        for likes, values in _sql_updates(read_upstream(f)):
+            parts = [_like_parts(like) for like in likes] if plain else [None]
+            matched: dict[str, None] = {}
+            for part in parts:
+                if part is None:
+                    patterns = [like_to_regex(like) for like in likes]
+                    matched = {n: None for n in names if any(p.match(n) for p in patterns)}
+                    break
+                i = bisect.bisect_left(lowered, part[0])
+                while i < len(lowered) and lowered[i].startswith(part[0]):
+                    if _like_match(lowered[i], part):
+                        matched[order[i]] = None
+                    i += 1
             for n in matched:
                 row = out[n]
                 for k, v in values.items():
