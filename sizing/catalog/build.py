@@ -22,18 +22,17 @@ import itertools
 import json
 import math
 import operator
-import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
-from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
+from json.encoder import encode_basestring_ascii
 from operator import itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from sizing.catalog import providers
 from sizing.catalog.aws import DEFAULT_BURST_TABLE
-from sizing.catalog.egress import read_egress
+from sizing.catalog.egress import EGRESS_MAX_BYTES, parse_egress, read_egress
 from sizing.catalog.load import (
     CATALOG,
     COMPACT_SCHEMA,
@@ -84,20 +83,31 @@ def build_providers(
         part = module.build(Path(folder), None if burst_table is None else Path(burst_table))
         result.rows += part.rows
         result.excluded += part.excluded
-        result.egress += module.egress_rows(Path(folder))
-    result.rows.sort(
-        key=lambda r: (
-            r["provider"],
-            r["region"],
-            r["family"],
-            int(r["vcpus"]),
-            float(r["memory_gib"]),
-            r["instance_type"],
-        )
-    )
+        # A build may price egress from the files it read; else the module is asked.
+        result.egress += part.egress or module.egress_rows(Path(folder))
+    result.rows = _sorted_rows(result.rows)
     # One line per excluded type (AWS repeats per region).
     result.excluded = sorted(set(result.excluded))
     return result
+
+
+def _sorted_rows(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The rows by provider, region, family, vCPUs, memory and type (a stable sort)."""
+    column = {name: [r[name] for r in rows] for name in ("vcpus", "memory_gib")}
+    vcpus = {text: int(text) for text in dict.fromkeys(column["vcpus"])}
+    memory = {text: float(text) for text in dict.fromkeys(column["memory_gib"])}
+    keys = list(
+        zip(
+            map(itemgetter("provider"), rows),
+            map(itemgetter("region"), rows),
+            map(itemgetter("family"), rows),
+            map(vcpus.__getitem__, column["vcpus"]),
+            map(memory.__getitem__, column["memory_gib"]),
+            map(itemgetter("instance_type"), rows),
+            strict=True,
+        )
+    )
+    return list(map(rows.__getitem__, sorted(range(len(rows)), key=keys.__getitem__)))
 
 
 def catalog_csv(rows: Iterable[dict[str, str]]) -> str:
@@ -136,7 +146,7 @@ def _table(rows: list[dict[str, str]]) -> _Table | None:
             cells = set(col)
         except TypeError:  # an unhashable value
             return None
-        if not all(type(v) is str for v in cells):
+        if set(map(type, cells)) != {str}:
             return None
         if any(v.startswith(FORMULA_PREFIXES) for v in cells):
             safe = {v: csv_cell(v) for v in cells}
@@ -235,26 +245,40 @@ def write_catalog(result: BuildResult, out: str | Path) -> tuple[Path, ...]:
     text = catalog_csv(result.rows) if table is None else _csv_text(table)
     compact_text = None if table is None else _compact_text(table, path.name, text)
     items = None
+    egress_text = egress_csv(result.egress) if result.egress else None
     try:
-        with tempfile.TemporaryDirectory() as tmp:  # checked by reading it back, privately
-            if compact_text is None:
+        if compact_text is None:  # checked by reading it back, privately
+            import tempfile  # (and its shutil and random) only here
+
+            with tempfile.TemporaryDirectory() as tmp:
                 checked = read_catalog(write_atomic(Path(tmp) / path.name, text))
-                items = [replace(i, catalog_file=str(path)) for i in checked]
-            if result.egress:  # the egress prices too, by the reader that uses them
-                read_egress(write_atomic(Path(tmp) / egress.name, egress_csv(result.egress)))
+            items = [replace(i, catalog_file=str(path)) for i in checked]
+        if egress_text is not None:  # the egress prices too, by the reader that uses them
+            _check_egress(egress_text, egress)
         write_atomic(path, text, inputs=inputs)
         if compact_text is None:
             compact = write_compact(path, items)
         else:
             compact = write_atomic(compact_path(path), compact_text, inputs=[path])
         write_atomic(excluded, excluded_csv(result.excluded), inputs=inputs)
-        if result.egress:
-            write_atomic(egress, egress_csv(result.egress), inputs=inputs)
+        if egress_text is not None:
+            write_atomic(egress, egress_text, inputs=inputs)
     except OSError as exc:
         raise InputError(f"cannot write {path}: {exc.strerror}") from None
     if not result.egress:
         return path, compact, excluded
     return path, compact, excluded, egress
+
+
+def _check_egress(text: str, path: Path) -> None:
+    """Read the egress prices ``text`` as `read_egress` reads the file ``path`` (InputError)."""
+    if len(text.encode("utf-8")) <= EGRESS_MAX_BYTES:
+        parse_egress(text, path)
+        return
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:  # refused by the reader's bound, in its words
+        read_egress(write_atomic(Path(tmp) / path.name, text))
 
 
 def _compact_text(table: _Table, csv_name: str, csv_text: str) -> str | None:

@@ -110,6 +110,11 @@ def read_egress(path: str | Path = DEFAULT_EGRESS) -> dict[tuple[str, str, str],
         raise InputError(f"egress prices {p} do not exist") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"egress prices {p} cannot be read: {exc}") from None
+    return parse_egress(text, p)
+
+
+def parse_egress(text: str, p: Path) -> dict[tuple[str, str, str], Prices]:
+    """`read_egress` of the text of an egress file (``p`` names it in messages)."""
     rows: dict[tuple[str, str, str], list[tuple[Tier, dict[str, str]]]] = {}
     reader = csv.DictReader(io.StringIO(text))
     need = {"provider", "region", "kind", "from_gib", "to_gib", "usd_per_gib", "source"}

@@ -127,23 +127,9 @@ def parse_simple_yaml(text: str, path: str = "pricing.yml") -> dict[str, object]
     return root
 
 
-#: The last pricing file parsed, by its text: the build and `egress_rows` read one file.
-_PARSED: dict[str, tuple[str, dict[str, object]]] = {}
-
-
 def read_pricing(path: Path) -> dict[str, object]:
-    """``pricing.yml`` read (bounded, `read_upstream`) and parsed (`parse_simple_yaml`).
-
-    The file is read on every call; the parse of the last text read is kept, so a build that
-    asks twice for unchanged text parses it once. Callers only read the mappings returned.
-    """
-    text = read_upstream(path)
-    last = _PARSED.get("last")
-    if last is not None and last[0] == text:
-        return last[1]
-    doc = parse_simple_yaml(text, str(path))
-    _PARSED["last"] = (text, doc)
-    return doc
+    """``pricing.yml`` read (bounded, `read_upstream`) and parsed (`parse_simple_yaml`)."""
+    return parse_simple_yaml(read_upstream(path), str(path))
 
 
 _SQL_RE = re.compile(r"UPDATE\s+instances\s+SET\s+(.*?)\s+WHERE\s+(.*?)\s*;", re.S | re.I)
@@ -341,15 +327,31 @@ def build_gcp(gcp_dir: Path) -> BuildResult:
             f"{spec_repo} series/{a['cpuPlatform'][1]}"
             + (f", {coremark_files[0].name}" if score else "")
         )
-        # What every region's row of this type shares.
-        family = _family_of(name)
-        arch = "arm64" if platform in _ARM_PLATFORMS else "x86_64"
-        vcpus = str(max(1, math.ceil(cpu_raw)))
-        memory = num(float(spec["ram"]))
-        gbps = num(float(a["bandwidth"][0]))
-        threads = "" if shared else "1" if series in _GCP_ONE_THREAD else "2"
-        burstable = "true" if shared else "false"
-        baseline = num(cpu_raw) if shared else ""
+        # What every region's row of this type shares; each row is a copy with its region
+        # and prices.
+        shared_row = {
+            "provider": "gcp",
+            "region": "",
+            "instance_type": name,
+            "family": _family_of(name),
+            "arch": "arm64" if platform in _ARM_PLATFORMS else "x86_64",
+            "cpu": platform,
+            "vcpus": str(max(1, math.ceil(cpu_raw))),
+            "memory_gib": num(float(spec["ram"])),
+            "network_gbps": num(float(a["bandwidth"][0])),
+            "network_burst": "false",
+            "price_usd_hour": "",
+            "source": source,
+            "source_date": date,
+            "threads_per_core": "" if shared else "1" if series in _GCP_ONE_THREAD else "2",
+            "burstable": "true" if shared else "false",
+            "network_burst_gbps": "",
+            "spot_usd_hour": "",
+            "commit_1y_usd_hour": "",
+            "commit_3y_usd_hour": "",
+            "cpu_baseline": num(cpu_raw) if shared else "",
+            "coremark": score,
+        }
         n_regions = 0
         for region in sorted(cost):
             entry = cost[region]
@@ -360,39 +362,23 @@ def build_gcp(gcp_dir: Path) -> BuildResult:
             if not isinstance(hour, float) or not hour > 0:
                 continue
             n_regions += 1
-            result.rows.append(
-                {
-                    "provider": "gcp",
-                    "region": region,
-                    "instance_type": name,
-                    "family": family,
-                    "arch": arch,
-                    "cpu": platform,
-                    "vcpus": vcpus,
-                    "memory_gib": memory,
-                    "network_gbps": gbps,
-                    "network_burst": "false",
-                    "price_usd_hour": num(hour),
-                    "source": source,
-                    "source_date": date,
-                    "threads_per_core": threads,
-                    "burstable": burstable,
-                    "network_burst_gbps": "",
-                    "spot_usd_hour": _price(entry.get("hour_spot")),
-                    "commit_1y_usd_hour": _price(entry.get("month_1y"), HOURS_PER_MONTH),
-                    "commit_3y_usd_hour": _price(entry.get("month_3y"), HOURS_PER_MONTH),
-                    "cpu_baseline": baseline,
-                    "coremark": score,
-                }
-            )
+            row = shared_row.copy()
+            row["region"] = region
+            row["price_usd_hour"] = f"{hour:.10g}"  # rows.num, inline (16,000 rows)
+            row["spot_usd_hour"] = _price(entry.get("hour_spot"), 1.0)
+            row["commit_1y_usd_hour"] = _price(entry.get("month_1y"), HOURS_PER_MONTH)
+            row["commit_3y_usd_hour"] = _price(entry.get("month_3y"), HOURS_PER_MONTH)
+            result.rows.append(row)
         if not n_regions:
             result.excluded.append(("gcp", name, "no price in any region"))
+    result.egress = _egress_rows(doc, pricing_path, gcp_dir)  # from the file parsed once
     return result
 
 
 def _price(value: object, per: float = 1.0) -> str:
-    if isinstance(value, float) and value > 0:
-        return num(value / per)
+    """``value / per`` as catalog text (`sizing.catalog.rows.num`); "" unless a positive float."""
+    if type(value) is float and value > 0:
+        return f"{value / per:.10g}"
     return ""
 
 
@@ -473,7 +459,11 @@ def egress_rows(folder: Path | None) -> list[dict[str, str]]:
     if folder is None:
         raise InputError("GCP egress prices need the folder with pricing.yml (--gcp-dir)")
     path = folder / GCP_PRICING
-    doc = read_pricing(path)
+    return _egress_rows(read_pricing(path), path, folder)
+
+
+def _egress_rows(doc: dict[str, object], path: Path, folder: Path) -> list[dict[str, str]]:
+    """`egress_rows` of the parsed ``pricing.yml`` (``path``) of the upstream ``folder``."""
     node: object = doc
     for key in ("compute", "network", "traffic", "egress", "internet", "cost"):
         node = node.get(key) if isinstance(node, dict) else None

@@ -14,7 +14,8 @@ name of `CONTRACT`:
 ``ESTIMATES`` : dict of str to (float, str)
     Its model constants that are estimates, with their reasoning.
 ``build(folder, burst_table=None) -> BuildResult``
-    Catalog rows from the folder of its public files (`sizing.catalog.rows`).
+    Catalog rows from the folder of its public files (`sizing.catalog.rows`); its ``egress``
+    rows too where the files it read price egress (else `egress_rows` is asked).
 ``network_gbps(inst, work) -> (float, str)``
     The bandwidth that caps one instance for one workload [Gbit/s], and why.
 ``egress_rows(folder) -> list of dict``
