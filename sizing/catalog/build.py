@@ -84,7 +84,7 @@ def build_providers(
         result.rows += part.rows
         result.excluded += part.excluded
         # A build may price egress from the files it read; else the module is asked.
-        result.egress += part.egress or module.egress_rows(Path(folder))
+        result.egress += part.egress if part.egress_read else module.egress_rows(Path(folder))
     result.rows = _sorted_rows(result.rows)
     # One line per excluded type (AWS repeats per region).
     result.excluded = sorted(set(result.excluded))

@@ -372,6 +372,7 @@ def build_gcp(gcp_dir: Path) -> BuildResult:
         if not n_regions:
             result.excluded.append(("gcp", name, "no price in any region"))
     result.egress = _egress_rows(doc, pricing_path, gcp_dir)  # from the file parsed once
+    result.egress_read = True
     return result
 
 
