@@ -135,13 +135,16 @@ def _table(rows: list[dict[str, str]]) -> _Table | None:
 
     None unless every row has exactly the keys `BUILD_COLUMNS` and every cell is text.
     """
-    keys = set(BUILD_COLUMNS)
-    if not all(r.keys() == keys for r in rows):
-        return None
     if not rows:
         return _Table([() for _ in BUILD_COLUMNS], [set() for _ in BUILD_COLUMNS])
+    if set(map(len, rows)) != {len(BUILD_COLUMNS)}:
+        return None
+    try:  # every column there, and (as many keys as columns) no other
+        cells_by_row = list(map(itemgetter(*BUILD_COLUMNS), rows))
+    except KeyError:
+        return None
     table = _Table([], [])
-    for col in zip(*map(itemgetter(*BUILD_COLUMNS), rows), strict=True):
+    for col in zip(*cells_by_row, strict=True):
         try:
             cells = set(col)
         except TypeError:  # an unhashable value
