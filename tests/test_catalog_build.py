@@ -505,3 +505,65 @@ def test_catalog_build_loads_only_its_own_command(upstream, tmp_path):
     )
     assert done.stdout.strip().splitlines()[-1] == "[]"
     assert out.exists()
+
+
+def _reference_yaml(text: str, path: str) -> dict[str, object]:
+    """`gcp.parse_simple_yaml`'s rules, one line at a time (what its fast path must give)."""
+    root: dict[str, object] = {}
+    stack: list[tuple[int, dict[str, object]]] = [(-1, root)]
+    skip_deeper_than: int | None = None
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line[0] == "#" or line == "---":
+            continue
+        indent = len(raw) - len(raw.lstrip(" "))
+        if skip_deeper_than is not None:
+            if indent > skip_deeper_than:
+                continue
+            skip_deeper_than = None
+        if raw.lstrip().startswith("- "):
+            continue
+        key, sep, value = line.partition(":")
+        if not sep:
+            raise InputError(f"{path}:{lineno}: expected 'key: value', got {line!r}")
+        while stack[-1][0] >= indent:
+            stack.pop()
+        parent = stack[-1][1]
+        value = value.strip()
+        key = key.strip().strip("'\"")
+        if not value:
+            child = parent.get(key)
+            if not isinstance(child, dict):
+                child = parent[key] = {}
+            stack.append((indent, child))
+        elif value[0] in "|>":
+            skip_deeper_than = indent
+        else:
+            value = value.strip("'\"")
+            try:
+                parent[key] = float(value)
+            except ValueError:
+                parent[key] = value
+    return root
+
+
+def _parsed(parse, text: str) -> str:
+    try:
+        return repr(parse(text, "p.yml"))
+    except InputError as exc:
+        return f"InputError: {exc}"
+
+
+def test_pricing_yml_parser_follows_its_rules_line_by_line():
+    assert _parsed(gcp.parse_simple_yaml, PRICING_YML) == _parsed(_reference_yaml, PRICING_YML)
+    pieces = ["a", "x_1", "\u00e9", "-", "#", "'", '"', ":", ": ", " ", "\t", "|", ">", "1"]
+    pieces += ["2.5", "nan", "---", "- ", "k: v", "\r", "\u2028", "1e3", "0-1"]
+    rnd = random.Random(5)
+    for _ in range(4000):
+        lines = [
+            " " * rnd.choice([0, 0, 1, 2, 2, 3, 4, 6])
+            + "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 5)))
+            for _ in range(rnd.randint(1, 8))
+        ]
+        text = "\n".join(lines) + rnd.choice(["", "\n"])
+        assert _parsed(gcp.parse_simple_yaml, text) == _parsed(_reference_yaml, text), text

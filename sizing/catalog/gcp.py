@@ -90,10 +90,23 @@ def parse_simple_yaml(text: str, path: str = "pricing.yml") -> dict[str, object]
     top, parent = stack[-1]
     skip_deeper_than = -1  # inside a block scalar: its key's indentation, else -1
     for lineno, raw in enumerate(text.splitlines(), start=1):
+        body = raw.lstrip(" ")
+        indent = len(raw) - len(body)
+        # Most lines are ``name: value`` inside the open mapping: a key that is an identifier
+        # (no space, quote, colon, "#" or "-" to read otherwise) ends at the first colon.
+        key, sep, value = body.partition(": ")
+        if sep and top < indent and skip_deeper_than < 0 and key.isidentifier():
+            value = value.strip()
+            if value and value[0] != "|" and value[0] != ">":
+                value = value.strip("'\"")
+                try:
+                    parent[key] = float(value)
+                except ValueError:
+                    parent[key] = value
+                continue
         line = raw.strip()
         if not line or line[0] == "#" or line == "---":
             continue
-        indent = len(raw) - len(raw.lstrip(" "))
         if skip_deeper_than >= 0:
             if indent > skip_deeper_than:
                 continue
