@@ -567,3 +567,20 @@ def test_pricing_yml_parser_follows_its_rules_line_by_line():
         ]
         text = "\n".join(lines) + rnd.choice(["", "\n"])
         assert _parsed(gcp.parse_simple_yaml, text) == _parsed(_reference_yaml, text), text
+
+
+def test_a_canonical_number_cell_is_its_own_json():
+    """The compact form copies such cells as they are: each must be ``repr`` of its float."""
+    plain = ["0.0725", "12.5", "0.0001", "0.00012", "12345678901234.5", "1.00000000000001"]
+    other = ["4", "4.0", "0.50", "00.5", "0.00001", "1e-05", ".5", "5.", " 0.5", "-0.5"]
+    other += ["123456789012345", "1.000000000000001", "0.0", "1.2.3"]
+    assert catalog_build._CANONICAL.findall("\n".join(plain + other)) == plain
+    rnd = random.Random(3)
+    found = 0
+    for _ in range(50_000):
+        text = rnd.choice(["0.", "0.0", ""])
+        text += "".join(rnd.choice("0123456789.") for _ in range(rnd.randint(1, 17)))
+        if catalog_build._CANONICAL.fullmatch(text):
+            found += 1
+            assert repr(float(text)) == text
+    assert found > 10_000

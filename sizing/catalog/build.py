@@ -22,8 +22,9 @@ import itertools
 import json
 import math
 import operator
+import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from json.encoder import encode_basestring_ascii
 from operator import itemgetter
@@ -329,7 +330,7 @@ def _compact_text(table: _Table, csv_name: str, csv_text: str) -> str | None:
     json_columns = [
         ['""'] * n  # the catalog file: not kept in the compact form
         if name == "catalog_file"
-        else list(map(_json_texts(reads[name]).__getitem__, column[name]))
+        else _json_column(reads[name], column[name], CATALOG[name].kind)
         for name in FIELD_NAMES
     ]
     rows = list(map(",".join, zip(*json_columns, strict=True)))
@@ -375,6 +376,28 @@ _JSON_OF: dict[type, Callable[[Any], str]] = {
     int: int.__repr__,
     str: encode_basestring_ascii,
 }
+
+
+#: A number cell whose text is the JSON (``repr``) of the float it reads as: plain digits, a
+#: point, no zero at either end, 15 digits at most, and at least 0.0001 (a shorter text,
+#: or another of as many digits, would read as another float; so the shortest is this one).
+_CANONICAL = re.compile(
+    r"^(?=[0-9.]{3,16}$)(?:[1-9][0-9]*\.[0-9]*[1-9]|0\.0{0,3}[1-9](?:[0-9]*[1-9])?)$", re.M
+)
+
+
+def _json_column(read: dict[str, Any], col: Sequence[str], kind: str) -> Sequence[str]:
+    """The JSON text of the value each cell of ``col`` reads as (``read``), in order."""
+    if kind == "float":
+        same = set(_CANONICAL.findall("\n".join(read)))
+        if len(same) == len(read):
+            return col  # every cell is its number's JSON already
+        texts = dict(zip(same, same, strict=True))
+        for cell in read.keys() - same:
+            texts[cell] = _json(read[cell])
+    else:
+        texts = _json_texts(read)
+    return list(map(texts.__getitem__, col))
 
 
 def _json_texts(read: dict[str, Any]) -> dict[str, str]:
