@@ -584,3 +584,24 @@ def test_a_canonical_number_cell_is_its_own_json():
             found += 1
             assert repr(float(text)) == text
     assert found > 10_000
+
+
+def test_a_pricing_timestamp_out_of_range_is_one_line_and_exit_2(upstream, tmp_path, capsys):
+    aws, gcp_dir = upstream
+    pricing = gcp_dir / "pricing.yml"
+    pricing.write_text(pricing.read_text().replace("timestamp: 1785391997", "timestamp: 1e20"))
+    out = tmp_path / "cat.csv"
+    argv = ["catalog", "build", "--aws-dir", str(aws), "--gcp-dir", str(gcp_dir), "--out", str(out)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "about.timestamp 1e+20 is not a time" in err[0]
+    assert not out.exists()
+
+
+def test_a_machine_type_of_infinite_cpus_is_left_out(upstream, tmp_path):
+    gcp_dir = upstream[1]
+    pricing = gcp_dir / "pricing.yml"
+    pricing.write_text(pricing.read_text().replace("      cpu: 16\n", "      cpu: inf\n"))
+    result = catalog_build.build_providers({"gcp": gcp_dir}, tmp_path / "no-burst-table.csv")
+    assert ("gcp", "c4a-standard-16", "missing cpu or ram") in result.excluded
+    assert "c4a-standard-16" not in {r["instance_type"] for r in result.rows}

@@ -140,6 +140,18 @@ def parse_simple_yaml(text: str, path: str = "pricing.yml") -> dict[str, object]
     return root
 
 
+def _pricing_date(doc: dict[str, object], path: Path) -> str:
+    """The UTC date of ``about.timestamp`` [s since 1970] ("" without one), or InputError."""
+    about = doc.get("about")
+    stamp = about.get("timestamp") if isinstance(about, dict) else None
+    if not isinstance(stamp, float):
+        return ""
+    try:
+        return dt.datetime.fromtimestamp(stamp, dt.UTC).date().isoformat()
+    except (OverflowError, OSError, ValueError):
+        raise InputError(f"{path}: about.timestamp {stamp:g} is not a time") from None
+
+
 def read_pricing(path: Path) -> dict[str, object]:
     """``pricing.yml`` read (bounded, `read_upstream`) and parsed (`parse_simple_yaml`)."""
     return parse_simple_yaml(read_upstream(path), str(path))
@@ -297,13 +309,7 @@ def build_gcp(gcp_dir: Path) -> BuildResult:
     regions_doc = doc.get("region")
     known_regions = set(regions_doc) if isinstance(regions_doc, dict) else set()
     region_re = re.compile(r"^[a-z]+-[a-z]+\d+$")
-    about = doc.get("about")
-    stamp = about.get("timestamp") if isinstance(about, dict) else None
-    date = (
-        dt.datetime.fromtimestamp(float(stamp), dt.UTC).date().isoformat()
-        if isinstance(stamp, float)
-        else ""
-    )
+    date = _pricing_date(doc, pricing_path)
     series_files = sorted((gcp_dir / "series").glob("*.sql"))
     coremark_files = [
         p for p in (gcp_dir / "cpu" / "coremark.sql", gcp_dir / "series/cpu/coremark.sql")
@@ -483,13 +489,7 @@ def _egress_rows(doc: dict[str, object], path: Path, folder: Path) -> list[dict[
         node = node.get(key) if isinstance(node, dict) else None
     if not isinstance(node, dict):
         return []  # a pricing file without transfer prices: egress is left unpriced
-    about = doc.get("about")
-    stamp = about.get("timestamp") if isinstance(about, dict) else None
-    date = (
-        dt.datetime.fromtimestamp(float(stamp), dt.UTC).date().isoformat()
-        if isinstance(stamp, float)
-        else ""
-    )
+    date = _pricing_date(doc, path)
     repo = commit_note(
         folder.parent / "README.md", "Cyclenerd/google-cloud-pricing-cost-calculator"
     )
