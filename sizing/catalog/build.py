@@ -2,8 +2,15 @@
 
 Each provider module (`sizing.catalog.providers`: `sizing.catalog.aws`, `sizing.catalog.gcp`)
 reads its own files and says what it leaves out and why; this module merges their rows,
-writes the catalog CSV, its compact form, the exclusion list and the egress prices
-(``egress.csv``), and validates the catalog by reading it back.
+checks them, then writes the catalog CSV, its compact form, the exclusion list and the egress
+prices (``egress.csv``).
+
+The rows are checked before anything is written, in memory and a column at a time: each
+distinct cell is read once, by the rules `sizing.catalog.load.read_catalog` reads the CSV
+with (the same field table, relations and unique keys), and its value goes into the compact
+form as `sizing.catalog.load.write_compact` would write it. Any cell those rules might read
+otherwise sends the build the long way: the CSV written to a private folder, read back by
+`read_catalog` (whose message names the line and field), and compacted by `write_compact`.
 
 Kept and marked: shared-core and credit-based types (AWS t2, t3, t3a, t4g; GCP e2-micro,
 e2-small, e2-medium, f1-micro, g1-small) are ``burstable=true``; their ``cpu_baseline`` gives
