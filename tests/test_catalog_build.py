@@ -1,3 +1,4 @@
+import gc
 import os
 import random
 import subprocess
@@ -605,3 +606,13 @@ def test_a_machine_type_of_infinite_cpus_is_left_out(upstream, tmp_path):
     result = catalog_build.build_providers({"gcp": gcp_dir}, tmp_path / "no-burst-table.csv")
     assert ("gcp", "c4a-standard-16", "missing cpu or ram") in result.excluded
     assert "c4a-standard-16" not in {r["instance_type"] for r in result.rows}
+
+
+def test_the_cycle_collector_runs_again_after_a_build(upstream, tmp_path, capsys):
+    aws, gcp_dir = upstream
+    argv = ["catalog", "build", "--aws-dir", str(aws), "--gcp-dir", str(gcp_dir), "--out"]
+    assert main([*argv, str(tmp_path / "cat.csv")]) == 0
+    assert gc.isenabled()
+    assert main([*argv, str(tmp_path / "missing" / "cat.csv")]) == 2  # refused, mid-build
+    assert gc.isenabled()
+    assert "does not exist" in capsys.readouterr().err
