@@ -104,6 +104,21 @@ def parse_simple_yaml(text: str, path: str = "pricing.yml") -> dict[str, object]
                 except ValueError:
                     parent[key] = value
                 continue
+        # The next most are ``name:`` opening a mapping, the name an identifier but for "-".
+        elif body[-1:] == ":" and skip_deeper_than < 0:
+            key = body[:-1]
+            if key.replace("-", "_").isidentifier():
+                if top >= indent:
+                    while stack[-1][0] >= indent:
+                        stack.pop()
+                    top, parent = stack[-1]
+                child = parent.get(key)
+                if not isinstance(child, dict):
+                    child = {}
+                    parent[key] = child
+                stack.append((indent, child))
+                top, parent = indent, child
+                continue
         line = raw.strip()
         if not line or line[0] == "#" or line == "---":
             continue
