@@ -254,7 +254,8 @@ def write_catalog(result: BuildResult, out: str | Path) -> tuple[Path, ...]:
             raise InputError(f"cannot write {target}: it {exc.strerror}") from None
     table = _table(result.rows)
     text = catalog_csv(result.rows) if table is None else _csv_text(table)
-    compact_text = None if table is None else _compact_text(table, path.name, text)
+    data = text.encode("utf-8")  # once: written, and hashed for the compact form
+    compact_text = None if table is None else _compact_text(table, path.name, data)
     items = None
     egress_text = egress_csv(result.egress) if result.egress else None
     try:
@@ -262,11 +263,11 @@ def write_catalog(result: BuildResult, out: str | Path) -> tuple[Path, ...]:
             import tempfile  # (and its shutil and random) only here
 
             with tempfile.TemporaryDirectory() as tmp:
-                checked = read_catalog(write_atomic(Path(tmp) / path.name, text))
+                checked = read_catalog(write_atomic(Path(tmp) / path.name, data))
             items = [replace(i, catalog_file=str(path)) for i in checked]
         if egress_text is not None:  # the egress prices too, by the reader that uses them
             _check_egress(egress_text, egress)
-        write_atomic(path, text, inputs=inputs)
+        write_atomic(path, data, inputs=inputs)
         if compact_text is None:
             compact = write_compact(path, items)
         else:
@@ -292,8 +293,8 @@ def _check_egress(text: str, path: Path) -> None:
         read_egress(write_atomic(Path(tmp) / path.name, text))
 
 
-def _compact_text(table: _Table, csv_name: str, csv_text: str) -> str | None:
-    """The compact form of the catalog CSV ``csv_text`` holds, or None.
+def _compact_text(table: _Table, csv_name: str, csv_data: bytes) -> str | None:
+    """The compact form of the catalog CSV ``csv_data`` (its UTF-8 bytes) holds, or None.
 
     What `sizing.catalog.load.write_compact` writes for the instances `read_catalog` reads
     from that CSV: one JSON line of header (schema, the CSV's SHA-256, fields, sources, the
@@ -345,7 +346,7 @@ def _compact_text(table: _Table, csv_name: str, csv_text: str) -> str | None:
     header = {
         "schema": COMPACT_SCHEMA,
         "csv": csv_name,
-        "csv_sha256": hashlib.sha256(csv_text.encode("utf-8")).hexdigest(),
+        "csv_sha256": hashlib.sha256(csv_data).hexdigest(),
         "fields": list(FIELD_NAMES),
         "sources": list(sources),
         "groups": {g: i + 2 for i, g in enumerate(groups)},
