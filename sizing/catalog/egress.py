@@ -26,6 +26,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from sizing.catalog.rows import HOURS_PER_MONTH
 from sizing.errors import InputError
 from sizing.paths import CATALOG_DIR
 from trialtable.fields import Field, FieldError, Fields
@@ -34,7 +35,6 @@ from trialtable.files import MB, read_bounded
 DEFAULT_EGRESS = CATALOG_DIR / "egress.csv"
 CLIENTS = ("internet", "vpc")
 KINDS = ("internet", "inter-zone")
-HOURS_PER_MONTH = 730.0
 GIB = 2.0**30
 EGRESS_MAX_BYTES = 16 * MB
 
