@@ -139,11 +139,17 @@ def test_cli_on_the_shipped_catalog():
     assert doc["candidates"] and doc["seed"] == 20261121
     values = [c["value_usd_hour"] for c in doc["candidates"]]
     assert values == sorted(values, reverse=True)
-    # "Cheapest now" is recommend's answer at the same confidence (burstable types left out
-    # as recommend leaves them out without --burstable).
+    # "Cheapest now" is recommend's decision at the same confidence, its egress included
+    # (burstable types left out as recommend leaves them out without --burstable).
     rec = json.loads(sizing_cli("recommend", "--rps", "1e6", "--format", "json").stdout)
-    best = min(rec["options"], key=lambda o: o["hourly_cost_at_confidence_usd"])
-    assert doc["cost_now_usd_hour"] == pytest.approx(best["hourly_cost_at_confidence_usd"])
+
+    def total(o):
+        return o["hourly_cost_at_confidence_usd"] + o["egress_monthly_usd"] / 730
+
+    best = min(rec["options"], key=total)
+    assert doc["cost_now_usd_hour"] == pytest.approx(total(best))
+    assert doc["egress_now_usd_hour"] == pytest.approx(best["egress_monthly_usd"] / 730)
+    assert doc["best_now"] == f"{best['provider']}/{best['instance_type']}"
     assert not any(o["burstable"] for o in rec["options"])
     table = sizing_cli("plan-measurements", "--rps", "1e6", "--provider", "gcp")
     assert table.returncode == 0 and "python -m runners calibrate" in table.stdout
@@ -223,7 +229,7 @@ def test_types_left_out_of_the_draws_change_nothing(target, work):
 )
 def test_plan_for_prices_every_row_as_the_model_does(fields):
     """plan_for reuses the answer's capacities: the plan equals one from the model's own."""
-    from sizing.evidence.plan_measure import plan_for
+    from sizing.evidence.plan_measure import fleet_egress, plan_for
     from sizing.model.capacity import instance_capacities
     from sizing.paths import DATA_DIR
     from sizing.request import SizingRequest
@@ -240,5 +246,6 @@ def test_plan_for_prices_every_row_as_the_model_does(fields):
         rec.workload,
         draws=300,
         capacities=lambda i, w: instance_capacities(i, w, rec.evidence, rec.profiles),
+        egress=fleet_egress(request, rec.workload),
     )
     assert plan.to_dict() == again.to_dict()

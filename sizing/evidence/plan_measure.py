@@ -37,11 +37,12 @@ from typing import Any
 
 import numpy as np
 
+from sizing.catalog.egress import egress_cost, traffic
 from sizing.catalog.load import Instance
 from sizing.errors import Infeasible, InputError
 from sizing.fleet.counts import min_instances_array
+from sizing.fleet.recommend import HOURS_PER_MONTH, sustained, wire_bytes_per_request
 from sizing.fleet.recommend import _shape as shape_of
-from sizing.fleet.recommend import sustained
 from sizing.model.capacity import Capacity, Workload, instance_capacities, instance_capacity
 from sizing.model.platforms import match_cpu_text, platform_of
 from sizing.pipeline import Answer, size
@@ -129,6 +130,7 @@ class MeasurementPlan:
     draws: int
     seed: int
     notes: list[str] = field(default_factory=list)
+    egress_now_usd_hour: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for JSON output."""
@@ -137,6 +139,7 @@ class MeasurementPlan:
             "confidence": self.confidence,
             "cost_now_usd_hour": self.cost_now_usd_hour,
             "best_now": self.best_now,
+            "egress_now_usd_hour": self.egress_now_usd_hour,
             "draws": self.draws,
             "seed": self.seed,
             "candidates": [c.to_dict() for c in self.candidates],
@@ -154,11 +157,13 @@ def _fleet_cost(
     redundancy: int,
     z_conf: float,
     max_count: int | None,
+    fixed: Any = 0.0,
 ) -> np.ndarray:
     """Hourly cost of the count at the confidence, per value of the CPU capacity [USD/h].
 
-    ``network_rps``, ``rel_sd`` and ``price`` are numbers or arrays that broadcast against
-    ``cpu_rps``. The capacity at the confidence is the CPU's at ``exp(z_conf * rel_sd)``,
+    ``network_rps``, ``rel_sd``, ``price`` and ``fixed`` (what the fleet pays whatever its
+    count: the request's egress from the type's region) are numbers or arrays that broadcast
+    against ``cpu_rps``. The capacity at the confidence is the CPU's at ``exp(z_conf * rel_sd)``,
     network capped, less the headroom; the count is `sizing.fleet.counts.min_instances_array`
     of it plus ``redundancy``, so each element equals the scalar `sizing.fleet.counts.
     fleet_count`'s (tests/test_speed_paths.py); inf where no count within ``max_count`` does.
@@ -171,7 +176,7 @@ def _fleet_cost(
     n = min_instances_array(target_rps, q) + redundancy
     ok = np.isfinite(n) if max_count is None else n <= max_count
     with np.errstate(invalid="ignore"):
-        return np.where(ok, n * np.asarray(price, dtype=float), math.inf)
+        return np.where(ok, n * np.asarray(price, dtype=float) + fixed, math.inf)
 
 
 def _runs_one_platform(inst: Instance) -> bool:
@@ -203,6 +208,7 @@ def plan_measurements(
     capacity: Callable[[Instance, Workload], Capacity] = instance_capacity,
     group: Callable[[Instance], tuple[str, str]] = platform_key,
     capacities: Callable[[list[Instance], Workload], list[Capacity]] | None = None,
+    egress: Callable[[Instance], float] | None = None,
 ) -> MeasurementPlan:
     """Rank CPU platforms by the expected saving of measuring them.
 
@@ -228,6 +234,10 @@ def plan_measurements(
     capacities : callable, optional
         The capacity model for all instances at once (`sizing.model.capacity.
         instance_capacities`); when given, used instead of ``capacity``.
+    egress : callable, optional
+        What a fleet of the type pays per hour whatever its count (the request's egress from
+        its region) [USD/h]; it enters every fleet's cost, so the cheapest fleet is the one
+        `recommend` decides on. None: compute only.
 
     Raises
     ------
@@ -257,8 +267,9 @@ def plan_measurements(
     net = np.array([c.network_rps for c in caps], dtype=float)
     sd = np.array([c.rel_sd for c in caps], dtype=float)
     price = np.array([i.price_usd_hour for i in insts], dtype=float)
+    fixed = np.array([egress(i) if egress else 0.0 for i in insts], dtype=float)
     rules = (target_rps, headroom, redundancy, z_conf, max_count)
-    now = _fleet_cost(cpu, net, sd, price, *rules)
+    now = _fleet_cost(cpu, net, sd, price, *rules, fixed)
     if not np.isfinite(now).any():
         raise Infeasible(f"no instance type meets {target_rps:,.0f} RPS")
     best_now = int(np.argmin(now))
@@ -274,7 +285,7 @@ def plan_measurements(
     # left out of the curves, which changes neither the costs after nor P(best).
     top = np.round(z.max() * np.maximum(sd, 0.0) / 1e-3) * 1e-3
     bound = _fleet_cost(
-        cpu * np.exp(top) * (1.0 + 1e-9), net, np.minimum(residual_sd, sd), price, *rules
+        cpu * np.exp(top) * (1.0 + 1e-9), net, np.minimum(residual_sd, sd), price, *rules, fixed
     )
     rest_of_row = np.empty(len(insts))
     for g, mem in enumerate(members):
@@ -288,16 +299,24 @@ def plan_measurements(
         mine = np.full(draws, math.inf)
         # Types alike in everything the cost curve uses but the price (one type in many
         # regions) have the same counts at every draw: the cheapest of them alone counts.
-        cheapest: dict[tuple[float, float, float], int] = {}
+        # (With egress, alike also in what the fleet pays whatever its count.)
+        cheapest: dict[tuple[float, float, float, float], int] = {}
         for k in mem[useful[mem]].tolist():
-            like = cheapest.setdefault((cpu[k], net[k], sd[k]), k)
+            like = cheapest.setdefault((cpu[k], net[k], sd[k], fixed[k]), k)
             if price[k] < price[like]:
-                cheapest[(cpu[k], net[k], sd[k])] = k
+                cheapest[(cpu[k], net[k], sd[k], fixed[k])] = k
         distinct = np.array(list(cheapest.values()), dtype=int)
         for start in range(0, len(distinct), _BLOCK):
             block = distinct[start : start + _BLOCK]
             cost = _cost_curves(
-                cpu[block], net[block], sd[block], price[block], z, residual_sd, *rules
+                cpu[block],
+                net[block],
+                sd[block],
+                price[block],
+                z,
+                residual_sd,
+                *rules,
+                fixed[block],
             )
             mine = np.minimum(mine, cost.min(axis=0))
         after = np.minimum(rest, mine)
@@ -327,6 +346,7 @@ def plan_measurements(
         confidence=confidence,
         cost_now_usd_hour=float(now.min()),
         best_now=f"{best.provider}/{best.instance_type}",
+        egress_now_usd_hour=float(fixed[best_now]),
         candidates=candidates,
         draws=draws,
         seed=seed,
@@ -405,6 +425,7 @@ def _cost_curves(
     redundancy: int,
     z_conf: float,
     max_count: int | None,
+    fixed: np.ndarray | float = 0.0,
 ) -> np.ndarray:
     """Cost at the confidence for each type (rows) and each draw of its measured capacity.
 
@@ -425,6 +446,7 @@ def _cost_curves(
         redundancy,
         z_conf,
         max_count,
+        np.asarray(fixed, dtype=float)[:, None] if np.ndim(fixed) else fixed,
     )
 
 
@@ -433,7 +455,13 @@ def render(plan: MeasurementPlan, top: int = 5, decision: str = "") -> str:
     lines = [
         *([decision, ""] if decision else []),
         f"Cheapest fleet now at {plan.confidence:.0%} confidence: {plan.best_now}, "
-        f"${plan.cost_now_usd_hour:,.2f}/hour (${plan.cost_now_usd_hour * 730:,.0f}/month)",
+        f"${plan.cost_now_usd_hour:,.2f}/hour (${plan.cost_now_usd_hour * 730:,.0f}/month)"
+        + (
+            f", of which ${plan.egress_now_usd_hour:,.2f}/hour egress (every fleet's cost "
+            "below holds its region's egress)"
+            if plan.egress_now_usd_hour
+            else ""
+        ),
         "",
         f"{'rank':>4}  {'platform':<44} {'sd':>5} {'value $/h':>10} {'+-':>6} "
         f"{'$/month':>9} {'P(best)':>7} {'now $/h':>9}",
@@ -453,6 +481,27 @@ def render(plan: MeasurementPlan, top: int = 5, decision: str = "") -> str:
         lines.append(f"    {c.command}")
     lines += ["", *[f"note: {n}" for n in plan.notes]]
     return "\n".join(lines)
+
+
+def fleet_egress(request: SizingRequest, work: Workload) -> Callable[[Instance], float]:
+    """What a fleet of a type pays per hour for the request's egress from its region [USD/h].
+
+    As the answer prices it (`sizing.catalog.egress.egress_cost`, the request's clients and
+    zones); a region with no published price pays nothing here, as its answer's total holds
+    compute only.
+    """
+    _, monthly_gib = traffic(request.rps, wire_bytes_per_request(work))
+    zones = request.rules().zones
+    priced: dict[tuple[str, str], float] = {}
+
+    def egress(inst: Instance) -> float:
+        where = (inst.provider, inst.region)
+        if where not in priced:
+            usd = egress_cost(*where, monthly_gib, clients=request.clients, zones=zones)
+            priced[where] = float(usd["usd_month"] or 0.0) / HOURS_PER_MONTH
+        return priced[where]
+
+    return egress
 
 
 def plan_for(
@@ -506,5 +555,6 @@ def plan_for(
         draws=draws,
         seed=seed,
         capacities=capacities,
+        egress=fleet_egress(request, rec.workload),
     )
     return answer, plan

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sizing.catalog.load import PRICING_COLUMNS
+from sizing.catalog.rows import HOURS_PER_MONTH
 from sizing.errors import InputError
 from sizing.model.capacity import ESTIMATES, Capacity, Workload
 from sizing.model.costmodel import CostProfile
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import ArrayLike
 
-HOURS_PER_MONTH = 730.0
 DEFAULT_HEADROOM = 0.2
 #: Largest fleet of one type considered: a bound on every count search.
 MAX_FLEET = 1_000_000
