@@ -19,7 +19,7 @@ from operator import attrgetter
 from typing import Any
 
 from sizing.catalog.egress import CLIENTS, Prices, egress_cost, traffic
-from sizing.catalog.load import PRICING_COLUMNS, Instance
+from sizing.catalog.load import LIKE_FIELDS, PRICING_COLUMNS, SHAPE_FIELDS, Instance
 from sizing.catalog.providers import FAMILY_GROUPS, family_groups
 from sizing.errors import Infeasible, InputError
 from sizing.fleet.counts import (
@@ -79,24 +79,7 @@ __all__ = [
 
 
 #: What capacity can depend on: everything but the region, the prices and the file.
-_SHAPE = attrgetter(
-    "provider",
-    "instance_type",
-    "family",
-    "arch",
-    "cpu",
-    "vcpus",
-    "memory_gib",
-    "network_gbps",
-    "network_burst",
-    "source",
-    "source_date",
-    "threads_per_core",
-    "burstable",
-    "network_burst_gbps",
-    "cpu_baseline",
-    "coremark",
-)
+_SHAPE = attrgetter(*SHAPE_FIELDS)
 
 
 def _shape(inst: Instance) -> tuple[Any, ...]:
@@ -106,9 +89,7 @@ def _shape(inst: Instance) -> tuple[Any, ...]:
 
 
 #: What `prune_dominated` compares types within.
-_LIKE = attrgetter(
-    "provider", "region", "cpu", "arch", "vcpus", "threads_per_core", "burstable", "cpu_baseline"
-)
+_LIKE = attrgetter(*LIKE_FIELDS)
 
 
 def sustained(cap: Capacity) -> Capacity:
@@ -317,29 +298,22 @@ def recommend(
     Infeasible
         When no instance type can meet the target within the limits.
     """
-    work = workload or Workload()
-    if not (isinstance(target_rps, int | float) and math.isfinite(target_rps) and target_rps > 0):
-        raise InputError(f"target RPS must be a positive finite number, got {target_rps!r}")
-    if sort not in SORTS:
-        raise InputError(f"unknown sort {sort!r}; expected one of: {', '.join(SORTS)}")
-    if not 1 <= mix <= 8:
-        raise InputError(f"mix must be 1 to 8 instance types, got {mix!r}")
-    if clients not in CLIENTS:
-        raise InputError(f"unknown clients {clients!r}; expected one of: {', '.join(CLIENTS)}")
-    unknown = set(include_families) - {*FAMILY_GROUPS, "all"}
-    if unknown:
-        raise InputError(
-            f"unknown family group(s) {', '.join(sorted(unknown))}; expected: "
-            f"{', '.join(FAMILY_GROUPS)} or all"
-        )
-    included = set(FAMILY_GROUPS) if "all" in include_families else set(include_families)
-    reserve = spot_reserve
-    if reserve is None:
-        reserve = DEFAULT_SPOT_RESERVE if pricing == "spot" else 0.0
-    rules = FleetRules(
-        headroom, redundancy, zones, zone_loss, pricing, reserve, max_count, confidence
+    work, rules, included = _setup(
+        target_rps,
+        workload,
+        headroom,
+        redundancy,
+        max_count,
+        confidence,
+        zones=zones,
+        zone_loss=zone_loss,
+        pricing=pricing,
+        spot_reserve=spot_reserve,
+        sort=sort,
+        mix=mix,
+        clients=clients,
+        include_families=include_families,
     )
-    rules.check()
     options: list[Option] = []
     excluded: list[dict[str, Any]] = []
     candidates: list[Instance] = []
@@ -449,8 +423,7 @@ def recommend(
         raise Infeasible(
             f"no instance type meets {target_rps:,.0f} RPS under p99 {work.sla_p99_ms:g} ms{why}"
         )
-    bytes_per_request = wire_bytes_per_request(work)
-    gbps, monthly_gib = traffic(target_rps, bytes_per_request)
+    monthly_gib = traffic(target_rps, wire_bytes_per_request(work))[1]
     priced: dict[tuple[str, str], dict[str, Any]] = {}
     for o in options:
         inst = o.capacity.instance
@@ -460,6 +433,35 @@ def recommend(
                 *where, monthly_gib, clients=clients, zones=zones, prices=egress_prices
             )
         o.egress = priced[where]
+    notes += _traffic_notes(priced, clients, zones)
+    options.sort(key=_sort_key(sort))
+    return _finish(
+        Recommendation(
+            target_rps,
+            work,
+            headroom,
+            redundancy,
+            options,
+            excluded,
+            evidence,
+            confidence,
+            rules,
+            sort,
+            profiles=tuple(profiles),
+            notes=notes,
+            include_families=tuple(sorted(included)),
+            growth=growth,
+        ),
+        clients,
+        mix,
+    )
+
+
+def _traffic_notes(
+    priced: dict[tuple[str, str], dict[str, Any]], clients: str, zones: int
+) -> list[str]:
+    """The notes on the traffic's price: regions without one, the share crossing zones."""
+    notes: list[str] = []
     unpriced = sorted(f"{p}/{r}" for (p, r), e in priced.items() if e["usd_month"] is None)
     if unpriced:
         notes.append(
@@ -472,33 +474,24 @@ def recommend(
             f"estimate: with clients in the VPC over {zones} zones, {(zones - 1) / zones:.0%} "
             "of responses cross a zone (no zone affinity) and pay the inter-zone price"
         )
-    options.sort(key=_sort_key(sort))
-    rec = Recommendation(
-        target_rps,
-        work,
-        headroom,
-        redundancy,
-        options,
-        excluded,
-        evidence,
-        confidence,
-        rules,
-        sort,
-        profiles=tuple(profiles),
-        notes=notes,
-        include_families=tuple(sorted(included)),
-        traffic={
-            "clients": clients,
-            "bytes_per_request": bytes_per_request,
-            "gbps": gbps,
-            "monthly_gib": monthly_gib,
-            "basis": (
-                f"{target_rps:,.0f} RPS x {bytes_per_request:,.0f} B on the wire per response "
-                "(body, headers and framing; an estimate) over a 730-hour month"
-            ),
-        },
-        growth=growth,
-    )
+    return notes
+
+
+def _finish(rec: Recommendation, clients: str, mix: int) -> Recommendation:
+    """``rec`` with its traffic, its mix (K > 1) and its decision."""
+    work, target_rps = rec.workload, rec.target_rps
+    bytes_per_request = wire_bytes_per_request(work)
+    gbps, monthly_gib = traffic(target_rps, bytes_per_request)
+    rec.traffic = {
+        "clients": clients,
+        "bytes_per_request": bytes_per_request,
+        "gbps": gbps,
+        "monthly_gib": monthly_gib,
+        "basis": (
+            f"{target_rps:,.0f} RPS x {bytes_per_request:,.0f} B on the wire per response "
+            "(body, headers and framing; an estimate) over a 730-hour month"
+        ),
+    }
     if mix > 1:
         # numpy and scipy are imported on the --mix path only (no cycle: mix imports counts).
         from sizing.fleet.mix import best_mix
@@ -506,6 +499,56 @@ def recommend(
         rec.mix = best_mix(rec, mix)
     rec.decision = decide(rec)
     return rec
+
+
+def _setup(
+    target_rps: float,
+    workload: Workload | None,
+    headroom: float,
+    redundancy: int,
+    max_count: int | None,
+    confidence: float,
+    *,
+    zones: int,
+    zone_loss: int,
+    pricing: str,
+    spot_reserve: float | None,
+    sort: str,
+    mix: int,
+    clients: str,
+    include_families: Collection[str],
+) -> tuple[Workload, FleetRules, set[str]]:
+    """The workload, the fleet rules and the family groups included, of `recommend`'s arguments.
+
+    Raises
+    ------
+    InputError
+        For a bad argument.
+    """
+    work = workload or Workload()
+    if not (isinstance(target_rps, int | float) and math.isfinite(target_rps) and target_rps > 0):
+        raise InputError(f"target RPS must be a positive finite number, got {target_rps!r}")
+    if sort not in SORTS:
+        raise InputError(f"unknown sort {sort!r}; expected one of: {', '.join(SORTS)}")
+    if not 1 <= mix <= 8:
+        raise InputError(f"mix must be 1 to 8 instance types, got {mix!r}")
+    if clients not in CLIENTS:
+        raise InputError(f"unknown clients {clients!r}; expected one of: {', '.join(CLIENTS)}")
+    unknown = set(include_families) - {*FAMILY_GROUPS, "all"}
+    if unknown:
+        raise InputError(
+            f"unknown family group(s) {', '.join(sorted(unknown))}; expected: "
+            f"{', '.join(FAMILY_GROUPS)} or all"
+        )
+    included = set(FAMILY_GROUPS) if "all" in include_families else set(include_families)
+    reserve = spot_reserve
+    if reserve is None:
+        reserve = DEFAULT_SPOT_RESERVE if pricing == "spot" else 0.0
+    rules = FleetRules(
+        headroom, redundancy, zones, zone_loss, pricing, reserve, max_count, confidence
+    )
+    rules.check()
+    return work, rules, included
 
 
 def _listing(values: Sequence[str], limit: int = 6) -> str:
