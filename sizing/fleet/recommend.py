@@ -565,32 +565,58 @@ def _notes(
     burstable: bool,
 ) -> list[str]:
     """One line for each limit of the answer: what was dropped, and why."""
+    given: dict[str, tuple[int, bool]] = {}
+    for i in instances:
+        n, priced = given.get(i.provider, (0, False))
+        given[i.provider] = (n + 1, priced or i.price(pricing) is not None)
+    regions: dict[str, set[str]] = {}
+    for i in candidates:
+        regions.setdefault(i.provider, set()).add(i.region)
+    return _notes_of(
+        left_out, any(i.burstable for i in instances), given, regions, pricing, burstable
+    )
+
+
+def _notes_of(
+    left_out: dict[str, set[str]],
+    any_burstable: bool,
+    given: dict[str, tuple[int, bool]],
+    regions: dict[str, set[str]],
+    pricing: str,
+    burstable: bool,
+) -> list[str]:
+    """The notes of `_notes` from what they need.
+
+    Parameters
+    ----------
+    left_out : dict of str to set of str
+        Family group left out -> its families, in the order first met.
+    any_burstable : bool
+        Whether any row is burstable.
+    given : dict of str to (int, bool)
+        Provider -> its rows [1] and whether any of them has a ``pricing`` price.
+    regions : dict of str to set of str
+        Provider -> the regions of its candidates, providers in the order first met.
+    """
     notes = []
     for group, families in left_out.items():
         notes.append(
             f"left out {group} ({_listing(sorted(families))}): {FAMILY_GROUPS[group]}; "
             f"add --include-families {group} (or --all-families)"
         )
-    if not burstable and any(i.burstable for i in instances):
+    if not burstable and any_burstable:
         notes.append(
             "left out burstable types (t3, e2-medium...): their burst is not sustained; "
             "add --burstable"
         )
-    given = sorted({i.provider for i in instances})
-    kept = {i.provider for i in candidates}
-    for prov in given:
-        if prov not in kept and not any(
-            i.provider == prov and i.price(pricing) is not None for i in instances
-        ):
-            n = sum(1 for i in instances if i.provider == prov)
+    for prov in sorted(given):
+        n, priced = given[prov]
+        if prov not in regions and not priced:
             notes.append(
                 f"--pricing {pricing} leaves out {prov.upper()}: none of its {n} rows carries "
                 f"a {pricing} price (the shipped AWS rows are on-demand only; a --catalog file "
                 "may add them)"
             )
-    regions: dict[str, set[str]] = {}
-    for i in candidates:
-        regions.setdefault(i.provider, set()).add(i.region)
     counts = {p: len(r) for p, r in regions.items()}
     if len(counts) > 1 and len(set(counts.values())) > 1:
         parts = [
