@@ -30,7 +30,7 @@ from sizing.catalog import cache as _cache
 from sizing.catalog import load as _load
 from sizing.catalog.load import FIELD_NAMES, LIKE_FIELDS, SHAPE_FIELDS, Instance, compact_path
 
-COLUMNS_SCHEMA = "nginx-sizing/catalog-columns/1"
+COLUMNS_SCHEMA = "nginx-sizing/catalog-columns/2"
 #: Text columns: int32 codes into a table of distinct values.
 TEXT = ("provider", "region", "instance_type", "family", "arch", "cpu", "source", "source_date")
 #: Float columns [their units in `sizing.catalog.load.CATALOG`]; NaN stands for an empty field.
@@ -49,8 +49,17 @@ FLOAT = (
 INT = ("vcpus", "threads_per_core")
 #: Yes/no columns.
 BOOL = ("network_burst", "burstable")
+#: Float columns also kept as ranks (``_rank_<name>``): each value's place among the
+#: column's distinct values (an empty field after them all), so that a sort is one of ints.
+RANKED = (
+    "network_gbps",
+    "price_usd_hour",
+    "spot_usd_hour",
+    "commit_1y_usd_hour",
+    "commit_3y_usd_hour",
+)
 _DTYPES = {
-    **{f: np.int32 for f in (*TEXT, "_shape", "_like")},
+    **{f: np.int32 for f in (*TEXT, "_shape", "_like", *(f"_rank_{r}" for r in RANKED))},
     **{f: np.float64 for f in FLOAT},
     **{f: np.int64 for f in INT},
     **{f: np.int8 for f in BOOL},
@@ -76,6 +85,10 @@ def _columns_value(items: Sequence[Instance]) -> dict[str, Any]:
         seen: dict[tuple[Any, ...], int] = {}
         codes = [seen.setdefault(tuple(getattr(i, f) for f in keys), len(seen)) for i in items]
         cols[name] = array("i", codes).tobytes()
+    for f in RANKED:
+        values = [getattr(i, f) for i in items]
+        place = {v: k for k, v in enumerate(sorted({v for v in values if v is not None}))}
+        cols[f"_rank_{f}"] = array("i", [place.get(v, len(place)) for v in values]).tobytes()
     return {"rows": len(items), "tables": {f: list(t) for f, t in tables.items()}, "cols": cols}
 
 
@@ -107,6 +120,13 @@ class Columns:
         self.catalog_file = catalog_file
         self._made: dict[int, Instance] = {}
 
+    def size(self, field: str) -> int:
+        """How many codes a code column (text, ``_shape``, ``_like``, ``_rank_*``) can hold."""
+        if field in self.tables:
+            return len(self.tables[field])
+        codes = self.cols[field]
+        return int(codes.max()) + 1 if len(codes) else 0
+
     def text(self, field: str, rows: Any = None) -> np.ndarray:
         """The values of a text column as an object array (of ``rows`` when given)."""
         table = np.array(self.tables[field], dtype=object)
@@ -122,27 +142,32 @@ class Columns:
 
     def instance(self, row: int) -> Instance:
         """Row ``row`` as an `Instance`: equal to the one the row reader makes."""
-        row = int(row)
-        inst = self._made.get(row)
-        if inst is not None:
-            return inst
-        c = self.cols
-        values: dict[str, Any] = {f: self.tables[f][c[f][row]] for f in TEXT}
-        for f in FLOAT:
-            v = float(c[f][row])
-            values[f] = None if math.isnan(v) else v
-        values["vcpus"] = int(c["vcpus"][row])
-        values["threads_per_core"] = int(c["threads_per_core"][row]) or None
-        for f in BOOL:
-            values[f] = bool(c[f][row])
-        values["catalog_file"] = self.catalog_file
-        inst = _load._instance([values[f] for f in FIELD_NAMES])
-        self._made[row] = inst
-        return inst
+        inst = self._made.get(int(row))
+        return inst if inst is not None else self.instances([row])[0]
 
     def instances(self, rows: Any) -> list[Instance]:
-        """`instance` of each of ``rows``."""
-        return [self.instance(r) for r in rows]
+        """`instance` of each of ``rows`` (made a column at a time)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        todo = [r for r in rows.tolist() if r not in self._made]
+        if todo:
+            c = self.cols
+            at = np.array(todo, dtype=np.int64)
+            values: dict[str, list[Any]] = {}
+            for f in TEXT:
+                table = self.tables[f]
+                values[f] = [table[k] for k in c[f][at].tolist()]
+            for f in FLOAT:
+                values[f] = [None if v != v else v for v in c[f][at].tolist()]
+            values["vcpus"] = c["vcpus"][at].tolist()
+            values["threads_per_core"] = [v or None for v in c["threads_per_core"][at].tolist()]
+            for f in BOOL:
+                values[f] = [bool(v) for v in c[f][at].tolist()]
+            values["catalog_file"] = [self.catalog_file] * len(todo)
+            make = _load._instance
+            by_field = [values[f] for f in FIELD_NAMES]
+            for k, r in enumerate(todo):
+                self._made[r] = make([column[k] for column in by_field])
+        return [self._made[r] for r in rows.tolist()]
 
 
 def load_columns(csv_path: str | Path) -> Columns | None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, SupportsIndex, TypeVar, overload
+from typing import Any, SupportsIndex, TypeVar, cast, overload
 
 import numpy as np
 
@@ -183,13 +183,28 @@ class ColumnarRecommendation(Recommendation):
         return doc
 
 
-def _first_order(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Distinct ``codes``, each one's group number by first appearance, and each row's group."""
-    uniq, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
-    rank = np.empty(len(uniq), dtype=np.int64)
-    by_first = np.argsort(first, kind="stable")
-    rank[by_first] = np.arange(len(uniq))
-    return uniq[by_first], first[by_first], rank[inverse.reshape(-1)]
+def _first_order(codes: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Codes in order of first appearance: the codes, where each first appears, each row's place.
+
+    ``codes`` are ints in ``[0, size)``; no sort of the rows, only of the codes present.
+    """
+    n = len(codes)
+    first = np.full(size, n, dtype=np.int64)
+    np.minimum.at(first, codes, np.arange(n))
+    present = np.flatnonzero(first < n)
+    order = present[np.argsort(first[present], kind="stable")]
+    place = np.zeros(size, dtype=np.int64)
+    place[order] = np.arange(len(order))
+    return order, first[order], place[codes]
+
+
+class _Name:
+    """What `sizing.catalog.providers.family_group` reads of a row."""
+
+    __slots__ = ("family", "instance_type", "provider")
+
+    def __init__(self, provider: str, instance_type: str, family: str) -> None:
+        self.provider, self.instance_type, self.family = provider, instance_type, family
 
 
 def recommend_columns(
@@ -269,35 +284,60 @@ def recommend_columns(
 
     c = cols.cols
     tables = cols.tables
+    every = len(rows) == cols.n  # no filter: the columns as they are, no copies
+
+    def col(name: str) -> np.ndarray:
+        return c[name] if every else c[name][rows]
+
     n_family = len(tables["family"])
-    provider = c["provider"][rows].astype(np.int64)
-    family = c["family"][rows].astype(np.int64)
-    vcpus = c["vcpus"][rows]
-    price = c[PRICING_COLUMNS[pricing]][rows]
-    burst = c["burstable"][rows].astype(bool)
-    shape = c["_shape"][rows]
+    n_type = len(tables["instance_type"])
+    provider = col("provider").astype(np.int64)
+    family = col("family").astype(np.int64)
+    vcpus = col("vcpus")
+    price = col(PRICING_COLUMNS[pricing])
+    burst = col("burstable").astype(bool)
+    shape = col("_shape")
+    types = col("instance_type")
 
     # Family groups: by name once per shape, then the one-size rule over the rows.
-    _, shape_first, shape_of = _first_order(shape)
+    n_shape = cols.size("_shape")
+    _, shape_first, shape_of = _first_order(shape, n_shape)
+    first_rows = rows[shape_first]
     names = ["", *FAMILY_GROUPS, "one-size"]
     code_of = {g: k for k, g in enumerate(names)}
     per_shape = np.array(
-        [code_of[family_group(cols.instance(rows[i]))] for i in shape_first], dtype=np.int64
+        [
+            code_of[
+                family_group(
+                    cast(
+                        Instance,
+                        _Name(
+                            tables["provider"][p], tables["instance_type"][t], tables["family"][f]
+                        ),
+                    )
+                )
+            ]
+            for p, t, f in zip(
+                c["provider"][first_rows].tolist(),
+                c["instance_type"][first_rows].tolist(),
+                c["family"][first_rows].tolist(),
+                strict=True,
+            )
+        ],
+        dtype=np.int64,
     )
-    group = per_shape[shape_of] if len(rows) else np.zeros(0, dtype=np.int64)
+    group = per_shape[shape_of]
     pf = provider * n_family + family
-    pairs = np.unique(pf * len(tables["instance_type"]) + c["instance_type"][rows])
-    pf_of_pair, sizes = np.unique(pairs // len(tables["instance_type"]), return_counts=True)
-    one_size = (
-        (group == 0) & (sizes[np.searchsorted(pf_of_pair, pf)] == 1) & (vcpus >= ONE_SIZE_MIN_VCPUS)
-    )
+    seen = np.zeros((len(tables["provider"]) * n_family, n_type), dtype=bool)
+    seen[pf, types] = True
+    one_size = (group == 0) & (seen.sum(axis=1)[pf] == 1) & (vcpus >= ONE_SIZE_MIN_VCPUS)
     group[one_size] = code_of["one-size"]
 
     # Exclusions, the first reason that applies to each row.
     left = np.array([bool(g) and g not in included for g in names])
     why = np.zeros(len(rows), dtype=np.int8)
     why[np.isnan(price)] = 4
-    why[burst & np.isnan(c["cpu_baseline"][rows])] = 3
+    why[burst & np.isnan(col("cpu_baseline"))] = 3
     if not burstable:
         why[burst] = 2
     why[left[group]] = 1
@@ -306,28 +346,32 @@ def recommend_columns(
         3: "burstable CPU without a published sustained baseline",
         4: f"no {pricing} price published",
     }
-    out_rows = np.nonzero(why)[0]
+    out_rows = np.flatnonzero(why)
     left_out: dict[str, set[str]] = {}
-    out1 = np.nonzero(why == 1)[0]
-    for g in _first_order(group[out1])[0]:
+    out1 = np.flatnonzero(why == 1)
+    for g in _first_order(group[out1], len(names))[0].tolist():
         fam = np.unique(family[out1[group[out1] == g]])
-        left_out[names[g]] = {tables["family"][f] for f in fam}
+        left_out[names[g]] = {tables["family"][f] for f in fam.tolist()}
 
     def group_reason(g: int) -> str:
         return f"{names[g]}: {FAMILY_GROUPS[names[g]]} (--include-families {names[g]})"
 
-    candidates = np.nonzero(why == 0)[0]
-    type_rank = cols.rank("instance_type")
-    t_rank = type_rank[c["instance_type"][rows]]
-    net = c["network_gbps"][rows]
+    candidates = np.flatnonzero(why == 0)
+    t_rank = cols.rank("instance_type")[types]
 
     # Dominated types: cheapest first within each group, kept only when adding bandwidth.
     if prune and len(candidates):
-        gid = _first_order(c["_like"][rows[candidates]])[2]
-        order = np.lexsort((t_rank[candidates], -net[candidates], price[candidates], gid))
-        gid_o = gid[order]
-        net_rank = np.unique(net[candidates], return_inverse=True)[1].reshape(-1)
-        value = gid_o * (int(net_rank.max()) + 2) + net_rank[order] + 1
+        _, _, gid = _first_order(col("_like")[candidates], cols.size("_like"))
+        net = col("_rank_network_gbps")[candidates].astype(np.int64)
+        cost = col(f"_rank_{PRICING_COLUMNS[pricing]}")[candidates].astype(np.int64)
+        n_net = cols.size("_rank_network_gbps")
+        widths = [len(candidates), cols.size(f"_rank_{PRICING_COLUMNS[pricing]}"), n_net, n_type]
+        if math.prod(widths) < 2**62:  # one key: group, price, bandwidth (high first), name
+            key = ((gid * widths[1] + cost) * n_net + (n_net - 1 - net)) * n_type
+            order = np.argsort(key + t_rank[candidates], kind="stable")
+        else:
+            order = np.lexsort((t_rank[candidates], -net, cost, gid))
+        value = gid[order] * (n_net + 1) + net[order] + 1
         best_before = np.concatenate(([-1], np.maximum.accumulate(value)[:-1]))
         keep = value > best_before
         where_best = np.maximum.accumulate(np.where(keep, np.arange(len(order)), 0))
@@ -340,23 +384,31 @@ def recommend_columns(
     if not len(kept):
         return rows_path()
 
-    # Capacity and counts once per shape.
-    _, kept_first, kept_shape_of = _first_order(shape[kept])
-    caps = [
-        _rec.sustained(cap)
-        for cap in instance_capacities(
-            [cols.instance(rows[kept[i]]) for i in kept_first], work, None, profiles
-        )
+    # Capacity and counts once per shape (of any row: capacity does not depend on the region).
+    kept_shape_of = shape_of[kept]
+    in_kept = np.unique(kept_shape_of)
+    reps = cols.instances(first_rows[in_kept])
+    caps: list[Any] = [None] * len(shape_first)
+    for k, cap in zip(
+        in_kept.tolist(), instance_capacities(reps, work, None, profiles), strict=True
+    ):
+        caps[k] = _rec.sustained(cap)
+    counts = [
+        (None, None, math.nan, math.nan)
+        if cap is None
+        else _counts(target_rps, cap, rules, headroom, confidence)
+        for cap in caps
     ]
-    counts = [_counts(target_rps, cap, rules, headroom, confidence) for cap in caps]
-    feasible = np.array([n is not None for n, _, _, _ in counts])[kept_shape_of]
+    feasible = np.array([n is not None for n, _, _, _ in counts], dtype=bool)[kept_shape_of]
     if not feasible.any():
         return rows_path()
     options_at = kept[feasible]
     option_shape = kept_shape_of[feasible]
     infeasible = kept[~feasible]
     infeasible_why = [
-        "cannot meet the SLA"
+        ""
+        if cap is None
+        else "cannot meet the SLA"
         if cap.capacity_rps <= 0
         else f"needs more than {rules.limit:,} instances"
         for cap in caps
@@ -365,15 +417,15 @@ def recommend_columns(
 
     # Egress once per provider and region.
     n_region = len(tables["region"])
-    region = c["region"][rows].astype(np.int64)
+    region = col("region").astype(np.int64)
     where_code = provider[options_at] * n_region + region[options_at]
-    wheres, _, where_of = _first_order(where_code)
+    wheres, _, where_of = _first_order(where_code, len(tables["provider"]) * n_region)
     monthly_gib = traffic(target_rps, wire_bytes_per_request(work))[1]
     priced: dict[tuple[str, str], dict[str, Any]] = {}
-    for w in wheres:
-        key = (tables["provider"][w // n_region], tables["region"][w % n_region])
-        priced[key] = egress_cost(
-            *key, monthly_gib, clients=clients, zones=zones, prices=egress_prices
+    for w in wheres.tolist():
+        place = (tables["provider"][w // n_region], tables["region"][w % n_region])
+        priced[place] = egress_cost(
+            *place, monthly_gib, clients=clients, zones=zones, prices=egress_prices
         )
     priced_list = list(priced.values())
     egress = np.array(
@@ -388,8 +440,8 @@ def recommend_columns(
     total = n_opt * p_opt + egress / HOURS_PER_MONTH
     keys = [
         t_rank[options_at],
-        cols.rank("region")[c["region"][rows[options_at]]],
-        cols.rank("provider")[c["provider"][rows[options_at]]],
+        cols.rank("region")[region[options_at]],
+        cols.rank("provider")[provider[options_at]],
         n_opt,
         total,
     ]
@@ -522,7 +574,7 @@ def _by_family(
         ranked_rows
     ].astype(np.int64)
     totals = counts * c["vcpus"][ranked_rows]
-    _, first, group = _first_order(key)
+    _, first, group = _first_order(key, len(tables["provider"]) * len(tables["family"]))
     least = np.full(len(first), np.iinfo(np.int64).max, dtype=np.int64)
     np.minimum.at(least, group, totals)
     out = []
@@ -563,7 +615,7 @@ def _notes(
     with_price = set(np.unique(provider[~np.isnan(price)]).tolist())
     kept_provider = provider[kept]
     regions: dict[str, set[str]] = {}
-    for p in _first_order(kept_provider)[0].tolist():
+    for p in _first_order(kept_provider, len(tables["provider"]))[0].tolist():
         codes = np.unique(c["region"][rows[kept[kept_provider == p]]])
         regions[tables["provider"][p]] = {tables["region"][r] for r in codes.tolist()}
     return _rec._notes_of(
