@@ -180,7 +180,7 @@ def load_columns(csv_path: str | Path) -> Columns | None:
     """
     p = Path(csv_path)
     stats = _cache.stat_key(p, compact_path(p))
-    if not stats:
+    if not stats or _cache.cache_dir() is None:
         return None
     key = f"{COLUMNS_SCHEMA}|{','.join(FIELD_NAMES)}|{stats}"
     slot = os.path.realpath(p) + "#columns"
