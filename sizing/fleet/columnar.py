@@ -287,14 +287,19 @@ def recommend_columns(
     every = len(rows) == cols.n  # no filter: the columns as they are, no copies
 
     def col(name: str) -> np.ndarray:
+        """A column's codes (of the rows asked for)."""
         return c[name] if every else c[name][rows]
+
+    def value(name: str) -> np.ndarray:
+        """A number column's values (of the rows asked for)."""
+        return cols.values(name, None if every else rows)
 
     n_family = len(tables["family"])
     n_type = len(tables["instance_type"])
     provider = col("provider").astype(np.int64)
     family = col("family").astype(np.int64)
-    vcpus = col("vcpus")
-    price = col(PRICING_COLUMNS[pricing])
+    vcpus = value("vcpus")
+    price = value(PRICING_COLUMNS[pricing])
     burst = col("burstable").astype(bool)
     shape = col("_shape")
     types = col("instance_type")
@@ -337,7 +342,7 @@ def recommend_columns(
     left = np.array([bool(g) and g not in included for g in names])
     why = np.zeros(len(rows), dtype=np.int8)
     why[np.isnan(price)] = 4
-    why[burst & np.isnan(col("cpu_baseline"))] = 3
+    why[burst & np.isnan(value("cpu_baseline"))] = 3
     if not burstable:
         why[burst] = 2
     why[left[group]] = 1
@@ -357,23 +362,23 @@ def recommend_columns(
         return f"{names[g]}: {FAMILY_GROUPS[names[g]]} (--include-families {names[g]})"
 
     candidates = np.flatnonzero(why == 0)
-    t_rank = cols.rank("instance_type")[types]
+    t_rank = types.astype(np.int64)  # codes are ranks
 
     # Dominated types: cheapest first within each group, kept only when adding bandwidth.
     if prune and len(candidates):
         _, _, gid = _first_order(col("_like")[candidates], cols.size("_like"))
-        net = col("_rank_network_gbps")[candidates].astype(np.int64)
-        cost = col(f"_rank_{PRICING_COLUMNS[pricing]}")[candidates].astype(np.int64)
-        n_net = cols.size("_rank_network_gbps")
-        widths = [len(candidates), cols.size(f"_rank_{PRICING_COLUMNS[pricing]}"), n_net, n_type]
+        net = col("network_gbps")[candidates].astype(np.int64)
+        cost = col(PRICING_COLUMNS[pricing])[candidates].astype(np.int64)
+        n_net = cols.size("network_gbps")
+        widths = [len(candidates), cols.size(PRICING_COLUMNS[pricing]), n_net, n_type]
         if math.prod(widths) < 2**62:  # one key: group, price, bandwidth (high first), name
             key = ((gid * widths[1] + cost) * n_net + (n_net - 1 - net)) * n_type
             order = np.argsort(key + t_rank[candidates], kind="stable")
         else:
             order = np.lexsort((t_rank[candidates], -net, cost, gid))
-        value = gid[order] * (n_net + 1) + net[order] + 1
-        best_before = np.concatenate(([-1], np.maximum.accumulate(value)[:-1]))
-        keep = value > best_before
+        level = gid[order] * (n_net + 1) + net[order] + 1  # rises with the group
+        best_before = np.concatenate((np.array([-1]), np.maximum.accumulate(level)[:-1]))
+        keep = level > best_before
         where_best = np.maximum.accumulate(np.where(keep, np.arange(len(order)), 0))
         kept = candidates[order[keep]]
         dropped = candidates[order[~keep]]
@@ -440,8 +445,8 @@ def recommend_columns(
     total = n_opt * p_opt + egress / HOURS_PER_MONTH
     keys = [
         t_rank[options_at],
-        cols.rank("region")[region[options_at]],
-        cols.rank("provider")[provider[options_at]],
+        region[options_at],
+        provider[options_at],
         n_opt,
         total,
     ]
@@ -573,7 +578,7 @@ def _by_family(
     key = c["provider"][ranked_rows].astype(np.int64) * len(tables["family"]) + c["family"][
         ranked_rows
     ].astype(np.int64)
-    totals = counts * c["vcpus"][ranked_rows]
+    totals = counts * cols.values("vcpus", ranked_rows)
     _, first, group = _first_order(key, len(tables["provider"]) * len(tables["family"]))
     least = np.full(len(first), np.iinfo(np.int64).max, dtype=np.int64)
     np.minimum.at(least, group, totals)
