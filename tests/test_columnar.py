@@ -248,3 +248,26 @@ def test_size_takes_the_columns_for_every_region_only(regions, providers, monkey
     excluded = by_rows.recommendation.excluded
     assert answer.to_dict(top=10) == {**by_rows.to_dict(top=10), "excluded": excluded}
     assert list(answer.instances) == list(by_rows.instances)
+
+
+def test_one_region_reads_the_cache_once(tmp_path, monkeypatch):
+    from sizing.catalog import cache
+    from sizing.catalog.load import DEFAULT_CATALOG, compact_path, select_instances
+
+    csv_path = tmp_path / "instances.csv"
+    shutil.copyfile(DEFAULT_CATALOG, csv_path)
+    shutil.copyfile(compact_path(DEFAULT_CATALOG), compact_path(csv_path))
+    _age(csv_path, compact_path(csv_path))
+    monkeypatch.setenv("NGINX_SIZING_CACHE", str(tmp_path / "cache"))
+    expected = select_instances(region="us-east-1", base=csv_path)  # fills the cache
+    reads: list[str] = []
+    real = cache.load
+
+    def counted(key: str, slot: str) -> Any:
+        reads.append(slot)
+        return real(key, slot)
+
+    monkeypatch.setattr(cache, "load", counted)
+    monkeypatch.setattr("sizing.catalog.load._LOADED", {})  # as a new run
+    assert select_instances(region="us-east-1", base=csv_path) == expected
+    assert len(reads) == 1  # the regions' check and the rows: one read
