@@ -120,7 +120,12 @@ def test_held_out_sources_stay_out_of_the_default_table_and_the_fit(shipped):
     with SOURCES.open(newline="", encoding="utf-8") as fh:
         fit = {r["source_id"]: r["fit"] for r in csv.DictReader(fh)}
     held_out = {s for s, f in fit.items() if f == "no"}
-    assert {"monolake-nginx-proxy", "kong-gateway-perf", "apisix-arm-clouds"} <= held_out
+    assert {
+        "monolake-nginx-proxy",
+        "kong-gateway-perf",
+        "apisix-arm-clouds",
+        "proxy-benchmarks-nginx-rp",
+    } <= held_out
     assert {"sparecores-static-web", "aws-ec2-benchmark-nginx"} <= {
         s for s, f in fit.items() if f == "yes"
     }
@@ -151,6 +156,26 @@ def test_monolake_rows_are_nginx_as_a_proxy_on_a_vm_with_a_separate_client(shipp
         assert r.path.startswith("benchmark/README.md#L")
     tiny = rows[(rows["body_bytes"] == 128) & (rows["protocol"] == "http")]
     assert sorted(tiny["value"]) == [183684.88, 187973.44]
+
+
+def test_proxy_benchmarks_rows_are_nginx_proxying_on_an_m5_xlarge_held_out(shipped):
+    rows = shipped[shipped["source_id"] == "proxy-benchmarks-nginx-rp"]
+    assert len(rows) == 4  # one per published run (commit)
+    assert rows["commit"].nunique() == 4
+    assert set(rows["instance_type"]) == {"m5.xlarge"}
+    assert set(rows["server"]) == {"nginx"}
+    assert set(rows["workload_class"]) == {"proxy"}
+    assert set(rows["client_placement"]) == {"separate_vm"}
+    assert set(rows["fit"]) == {"no"}
+    assert set(rows["connections"]) == {250}
+    assert rows["threads"].isna().all()
+    # The 2019 run used the distribution's package; the later ones the Docker image.
+    assert sorted(rows["container"]) == ["no", "yes", "yes", "yes"]
+    for r in rows.itertuples():
+        assert r.quote == f"Requests/sec: {r.quote.split()[-1]}"
+        assert float(r.quote.split()[-1]) == r.value
+        assert r.path.startswith("README.md#L")
+    assert sorted(rows["value"]) == [29280.0239, 31702.2366, 33506.2571, 36822.95]
 
 
 def test_kong_rows_are_a_labelled_gateway_in_kubernetes_without_a_connection_count(shipped):

@@ -1,0 +1,67 @@
+"""``data/reference/k8s-network-path.csv``: published host-versus-pod path costs with sources."""
+
+import csv
+import math
+
+import pytest
+
+from sizing.paths import REFERENCE_DIR
+
+CSV_PATH = REFERENCE_DIR / "k8s-network-path.csv"
+COLUMNS = [
+    "source_id",
+    "title",
+    "publisher",
+    "year",
+    "url",
+    "hardware",
+    "server",
+    "setup_host",
+    "setup_pod",
+    "metric",
+    "host_value",
+    "pod_value",
+    "unit",
+    "quote",
+]
+TEXT_FIELDS = [c for c in COLUMNS if c not in ("year", "host_value", "pod_value")]
+
+
+@pytest.fixture(scope="module")
+def rows():
+    with CSV_PATH.open(newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        assert reader.fieldnames == COLUMNS
+        out = list(reader)
+    assert out, "no rows"
+    return out
+
+
+def test_every_row_names_its_source_and_quotes_it(rows):
+    for n, row in enumerate(rows, start=2):
+        assert None not in row, f"line {n}: more fields than columns"
+        for col in TEXT_FIELDS:
+            assert (row[col] or "").strip(), f"line {n}: empty {col}"
+        assert 2010 <= int(row["year"]) <= 2030, f"line {n}: year {row['year']}"
+
+
+def test_values_are_positive_numbers(rows):
+    for n, row in enumerate(rows, start=2):
+        for col in ("host_value", "pod_value"):
+            value = float(row[col])
+            assert math.isfinite(value) and value > 0, f"line {n}: {col} {row[col]!r}"
+
+
+def test_the_cpu_time_rows_show_the_pod_path_costing_more():
+    # The server-CPU rows of the netperf TCP_RR benchmark are the figures the summary rests
+    # on: with kube-proxy's iptables path the pod's server side spends more CPU per
+    # transaction than the host's.
+    with CSV_PATH.open(newline="", encoding="utf-8") as fh:
+        cpu = [
+            r
+            for r in csv.DictReader(fh)
+            if r["metric"].startswith("server_cpu_pct_tcp_rr") and "iptables" in r["setup_pod"]
+        ]
+    assert len(cpu) >= 2
+    for row in cpu:
+        assert float(row["pod_value"]) > float(row["host_value"])
