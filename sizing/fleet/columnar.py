@@ -559,7 +559,11 @@ def recommend_columns(
 def _counts(
     target_rps: float, cap: Capacity, rules: FleetRules, headroom: float, confidence: float
 ) -> tuple[int | None, int | None, float, float]:
-    """A shape's count, count at confidence, and the chance each meets the target."""
+    """A shape's counts [instances] and the chance [0-1] each keeps ``target_rps`` [1/s].
+
+    The count, the count at ``confidence``, and their chances; None and NaN where no count
+    within the rules keeps the target.
+    """
     n = count_for(target_rps, cap.capacity_rps * (1.0 - headroom), rules)
     n_conf = count_for(target_rps, cap.quantile(1.0 - confidence) * (1.0 - headroom), rules)
     return (
