@@ -310,7 +310,7 @@ def fit(
     if not fitted:
         raise RunnerError("no usable trial to fit coefficients to")
     rows = [_row(by_name[o.setting], wire.get(o.setting)) for o in fitted]
-    names = [n for n in COEFFICIENTS if any(r.get(n, 0.0) != 0.0 for r in rows)]
+    names = _separable([n for n in COEFFICIENTS if any(r.get(n, 0.0) != 0.0 for r in rows)], rows)
     X = np.array([[r.get(n, 0.0) for n in names] for r in rows])
     y = np.array([o.cpu_us for o in fitted])
     rounds = sorted({o.round_ for o in fitted})
@@ -347,6 +347,21 @@ def fit(
         rel,
         {r: float(f) for r, f in zip(rounds, factors, strict=True)},
     )
+
+
+def _separable(names: Sequence[str], rows: Sequence[dict[str, float]]) -> list[str]:
+    """``names`` less each coefficient the settings cannot tell from those before it.
+
+    In `COEFFICIENTS` order: a campaign stored before ``proxy_byte_ns`` existed proxied one
+    body size only, so its proxy cost is one number (``proxy_request_us``, that size's bytes
+    included) and ``proxy_byte_ns`` is left out as not measured.
+    """
+    kept: list[str] = []
+    for n in names:
+        X = np.array([[r.get(m, 0.0) for m in (*kept, n)] for r in rows])
+        if np.linalg.matrix_rank(X) == len(kept) + 1:
+            kept.append(n)
+    return kept
 
 
 def unpinned(
@@ -487,25 +502,24 @@ def _coefficients(
 def _droppable(loose: set[str], fitted: set[str], rows: Sequence[dict[str, float]]) -> set[str]:
     """The coefficients of ``loose`` that can be left to the reference.
 
-    One can, unless it is a term of every response (`KEEP_UNIDENTIFIED`) or another kept
-    coefficient was measured only in settings that also hold it (a handshake beside
+    One can, unless it is a term of every response (`KEEP_UNIDENTIFIED`) or a coefficient
+    that stays was measured only in settings that also hold it (a handshake beside
     connection_us, gateway_request_us beside proxy_request_us): the two were fitted as a sum,
-    and a reference value in its place would not add up. Leaves go first, so a gateway that
-    goes lets its proxy go too.
+    and a reference value in its place would not add up. Terms measured only together go
+    together (the proxy's fixed and per-byte parts), and a gateway that goes lets its proxy
+    go too.
     """
-    out: set[str] = set()
+
+    def leans(m: str, n: str) -> bool:
+        return any(r.get(m) for r in rows) and all(r.get(n) for r in rows if r.get(m))
+
+    out = set(loose - KEEP_UNIDENTIFIED)
     changed = True
     while changed:
         changed = False
-        for n in sorted(loose - out - KEEP_UNIDENTIFIED):
-            kept = fitted - out - {n}
-            leans = [
-                m
-                for m in kept
-                if any(r.get(m) for r in rows) and all(r.get(n) for r in rows if r.get(m))
-            ]
-            if not leans:
-                out.add(n)
+        for n in sorted(out):
+            if any(leans(m, n) for m in fitted - out):
+                out.discard(n)
                 changed = True
     return out
 

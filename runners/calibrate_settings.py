@@ -81,6 +81,8 @@ def fit_settings() -> list[Setting]:
         ),
         _static("gzip_http_16KB", "http", GZIP_BYTES, 4, gzip=True),
         Setting("reverse_proxy_http_1KB", Scenario("reverse_proxy", file_bytes=KB), 8),
+        # With the 1 KB proxy: proxy_request_us and proxy_byte_ns (a proxy copies each byte).
+        Setting("reverse_proxy_http_100KB", Scenario("reverse_proxy", file_bytes=LARGE), 4),
         Setting("api_gateway_http_1KB", Scenario("api_gateway", file_bytes=KB), 8),
     ]
 

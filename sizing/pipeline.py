@@ -92,12 +92,14 @@ def evidence_of(request: SizingRequest, instances: Sequence[Instance] = ()) -> t
     """
     if not request.runs:
         return None, ""
-    from sizing.evidence.measured import build_evidence, measured_series
+    from sizing.evidence.measured import build_evidence, catalog_for, measured_series
 
     runs = list(request.runs)
     series = measured_series(runs, allow_simulated=request.allow_simulated)
-    # Match labels against the whole catalog: a filter must not hide the measured type.
-    evidence = build_evidence(series, load_catalog(list(request.catalog)), request.workload())
+    # Match labels against the whole catalog when the selection lacks one: a filter must not
+    # hide the measured type.
+    catalog = catalog_for(series, instances, lambda: load_catalog(list(request.catalog)))
+    evidence = build_evidence(series, catalog, request.workload())
     warning = require_used_runs(evidence, runs, allow_unused=request.allow_unused_runs)
     return evidence, warning
 

@@ -250,10 +250,13 @@ def test_only_terms_nothing_else_leans_on_go_to_the_reference():
     assert calfit._droppable({"connection_us", "gateway_request_us"}, every, rows) == {
         "gateway_request_us"
     }
-    # The gateway leans on the proxy; once the gateway goes, the proxy can go too.
+    # The gateway leans on the proxy; once the gateway goes, the proxy can go too, its fixed
+    # and per-byte parts together (measured in the same settings only).
     assert calfit._droppable({"proxy_request_us"}, every, rows) == set()
     both = {"proxy_request_us", "gateway_request_us"}
-    assert calfit._droppable(both, every, rows) == both
+    assert calfit._droppable(both, every, rows) == {"gateway_request_us"}
+    proxy = both | {"proxy_byte_ns"}
+    assert calfit._droppable(proxy, every, rows) == proxy
     assert calfit._droppable({"request_us", "tls_byte_ns"}, every, rows) == set()
 
 

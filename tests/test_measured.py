@@ -15,7 +15,7 @@ from runners.sim import SimServer
 from runners.sweep import Plan
 from sizing.catalog.load import load_catalog
 from sizing.errors import InputError
-from sizing.evidence.measured import build_evidence, fit_runs, measured_series
+from sizing.evidence.measured import MeasuredSeries, build_evidence, fit_runs, measured_series
 from sizing.fleet.recommend import count_at_confidence, p_meets_target, recommend
 from sizing.model.capacity import Workload, instance_capacity
 from tests.conftest import sizing_cli
@@ -389,17 +389,39 @@ def test_capacity_does_not_import_measured():
 
 
 def test_a_server_short_of_cpu_is_flagged():
-    import pandas as pd
-
     from sizing.evidence.measured import _low_cpu_warnings
 
-    trials = pd.DataFrame(
-        {
-            "vcpus": [2, 2, 4],
-            "valid": [True, True, True],
-            "rps": [1000.0, 900.0, 5000.0],
-            "server_cpu_pct": [60.0, 50.0, 390.0],  # 2 vCPUs allow 200%; 4 allow 400%
-        }
-    )
+    trials = [
+        {"vcpus": v, "valid": True, "rps": rps, "server_cpu_pct": cpu}
+        # 2 vCPUs allow 200%; 4 allow 400%
+        for v, rps, cpu in ((2, 1000.0, 60.0), (2, 900.0, 50.0), (4, 5000.0, 390.0))
+    ]
     (warning,) = _low_cpu_warnings(trials, [2.0, 4.0], [1000.0, 5000.0])
     assert warning.startswith("2 vCPUs") and "30%" in warning
+
+
+def test_labels_match_alike_in_the_selection_and_the_whole_catalog():
+    """`catalog_for` may match in the selected regions: same family, platform and capacities."""
+    from dataclasses import replace
+
+    from sizing.catalog.load import select_instances
+    from sizing.evidence.measured import _known_platform, _match, catalog_for
+    from sizing.model.capacity import model_capacity
+
+    whole, selected = load_catalog(), select_instances()
+    assert len(selected) < len(whole)
+    labels = sorted({i.family for i in selected} | {i.instance_type for i in selected})
+    for label in labels:
+        (a, fa), (b, fb) = _match(label, whole, ["r"]), _match(label, selected, ["r"])
+        assert fa == fb and _known_platform(a) == _known_platform(b), label
+        for v in (1, 4):
+            same = model_capacity(replace(a, vcpus=v), HTTP).cpu_sla_rps
+            assert same == model_capacity(replace(b, vcpus=v), HTTP).cpu_sla_rps, (label, v)
+    # A label the selection lacks is matched against the whole catalog.
+    s = MeasuredSeries(
+        "c7g", "static", "http", 1024, 5.0, "rps", [1.0], [1.0], [0.0], [1], [], False
+    )
+    gcp = [i for i in selected if i.provider == "gcp"]
+    assert catalog_for([s], gcp, lambda: whole) is whole
+    assert catalog_for([s], selected, lambda: whole) is selected
+    assert catalog_for([replace(s, label="")], selected, lambda: whole) is whole

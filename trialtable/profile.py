@@ -83,7 +83,12 @@ COEFFICIENTS: dict[str, tuple[str, str]] = {
     ),
     "handshake_resumed_us": ("us/handshake", "a resumed TLS handshake, on top of connection_us"),
     "gzip_byte_ns": ("ns/byte", "per uncompressed body byte compressed by gzip"),
-    "proxy_request_us": ("us/request", "reverse_proxy's extra work over static"),
+    "proxy_request_us": ("us/request", "reverse_proxy's extra work over static, fixed part"),
+    "proxy_byte_ns": (
+        "ns/byte",
+        "reverse_proxy's extra per body byte: read from the upstream and copied to the client "
+        "(a static file goes out with sendfile)",
+    ),
     "gateway_request_us": ("us/request", "api_gateway's extra work over reverse_proxy"),
     "http2_request_us": ("us/request", "HTTP/2 minus HTTP/1.1 per request (may be negative)"),
 }
@@ -94,7 +99,7 @@ HANDSHAKE_FULL = {
     "rsa": "handshake_full_rsa2048_us",
     "rsa2048": "handshake_full_rsa2048_us",
 }
-#: Scenarios that proxy (``proxy_request_us``) and the one that also rewrites
+#: Scenarios that proxy (``proxy_request_us``, ``proxy_byte_ns``) and the one that also rewrites
 #: (``gateway_request_us``).
 PROXIED = ("reverse_proxy", "api_gateway")
 
@@ -167,6 +172,9 @@ def cost_terms(
             x["handshake_resumed_us"] = connections_per_request * tls_resumption
     if scenario in PROXIED:
         x["proxy_request_us"] = 1.0
+        if file_bytes > 0:
+            # The upstream's body before compression is what the proxy reads and copies.
+            x["proxy_byte_ns"] = file_bytes / 1000.0
     if scenario == "api_gateway":
         x["gateway_request_us"] = 1.0
     if http_version == "2":

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -88,25 +88,27 @@ class MeasuredSeries:
 
 
 def measured_series(dirs: Sequence[str], allow_simulated: bool = False) -> list[MeasuredSeries]:
-    """Load run folders and build one `MeasuredSeries` per label and workload."""
-    import numpy as np
+    """Load run folders and build one `MeasuredSeries` per label and workload.
 
+    Reads the trial tables as rows (`sizing.model.datasets.load_run_rows`) and fits with
+    `sizing.model.curves`: neither pandas nor ``scipy.optimize`` is imported.
+    """
     from sizing.model import curves
-    from sizing.model.datasets import load_runs, max_rps_under_sla
+    from sizing.model.datasets import group_rows, load_run_rows, max_rps_rows
 
-    trials = load_runs(list(dirs), allow_simulated=allow_simulated)
+    trials = load_run_rows(list(dirs), allow_simulated=allow_simulated)
     out = []
     group = ["instance_label", "scenario", "protocol", "file_bytes", "sla_p99_ms"]
-    for key, grp in trials.groupby(group, sort=True, dropna=False):
-        label, scenario, protocol, file_bytes, sla = (str(k) for k in key)
+    for key, grp in group_rows(trials, group):
+        label, scenario, protocol, file_bytes, sla = (_cell_text(k) for k in key)
         metric, column = METRICS.get(str(scenario), DEFAULT_METRIC)
-        answers = max_rps_under_sla(grp.assign(rps=grp[column])).dropna(
-            subset=["max_rps_under_sla"]
+        answers = sorted(
+            (a for a in max_rps_rows(grp, column) if _number(a["max_rps_under_sla"])),
+            key=lambda a: float(a["vcpus"]),
         )
-        answers = answers.sort_values("vcpus")
-        x = [float(v) for v in answers["vcpus"]]
-        y = [float(v) for v in answers["max_rps_under_sla"]]
-        sd = [float(v) if v is not None and np.isfinite(v) else 0.0 for v in answers["rps_std"]]
+        x = [float(a["vcpus"]) for a in answers]
+        y = [float(a["max_rps_under_sla"]) for a in answers]
+        sd = [float(a["rps_std"]) if _number(a["rps_std"]) else 0.0 for a in answers]
         s = MeasuredSeries(
             label=str(label),
             scenario=str(scenario),
@@ -117,9 +119,9 @@ def measured_series(dirs: Sequence[str], allow_simulated: bool = False) -> list[
             x=x,
             y=y,
             sd=sd,
-            repeats=[int(r) for r in answers["repeats"]],
-            runs=sorted(set(grp["run_id"])),
-            simulated=bool(grp["simulated"].any()),
+            repeats=[int(a["repeats"]) for a in answers],
+            runs=sorted({r["run_id"] for r in grp}),
+            simulated=any(bool(r["simulated"]) for r in grp),
         )
         s.warnings = _low_cpu_warnings(grp, x, y)
         if len(set(x)) >= 3:
@@ -132,21 +134,39 @@ def measured_series(dirs: Sequence[str], allow_simulated: bool = False) -> list[
     return out
 
 
-def _low_cpu_warnings(grp: object, x: list[float], y: list[float]) -> list[str]:
-    """Flag answers whose server got much less CPU than its vCPUs allow."""
-    import pandas as pd
+def _number(value: object) -> bool:
+    """Whether a cell holds a finite number (not None, NaN or infinite)."""
+    return isinstance(value, int | float) and math.isfinite(value)
 
-    assert isinstance(grp, pd.DataFrame)
-    if "server_cpu_pct" not in grp:
+
+def _cell_text(value: object) -> str:
+    """A group's key as text: an empty cell is ``nan``, a whole count keeps no decimals."""
+    return "nan" if value is None else str(value)
+
+
+def _low_cpu_warnings(
+    grp: Sequence[Mapping[str, object]], x: list[float], y: list[float]
+) -> list[str]:
+    """Flag answers whose server got much less CPU than its vCPUs allow.
+
+    ``grp`` holds the trials (rows with ``vcpus``, ``valid``, ``rps``, ``server_cpu_pct``).
+    """
+    if not grp or "server_cpu_pct" not in grp[0]:
         return []
     out = []
     for v, rps in zip(x, y, strict=True):
-        at = grp[(grp["vcpus"] == v) & grp["valid"].fillna(False).astype(bool)]
-        at = at[at["rps"] >= 0.9 * rps]
-        used = pd.to_numeric(at["server_cpu_pct"], errors="coerce").dropna()
-        if len(used) and float(used.max()) < LOW_SERVER_CPU[0] * 100.0 * v:
+        used = [
+            float(r["server_cpu_pct"])  # type: ignore[arg-type]
+            for r in grp
+            if r["vcpus"] == v
+            and r["valid"] is True
+            and _number(r["rps"])
+            and float(r["rps"]) >= 0.9 * rps  # type: ignore[arg-type]
+            and _number(r["server_cpu_pct"])
+        ]
+        if used and max(used) < LOW_SERVER_CPU[0] * 100.0 * v:
             out.append(
-                f"{v:g} vCPUs: the server used at most {float(used.max()) / v:.0f}% of each vCPU "
+                f"{v:g} vCPUs: the server used at most {max(used) / v:.0f}% of each vCPU "
                 f"at the answer; {LOW_SERVER_CPU[1]}"
             )
     return out
@@ -249,6 +269,14 @@ class Evidence:
     carry_k: float | None = None
     carry_sd: float = 0.0
     carry_from: list[Calibration] = field(default_factory=list)
+    #: What `apply` looks up once per family or CPU rather than once per catalog row.
+    _families: dict[str, Calibration | None] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+    _known: dict[tuple[str, str, str], bool] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+    _carried_line: str = field(default="", repr=False, compare=False)
 
     @property
     def runs(self) -> list[str]:
@@ -262,8 +290,17 @@ class Evidence:
 
     def for_family(self, family: str) -> Calibration | None:
         """The calibration measured on ``family`` (the one with most vCPU counts)."""
-        own = [c for c in self.calibrations if c.family == family]
-        return max(own, key=lambda c: len(c.series.x)) if own else None
+        if family not in self._families:
+            own = [c for c in self.calibrations if c.family == family]
+            self._families[family] = max(own, key=lambda c: len(c.series.x)) if own else None
+        return self._families[family]
+
+    def _known_platform(self, inst: Instance) -> bool:
+        """`_known_platform` of a row, asked once per CPU text, architecture and family."""
+        key = (inst.cpu, inst.arch, inst.family)
+        if key not in self._known:
+            self._known[key] = _known_platform(inst)
+        return self._known[key]
 
     def apply(self, cap: Capacity, work: Workload) -> Capacity:
         """The model's capacity with these measurements applied.
@@ -277,24 +314,24 @@ class Evidence:
         if cal is not None:
             cpu_sla, rel_sd, line = measured_capacity(cal, inst, cap.cpu_sla_rps)
             lines = [cal.describe(), line, *cal.series.warnings]
+            basis = [*lines, *(b for b in cap.basis if not b.startswith("estimate: SLA derating"))]
             measured = "own"
-        elif self.carry_k is not None and _known_platform(inst):
+        elif self.carry_k is not None and self._known_platform(inst):
             cpu_sla = cap.cpu_sla_rps * self.carry_k
             rel_sd = math.sqrt(cap.rel_sd**2 + self.carry_sd**2)
-            lines = [
-                f"measured level carried through the model's relative speeds: "
-                f"x{self.carry_k:.2f} of the model, from runs {', '.join(self.runs)} on "
-                + ", ".join(sorted({c.family for c in self.carry_from}))
-                + (" (SIMULATED)" if self.simulated else "")
-            ]
+            if not self._carried_line:
+                self._carried_line = (
+                    f"measured level carried through the model's relative speeds: "
+                    f"x{self.carry_k:.2f} of the model, from runs {', '.join(self.runs)} on "
+                    + ", ".join(sorted({c.family for c in self.carry_from}))
+                    + (" (SIMULATED)" if self.simulated else "")
+                )
+            basis = [self._carried_line, *cap.basis]
             measured = "carried"
         else:
             return cap
         capacity = min(cpu_sla, cap.network_rps)
         binding = "latency" if cpu_sla <= 0 else "network" if cap.network_rps < cpu_sla else "cpu"
-        basis = [*lines, *(b for b in cap.basis if not b.startswith("estimate: SLA derating"))]
-        if measured == "carried":
-            basis = [*lines, *cap.basis]
         return replace(
             cap,
             capacity_rps=capacity,
@@ -308,6 +345,26 @@ class Evidence:
 
 def _known_platform(inst: Instance) -> bool:
     return not platform_of(inst).platform_id.endswith("-default")
+
+
+def catalog_for(
+    series: Sequence[MeasuredSeries],
+    instances: Sequence[Instance],
+    whole: Callable[[], Sequence[Instance]],
+) -> Sequence[Instance]:
+    """The catalog rows to match the series' labels against (`build_evidence`).
+
+    ``instances`` (the rows the request selected) when every label names one of their
+    instance types or families, else ``whole()`` (the whole catalog, every region: about ten
+    times the rows, a tenth of a second to read), so that a filter never hides the measured
+    type. Both give the same family and the same model capacities for a label the
+    selection holds: a type's CPU, architecture and model capacity do not depend on its
+    region (``tests/test_measured.py`` checks this for every label of the default regions).
+    """
+    names = {i.instance_type.lower() for i in instances} | {i.family.lower() for i in instances}
+    if instances and all(s.label and s.label.lower() in names for s in series):
+        return instances
+    return whole()
 
 
 def _match(label: str, instances: Sequence[Instance], runs: list[str]) -> tuple[Instance, str]:

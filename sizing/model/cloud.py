@@ -59,10 +59,14 @@ SMT_PRIOR = (
 #: A pod behind a ClusterIP Service (veth pair, iptables NAT with conntrack) against a
 #: process on the VM itself, per request on keep-alive connections [us on the reference core].
 K8S_EXTRA_US = (
-    1.5,
-    1.5,
-    "estimate: a pod's veth pair and the Service's conntrack lookup add about two packet "
-    "traversals per request (0-4.5 us on the reference core, 95%)",
+    11.0,
+    3.0,
+    "published: a pod behind veth and kube-proxy's iptables (the path of EKS's VPC CNI and of "
+    "Calico's iptables dataplane) adds 6.9-8.2 us of server CPU per keep-alive request (median "
+    "7.4, 4 figures) on a Ryzen 9 3950X core against the same server on the host network "
+    "(Cilium project, 'CNI Benchmark: Understanding Cilium Network Performance', 2021, netperf "
+    "TCP_RR CPU charts; data/reference/k8s-network-path.csv), x1.3-2.0 reference cores per "
+    "core: 11 us (95% 5-17; an eBPF datapath that bypasses the host stack adds about 4)",
 )
 VM_PACKET_US = (
     0.3,

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING
 
 from sizing.errors import InputError
 from sizing.paths import DATA_DIR
-from trialtable.profile import COEFFICIENTS, cost_terms
+from trialtable.profile import COEFFICIENTS, PROXIED, cost_terms
 
 if TYPE_CHECKING:
     from sizing.model.workload import Workload
@@ -309,6 +309,9 @@ def cpu_us_per_request(
         for name, x in row.items():
             amounts[name] = amounts.get(name, 0.0) + weight * x
         packets += weight * packets_per_request(out_bytes, https, reuse)
+        if work.scenario in PROXIED:
+            # The upstream leg: plain HTTP over a keep-alive pool, the body uncompressed.
+            packets += weight * packets_per_request(size, False, math.inf)
     for name, amount in amounts.items():
         if name == "tls_body_us" and prof.coef(name) is None:
             # Only a calibrated profile separates it (HTTPS reads and encrypts a body that

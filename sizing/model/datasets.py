@@ -6,6 +6,8 @@ One way to find data: every path is resolved from :data:`sizing.paths.DATA_DIR`.
 from __future__ import annotations
 
 import csv
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -162,6 +164,51 @@ def read_trials(run_dir: str | Path) -> pd.DataFrame:
         raise InputError(str(exc)) from None
 
 
+def _checked_run(d: str | Path, run_ids: set[str], simulated: bool, allow_simulated: bool) -> None:
+    """Refuse a folder whose trials name another run, or simulated trials unless allowed."""
+    path = Path(d)
+    if run_ids and run_ids != {path.name}:
+        raise InputError(
+            f"{d}: its trials name run {sorted(run_ids)}, not the folder's {path.name!r}"
+        )
+    if simulated and not allow_simulated:
+        raise InputError(
+            f"{d} holds simulated trials; pass --allow-simulated to use them "
+            "(they are marked as simulated)"
+        )
+
+
+def load_run_rows(
+    dirs: list[str] | tuple[str, ...], allow_simulated: bool = False
+) -> list[dict[str, Any]]:
+    """The trials of run folders as typed rows (`trialtable.read.read_rows`), checked.
+
+    `load_runs` without pandas: the same checks, the same values (an empty
+    ``instance_label`` is ``""``, an empty number None).
+
+    Raises
+    ------
+    InputError
+        As `load_runs`.
+    """
+    from trialtable.errors import RunFolderError
+    from trialtable.read import read_rows
+
+    rows: list[dict[str, Any]] = []
+    for d in dirs:
+        try:
+            got = read_rows(d)
+        except RunFolderError as exc:
+            raise InputError(str(exc)) from None
+        _checked_run(
+            d, {r["run_id"] for r in got}, any(r["simulated"] for r in got), allow_simulated
+        )
+        rows.extend(got)
+    if not dirs:
+        raise InputError("no run folders given")
+    return rows
+
+
 def load_runs(dirs: list[str] | tuple[str, ...], allow_simulated: bool = False) -> pd.DataFrame:
     """The trial tables of run folders, concatenated, with their run ids checked.
 
@@ -182,18 +229,8 @@ def load_runs(dirs: list[str] | tuple[str, ...], allow_simulated: bool = False) 
 
     frames = []
     for d in dirs:
-        path = Path(d)
-        df = read_trials(path)
-        if len(df) and set(df["run_id"]) != {path.name}:
-            raise InputError(
-                f"{d}: its trials name run {sorted(set(df['run_id']))}, "
-                f"not the folder's {path.name!r}"
-            )
-        if df["simulated"].any() and not allow_simulated:
-            raise InputError(
-                f"{d} holds simulated trials; pass --allow-simulated to use them "
-                "(they are marked as simulated)"
-            )
+        df = read_trials(Path(d))
+        _checked_run(d, set(df["run_id"]), bool(df["simulated"].any()), allow_simulated)
         df["instance_label"] = df["instance_label"].fillna("")
         frames.append(df)
     if not frames:
@@ -201,42 +238,94 @@ def load_runs(dirs: list[str] | tuple[str, ...], allow_simulated: bool = False) 
     return pd.concat(frames, ignore_index=True)
 
 
-def max_rps_under_sla(trials: pd.DataFrame) -> pd.DataFrame:
-    """Per (label, scenario, protocol, size, vCPUs): the highest RPS that met the SLA.
+def _missing(value: Any) -> bool:
+    """Whether a cell is empty: None, or NaN (a frame's empty number)."""
+    return value is None or (isinstance(value, float) and math.isnan(value))
 
-    Where a search confirmed its answer (``kind == "search-confirm"``), the answer is what the
-    search reported: the mean of its last batch of confirmation trials that a majority
-    passed (every trial of that batch), with their standard deviation; otherwise it is the
-    best valid trial that met the SLA. Groups with no passing trial are
-    kept with ``max_rps_under_sla`` empty.
+
+def _flag(value: Any) -> bool:
+    """A flag cell as the frame's ``astype(bool)`` reads it (None is false, NaN true)."""
+    return bool(value) if value is not None else False
+
+
+def _key(values: tuple[Any, ...]) -> tuple[tuple[int, Any], ...]:
+    """Sort key of a group: empty cells last in each column, as ``groupby(dropna=False)``."""
+    return tuple((1, 0) if _missing(v) else (0, v) for v in values)
+
+
+def group_rows(
+    rows: Sequence[Mapping[str, Any]], columns: Sequence[str]
+) -> list[tuple[tuple[Any, ...], list[Mapping[str, Any]]]]:
+    """Rows grouped by ``columns``, groups in sorted order, rows in their order.
+
+    ``DataFrame.groupby(columns, sort=True, dropna=False)`` for rows: empty cells (None or
+    NaN) form one group per column, sorted last.
     """
-    import pandas as pd
+    groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
+    for row in rows:
+        key = tuple(None if _missing(row[c]) else row[c] for c in columns)
+        groups.setdefault(key, []).append(row)
+    return sorted(groups.items(), key=lambda item: _key(item[0]))
 
-    rows = []
-    for key, grp in trials.groupby(list(RUN_GROUP), sort=True, dropna=False):
-        ok = grp[grp["meets_sla"].astype(bool) & grp["valid"].astype(bool)]
-        entry = dict(zip(RUN_GROUP, key, strict=True))
+
+def _mean_std(values: list[float]) -> tuple[float, float | None]:
+    """Mean and sample standard deviation (ddof 1) skipping NaN, as pandas computes them."""
+    import numpy as np
+
+    arr = np.asarray([v for v in values if not math.isnan(v)], dtype=np.float64)
+    if not arr.size:
+        return math.nan, (math.nan if len(values) > 1 else None)
+    mean = float(arr.sum(dtype=np.float64) / arr.size)
+    if len(values) <= 1:
+        return mean, None
+    if arr.size <= 1:
+        return mean, math.nan
+    var = float(((arr.sum(dtype=np.float64) / arr.size - arr) ** 2).sum(dtype=np.float64))
+    return mean, math.sqrt(var / (arr.size - 1))
+
+
+def max_rps_rows(trials: Sequence[Mapping[str, Any]], column: str = "rps") -> list[dict[str, Any]]:
+    """Per (label, scenario, protocol, size, vCPUs): the highest rate that met the SLA.
+
+    The rule of `max_rps_under_sla` on typed rows (`load_run_rows`), the rate read from
+    ``column`` (``rps``, or ``throughput_gbps`` for a throughput scenario); one dict per group,
+    in sorted order, with the group's columns, ``runs``, ``trials``, ``simulated``,
+    ``max_rps_under_sla`` (None where no trial met the SLA), ``rps_std``, ``repeats`` and
+    ``basis``.
+    """
+    out = []
+    for key, grp in group_rows(trials, RUN_GROUP):
+        entry: dict[str, Any] = dict(zip(RUN_GROUP, key, strict=True))
         entry.update(
             {
-                "runs": " ".join(sorted(set(grp["run_id"]))),
+                "runs": " ".join(sorted({r["run_id"] for r in grp})),
                 "trials": len(grp),
-                "simulated": bool(grp["simulated"].any()),
+                "simulated": any(_flag(r["simulated"]) for r in grp),
             }
         )
         batch = _confirmed_batch(grp)
+        ok = [
+            float(r[column])
+            for r in grp
+            if _flag(r["meets_sla"]) and _flag(r["valid"]) and not _missing(r[column])
+        ]
+        any_ok = any(_flag(r["meets_sla"]) and _flag(r["valid"]) for r in grp)
         if batch is not None:
+            mean, std = _mean_std(
+                [math.nan if _missing(r[column]) else float(r[column]) for r in batch]
+            )
             entry.update(
                 {
-                    "max_rps_under_sla": float(batch["rps"].mean()),
-                    "rps_std": float(batch["rps"].std()) if len(batch) > 1 else None,
+                    "max_rps_under_sla": mean,
+                    "rps_std": std,
                     "repeats": len(batch),
                     "basis": "search confirmation mean",
                 }
             )
-        elif len(ok):
+        elif any_ok:
             entry.update(
                 {
-                    "max_rps_under_sla": float(ok["rps"].max()),
+                    "max_rps_under_sla": max(ok) if ok else math.nan,
                     "rps_std": None,
                     "repeats": 1,
                     "basis": "best trial meeting the SLA",
@@ -251,31 +340,45 @@ def max_rps_under_sla(trials: pd.DataFrame) -> pd.DataFrame:
                     "basis": "no trial met the SLA",
                 }
             )
-        rows.append(entry)
-    return pd.DataFrame(rows)
+        out.append(entry)
+    return out
 
 
-def _confirmed_batch(grp: pd.DataFrame) -> pd.DataFrame | None:
+def max_rps_under_sla(trials: pd.DataFrame) -> pd.DataFrame:
+    """Per (label, scenario, protocol, size, vCPUs): the highest RPS that met the SLA.
+
+    Where a search confirmed its answer (``kind == "search-confirm"``), the answer is what the
+    search reported: the mean of its last batch of confirmation trials that a majority
+    passed (every trial of that batch), with their standard deviation; otherwise it is the
+    best valid trial that met the SLA. Groups with no passing trial are
+    kept with ``max_rps_under_sla`` empty. The frame of `max_rps_rows`.
+    """
+    import pandas as pd
+
+    records = [{str(k): v for k, v in r.items()} for r in trials.to_dict("records")]
+    return pd.DataFrame(max_rps_rows(records))
+
+
+def _confirmed_batch(grp: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]] | None:
     """The last batch of confirmation trials (same setting) that a majority passed.
 
     It is the answer a search reports: the mean of the whole batch, passes and fails alike.
     """
-    conf = grp[grp["kind"] == "search-confirm"].sort_values(["run_id", "trial_id"])
-    if conf.empty:
-        return None
-    settings = list(
-        zip(
-            conf["run_id"],
-            conf["threads"],
-            conf["connections"],
-            conf["rate_rps"].fillna(-1.0),
-            strict=True,
-        )
+    conf = sorted(
+        (r for r in grp if r["kind"] == "search-confirm"),
+        key=lambda r: (r["run_id"], r["trial_id"]),
     )
+    if not conf:
+        return None
+
+    def setting(r: Mapping[str, Any]) -> tuple[Any, ...]:
+        rate = -1.0 if _missing(r["rate_rps"]) else r["rate_rps"]
+        return (r["run_id"], r["threads"], r["connections"], rate)
+
     chosen = None
-    for setting in dict.fromkeys(settings):
-        batch = conf[[s == setting for s in settings]]
-        passed = batch["meets_sla"].astype(bool) & batch["valid"].astype(bool)
-        if majority_passed(int(passed.sum()), len(batch)):
+    for wanted in dict.fromkeys(setting(r) for r in conf):
+        batch = [r for r in conf if setting(r) == wanted]
+        passed = sum(_flag(r["meets_sla"]) and _flag(r["valid"]) for r in batch)
+        if majority_passed(int(passed), len(batch)):
             chosen = batch
     return chosen

@@ -341,19 +341,19 @@ def cost_model_doc(fit: dict[str, Any]) -> dict[str, Any]:
         "estimate: zlib at NGINX's default level 1 compresses about 125 MB/s of text on a "
         "2015 server core: 8 ns per input byte (5-15)",
     )
-    proxy = p["request_us"] + p["body_us"]
-    coefs["proxy_request_us"] = _range_coef(
-        proxy,
-        0.6 * proxy,
-        1.5 * proxy,
-        "us/request",
-        "estimate: a reverse proxy also sends the request upstream and reads the response "
-        "over a keep-alive pool: one more request with a body (request_us + body_us, x0.6-1.5)",
-    )
+    from sizing.model.proxycost import proxy_terms
+
+    for name, (value, low, high, why) in proxy_terms(p).items():
+        # Measured over loopback; the upstream leg's packets over a NIC are counted apart.
+        coefs[name] = {
+            **_range_coef(value, low, high, UNITS[name], why),
+            "measured_over": "loopback",
+        }
+    proxy = coefs["proxy_request_us"]["value"]
     glo, ghi, gsrc = _claim("002-apigw-vs-rp")
     # A 1 KB HTTPS request through the reverse proxy, priced by the one cost formula (the
     # seed's body_us holds HTTPS's fixed body cost: no tls_body_us).
-    rp = {**p, "proxy_request_us": proxy}
+    rp = {**p, "proxy_request_us": proxy, "proxy_byte_ns": coefs["proxy_byte_ns"]["value"]}
     terms = cost_terms(1024, https=True, scenario="reverse_proxy")
     rp_https_1k = sum(rp[k] * x for k, x in terms.items() if k != "tls_body_us")
     gmid = 1 / math.sqrt(glo * ghi) - 1
