@@ -22,7 +22,9 @@ command                                                     goal
 
 ``import numpy`` starts its BLAS threads, so on 2 CPUs its wall time is below its CPU time;
 the CPU ratios are printed beside the wall ones. The load average before and after is saved
-with the results: a loaded machine stretches every figure.
+with the results: a loaded machine stretches every figure. The timed commands run without
+``PYTHONDONTWRITEBYTECODE``, so the warm-up round leaves the project's ``.pyc`` files as an
+installed package has them.
 
     .venv/bin/python benchmarks/bench_recommend.py [--rounds 11] [--report] [--upstream DIR]
 """
@@ -124,6 +126,10 @@ def commands(tmp: Path, upstream: Path | None) -> dict[str, tuple[list[str], dic
     """Each benchmarked command with its environment."""
     # The catalog cache of this benchmark's own folder, warmed by the first round.
     env = {**os.environ, "NGINX_SIZING_CACHE": str(tmp / "cache")}
+    # As on a user's machine, the warm-up round writes the project's compiled sources (a
+    # shell or CI that sets PYTHONDONTWRITEBYTECODE would have every timed run recompile
+    # them, while numpy's compiled files come installed).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     run = simulated_run(tmp / "runs")
     big = large_data(tmp / "large")
     cmds: dict[str, tuple[list[str], dict[str, str]]] = {

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sizing.catalog.load import Instance, select_instances
 from sizing.cli.main import main
@@ -444,3 +446,46 @@ def test_pruning_keeps_the_optimum_when_capacity_rests_on_the_platform(monkeypat
         key = "hourly_cost_usd" if sort == "cost" else "hourly_cost_at_confidence_usd"
         assert getattr(pruned.options[0], key) == pytest.approx(getattr(full.options[0], key))
         assert any(e["reason"].startswith("dominated by") for e in pruned.excluded)
+
+
+# ----------------------------------------------------------------------------- counts, vectorised
+
+
+_USABLE = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.floats(min_value=1e-3, max_value=1e7),
+    st.sampled_from([0.0, -0.0, -1.0, 1e-300, 5e-324, 1.0, 250_000.0, 1e6 / 3, 1e6 / 7]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    target=st.one_of(
+        st.floats(min_value=1e-6, max_value=1e12),
+        st.sampled_from([1.0, 1e6, 1e6 + 1, 7e6, 2.5e5, 1e12]),
+    ),
+    usable=st.lists(_USABLE, min_size=1, max_size=30),
+    multiples=st.lists(st.integers(1, 1_100_000), max_size=10),
+)
+def test_min_instances_array_agrees_with_min_instances(target, usable, multiples):
+    """One rule, two forms: the vector count equals the scalar one on every element."""
+    from sizing.fleet.counts import min_instances, min_instances_array
+
+    # exact divisors of the target and their float neighbours: where the division rounds
+    usable = (
+        usable
+        + [target / k for k in multiples]
+        + [math.nextafter(target / k, 0) for k in multiples]
+    )
+    got = min_instances_array(target, np.array(usable)).tolist()
+    want = [min_instances(target, u) for u in usable]
+    assert got == [math.inf if w is None else float(w) for w in want]
+
+
+def test_min_instances_array_keeps_the_shape_and_marks_no_fleet_as_inf():
+    """Up to `MAX_FLEET` instances counted; beyond it, or at no capacity, no fleet (inf)."""
+    from sizing.fleet.counts import MAX_FLEET, min_instances_array
+
+    got = min_instances_array(1e6, np.array([[1e6 / 3, 0.0], [1.0, 1e6 / MAX_FLEET / 2]]))
+    assert got.shape == (2, 2)
+    assert got.tolist() == [[3.0, math.inf], [1e6, math.inf]]

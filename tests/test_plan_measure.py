@@ -139,11 +139,17 @@ def test_cli_on_the_shipped_catalog():
     assert doc["candidates"] and doc["seed"] == 20261121
     values = [c["value_usd_hour"] for c in doc["candidates"]]
     assert values == sorted(values, reverse=True)
-    # "Cheapest now" is recommend's answer at the same confidence (burstable types left out
-    # as recommend leaves them out without --burstable).
+    # "Cheapest now" is recommend's decision at the same confidence, its egress included
+    # (burstable types left out as recommend leaves them out without --burstable).
     rec = json.loads(sizing_cli("recommend", "--rps", "1e6", "--format", "json").stdout)
-    best = min(rec["options"], key=lambda o: o["hourly_cost_at_confidence_usd"])
-    assert doc["cost_now_usd_hour"] == pytest.approx(best["hourly_cost_at_confidence_usd"])
+
+    def total(o):
+        return o["hourly_cost_at_confidence_usd"] + o["egress_monthly_usd"] / 730
+
+    best = min(rec["options"], key=total)
+    assert doc["cost_now_usd_hour"] == pytest.approx(total(best))
+    assert doc["egress_now_usd_hour"] == pytest.approx(best["egress_monthly_usd"] / 730)
+    assert doc["best_now"] == f"{best['provider']}/{best['instance_type']}"
     assert not any(o["burstable"] for o in rec["options"])
     table = sizing_cli("plan-measurements", "--rps", "1e6", "--provider", "gcp")
     assert table.returncode == 0 and "python -m runners calibrate" in table.stdout
@@ -163,3 +169,83 @@ def test_commands_prefer_a_host_sure_to_run_the_platform():
         assert ice.measure_on.family == "a" and ice.measure_on.vcpus == 2
     finally:
         del CPU["mixed"], MODEL["mixed"]
+
+
+def _brute_force(target, insts, caps, work, draws, residual_sd=0.05, confidence=0.95):
+    """Values and P(best) with every type's cost curve drawn (no type left out), per platform."""
+    import math
+    from statistics import NormalDist
+
+    import numpy as np
+
+    from sizing.evidence import plan_measure as pm
+
+    z = np.random.default_rng(pm.DEFAULT_SEED).standard_normal(draws)
+    rules = (target, 0.2, 0, NormalDist().inv_cdf(1.0 - confidence), None)
+    cpu, net, sd = (
+        np.array([getattr(c, f) for c in caps]) for f in ("cpu_sla_rps", "network_rps", "rel_sd")
+    )
+    price = np.array([i.price_usd_hour for i in insts])
+    now = pm._fleet_cost(cpu, net, sd, price, *rules)
+    pid = np.array([c.platform.platform_id for c in caps])
+    out = {}
+    for p in sorted(set(pid.tolist())):
+        mine = pm._cost_curves(
+            cpu[pid == p], net[pid == p], sd[pid == p], price[pid == p], z, residual_sd, *rules
+        ).min(axis=0)
+        rest = now[pid != p].min() if (pid != p).any() else math.inf
+        after = np.minimum(rest, mine)
+        out[p] = (float((now.min() - after).mean()), float(np.mean(mine <= after)))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("target", "work"),
+    [(1e6, Workload()), (2e5, Workload(protocol="http")), (3e7, Workload())],
+)
+def test_types_left_out_of_the_draws_change_nothing(target, work):
+    """Types whose cost at their best draw cannot beat the other platforms skip the Monte
+    Carlo: values and P(best) equal a pass that draws every type."""
+    from sizing.catalog.load import select_instances
+    from sizing.model.capacity import instance_capacities
+
+    insts = [i for i in select_instances() if not i.burstable]
+    caps = instance_capacities(insts, work)
+    plan = plan_measurements(target, insts, work, draws=300, capacities=lambda i, w: caps)
+    want = _brute_force(target, insts, caps, work, 300)
+    got = {c.platform_id: (c.value_usd_hour, c.p_best) for c in plan.candidates}
+    assert got == want
+    assert any(v > 0 for v, _ in got.values())
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"providers": "gcp"},
+        {"regions": "all", "providers": "aws", "protocol": "http"},
+        {"profiles": ("amd-epyc-zen3-kvm-2vcpu-loopback.json",)},
+    ],
+    ids=["gcp", "aws-all-regions", "profile"],
+)
+def test_plan_for_prices_every_row_as_the_model_does(fields):
+    """plan_for reuses the answer's capacities: the plan equals one from the model's own."""
+    from sizing.evidence.plan_measure import fleet_egress, plan_for
+    from sizing.model.capacity import instance_capacities
+    from sizing.paths import DATA_DIR
+    from sizing.request import SizingRequest
+
+    if "profiles" in fields:
+        fields = {"profiles": tuple(str(DATA_DIR / "profiles" / f) for f in fields["profiles"])}
+    request = SizingRequest(rps=1e6, **fields)
+    answer, plan = plan_for(request, draws=300)
+    rec = answer.recommendation
+    insts = [i for i in answer.instances if not i.burstable]
+    again = plan_measurements(
+        1e6,
+        insts,
+        rec.workload,
+        draws=300,
+        capacities=lambda i, w: instance_capacities(i, w, rec.evidence, rec.profiles),
+        egress=fleet_egress(request, rec.workload),
+    )
+    assert plan.to_dict() == again.to_dict()

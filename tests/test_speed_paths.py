@@ -118,7 +118,7 @@ def _workloads() -> list[Any]:
         Workload(),
         Workload(protocol="http", file_bytes=100_000),
         Workload(gzip=0.8),
-        Workload(sla_p99_ms=0.5),  # no type meets it: derating 0, latency-bound
+        Workload(sla_p99_ms=0.5),  # no type can meet it: derating 0, latency-bound
         Workload(scenario="reverse_proxy", jwt="rs256", environment="kubernetes"),
         Workload(requests_per_connection=1.0, environment="bare-metal"),
         Workload(size_mix=((1024.0, 0.8), (1_000_000.0, 0.2))),

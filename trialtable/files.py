@@ -243,11 +243,9 @@ def write_atomic(
     is refused with `FileRefused`); the temporary file is created with ``O_EXCL`` and
     ``O_NOFOLLOW`` next to ``path`` and removed when anything fails. Returns ``path``.
     """
-    import secrets  # here, not at the top: a read-only command never loads its OpenSSL
-
     p = check_output(path, inputs=inputs)
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    tmp = p.with_name(f".{p.name}.{secrets.token_hex(4)}.tmp")
+    tmp = p.with_name(f".{p.name}.{os.urandom(4).hex()}.tmp")  # no import of secrets (OpenSSL)
     fd = _open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW, mode)
     try:
         try:

@@ -26,6 +26,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from sizing.catalog.rows import HOURS_PER_MONTH
 from sizing.errors import InputError
 from sizing.paths import CATALOG_DIR
 from trialtable.fields import Field, FieldError, Fields
@@ -34,7 +35,6 @@ from trialtable.files import MB, read_bounded
 DEFAULT_EGRESS = CATALOG_DIR / "egress.csv"
 CLIENTS = ("internet", "vpc")
 KINDS = ("internet", "inter-zone")
-HOURS_PER_MONTH = 730.0
 GIB = 2.0**30
 EGRESS_MAX_BYTES = 16 * MB
 
@@ -110,6 +110,11 @@ def read_egress(path: str | Path = DEFAULT_EGRESS) -> dict[tuple[str, str, str],
         raise InputError(f"egress prices {p} do not exist") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"egress prices {p} cannot be read: {exc}") from None
+    return parse_egress(text, p)
+
+
+def parse_egress(text: str, p: Path) -> dict[tuple[str, str, str], Prices]:
+    """`read_egress` of the text of an egress file (``p`` names it in messages)."""
     rows: dict[tuple[str, str, str], list[tuple[Tier, dict[str, str]]]] = {}
     reader = csv.DictReader(io.StringIO(text))
     need = {"provider", "region", "kind", "from_gib", "to_gib", "usd_per_gib", "source"}

@@ -24,6 +24,7 @@ Runs with the standard library only.
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import math
 import re
@@ -74,31 +75,66 @@ def parse_simple_yaml(text: str, path: str = "pricing.yml") -> dict[str, object]
     """Nested mappings of scalars as ``pricing.yml`` writes them (list items are skipped).
 
     Block scalars (``key: |``) are skipped. A key that appears twice at one level has its
-    mappings merged, so a second section of the same name adds to the first.
+    mappings merged, so a second section of the same name adds to the first. A value that
+    reads as a number is a float, any other is text (quotes around it removed).
+
+    Raises
+    ------
+    InputError
+        For a line that is not ``key: value`` (naming ``path`` and the line).
     """
     root: dict[str, object] = {}
+    # Open mappings and their indentation; the root's -1 is below every line's, so the
+    # stack never empties.
     stack: list[tuple[int, dict[str, object]]] = [(-1, root)]
-    skip_deeper_than: int | None = None
+    top, parent = stack[-1]
+    skip_deeper_than = -1  # inside a block scalar: its key's indentation, else -1
     for lineno, raw in enumerate(text.splitlines(), start=1):
+        body = raw.lstrip(" ")
+        indent = len(raw) - len(body)
+        # Most lines are ``name: value`` inside the open mapping: a key that is an identifier
+        # (no space, quote, colon, "#" or "-" to read otherwise) ends at the first colon.
+        key, sep, value = body.partition(": ")
+        if sep and top < indent and skip_deeper_than < 0 and key.isidentifier():
+            value = value.strip()
+            if value and value[0] != "|" and value[0] != ">":
+                value = value.strip("'\"")
+                try:
+                    parent[key] = float(value)
+                except ValueError:
+                    parent[key] = value
+                continue
+        # The next most are ``name:`` opening a mapping, the name an identifier but for "-".
+        elif body[-1:] == ":" and skip_deeper_than < 0:
+            key = body[:-1]
+            if key.replace("-", "_").isidentifier():
+                if top >= indent:
+                    while stack[-1][0] >= indent:
+                        stack.pop()
+                    top, parent = stack[-1]
+                child = parent.get(key)
+                if not isinstance(child, dict):
+                    child = {}
+                    parent[key] = child
+                stack.append((indent, child))
+                top, parent = indent, child
+                continue
         line = raw.strip()
         if not line or line[0] == "#" or line == "---":
             continue
-        lead = raw.lstrip()
-        indent = len(raw) - len(raw.lstrip(" "))
-        if skip_deeper_than is not None:
+        if skip_deeper_than >= 0:
             if indent > skip_deeper_than:
                 continue
-            skip_deeper_than = None
-        if lead.startswith("- "):
+            skip_deeper_than = -1
+        if line[0] == "-" and raw.lstrip().startswith("- "):
             continue  # list items: not used by the catalog
         key, sep, value = line.partition(":")
         if not sep:
             raise InputError(f"{path}:{lineno}: expected 'key: value', got {line!r}")
-        while stack and stack[-1][0] >= indent:
-            stack.pop()
-        if not stack:
-            raise InputError(f"{path}:{lineno}: bad indentation")
-        parent = stack[-1][1]
+        if top >= indent:
+            while stack[-1][0] >= indent:
+                stack.pop()
+            top, parent = stack[-1]
         value = value.strip()
         key = key.strip().strip("'\"")
         if not value:
@@ -107,19 +143,33 @@ def parse_simple_yaml(text: str, path: str = "pricing.yml") -> dict[str, object]
                 child = {}
                 parent[key] = child
             stack.append((indent, child))
-        elif value.startswith("|") or value.startswith(">"):
+            top, parent = indent, child
+        elif value[0] == "|" or value[0] == ">":
             skip_deeper_than = indent
         else:
-            parent[key] = _scalar(value)
+            value = value.strip("'\"")
+            try:
+                parent[key] = float(value)
+            except ValueError:
+                parent[key] = value
     return root
 
 
-def _scalar(value: str) -> object:
-    value = value.strip().strip("'\"")
+def _pricing_date(doc: dict[str, object], path: Path) -> str:
+    """The UTC date of ``about.timestamp`` [s since 1970] ("" without one), or InputError."""
+    about = doc.get("about")
+    stamp = about.get("timestamp") if isinstance(about, dict) else None
+    if not isinstance(stamp, float):
+        return ""
     try:
-        return float(value)
-    except ValueError:
-        return value
+        return dt.datetime.fromtimestamp(stamp, dt.UTC).date().isoformat()
+    except (OverflowError, OSError, ValueError):
+        raise InputError(f"{path}: about.timestamp {stamp:g} is not a time") from None
+
+
+def read_pricing(path: Path) -> dict[str, object]:
+    """``pricing.yml`` read (bounded, `read_upstream`) and parsed (`parse_simple_yaml`)."""
+    return parse_simple_yaml(read_upstream(path), str(path))
 
 
 _SQL_RE = re.compile(r"UPDATE\s+instances\s+SET\s+(.*?)\s+WHERE\s+(.*?)\s*;", re.S | re.I)
@@ -135,28 +185,81 @@ def like_to_regex(pattern: str) -> re.Pattern[str]:
 
 def parse_sql_updates(text: str) -> list[tuple[list[re.Pattern[str]], dict[str, str]]]:
     """``UPDATE instances SET ... WHERE name LIKE ...`` statements, in file order."""
+    return [([like_to_regex(p) for p in likes], values) for likes, values in _sql_updates(text)]
+
+
+def _sql_updates(text: str) -> list[tuple[list[str], dict[str, str]]]:
+    """Each statement's ``LIKE`` patterns as written and the columns it sets, in file order."""
     text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
     out = []
     for sets, where in _SQL_RE.findall(text + ";"):
         values = {k: v.strip() for k, v in _SET_RE.findall(sets)}
-        patterns = [like_to_regex(p) for p in _LIKE_RE.findall(where)]
-        if patterns and values:
-            out.append((patterns, values))
+        likes = _LIKE_RE.findall(where)
+        if likes and values:
+            out.append((likes, values))
     return out
+
+
+def _like_parts(like: str) -> list[str] | None:
+    """The lower-case texts between the ``%`` of an ASCII pattern without ``_``, else None."""
+    if "_" in like or not like.isascii():
+        return None
+    return like.lower().split("%")
+
+
+def _like_match(name: str, parts: list[str]) -> bool:
+    """Whether the lower-case ``name`` matches the pattern of `_like_parts` ``parts``.
+
+    The head and tail fixed, each middle part found at its first place after the last: a
+    pattern whose only wildcard is ``%`` matches so or not at all.
+    """
+    head, tail = parts[0], parts[-1]
+    if len(parts) == 1:
+        return name == head
+    end = len(name) - len(tail)
+    if end < len(head) or not name.startswith(head) or not name.endswith(tail):
+        return False
+    pos = len(head)
+    for part in parts[1:-1]:
+        found = name.find(part, pos, end)
+        if found < 0:
+            return False
+        pos = found + len(part)
+    return True
 
 
 def apply_updates(
     names: Iterable[str], files: Iterable[Path]
 ) -> dict[str, dict[str, tuple[str, str]]]:
-    """Per machine type, every column the SQL files set: ``column -> (value, file name)``."""
+    """Per machine type, every column the SQL files set: ``column -> (value, file name)``.
+
+    Statements apply in file order, so a later one overrides an earlier one. When every name
+    is plain ASCII, a pattern of ASCII without ``_`` is tried on the names that start with its
+    literal head (found by bisection), by its literal parts; any other by `like_to_regex`.
+    """
     names = list(names)
     out: dict[str, dict[str, tuple[str, str]]] = {n: {} for n in names}
+    plain = all(n.isascii() and "\n" not in n for n in names)
+    order = sorted(set(names), key=str.lower)
+    lowered = [n.lower() for n in order]
     for f in files:
-        for patterns, values in parse_sql_updates(read_upstream(f)):
-            for n in names:
-                if any(p.match(n) for p in patterns):
-                    for k, v in values.items():
-                        out[n][k] = (v, f.name)
+        for likes, values in _sql_updates(read_upstream(f)):
+            parts = [_like_parts(like) for like in likes] if plain else [None]
+            matched: dict[str, None] = {}
+            for part in parts:
+                if part is None:
+                    patterns = [like_to_regex(like) for like in likes]
+                    matched = {n: None for n in names if any(p.match(n) for p in patterns)}
+                    break
+                i = bisect.bisect_left(lowered, part[0])
+                while i < len(lowered) and lowered[i].startswith(part[0]):
+                    if _like_match(lowered[i], part):
+                        matched[order[i]] = None
+                    i += 1
+            for n in matched:
+                row = out[n]
+                for k, v in values.items():
+                    row[k] = (v, f.name)
     return out
 
 
@@ -213,7 +316,7 @@ def _family_of(name: str) -> str:
 def build_gcp(gcp_dir: Path) -> BuildResult:
     """Catalog rows for every priced GCP machine type and region in ``gcp_dir``."""
     pricing_path = gcp_dir / GCP_PRICING
-    doc = parse_simple_yaml(read_upstream(pricing_path), str(pricing_path))
+    doc = read_pricing(pricing_path)
     compute = doc.get("compute")
     instances = compute.get("instance") if isinstance(compute, dict) else None
     if not isinstance(instances, dict) or not instances:
@@ -221,13 +324,7 @@ def build_gcp(gcp_dir: Path) -> BuildResult:
     regions_doc = doc.get("region")
     known_regions = set(regions_doc) if isinstance(regions_doc, dict) else set()
     region_re = re.compile(r"^[a-z]+-[a-z]+\d+$")
-    about = doc.get("about")
-    stamp = about.get("timestamp") if isinstance(about, dict) else None
-    date = (
-        dt.datetime.fromtimestamp(float(stamp), dt.UTC).date().isoformat()
-        if isinstance(stamp, float)
-        else ""
-    )
+    date = _pricing_date(doc, pricing_path)
     series_files = sorted((gcp_dir / "series").glob("*.sql"))
     coremark_files = [
         p for p in (gcp_dir / "cpu" / "coremark.sql", gcp_dir / "series/cpu/coremark.sql")
@@ -264,6 +361,31 @@ def build_gcp(gcp_dir: Path) -> BuildResult:
             f"{spec_repo} series/{a['cpuPlatform'][1]}"
             + (f", {coremark_files[0].name}" if score else "")
         )
+        # What every region's row of this type shares; each row is a copy with its region
+        # and prices.
+        shared_row = {
+            "provider": "gcp",
+            "region": "",
+            "instance_type": name,
+            "family": _family_of(name),
+            "arch": "arm64" if platform in _ARM_PLATFORMS else "x86_64",
+            "cpu": platform,
+            "vcpus": str(max(1, math.ceil(cpu_raw))),
+            "memory_gib": num(float(spec["ram"])),
+            "network_gbps": num(float(a["bandwidth"][0])),
+            "network_burst": "false",
+            "price_usd_hour": "",
+            "source": source,
+            "source_date": date,
+            "threads_per_core": "" if shared else "1" if series in _GCP_ONE_THREAD else "2",
+            "burstable": "true" if shared else "false",
+            "network_burst_gbps": "",
+            "spot_usd_hour": "",
+            "commit_1y_usd_hour": "",
+            "commit_3y_usd_hour": "",
+            "cpu_baseline": num(cpu_raw) if shared else "",
+            "coremark": score,
+        }
         n_regions = 0
         for region in sorted(cost):
             entry = cost[region]
@@ -274,41 +396,24 @@ def build_gcp(gcp_dir: Path) -> BuildResult:
             if not isinstance(hour, float) or not hour > 0:
                 continue
             n_regions += 1
-            result.rows.append(
-                {
-                    "provider": "gcp",
-                    "region": region,
-                    "instance_type": name,
-                    "family": _family_of(name),
-                    "arch": "arm64" if platform in _ARM_PLATFORMS else "x86_64",
-                    "cpu": platform,
-                    "vcpus": str(max(1, math.ceil(cpu_raw))),
-                    "memory_gib": num(float(spec["ram"])),
-                    "network_gbps": num(float(a["bandwidth"][0])),
-                    "network_burst": "false",
-                    "price_usd_hour": num(hour),
-                    "source": source,
-                    "source_date": date,
-                    "threads_per_core": (
-                        "" if shared else "1" if series in _GCP_ONE_THREAD else "2"
-                    ),
-                    "burstable": "true" if shared else "false",
-                    "network_burst_gbps": "",
-                    "spot_usd_hour": _price(entry.get("hour_spot")),
-                    "commit_1y_usd_hour": _price(entry.get("month_1y"), HOURS_PER_MONTH),
-                    "commit_3y_usd_hour": _price(entry.get("month_3y"), HOURS_PER_MONTH),
-                    "cpu_baseline": num(cpu_raw) if shared else "",
-                    "coremark": score,
-                }
-            )
+            row = shared_row.copy()
+            row["region"] = region
+            row["price_usd_hour"] = f"{hour:.10g}"  # rows.num, inline (16,000 rows)
+            row["spot_usd_hour"] = _price(entry.get("hour_spot"), 1.0)
+            row["commit_1y_usd_hour"] = _price(entry.get("month_1y"), HOURS_PER_MONTH)
+            row["commit_3y_usd_hour"] = _price(entry.get("month_3y"), HOURS_PER_MONTH)
+            result.rows.append(row)
         if not n_regions:
             result.excluded.append(("gcp", name, "no price in any region"))
+    result.egress = _egress_rows(doc, pricing_path, gcp_dir)  # from the file parsed once
+    result.egress_read = True
     return result
 
 
 def _price(value: object, per: float = 1.0) -> str:
-    if isinstance(value, float) and value > 0:
-        return num(value / per)
+    """``value / per`` as catalog text (`sizing.catalog.rows.num`); "" unless a positive float."""
+    if type(value) is float and value > 0:
+        return f"{value / per:.10g}"
     return ""
 
 
@@ -322,8 +427,9 @@ def _gcp_exclusion(name: str, spec: dict[str, object], attrs: dict[str, tuple[st
         return "example custom shape (priced per vCPU and GB, not a machine type)"
     if not isinstance(spec.get("cost"), dict):
         return "no price in any region"
-    if not isinstance(spec.get("cpu"), float) or not isinstance(spec.get("ram"), float):
-        return "missing cpu or ram"
+    cpu, ram = spec.get("cpu"), spec.get("ram")
+    if not isinstance(cpu, float) or not isinstance(ram, float) or not math.isfinite(cpu):
+        return "missing cpu or ram"  # an infinite or NaN cpu has no vCPU count
     if "cpuPlatform" not in attrs:
         return "no series file (CPU platform unknown)"
     try:
@@ -388,19 +494,17 @@ def egress_rows(folder: Path | None) -> list[dict[str, str]]:
     if folder is None:
         raise InputError("GCP egress prices need the folder with pricing.yml (--gcp-dir)")
     path = folder / GCP_PRICING
-    doc = parse_simple_yaml(read_upstream(path), str(path))
+    return _egress_rows(read_pricing(path), path, folder)
+
+
+def _egress_rows(doc: dict[str, object], path: Path, folder: Path) -> list[dict[str, str]]:
+    """`egress_rows` of the parsed ``pricing.yml`` (``path``) of the upstream ``folder``."""
     node: object = doc
     for key in ("compute", "network", "traffic", "egress", "internet", "cost"):
         node = node.get(key) if isinstance(node, dict) else None
     if not isinstance(node, dict):
         return []  # a pricing file without transfer prices: egress is left unpriced
-    about = doc.get("about")
-    stamp = about.get("timestamp") if isinstance(about, dict) else None
-    date = (
-        dt.datetime.fromtimestamp(float(stamp), dt.UTC).date().isoformat()
-        if isinstance(stamp, float)
-        else ""
-    )
+    date = _pricing_date(doc, path)
     repo = commit_note(
         folder.parent / "README.md", "Cyclenerd/google-cloud-pricing-cost-calculator"
     )

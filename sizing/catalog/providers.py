@@ -14,7 +14,9 @@ name of `CONTRACT`:
 ``ESTIMATES`` : dict of str to (float, str)
     Its model constants that are estimates, with their reasoning.
 ``build(folder, burst_table=None) -> BuildResult``
-    Catalog rows from the folder of its public files (`sizing.catalog.rows`).
+    Catalog rows from the folder of its public files (`sizing.catalog.rows`); a build that
+    prices egress from the files it read gives its ``egress`` rows too and sets
+    ``egress_read`` (else `egress_rows` is asked).
 ``network_gbps(inst, work) -> (float, str)``
     The bandwidth that caps one instance for one workload [Gbit/s], and why.
 ``egress_rows(folder) -> list of dict``

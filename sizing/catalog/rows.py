@@ -58,6 +58,7 @@ class BuildResult:
     excluded: list[tuple[str, str, str]] = field(default_factory=list)
     egress: list[dict[str, str]] = field(default_factory=list)
     inputs: list[Path] = field(default_factory=list)  # the upstream folders and files read
+    egress_read: bool = False  # the build priced egress from the files it read (maybe none)
 
     def exclusion_counts(self) -> dict[str, int]:
         """How many types each reason left out."""

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +78,23 @@ def add_parser(sub: Any) -> None:
     )
 
 
+@contextlib.contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """Python's cycle collector paused for the block, then as it was.
+
+    A build makes a few hundred thousand dicts, tuples and texts and no cycle: each
+    collection the allocations would trigger walks them all and frees nothing (a twentieth
+    of the build's time).
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def run(args: argparse.Namespace) -> int:
     """Print the filtered instance catalog, or build it from the providers' files."""
     if args.action == "build":
@@ -101,8 +121,9 @@ def run(args: argparse.Namespace) -> int:
                 if name not in folders and sub.is_dir():
                     folders[name] = sub
 
-        result = build_providers(folders, args.burst_table or DEFAULT_BURST_TABLE)
-        paths = write_catalog(result, args.out)
+        with _no_cycle_collection():
+            result = build_providers(folders, args.burst_table or DEFAULT_BURST_TABLE)
+            paths = write_catalog(result, args.out)
         for line in iter_summary(result):
             print(line)
         for p in paths:

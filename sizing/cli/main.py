@@ -10,14 +10,13 @@ Imports stay lazy so that ``recommend`` starts without pandas or scipy.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sizing.cli import catalog, compare, fit, k8s, plan, recommend, reference, report
 from sizing.cli.common import progress_bar as _progress_bar
 from sizing.errors import Infeasible, InputError, ReportError, printable
-from sizing.evidence import accesslog
 from sizing.units import Parser as _Parser
 from sizing.units import parse_duration_ms, parse_size
 
@@ -25,21 +24,28 @@ __all__ = ["COMMANDS", "build_parser", "main", "parse_duration_ms", "parse_size"
 _ = _progress_bar  # re-exported: the progress bar of long subcommands
 
 
-#: Each module's parser builder, in the order of the full parser (``reference`` adds
-#: ``precompute`` too).
-_ADDERS: tuple[tuple[tuple[str, ...], Callable[[Any], object]], ...] = (
-    (("recommend",), recommend.add_parser),
-    (("compare",), compare.add_parser),
-    (("k8s",), k8s.add_parser),
-    (("fit",), fit.add_parser),
-    (("reference", "precompute"), reference.add_parsers),
-    (("catalog",), catalog.add_parser),
-    (("report",), report.add_parser),
-    (("plan-measurements",), plan.add_parser),
-    (("workload",), accesslog.add_parser),
+#: Each subcommand's module and the function that adds its parser, in the order of the full
+#: parser (``reference`` adds ``precompute`` too). A module is imported when its command
+#: runs (or the full parser is built): a command loads only its own code.
+_ADDERS: tuple[tuple[tuple[str, ...], str, str], ...] = (
+    (("recommend",), "sizing.cli.recommend", "add_parser"),
+    (("compare",), "sizing.cli.compare", "add_parser"),
+    (("k8s",), "sizing.cli.k8s", "add_parser"),
+    (("fit",), "sizing.cli.fit", "add_parser"),
+    (("reference", "precompute"), "sizing.cli.reference", "add_parsers"),
+    (("catalog",), "sizing.cli.catalog", "add_parser"),
+    (("report",), "sizing.cli.report", "add_parser"),
+    (("plan-measurements",), "sizing.cli.plan", "add_parser"),
+    (("workload",), "sizing.evidence.accesslog", "add_parser"),
 )
 #: The subcommands as the full parser's usage line lists them.
-_CHOICES = "{" + ",".join(name for names, _ in _ADDERS for name in names) + "}"
+_CHOICES = "{" + ",".join(name for names, _, _ in _ADDERS for name in names) + "}"
+
+
+def _function(module: str, name: str) -> Callable[..., Any]:
+    """``module.name``, the module imported on first use."""
+    function: Callable[..., Any] = getattr(importlib.import_module(module), name)
+    return function
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -55,30 +61,41 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         "requests per second with p99 latency under an SLA, at the lowest cost. Each command "
         "has its own --help.",
     )
-    only = next((add for names, add in _ADDERS if command in names), None)
+    only = next((add for names, *add in _ADDERS if command in names), None)
     if only is None:
         sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-        for _, add in _ADDERS:
-            add(sub)
+        for _, module, name in _ADDERS:
+            _function(module, name)(sub)
         return parser
     sub = parser.add_subparsers(
         dest="command", required=True, parser_class=_Parser, metavar=_CHOICES
     )
-    only(sub)
+    _function(*only)(sub)
     return parser
 
 
+def _runner(module: str, name: str) -> Callable[[argparse.Namespace], int]:
+    """A command's run function, its module imported when the command runs."""
+
+    def run(args: argparse.Namespace) -> int:
+        code: int = _function(module, name)(args)
+        return code
+
+    run.__qualname__ = run.__name__ = f"{module}.{name}"
+    return run
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "plan-measurements": plan.run,
-    "recommend": recommend.run,
-    "compare": compare.run,
-    "k8s": k8s.run,
-    "fit": fit.run,
-    "reference": reference.run_reference,
-    "catalog": catalog.run,
-    "precompute": reference.run_precompute,
-    "report": report.run,
-    "workload": accesslog.run,
+    "plan-measurements": _runner("sizing.cli.plan", "run"),
+    "recommend": _runner("sizing.cli.recommend", "run"),
+    "compare": _runner("sizing.cli.compare", "run"),
+    "k8s": _runner("sizing.cli.k8s", "run"),
+    "fit": _runner("sizing.cli.fit", "run"),
+    "reference": _runner("sizing.cli.reference", "run_reference"),
+    "catalog": _runner("sizing.cli.catalog", "run"),
+    "precompute": _runner("sizing.cli.reference", "run_precompute"),
+    "report": _runner("sizing.cli.report", "run"),
+    "workload": _runner("sizing.evidence.accesslog", "run"),
 }
 
 

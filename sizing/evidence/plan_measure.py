@@ -18,7 +18,9 @@ in $/hour: what the measurement is expected to save on the fleet (by firming up 
 already cheapest, or by revealing that another platform is cheaper). A platform with no spread
 has zero value; one that cannot become the cheapest at any plausible draw has about zero value.
 The draws use a fixed seed and the same draws for every platform (common random numbers), so
-the ranking is reproducible and differences are not Monte Carlo noise.
+the ranking is reproducible and differences are not Monte Carlo noise. A type whose cost at
+its largest draw is above every other platform's cheapest fleet today can never be the cheapest
+after, so its draws are not computed (the values and P(best) are the same either way).
 
 Platforms are assumed independent (measuring one does not inform another), and only the
 contracted `sizing.model.capacity.Capacity` fields are used: ``cpu_sla_rps``, ``network_rps``,
@@ -35,11 +37,13 @@ from typing import Any
 
 import numpy as np
 
+from sizing.catalog.egress import egress_cost, traffic
 from sizing.catalog.load import Instance
 from sizing.errors import Infeasible, InputError
-from sizing.fleet.counts import MAX_FLEET
-from sizing.fleet.recommend import capacities as shape_capacities
-from sizing.model.capacity import Capacity, Workload, instance_capacity
+from sizing.fleet.counts import min_instances_array
+from sizing.fleet.recommend import HOURS_PER_MONTH, sustained, wire_bytes_per_request
+from sizing.fleet.recommend import _shape as shape_of
+from sizing.model.capacity import Capacity, Workload, instance_capacities, instance_capacity
 from sizing.model.platforms import match_cpu_text, platform_of
 from sizing.pipeline import Answer, size
 from sizing.request import SizingRequest
@@ -126,6 +130,7 @@ class MeasurementPlan:
     draws: int
     seed: int
     notes: list[str] = field(default_factory=list)
+    egress_now_usd_hour: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for JSON output."""
@@ -134,6 +139,7 @@ class MeasurementPlan:
             "confidence": self.confidence,
             "cost_now_usd_hour": self.cost_now_usd_hour,
             "best_now": self.best_now,
+            "egress_now_usd_hour": self.egress_now_usd_hour,
             "draws": self.draws,
             "seed": self.seed,
             "candidates": [c.to_dict() for c in self.candidates],
@@ -151,38 +157,26 @@ def _fleet_cost(
     redundancy: int,
     z_conf: float,
     max_count: int | None,
+    fixed: Any = 0.0,
 ) -> np.ndarray:
     """Hourly cost of the count at the confidence, per value of the CPU capacity [USD/h].
 
-    ``network_rps``, ``rel_sd`` and ``price`` are numbers or arrays that broadcast against
-    ``cpu_rps``. The count is `sizing.fleet.counts.fleet_count`'s, evaluated element-wise
-    with the same float operations (one division, its ceiling, two corrections each way),
-    so each element equals the scalar function's (tests/test_speed_paths.py).
+    ``network_rps``, ``rel_sd``, ``price`` and ``fixed`` (what the fleet pays whatever its
+    count: the request's egress from the type's region) are numbers or arrays that broadcast
+    against ``cpu_rps``. The capacity at the confidence is the CPU's at ``exp(z_conf * rel_sd)``,
+    network capped, less the headroom; the count is `sizing.fleet.counts.min_instances_array`
+    of it plus ``redundancy``, so each element equals the scalar `sizing.fleet.counts.
+    fleet_count`'s (tests/test_speed_paths.py); inf where no count within ``max_count`` does.
     """
     sd = np.asarray(rel_sd, dtype=float)
-    # math.exp, as the scalar path: numpy's exp may differ in the last digit
-    factor = np.array([math.exp(z_conf * r) for r in sd.ravel().tolist()]).reshape(sd.shape)
-    q = np.asarray(np.minimum(cpu_rps * factor, network_rps) * (1.0 - headroom), dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        ratio = target_rps / q
-        ok = (q > 0) & np.isfinite(q) & (ratio <= MAX_FLEET)
-        m = np.maximum(np.ceil(np.where(ok, ratio, 1.0)), 1.0)
-        # Guard the float division at exact multiples, as min_instances does: at most two
-        # steps down, then two up (a step that changes no element leaves the next unchanged).
-        for _ in range(2):
-            down = (m > 1) & ((m - 1) * q >= target_rps)
-            if not down.any():
-                break
-            m -= down
-        for _ in range(2):
-            up = m * q < target_rps
-            if not up.any():
-                break
-            m += up
-        n = m + redundancy
-        if max_count is not None:
-            ok &= n <= max_count
-        return np.where(ok, n * np.asarray(price, dtype=float), math.inf)
+    # math.exp, as the scalar path (numpy's exp may differ in the last digit), once per spread
+    spreads, which = np.unique(sd.ravel(), return_inverse=True)
+    factor = np.array([math.exp(z_conf * r) for r in spreads.tolist()])[which].reshape(sd.shape)
+    q = np.minimum(cpu_rps * factor, network_rps) * (1.0 - headroom)
+    n = min_instances_array(target_rps, q) + redundancy
+    ok = np.isfinite(n) if max_count is None else n <= max_count
+    with np.errstate(invalid="ignore"):
+        return np.where(ok, n * np.asarray(price, dtype=float) + fixed, math.inf)
 
 
 def _runs_one_platform(inst: Instance) -> bool:
@@ -214,6 +208,7 @@ def plan_measurements(
     capacity: Callable[[Instance, Workload], Capacity] = instance_capacity,
     group: Callable[[Instance], tuple[str, str]] = platform_key,
     capacities: Callable[[list[Instance], Workload], list[Capacity]] | None = None,
+    egress: Callable[[Instance], float] | None = None,
 ) -> MeasurementPlan:
     """Rank CPU platforms by the expected saving of measuring them.
 
@@ -239,6 +234,10 @@ def plan_measurements(
     capacities : callable, optional
         The capacity model for all instances at once (`sizing.model.capacity.
         instance_capacities`); when given, used instead of ``capacity``.
+    egress : callable, optional
+        What a fleet of the type pays per hour whatever its count (the request's egress from
+        its region) [USD/h]; it enters every fleet's cost, so the cheapest fleet is the one
+        `recommend` decides on. None: compute only.
 
     Raises
     ------
@@ -264,92 +263,78 @@ def plan_measurements(
     z_conf = NormalDist().inv_cdf(1.0 - confidence)
     z = np.random.default_rng(seed).standard_normal(draws)
     caps = capacities(insts, work) if capacities else [capacity(i, work) for i in insts]
-    now = _fleet_cost(
-        np.array([c.cpu_sla_rps for c in caps], dtype=float),
-        np.array([c.network_rps for c in caps], dtype=float),
-        [c.rel_sd for c in caps],
-        np.array([i.price_usd_hour for i in insts], dtype=float),
-        target_rps,
-        headroom,
-        redundancy,
-        z_conf,
-        max_count,
-    )
+    cpu = np.array([c.cpu_sla_rps for c in caps], dtype=float)
+    net = np.array([c.network_rps for c in caps], dtype=float)
+    sd = np.array([c.rel_sd for c in caps], dtype=float)
+    price = np.array([i.price_usd_hour for i in insts], dtype=float)
+    fixed = np.array([egress(i) if egress else 0.0 for i in insts], dtype=float)
+    rules = (target_rps, headroom, redundancy, z_conf, max_count)
+    now = _fleet_cost(cpu, net, sd, price, *rules, fixed)
     if not np.isfinite(now).any():
         raise Infeasible(f"no instance type meets {target_rps:,.0f} RPS")
     best_now = int(np.argmin(now))
-    groups: dict[str, list[int]] = {}
-    names: dict[str, str] = {}
-    # The platform follows from these fields alone (`platform_of`): each found once.
-    seen: dict[tuple[Any, ...], tuple[str, str]] = {}
-    for k, inst in enumerate(insts):
-        if group is platform_key:
-            fields = (inst.cpu, inst.arch, inst.family, inst.threads_per_core)
-            found = seen.get(fields)
-            if found is None:
-                found = seen[fields] = group(inst)
-            pid, name = found
-        else:
-            pid, name = group(inst)
-        groups.setdefault(pid, []).append(k)
-        names[pid] = name
+    keys, members = _group_rows(insts, caps, group)
+    group_now = np.array([now[m].min() for m in members])
+    # What a group's draws compete with: the cheapest fleet of every other group, as today.
+    rests = [
+        float(np.delete(group_now, g).min()) if len(keys) > 1 else math.inf
+        for g in range(len(keys))
+    ]
+    # A type whose cost at its largest draw (its capacity nudged up, so that no rounding can
+    # lift the bound above a draw's cost) exceeds that is never the cheapest after: it is
+    # left out of the curves, which changes neither the costs after nor P(best).
+    top = np.round(z.max() * np.maximum(sd, 0.0) / 1e-3) * 1e-3
+    bound = _fleet_cost(
+        cpu * np.exp(top) * (1.0 + 1e-9), net, np.minimum(residual_sd, sd), price, *rules, fixed
+    )
+    rest_of_row = np.empty(len(insts))
+    for g, mem in enumerate(members):
+        rest_of_row[mem] = rests[g]
+    useful = np.isfinite(bound) & (bound <= rest_of_row)
+    single = _single_platform_rows(insts)
+    vcpus = np.array([i.vcpus for i in insts])
+    labels = [f"{i.provider}/{i.instance_type}" for i in insts]
     candidates = []
-    for pid, members in groups.items():
-        mem = set(members)
-        others = [k for k in range(len(insts)) if k not in mem]
-        rest = float(now[others].min()) if others else math.inf
-        after = np.full(draws, rest)
+    for (pid, name), mem, rest in zip(keys, members, rests, strict=True):
         mine = np.full(draws, math.inf)
         # Types alike in everything the cost curve uses but the price (one type in many
-        # regions) have the same counts at every draw: the cheapest of them alone can be
-        # the group's cheapest.
-        cheapest: dict[tuple[float, float, float], int] = {}
-        for k in members:
-            c = caps[k]
-            like = cheapest.setdefault((c.cpu_sla_rps, c.network_rps, c.rel_sd), k)
-            if insts[k].price_usd_hour < insts[like].price_usd_hour:
-                cheapest[(c.cpu_sla_rps, c.network_rps, c.rel_sd)] = k
-        distinct = list(cheapest.values())
+        # regions) have the same counts at every draw: the cheapest of them alone counts.
+        # (With egress, alike also in what the fleet pays whatever its count.)
+        cheapest: dict[tuple[float, float, float, float], int] = {}
+        for k in mem[useful[mem]].tolist():
+            like = cheapest.setdefault((cpu[k], net[k], sd[k], fixed[k]), k)
+            if price[k] < price[like]:
+                cheapest[(cpu[k], net[k], sd[k], fixed[k])] = k
+        distinct = np.array(list(cheapest.values()), dtype=int)
         for start in range(0, len(distinct), _BLOCK):
             block = distinct[start : start + _BLOCK]
             cost = _cost_curves(
-                [caps[k] for k in block],
-                [insts[k] for k in block],
+                cpu[block],
+                net[block],
+                sd[block],
+                price[block],
                 z,
                 residual_sd,
-                target_rps,
-                headroom,
-                redundancy,
-                z_conf,
-                max_count,
+                *rules,
+                fixed[block],
             )
             mine = np.minimum(mine, cost.min(axis=0))
-        after = np.minimum(after, mine)
+        after = np.minimum(rest, mine)
         saving = float(now.min()) - after
-        finite = np.isfinite(saving)
-        value = float(saving[finite].mean()) if finite.all() else math.nan
-        se = float(saving.std(ddof=1) / math.sqrt(draws)) if finite.all() else math.nan
-        measure_on = min(
-            (insts[k] for k in members),
-            key=lambda i: (
-                not _runs_one_platform(i),
-                i.vcpus < 2,
-                i.price_usd_hour,
-                i.instance_type,
-            ),
-        )
+        finite = bool(np.isfinite(saving).all())
+        measure_on = insts[_measure_on(mem, single, vcpus, price, insts)]
         candidates.append(
             Candidate(
                 platform_id=pid,
-                name=names[pid],
-                instance_types=sorted(
-                    f"{insts[k].provider}/{insts[k].instance_type}" for k in members
-                ),
-                rel_sd=max(caps[k].rel_sd for k in members),
-                value_usd_hour=value,
-                value_se_usd_hour=se,
+                name=name,
+                instance_types=sorted(labels[k] for k in mem.tolist()),
+                rel_sd=float(sd[mem].max()),
+                value_usd_hour=float(saving.mean()) if finite else math.nan,
+                value_se_usd_hour=float(saving.std(ddof=1) / math.sqrt(draws))
+                if finite
+                else math.nan,
                 p_best=float(np.mean(mine <= after)),
-                cost_now_usd_hour=float(now[members].min()),
+                cost_now_usd_hour=float(now[mem].min()),
                 measure_on=measure_on,
                 command=_calibrate_command(measure_on),
             )
@@ -361,6 +346,7 @@ def plan_measurements(
         confidence=confidence,
         cost_now_usd_hour=float(now.min()),
         best_now=f"{best.provider}/{best.instance_type}",
+        egress_now_usd_hour=float(fixed[best_now]),
         candidates=candidates,
         draws=draws,
         seed=seed,
@@ -372,13 +358,66 @@ def plan_measurements(
     )
 
 
+def _group_rows(
+    insts: list[Instance], caps: list[Any], group: Callable[[Instance], tuple[str, str]]
+) -> tuple[list[tuple[str, str]], list[np.ndarray]]:
+    """The groups' ``(id, name)`` in order of first appearance and each one's row indices.
+
+    With `platform_key`, a row's group is the platform its capacity was computed for
+    (`sizing.model.capacity.Capacity.platform`, `platform_of`'s), found once there.
+    """
+    plats = [getattr(c, "platform", None) for c in caps] if group is platform_key else []
+    keys = [(p.platform_id, p.name) for p in plats if p is not None]
+    if len(keys) != len(insts):
+        keys = [group(inst) for inst in insts]
+    index: dict[str, int] = {}
+    names: dict[str, str] = {}
+    gid = np.array([index.setdefault(pid, len(index)) for pid, _ in keys], dtype=int)
+    for pid, name in keys:
+        names[pid] = name
+    order = np.argsort(gid, kind="stable")
+    members = np.split(order, np.cumsum(np.bincount(gid, minlength=len(index)))[:-1])
+    return [(pid, names[pid]) for pid in index], members
+
+
+def _single_platform_rows(insts: list[Instance]) -> np.ndarray:
+    """Whether each row's CPU text names one platform (`_runs_one_platform`, once per text)."""
+    one: dict[str, bool] = {}
+    out = np.empty(len(insts), dtype=bool)
+    for k, inst in enumerate(insts):
+        found = one.get(inst.cpu)
+        if found is None:
+            found = one[inst.cpu] = _runs_one_platform(inst)
+        out[k] = found
+    return out
+
+
+def _measure_on(
+    mem: np.ndarray, single: np.ndarray, vcpus: np.ndarray, price: np.ndarray, insts: list[Instance]
+) -> int:
+    """The row to measure a group on: sure to run its platform, >= 2 vCPUs, cheapest, by name.
+
+    The first of ``mem`` in that order (the order of ``min`` over those keys).
+    """
+    rank = (~single[mem]).astype(int) * 2 + (vcpus[mem] < 2)
+    pick = mem[rank == rank.min()]
+    cheapest = pick[price[pick] == price[pick].min()]
+    pick = cheapest if len(cheapest) else pick  # none when a price is not a number
+    if len(pick) == 1:
+        return int(pick[0])
+    first = min(insts[k].instance_type for k in pick.tolist())
+    return next(k for k in pick.tolist() if insts[k].instance_type == first)
+
+
 #: Instance types whose cost curves are computed at once (rows x draws floats each).
 _BLOCK = 64
 
 
 def _cost_curves(
-    caps: list[Capacity],
-    insts: list[Instance],
+    cpu_sla_rps: np.ndarray,
+    network_rps: np.ndarray,
+    rel_sd: np.ndarray,
+    price: np.ndarray,
     z: np.ndarray,
     residual_sd: float,
     target_rps: float,
@@ -386,6 +425,7 @@ def _cost_curves(
     redundancy: int,
     z_conf: float,
     max_count: int | None,
+    fixed: np.ndarray | float = 0.0,
 ) -> np.ndarray:
     """Cost at the confidence for each type (rows) and each draw of its measured capacity.
 
@@ -393,19 +433,20 @@ def _cost_curves(
     to a grid of 0.1% on the log scale (fleet counts are step functions of it); the measured
     capacity keeps a log-sd of ``min(residual_sd, rel_sd)`` [USD/h].
     """
-    rel = np.array([c.rel_sd for c in caps], dtype=float)[:, None]
+    rel = rel_sd[:, None]
     grid = np.round(z[None, :] * np.maximum(rel, 0.0) / 1e-3).astype(int)
-    cpu = np.array([c.cpu_sla_rps for c in caps], dtype=float)[:, None] * np.exp(grid * 1e-3)
+    cpu = cpu_sla_rps[:, None] * np.exp(grid * 1e-3)
     return _fleet_cost(
         cpu,
-        np.array([c.network_rps for c in caps], dtype=float)[:, None],
+        network_rps[:, None],
         np.minimum(residual_sd, rel),
-        np.array([i.price_usd_hour for i in insts], dtype=float)[:, None],
+        price[:, None],
         target_rps,
         headroom,
         redundancy,
         z_conf,
         max_count,
+        np.asarray(fixed, dtype=float)[:, None] if np.ndim(fixed) else fixed,
     )
 
 
@@ -414,7 +455,13 @@ def render(plan: MeasurementPlan, top: int = 5, decision: str = "") -> str:
     lines = [
         *([decision, ""] if decision else []),
         f"Cheapest fleet now at {plan.confidence:.0%} confidence: {plan.best_now}, "
-        f"${plan.cost_now_usd_hour:,.2f}/hour (${plan.cost_now_usd_hour * 730:,.0f}/month)",
+        f"${plan.cost_now_usd_hour:,.2f}/hour (${plan.cost_now_usd_hour * 730:,.0f}/month)"
+        + (
+            f", of which ${plan.egress_now_usd_hour:,.2f}/hour egress (every fleet's cost "
+            "below holds its region's egress)"
+            if plan.egress_now_usd_hour
+            else ""
+        ),
         "",
         f"{'rank':>4}  {'platform':<44} {'sd':>5} {'value $/h':>10} {'+-':>6} "
         f"{'$/month':>9} {'P(best)':>7} {'now $/h':>9}",
@@ -436,6 +483,27 @@ def render(plan: MeasurementPlan, top: int = 5, decision: str = "") -> str:
     return "\n".join(lines)
 
 
+def fleet_egress(request: SizingRequest, work: Workload) -> Callable[[Instance], float]:
+    """What a fleet of a type pays per hour for the request's egress from its region [USD/h].
+
+    As the answer prices it (`sizing.catalog.egress.egress_cost`, the request's clients and
+    zones); a region with no published price pays nothing here, as its answer's total holds
+    compute only.
+    """
+    _, monthly_gib = traffic(request.rps, wire_bytes_per_request(work))
+    zones = request.rules().zones
+    priced: dict[tuple[str, str], float] = {}
+
+    def egress(inst: Instance) -> float:
+        where = (inst.provider, inst.region)
+        if where not in priced:
+            usd = egress_cost(*where, monthly_gib, clients=request.clients, zones=zones)
+            priced[where] = float(usd["usd_month"] or 0.0) / HOURS_PER_MONTH
+        return priced[where]
+
+    return egress
+
+
 def plan_for(
     request: SizingRequest,
     *,
@@ -451,17 +519,28 @@ def plan_for(
     answer = size(request)
     rec = answer.recommendation
 
-    def capacity(inst: Instance, w: Workload) -> Capacity:
-        return instance_capacity(inst, w, rec.evidence, rec.profiles)
-
     def capacities(insts: list[Instance], w: Workload) -> list[Capacity]:
-        # once per shape (a type in many regions), as the answer counted them; burstable
-        # types are not among ``insts``, so `sustained` leaves every capacity as it is. The
-        # answer's options already hold the capacity of their rows: only the rest is computed.
+        # The answer's options hold the capacity of their rows, and of every row of the same
+        # shape (a type in other regions); every other shape's is computed once, as the
+        # answer computes them. Burstable types are not among ``insts``, so `sustained`
+        # changes none. Rows of one shape share one object: the plan reads only its numbers
+        # and platform.
         known = {id(o.capacity.instance): o.capacity for o in rec.options}
-        rest = [i for i in insts if id(i) not in known]
-        more = iter(shape_capacities(rest, w, rec.evidence, rec.profiles))
-        return [known[id(i)] if id(i) in known else next(more) for i in insts]
+        out: list[Capacity | None] = [known.get(id(i)) for i in insts]
+        missing: dict[tuple[Any, ...], list[int]] = {}
+        for k, cap in enumerate(out):
+            if cap is None:
+                missing.setdefault(shape_of(insts[k]), []).append(k)
+        if missing:
+            have = {shape_of(o.capacity.instance): o.capacity for o in rec.options}
+            new = [shape for shape in missing if shape not in have]
+            firsts = [insts[missing[shape][0]] for shape in new]
+            found = instance_capacities(firsts, w, rec.evidence, rec.profiles)
+            have.update(zip(new, map(sustained, found), strict=True))
+            for shape, rows in missing.items():
+                for k in rows:
+                    out[k] = have[shape]
+        return [c for c in out if c is not None]
 
     rules = request.rules()
     plan = plan_measurements(
@@ -475,7 +554,7 @@ def plan_for(
         residual_sd=residual_sd,
         draws=draws,
         seed=seed,
-        capacity=capacity,
         capacities=capacities,
+        egress=fleet_egress(request, rec.workload),
     )
     return answer, plan

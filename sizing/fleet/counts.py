@@ -14,15 +14,19 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sizing.catalog.load import PRICING_COLUMNS
+from sizing.catalog.rows import HOURS_PER_MONTH
 from sizing.errors import InputError
 from sizing.model.capacity import ESTIMATES, Capacity, Workload
 from sizing.model.costmodel import CostProfile
 from sizing.units import CONFIDENCE_RANGE
 
-HOURS_PER_MONTH = 730.0
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import ArrayLike
+
 DEFAULT_HEADROOM = 0.2
 #: Largest fleet of one type considered: a bound on every count search.
 MAX_FLEET = 1_000_000
@@ -137,6 +141,47 @@ def min_instances(target_rps: float, usable_rps: float) -> int | None:
         if m * usable_rps < target_rps:
             m += 1
     return m
+
+
+def min_instances_array(target_rps: float, usable_rps: ArrayLike) -> np.ndarray:
+    """`min_instances` of every element of ``usable_rps`` at once: inf where it is None.
+
+    The same rule with the same float operations, element-wise: one division, its ceiling
+    (at least 1), at most two steps down while ``(m - 1) * usable >= target``, then two up
+    while ``m * usable < target`` (a step that changes no element leaves the next
+    unchanged); usable rates that are not positive and finite, or that need more than
+    `MAX_FLEET` instances, give inf. Imports numpy on first use (``recommend`` does not).
+
+    Parameters
+    ----------
+    target_rps : float
+        Requests per second to serve [1/s].
+    usable_rps : array_like
+        What one instance serves with the headroom kept, any shape [1/s].
+
+    Returns
+    -------
+    numpy.ndarray
+        Instances needed, as floats of ``usable_rps``'s shape (inf: no such fleet) [1].
+    """
+    import numpy as np
+
+    q = np.asarray(usable_rps, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        ratio = target_rps / q
+        ok = (q > 0) & np.isfinite(q) & np.isfinite(ratio) & (ratio <= MAX_FLEET)
+        m = np.maximum(np.ceil(np.where(ok, ratio, 1.0)), 1.0)
+        for _ in range(2):  # guard the float division at exact multiples
+            down = ok & (m > 1) & ((m - 1) * q >= target_rps)
+            if not down.any():
+                break
+            m -= down
+        for _ in range(2):
+            up = ok & (m * q < target_rps)
+            if not up.any():
+                break
+            m += up
+    return np.where(ok, m, math.inf)
 
 
 def fleet_count(target_rps: float, usable_rps: float, redundancy: int) -> int | None:

@@ -405,10 +405,17 @@ HANDSHAKES = ("handshake_full_rsa2048_us", "handshake_full_ecdsa_p256_us")
 
 
 def current_stack(ref: CostProfile) -> CostProfile:
-    """The reference with full-handshake costs moved from OpenSSL 1.0.1f to a current one."""
+    """The reference with its 2015 build's crypto moved to a current one.
+
+    Full handshakes x`OPENSSL_HANDSHAKE_FACTOR`; TLS's per-byte cost as the project's runs
+    measured it on nginx 1.22 and OpenSSL 3.0 (``current_stack`` of ``cost-model.json``,
+    `sizing.model.runcosts.tls_byte_current`), where the precomputed model holds it.
+    """
+    from sizing.model.costmodel import current_stack_coefficients
+
     f, lo, hi, why = OPENSSL_HANDSHAKE_FACTOR
     rel = max(math.log(hi / f), math.log(f / lo)) / 1.96
-    coefs = dict(ref.coefficients)
+    coefs = dict(ref.coefficients) | current_stack_coefficients()
     for name in HANDSHAKES:
         c = coefs[name]
         value = c.value * f

@@ -497,6 +497,15 @@ def load_cost_model(path: Path = COST_MODEL_PATH) -> dict[str, object]:
 
 
 @cache
+def current_stack_coefficients() -> dict[str, Coefficient]:
+    """The precomputed model's coefficients for a current stack (``current_stack``), if any."""
+    raw = load_cost_model().get("current_stack")
+    if not isinstance(raw, dict):
+        return {}
+    return {k: _coef(k, v) for k, v in raw.items() if isinstance(v, dict) and k in UNITS}
+
+
+@cache
 def reference_profile() -> CostProfile:
     """Seed 004's coefficient set with the estimates for what it did not measure."""
     return profile_from_doc(load_cost_model(), "reference (seed 004)")

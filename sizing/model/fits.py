@@ -341,7 +341,7 @@ def cost_model_doc(fit: dict[str, Any]) -> dict[str, Any]:
         "estimate: zlib at NGINX's default level 1 compresses about 125 MB/s of text on a "
         "2015 server core: 8 ns per input byte (5-15)",
     )
-    from sizing.model.proxycost import proxy_terms
+    from sizing.model.runcosts import proxy_terms
 
     for name, (value, low, high, why) in proxy_terms(p).items():
         # Measured over loopback; the upstream leg's packets over a NIC are counted apart.
@@ -365,14 +365,26 @@ def cost_model_doc(fit: dict[str, Any]) -> dict[str, Any]:
         f"regex match and URI rewrite: {gmid:.1%} of a 1 KB HTTPS reverse proxy request "
         f"(published {1 - ghi:.0%}-{1 - glo:.0%} fewer RPS, {gsrc}; an input)",
     )
-    coefs["http2_request_us"] = {
-        "value": 0.0,
-        "stderr": 2.0,
-        "unit": "us/request",
-        "measured_over": "none",
-        "source": "estimate: no published HTTP/2 figure for this CPU; taken as HTTP/1.1 with "
-        "2 us (1 sd) of uncertainty per request",
-    }
+    from sizing.model.runcosts import HTTP2_TRIALS, http2_term, tls_byte_current
+
+    if HTTP2_TRIALS.is_file():
+        h2, h2_lo, h2_hi, h2_why = http2_term({**p})
+        coefs["http2_request_us"] = {
+            "value": _sig(h2),
+            "stderr": _sig((h2_hi - h2_lo) / 3.92, 2),
+            "unit": "us/request",
+            "measured_over": "loopback",
+            "source": h2_why,
+        }
+    else:
+        coefs["http2_request_us"] = {
+            "value": 0.0,
+            "stderr": 2.0,
+            "unit": "us/request",
+            "measured_over": "none",
+            "source": "estimate: no HTTP/2 measurement; taken as HTTP/1.1 with 2 us (1 sd) of "
+            "uncertainty per request",
+        }
     coefs["nic_packet_us"] = _range_coef(
         0.8,
         0.4,
@@ -401,6 +413,11 @@ def cost_model_doc(fit: dict[str, Any]) -> dict[str, Any]:
             c = cov[i][j] / math.sqrt(cov[i][i] * cov[j][j]) if cov[i][i] and cov[j][j] else 0.0
             if abs(c) >= 0.05:
                 corr[f"{a}|{b}"] = round(c, 2)
+    tls_value, tls_lo, tls_hi, tls_why = tls_byte_current(p)
+    tls_current = {
+        **_range_coef(tls_value, tls_lo, tls_hi, "ns/byte", tls_why),
+        "measured_over": "loopback",
+    }
     return {
         "schema": "nginx-sizing/cost-model/1",
         "generated_by": "python -m sizing precompute",
@@ -411,6 +428,8 @@ def cost_model_doc(fit: dict[str, Any]) -> dict[str, Any]:
         "speed_basis": "core",
         "arch": "x86_64",
         "coefficients": coefs,
+        # What `sizing.model.capacity.current_stack` puts in place of the seed's 2015 build.
+        "current_stack": {"tls_byte_ns": tls_current},
         "correlation": corr,
         "scaling": {
             "sigma": _sig(p["sigma"]),
