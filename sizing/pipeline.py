@@ -104,6 +104,23 @@ def evidence_of(request: SizingRequest, instances: Sequence[Instance] = ()) -> t
     return evidence, warning
 
 
+def _fleet_options(request: SizingRequest) -> dict[str, Any]:
+    """The keyword options both recommend paths take from a request (one list)."""
+    rules = request.rules()
+    return {
+        "zones": rules.zones,
+        "zone_loss": rules.zone_loss,
+        "pricing": rules.pricing,
+        "spot_reserve": request.spot_reserve,
+        "sort": request.sort,
+        "burstable": request.burstable,
+        "mix": request.mix,
+        "clients": request.clients,
+        "include_families": request.family_groups(),
+        "growth": request.growth_rate(),
+    }
+
+
 def size(request: SizingRequest) -> Answer:
     """Answer a sizing request: the options, the mix when asked, and the decision.
 
@@ -134,7 +151,6 @@ def size(request: SizingRequest) -> Answer:
             rows = columnar.select_rows(
                 cols, request.providers or None, request.arch or None, request.families or None
             )
-            profiles = load_profiles(request.profiles)
             rules = request.rules()
             rec = columnar.recommend_columns(
                 request.rps,
@@ -145,17 +161,8 @@ def size(request: SizingRequest) -> Answer:
                 rules.redundancy,
                 rules.max_count,
                 rules.confidence,
-                profiles,
-                zones=rules.zones,
-                zone_loss=rules.zone_loss,
-                pricing=rules.pricing,
-                spot_reserve=request.spot_reserve,
-                sort=request.sort,
-                burstable=request.burstable,
-                mix=request.mix,
-                clients=request.clients,
-                include_families=request.family_groups(),
-                growth=request.growth_rate(),
+                load_profiles(request.profiles),
+                **_fleet_options(request),
             )
             decision = rec.decision["headline"] + "." if rec.decision else ""
             return Answer(request, rec, decision, "", columnar.instances_of(cols, rows))
@@ -173,16 +180,7 @@ def size(request: SizingRequest) -> Answer:
         evidence,
         rules.confidence,
         profiles=profiles,
-        zones=rules.zones,
-        zone_loss=rules.zone_loss,
-        pricing=rules.pricing,
-        spot_reserve=request.spot_reserve,
-        sort=request.sort,
-        burstable=request.burstable,
-        mix=request.mix,
-        clients=request.clients,
-        include_families=request.family_groups(),
-        growth=request.growth_rate(),
+        **_fleet_options(request),
     )
     decision = rec.decision["headline"] + "." if rec.decision else ""  # the text's first
     return Answer(request, rec, decision, warning, tuple(instances))
