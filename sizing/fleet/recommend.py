@@ -20,7 +20,7 @@ from typing import Any
 
 from sizing.catalog.egress import CLIENTS, Prices, egress_cost, traffic
 from sizing.catalog.load import LIKE_FIELDS, PRICING_COLUMNS, SHAPE_FIELDS, Instance
-from sizing.catalog.providers import FAMILY_GROUPS, family_groups
+from sizing.catalog.providers import FAMILY_GROUPS, family_groups, provider_of
 from sizing.errors import Infeasible, InputError
 from sizing.fleet.counts import (
     DEFAULT_HEADROOM,
@@ -156,7 +156,7 @@ def capacities(
 
 
 def prune_dominated(
-    instances: Sequence[Instance], pricing: str = "on-demand"
+    instances: Sequence[Instance], pricing: str = "on-demand", work: Workload | None = None
 ) -> tuple[list[Instance], list[dict[str, Any]]]:
     """Drop each type that a cheaper type in its region matches in everything capacity uses.
 
@@ -164,7 +164,9 @@ def prune_dominated(
     burstability and bandwidth, not on memory or local disks (the design's capacity model).
     So among types with the same provider, region, ``cpu``, ``arch``, ``vcpus``,
     ``threads_per_core``, ``burstable`` and ``cpu_baseline``, a type is dominated when another
-    costs less (or the same, with an earlier name) and has at least its ``network_gbps``.
+    costs less (or the same, with an earlier name) and has at least its bandwidth: its
+    ``network_gbps``, or with ``work.burst_network`` the rate its provider's rules give for
+    bursts (a type with the lower baseline may burst higher).
 
     Returns
     -------
@@ -173,6 +175,12 @@ def prune_dominated(
         One row per dominated type, naming the type that dominates it.
     """
     column = PRICING_COLUMNS[pricing]
+    burst = work is not None and work.burst_network
+    rate: dict[int, float] = {}
+    for inst in instances:
+        rate[id(inst)] = (
+            provider_of(inst).network_gbps(inst, work)[0] if burst else inst.network_gbps
+        )
     groups: dict[tuple[Any, ...], list[Instance]] = {}
     for inst in instances:
         groups.setdefault(_LIKE(inst), []).append(inst)
@@ -181,12 +189,12 @@ def prune_dominated(
     for group in groups.values():
         if len(group) > 1:
             group.sort(
-                key=lambda i: (getattr(i, column) or math.inf, -i.network_gbps, i.instance_type)
+                key=lambda i: (getattr(i, column) or math.inf, -rate[id(i)], i.instance_type)
             )
         best_net = -math.inf
         best: Instance | None = None
         for inst in group:  # cheapest first: kept only if it adds bandwidth
-            if best is not None and inst.network_gbps <= best_net:
+            if best is not None and rate[id(inst)] <= best_net:
                 dropped.append(
                     {
                         "instance_type": inst.instance_type,
@@ -197,8 +205,8 @@ def prune_dominated(
                 )
                 continue
             kept.append(inst)
-            if inst.network_gbps > best_net:
-                best_net, best = inst.network_gbps, inst
+            if rate[id(inst)] > best_net:
+                best_net, best = rate[id(inst)], inst
     return kept, dropped
 
 
@@ -358,7 +366,7 @@ def recommend(
         else:
             candidates.append(inst)
     if prune and evidence is None:
-        candidates, dominated = prune_dominated(candidates, pricing)
+        candidates, dominated = prune_dominated(candidates, pricing, work)
         excluded += dominated
     counts: dict[tuple[Any, ...], tuple[int | None, int | None, float, float]] = {}
     for cap in capacities(candidates, work, evidence, profiles):
