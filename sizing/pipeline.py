@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sizing.catalog.load import Instance, load_catalog, select_instances
+from sizing.catalog.load import DEFAULT_CATALOG, Instance, load_catalog, select_instances
+from sizing.catalog.load import _norm as norm_values
 from sizing.evidence.profiles import load_profiles
 from sizing.evidence.runs_check import require_used_runs
 from sizing.fleet.recommend import Option, Recommendation, recommend
@@ -39,7 +40,7 @@ class Answer:
         The sentence a person reads: count, type, where, $/hour, $/month and how sure.
     warning : str
         A line to show before the answer (runs given but not used), or empty.
-    instances : tuple of Instance
+    instances : sequence of Instance
         The catalog rows the request's filters selected (before fleet rules excluded any).
     """
 
@@ -47,7 +48,7 @@ class Answer:
     recommendation: Recommendation
     decision: str
     warning: str = ""
-    instances: tuple[Instance, ...] = ()
+    instances: Sequence[Instance] = ()
 
     @property
     def options(self) -> list[Option]:
@@ -103,6 +104,23 @@ def evidence_of(request: SizingRequest, instances: Sequence[Instance] = ()) -> t
     return evidence, warning
 
 
+def _fleet_options(request: SizingRequest) -> dict[str, Any]:
+    """The keyword options both recommend paths take from a request (one list)."""
+    rules = request.rules()
+    return {
+        "zones": rules.zones,
+        "zone_loss": rules.zone_loss,
+        "pricing": rules.pricing,
+        "spot_reserve": request.spot_reserve,
+        "sort": request.sort,
+        "burstable": request.burstable,
+        "mix": request.mix,
+        "clients": request.clients,
+        "include_families": request.family_groups(),
+        "growth": request.growth_rate(),
+    }
+
+
 def size(request: SizingRequest) -> Answer:
     """Answer a sizing request: the options, the mix when asked, and the decision.
 
@@ -123,6 +141,31 @@ def size(request: SizingRequest) -> Answer:
     Infeasible
         When nothing meets the target, or runs were given and none is used.
     """
+    if _by_columns(request):
+        # numpy on this path only: the whole catalog kept as columns (sizing.fleet.columnar).
+        from sizing.catalog.columns import load_columns
+        from sizing.fleet import columnar
+
+        cols = load_columns(DEFAULT_CATALOG)
+        if cols is not None:
+            rows = columnar.select_rows(
+                cols, request.providers or None, request.arch or None, request.families or None
+            )
+            rules = request.rules()
+            rec = columnar.recommend_columns(
+                request.rps,
+                cols,
+                rows,
+                request.workload(),
+                rules.headroom,
+                rules.redundancy,
+                rules.max_count,
+                rules.confidence,
+                load_profiles(request.profiles),
+                **_fleet_options(request),
+            )
+            decision = rec.decision["headline"] + "." if rec.decision else ""
+            return Answer(request, rec, decision, "", columnar.instances_of(cols, rows))
     instances = instances_of(request)
     profiles = load_profiles(request.profiles)
     evidence, warning = evidence_of(request, instances)
@@ -137,16 +180,22 @@ def size(request: SizingRequest) -> Answer:
         evidence,
         rules.confidence,
         profiles=profiles,
-        zones=rules.zones,
-        zone_loss=rules.zone_loss,
-        pricing=rules.pricing,
-        spot_reserve=request.spot_reserve,
-        sort=request.sort,
-        burstable=request.burstable,
-        mix=request.mix,
-        clients=request.clients,
-        include_families=request.family_groups(),
-        growth=request.growth_rate(),
+        **_fleet_options(request),
     )
     decision = rec.decision["headline"] + "." if rec.decision else ""  # the text's first
     return Answer(request, rec, decision, warning, tuple(instances))
+
+
+def _by_columns(request: SizingRequest) -> bool:
+    """Whether the request is answered from the catalog's columns (`sizing.fleet.columnar`).
+
+    Yes for every region of the shipped catalog, with no catalog file of the user's, no runs
+    and baseline network rates (the columns prune on the baseline; ``--network burst`` ranks
+    the provider's burst rates, which the row path prunes on).
+    """
+    return (
+        not request.runs
+        and not request.catalog
+        and request.network != "burst"
+        and norm_values(request.regions) == {"all"}
+    )

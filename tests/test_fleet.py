@@ -489,3 +489,17 @@ def test_min_instances_array_keeps_the_shape_and_marks_no_fleet_as_inf():
     got = min_instances_array(1e6, np.array([[1e6 / 3, 0.0], [1.0, 1e6 / MAX_FLEET / 2]]))
     assert got.shape == (2, 2)
     assert got.tolist() == [[3.0, math.inf], [1e6, math.inf]]
+
+
+def test_pruning_compares_the_rates_the_request_uses():
+    """With --network burst a type that bursts higher is not dominated by a cheaper one."""
+    from sizing.fleet.recommend import prune_dominated
+    from sizing.model.workload import Workload
+
+    steady = replace(_inst("steady", 0.10), network_gbps=10.0, network_burst_gbps=10.0)
+    bursty = replace(_inst("bursty", 0.12), network_gbps=5.0, network_burst_gbps=25.0)
+    kept, dropped = prune_dominated([steady, bursty])
+    assert [i.instance_type for i in kept] == ["steady"]
+    assert dropped[0]["instance_type"] == "bursty"
+    kept, dropped = prune_dominated([steady, bursty], work=Workload(burst_network=True))
+    assert sorted(i.instance_type for i in kept) == ["bursty", "steady"] and not dropped

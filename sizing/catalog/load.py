@@ -74,6 +74,36 @@ CATALOG = Fields(
 RANGES: dict[str, tuple[float, float, str]] = {
     f.name: (f.low, f.high, f.unit) for f in CATALOG.numbers() if f.name != "threads_per_core"
 }
+#: What capacity can depend on: everything but the region, the prices and the file.
+SHAPE_FIELDS = (
+    "provider",
+    "instance_type",
+    "family",
+    "arch",
+    "cpu",
+    "vcpus",
+    "memory_gib",
+    "network_gbps",
+    "network_burst",
+    "source",
+    "source_date",
+    "threads_per_core",
+    "burstable",
+    "network_burst_gbps",
+    "cpu_baseline",
+    "coremark",
+)
+#: What dominated types are compared within (`sizing.fleet.recommend.prune_dominated`).
+LIKE_FIELDS = (
+    "provider",
+    "region",
+    "cpu",
+    "arch",
+    "vcpus",
+    "threads_per_core",
+    "burstable",
+    "cpu_baseline",
+)
 MAX_ROWS = 200_000
 #: Largest catalog file read [B]: 256 MB, far above MAX_ROWS rows of sane width (the shipped
 #: catalog is about 5 MB); a larger file, a device or a folder is refused before it is
@@ -278,6 +308,9 @@ def write_compact(csv_path: str | Path, instances: Sequence[Instance] | None = N
 
 #: Bumped when what the cache holds for a compact file changes.
 _CACHE_VERSION = 1
+#: The cache entries this process has read, by key: `catalog_regions` and `load_catalog`
+#: of one run read the file once.
+_LOADED: dict[str, Any] = {}
 
 
 def _read_compact(
@@ -294,7 +327,11 @@ def _read_compact(
     stats = _cache.stat_key(csv_path, cp)
     key = f"{COMPACT_SCHEMA}|{_CACHE_VERSION}|{','.join(FIELD_NAMES)}|{stats}"
     slot = os.path.realpath(csv_path)
-    cached = _cache.load(key, slot) if stats else None
+    cached = _LOADED.get(key) if stats else None
+    if cached is None and stats:
+        cached = _cache.load(key, slot)
+        if cached is not None:
+            _LOADED[key] = cached
     try:
         # Each group's checked rows are kept as their own marshal bytes: a run decodes only
         # the regions it asks for.

@@ -89,7 +89,7 @@ class Instance(Protocol):
 
 
 #: Modules of `sizing.catalog` that are not providers.
-NOT_PROVIDERS = frozenset({"build", "cache", "egress", "load", "providers", "rows"})
+NOT_PROVIDERS = frozenset({"build", "cache", "columns", "egress", "load", "providers", "rows"})
 #: Every name a provider module must define.
 CONTRACT = (
     "NAME",

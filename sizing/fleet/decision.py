@@ -8,6 +8,7 @@ range moves the chosen fleet's hourly cost most is named.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import replace
 from typing import Any
@@ -132,7 +133,11 @@ def decide(rec: Recommendation) -> dict[str, Any]:
         )
         doc["growth"] = {**grow, "text": describe(grow, rec.growth[0])}
     nxt = next(
-        (o for o in rec.options[1:] if o.capacity.instance.instance_type != inst.instance_type),
+        (
+            o
+            for o in itertools.islice(rec.options, 1, None)
+            if o.capacity.instance.instance_type != inst.instance_type
+        ),
         None,
     )  # another type, not the same type in another region
     if nxt is not None:

@@ -19,8 +19,8 @@ from operator import attrgetter
 from typing import Any
 
 from sizing.catalog.egress import CLIENTS, Prices, egress_cost, traffic
-from sizing.catalog.load import PRICING_COLUMNS, Instance
-from sizing.catalog.providers import FAMILY_GROUPS, family_groups
+from sizing.catalog.load import LIKE_FIELDS, PRICING_COLUMNS, SHAPE_FIELDS, Instance
+from sizing.catalog.providers import FAMILY_GROUPS, family_groups, provider_of
 from sizing.errors import Infeasible, InputError
 from sizing.fleet.counts import (
     DEFAULT_HEADROOM,
@@ -79,24 +79,7 @@ __all__ = [
 
 
 #: What capacity can depend on: everything but the region, the prices and the file.
-_SHAPE = attrgetter(
-    "provider",
-    "instance_type",
-    "family",
-    "arch",
-    "cpu",
-    "vcpus",
-    "memory_gib",
-    "network_gbps",
-    "network_burst",
-    "source",
-    "source_date",
-    "threads_per_core",
-    "burstable",
-    "network_burst_gbps",
-    "cpu_baseline",
-    "coremark",
-)
+_SHAPE = attrgetter(*SHAPE_FIELDS)
 
 
 def _shape(inst: Instance) -> tuple[Any, ...]:
@@ -106,9 +89,7 @@ def _shape(inst: Instance) -> tuple[Any, ...]:
 
 
 #: What `prune_dominated` compares types within.
-_LIKE = attrgetter(
-    "provider", "region", "cpu", "arch", "vcpus", "threads_per_core", "burstable", "cpu_baseline"
-)
+_LIKE = attrgetter(*LIKE_FIELDS)
 
 
 def sustained(cap: Capacity) -> Capacity:
@@ -175,7 +156,7 @@ def capacities(
 
 
 def prune_dominated(
-    instances: Sequence[Instance], pricing: str = "on-demand"
+    instances: Sequence[Instance], pricing: str = "on-demand", work: Workload | None = None
 ) -> tuple[list[Instance], list[dict[str, Any]]]:
     """Drop each type that a cheaper type in its region matches in everything capacity uses.
 
@@ -183,7 +164,9 @@ def prune_dominated(
     burstability and bandwidth, not on memory or local disks (the design's capacity model).
     So among types with the same provider, region, ``cpu``, ``arch``, ``vcpus``,
     ``threads_per_core``, ``burstable`` and ``cpu_baseline``, a type is dominated when another
-    costs less (or the same, with an earlier name) and has at least its ``network_gbps``.
+    costs less (or the same, with an earlier name) and has at least its bandwidth: its
+    ``network_gbps``, or with ``work.burst_network`` the rate its provider's rules give for
+    bursts (a type with the lower baseline may burst higher).
 
     Returns
     -------
@@ -192,6 +175,12 @@ def prune_dominated(
         One row per dominated type, naming the type that dominates it.
     """
     column = PRICING_COLUMNS[pricing]
+    burst = work is not None and work.burst_network
+    rate: dict[int, float] = {}
+    for inst in instances:
+        rate[id(inst)] = (
+            provider_of(inst).network_gbps(inst, work)[0] if burst else inst.network_gbps
+        )
     groups: dict[tuple[Any, ...], list[Instance]] = {}
     for inst in instances:
         groups.setdefault(_LIKE(inst), []).append(inst)
@@ -200,12 +189,12 @@ def prune_dominated(
     for group in groups.values():
         if len(group) > 1:
             group.sort(
-                key=lambda i: (getattr(i, column) or math.inf, -i.network_gbps, i.instance_type)
+                key=lambda i: (getattr(i, column) or math.inf, -rate[id(i)], i.instance_type)
             )
         best_net = -math.inf
         best: Instance | None = None
         for inst in group:  # cheapest first: kept only if it adds bandwidth
-            if best is not None and inst.network_gbps <= best_net:
+            if best is not None and rate[id(inst)] <= best_net:
                 dropped.append(
                     {
                         "instance_type": inst.instance_type,
@@ -216,8 +205,8 @@ def prune_dominated(
                 )
                 continue
             kept.append(inst)
-            if inst.network_gbps > best_net:
-                best_net, best = inst.network_gbps, inst
+            if rate[id(inst)] > best_net:
+                best_net, best = rate[id(inst)], inst
     return kept, dropped
 
 
@@ -317,29 +306,22 @@ def recommend(
     Infeasible
         When no instance type can meet the target within the limits.
     """
-    work = workload or Workload()
-    if not (isinstance(target_rps, int | float) and math.isfinite(target_rps) and target_rps > 0):
-        raise InputError(f"target RPS must be a positive finite number, got {target_rps!r}")
-    if sort not in SORTS:
-        raise InputError(f"unknown sort {sort!r}; expected one of: {', '.join(SORTS)}")
-    if not 1 <= mix <= 8:
-        raise InputError(f"mix must be 1 to 8 instance types, got {mix!r}")
-    if clients not in CLIENTS:
-        raise InputError(f"unknown clients {clients!r}; expected one of: {', '.join(CLIENTS)}")
-    unknown = set(include_families) - {*FAMILY_GROUPS, "all"}
-    if unknown:
-        raise InputError(
-            f"unknown family group(s) {', '.join(sorted(unknown))}; expected: "
-            f"{', '.join(FAMILY_GROUPS)} or all"
-        )
-    included = set(FAMILY_GROUPS) if "all" in include_families else set(include_families)
-    reserve = spot_reserve
-    if reserve is None:
-        reserve = DEFAULT_SPOT_RESERVE if pricing == "spot" else 0.0
-    rules = FleetRules(
-        headroom, redundancy, zones, zone_loss, pricing, reserve, max_count, confidence
+    work, rules, included = _setup(
+        target_rps,
+        workload,
+        headroom,
+        redundancy,
+        max_count,
+        confidence,
+        zones=zones,
+        zone_loss=zone_loss,
+        pricing=pricing,
+        spot_reserve=spot_reserve,
+        sort=sort,
+        mix=mix,
+        clients=clients,
+        include_families=include_families,
     )
-    rules.check()
     options: list[Option] = []
     excluded: list[dict[str, Any]] = []
     candidates: list[Instance] = []
@@ -384,7 +366,7 @@ def recommend(
         else:
             candidates.append(inst)
     if prune and evidence is None:
-        candidates, dominated = prune_dominated(candidates, pricing)
+        candidates, dominated = prune_dominated(candidates, pricing, work)
         excluded += dominated
     counts: dict[tuple[Any, ...], tuple[int | None, int | None, float, float]] = {}
     for cap in capacities(candidates, work, evidence, profiles):
@@ -449,8 +431,7 @@ def recommend(
         raise Infeasible(
             f"no instance type meets {target_rps:,.0f} RPS under p99 {work.sla_p99_ms:g} ms{why}"
         )
-    bytes_per_request = wire_bytes_per_request(work)
-    gbps, monthly_gib = traffic(target_rps, bytes_per_request)
+    monthly_gib = traffic(target_rps, wire_bytes_per_request(work))[1]
     priced: dict[tuple[str, str], dict[str, Any]] = {}
     for o in options:
         inst = o.capacity.instance
@@ -460,6 +441,35 @@ def recommend(
                 *where, monthly_gib, clients=clients, zones=zones, prices=egress_prices
             )
         o.egress = priced[where]
+    notes += _traffic_notes(priced, clients, zones)
+    options.sort(key=_sort_key(sort))
+    return _finish(
+        Recommendation(
+            target_rps,
+            work,
+            headroom,
+            redundancy,
+            options,
+            excluded,
+            evidence,
+            confidence,
+            rules,
+            sort,
+            profiles=tuple(profiles),
+            notes=notes,
+            include_families=tuple(sorted(included)),
+            growth=growth,
+        ),
+        clients,
+        mix,
+    )
+
+
+def _traffic_notes(
+    priced: dict[tuple[str, str], dict[str, Any]], clients: str, zones: int
+) -> list[str]:
+    """The notes on the traffic's price: regions without one, the share crossing zones."""
+    notes: list[str] = []
     unpriced = sorted(f"{p}/{r}" for (p, r), e in priced.items() if e["usd_month"] is None)
     if unpriced:
         notes.append(
@@ -472,33 +482,24 @@ def recommend(
             f"estimate: with clients in the VPC over {zones} zones, {(zones - 1) / zones:.0%} "
             "of responses cross a zone (no zone affinity) and pay the inter-zone price"
         )
-    options.sort(key=_sort_key(sort))
-    rec = Recommendation(
-        target_rps,
-        work,
-        headroom,
-        redundancy,
-        options,
-        excluded,
-        evidence,
-        confidence,
-        rules,
-        sort,
-        profiles=tuple(profiles),
-        notes=notes,
-        include_families=tuple(sorted(included)),
-        traffic={
-            "clients": clients,
-            "bytes_per_request": bytes_per_request,
-            "gbps": gbps,
-            "monthly_gib": monthly_gib,
-            "basis": (
-                f"{target_rps:,.0f} RPS x {bytes_per_request:,.0f} B on the wire per response "
-                "(body, headers and framing; an estimate) over a 730-hour month"
-            ),
-        },
-        growth=growth,
-    )
+    return notes
+
+
+def _finish(rec: Recommendation, clients: str, mix: int) -> Recommendation:
+    """``rec`` with its traffic, its mix (K > 1) and its decision."""
+    work, target_rps = rec.workload, rec.target_rps
+    bytes_per_request = wire_bytes_per_request(work)
+    gbps, monthly_gib = traffic(target_rps, bytes_per_request)
+    rec.traffic = {
+        "clients": clients,
+        "bytes_per_request": bytes_per_request,
+        "gbps": gbps,
+        "monthly_gib": monthly_gib,
+        "basis": (
+            f"{target_rps:,.0f} RPS x {bytes_per_request:,.0f} B on the wire per response "
+            "(body, headers and framing; an estimate) over a 730-hour month"
+        ),
+    }
     if mix > 1:
         # numpy and scipy are imported on the --mix path only (no cycle: mix imports counts).
         from sizing.fleet.mix import best_mix
@@ -506,6 +507,56 @@ def recommend(
         rec.mix = best_mix(rec, mix)
     rec.decision = decide(rec)
     return rec
+
+
+def _setup(
+    target_rps: float,
+    workload: Workload | None,
+    headroom: float,
+    redundancy: int,
+    max_count: int | None,
+    confidence: float,
+    *,
+    zones: int,
+    zone_loss: int,
+    pricing: str,
+    spot_reserve: float | None,
+    sort: str,
+    mix: int,
+    clients: str,
+    include_families: Collection[str],
+) -> tuple[Workload, FleetRules, set[str]]:
+    """The workload, the fleet rules and the family groups included, of `recommend`'s arguments.
+
+    Raises
+    ------
+    InputError
+        For a bad argument.
+    """
+    work = workload or Workload()
+    if not (isinstance(target_rps, int | float) and math.isfinite(target_rps) and target_rps > 0):
+        raise InputError(f"target RPS must be a positive finite number, got {target_rps!r}")
+    if sort not in SORTS:
+        raise InputError(f"unknown sort {sort!r}; expected one of: {', '.join(SORTS)}")
+    if not 1 <= mix <= 8:
+        raise InputError(f"mix must be 1 to 8 instance types, got {mix!r}")
+    if clients not in CLIENTS:
+        raise InputError(f"unknown clients {clients!r}; expected one of: {', '.join(CLIENTS)}")
+    unknown = set(include_families) - {*FAMILY_GROUPS, "all"}
+    if unknown:
+        raise InputError(
+            f"unknown family group(s) {', '.join(sorted(unknown))}; expected: "
+            f"{', '.join(FAMILY_GROUPS)} or all"
+        )
+    included = set(FAMILY_GROUPS) if "all" in include_families else set(include_families)
+    reserve = spot_reserve
+    if reserve is None:
+        reserve = DEFAULT_SPOT_RESERVE if pricing == "spot" else 0.0
+    rules = FleetRules(
+        headroom, redundancy, zones, zone_loss, pricing, reserve, max_count, confidence
+    )
+    rules.check()
+    return work, rules, included
 
 
 def _listing(values: Sequence[str], limit: int = 6) -> str:
@@ -522,32 +573,58 @@ def _notes(
     burstable: bool,
 ) -> list[str]:
     """One line for each limit of the answer: what was dropped, and why."""
+    given: dict[str, tuple[int, bool]] = {}
+    for i in instances:
+        n, priced = given.get(i.provider, (0, False))
+        given[i.provider] = (n + 1, priced or i.price(pricing) is not None)
+    regions: dict[str, set[str]] = {}
+    for i in candidates:
+        regions.setdefault(i.provider, set()).add(i.region)
+    return _notes_of(
+        left_out, any(i.burstable for i in instances), given, regions, pricing, burstable
+    )
+
+
+def _notes_of(
+    left_out: dict[str, set[str]],
+    any_burstable: bool,
+    given: dict[str, tuple[int, bool]],
+    regions: dict[str, set[str]],
+    pricing: str,
+    burstable: bool,
+) -> list[str]:
+    """The notes of `_notes` from what they need.
+
+    Parameters
+    ----------
+    left_out : dict of str to set of str
+        Family group left out -> its families, in the order first met.
+    any_burstable : bool
+        Whether any row is burstable.
+    given : dict of str to (int, bool)
+        Provider -> its rows [1] and whether any of them has a ``pricing`` price.
+    regions : dict of str to set of str
+        Provider -> the regions of its candidates, providers in the order first met.
+    """
     notes = []
     for group, families in left_out.items():
         notes.append(
             f"left out {group} ({_listing(sorted(families))}): {FAMILY_GROUPS[group]}; "
             f"add --include-families {group} (or --all-families)"
         )
-    if not burstable and any(i.burstable for i in instances):
+    if not burstable and any_burstable:
         notes.append(
             "left out burstable types (t3, e2-medium...): their burst is not sustained; "
             "add --burstable"
         )
-    given = sorted({i.provider for i in instances})
-    kept = {i.provider for i in candidates}
-    for prov in given:
-        if prov not in kept and not any(
-            i.provider == prov and i.price(pricing) is not None for i in instances
-        ):
-            n = sum(1 for i in instances if i.provider == prov)
+    for prov in sorted(given):
+        n, priced = given[prov]
+        if prov not in regions and not priced:
             notes.append(
                 f"--pricing {pricing} leaves out {prov.upper()}: none of its {n} rows carries "
                 f"a {pricing} price (the shipped AWS rows are on-demand only; a --catalog file "
                 "may add them)"
             )
-    regions: dict[str, set[str]] = {}
-    for i in candidates:
-        regions.setdefault(i.provider, set()).add(i.region)
     counts = {p: len(r) for p, r in regions.items()}
     if len(counts) > 1 and len(set(counts.values())) > 1:
         parts = [

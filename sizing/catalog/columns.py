@@ -1,0 +1,190 @@
+"""The whole catalog as columns, for ``recommend --region all`` on large catalogs.
+
+The rows of `sizing.catalog.load` are Python objects, a few microseconds each to make; a
+catalog of 170,000 rows spends most of a run making them. Here the checked rows of the
+compact form are kept in the private cache (`sizing.catalog.cache`, its own file beside the
+rows' one) as columns of codes: each field's distinct values sorted into a table (an empty
+field after them all), each row holding the place of its value in that table as a 16- or
+32-bit int. So a code is also the value's rank: sorting by codes sorts by values. `Columns`
+reads them back as numpy arrays without a per-row step, and makes an `Instance` only for a
+row that is asked for (the same object every time it is asked).
+
+Two more codes come with every row: its *shape* (what capacity depends on:
+`sizing.catalog.load.SHAPE_FIELDS`) and its *like* group (what
+`sizing.fleet.recommend.prune_dominated` compares within: `sizing.catalog.load.LIKE_FIELDS`),
+numbered by first appearance, so that per-row work becomes per-group work.
+
+numpy is imported by this module only: the paths that never need columns do not load it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from array import array
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sizing.catalog import cache as _cache
+from sizing.catalog import load as _load
+from sizing.catalog.load import FIELD_NAMES, LIKE_FIELDS, SHAPE_FIELDS, Instance, compact_path
+
+COLUMNS_SCHEMA = "nginx-sizing/catalog-columns/3"
+#: Text columns.
+TEXT = ("provider", "region", "instance_type", "family", "arch", "cpu", "source", "source_date")
+#: Float columns [their units in `sizing.catalog.load.CATALOG`].
+FLOAT = (
+    "memory_gib",
+    "network_gbps",
+    "price_usd_hour",
+    "network_burst_gbps",
+    "spot_usd_hour",
+    "commit_1y_usd_hour",
+    "commit_3y_usd_hour",
+    "cpu_baseline",
+    "coremark",
+)
+#: Integer columns.
+INT = ("vcpus", "threads_per_core")
+#: Yes/no columns (their table is always ``[False, True]``).
+BOOL = ("network_burst", "burstable")
+#: Group columns: numbered by first appearance, no table.
+GROUPS = {"_shape": SHAPE_FIELDS, "_like": LIKE_FIELDS}
+assert {*TEXT, *FLOAT, *INT, *BOOL, "catalog_file"} == set(FIELD_NAMES)
+
+
+def _packed(codes: list[int], size: int) -> tuple[str, bytes]:
+    """Codes as the bytes of an `array` of the narrowest of 16 and 32 bits, with its type."""
+    kind = "H" if size <= 1 << 16 else "i"
+    return kind, array(kind, codes).tobytes()
+
+
+def _columns_value(items: Sequence[Instance]) -> dict[str, Any]:
+    """The plain data (`marshal`-able) the cache keeps for checked rows, in their order."""
+    tables: dict[str, list[Any]] = {}
+    cols: dict[str, tuple[str, bytes]] = {}
+    for f in (*TEXT, *FLOAT, *INT, *BOOL):
+        values = [getattr(i, f) for i in items]
+        if f in BOOL:
+            table: list[Any] = [False, True]
+        else:
+            table = sorted({v for v in values if v is not None})
+            if len(table) < len(values) and None in values:
+                table.append(None)
+        place = {v: k for k, v in enumerate(table)}
+        tables[f] = table
+        cols[f] = _packed([place[v] for v in values], len(table))
+    for name, keys in GROUPS.items():
+        seen: dict[tuple[Any, ...], int] = {}
+        codes = [seen.setdefault(tuple(getattr(i, f) for f in keys), len(seen)) for i in items]
+        cols[name] = _packed(codes, len(seen))
+    return {"rows": len(items), "tables": tables, "cols": cols}
+
+
+class Columns:
+    """Checked catalog rows as numpy columns of codes (see the module docstring).
+
+    Attributes
+    ----------
+    n : int
+        Rows [1].
+    cols : dict of str to numpy.ndarray
+        Each field's codes (its value's place in ``tables``), and ``_shape``, ``_like``.
+    tables : dict of str to list
+        Each field's distinct values, sorted, None last.
+    catalog_file : str
+        The catalog file every row comes from.
+    """
+
+    def __init__(self, value: dict[str, Any], catalog_file: str) -> None:
+        self.n = int(value["rows"])
+        self.tables: dict[str, list[Any]] = value["tables"]
+        self.cols: dict[str, np.ndarray] = {}
+        for f, (kind, data) in value["cols"].items():
+            codes = np.frombuffer(data, dtype=np.uint16 if kind == "H" else np.int32)
+            if len(codes) != self.n:
+                raise ValueError("columns of unequal length")
+            self.cols[f] = codes
+        if set(self.cols) != {*self.tables, *GROUPS} or set(self.tables) != set(FIELD_NAMES) - {
+            "catalog_file"
+        }:
+            raise ValueError("columns missing")
+        for f, table in self.tables.items():
+            codes = self.cols[f]
+            if self.n and (int(codes.min()) < 0 or int(codes.max()) >= len(table)):
+                raise ValueError(f"a {f} code outside its table")
+        self.catalog_file = catalog_file
+        self._made: dict[int, Instance] = {}
+        self._numbers: dict[str, np.ndarray] = {}
+
+    def size(self, field: str) -> int:
+        """How many codes a column can hold."""
+        if field in self.tables:
+            return len(self.tables[field])
+        codes = self.cols[field]
+        return int(codes.max()) + 1 if len(codes) else 0
+
+    def values(self, field: str, rows: Any = None) -> np.ndarray:
+        """A number or yes/no column's values (NaN for an empty field), of ``rows`` if given."""
+        table = self._numbers.get(field)
+        if table is None:
+            numbers = [math.nan if v is None else v for v in self.tables[field]]
+            table = self._numbers[field] = np.array(numbers, dtype=np.float64)
+            if field in INT or field in BOOL:
+                table = self._numbers[field] = table.astype(np.int64)
+        codes = self.cols[field]
+        return table[codes if rows is None else codes[rows]]
+
+    def instance(self, row: int) -> Instance:
+        """Row ``row`` as an `Instance`: equal to the one the row reader makes."""
+        inst = self._made.get(int(row))
+        return inst if inst is not None else self.instances([row])[0]
+
+    def instances(self, rows: Any) -> list[Instance]:
+        """`instance` of each of ``rows`` (made a column at a time)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        todo = [r for r in rows.tolist() if r not in self._made]
+        if todo:
+            at = np.array(todo, dtype=np.int64)
+            by_field = []
+            for f in FIELD_NAMES:
+                if f == "catalog_file":
+                    by_field.append([self.catalog_file] * len(todo))
+                    continue
+                table = self.tables[f]
+                by_field.append([table[k] for k in self.cols[f][at].tolist()])
+            make = _load._instance
+            for k, r in enumerate(todo):
+                self._made[r] = make([column[k] for column in by_field])
+        return [self._made[r] for r in rows.tolist()]
+
+
+def load_columns(csv_path: str | Path) -> Columns | None:
+    """Every row of a catalog as `Columns`, or None when the cache cannot serve them.
+
+    None when the cache is off or unusable, when a file was modified within
+    `sizing.catalog.cache.RACY_NS`, or when the compact form is not current: the rows are
+    then read as rows. The first run after a change reads the rows (their own cache, or the
+    compact file checked) and keeps their columns.
+    """
+    p = Path(csv_path)
+    stats = _cache.stat_key(p, compact_path(p))
+    if not stats or _cache.cache_dir() is None:
+        return None
+    key = f"{COLUMNS_SCHEMA}|{','.join(FIELD_NAMES)}|{stats}"
+    slot = os.path.realpath(p) + "#columns"
+    value = _cache.load(key, slot)
+    if value is not None:
+        try:
+            return Columns(value, str(p))
+        except (KeyError, TypeError, ValueError):
+            pass  # not what this version keeps: made again below
+    compact = _load._read_compact(p, None)
+    if compact is None:
+        return None
+    value = _columns_value(compact[0])
+    _cache.store(key, value, slot)
+    return Columns(value, str(p))
