@@ -21,7 +21,7 @@ from typing import Any
 
 from sizing.catalog import cache as _cache
 from sizing.catalog.providers import default_regions
-from sizing.catalog.rows import COLUMNS
+from sizing.catalog.rows import BUILD_COLUMNS, COLUMNS
 from sizing.errors import InputError
 from sizing.paths import CATALOG_DIR
 from sizing.report.render import clean
@@ -74,24 +74,9 @@ CATALOG = Fields(
 RANGES: dict[str, tuple[float, float, str]] = {
     f.name: (f.low, f.high, f.unit) for f in CATALOG.numbers() if f.name != "threads_per_core"
 }
-#: What capacity can depend on: everything but the region, the prices and the file.
-SHAPE_FIELDS = (
-    "provider",
-    "instance_type",
-    "family",
-    "arch",
-    "cpu",
-    "vcpus",
-    "memory_gib",
-    "network_gbps",
-    "network_burst",
-    "source",
-    "source_date",
-    "threads_per_core",
-    "burstable",
-    "network_burst_gbps",
-    "cpu_baseline",
-    "coremark",
+#: What capacity can depend on: every column but the region and the prices.
+SHAPE_FIELDS = tuple(
+    c for c in BUILD_COLUMNS if c != "region" and c not in PRICING_COLUMNS.values()
 )
 #: What dominated types are compared within (`sizing.fleet.recommend.prune_dominated`).
 LIKE_FIELDS = (
