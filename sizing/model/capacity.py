@@ -33,6 +33,7 @@ from sizing.model.costmodel import (
     Coefficient,
     CostProfile,
     cpu_us_per_request,
+    current_stack_coefficients,
     reference_profile,
     scaling_efficiency,
 )
@@ -411,8 +412,6 @@ def current_stack(ref: CostProfile) -> CostProfile:
     measured it on nginx 1.22 and OpenSSL 3.0 (``current_stack`` of ``cost-model.json``,
     `sizing.model.runcosts.tls_byte_current`), where the precomputed model holds it.
     """
-    from sizing.model.costmodel import current_stack_coefficients
-
     f, lo, hi, why = OPENSSL_HANDSHAKE_FACTOR
     rel = max(math.log(hi / f), math.log(f / lo)) / 1.96
     coefs = dict(ref.coefficients) | current_stack_coefficients()

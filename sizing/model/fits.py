@@ -11,6 +11,7 @@ from typing import Any
 from sizing.model import curves
 from sizing.model.capacity import REFERENCE_LINK_GBPS, bytes_per_response
 from sizing.model.datasets import reference_series
+from sizing.model.runcosts import http2_term, proxy_terms, tls_byte_current
 from sizing.paths import FITS_PATH
 from sizing.units import finite_json
 from trialtable.files import write_atomic
@@ -341,8 +342,6 @@ def cost_model_doc(fit: dict[str, Any]) -> dict[str, Any]:
         "estimate: zlib at NGINX's default level 1 compresses about 125 MB/s of text on a "
         "2015 server core: 8 ns per input byte (5-15)",
     )
-    from sizing.model.runcosts import proxy_terms
-
     for name, (value, low, high, why) in proxy_terms(p).items():
         # Measured over loopback; the upstream leg's packets over a NIC are counted apart.
         coefs[name] = {
@@ -365,26 +364,14 @@ def cost_model_doc(fit: dict[str, Any]) -> dict[str, Any]:
         f"regex match and URI rewrite: {gmid:.1%} of a 1 KB HTTPS reverse proxy request "
         f"(published {1 - ghi:.0%}-{1 - glo:.0%} fewer RPS, {gsrc}; an input)",
     )
-    from sizing.model.runcosts import HTTP2_TRIALS, http2_term, tls_byte_current
-
-    if HTTP2_TRIALS.is_file():
-        h2, h2_lo, h2_hi, h2_why = http2_term({**p})
-        coefs["http2_request_us"] = {
-            "value": _sig(h2),
-            "stderr": _sig((h2_hi - h2_lo) / 3.92, 2),
-            "unit": "us/request",
-            "measured_over": "loopback",
-            "source": h2_why,
-        }
-    else:
-        coefs["http2_request_us"] = {
-            "value": 0.0,
-            "stderr": 2.0,
-            "unit": "us/request",
-            "measured_over": "none",
-            "source": "estimate: no HTTP/2 measurement; taken as HTTP/1.1 with 2 us (1 sd) of "
-            "uncertainty per request",
-        }
+    h2, h2_lo, h2_hi, h2_why = http2_term(p)
+    coefs["http2_request_us"] = {
+        "value": _sig(h2),
+        "stderr": _sig((h2_hi - h2_lo) / 3.92, 2),
+        "unit": "us/request",
+        "measured_over": "loopback",
+        "source": h2_why,
+    }
     coefs["nic_packet_us"] = _range_coef(
         0.8,
         0.4,
