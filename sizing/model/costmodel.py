@@ -396,6 +396,15 @@ def closed_loop_utilization(
     ) * machine_repairman_utilization(q, rho)
 
 
+def seed_cost_us(params: Mapping[str, float], terms: Mapping[str, float]) -> float:
+    """One request's CPU time from the seed's coefficients and `cost_terms`' multipliers [us].
+
+    The seed's ``body_us`` holds HTTPS's fixed body cost too: no ``tls_body_us`` is fitted,
+    so its multiplier is left out.
+    """
+    return sum(params[k] * x for k, x in terms.items() if k != "tls_body_us")
+
+
 def seed_prediction(
     params: Mapping[str, float],
     metric: str,
@@ -416,8 +425,7 @@ def seed_prediction(
     terms = cost_terms(
         file_bytes, https=https, connections_per_request=1.0 if cps else 0.0, tls_key="rsa2048"
     )
-    # The seed's body_us holds HTTPS's fixed body cost too: no tls_body_us is fitted.
-    s = sum(params[k] * x for k, x in terms.items() if k != "tls_body_us")
+    s = seed_cost_us(params, terms)
     z = params["z_us"] + params["z_byte_ns"] * wire_bytes(file_bytes, https) / 1000.0
     if cps:
         z += params["z_connection_us"]

@@ -303,6 +303,7 @@ def cost_model_doc(fit: dict[str, Any]) -> dict[str, Any]:
         REFERENCE_SOURCE,
         REFERENCE_STACK,
         UNITS,
+        seed_cost_us,
     )
 
     p, se = fit["params"], fit["stderr"]
@@ -354,7 +355,7 @@ def cost_model_doc(fit: dict[str, Any]) -> dict[str, Any]:
     # seed's body_us holds HTTPS's fixed body cost: no tls_body_us).
     rp = {**p, "proxy_request_us": proxy, "proxy_byte_ns": coefs["proxy_byte_ns"]["value"]}
     terms = cost_terms(1024, https=True, scenario="reverse_proxy")
-    rp_https_1k = sum(rp[k] * x for k, x in terms.items() if k != "tls_body_us")
+    rp_https_1k = seed_cost_us(rp, terms)
     gmid = 1 / math.sqrt(glo * ghi) - 1
     coefs["gateway_request_us"] = _range_coef(
         rp_https_1k * gmid,
