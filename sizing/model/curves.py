@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -176,7 +177,7 @@ def _student_t_quantile(p: float, dof: float) -> float:
     lo, hi = 0.0, 1.0
     while _student_t_cdf(hi, n) < p:
         lo, hi = hi, 2.0 * hi
-    t = min(max(_normal_quantile(p), lo), hi)
+    t = min(max(NormalDist().inv_cdf(p), lo), hi)
     for _ in range(200):
         err = _student_t_cdf(t, n) - p
         if err > 0:
@@ -192,25 +193,6 @@ def _student_t_quantile(p: float, dof: float) -> float:
             return nxt
         t = nxt
     return t
-
-
-def _normal_quantile(p: float) -> float:
-    """A start for `_student_t_quantile`: the standard normal quantile (Acklam, ~1e-9) [1]."""
-    a = (-39.69683028665376, 220.9460984245205, -275.9285104469687, 138.3577518672690,
-         -30.66479806614716, 2.506628277459239)  # fmt: skip
-    b = (-54.47609879822406, 161.5858368580409, -155.6989798598866, 66.80131188771972,
-         -13.28068155288572)  # fmt: skip
-    c = (-0.007784894002430293, -0.3223964580411365, -2.400758277161838, -2.549732539343734,
-         4.374664141464968, 2.938163982698783)  # fmt: skip
-    d = (0.007784695709041462, 0.3224671290700398, 2.445134137142996, 3.754408661907416)
-    if p > 0.97575:
-        q = math.sqrt(-2.0 * math.log(1.0 - p))
-        num = ((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]
-        return -num / ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1.0)
-    q = p - 0.5
-    r = q * q
-    num = (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q
-    return num / (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1.0)
 
 
 @dataclass(frozen=True)

@@ -27,13 +27,16 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import numpy as np
 
 from sizing.errors import InputError
+from sizing.model.costmodel import seed_cost_us
 from sizing.paths import REFERENCE_DIR
 from trialtable.files import read_bounded
+from trialtable.profile import cost_terms
 
 PROXY_TRIALS = REFERENCE_DIR / "proxy-vs-static-trials.csv"
 HTTP2_TRIALS = REFERENCE_DIR / "http2-trials.csv"
@@ -84,7 +87,6 @@ class Line:
     a_se: float
     b_ns: float
     b_se: float
-    n: int
 
 
 @dataclass(frozen=True)
@@ -105,18 +107,19 @@ class Trials:
             raise InputError(f"{self.path}: no round holds both {base} and {other}")
         return out
 
-    def static_http_1kb_us(self) -> float:
-        """The host's static 1 KB HTTP/1.1 request, median over rounds [us]."""
+    def static_1kb_us(self, protocol: str) -> float:
+        """The host's static 1 KB HTTP/1.1 request over ``protocol``, median over rounds [us]."""
         values = [
             us
             for (_, setting, body), us in self.cpu_us.items()
-            if setting == ("static", "http", "1.1", 1) and body == SCALE_BYTES
+            if setting == ("static", protocol, "1.1", 1) and body == SCALE_BYTES
         ]
         if not values:
-            raise InputError(f"{self.path}: no static 1 KB HTTP trial to scale by")
+            raise InputError(f"{self.path}: no static 1 KB {protocol.upper()} trial to scale by")
         return statistics.median(values)
 
 
+@cache
 def read_trials(path: Path) -> Trials:
     """The trials of ``path`` (one line per trial; HTTP/1.1, one stream unless stated)."""
     try:
@@ -172,15 +175,18 @@ def fit_line(pairs: Sequence[Pair]) -> Line:
     resid = y - X @ coef
     s2 = float(resid @ resid) / max(len(y) - 2, 1)
     cov = s2 * np.linalg.inv(X.T @ X)
-    return Line(float(coef[0]), math.sqrt(cov[0, 0]), float(coef[1]), math.sqrt(cov[1, 1]), len(y))
+    return Line(float(coef[0]), math.sqrt(cov[0, 0]), float(coef[1]), math.sqrt(cov[1, 1]))
 
 
-def _scale(trials: Trials, reference: Mapping[str, float]) -> tuple[float, str]:
-    """Host -> reference factor and how it was taken."""
-    host = trials.static_http_1kb_us()
-    ref = reference["request_us"] + reference["body_us"] + reference["byte_ns"] * SCALE_BYTES / 1e3
+def _scale(
+    trials: Trials, reference: Mapping[str, float], protocol: str = "http"
+) -> tuple[float, str]:
+    """Host -> reference factor, by the static 1 KB request over ``protocol``, and how."""
+    host = trials.static_1kb_us(protocol)
+    ref = seed_cost_us(reference, cost_terms(SCALE_BYTES, https=protocol == "https"))
+    what = "request" if protocol == "http" else "HTTPS request"
     return ref / host, (
-        f"x{ref / host:.2f} to the reference core (its static 1 KB request {ref:.1f} us / the "
+        f"x{ref / host:.2f} to the reference core (its static 1 KB {what} {ref:.1f} us / the "
         f"host's {host:.1f} us)"
     )
 
@@ -281,7 +287,8 @@ def http2_term(reference: Mapping[str, float], path: Path = HTTP2_TRIALS) -> Ter
     connection (each request alone: framing, HPACK and stream bookkeeping on top) and 4
     streams (requests share reads and writes, which can make HTTP/2 cheaper). The value is the
     mean of the two lines' fixed parts, 1 sd half their difference: how many streams a
-    client keeps open is the deployment's, not the server's.
+    client keeps open is the deployment's, not the server's. The 95% range is linear, not
+    on the log scale as the other terms': the value may be zero or negative.
     """
     trials = read_trials(path)
     lines = {}
@@ -290,7 +297,7 @@ def http2_term(reference: Mapping[str, float], path: Path = HTTP2_TRIALS) -> Ter
         pairs = trials.pairs(("static", "https", "1.1", 1), ("static", "https", "2", streams))
         lines[streams] = fit_line(pairs)
         n += len(pairs)
-    scale, to_ref = _https_scale(trials, reference)
+    scale, to_ref = _scale(trials, reference, "https")
     a = [ln.a_us for ln in lines.values()]
     mid = statistics.fmean(a) * scale
     sd = math.hypot((max(a) - min(a)) / 2, max(ln.a_se for ln in lines.values())) * scale
@@ -306,26 +313,4 @@ def http2_term(reference: Mapping[str, float], path: Path = HTTP2_TRIALS) -> Ter
         f"measured: static HTTPS over HTTP/2 minus HTTP/1.1, both h2load, fixed part a of "
         f"extra = a + b x bytes ({each}), {_where(trials, n)}, {to_ref}; the mean of 1 and 4 "
         "streams per connection, 1 sd half their difference",
-    )
-
-
-def _https_scale(trials: Trials, reference: Mapping[str, float]) -> tuple[float, str]:
-    """Host -> reference factor from the static 1 KB HTTPS/1.1 request (no HTTP trial)."""
-    values = [
-        us
-        for (_, s, body), us in trials.cpu_us.items()
-        if s == ("static", "https", "1.1", 1) and body == SCALE_BYTES
-    ]
-    if not values:
-        raise InputError(f"{trials.path}: no static 1 KB trial to scale by")
-    host = statistics.median(values)
-    ref = (
-        reference["request_us"]
-        + reference["body_us"]
-        + reference["tls_request_us"]
-        + (reference["byte_ns"] + reference["tls_byte_ns"]) * SCALE_BYTES / 1e3
-    )
-    return ref / host, (
-        f"x{ref / host:.2f} to the reference core (its static 1 KB HTTPS request {ref:.1f} us "
-        f"/ the host's {host:.1f} us)"
     )
