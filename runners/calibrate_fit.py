@@ -288,8 +288,13 @@ def fit(
     obs: Sequence[Observation],
     settings: Sequence[Setting],
     wire: dict[str, float] | None = None,
+    allowed: Sequence[str] | None = None,
 ) -> Fit:
     """Fit the coefficients the observations identify.
+
+    ``allowed`` (a round fitted alone: the campaign's own fit's names) limits them to the
+    coefficients the whole campaign separates; without it they are `fitted_names` of the
+    observations' settings.
 
     The model of a trial of setting s in round r is ``f_r * cost_s(coefficients)``: a busy
     host slows every setting of a round alike (cache pollution, wake-ups), and the rounds
@@ -310,7 +315,10 @@ def fit(
     if not fitted:
         raise RunnerError("no usable trial to fit coefficients to")
     rows = [_row(by_name[o.setting], wire.get(o.setting)) for o in fitted]
-    names = _separable([n for n in COEFFICIENTS if any(r.get(n, 0.0) != 0.0 for r in rows)], rows)
+    if allowed is None:
+        names = fitted_names(rows)
+    else:
+        names = [n for n in allowed if any(r.get(n, 0.0) != 0.0 for r in rows)]
     X = np.array([[r.get(n, 0.0) for n in names] for r in rows])
     y = np.array([o.cpu_us for o in fitted])
     rounds = sorted({o.round_ for o in fitted})
@@ -347,6 +355,11 @@ def fit(
         rel,
         {r: float(f) for r, f in zip(rounds, factors, strict=True)},
     )
+
+
+def fitted_names(rows: Sequence[dict[str, float]]) -> list[str]:
+    """The coefficients the design rows ``rows`` hold and tell apart (`_separable`)."""
+    return _separable([n for n in COEFFICIENTS if any(r.get(n, 0.0) != 0.0 for r in rows)], rows)
 
 
 def _separable(names: Sequence[str], rows: Sequence[dict[str, float]]) -> list[str]:
@@ -427,10 +440,12 @@ def _coefficients(
     warnings: list[str] = []
     f = fit(obs, settings, wire)
     rounds = sorted({o.round_ for o in obs})
+    # A round alone is fitted for the campaign's coefficients that its settings hold: one that
+    # cannot separate them raises and is left out of the spread, not fitted to fewer terms.
     per_round: dict[str, list[float]] = {n: [] for n in f.value}
     for r in rounds:
         try:
-            fr = fit([o for o in obs if o.round_ == r], settings, wire)
+            fr = fit([o for o in obs if o.round_ == r], settings, wire, allowed=f.names)
         except RunnerError:
             continue
         for n in f.value:

@@ -705,3 +705,18 @@ def test_the_command_line_prints_what_the_campaign_returns(monkeypatch, capsys):
     assert cli.main(["calibrate", "--quiet", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["schema"] == "nginx-sizing/cpu-profile/1"
     assert calls[-1][1]["progress"] is None
+
+
+def test_a_round_alone_is_fitted_for_the_campaigns_terms_or_not_at_all():
+    """A round whose settings cannot separate the campaign's costs raises (and is left out of
+    the spread); it is not fitted to fewer terms that would absorb the others."""
+    settings = cal.fit_settings()
+    full = [calfit._row(s, None) for s in settings]
+    names = calfit.fitted_names(full)
+    cps = [s for s in settings if s.name.startswith("cps_https")]
+    obs = [
+        calfit.Observation(s.name, 4, 500.0 + 100 * k, 1000.0, 1.0, True, 1.0)
+        for k, s in enumerate(cps)
+    ]
+    with pytest.raises(RunnerError):
+        calfit.fit(obs, settings, allowed=names)
