@@ -189,13 +189,7 @@ def size(request: SizingRequest) -> Answer:
 def _by_columns(request: SizingRequest) -> bool:
     """Whether the request is answered from the catalog's columns (`sizing.fleet.columnar`).
 
-    Yes for every region of the shipped catalog, with no catalog file of the user's, no runs
-    and baseline network rates (the columns prune on the baseline; ``--network burst`` ranks
-    the provider's burst rates, which the row path prunes on).
+    Yes for every region of the shipped catalog, with no catalog file of the user's and no runs
+    (`sizing.fleet.columnar.recommend_columns` itself answers burst rates by rows).
     """
-    return (
-        not request.runs
-        and not request.catalog
-        and request.network != "burst"
-        and norm_values(request.regions) == {"all"}
-    )
+    return not request.runs and not request.catalog and norm_values(request.regions) == {"all"}

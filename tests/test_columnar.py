@@ -107,6 +107,16 @@ def test_the_columns_answer_as_the_rows_do(shipped, case):
     assert by_cols.to_dict() == by_rows.to_dict()
 
 
+def test_the_columns_answer_burst_rates_as_the_rows_do(shipped):
+    """--network burst prunes on the providers' burst rates: the same answer either way."""
+    from sizing.model.workload import Workload
+
+    by_rows, by_cols = _both(shipped, workload=Workload(burst_network=True))
+    assert by_cols.decision == by_rows.decision
+    assert list(by_cols.excluded) == by_rows.excluded
+    assert by_cols.to_dict() == by_rows.to_dict()
+
+
 def test_the_columns_answer_with_a_profile_and_a_mix(shipped):
     from sizing.model.workload import Workload
 

@@ -264,7 +264,7 @@ def recommend_columns(
     )
 
     def rows_path() -> Recommendation:
-        """The same request by rows: for the messages of an answer with no option."""
+        """The same request by rows: burst rates, and the messages of an answer with no option."""
         return _rec.recommend(
             target_rps,
             cols.instances(rows),
@@ -282,6 +282,9 @@ def recommend_columns(
             **args,
         )
 
+    if work.burst_network:
+        # The columns prune on baseline rates; burst rates are the provider's rules, per row.
+        return rows_path()
     c = cols.cols
     tables = cols.tables
     every = len(rows) == cols.n  # no filter: the columns as they are, no copies
