@@ -616,3 +616,19 @@ def test_the_cycle_collector_runs_again_after_a_build(upstream, tmp_path, capsys
     assert main([*argv, str(tmp_path / "missing" / "cat.csv")]) == 2  # refused, mid-build
     assert gc.isenabled()
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_a_catalog_over_the_readers_size_limit_is_refused_as_the_reader_refuses_it(
+    tmp_path, monkeypatch
+):
+    import sizing.catalog.load as load
+
+    monkeypatch.setattr(load, "CATALOG_MAX_BYTES", 200)
+    monkeypatch.setattr(catalog_build, "CATALOG_MAX_BYTES", 200)
+    result = BuildResult(rows=[_row(instance_type=f"a{k}.large") for k in range(5)])
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(InputError) as caught:
+        catalog_build.write_catalog(result, out / "instances.csv")
+    assert "\n" not in str(caught.value)
+    assert list(out.iterdir()) == []

@@ -43,6 +43,7 @@ from sizing.catalog.aws import DEFAULT_BURST_TABLE
 from sizing.catalog.egress import EGRESS_MAX_BYTES, parse_egress, read_egress
 from sizing.catalog.load import (
     CATALOG,
+    CATALOG_MAX_BYTES,
     COMPACT_SCHEMA,
     FIELD_NAMES,
     MAX_ROWS,
@@ -306,8 +307,8 @@ def _compact_text(table: _Table, csv_name: str, csv_data: bytes) -> str | None:
     writes the CSV to a private folder and reads it back with `read_catalog`.
     """
     n = len(table.columns[0])
-    if not 0 < n <= MAX_ROWS:
-        return None
+    if not 0 < n <= MAX_ROWS or len(csv_data) > CATALOG_MAX_BYTES:
+        return None  # the reader's limits: it says why, on the old path
     for cells in table.distinct:
         joined = "".join(cells)
         if "\0" in joined or "\r" in joined or "\n" in joined:
