@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 from runners import loadgen
 from runners.cli_options import host_options, tool_option, wildcard_problem
-from runners.plan import Access
 from trialtable.values import (
     format_option,
     int_at_least,
@@ -108,6 +107,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 def main(args: argparse.Namespace) -> int:
     """``python -m runners calibrate``: run the campaign, print the coefficients."""
     from runners import calibrate  # the campaign and its fit (numpy): only when it runs
+    from runners.plan import Access
 
     problem = wildcard_problem(args.target_address, args.allow_wildcard_address)
     if problem:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import secrets
 import select
 import shlex
 import signal
@@ -350,7 +349,7 @@ class _Shell:
     """
 
     def __init__(self, transport: Any) -> None:
-        self.token = secrets.token_hex(16)
+        self.token = os.urandom(16).hex()
         self.channel = transport.open_session()
         self.channel.exec_command("exec sh")
         self._end_out = re.compile(rf"\n{self.token} (\d+)\n\Z".encode())

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from runners import bootstrap, compare, interleave
 from runners.cli import build_parser
 from runners.cli import main as runners_main
 from runners.errors import RunnerError
@@ -29,6 +28,8 @@ HEAVY = (
     "runners.compare",
     "runners.calibrate",
     "runners.calibrate_fit",
+    "runners.plan",
+    "runners.hosts",
     "numpy",
     "fabric",
 )
@@ -76,12 +77,6 @@ def test_compare_and_ab_read_fail_if_worse_by_one_rule(value, capsys):
         lines.append(err[0].split("--fail-if-worse: ", 1)[1])
     assert lines[0] == lines[1]
     assert "fraction" in lines[0] or "[0, 1)" in lines[0]
-
-
-def test_both_bootstraps_use_one_resample_count_and_seed():
-    assert compare.BOOTSTRAP_RESAMPLES == interleave.BOOTSTRAP_RESAMPLES
-    assert compare.BOOTSTRAP_RESAMPLES == bootstrap.BOOTSTRAP_RESAMPLES
-    assert compare.BOOTSTRAP_SEED == interleave.BOOTSTRAP_SEED == bootstrap.BOOTSTRAP_SEED
 
 
 @pytest.mark.parametrize("key", tls.KEYS, ids=lambda k: k.name)
