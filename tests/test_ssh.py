@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -223,12 +224,19 @@ def test_a_timed_out_command_closes_the_shell_and_the_next_gets_a_new_one(tmp_pa
 
 def test_a_command_while_the_shell_is_busy_gets_its_own_session(tmp_path, sshd):
     host = connect(sshd.spec, ssh_config=str(sshd.client_config(tmp_path)))
+    # The slow command holds the shell until the fast one has run (it makes the flag), so
+    # the order does not depend on how fast a loaded machine schedules the threads.
+    flag = f"/tmp/nginx-sizing-busy-{uuid.uuid4().hex}"
+    wait = f"i=0; while [ ! -e {flag} ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done"
     try:
-        with ThreadPoolExecutor(2) as pool:
-            slow = pool.submit(host.run, ["sh", "-c", "sleep 1; echo slow"])
-            time.sleep(0.3)
-            fast = pool.submit(host.run, ["echo", "fast"])
-            assert fast.result().stdout == "fast\n" and slow.result().stdout == "slow\n"
+        with ThreadPoolExecutor(1) as pool:
+            slow = pool.submit(host.run, ["sh", "-c", f"{wait}; rm -f {flag}; echo slow"])
+            deadline = time.monotonic() + 30
+            while not host._shell_lock.locked() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert host._shell_lock.locked()
+            fast = host.run(["sh", "-c", f"touch {flag}; echo fast"])
+            assert fast.stdout == "fast\n" and slow.result().stdout == "slow\n"
         assert host.sessions == 2
     finally:
         host.close()
