@@ -79,10 +79,8 @@ def _tls_key(text: str) -> str:
     """``--tls-key`` as both command lines spell it (`trialtable.tls`), to the run's short name."""
     try:
         return tls_key(text).short
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{printable(text)!r} is not a TLS key; expected {' or '.join(TLS_KEYS)}"
-        ) from None
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(printable(str(exc))) from None
 
 
 def _seconds0(text: str) -> int:

@@ -63,7 +63,6 @@ GROUP_COLUMNS = (
 )
 #: The columns that, within a group, make a setting (trials of one setting are repeats).
 LOAD_COLUMNS = ("threads", "connections", "streams", "rate_rps")
-GATES = COMPARE_GATES
 LEVEL = 0.95
 #: Largest run.json read for a run's label [B].
 RUN_JSON_MAX_BYTES = 16 * 1024 * 1024
@@ -276,7 +275,9 @@ def _load_name(load: dict[str, Any]) -> str:
     )
 
 
-def compare_runs(a: Run, b: Run, threshold: float, gates: Sequence[str] = GATES) -> dict[str, Any]:
+def compare_runs(
+    a: Run, b: Run, threshold: float, gates: Sequence[str] = COMPARE_GATES
+) -> dict[str, Any]:
     """B against A, group by group and setting by setting.
 
     Parameters

@@ -790,7 +790,10 @@ def read_sample(text: str, n: int, clk_tck: int) -> tuple[bool, float]:
     ticks = sum(
         stat_ticks(ln)
         for ln in lines
-        if ln.strip() and not ln.startswith(("ALIVE ", "SCHED ", "NGINX_SIZING_"))
+        if ln.strip()
+        and not ln.startswith(
+            ("ALIVE ", "SCHED ", _RUN_MARK, _AFTER_MARK, _DOWN_MARK, _LISTEN_MARK)
+        )
     )
     return alive == n, ticks / clk_tck
 

@@ -36,10 +36,7 @@ from dataclasses import dataclass, replace
 from typing import IO, Any
 
 from runners.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
-from runners.names import AB_MEASURES, AB_SCHEDULES
 
-MEASURES = AB_MEASURES
-SCHEDULES = AB_SCHEDULES
 #: Errors per response above which a trial gives no cost.
 MAX_ERROR_RATE = 0.01
 
@@ -213,7 +210,7 @@ def run_pairs(
                 if schedule == "together":
                     for session, _ in order:
                         if restart and i > 0:
-                            _restart(session)
+                            session.stop_server()
                         session.configure(vcpus)
                     rows = _together([session for session, _ in order], vcpus, threads, connections)
                     for row, (_, costs) in zip(rows, order, strict=True):
@@ -221,7 +218,7 @@ def run_pairs(
                 else:
                     for session, costs in order:
                         if restart and i > 0:
-                            _restart(session)
+                            session.stop_server()
                         row = session.trial(vcpus, threads, connections)
                         costs.append(pair_cost(row, measure))
                 if progress is not None:
@@ -259,15 +256,6 @@ def _together(
     if own:
         raise own[0]
     return [f.result() for f in futures]
-
-
-def _restart(session: Any) -> None:
-    """Stop ``session``'s nginx so its next trial starts a fresh one.
-
-    A fresh process (new port, new memory) each pair turns what one process happens to cost
-    into noise across pairs, not a steady offset.
-    """
-    session.stop_server()
 
 
 def render(

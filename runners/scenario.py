@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from runners.errors import RunnerError
+from trialtable.profile import PROXIED
 from trialtable.schema import PROTOCOLS, SCENARIOS
 from trialtable.tls import KEYS, SHORT_TLS_KEYS
 
@@ -94,7 +95,7 @@ class Scenario:
     @property
     def proxied(self) -> bool:
         """Whether the server proxies to upstream file servers."""
-        return self.name in ("reverse_proxy", "api_gateway")
+        return self.name in PROXIED
 
     @property
     def body_name(self) -> str:

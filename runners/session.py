@@ -348,13 +348,13 @@ class Session:
         self._placement = str(placement[self.clients[0].host.name]["placement"])
         self._vcpus = vcpus
 
-    @property
-    def vcpus(self) -> int | None:
-        """The vCPUs nginx runs with now (None before `configure` or after `stop_server`)."""
-        return self._vcpus
-
     def stop_server(self) -> None:
-        """Stop nginx (its upstreams keep running); the next `configure` starts a fresh one."""
+        """Stop nginx (its upstreams keep running); the next `configure` starts a fresh one.
+
+        `runners.interleave` does it before every pair after the first: a fresh process (new
+        port, new memory) turns what one process happens to cost into noise across pairs, not
+        a steady offset.
+        """
         if self.deployment is not None:
             self.deployment.stop_server()
         self._vcpus = None
