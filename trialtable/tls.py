@@ -24,15 +24,12 @@ class TlsKey:
         The cost model's coefficient of a full handshake with it [us/handshake].
     newkey : tuple of str
         ``openssl req -newkey`` arguments that make it.
-    title : str
-        How a person names it.
     """
 
     name: str
     short: str
     coefficient: str
     newkey: tuple[str, ...]
-    title: str
 
 
 #: Every key, the default first.
@@ -42,9 +39,8 @@ KEYS: tuple[TlsKey, ...] = (
         "ecdsa",
         "handshake_full_ecdsa_p256_us",
         ("ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"),
-        "ECDSA P-256",
     ),
-    TlsKey("rsa2048", "rsa", "handshake_full_rsa2048_us", ("rsa:2048",), "RSA 2048"),
+    TlsKey("rsa2048", "rsa", "handshake_full_rsa2048_us", ("rsa:2048",)),
 )
 #: The long names, as both command lines offer them.
 TLS_KEYS: tuple[str, ...] = tuple(k.name for k in KEYS)
