@@ -246,6 +246,6 @@ def test_plan_for_prices_every_row_as_the_model_does(fields):
         rec.workload,
         draws=300,
         capacities=lambda i, w: instance_capacities(i, w, rec.evidence, rec.profiles),
-        egress=fleet_egress(request, rec.workload),
+        egress=fleet_egress(request, rec),
     )
     assert plan.to_dict() == again.to_dict()

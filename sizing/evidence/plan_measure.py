@@ -37,11 +37,11 @@ from typing import Any
 
 import numpy as np
 
-from sizing.catalog.egress import egress_cost, traffic
+from sizing.catalog.egress import egress_cost
 from sizing.catalog.load import Instance
 from sizing.errors import Infeasible, InputError
 from sizing.fleet.counts import min_instances_array
-from sizing.fleet.recommend import HOURS_PER_MONTH, sustained, wire_bytes_per_request
+from sizing.fleet.recommend import HOURS_PER_MONTH, Recommendation, sustained
 from sizing.fleet.recommend import _shape as shape_of
 from sizing.model.capacity import Capacity, Workload, instance_capacities, instance_capacity
 from sizing.model.platforms import match_cpu_text, platform_of
@@ -483,22 +483,22 @@ def render(plan: MeasurementPlan, top: int = 5, decision: str = "") -> str:
     return "\n".join(lines)
 
 
-def fleet_egress(request: SizingRequest, work: Workload) -> Callable[[Instance], float]:
-    """What a fleet of a type pays per hour for the request's egress from its region [USD/h].
+def fleet_egress(request: SizingRequest, rec: Recommendation) -> Callable[[Instance], float]:
+    """What a fleet of a type pays per hour for the answer's egress from its region [USD/h].
 
-    As the answer prices it (`sizing.catalog.egress.egress_cost`, the request's clients and
-    zones); a region with no published price pays nothing here, as its answer's total holds
-    compute only.
+    As the answer prices it: its traffic (``rec.traffic``), clients and zones through
+    `sizing.catalog.egress.egress_cost`; a region with no published price pays nothing, as in
+    `sizing.fleet.counts.Option.egress_monthly_usd`.
     """
-    _, monthly_gib = traffic(request.rps, wire_bytes_per_request(work))
+    monthly_gib, clients = rec.traffic["monthly_gib"], rec.traffic["clients"]
     zones = request.rules().zones
     priced: dict[tuple[str, str], float] = {}
 
     def egress(inst: Instance) -> float:
         where = (inst.provider, inst.region)
         if where not in priced:
-            usd = egress_cost(*where, monthly_gib, clients=request.clients, zones=zones)
-            priced[where] = float(usd["usd_month"] or 0.0) / HOURS_PER_MONTH
+            usd = egress_cost(*where, monthly_gib, clients=clients, zones=zones)["usd_month"]
+            priced[where] = (0.0 if usd is None else float(usd)) / HOURS_PER_MONTH
         return priced[where]
 
     return egress
@@ -525,22 +525,16 @@ def plan_for(
         # answer computes them. Burstable types are not among ``insts``, so `sustained`
         # changes none. Rows of one shape share one object: the plan reads only its numbers
         # and platform.
-        known = {id(o.capacity.instance): o.capacity for o in rec.options}
-        out: list[Capacity | None] = [known.get(id(i)) for i in insts]
-        missing: dict[tuple[Any, ...], list[int]] = {}
-        for k, cap in enumerate(out):
-            if cap is None:
-                missing.setdefault(shape_of(insts[k]), []).append(k)
-        if missing:
-            have = {shape_of(o.capacity.instance): o.capacity for o in rec.options}
-            new = [shape for shape in missing if shape not in have]
-            firsts = [insts[missing[shape][0]] for shape in new]
-            found = instance_capacities(firsts, w, rec.evidence, rec.profiles)
+        have = {shape_of(o.capacity.instance): o.capacity for o in rec.options}
+        shapes = [shape_of(i) for i in insts]
+        new: dict[tuple[Any, ...], Instance] = {}
+        for shape, inst in zip(shapes, insts, strict=True):
+            if shape not in have:
+                new.setdefault(shape, inst)
+        if new:
+            found = instance_capacities(list(new.values()), w, rec.evidence, rec.profiles)
             have.update(zip(new, map(sustained, found), strict=True))
-            for shape, rows in missing.items():
-                for k in rows:
-                    out[k] = have[shape]
-        return [c for c in out if c is not None]
+        return [have[shape] for shape in shapes]
 
     rules = request.rules()
     plan = plan_measurements(
@@ -555,6 +549,6 @@ def plan_for(
         draws=draws,
         seed=seed,
         capacities=capacities,
-        egress=fleet_egress(request, rec.workload),
+        egress=fleet_egress(request, rec),
     )
     return answer, plan
