@@ -293,9 +293,10 @@ def write_compact(csv_path: str | Path, instances: Sequence[Instance] | None = N
 
 #: Bumped when what the cache holds for a compact file changes.
 _CACHE_VERSION = 1
-#: The cache entries this process has read, by key: `catalog_regions` and `load_catalog`
-#: of one run read the file once.
-_LOADED: dict[str, Any] = {}
+#: The cache entry this process read last for each catalog file (its path: slot -> key,
+#: entry): `catalog_regions` and `load_catalog` of one run read the file once, and a
+#: long-lived process keeps one entry per catalog, not one per version of it.
+_LOADED: dict[str, tuple[str, Any]] = {}
 
 
 def _read_compact(
@@ -312,11 +313,12 @@ def _read_compact(
     stats = _cache.stat_key(csv_path, cp)
     key = f"{COMPACT_SCHEMA}|{_CACHE_VERSION}|{','.join(FIELD_NAMES)}|{stats}"
     slot = os.path.realpath(csv_path)
-    cached = _LOADED.get(key) if stats else None
+    last = _LOADED.get(slot)
+    cached = last[1] if stats and last is not None and last[0] == key else None
     if cached is None and stats:
         cached = _cache.load(key, slot)
         if cached is not None:
-            _LOADED[key] = cached
+            _LOADED[slot] = (key, cached)
     try:
         # Each group's checked rows are kept as their own marshal bytes: a run decodes only
         # the regions it asks for.
