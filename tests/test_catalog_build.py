@@ -456,7 +456,8 @@ def _naive_updates(names, files):
     """`gcp.apply_updates` as the SQL says: every pattern tried on every name."""
     out = {n: {} for n in names}
     for f in files:
-        for patterns, values in gcp.parse_sql_updates(f.read_text()):
+        for likes, values in gcp._sql_updates(f.read_text()):
+            patterns = [gcp.like_to_regex(p) for p in likes]
             for n in names:
                 if any(p.match(n) for p in patterns):
                     for k, v in values.items():

@@ -183,11 +183,6 @@ def like_to_regex(pattern: str) -> re.Pattern[str]:
     return re.compile(f"^{out}$", re.I | re.S)
 
 
-def parse_sql_updates(text: str) -> list[tuple[list[re.Pattern[str]], dict[str, str]]]:
-    """``UPDATE instances SET ... WHERE name LIKE ...`` statements, in file order."""
-    return [([like_to_regex(p) for p in likes], values) for likes, values in _sql_updates(text)]
-
-
 def _sql_updates(text: str) -> list[tuple[list[str], dict[str, str]]]:
     """Each statement's ``LIKE`` patterns as written and the columns it sets, in file order."""
     text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
