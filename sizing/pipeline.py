@@ -164,8 +164,7 @@ def size(request: SizingRequest) -> Answer:
                 load_profiles(request.profiles),
                 **_fleet_options(request),
             )
-            decision = rec.decision["headline"] + "." if rec.decision else ""
-            return Answer(request, rec, decision, "", columnar.instances_of(cols, rows))
+            return _answer(request, rec, "", columnar.instances_of(cols, rows))
     instances = instances_of(request)
     profiles = load_profiles(request.profiles)
     evidence, warning = evidence_of(request, instances)
@@ -182,8 +181,15 @@ def size(request: SizingRequest) -> Answer:
         profiles=profiles,
         **_fleet_options(request),
     )
-    decision = rec.decision["headline"] + "." if rec.decision else ""  # the text's first
-    return Answer(request, rec, decision, warning, tuple(instances))
+    return _answer(request, rec, warning, tuple(instances))
+
+
+def _answer(
+    request: SizingRequest, rec: Recommendation, warning: str, instances: Sequence[Instance]
+) -> Answer:
+    """The answer, its decision the first sentence of the recommendation's text."""
+    decision = rec.decision["headline"] + "." if rec.decision else ""
+    return Answer(request, rec, decision, warning, instances)
 
 
 def _by_columns(request: SizingRequest) -> bool:
