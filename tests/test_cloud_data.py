@@ -349,3 +349,19 @@ def test_a_bad_sources_file_is_refused_in_one_line(tmp_path, change, field, word
 def test_an_empty_connection_count_reads_as_none(tmp_path):
     df = load_cloud_measurements(write(tmp_path, GOOD | {"connections": ""}))
     assert df["connections"].isna().all()
+
+
+def test_the_extractors_write_the_loaders_columns():
+    """`data/cloud/extractlib.py` spells the columns out (it runs without the project)."""
+    import importlib.util
+
+    from sizing.model import cloudtruth
+    from sizing.paths import DATA_DIR
+
+    spec = importlib.util.spec_from_file_location(
+        "extractlib", DATA_DIR / "cloud" / "extractlib.py"
+    )
+    assert spec is not None and spec.loader is not None
+    lib = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lib)
+    assert sorted(lib.HEADER) == sorted([*cloudtruth.COLUMNS, *cloudtruth.OPTIONAL_COLUMNS])

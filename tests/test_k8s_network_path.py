@@ -52,16 +52,15 @@ def test_values_are_positive_numbers(rows):
             assert math.isfinite(value) and value > 0, f"line {n}: {col} {row[col]!r}"
 
 
-def test_the_cpu_time_rows_show_the_pod_path_costing_more():
+def test_the_cpu_time_rows_show_the_pod_path_costing_more(rows):
     # The server-CPU rows of the netperf TCP_RR benchmark are the figures the summary rests
     # on: with kube-proxy's iptables path the pod's server side spends more CPU per
     # transaction than the host's.
-    with CSV_PATH.open(newline="", encoding="utf-8") as fh:
-        cpu = [
-            r
-            for r in csv.DictReader(fh)
-            if r["metric"].startswith("server_cpu_pct_tcp_rr") and "iptables" in r["setup_pod"]
-        ]
+    cpu = [
+        r
+        for r in rows
+        if r["metric"].startswith("server_cpu_pct_tcp_rr") and "iptables" in r["setup_pod"]
+    ]
     assert len(cpu) >= 2
     for row in cpu:
         assert float(row["pod_value"]) > float(row["host_value"])

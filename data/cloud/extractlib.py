@@ -11,6 +11,9 @@ import subprocess
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+#: The columns of ``measurements.csv``, in the file's order: `sizing.model.cloudtruth`'s
+#: ``COLUMNS`` and ``OPTIONAL_COLUMNS`` (which its loader checks the file against); spelled
+#: out here so that an extractor runs without the project installed.
 HEADER = (
     "source_id,provider,instance_type,vcpus,cpu_platform,server,workload_class,protocol,"
     "body_bytes,connections,threads,client_placement,container,metric,value,repo,commit,path,"
