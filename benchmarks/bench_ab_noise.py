@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchlib import machine  # noqa: E402
 
-from runners.nginxconf import render_conf  # noqa: E402
+from runners.deploy.conf import render_conf  # noqa: E402
 from runners.scenario import make_scenario  # noqa: E402
 
 

@@ -28,7 +28,7 @@ from benchlib import ROOT, machine, save
 
 sys.path.insert(0, str(ROOT))
 
-from sizing.evidence.accesslog import SIZE_EDGES
+from sizing.workload.accesslog import SIZE_EDGES
 from tests.logsynth import SIZES, Truth, write_combined
 from trialtable.values import parse_size
 

@@ -41,14 +41,14 @@ sys.path.insert(0, str(ROOT))
 
 from benchlib import machine, save  # noqa: E402
 
-from runners import calibrate as cal  # noqa: E402
-from runners.calibrate_fit import cpu_us  # noqa: E402
+from runners.calibrate import campaign as cal  # noqa: E402
+from runners.calibrate.fit import cpu_us  # noqa: E402
 from runners.scenario import Scenario  # noqa: E402
 from runners.store import load_trials  # noqa: E402
 from runners.sweep import Plan, run_sweep  # noqa: E402
 from sizing.evidence.profiles import host_capacity  # noqa: E402
 from sizing.evidence.profiles import read_profile as read_cost_profile  # noqa: E402
-from sizing.model.workload import Workload  # noqa: E402
+from sizing.workload.value import Workload  # noqa: E402
 from trialtable.profile import read_profile  # noqa: E402
 
 KB = 1024
@@ -116,7 +116,7 @@ def _setting_workload(s: cal.Setting) -> Workload:
 def speed_probe() -> float:
     """The campaign's speed probe, run here on the first CPU [us per ECDSA P-256 signature].
 
-    The same fixed computation the campaign timed before each round (`runners.calibrate`):
+    The same fixed computation the campaign timed before each round (`runners.calibrate.campaign`):
     a different figure before the direct sweeps says the CPU's speed moved in between.
     """
     cpu = sorted(os.sched_getaffinity(0))[0]

@@ -2,9 +2,9 @@
 
     .venv/bin/python benchmarks/bench_cloud.py            # about a minute
 
-Data: ``data/cloud/measurements.csv`` (`sizing.model.cloudtruth`), turned into one CPU time
+Data: ``data/cloud/measurements.csv`` (`sizing.fitting.cloudtruth`), turned into one CPU time
 per request per vCPU per (source, instance type, body, protocol) by
-`sizing.model.cloudfit.observations` (machines of at most 16 vCPUs).
+`sizing.fitting.cloudfit.observations` (machines of at most 16 vCPUs).
 
 1. **Leave one source out.** The cloud model (platform speeds, SMT gains, environment terms,
    spreads) is fitted without the source, then predicts every value of it. A real NGINX
@@ -34,8 +34,8 @@ from typing import Any
 import numpy as np
 from benchlib import machine, save
 
-from sizing.model.cloudfit import fit_cloud_model, observations, predict
-from sizing.model.cloudtruth import load_cloud_measurements
+from sizing.fitting.cloudfit import fit_cloud_model, observations, predict
+from sizing.fitting.cloudtruth import load_cloud_measurements
 
 
 def _spearman(a: list[float], b: list[float]) -> float:
@@ -126,7 +126,7 @@ def held_out_sources() -> list[dict[str, Any]]:
     """
     from sizing.catalog.load import load_catalog
     from sizing.model.capacity import instance_capacity
-    from sizing.model.workload import Workload
+    from sizing.workload.value import Workload
 
     df = load_cloud_measurements(include_held_out=True)
     df = df[(df["fit"] == "no") & (df["metric"] == "rps")]

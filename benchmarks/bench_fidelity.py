@@ -30,8 +30,8 @@ from typing import Any
 from benchlib import machine, save
 
 from sizing.catalog.load import load_catalog
-from sizing.model.fits import fit_cost_model, predict_with_interval, seed_points
-from sizing.model.published import INPUTS, recompute_claims
+from sizing.fitting.fits import fit_cost_model, predict_with_interval, seed_points
+from sizing.fitting.published import INPUTS, recompute_claims
 
 
 def _label(p: dict[str, Any]) -> str:

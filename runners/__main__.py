@@ -1,7 +1,7 @@
 """``python -m runners``.
 
 Ctrl-C before the command runs (while the modules load) ends with one line and exit code 130,
-as the command line itself does once running (`runners.cli.main`).
+as the command line itself does once running (`runners.cli.main.main`).
 """
 
 import sys
@@ -9,7 +9,7 @@ import sys
 
 def _run() -> int:
     try:
-        from runners.cli import main
+        from runners.cli.main import main
 
         return main()
     except KeyboardInterrupt:

@@ -218,7 +218,7 @@ def stop_left_behind(
     thing found (also written to ``log`` as a warning). ``record``: the open run, told what
     was removed.
     """
-    from runners.deploy import stop_leftovers
+    from runners.deploy.nginx import stop_leftovers
 
     access = access or Access()
     found = outstanding_in(run_dir)
@@ -283,7 +283,7 @@ def cleanup(
     """Stop what run ``run_id`` (or, with None, every run in ``out``) left on its hosts.
 
     Touches only prefixes and work folders the runs recorded in their ``started.jsonl``,
-    and of those only what `runners.deploy.stop_leftovers` can prove the run started; a run
+    and of those only what `runners.deploy.nginx.stop_leftovers` can prove the run started; a run
     another live process holds is left alone (and said so). ``--all`` also looks into the
     calibration campaigns in ``out`` (``CAMPAIGN/runs/RUN``).
     """

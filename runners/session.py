@@ -24,7 +24,7 @@ from typing import IO, Any
 
 from runners import jwt, loadgen
 from runners.cputime import TIMES_MARKER, times_seconds
-from runners.deploy import Deployment, NginxHost, is_ip
+from runners.deploy.nginx import Deployment, NginxHost, is_ip
 from runners.errors import RunnerError
 from runners.hosts import Host, HostSpec, Result, connect, facts, require_tools
 from runners.plan import Access, Plan

@@ -26,16 +26,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sizing.errors import InputError
-from sizing.model.workload import (
-    ENVIRONMENTS,
-    HTTP_VERSIONS,
-    JWT_KINDS,
-    PROTOCOLS,
-    SCENARIOS,
-    TLS_KEYS,
-    Workload,
-    parse_size_mix,
-)
 from sizing.units import (
     DEFAULT_PROTOCOL,
     int_at_least,
@@ -44,6 +34,16 @@ from sizing.units import (
     parse_fraction,
     parse_rps,
     parse_size,
+)
+from sizing.workload.value import (
+    ENVIRONMENTS,
+    HTTP_VERSIONS,
+    JWT_KINDS,
+    PROTOCOLS,
+    SCENARIOS,
+    TLS_KEYS,
+    Workload,
+    parse_size_mix,
 )
 from trialtable.tls import DEFAULT_TLS_KEY
 from trialtable.values import number_or_percent, parse_path

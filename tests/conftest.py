@@ -86,7 +86,7 @@ def reference_fit_run() -> tuple[list[dict[str, Any]], list[tuple[int, int]]]:
     A minute or more on a busy machine: the tests that need the fitted rows share this one.
     Returns the rows and the ``(done, total)`` progress calls the fit made.
     """
-    from sizing.model import fits
+    from sizing.fitting import fits
 
     ticks: list[tuple[int, int]] = []
     rows = fits.fit_reference(
@@ -103,13 +103,13 @@ def reference_fit(reference_fit_run) -> list[dict[str, Any]]:
 
 @pytest.fixture
 def replayed_reference_fit(monkeypatch, reference_fit):
-    """``sizing.model.fits.fit_reference`` answering the reference from `reference_fit`.
+    """``sizing.fitting.fits.fit_reference`` answering the reference from `reference_fit`.
 
     For tests of what the commands do with a fit (tables, JSON, progress), not of the fit
     itself (`tests/test_project.py` checks that against the stored fit); it reports progress
     per series like the real one.
     """
-    from sizing.model import fits
+    from sizing.fitting import fits
 
     real = fits.fit_reference
 

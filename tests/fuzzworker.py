@@ -56,7 +56,7 @@ def _serve() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     # Warm the imports the commands make, so the cap measures the work, not the libraries.
-    for name in ("sizing.cli.main", "runners.cli", "pandas", "scipy.optimize", "numpy"):
+    for name in ("sizing.cli.main", "runners.cli.main", "pandas", "scipy.optimize", "numpy"):
         importlib.import_module(name)
     limit = _vm_size() + MEMORY_HEADROOM
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
@@ -65,7 +65,7 @@ def _serve() -> None:
     out.flush()
     for line in sys.stdin:
         req = json.loads(line)
-        cli = {"sizing": "sizing.cli.main", "runners": "runners.cli"}[req["package"]]
+        cli = {"sizing": "sizing.cli.main", "runners": "runners.cli.main"}[req["package"]]
         main = importlib.import_module(cli).main
         stdout, stderr = io.StringIO(), io.StringIO()
         escaped = None

@@ -55,7 +55,7 @@ def held(text: str) -> str:
 
 
 def answer(name: str) -> str:
-    """What ``python -m sizing`` prints for ``ANSWERS[name]``: stdout, then stderr, then the exit."""
+    """What ``python -m sizing`` prints for ``ANSWERS[name]``: stdout, stderr, exit."""
     env = {**os.environ, "COLUMNS": "100", "PYTHONHASHSEED": "0"}
     done = subprocess.run(
         [sys.executable, "-m", "sizing", *ANSWERS[name]],

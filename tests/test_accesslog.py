@@ -21,8 +21,9 @@ import pytest
 
 from sizing.cli import main as cli
 from sizing.errors import InputError
-from sizing.evidence import accesslog
-from sizing.evidence.accesslog import (
+from sizing.request import SizingRequest
+from sizing.workload import accesslog
+from sizing.workload.accesslog import (
     compile_format,
     load_workload_file,
     read_logs,
@@ -30,7 +31,6 @@ from sizing.evidence.accesslog import (
     validate_workload,
     workload_to_request_args,
 )
-from sizing.request import SizingRequest
 from tests.logsynth import SIZES, START, combined_lines, local_time, write_combined
 from tests.loopback import private_nginx
 

@@ -1,6 +1,6 @@
 """Hostile input the fuzz tests did not reach: each is one line on stderr and an exit code.
 
-Every case runs the command line in-process (`sizing.cli.main.main`, `runners.cli.main`); the
+Every case runs the command line in-process (`sizing.cli.main.main`, `runners.cli.main.main`); the
 interrupt during start-up runs ``python -m sizing`` as a child.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from runners.cli import main as runners_main
+from runners.cli.main import main as runners_main
 from sizing.cli.main import main as sizing_main
 from trialtable.files import FileRefused, read_bounded
 from trialtable.read import RANGES, read_rows
@@ -560,7 +560,7 @@ def test_an_empty_path_is_refused_by_every_path_option(
 
 
 def test_every_path_option_of_both_command_lines_refuses_an_empty_path():
-    from runners.cli import build_parser as runners_parser
+    from runners.cli.main import build_parser as runners_parser
     from sizing.cli.main import build_parser as sizing_parser
     from trialtable.values import parse_path
 

@@ -7,13 +7,13 @@ import math
 
 import pytest
 
+from sizing.analyses.baseline import BaselineSpec, compare_to_baseline, parse_baseline
 from sizing.catalog.load import load_catalog, select_instances
 from sizing.cli.main import main
 from sizing.errors import InputError
-from sizing.fleet.baseline import BaselineSpec, compare_to_baseline, parse_baseline
 from sizing.fleet.growth import growth_fields, months_until, parse_growth
 from sizing.fleet.recommend import recommend, survivors
-from sizing.model.workload import Workload
+from sizing.workload.value import Workload
 
 KNOWN = {"c6i.xlarge", "m5.2xlarge", "n2-standard-4", "x2iedn.xlarge"}
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from runners import calibrate as cal
-from runners import calibrate_fit as calfit
+from runners.calibrate import campaign as cal
+from runners.calibrate import fit as calfit
 from runners.errors import RunnerError
 from tests.conftest import runners_cli
 from tests.test_netns import two_namespaces  # noqa: F401 (fixture)
@@ -354,7 +354,7 @@ def _recorded_profile(csv: Path, rounds: set[int] | None = None):
 
 
 def _workload(s: cal.Setting):
-    from sizing.model.workload import Workload
+    from sizing.workload.value import Workload
 
     sc = s.scenario
     return Workload(
@@ -685,7 +685,7 @@ def test_the_command_line_prints_what_the_campaign_returns(monkeypatch, capsys):
     import inspect
     import sys
 
-    from runners import cli
+    from runners.cli import main as cli
 
     path = next((ROOT / "data" / "profiles").glob("*-loopback-*.json"))
     # Called as a library, the campaign says nothing unless given a stream.

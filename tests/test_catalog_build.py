@@ -498,7 +498,7 @@ def test_catalog_build_loads_only_its_own_command(upstream, tmp_path):
         f"assert main(['catalog', 'build', '--aws-dir', {str(aws)!r}, '--gcp-dir', "
         f"{str(gcp_dir)!r}, '--out', {str(out)!r}]) == 0\n"
         "loaded = [m for m in ('sizing.cli.recommend', 'sizing.request', "
-        "'sizing.evidence.accesslog') if m in sys.modules]\n"
+        "'sizing.workload.accesslog') if m in sys.modules]\n"
         "print(loaded)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from sizing.errors import InputError
-from sizing.model import cloudtruth
-from sizing.model.cloudtruth import COLUMNS, load_cloud_measurements
+from sizing.fitting import cloudtruth
+from sizing.fitting.cloudtruth import COLUMNS, load_cloud_measurements
 
 SHIPPED = Path(__file__).resolve().parent.parent / "data" / "cloud" / "measurements.csv"
 SOURCES = SHIPPED.with_name("sources.csv")
@@ -96,7 +96,7 @@ def test_at_least_three_independent_sources_give_absolute_values(shipped):
 
 
 def test_apisix_rows_are_a_labelled_same_vm_proxy_that_the_fit_leaves_out(shipped):
-    from sizing.model.cloudfit import observations
+    from sizing.fitting.cloudfit import observations
 
     ap = shipped[shipped["source_id"] == "apisix-arm-clouds"]
     assert len(ap) == 3
@@ -115,7 +115,7 @@ def test_apisix_rows_are_a_labelled_same_vm_proxy_that_the_fit_leaves_out(shippe
 
 
 def test_held_out_sources_stay_out_of_the_default_table_and_the_fit(shipped):
-    from sizing.model.cloudfit import observations
+    from sizing.fitting.cloudfit import observations
 
     with SOURCES.open(newline="", encoding="utf-8") as fh:
         fit = {r["source_id"]: r["fit"] for r in csv.DictReader(fh)}
@@ -355,7 +355,7 @@ def test_the_extractors_write_the_loaders_columns():
     """`data/cloud/extractlib.py` spells the columns out (it runs without the project)."""
     import importlib.util
 
-    from sizing.model import cloudtruth
+    from sizing.fitting import cloudtruth
     from sizing.paths import DATA_DIR
 
     spec = importlib.util.spec_from_file_location(

@@ -9,11 +9,11 @@ import sys
 import pytest
 
 from sizing.catalog.load import load_catalog
+from sizing.fitting.cloudfit import _rounded, fit_cloud_model, observations, predict
+from sizing.fitting.cloudtruth import load_cloud_measurements
 from sizing.model import capacity
 from sizing.model.cloud import CLOUD_MODEL_PATH, CloudModel, load_cloud_model
-from sizing.model.cloudfit import _rounded, fit_cloud_model, observations, predict
-from sizing.model.cloudtruth import load_cloud_measurements
-from sizing.model.workload import Workload
+from sizing.workload.value import Workload
 
 
 @pytest.fixture(scope="module")

@@ -65,7 +65,7 @@ def _both(shipped: Any, **kw: Any) -> tuple[Any, Any]:
 
     from sizing.fleet.columnar import recommend_columns
     from sizing.fleet.recommend import recommend
-    from sizing.model.workload import Workload
+    from sizing.workload.value import Workload
 
     _, _, cols, rows = shipped
     work = kw.pop("workload", Workload())
@@ -109,7 +109,7 @@ def test_the_columns_answer_as_the_rows_do(shipped, case):
 
 def test_the_columns_answer_burst_rates_as_the_rows_do(shipped):
     """--network burst prunes on the providers' burst rates: the same answer either way."""
-    from sizing.model.workload import Workload
+    from sizing.workload.value import Workload
 
     by_rows, by_cols = _both(shipped, workload=Workload(burst_network=True))
     assert by_cols.decision == by_rows.decision
@@ -118,7 +118,7 @@ def test_the_columns_answer_burst_rates_as_the_rows_do(shipped):
 
 
 def test_the_columns_answer_with_a_profile_and_a_mix(shipped):
-    from sizing.model.workload import Workload
+    from sizing.workload.value import Workload
 
     work = Workload(file_bytes=50_000, protocol="http")
     by_rows, by_cols = _both(shipped, workload=work, profiles=_profiles(), mix=2)

@@ -16,7 +16,7 @@ from sizing.model import costmodel
 from sizing.model.capacity import instance_capacity, network_gbps
 from sizing.model.costmodel import cpu_us_per_request, reference_profile
 from sizing.model.platforms import platform_by_text, platform_of
-from sizing.model.workload import Workload
+from sizing.workload.value import Workload
 from tests.conftest import sizing_cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,7 +43,7 @@ def get(name: str):
 
 
 def test_stored_cost_model_matches_a_fresh_fit():
-    from sizing.model.fits import cost_model_doc, fit_cost_model, seed_points
+    from sizing.fitting.fits import cost_model_doc, fit_cost_model, seed_points
 
     fresh = cost_model_doc(fit_cost_model(seed_points()))
     stored = json.loads(costmodel.COST_MODEL_PATH.read_text())
@@ -314,8 +314,8 @@ FIT_TABLE_WORDS = (
 
 
 def test_stored_thread_gain_matches_a_fresh_fit():
+    from sizing.fitting.fits import fit_ht_nginx
     from sizing.model import platforms
-    from sizing.model.fits import fit_ht_nginx
 
     stored = json.loads(platforms.HT_FIT_PATH.read_text())["ht_nginx"]
     assert fit_ht_nginx() == pytest.approx(stored, rel=0.01)

@@ -13,7 +13,7 @@ from sizing.catalog.load import select_instances
 from sizing.cli import main as cli
 from sizing.errors import InputError
 from sizing.fleet.recommend import recommend
-from sizing.model.workload import Workload
+from sizing.workload.value import Workload
 
 CATALOG = select_instances()  # the default regions
 HEADER = "provider,region,kind,from_gib,to_gib,usd_per_gib,source,source_date,note\n"

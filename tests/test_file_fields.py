@@ -19,13 +19,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runners import cli as runners_cli
+from runners.cli import main as runners_cli
 from sizing.catalog import aws, egress, load
 from sizing.catalog.rows import BUILD_COLUMNS
 from sizing.errors import InputError
-from sizing.evidence import accesslog
-from sizing.model import cloudtruth, crypto
+from sizing.fitting import cloudtruth
+from sizing.model import crypto
 from sizing.paths import DATA_DIR
+from sizing.workload import accesslog
 from trialtable.fields import MAX_NUMBER_TEXT, Field, FieldError
 from trialtable.folder import HISTOGRAM, RunFolder, RunFolderError, new_run_id, outstanding
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from runners.cli import build_parser as runners_parser
+from runners.cli.main import build_parser as runners_parser
 from sizing.cli.main import build_parser as sizing_parser
 from sizing.model import curves
 from sizing.model.capacity import Workload
@@ -195,7 +195,7 @@ def test_model_tables_show_meaningful_digits():
 
 def test_make_fits_stores_meaningful_digits(tmp_path, monkeypatch):
     """`make fits` stores rounded numbers, so a refit rewrites no line for float noise."""
-    from sizing.model import fits
+    from sizing.fitting import fits
 
     noisy = {"params": {"lam": 134759.7919139186, "kappa": 0.0003872265283791494}}
     monkeypatch.setattr(fits, "fit_reference", lambda name, compare: [{**noisy, "aicc": math.inf}])

@@ -494,7 +494,7 @@ def test_min_instances_array_keeps_the_shape_and_marks_no_fleet_as_inf():
 def test_pruning_compares_the_rates_the_request_uses():
     """With --network burst a type that bursts higher is not dominated by a cheaper one."""
     from sizing.fleet.recommend import prune_dominated
-    from sizing.model.workload import Workload
+    from sizing.workload.value import Workload
 
     steady = replace(_inst("steady", 0.10), network_gbps=10.0, network_burst_gbps=10.0)
     bursty = replace(_inst("bursty", 0.12), network_gbps=5.0, network_burst_gbps=25.0)

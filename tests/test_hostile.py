@@ -25,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runners.cli_options import wildcard_problem
+from runners.cli.options import wildcard_problem
 from runners.hosts import LocalHost
 from runners.loadgen import h2load
 from sizing.cli.main import main as sizing_main

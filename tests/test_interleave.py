@@ -8,7 +8,7 @@ import math
 import pytest
 
 from runners import interleave
-from runners.cli import main as runners_main
+from runners.cli.main import main as runners_main
 from tests.conftest import runners_cli
 
 # Per-pair B/A nginx CPU per request, recorded on the project's 2-core machine (static 1 KB,
@@ -123,7 +123,7 @@ def _sample_with(stdout: str, pids=(11, 12)):
     """`Deployment.sample` on a host that answers ``stdout`` (clock ticks of 10 ms)."""
     from types import SimpleNamespace
 
-    from runners.deploy import Deployment
+    from runners.deploy.nginx import Deployment
 
     fake = SimpleNamespace(
         pids=lambda: list(pids),

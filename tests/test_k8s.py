@@ -7,12 +7,12 @@ import math
 import pytest
 import yaml
 
+from sizing.analyses import k8s
 from sizing.catalog.load import select_instances
 from sizing.cli.main import main
 from sizing.errors import InputError
-from sizing.fleet import k8s
 from sizing.fleet.recommend import FleetRules, survivors
-from sizing.model.workload import Workload
+from sizing.workload.value import Workload
 
 kubernetes_validate = pytest.importorskip("kubernetes_validate")
 K8S_VERSION = "1.30"

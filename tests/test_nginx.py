@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from runners.deploy import Deployment, NginxHost, relevant_log_line
+from runners.deploy.conf import affinity_masks
+from runners.deploy.nginx import Deployment, NginxHost, relevant_log_line
 from runners.errors import RunnerError
 from runners.hosts import LocalHost
-from runners.nginxconf import affinity_masks
 from runners.scenario import Scenario, response_size_problem
 from tests.conftest import live_nginx_pids
 
@@ -210,7 +210,7 @@ def test_the_relevant_error_log_line_is_quoted():
 
 
 def test_http2_is_on_the_listening_socket_only_when_asked():
-    from runners.nginxconf import render_conf
+    from runners.deploy.conf import render_conf
 
     common = {"prefix": "/p", "listen": "127.0.0.1", "port": 20001, "cpus": [0]}
     assert " http2 " not in render_conf(Scenario(protocol="https"), **common)

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from sizing.analyses.plan_measure import plan_measurements
 from sizing.catalog.load import Instance
 from sizing.errors import InputError
-from sizing.evidence.plan_measure import plan_measurements
 from sizing.model.capacity import Workload
 from tests.conftest import sizing_cli
 
@@ -178,7 +178,7 @@ def _brute_force(target, insts, caps, work, draws, residual_sd=0.05, confidence=
 
     import numpy as np
 
-    from sizing.evidence import plan_measure as pm
+    from sizing.analyses import plan_measure as pm
 
     z = np.random.default_rng(pm.DEFAULT_SEED).standard_normal(draws)
     rules = (target, 0.2, 0, NormalDist().inv_cdf(1.0 - confidence), None)
@@ -229,7 +229,7 @@ def test_types_left_out_of_the_draws_change_nothing(target, work):
 )
 def test_plan_for_prices_every_row_as_the_model_does(fields):
     """plan_for reuses the answer's capacities: the plan equals one from the model's own."""
-    from sizing.evidence.plan_measure import fleet_egress, plan_for
+    from sizing.analyses.plan_measure import fleet_egress, plan_for
     from sizing.model.capacity import instance_capacities
     from sizing.paths import DATA_DIR
     from sizing.request import SizingRequest

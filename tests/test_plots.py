@@ -7,13 +7,13 @@ import re
 import pandas as pd
 import pytest
 
+from sizing.analyses.sensitivity import cost_at_confidence, sensitivity
 from sizing.catalog.load import load_catalog
+from sizing.fitting.published import recompute_claims
 from sizing.fleet.recommend import recommend
 from sizing.model import curves
 from sizing.model.capacity import REFERENCE_LINK_GBPS, Workload, bytes_per_response
 from sizing.model.datasets import reference_series
-from sizing.model.published import recompute_claims
-from sizing.model.sensitivity import cost_at_confidence, sensitivity
 from sizing.report import plots
 
 

@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 
 from runners import jwt
-from runners.deploy import Deployment, NginxHost
+from runners.deploy.conf import SESSION_RESUMPTION, render_conf
+from runners.deploy.nginx import Deployment, NginxHost
 from runners.errors import RunnerError
 from runners.hosts import LocalHost
-from runners.nginxconf import SESSION_RESUMPTION, render_conf
 from runners.scenario import Scenario, make_scenario
 from tests.loopback import private_nginx
 

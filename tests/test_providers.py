@@ -10,7 +10,7 @@ import sizing.catalog as catalog_package
 from sizing.catalog import aws, build, gcp, providers
 from sizing.catalog.load import DEFAULT_REGIONS, select_instances
 from sizing.model import capacity
-from sizing.model.workload import Workload
+from sizing.workload.value import Workload
 
 ROOT = Path(__file__).resolve().parents[1]
 UPSTREAM = Path("/work/shared/facts/upstream")

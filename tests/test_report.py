@@ -11,17 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from sizing.catalog.load import load_catalog
-from sizing.errors import InputError
-from sizing.fleet.recommend import recommend
-from sizing.model import capacity
-from sizing.model.capacity import Workload
-from sizing.model.sensitivity import (
+from sizing.analyses.sensitivity import (
     _measured_scaled,
     cost_at_confidence,
     sensitivity,
     uncertain_inputs,
 )
+from sizing.catalog.load import load_catalog
+from sizing.errors import InputError
+from sizing.fleet.recommend import recommend
+from sizing.model import capacity
+from sizing.model.capacity import Workload
 from sizing.paths import CATALOG_DIR
 from sizing.report.execute import coerce_parameters, notebook_parameters
 from sizing.report.sources import name_sources

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from runners import calibrate_fit as calfit
-from runners import calibrate_settings as cs
+from runners.calibrate import fit as calfit
+from runners.calibrate import settings as cs
 from sizing.errors import InputError
-from sizing.model import runcosts
+from sizing.fitting import runcosts
 from sizing.model.capacity import current_stack
 from sizing.model.costmodel import COST_MODEL_PATH, reference_profile
 from trialtable.profile import cost_terms

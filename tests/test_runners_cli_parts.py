@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from runners.cli import build_parser
-from runners.cli import main as runners_main
+from runners.cli.main import build_parser
+from runners.cli.main import main as runners_main
 from runners.errors import RunnerError
 from runners.scenario import Scenario
 from sizing.errors import InputError
-from sizing.model.workload import Workload
+from sizing.workload.value import Workload
 from trialtable import tls
 from trialtable.profile import HANDSHAKE_FULL
 
@@ -26,8 +26,8 @@ HEAVY = (
     "runners.sweep",
     "runners.interleave",
     "runners.compare",
-    "runners.calibrate",
-    "runners.calibrate_fit",
+    "runners.calibrate.campaign",
+    "runners.calibrate.fit",
     "runners.plan",
     "runners.hosts",
     "numpy",
@@ -37,7 +37,7 @@ HEAVY = (
 
 def test_building_the_parser_imports_no_subcommand_module():
     code = (
-        "import sys\nfrom runners.cli import build_parser\nbuild_parser()\n"
+        "import sys\nfrom runners.cli.main import build_parser\nbuild_parser()\n"
         f"print(' '.join(m for m in {HEAVY!r} if m in sys.modules))"
     )
     out = subprocess.run(

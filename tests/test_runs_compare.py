@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from runners import compare
-from runners.cli import main as runners_main
+from runners.cli.main import main as runners_main
 from tests.conftest import runners_cli
 from trialtable.schema import TRIAL_COLUMNS
 

@@ -360,7 +360,7 @@ def test_progress_lines_bound_the_time_left(tmp_path):
     ``max_trials`` still allows, at the wall time a second of load has taken so far."""
     import time
 
-    from runners.cli import trial_line
+    from runners.cli.main import trial_line
     from runners.search import _Reporting, _TrialBound
 
     opts = SearchOptions(max_trials=4, duration_s=1, confirm=3, confirm_duration_s=2)

@@ -112,7 +112,7 @@ def _shipped_types() -> list[Any]:
 
 
 def _workloads() -> list[Any]:
-    from sizing.model.workload import Workload
+    from sizing.workload.value import Workload
 
     return [
         Workload(),
@@ -156,7 +156,7 @@ def test_batch_capacities_with_a_profile_and_duplicates_and_edge_rows():
 
     from sizing.evidence.profiles import load_profiles
     from sizing.model.capacity import model_capacities, model_capacity
-    from sizing.model.workload import Workload
+    from sizing.workload.value import Workload
 
     profiles = load_profiles(["tests/data/profile-fixture-epyc.json"])
     insts = _shipped_types()
@@ -207,7 +207,7 @@ def _scalar_cost(usable: float, target: float, redundancy: int, price: float, ma
 def test_vectorised_fleet_cost_equals_the_scalar_count(usable, target, redundancy, max_count):
     import numpy as np
 
-    from sizing.evidence.plan_measure import _fleet_cost
+    from sizing.analyses.plan_measure import _fleet_cost
 
     price = 0.37
     got = _fleet_cost(
@@ -220,7 +220,7 @@ def test_vectorised_fleet_cost_equals_the_scalar_count(usable, target, redundanc
 def test_vectorised_fleet_cost_at_exact_multiples():
     import numpy as np
 
-    from sizing.evidence.plan_measure import _fleet_cost
+    from sizing.analyses.plan_measure import _fleet_cost
 
     usable = [1e6 / k for k in range(1, 200)] + [1e6 / k * (1 + 1e-16) for k in range(1, 50)]
     got = _fleet_cost(np.array(usable), math.inf, 0.0, 1.0, 1e6, 0.0, 0, 0.0, None)

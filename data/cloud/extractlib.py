@@ -11,7 +11,7 @@ import subprocess
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-#: The columns of ``measurements.csv``, in the file's order: `sizing.model.cloudtruth`'s
+#: The columns of ``measurements.csv``, in the file's order: `sizing.fitting.cloudtruth`'s
 #: ``COLUMNS`` and ``OPTIONAL_COLUMNS`` (which its loader checks the file against); spelled
 #: out here so that an extractor runs without the project installed.
 HEADER = (

@@ -36,7 +36,7 @@ from trialtable.fields import Field, FieldError, Fields
 
 if TYPE_CHECKING:
     from sizing.catalog.load import Instance
-    from sizing.model.workload import Workload
+    from sizing.workload.value import Workload
 
 NAME = "aws"
 TITLE = "Amazon Web Services"

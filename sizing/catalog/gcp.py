@@ -44,7 +44,7 @@ from sizing.errors import InputError
 
 if TYPE_CHECKING:
     from sizing.catalog.load import Instance
-    from sizing.model.workload import Workload
+    from sizing.workload.value import Workload
 
 NAME = "gcp"
 TITLE = "Google Cloud"

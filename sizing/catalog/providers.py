@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from sizing.errors import InputError
 
 if TYPE_CHECKING:
-    from sizing.model.workload import Workload
+    from sizing.workload.value import Workload
 
 
 class Instance(Protocol):

@@ -28,8 +28,8 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print every option of the request relative to the ``--baseline`` fleet."""
+    from sizing.analyses.baseline import compare_to_baseline, parse_baseline, render_baseline
     from sizing.catalog.load import load_catalog
-    from sizing.fleet.baseline import compare_to_baseline, parse_baseline, render_baseline
     from sizing.pipeline import size
     from trialtable.output import json_text
 

@@ -16,7 +16,7 @@ from trialtable.values import format_option, parse_path
 
 if TYPE_CHECKING:
     from sizing.model.costmodel import Cost
-    from sizing.model.workload import Workload
+    from sizing.workload.value import Workload
 
 
 def add_parser(sub: Any) -> None:
@@ -44,7 +44,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the fitted model of every series of a reference dataset."""
-    from sizing.model.fits import fit_reference
+    from sizing.fitting.fits import fit_reference
     from sizing.units import finite_json
 
     if args.runs:

@@ -35,7 +35,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write Kubernetes manifests for the request, on the node type that packs them cheapest."""
-    from sizing.fleet.k8s import check_image, check_name, k8s_answer
+    from sizing.analyses.k8s import check_image, check_name, k8s_answer
     from sizing.pipeline import size
     from trialtable.files import write_atomic
     from trialtable.read import read_rows

@@ -34,7 +34,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Rank CPU platforms by the value of measuring them; print the ranking."""
-    from sizing.evidence.plan_measure import plan_for, render
+    from sizing.analyses.plan_measure import plan_for, render
 
     # --top here is the number of commands to print, not a field of the request.
     fields = argparse.Namespace(**{k: v for k, v in vars(args).items() if k != "top"})

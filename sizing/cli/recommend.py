@@ -65,7 +65,7 @@ def apply_workload(args: argparse.Namespace) -> list[str]:
         if args.rps is None:
             raise InputError("give --rps, or --workload FILE (python -m sizing workload)")
         return []
-    from sizing.evidence.accesslog import load_workload_file, workload_to_request_args
+    from sizing.workload.accesslog import load_workload_file, workload_to_request_args
 
     implied = workload_to_request_args(load_workload_file(path), args.workload_growth)
     taken = []

@@ -44,8 +44,8 @@ def run_reference(args: argparse.Namespace) -> int:
 
 def run_precompute(args: argparse.Namespace) -> int:
     """Write the precomputed reference fits."""
-    from sizing.model.cloudfit import precompute_cloud_model
-    from sizing.model.fits import precompute, precompute_cost_model, precompute_platforms
+    from sizing.fitting.cloudfit import precompute_cloud_model
+    from sizing.fitting.fits import precompute, precompute_cost_model, precompute_platforms
     from sizing.paths import FITS_PATH
 
     if args.out is not None:

@@ -30,7 +30,7 @@ from sizing.catalog.load import Instance
 from sizing.errors import InputError
 from sizing.model.capacity import Capacity, model_capacity
 from sizing.model.platforms import platform_of
-from sizing.model.workload import Workload
+from sizing.workload.value import Workload
 
 if TYPE_CHECKING:
     from sizing.model.curves import CurveFit
@@ -173,7 +173,7 @@ def _low_cpu_warnings(
 
 
 def fit_runs(dirs: Sequence[str], allow_simulated: bool = False) -> list[Row]:
-    """Fit each measured series; rows in the form of `sizing.model.fits.fit_reference`.
+    """Fit each measured series; rows in the form of `sizing.fitting.fits.fit_reference`.
 
     Series with fewer than 3 vCPU counts are listed with their points and no model: their
     shape is borrowed from the reference when they are used for sizing.

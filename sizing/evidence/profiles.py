@@ -23,7 +23,7 @@ from trialtable import profile as shared_profile
 
 if TYPE_CHECKING:
     from sizing.model.capacity import Capacity
-    from sizing.model.workload import Workload
+    from sizing.workload.value import Workload
 
 SCHEMA = "nginx-sizing/cpu-profile/1"
 MEASURED_OVER = ("loopback", "network")

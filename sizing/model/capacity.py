@@ -38,7 +38,7 @@ from sizing.model.costmodel import (
     scaling_efficiency,
 )
 from sizing.model.platforms import Platform, ht_nginx, platform_by_text, platform_of
-from sizing.model.workload import PROTOCOLS, SCENARIOS, Workload
+from sizing.workload.value import PROTOCOLS, SCENARIOS, Workload
 
 if TYPE_CHECKING:
     from sizing.model.crypto import Figure
@@ -236,7 +236,7 @@ CARRIED_CLASS_SD = (
 
 @cache
 def cloud_model() -> Any:
-    """The precomputed cloud model (`sizing.model.cloudfit`), or None when not shipped."""
+    """The precomputed cloud model (`sizing.fitting.cloudfit`), or None when not shipped."""
     from sizing.model.cloud import load_cloud_model
 
     return load_cloud_model()
@@ -247,7 +247,7 @@ def cloud_speed(plat: Platform, tpc: int, work: Workload) -> tuple[float, float,
 
     Fitted where published measurements place the platform; otherwise CoreMark calibrated
     to them (a labelled fallback); an unknown CPU gets a conservative speed and a wide range
-    (`sizing.model.cloudfit.speed_for`). None when no cloud model is shipped.
+    (`sizing.fitting.cloudfit.speed_for`). None when no cloud model is shipped.
     """
     cm = cloud_model()
     if cm is None:
@@ -410,7 +410,7 @@ def current_stack(ref: CostProfile) -> CostProfile:
 
     Full handshakes x`OPENSSL_HANDSHAKE_FACTOR`; TLS's per-byte cost as the project's runs
     measured it on nginx 1.22 and OpenSSL 3.0 (``current_stack`` of ``cost-model.json``,
-    `sizing.model.runcosts.tls_byte_current`), where the precomputed model holds it.
+    `sizing.fitting.runcosts.tls_byte_current`), where the precomputed model holds it.
     """
     f, lo, hi, why = OPENSSL_HANDSHAKE_FACTOR
     rel = max(math.log(hi / f), math.log(f / lo)) / 1.96

@@ -1,6 +1,6 @@
 """The cloud model's objects: platform speeds, environment terms and their spreads.
 
-What `sizing.model.cloudfit` fits to published cloud measurements, stored in
+What `sizing.fitting.cloudfit` fits to published cloud measurements, stored in
 ``data/fits/cloud-model.json`` and read here without numpy or pandas, so that sizing a fleet
 loads only what it uses. `speed_for` is the one rule for a platform's per-vCPU speed: fitted,
 else CoreMark calibrated to the fitted platforms, else a conservative speed for an unknown CPU.

@@ -11,7 +11,7 @@ calibration fits with; this module adds the deployment's terms after ``scenario 
                                     and the server answers over a NIC)
 
 One coefficient set describes one CPU (one core of it, one worker). The reference set is fitted
-jointly (`sizing.model.fits.fit_cost_model`) to every RPS and CPS table of seed 004 (Xeon
+jointly (`sizing.fitting.fits.fit_cost_model`) to every RPS and CPS table of seed 004 (Xeon
 E5-2699 v3,
 nginx 1.9.7, OpenSSL 1.0.1f, RSA 2048, over 2x 40 GbE), with standard errors; it is stored in
 ``data/fits/cost-model.json`` so that this module needs neither scipy nor pandas.
@@ -48,7 +48,7 @@ from sizing.paths import DATA_DIR
 from trialtable.profile import COEFFICIENTS, PROXIED, cost_terms
 
 if TYPE_CHECKING:
-    from sizing.model.workload import Workload
+    from sizing.workload.value import Workload
 
 COST_MODEL_PATH = DATA_DIR / "fits" / "cost-model.json"
 REFERENCE_CPU = "Intel Xeon E5-2699 v3 (Haswell) core, hyper-threading off"

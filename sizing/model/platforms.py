@@ -1,7 +1,7 @@
 """CPU platforms: which platform a catalog row runs, and the fallback speeds, with sources.
 
 For static serving, handshakes and proxying, per-vCPU speeds are fitted to published cloud
-measurements (`sizing.model.cloud`, `sizing.model.cloudfit`); the speeds here serve
+measurements (`sizing.model.cloud`, `sizing.fitting.cloudfit`); the speeds here serve
 gzip-bound workloads and platforms those measurements never saw (calibrated to them there).
 
 The reference core is seed 004's: one Xeon E5-2699 v3 (Haswell) core, hyper-threading off

@@ -580,7 +580,7 @@ def tornado_figure(
 
     Parameters
     ----------
-    rows : sequence of sizing.model.sensitivity.Sensitivity
+    rows : sequence of sizing.analyses.sensitivity.Sensitivity
         Largest swing first.
     baseline_usd_hour : float
         Fleet cost at the confidence with every input at its point value [USD/h].

@@ -184,8 +184,8 @@ def decision_summary(rec: Recommendation, *, decision_text: str = "") -> Decisio
         A paragraph that explains the choice; default the recommendation's own decision
         (its first sentence is `sizing.pipeline.Answer.decision`, the same everywhere).
     """
+    from sizing.analyses.sensitivity import cost_at_confidence
     from sizing.errors import Infeasible
-    from sizing.model.sensitivity import cost_at_confidence
 
     w = rec.workload
     ev = rec.evidence

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from runners.calibrate_settings import (
+from runners.calibrate.settings import (
     MIN_WORKER_SHARE,
     SCALING_BASE,
     CalibrateOptions,

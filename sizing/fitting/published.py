@@ -19,8 +19,8 @@ AWS_SIZES = {"L": 2, "XL": 4, "2XL": 8, "4XL": 16}
 #: Published ratios that the model uses as inputs (everything else it predicts).
 INPUTS = {
     "000-perf-t2a-vs-n2": "input: fits NGINX's hyper-thread gain (sizing.model.platforms)",
-    "002-apigw-vs-rp": "input: the API gateway's extra cost per request (sizing.model.fits)",
-    "004-ecc-vs-rsa": "input: ECDSA P-256 handshake cost from RSA 2048's (sizing.model.fits)",
+    "002-apigw-vs-rp": "input: the API gateway's extra cost per request (sizing.fitting.fits)",
+    "004-ecc-vs-rsa": "input: ECDSA P-256 handshake cost from RSA 2048's (sizing.fitting.fits)",
     "004-openssl-102-vs-101": "input: full handshakes on a current OpenSSL (sizing.model.capacity)",
 }
 METRICS = {

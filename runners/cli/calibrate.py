@@ -1,6 +1,6 @@
 """``python -m runners calibrate``: its options, the campaign run, the profile printed.
 
-The campaign itself is `runners.calibrate`; this module only parses, calls it and renders.
+The campaign itself is `runners.calibrate.campaign`; this module only parses, calls it and renders.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from runners import loadgen
-from runners.cli_options import host_options, tool_option, wildcard_problem
+from runners.cli.options import host_options, tool_option, wildcard_problem
 from trialtable.values import (
     format_option,
     int_at_least,
@@ -106,7 +106,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 def main(args: argparse.Namespace) -> int:
     """``python -m runners calibrate``: run the campaign, print the coefficients."""
-    from runners import calibrate  # the campaign and its fit (numpy): only when it runs
+    from runners.calibrate import (
+        campaign as calibrate,  # the campaign and its fit (numpy): only when it runs
+    )
     from runners.plan import Access
 
     problem = wildcard_problem(args.target_address, args.allow_wildcard_address)

@@ -33,7 +33,7 @@ from sizing.model.costmodel import (
     reference_profile,
 )
 from sizing.model.platforms import Platform, platform_of
-from sizing.model.workload import Workload
+from sizing.workload.value import Workload
 
 # The module, not the function `sizing.fleet.recommend` that the package exports under that name.
 _recommend = importlib.import_module("sizing.fleet.recommend")

@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from runners import cli_calibrate, cli_compare
-from runners.cli_options import (
+from runners.cli import calibrate as cli_calibrate
+from runners.cli import compare as cli_compare
+from runners.cli.options import (
     DocParser,
     host_options,
     ssh_options,

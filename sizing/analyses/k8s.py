@@ -49,8 +49,8 @@ from sizing.fleet.recommend import (
 )
 from sizing.model.capacity import Capacity
 from sizing.model.costmodel import CostProfile
-from sizing.model.workload import Workload
 from sizing.units import fmt_usd_small
+from sizing.workload.value import Workload
 
 #: Estimate: memory of one NGINX pod [MiB]: the master and a worker with their buffers,
 #: connection structures for a few thousand connections and the open-file cache, about 20 MiB

@@ -2,7 +2,7 @@
 
 The reference costs (`sizing.model.costmodel`) were measured on one bare-metal Haswell core.
 What a request costs on the machines people rent is fitted here to the published per-instance
-measurements in ``data/cloud/measurements.csv`` (`sizing.model.cloudtruth`), in two stages:
+measurements in ``data/cloud/measurements.csv`` (`sizing.fitting.cloudtruth`), in two stages:
 
 1. **Relative per-vCPU speed, per workload class.** For each class (``small_static``: bodies
    under 16 KB; ``large_static``: 16 KB and up), every observation's CPU time per request on
@@ -72,7 +72,7 @@ def reference_cost_us(body_bytes: float, protocol: str) -> float:
     packet or environment term.
     """
     from sizing.model.costmodel import cpu_us_per_request, reference_profile
-    from sizing.model.workload import Workload
+    from sizing.workload.value import Workload
 
     work = Workload(protocol=protocol, file_bytes=int(body_bytes))
     return cpu_us_per_request(work, reference_profile(), over_nic=False).us
@@ -545,7 +545,7 @@ def _environments(train: pd.DataFrame, model: CloudModel) -> dict[str, EnvTerm]:
 
 def precompute_cloud_model(path: str | Path | None = None) -> Path:
     """Fit the cloud model to the shipped measurements and write ``data/fits/``."""
-    from sizing.model.cloudtruth import load_cloud_measurements
+    from sizing.fitting.cloudtruth import load_cloud_measurements
     from sizing.units import finite_json
 
     p = Path(path) if path is not None else CLOUD_MODEL_PATH

@@ -8,10 +8,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from sizing.fitting.runcosts import http2_term, proxy_terms, tls_byte_current
 from sizing.model import curves
 from sizing.model.capacity import REFERENCE_LINK_GBPS, bytes_per_response
 from sizing.model.datasets import reference_series
-from sizing.model.runcosts import http2_term, proxy_terms, tls_byte_current
 from sizing.paths import FITS_PATH
 from sizing.units import finite_json
 from trialtable.files import write_atomic
@@ -476,8 +476,8 @@ def fit_ht_nginx() -> float:
     raises the hyper-threaded N2) rises.
     """
     from sizing.catalog.load import load_catalog
+    from sizing.fitting.published import recompute_claims
     from sizing.model import capacity, platforms
-    from sizing.model.published import recompute_claims
 
     claim_id, target = platforms.HT_FIT_CLAIM[0], platforms.HT_FIT_CLAIM[1]
     catalog = load_catalog()

@@ -1,6 +1,7 @@
 """Option blocks shared by the ``python -m runners`` subcommands.
 
-``sweep``, ``search`` and ``facts`` (`runners.cli`) and ``calibrate`` (`runners.calibrate`) reach
+``sweep``, ``search`` and ``facts`` (`runners.cli.main`) and ``calibrate``
+(`runners.cli.calibrate`) reach
 their hosts the same way; ``cleanup`` shares the SSH access options. Each function adds its
 options to one subcommand's parser; names, defaults and help are defined here once.
 """

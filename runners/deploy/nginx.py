@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 
 from runners import jwt
 from runners.cputime import stat_ticks
+from runners.deploy.conf import hostport, render_conf, render_upstream_conf
 from runners.errors import RunnerError
 from runners.hosts import Host, Result
-from runners.nginxconf import hostport, render_conf, render_upstream_conf
 from runners.scenario import Scenario
 from runners.tools import TOOLS
 from trialtable.tls import tls_key

@@ -14,9 +14,9 @@ sweep run per setting and round, each a normal run folder) and ``profile.json``.
 campaign resumes with ``resume=<campaign_id>``: settings whose run holds a trial are not run
 again.
 
-The settings and options are `runners.calibrate_settings`, the fit from trials to a profile
-`runners.calibrate_fit`; this module runs the campaign (its command line is
-`runners.cli_calibrate`) and re-exports the names callers use (`CalibrateOptions`,
+The settings and options are `runners.calibrate.settings`, the fit from trials to a profile
+`runners.calibrate.fit`; this module runs the campaign (its command line is
+`runners.cli.calibrate`) and re-exports the names callers use (`CalibrateOptions`,
 `fit_settings`, `build_profile`, ...).
 """
 
@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from runners import loadgen
-from runners.calibrate_fit import (
+from runners.calibrate.fit import (
     TARGET_REL,
     build_profile,
     check_identifiable,
@@ -43,7 +43,7 @@ from runners.calibrate_fit import (
     observations,
     unpinned,
 )
-from runners.calibrate_settings import (
+from runners.calibrate.settings import (
     MIN_WORKER_SHARE,
     CalibrateOptions,
     Setting,

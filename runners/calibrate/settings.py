@@ -3,8 +3,8 @@
 Each `Setting` isolates one or two terms of the cost model (`trialtable.profile`);
 `fit_settings` lists the one-worker settings the coefficients are fitted to and
 `scaling_settings` the multi-worker ones. `CalibrateOptions` holds what a campaign runs and
-where (checked when built). The campaign itself is `runners.calibrate`, the fit
-`runners.calibrate_fit`.
+where (checked when built). The campaign itself is `runners.calibrate.campaign`, the fit
+`runners.calibrate.fit`.
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ class CalibrateOptions:
         Rounds (each setting once per round); default 3, or 2 with ``quick``.
     extra_rounds : int, optional
         Further rounds, after those, of only the settings that measure a coefficient whose
-        standard error is still over `runners.calibrate_fit.TARGET_REL` of its value
+        standard error is still over `runners.calibrate.fit.TARGET_REL` of its value
         (default 2, or 0 with ``quick``); they stop early once every coefficient is pinned.
     sla_p99_ms : float
         p99 each setting is measured under [ms].

@@ -1,0 +1,1 @@
+"""Calibrating a CPU: the campaign's settings, the campaign and its fit."""

@@ -1,0 +1,1 @@
+"""The command line of ``python -m runners``: one module per command group."""

@@ -1,0 +1,1 @@
+"""One private nginx on one host: its config text and its deployment."""

@@ -1,0 +1,1 @@
+"""What calls the pipeline: sensitivity, plan-measurements, baseline compare, Kubernetes."""

@@ -1,0 +1,1 @@
+"""What is asked: the workload value and what it is read from (access logs)."""
