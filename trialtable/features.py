@@ -1,0 +1,106 @@
+"""The configuration features that move a request's CPU cost, named once for both packages.
+
+``sizing`` reads them from a user's nginx.conf (or an ingress-nginx ConfigMap) and prices them;
+``runners`` measures what each costs against the reference static config on the same host and
+writes ``data/reference/feature-costs.csv``. A workload carries a feature as how many times it
+runs per request (``1.0``: on every request; ``0.3``: on 30% of them).
+
+What the workload already says in its own fields is not repeated here: TLS and its
+resumption, HTTP/2, keep-alive (requests per connection), gzip and JWT checks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Feature:
+    """One configuration feature.
+
+    Attributes
+    ----------
+    name : str
+        Its name in workloads, the feature-cost table and the answer.
+    meaning : str
+        What runs per request when it is on.
+    directives : tuple of str
+        The nginx directives that turn it on.
+    """
+
+    name: str
+    meaning: str
+    directives: tuple[str, ...]
+
+
+#: Every feature, in the order the answer lists them.
+FEATURES: tuple[Feature, ...] = (
+    Feature("access_log", "one access-log line written per request (unbuffered)", ("access_log",)),
+    Feature(
+        "access_log_buffered",
+        "one access-log line into a buffer per request (buffer= or gzip= set)",
+        ("access_log",),
+    ),
+    Feature(
+        "proxy_keepalive",
+        "the request proxied over a kept-alive upstream connection",
+        ("proxy_pass", "keepalive", "proxy_http_version"),
+    ),
+    Feature(
+        "proxy_new_connection",
+        "the request proxied over a new upstream TCP connection (no upstream keep-alive)",
+        ("proxy_pass",),
+    ),
+    Feature("proxy_cache_hit", "the response served from proxy_cache", ("proxy_cache",)),
+    Feature("lua_rewrite", "a Lua handler in the rewrite phase", ("rewrite_by_lua_block",)),
+    Feature("lua_access", "a Lua handler in the access phase", ("access_by_lua_block",)),
+    Feature("lua_content", "a Lua handler that makes the response", ("content_by_lua_block",)),
+    Feature("lua_balancer", "a Lua upstream balancer", ("balancer_by_lua_block",)),
+    Feature("lua_header_filter", "a Lua header filter", ("header_filter_by_lua_block",)),
+    Feature("lua_log", "a Lua handler in the log phase", ("log_by_lua_block",)),
+    Feature("njs_access", "an njs handler in the access phase", ("js_access",)),
+    Feature("njs_content", "an njs handler that makes the response", ("js_content",)),
+    Feature("limit_req", "a request-rate limit checked", ("limit_req",)),
+    Feature("limit_conn", "a connection limit checked", ("limit_conn",)),
+)
+
+#: Feature names, in order.
+FEATURE_NAMES: tuple[str, ...] = tuple(f.name for f in FEATURES)
+
+#: The most times one feature may run per request (a sane bound, not a measured one).
+MAX_PER_REQUEST = 100.0
+
+
+def check_features(features: Mapping[str, float]) -> dict[str, float]:
+    """The features, checked: known names, finite counts per request in ``[0, 100]``.
+
+    Parameters
+    ----------
+    features : mapping of str to float
+        Feature name -> times it runs per request [1].
+
+    Returns
+    -------
+    dict of str to float
+        The same, in `FEATURE_NAMES` order, zero counts left out.
+
+    Raises
+    ------
+    ValueError
+        One line naming the first bad name or count.
+    """
+    out: dict[str, float] = {}
+    for name, count in features.items():
+        if name not in FEATURE_NAMES:
+            raise ValueError(
+                f"unknown feature {name!r}; expected one of: {', '.join(FEATURE_NAMES)}"
+            )
+        value = float(count)
+        if not 0.0 <= value <= MAX_PER_REQUEST:  # also refuses NaN
+            raise ValueError(
+                f"feature {name}: {count!r} times per request is outside [0, {MAX_PER_REQUEST:g}]"
+            )
+        if value:
+            out[name] = value
+    return {name: out[name] for name in FEATURE_NAMES if name in out}
