@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sizing.errors import InputError
+from trialtable.features import check_features
 from trialtable.tls import DEFAULT_TLS_KEY
 from trialtable.tls import TLS_KEYS as TLS_KEYS  # re-exported: sizing.request reads it here
 
@@ -60,6 +61,12 @@ class Workload:
         Where NGINX runs: ``bare-metal``, ``vm`` (default) or ``kubernetes``.
     jwt : str
         JWT signature checked per request: ``none`` (default), ``rs256`` or ``es256``.
+    features : tuple of (str, float)
+        Configuration features (`trialtable.features`) with the times each runs per request
+        [1]; empty (default): the reference static config's.
+    uncosted : tuple of str
+        Directives of the user's config that the model cannot cost, as ``name (file:line)``:
+        each widens the capacity's range.
     """
 
     scenario: str = "static"
@@ -76,6 +83,8 @@ class Workload:
     internet_facing: bool = False
     environment: str = "vm"
     jwt: str = "none"
+    features: tuple[tuple[str, float], ...] = ()
+    uncosted: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.scenario not in SCENARIOS:
@@ -117,6 +126,11 @@ class Workload:
             raise InputError(
                 f"unknown JWT kind {self.jwt!r}; expected one of: {', '.join(JWT_KINDS)}"
             )
+        try:
+            checked = check_features(dict(self.features))
+        except ValueError as err:
+            raise InputError(str(err)) from None
+        object.__setattr__(self, "features", tuple(checked.items()))
         if self.size_mix:
             total = sum(w for _, w in self.size_mix)
             if any(s < 0 for s, _ in self.size_mix) or any(
@@ -149,12 +163,16 @@ class Workload:
             parts.append(f"gzip on {self.gzip:.0%} of bytes")
         if self.jwt != "none":
             parts.append(f"JWT {self.jwt.upper()} checked per request")
+        if self.features:
+            parts.append("with " + ", ".join(f"{n} x{c:g}" for n, c in self.features))
+        if self.uncosted:
+            parts.append(f"{len(self.uncosted)} directive(s) not costed")
         parts.append(f"on {self.environment}")
         return ", ".join(parts)
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready fields (``requests_per_connection`` None for unlimited reuse)."""
-        return {
+        out: dict[str, object] = {
             "scenario": self.scenario,
             "protocol": self.protocol,
             "file_bytes": self.file_bytes,
@@ -172,6 +190,10 @@ class Workload:
             "environment": self.environment,
             "jwt": self.jwt,
         }
+        if self.features or self.uncosted:
+            out["features"] = dict(self.features)
+            out["uncosted"] = list(self.uncosted)
+        return out
 
 
 def parse_size_mix(
