@@ -52,9 +52,8 @@ def _catalog() -> dict[str, Any]:
 
 def predict(row: dict[str, str], catalog: dict[str, Any]) -> dict[str, Any]:
     """The model's peak capacity and 95% range for one row, with the row's figures."""
-    from sizing.workload.value import Workload
-
     from sizing.model.capacity import instance_capacity
+    from sizing.workload.value import Workload
 
     inst = catalog[row["model_instance"]]
     vcpus = int(row["vcpus_nginx"])
