@@ -1,0 +1,180 @@
+"""Held-out benchmark: the model against published NGINX deployments no fit reads.
+
+Run (a few seconds)::
+
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_heldout.py
+
+Each row of ``data/reference/heldout-deployments.csv`` (sources and columns in
+``heldout-deployments.md``) is sized the way ``recommend`` sizes one instance:
+`sizing.model.capacity.instance_capacity` for the row's instance type, protocol, body size,
+scenario and environment, its peak (CPU peak, capped by the network) times the number of
+instances that served the published figure, with the 95% range from the answer's own log sd.
+A row whose machine is not in the catalog (bare metal, Azure, an unnamed CPU) is sized on the
+catalog type named in ``model_instance``, set to the row's vCPUs (and link, where given): the
+``mapped`` column says so. The model has no Lua scenario: ``ingress_lua`` rows (ingress-nginx,
+Kong) are sized as ``api_gateway``.
+
+Nothing here or in the data file is read by any fit (``tests/test_heldout.py`` checks that
+only ``benchmarks/`` and ``tests/`` name the file).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import math
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "data" / "reference" / "heldout-deployments.csv"
+Z95 = 1.959964
+#: The model's scenario for each scenario the data names.
+SCENARIO = {"static": "static", "reverse_proxy": "reverse_proxy", "ingress_lua": "api_gateway"}
+
+
+def load_rows(path: Path = DATA) -> list[dict[str, str]]:
+    """The held-out rows, as text."""
+    with path.open(newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def _catalog() -> dict[str, Any]:
+    from sizing.catalog.load import load_catalog
+
+    out: dict[str, Any] = {}
+    for inst in load_catalog():
+        out.setdefault(inst.instance_type, inst)
+    return out
+
+
+def predict(row: dict[str, str], catalog: dict[str, Any]) -> dict[str, Any]:
+    """The model's peak capacity and 95% range for one row, with the row's figures."""
+    from sizing.model.capacity import instance_capacity
+    from sizing.workload.value import Workload
+
+    inst = catalog[row["model_instance"]]
+    vcpus = int(row["vcpus_nginx"])
+    mapped = row["instance_type"] != row["model_instance"]
+    if mapped:
+        changes: dict[str, Any] = {"vcpus": vcpus, "instance_type": row["row_id"]}
+        if row.get("link_gbps"):
+            changes.update(network_gbps=float(row["link_gbps"]), network_burst_gbps=None)
+        inst = dataclasses.replace(inst, **changes)
+    work = Workload(
+        scenario=SCENARIO[row["scenario"]],
+        protocol=row["protocol"],
+        file_bytes=int(row["body_bytes"]),
+        environment=row["environment"],
+    )
+    cap = instance_capacity(inst, work)
+    n = int(row["instances"])
+    peak = min(cap.cpu_peak_rps, cap.network_rps) * n
+    lo = min(cap.cpu_peak_rps * math.exp(-Z95 * cap.rel_sd), cap.network_rps) * n
+    hi = min(cap.cpu_peak_rps * math.exp(Z95 * cap.rel_sd), cap.network_rps) * n
+    published = float(row["measured_rps"])
+    return {
+        "row": row["row_id"],
+        "source": row["source_id"],
+        "published": published,
+        "predicted": peak,
+        "low": lo,
+        "high": hi,
+        "ratio": peak / published,
+        "ln": math.log(peak / published),
+        "inside": lo <= published <= hi,
+        "width": hi / lo,
+        "mapped": f"{row['model_instance']} @ {vcpus} vCPU" if mapped else "",
+        "server_bound": row["server_bound"],
+        "platform": cap.platform.name if cap.platform is not None else "",
+    }
+
+
+def summary(results: list[dict[str, Any]]) -> dict[str, float]:
+    """Median |ln(pred/published)|, share within 25%, share inside the 95% range, width."""
+    if not results:
+        return {"n": 0}
+    ln = [abs(r["ln"]) for r in results]
+    return {
+        "n": len(results),
+        "median_abs_ln": statistics.median(ln),
+        "median_ln": statistics.median(r["ln"] for r in results),
+        "within_25pct": sum(abs(r["ratio"] - 1) <= 0.25 for r in results) / len(results),
+        "inside_95": sum(r["inside"] for r in results) / len(results),
+        "median_width": statistics.median(r["width"] for r in results),
+    }
+
+
+def per_source(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One pseudo-row per source: the medians of its rows (each source counted once)."""
+    out = []
+    for src in sorted({r["source"] for r in results}):
+        grp = [r for r in results if r["source"] == src]
+        ln = statistics.median(r["ln"] for r in grp)
+        out.append(
+            {
+                "source": src,
+                "n": len(grp),
+                "ln": ln,
+                "ratio": math.exp(ln),
+                "inside": statistics.median(float(r["inside"]) for r in grp) >= 0.5,
+                "width": statistics.median(r["width"] for r in grp),
+            }
+        )
+    return out
+
+
+def _fmt(s: dict[str, float]) -> str:
+    if not s.get("n"):
+        return "n 0"
+    return (
+        f"n {s['n']:>2}  median |ln(pred/pub)| {s['median_abs_ln']:.3f} "
+        f"(median ln {s['median_ln']:+.3f})  within 25% {s['within_25pct']:.0%}  "
+        f"inside 95% range {s['inside_95']:.0%}  median range width x{s['median_width']:.2f}"
+    )
+
+
+def run(path: Path = DATA) -> dict[str, Any]:
+    """Score every row; the results and the summaries."""
+    catalog = _catalog()
+    results = [predict(r, catalog) for r in load_rows(path)]
+    sources = per_source(results)
+    return {
+        "rows": results,
+        "all": summary(results),
+        "server_bound_yes": summary([r for r in results if r["server_bound"] == "yes"]),
+        "per_source": sources,
+        "sources_once": summary(sources),
+    }
+
+
+def main() -> int:
+    out = run()
+    print(
+        f"{'row':<26} {'published':>10} {'predicted':>10} {'ratio':>6} {'95% range':>19} "
+        f"{'in':>3} {'bound':>7}  mapped to"
+    )
+    for r in out["rows"]:
+        rng = f"{r['low']:>9,.0f}-{r['high']:<9,.0f}"
+        print(
+            f"{r['row']:<26} {r['published']:>10,.0f} {r['predicted']:>10,.0f} "
+            f"{r['ratio']:>6.2f} {rng:>19} {'yes' if r['inside'] else 'no':>3} "
+            f"{r['server_bound']:>7}  {r['mapped'] or '-'}"
+        )
+    print("\nper source (median over its rows):")
+    for s in out["per_source"]:
+        print(
+            f"  {s['source']:<36} n {s['n']:>2}  ratio {s['ratio']:.2f}  "
+            f"inside {'yes' if s['inside'] else 'no'}  width x{s['width']:.2f}"
+        )
+    print("\nSUMMARY")
+    print(f"  all rows:                  {_fmt(out['all'])}")
+    print(f"  server-bound rows only:    {_fmt(out['server_bound_yes'])}")
+    print(f"  each source counted once:  {_fmt(out['sources_once'])}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,117 @@
+"""The held-out deployments: their file, that no fit reads it, and that the benchmark scores it."""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "data" / "reference" / "heldout-deployments.csv"
+BENCH = ROOT / "benchmarks" / "bench_heldout.py"
+COLUMNS = [
+    "row_id", "source_id", "citation", "quote", "provider", "instance_type", "model_instance",
+    "platform_mapping", "instances", "link_gbps", "vcpus_nginx", "cpu_model", "environment",
+    "protocol", "body_bytes", "scenario", "access_log", "client_keepalive", "upstream_keepalive",
+    "lua", "gzip", "client_placement", "measured_rps", "latency", "server_bound",
+    "server_bound_evidence",
+]  # fmt: skip
+
+
+def _rows() -> list[dict[str, str]]:
+    with DATA.open(newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def test_columns_and_rows() -> None:
+    with DATA.open(newline="", encoding="utf-8") as f:
+        header = next(csv.reader(f))
+    assert header == COLUMNS
+    rows = _rows()
+    assert 12 <= len(rows) <= 30
+    assert len({r["row_id"] for r in rows}) == len(rows)
+    assert len({r["source_id"] for r in rows}) >= 4
+    for r in rows:
+        assert r["protocol"] in ("http", "https"), r["row_id"]
+        assert r["scenario"] in ("static", "reverse_proxy", "ingress_lua"), r["row_id"]
+        assert r["environment"] in ("bare-metal", "vm", "kubernetes"), r["row_id"]
+        assert r["server_bound"] in ("yes", "shared", "unknown"), r["row_id"]
+        assert float(r["measured_rps"]) > 0 and int(r["body_bytes"]) >= 0
+        assert int(r["vcpus_nginx"]) >= 1 and int(r["instances"]) >= 1
+        assert r["model_instance"], r["row_id"]
+
+
+def test_every_row_has_a_citation_and_a_quote_holding_its_number() -> None:
+    for r in _rows():
+        assert r["citation"].strip() and r["quote"].strip(), r["row_id"]
+        assert "@" in r["citation"] or r["citation"].startswith("https://"), r["row_id"]
+        digits = r["quote"].replace(",", "")
+        value = r["measured_rps"]
+        assert value in digits or value.rstrip("0").rstrip(".") in digits, (r["row_id"], value)
+        assert r["server_bound_evidence"].strip(), r["row_id"]
+
+
+def test_no_fitting_code_reads_the_file() -> None:
+    """Only benchmarks/ and tests/ name the held-out file; nothing under sizing/ does."""
+    readers = []
+    for path in (ROOT / "sizing").rglob("*"):
+        if path.is_file() and path.suffix in (".py", ".json", ".toml", ".ipynb", ".cfg"):
+            if "heldout" in path.read_text(encoding="utf-8", errors="replace").lower():
+                readers.append(path.relative_to(ROOT))
+    assert readers == []
+    named = []
+    for top in ("sizing", "runners", "trialtable", "benchmarks", "tests", "notebooks", "data"):
+        base = ROOT / top
+        if not base.is_dir() or base.is_symlink():
+            continue
+        for path in base.rglob("*.py"):
+            if "heldout" in path.read_text(encoding="utf-8", errors="replace").lower():
+                named.append(path.relative_to(ROOT).parts[0])
+    assert set(named) <= {"benchmarks", "tests"}
+    assert "benchmarks" in named
+
+
+def test_the_benchmark_runs_and_prints_its_summary() -> None:
+    out = subprocess.run(
+        [sys.executable, str(BENCH)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(
+                [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH", "")])]
+            ),
+        },
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    text = out.stdout
+    assert "SUMMARY" in text
+    for line in ("all rows:", "server-bound rows only:", "each source counted once:"):
+        assert line in text
+    assert text.count("\n") >= len(_rows()) + 5
+    for r in _rows():
+        assert r["row_id"] in text
+
+
+def test_the_scores_are_numbers_a_regression_would_move() -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import bench_heldout
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    out = bench_heldout.run()
+    assert out["all"]["n"] == len(_rows())
+    for r in out["rows"]:
+        assert r["predicted"] > 0 and r["low"] <= r["predicted"] <= r["high"], r["row"]
+    s = out["all"]
+    assert 0 <= s["inside_95"] <= 1 and s["median_width"] >= 1
+    # The recorded figures (heldout-deployments.md); a model change that moves them should
+    # update the record.
+    assert s["median_abs_ln"] == pytest.approx(0.677, abs=0.05)
+    assert out["sources_once"]["n"] == len({r["source_id"] for r in _rows()})
