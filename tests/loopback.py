@@ -21,10 +21,30 @@ NGINX = local_path("nginx") or "nginx"
 BODY = bytes(range(256)) * 4  # the 1,024-byte /body.bin
 
 
-def h2load_logs() -> set[Path]:
-    """The h2load wrapper's per-request logs that exist now (in /dev/shm or $TMPDIR)."""
+def h2load_logs(*workdirs: str | Path) -> set[Path]:
+    """The h2load wrapper's per-request logs of these client work folders that exist now.
+
+    The wrapper names a log after its work folder (``NAME-h2load.XXXXXXXX`` in /dev/shm, or
+    beside the folder, or in $TMPDIR): only the logs of the caller's own work folders are
+    looked for, so another run of h2load on this machine cannot fail the check.
+    """
+    names = {Path(w).name for w in workdirs}
     dirs = {Path("/dev/shm"), Path(os.environ.get("TMPDIR", "/tmp"))}
-    return {p for d in dirs for p in d.glob("nginx-sizing*-h2load.*")}
+    dirs |= {Path(w).parent for w in workdirs}
+    return {p for d in dirs for n in names for p in d.glob(f"{n}-h2load.*")}
+
+
+def started_workdirs(run_dir: Path) -> list[str]:
+    """The client work folders a run recorded in its ``started.jsonl``."""
+    import json
+
+    out = []
+    for path in Path(run_dir).rglob("started.jsonl"):
+        for line in path.read_text().splitlines():
+            entry = json.loads(line)
+            if entry.get("what") == "client-workdir":
+                out.append(entry["path"])
+    return out
 
 
 def free_port() -> int:

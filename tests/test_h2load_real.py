@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import secrets
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -40,17 +42,21 @@ def ports(tmp_path_factory):
         yield p
 
 
+#: This module's client work folder, named for this process alone: the wrapper names its
+#: per-request log after it, so the check below sees this module's logs and no other's.
+WORKDIR = f"{os.environ.get('TMPDIR', '/tmp')}/nginx-sizing-test-{secrets.token_hex(6)}"
+
+
 def _run(argv: list[str], seconds: int) -> tuple[str, wrk.Measurement]:
-    out = LocalHost().sh(h2load.WRAPPER, "", *argv, timeout=seconds + 120, check=False)
+    out = LocalHost().sh(h2load.WRAPPER, WORKDIR, *argv, timeout=seconds + 120, check=False)
     return out.stdout, h2load.parse(out.stdout)
 
 
 @pytest.fixture
 def private_tmp():
     """Fail if a run through the wrapper leaves its per-request log behind."""
-    before = h2load_logs()
     yield
-    assert h2load_logs() - before == set(), "the per-request log was left behind"
+    assert h2load_logs(WORKDIR) == set(), "the per-request log was left behind"
 
 
 def test_http2_over_tls_closed_loop(ports, private_tmp):

@@ -15,7 +15,7 @@ from runners.plan import Access, Plan
 from runners.scenario import make_scenario
 from runners.sweep import run_sweep
 from tests.conftest import runners_cli
-from tests.loopback import h2load_logs
+from tests.loopback import h2load_logs, started_workdirs
 from tests.sshd import start_sshd
 from trialtable.folder import RunFolder
 
@@ -122,7 +122,6 @@ def sshd(tmp_path_factory):
 
 
 def test_two_h2load_clients_one_over_ssh_merge_exactly(tmp_path, sshd, leaves_no_nginx):
-    logs = h2load_logs()
     cfg = sshd.client_config(tmp_path)
     plan = Plan(
         scenario=make_scenario("static", protocol="https"),
@@ -150,7 +149,9 @@ def test_two_h2load_clients_one_over_ssh_merge_exactly(tmp_path, sshd, leaves_no
     for key in ("p50", "p90", "p99", "p999", "max"):
         assert row[f"latency_{key}_ms"] == pytest.approx(summary[key])
     # The per-request logs are gone (both clients write them on this machine).
-    assert h2load_logs() - logs == set()
+    workdirs = started_workdirs(tmp_path / "runs")
+    assert len(workdirs) == 2
+    assert h2load_logs(*workdirs) == set()
 
 
 @pytest.mark.parametrize("name", ["reverse_proxy", "api_gateway"])
