@@ -35,6 +35,9 @@ from sizing.units import (
     parse_rps,
     parse_size,
 )
+from sizing.vocabulary import CLIENTS as CLIENTS  # re-exported
+from sizing.vocabulary import NETWORKS, PRICINGS
+from sizing.vocabulary import SORTS as SORTS  # re-exported
 from sizing.workload.value import (
     ENVIRONMENTS,
     HTTP_VERSIONS,
@@ -68,11 +71,6 @@ TABLES = frozenset({"recommend", "report"})
 #: The workload's traffic knobs are also ``fit``'s (its cost breakdown).
 WORKLOAD = SIZING | {"fit"}
 COMMANDS = WORKLOAD
-PRICINGS = ("on-demand", "spot", "1y", "3y")
-SORTS = ("cost-at-confidence", "cost")
-NETWORKS = ("baseline", "burst")
-#: Where clients are (`sizing.catalog.egress.CLIENTS`).
-CLIENTS = ("internet", "vpc")
 
 
 # -- parsers of text values (flags and notebook parameters alike) ---------------------------

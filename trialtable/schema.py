@@ -102,6 +102,7 @@ TRUE, FALSE = "true", "false"
 
 SCENARIOS = ("static", "cps", "reverse_proxy", "api_gateway", "throughput")
 PROTOCOLS = ("http", "https")
+HTTP_VERSIONS = ("1.1", "2")
 
 
 def utc_now() -> str:

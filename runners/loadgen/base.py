@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from runners.errors import RunnerError
+from trialtable.schema import HTTP_VERSIONS as HTTP_VERSIONS  # re-exported
 
 ERROR_KINDS = ("connect", "read", "write", "status", "timeout")
 PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p999": 99.9}
-HTTP_VERSIONS = ("1.1", "2")
 CLOSED, OPEN = "closed", "open"
 
 

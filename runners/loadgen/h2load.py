@@ -41,9 +41,9 @@ from runners.loadgen.base import (
     pin,
 )
 from runners.tools import TOOLS, tool_path
+from trialtable.schema import HTTP_VERSIONS
 
 NAME = "h2load"
-HTTP_VERSIONS = ("1.1", "2")
 RATE_SHORTFALL = 0.95
 HIST_MARKER = "NGINX_SIZING_H2LOAD_US"
 FAILED_MARKER = "NGINX_SIZING_H2LOAD_FAILED"

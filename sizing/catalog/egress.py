@@ -29,11 +29,11 @@ from typing import Any
 from sizing.catalog.rows import HOURS_PER_MONTH
 from sizing.errors import InputError
 from sizing.paths import CATALOG_DIR
+from sizing.vocabulary import CLIENTS as CLIENTS  # re-exported
 from trialtable.fields import Field, FieldError, Fields
 from trialtable.files import MB, read_bounded
 
 DEFAULT_EGRESS = CATALOG_DIR / "egress.csv"
-CLIENTS = ("internet", "vpc")
 KINDS = ("internet", "inter-zone")
 GIB = 2.0**30
 EGRESS_MAX_BYTES = 16 * MB

@@ -27,13 +27,13 @@ from sizing.paths import CATALOG_DIR
 from sizing.report.render import clean
 from trialtable.fields import Field, FieldError, Fields
 from trialtable.files import MB, read_bounded, write_atomic
+from trialtable.profile import ARCHES as ARCHES  # re-exported
 
 DEFAULT_CATALOG = CATALOG_DIR / "instances.csv"
 COMPACT_SUFFIX = ".compact.jsonl"
 COMPACT_SCHEMA = "nginx-sizing/catalog-compact/1"
 #: Regions compared when the user names none: every provider module's `DEFAULT_REGIONS`.
 DEFAULT_REGIONS = default_regions()
-ARCHES = ("x86_64", "arm64")
 #: Pricing model -> the column holding its USD/hour.
 PRICING_COLUMNS = {
     "on-demand": "price_usd_hour",

@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING
 from sizing.errors import InputError
 from sizing.model.costmodel import UNITS, Coefficient, CostProfile, reference_profile
 from trialtable import profile as shared_profile
+from trialtable.profile import MEASURED_OVER as MEASURED_OVER  # re-exported
 
 if TYPE_CHECKING:
     from sizing.model.capacity import Capacity
     from sizing.workload.value import Workload
 
 SCHEMA = "nginx-sizing/cpu-profile/1"
-MEASURED_OVER = ("loopback", "network")
 
 
 def _num(path: str, where: str, v: object, positive: bool = False) -> float:

@@ -29,6 +29,7 @@ from sizing.errors import InputError, printable
 from sizing.paths import DATA_DIR
 from trialtable.fields import Field, FieldError, Fields
 from trialtable.files import MB, read_bounded
+from trialtable.schema import PROTOCOLS
 
 DEFAULT_PATH = DATA_DIR / "cloud" / "measurements.csv"
 #: The sources file read next to a measurements file (``<dir>/sources.csv``).
@@ -72,7 +73,6 @@ OPTIONAL_COLUMNS = ("threads",)
 #: (`sizing.catalog.providers`), so a new provider's published measurements need no edit here.
 PROVIDERS = providers.names()
 WORKLOAD_CLASSES = ("small_static", "large_static", "tls_handshake", "proxy", "api_gateway")
-PROTOCOLS = ("http", "https")
 CLIENT_PLACEMENTS = ("same_vm", "separate_vm", "separate_host")
 CONTAINER = ("yes", "no")
 #: Servers measured: NGINX itself, or a labelled comparable event-driven server (binserve, a

@@ -22,6 +22,7 @@ from sizing.errors import InputError
 from sizing.model.capacity import ESTIMATES, Capacity, Workload
 from sizing.model.costmodel import CostProfile
 from sizing.units import CONFIDENCE_RANGE
+from sizing.vocabulary import SORTS as SORTS  # re-exported
 
 if TYPE_CHECKING:
     import numpy as np
@@ -34,7 +35,6 @@ MAX_FLEET = 1_000_000
 #: interruption-frequency bands of <5% to >20% a month per pool and GCP may reclaim spot VMs
 #: at any time with 30 s notice; 20% covers a bad pool without doubling the fleet.
 DEFAULT_SPOT_RESERVE = 0.2
-SORTS = ("cost-at-confidence", "cost")
 
 
 @dataclass(frozen=True)

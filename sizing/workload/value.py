@@ -12,12 +12,15 @@ from dataclasses import dataclass, field
 
 from sizing.errors import InputError
 from trialtable.features import check_features
+from trialtable.schema import HTTP_VERSIONS as HTTP_VERSIONS  # re-exported
+from trialtable.schema import PROTOCOLS as PROTOCOLS  # re-exported
+from trialtable.schema import SCENARIOS as TRIAL_SCENARIOS
 from trialtable.tls import DEFAULT_TLS_KEY
 from trialtable.tls import TLS_KEYS as TLS_KEYS  # re-exported: sizing.request reads it here
 
-SCENARIOS = ("static", "reverse_proxy", "api_gateway")
-PROTOCOLS = ("http", "https")
-HTTP_VERSIONS = ("1.1", "2")
+#: The scenarios a fleet serves: the trial table's, less its lab tests (``cps``: one request
+#: per connection; ``throughput``: large bodies), which a workload states by its own fields.
+SCENARIOS = tuple(s for s in TRIAL_SCENARIOS if s not in ("cps", "throughput"))
 #: Where NGINX runs: on the host's own kernel and NIC, in a VM behind a virtual NIC, or in a
 #: container behind a Kubernetes Service (the model's per-request and per-packet terms differ).
 ENVIRONMENTS = ("bare-metal", "vm", "kubernetes")
