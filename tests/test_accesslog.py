@@ -274,10 +274,14 @@ def test_real_nginx_logs_count_what_wrk_sent(tmp_path, leaves_no_nginx):
         kept, kept_errors = _wrk(
             ["wrk", "-t1", "-c4", "-d2s", "-s", str(tmp_path / "mix.lua"), url + "/"]
         )
-        # One request per connection: every connection after each one's first resumes.
-        closed, closed_errors = _wrk(
-            ["wrk", "-t1", "-c2", "-d1s", "-H", "Connection: close", url + "/body.bin"]
-        )
+        # One request per connection: every connection after each one's first resumes. On a
+        # busy machine a second of handshakes may be too few: more seconds until 20 are done.
+        closed = closed_errors = closed_runs = 0
+        while closed < 20 and closed_runs < 20:
+            n, errors = _wrk(
+                ["wrk", "-t1", "-c2", "-d1s", "-H", "Connection: close", url + "/body.bin"]
+            )
+            closed, closed_errors, closed_runs = closed + n, closed_errors + errors, closed_runs + 1
     log = tmp_path / "access.log"
     out = tmp_path / "w.json"
     r = _run("--from-log", str(log), "--log-format", REAL_FORMAT, "--out", str(out))
@@ -288,7 +292,7 @@ def test_real_nginx_logs_count_what_wrk_sent(tmp_path, leaves_no_nginx):
     # Requests in flight when wrk stops are logged too (at most one per connection).
     # A socket error (a timeout on a busy machine) may leave one more logged request and
     # connection: the tolerance is the connections open at each run's end, and the errors.
-    slack = 4 + 2 + kept_errors + closed_errors
+    slack = 4 + 2 * closed_runs + kept_errors + closed_errors
     assert kept + closed <= doc["requests"] <= kept + closed + slack
     assert kept >= 50 and closed >= 20  # enough traffic for the shares below to mean much
     rpc = doc["requests_per_connection"]
