@@ -18,6 +18,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -235,6 +236,14 @@ def test_every_page_is_in_the_site_navigation():
     config = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
     nav = {next(iter(entry.values())) for entry in config["nav"]}
     assert nav == {p.name for p in (ROOT / "docs").glob("*.md")}
+
+
+def test_make_docs_builds_the_site_strictly():
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = re.search(r"(?m)^docs:.*\n((?:\t.*\n)+)", makefile)
+    assert recipe and "mkdocs build --strict" in recipe.group(1), "make docs"
+    dev = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert any(d.startswith("mkdocs") for d in dev["dev"])
 
 
 def test_the_site_builds_strictly(tmp_path):
