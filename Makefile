@@ -12,7 +12,7 @@ SYSTEM_PACKAGES := nginx:/usr/sbin/nginx wrk:wrk nghttp2-client:h2load \
 PIP_QUIET := PYTHONWARNINGS="ignore:Editable installation"
 KERNEL := nginx-sizing
 
-.PHONY: demo test lint typecheck pytest system-packages fits catalog bench lab clean
+.PHONY: demo test lint typecheck pytest system-packages fits catalog bench lab docs clean
 
 # Each setup step says what it does and when it started (pip itself is kept quiet).
 STEP = @echo "[$$(date -u +%H:%M:%S)] setup"
@@ -100,6 +100,10 @@ bench: $(VENV)/.installed-dev
 	$(PY) benchmarks/bench_runner.py
 	$(PY) benchmarks/bench_search.py
 	$(PY) benchmarks/bench_report.py
+
+# The documentation site (docs/, mkdocs.yml): every warning fails the build; build/ is not tracked.
+docs: $(VENV)/.installed-dev
+	$(PY) -m mkdocs build --strict --site-dir build/docs
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -140,7 +140,7 @@ def test_make_lab_allows_root_only_as_root():
     assert ("--allow-root" in line) == (os.geteuid() == 0)
     assert "--KernelManager.transport=ipc" in line
     assert line.endswith("--no-browser --ServerApp.port=9")
-    assert "LAB_ARGS" in (ROOT / "README.md").read_text()
+    assert "LAB_ARGS" in (ROOT / "docs" / "reports.md").read_text()
 
 
 def test_progress_bar_has_an_eta(monkeypatch, capsys):

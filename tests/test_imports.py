@@ -250,7 +250,7 @@ def test_no_module_cycles_in_any_package_lazy_imports_included():
     assert not cycles, cycles
 
 
-#: sizing's layers, lowest first, as the README's architecture section draws them: a module
+#: sizing's layers, lowest first, as docs/architecture.md draws them: a module
 #: imports only modules of its own layer or below.
 SIZING_LAYERS = (
     ("sizing.errors", "sizing.units", "sizing.paths", "sizing.vocabulary", "sizing.report.render"),
