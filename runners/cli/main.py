@@ -1,4 +1,4 @@
-"""Command line: ``python -m runners sweep|search|facts|cleanup|calibrate|compare|ab``."""
+"""Command line: ``python -m runners sweep|search|facts|cleanup|calibrate|compare|ab|import``."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from runners.cli import calibrate as cli_calibrate
 from runners.cli import compare as cli_compare
+from runners.cli import imports as cli_imports
 from runners.cli.options import (
     DocParser,
     host_options,
@@ -187,6 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     ssh_options(cl)
     cli_calibrate.add_parser(sub)
     cli_compare.add_parser(sub)
+    cli_imports.add_parser(sub)
     _add_ab_parser(sub)
     return parser
 
@@ -722,6 +724,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return compare.main(args)
         if args.command == "ab":
             return _ab(args)
+        if args.command == "import":
+            return cli_imports.main(args)
         command = {"sweep": _sweep, "search": _search, "facts": _facts, "cleanup": _cleanup}
         return command[args.command](args)
     except UnsupportedLoad as exc:
