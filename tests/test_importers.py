@@ -208,3 +208,15 @@ def test_percentiles_are_never_nan_for_per_request_files(tmp_path):
     for name, fmt in (("k6.json", "k6"), ("vegeta.json", "vegeta"), ("hey.csv", "hey")):
         row = _one(tmp_path / fmt, name, fmt)
         assert all(not math.isnan(row[f"latency_{k}_ms"]) for k in ("p50", "p90", "p99", "p999"))
+
+
+def test_several_files_are_several_trials_and_a_hostile_label_stays_text(tmp_path):
+    label = '=HYPERLINK("http://x")\x1b[31m'
+    files = [str(DATA / "hey.csv"), str(DATA / "hey.csv")]
+    run = import_files(files, "hey", Setting(label=label, vcpus=2), str(tmp_path))
+    rows = read_rows(run)
+    assert [r["trial_id"][-4:] for r in rows] == ["0001", "0002"]
+    text = (run / "trials.csv").read_text()
+    assert ",=HYPERLINK" not in text and "'=HYPERLINK" in text
+    meta = json.loads((run / "run.json").read_text())
+    assert [f["trial_id"] for f in meta["import"]["files"]] == [r["trial_id"] for r in rows]

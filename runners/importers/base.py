@@ -29,6 +29,8 @@ from trialtable.files import loads_json
 MAX_LINE_CHARS = 1 << 20
 #: Largest latency taken from a file [us]: a day. Larger is a unit mix-up or damage.
 MAX_LATENCY_US = 86_400 * 10**6
+#: Most requests one imported trial may count (the trial table's integers are 64-bit).
+MAX_REQUESTS = 2**62
 #: The latency columns of a trial, by the key `runners.loadgen.latency_summary` gives them.
 LATENCY_COLUMNS = {k: f"latency_{k}_ms" for k in ("p50", "p90", "p99", "p999", "max", "mean")}
 #: Columns a per-request file gives exactly (1 us buckets, the wrk rank rule).
@@ -172,6 +174,8 @@ def from_requests(
     n = sum(histogram_us.values())
     if n == 0:
         raise ImportRefused("no requests")
+    if n > MAX_REQUESTS:
+        raise ImportRefused(f"{n} requests: more than the trial table holds ({MAX_REQUESTS})")
     return Measurement(
         duration_s=duration_s,
         requests=n,

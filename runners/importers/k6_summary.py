@@ -47,6 +47,7 @@ class K6Summary(Importer):
         rate = number(reqs.get("rate"), where, "http_reqs.rate", 1e15)
         if requests == 0 or rate == 0:
             raise refuse(where, "counts no requests")
+        trend_keys = [k for k, s in TREND_STATS.items() if s in trend]
         latency = {
             k: number(trend[s], where, f"http_req_duration.{s}", 1e12) if s in trend else math.nan
             for k, s in TREND_STATS.items()
@@ -70,7 +71,7 @@ class K6Summary(Importer):
             measurement=m,
             exact=("requests", "rps", "latency_max_ms", "latency_mean_ms"),
             approximated={
-                **{f"latency_{k}_ms": interpolated for k in TREND_STATS if k in latency},
+                **{f"latency_{k}_ms": interpolated for k in TREND_STATS if k in trend_keys},
                 "duration_s": "http_reqs count / rate",
                 "errors_read": "k6's failed requests (http_req_failed), of every kind",
             },
