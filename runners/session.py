@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from runners import jwt, loadgen
+from runners import jwt, loadgen, window
 from runners.cputime import TIMES_MARKER, times_seconds
 from runners.deploy.nginx import Deployment, NginxHost, is_ip
 from runners.errors import RunnerError
@@ -30,7 +30,7 @@ from runners.hosts import Host, HostSpec, Result, connect, facts, require_tools
 from runners.plan import Access, Plan
 from runners.run import Run
 from runners.scenario import response_size_problem
-from runners.trial import trial_row
+from runners.trial import invalidate, trial_row
 from trialtable.schema import utc_now
 
 
@@ -112,6 +112,7 @@ class _Client:
     workdir: str = ""
     timeout: str = ""
     cpus: list[int] = field(default_factory=list)
+    offset: window.Offset | None = None
 
 
 class Session:
@@ -204,6 +205,9 @@ class Session:
                     host, spec, info, info["tools"][tool], timeout=info["tools"].get("timeout", "")
                 )
             )
+        if len(self.clients) > 1:
+            for client in self.clients:
+                client.offset = _clock_offset(client.host)
         self.target = self._target_address(server_spec)
         too_many = [v for v in plan.vcpus if v > len(self.server_facts["cpus_allowed"])]
         if too_many:
@@ -452,11 +456,12 @@ class Session:
 
     def _measure(
         self, argvs: Sequence[list[str]], seconds: int, loads: Sequence[loadgen.Load]
-    ) -> tuple[bool, float, float, list[tuple[str, str, int]]]:
+    ) -> tuple[bool, float, float, list[tuple[str, str, int]], float | None]:
         """Sample nginx, run the clients, sample again.
 
-        Returns whether nginx ran throughout, its CPU time before and after [s], and each
-        client's (stdout, stderr, exit status) (none when nginx was down before). With one
+        Returns whether nginx ran throughout, its CPU time before and after [s], each
+        client's (stdout, stderr, exit status) (none when nginx was down before), and the
+        clients' common start [s since the epoch] (None for one client). With one
         client on the server's own connection the three are one remote command
         (`Deployment.run_sampled`); else the samples and the clients are separate commands.
         """
@@ -467,16 +472,18 @@ class Session:
                 self._wrapped(client, argvs[0], limit), timeout=limit
             )
             if r is None:
-                return False, cpu0, cpu0, []
+                return False, cpu0, cpu0, [], None
             outputs = [self._collected(client, r, loads[0], limit)]
             alive1, cpu1 = after if after is not None else self.deployment.sample()
-            return alive and alive1, cpu0, cpu1, outputs
+            return alive and alive1, cpu0, cpu1, outputs, None
         alive, cpu0 = self.deployment.sample()
         if not alive:
-            return False, cpu0, cpu0, []
+            return False, cpu0, cpu0, [], None
+        argvs = list(argvs)
+        start_s = self._common_start(argvs)  # set now: the clients start next
         outputs = self._run_clients(argvs, seconds, loads)
         alive, cpu1 = self.deployment.sample()
-        return alive, cpu0, cpu1, outputs
+        return alive, cpu0, cpu1, outputs, start_s
 
     def trial(
         self,
@@ -521,7 +528,7 @@ class Session:
         if ready is not None:
             ready()
         started_at = utc_now()
-        alive, cpu0, cpu1, outputs = self._measure(argvs, seconds, loads)
+        alive, cpu0, cpu1, outputs, start_s = self._measure(argvs, seconds, loads)
         if not alive:
             tail = self.deployment.error_log_tail()
             raise RunnerError(
@@ -562,6 +569,13 @@ class Session:
             saturated=saturated,
             size_problem=functools.partial(response_size_problem, plan.scenario),
         )
+        if start_s is not None:
+            windows = [
+                window.window_of(c.host.name, err, c.offset or window.Offset(0.0, 0.0), r.rps)
+                for (_, err, _), c, r in zip(outputs, self.clients, results, strict=True)
+            ]
+            invalidate(row, window.window_problems(windows, start_s, seconds, rate_rps))
+            self.run.record_windows(trial_id, start_s, [w.to_dict() for w in windows])
         self.run.append(
             row,
             {
@@ -576,6 +590,19 @@ class Session:
         if plan.cooldown_s > 0:
             time.sleep(plan.cooldown_s)
         return row
+
+    def _common_start(self, argvs: list[list[str]]) -> float | None:
+        """With several clients, make each argv wait for one common start; that start [s].
+
+        Each client waits on its own clock (`runners.window`); None for a single client.
+        """
+        offsets = [c.offset for c in self.clients]
+        if len(argvs) < 2 or any(o is None for o in offsets):
+            return None
+        known = [o for o in offsets if o is not None]
+        start_s = window.common_start(known)
+        argvs[:] = [window.barrier(a, start_s, o) for a, o in zip(argvs, known, strict=True)]
+        return start_s
 
     def _ids(self, trial_id: str, started_at: str, kind: str) -> dict[str, Any]:
         """The identity and placement columns of a trial's row."""
@@ -651,6 +678,14 @@ def _same_machine(a: HostSpec, b: HostSpec) -> bool:
 
 # Run wrk, then print the CPU time of the shell's children (wrk) with the shell's `times`.
 _WRAP = f'"$@"; rc=$?; echo; echo {TIMES_MARKER}; times; exit $rc'
+
+
+def _clock_offset(host: Host) -> window.Offset:
+    """``host``'s clock against this one's (`runners.window.clock_offset`)."""
+    try:
+        return window.clock_offset(lambda: host.run(["date", "+%s.%N"], timeout=30).stdout)
+    except ValueError as exc:
+        raise RunnerError(f"cannot read the clock of {host.name}: {exc}") from None
 
 
 @contextlib.contextmanager

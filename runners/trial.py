@@ -96,3 +96,13 @@ def trial_row(
         "valid": valid,
         "invalid_reason": "; ".join(reasons),
     }
+
+
+def invalidate(row: dict[str, Any], reasons: Sequence[str]) -> None:
+    """Add ``reasons`` to a judged row: it becomes invalid and no longer meets its SLA."""
+    if not reasons:
+        return
+    had = [r for r in str(row.get("invalid_reason") or "").split("; ") if r]
+    row["invalid_reason"] = "; ".join([*had, *reasons])
+    row["valid"] = False
+    row["meets_sla"] = False

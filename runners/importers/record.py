@@ -20,7 +20,7 @@ from typing import Any
 from runners.importers import get
 from runners.importers.base import Imported, Importer, ImportRefused, refuse
 from runners.scenario import make_scenario
-from runners.trial import trial_row
+from runners.trial import invalidate, trial_row
 from trialtable.fields import printable
 from trialtable.files import MB, read_bounded
 from trialtable.folder import RunFolder, new_run_id
@@ -179,14 +179,12 @@ def _row(
     row["connections"] = row["connections"] or setting.connections
     if not imported.bytes_known:
         row.update(bytes_per_s=None, throughput_gbps=None, bytes_per_response=None)
-    reasons = [r for r in str(row["invalid_reason"]).split("; ") if r]
+    reasons = []
     if setting.vcpus is None:
         reasons.append("the server's vCPUs are unknown (give --vcpus)")
     if math.isnan(m.latency_ms.get("p99", math.nan)):
         reasons.append("the file holds no p99")
-    row["valid"] = not reasons
-    row["invalid_reason"] = "; ".join(reasons)
-    row["meets_sla"] = row["valid"] and row["latency_p99_ms"] <= setting.sla_p99_ms
+    invalidate(row, reasons)
     return row
 
 

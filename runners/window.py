@@ -1,0 +1,171 @@
+"""One measurement window across several clients: clock offsets, a common start, late clients.
+
+With more than one client, a trial's clients do not start when their commands arrive: the
+coordinator measures each client's clock offset once (`clock_offset`), sets a common start a
+little ahead (`common_start`), and each client waits for that instant on its own clock, then
+stamps when its load generator started and ended (`BARRIER`, read back by `window_of`).
+`window_problems` says why the clients did not measure one window (a client that started
+late or ended early, windows that do not overlap, an offset larger than the trial, a client
+short of its share of a constant rate); any problem makes the trial invalid with the reason,
+never merged silently. Every client's window and offset go into the run's ``run.json``.
+
+Load generators report one histogram per run, without time stamps: the window is checked,
+not cut, so a late client invalidates the trial rather than shortening it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+#: Stamps a client writes on standard error around its load generator.
+START_MARKER, END_MARKER = "NGINX_SIZING_WINDOW_START", "NGINX_SIZING_WINDOW_END"
+#: The shell program that waits for ``$1`` (seconds since the epoch, the client's clock),
+#: stamps the start, runs the rest of its arguments and stamps the end.
+BARRIER = (
+    't=$1; shift; d=$(awk -v t="$t" -v n="$(date +%s.%N)" '
+    "'BEGIN { x = t - n; if (x > 0) printf \"%.6f\", x; else print 0 }'); "
+    'sleep "$d"; '
+    f'echo "{START_MARKER} $(date +%s.%N)" >&2; "$@"; rc=$?; '
+    f'echo "{END_MARKER} $(date +%s.%N)" >&2; exit $rc'
+)
+#: Shortest lead from setting the start to the start itself [s].
+MIN_LEAD_S = 0.2
+#: A client starting or ending later than this past the common instants is late [s] ...
+LATE_S = 0.25
+#: ... or this fraction of the trial, whichever is larger.
+LATE_FRACTION = 0.05
+#: Fraction of its share of a constant rate a client must reach.
+RATE_SHARE = 0.95
+_STAMP = re.compile(r"^(NGINX_SIZING_WINDOW_START|NGINX_SIZING_WINDOW_END) ([0-9]{1,12}\.[0-9]+)$")
+
+
+@dataclass(frozen=True)
+class Offset:
+    """One client's clock against the coordinator's.
+
+    Attributes
+    ----------
+    offset_s : float
+        Client clock minus coordinator clock [s].
+    uncertainty_s : float
+        Half the round trip of the best sample [s].
+    """
+
+    offset_s: float
+    uncertainty_s: float
+
+
+@dataclass(frozen=True)
+class Window:
+    """What one client measured, on the coordinator's clock.
+
+    Attributes
+    ----------
+    host : str
+        The client.
+    offset_s, uncertainty_s : float
+        Its clock offset and the offset's uncertainty [s].
+    start_s, end_s : float
+        When its load generator started and ended [s since the epoch], NaN if not stamped.
+    rps : float
+        Its achieved rate [1/s].
+    """
+
+    host: str
+    offset_s: float
+    uncertainty_s: float
+    start_s: float
+    end_s: float
+    rps: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """The window as ``run.json`` records it (times rounded to the microsecond)."""
+        return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in asdict(self).items()}
+
+
+def clock_offset(run_date: Callable[[], str], samples: int = 3) -> Offset:
+    """The offset of a clock read by ``run_date`` (``date +%s.%N`` on the client).
+
+    The sample with the shortest round trip is kept: the client's reading is taken as made
+    at the midpoint of the round trip.
+
+    Raises
+    ------
+    ValueError
+        When the client's answer is not a time.
+    """
+    best: tuple[float, float] | None = None
+    for _ in range(samples):
+        t0 = time.time()
+        text = run_date().strip()
+        t1 = time.time()
+        if not re.fullmatch(r"[0-9]{1,12}\.[0-9]+", text):
+            raise ValueError(f"the client's clock read {text[:40]!r}, not seconds")
+        sample = (float(text) - (t0 + t1) / 2, (t1 - t0) / 2)
+        if best is None or sample[1] < best[1]:
+            best = sample
+    assert best is not None
+    return Offset(*best)
+
+
+def common_start(offsets: Sequence[Offset], now: float | None = None) -> float:
+    """The common start [s since the epoch, coordinator clock]: far enough ahead to reach all."""
+    lead = max(MIN_LEAD_S, *(4 * o.uncertainty_s for o in offsets))
+    return (time.time() if now is None else now) + lead
+
+
+def barrier(argv: Sequence[str], start_s: float, offset: Offset) -> list[str]:
+    """``argv`` run at ``start_s`` (coordinator clock) on a client with ``offset``."""
+    return ["sh", "-c", BARRIER, "sh", f"{start_s + offset.offset_s:.6f}", *argv]
+
+
+def window_of(host: str, stderr: str, offset: Offset, rps: float) -> Window:
+    """A client's window from the stamps in its standard error, on the coordinator's clock."""
+    stamps = {m.group(1): float(m.group(2)) for m in map(_STAMP.match, stderr.splitlines()) if m}
+    start = stamps.get(START_MARKER, math.nan) - offset.offset_s
+    end = stamps.get(END_MARKER, math.nan) - offset.offset_s
+    return Window(host, offset.offset_s, offset.uncertainty_s, start, end, rps)
+
+
+def window_problems(
+    windows: Sequence[Window], start_s: float, duration_s: float, rate_rps: float | None
+) -> list[str]:
+    """Why the clients did not measure one common window (empty: they did).
+
+    Parameters
+    ----------
+    windows : sequence of Window
+        Every client's window.
+    start_s : float
+        The common start [s since the epoch, coordinator clock].
+    duration_s : float
+        The trial's length [s].
+    rate_rps : float or None
+        The constant rate asked of all clients together [1/s] (None: closed loop).
+    """
+    out = []
+    late = max(LATE_S, LATE_FRACTION * duration_s)
+    end_s = start_s + duration_s
+    share = rate_rps / len(windows) if rate_rps is not None and windows else None
+    for w in windows:
+        slack = late + w.uncertainty_s
+        if abs(w.offset_s) > duration_s:
+            out.append(f"{w.host}'s clock is {w.offset_s:+.1f} s off, more than the trial")
+        if not (math.isfinite(w.start_s) and math.isfinite(w.end_s)):
+            out.append(f"{w.host} did not stamp its window")
+        elif w.start_s > start_s + slack:
+            out.append(f"{w.host} started {w.start_s - start_s:.1f} s after the common start")
+        elif w.end_s < end_s - slack:
+            out.append(f"{w.host} ended {end_s - w.end_s:.1f} s before the common end")
+        if share is not None and w.rps < RATE_SHARE * share:
+            out.append(f"{w.host} achieved {w.rps:.0f} of its {share:.0f} rps share")
+    starts = [w.start_s for w in windows if math.isfinite(w.start_s)]
+    ends = [w.end_s for w in windows if math.isfinite(w.end_s)]
+    if starts and ends and min(ends) <= max(starts):
+        out.append("the clients' windows do not overlap")
+    return out

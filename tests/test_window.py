@@ -1,0 +1,162 @@
+"""One window across clients: offsets, the barrier, late clients; real clients in namespaces."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from runners import window
+from runners.window import Offset, Window, window_problems
+
+
+def _w(host: str, start: float, end: float, rps: float = 100.0, offset: float = 0.0) -> Window:
+    return Window(host, offset, 0.001, start, end, rps)
+
+
+def test_clients_in_one_window_have_no_problem():
+    ws = [_w("a", 100.02, 110.05), _w("b", 100.01, 110.04)]
+    assert window_problems(ws, 100.0, 10, None) == []
+
+
+def test_a_client_two_seconds_late_is_named():
+    ws = [_w("a", 100.02, 110.05), _w("b", 102.03, 112.06)]
+    (problem,) = window_problems(ws, 100.0, 10, None)
+    assert problem == "b started 2.0 s after the common start"
+
+
+def test_no_overlap_an_early_end_a_lost_stamp_and_a_short_share():
+    ws = [_w("a", 100.0, 101.0), _w("b", 103.0, 104.0)]
+    problems = window_problems(ws, 100.0, 1, None)
+    assert "the clients' windows do not overlap" in problems
+    ws = [_w("a", 100.0, 105.0), _w("b", 100.0, float("nan"), rps=40.0)]
+    problems = window_problems(ws, 100.0, 10, 200.0)
+    assert "a ended 5.0 s before the common end" in problems
+    assert "b did not stamp its window" in problems
+    assert "b achieved 40 of its 100 rps share" in problems
+
+
+def test_an_offset_larger_than_the_trial_is_refused():
+    ws = [_w("a", 100.0, 110.0), _w("b", 100.0, 110.0, offset=30.0)]
+    assert window_problems(ws, 100.0, 10, None) == ["b's clock is +30.0 s off, more than the trial"]
+
+
+def test_clock_offset_keeps_the_shortest_round_trip():
+    answers = iter([str(time.time() + 5.0), str(time.time() + 5.0), str(time.time() + 5.0)])
+    got = window.clock_offset(lambda: next(answers))
+    assert 4.0 < got.offset_s < 6.0 and got.uncertainty_s >= 0
+    with pytest.raises(ValueError, match="not seconds"):
+        window.clock_offset(lambda: "\x1b[31mnope")
+
+
+def test_the_barrier_waits_for_the_start_on_the_clients_clock():
+    start = time.time() + 0.3
+    argv = window.barrier(["echo", "ran"], start, Offset(0.0, 0.0))
+    r = subprocess.run(argv, capture_output=True, text=True, check=True)
+    w = window.window_of("local", r.stderr, Offset(0.0, 0.0), 0.0)
+    assert r.stdout == "ran\n"
+    assert start <= w.start_s <= w.end_s
+    # A client whose clock runs 100 s ahead waits for the same instant on its own clock.
+    shifted = window.window_of("x", r.stderr, Offset(100.0, 0.0), 0.0)
+    assert shifted.start_s == pytest.approx(w.start_s - 100.0)
+
+
+# -- real clients in network namespaces ---------------------------------------------------
+
+SERVER_NS = f"nsw-srv-{os.getpid()}"
+CLIENT_NS = tuple(f"nsw-c{i}-{os.getpid()}" for i in range(2))
+SERVER_IP = "10.231.9.1"
+
+
+def _ip(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["ip", *args], capture_output=True, text=True)
+
+
+@pytest.fixture
+def server_and_two_clients():
+    """A server namespace with a bridge, and two client namespaces on it."""
+    if shutil.which("ip") is None:
+        pytest.skip("no ip command (iproute2) on this machine")
+    made = []
+    try:
+        for ns in (SERVER_NS, *CLIENT_NS):
+            if _ip("netns", "add", ns).returncode != 0:
+                pytest.skip("ip netns is not allowed here")
+            made.append(ns)
+        tag = os.getpid() % 100000
+        steps = [
+            ("-n", SERVER_NS, "link", "add", "br0", "type", "bridge"),
+            ("-n", SERVER_NS, "addr", "add", f"{SERVER_IP}/24", "dev", "br0"),
+            ("-n", SERVER_NS, "link", "set", "br0", "up"),
+            ("-n", SERVER_NS, "link", "set", "lo", "up"),
+        ]
+        for i, ns in enumerate(CLIENT_NS):
+            vs, vc = f"ws{i}x{tag}", f"wc{i}x{tag}"
+            steps += [
+                ("link", "add", vs, "type", "veth", "peer", "name", vc),
+                ("link", "set", vs, "netns", SERVER_NS),
+                ("link", "set", vc, "netns", ns),
+                ("-n", SERVER_NS, "link", "set", vs, "master", "br0"),
+                ("-n", SERVER_NS, "link", "set", vs, "up"),
+                ("-n", ns, "addr", "add", f"10.231.9.{i + 2}/24", "dev", vc),
+                ("-n", ns, "link", "set", vc, "up"),
+                ("-n", ns, "link", "set", "lo", "up"),
+            ]
+        for step in steps:
+            r = _ip(*step)
+            if r.returncode != 0:
+                pytest.skip(f"cannot build the bridge: ip {' '.join(step)}: {r.stderr.strip()}")
+        yield
+    finally:
+        for ns in made:
+            _ip("netns", "del", ns)
+
+
+def _sweep(tmp_path: Path):
+    from runners.sweep import Plan, make_scenario, run_sweep
+
+    plan = Plan(
+        scenario=make_scenario("static"),
+        server=f"netns:{SERVER_NS}",
+        clients=tuple(f"netns:{ns}" for ns in CLIENT_NS),
+        connections=(4,),
+        duration_s=2,
+        warmup_s=0,
+        cooldown_s=0.0,
+        sla_p99_ms=10_000.0,
+    )
+    df = run_sweep(plan, tmp_path, progress=None)
+    meta = json.loads(next(Path(tmp_path).glob("*/run.json")).read_text())
+    return df.iloc[0], meta
+
+
+@pytest.mark.slow
+def test_two_clients_in_namespaces_share_one_window_and_a_late_one_is_caught(
+    tmp_path, server_and_two_clients, leaves_no_nginx, monkeypatch
+):
+    row, meta = _sweep(tmp_path / "aligned")
+    (trial,) = meta["windows"]
+    clients = trial["clients"]
+    assert [c["host"] for c in clients] == [f"netns:{ns}" for ns in CLIENT_NS]
+    assert all(abs(c["offset_s"]) < 1.0 for c in clients)  # one machine, one clock
+    assert all(c["start_s"] >= trial["common_start_s"] for c in clients)
+    assert "started" not in str(row["invalid_reason"]), row["invalid_reason"]
+    assert row["clients"] == 2 and row["requests"] > 0
+
+    calls = []
+    on_time = window.barrier
+
+    def late_second(argv, start_s, offset):
+        calls.append(start_s)
+        return on_time(argv, start_s + (2.0 if len(calls) == 2 else 0.0), offset)
+
+    monkeypatch.setattr("runners.window.barrier", late_second)
+    row, meta = _sweep(tmp_path / "late")
+    assert not row["valid"] and not row["meets_sla"]
+    assert f"netns:{CLIENT_NS[1]} started 2." in row["invalid_reason"]
+    assert "after the common start" in row["invalid_reason"]
