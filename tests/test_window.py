@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from runners import window
+from runners.loadgen import latency_summary
 from runners.window import Offset, Window, window_problems
 
 
@@ -69,7 +70,7 @@ def test_the_barrier_waits_for_the_start_on_the_clients_clock():
 # -- real clients in network namespaces ---------------------------------------------------
 
 SERVER_NS = f"nsw-srv-{os.getpid()}"
-CLIENT_NS = tuple(f"nsw-c{i}-{os.getpid()}" for i in range(2))
+CLIENT_NS = tuple(f"nsw-c{i}-{os.getpid()}" for i in range(4))
 SERVER_IP = "10.231.9.1"
 
 
@@ -78,8 +79,8 @@ def _ip(*args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture
-def server_and_two_clients():
-    """A server namespace with a bridge, and two client namespaces on it."""
+def server_and_four_clients():
+    """A server namespace with a bridge, and four client namespaces on it."""
     if shutil.which("ip") is None:
         pytest.skip("no ip command (iproute2) on this machine")
     made = []
@@ -136,8 +137,8 @@ def _sweep(tmp_path: Path):
 
 
 @pytest.mark.slow
-def test_two_clients_in_namespaces_share_one_window_and_a_late_one_is_caught(
-    tmp_path, server_and_two_clients, leaves_no_nginx, monkeypatch
+def test_four_clients_in_namespaces_share_one_window_and_a_late_one_is_caught(
+    tmp_path, server_and_four_clients, leaves_no_nginx, monkeypatch
 ):
     row, meta = _sweep(tmp_path / "aligned")
     (trial,) = meta["windows"]
@@ -146,7 +147,15 @@ def test_two_clients_in_namespaces_share_one_window_and_a_late_one_is_caught(
     assert all(abs(c["offset_s"]) < 1.0 for c in clients)  # one machine, one clock
     assert all(c["start_s"] >= trial["common_start_s"] for c in clients)
     assert "started" not in str(row["invalid_reason"]), row["invalid_reason"]
-    assert row["clients"] == 2 and row["requests"] > 0
+    assert row["clients"] == 4 and row["requests"] > 0
+    # The row's p99 is the p99 of the union of the four clients' histograms.
+    (hists,) = [json.loads(x) for x in next(tmp_path.glob("aligned/*/histograms.jsonl")).open()]
+    union: dict[int, int] = {}
+    for pairs in hists["clients"].values():
+        for us, n in pairs:
+            union[us] = union.get(us, 0) + n
+    assert len(hists["clients"]) == 4
+    assert row["latency_p99_ms"] == pytest.approx(latency_summary(union)["p99"])
 
     calls = []
     on_time = window.barrier
