@@ -6,7 +6,8 @@ PY := $(VENV)/bin/python
 # on PATH or an absolute file the package installs; only the missing ones are installed.
 SYSTEM_PACKAGES := nginx:/usr/sbin/nginx wrk:wrk nghttp2-client:h2load \
 	openssh-server:/usr/sbin/sshd chromium:chromium chromium-driver:chromedriver \
-	libnginx-mod-http-js:/usr/lib/nginx/modules/ngx_http_js_module.so poppler-utils:pdftotext hey:hey
+	libnginx-mod-http-js:/usr/lib/nginx/modules/ngx_http_js_module.so poppler-utils:pdftotext hey:hey \
+	libnginx-mod-http-lua:/usr/lib/nginx/modules/ngx_http_lua_module.so
 # setuptools prints a block about editable installs (folders shadowing the package) on every
 # `pip install -e`; the checkout is the package, so it says nothing new here.
 PIP_QUIET := PYTHONWARNINGS="ignore:Editable installation"

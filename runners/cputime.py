@@ -40,7 +40,15 @@ def times_seconds(text: str) -> float:
 
 def stat_ticks(line: str) -> int:
     """Utime + stime from one ``/proc/PID/stat`` line [clock ticks]; 0 when it is short."""
+    return sum(stat_user_system(line))
+
+
+def stat_user_system(line: str) -> tuple[int, int]:
+    """(utime, stime) from one ``/proc/PID/stat`` line [clock ticks]; (0, 0) when it is short.
+
+    utime is the time the process ran in user space, stime in the kernel on its behalf.
+    """
     fields = line.rpartition(")")[2].split()
     if len(fields) < 13:
-        return 0
-    return int(fields[11]) + int(fields[12])
+        return 0, 0
+    return int(fields[11]), int(fields[12])

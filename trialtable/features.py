@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from trialtable.fields import Field, Fields
+
 
 @dataclass(frozen=True)
 class Feature:
@@ -104,3 +106,38 @@ def check_features(features: Mapping[str, float]) -> dict[str, float]:
         if value:
             out[name] = value
     return {name: out[name] for name in FEATURE_NAMES if name in out}
+
+
+#: Feature-cost table status of a feature: measured here, or not (the row says why).
+MEASURED, NOT_MEASURED = "measured", "not_measured"
+
+#: The fields of ``data/reference/feature-costs.csv``, one row per feature: written by
+#: ``python -m runners features``, read by `sizing.model.features`. Costs are CPU time of the
+#: nginx workers per request [us] on the measuring host: a feature's extra over the reference
+#: static config (the median of per-pair differences, with the bootstrap 95% interval of that
+#: median), user space and kernel apart, and the reference request's own cost in the same pairs.
+FEATURE_COSTS = Fields(
+    "feature costs",
+    (
+        Field("feature", "str", choices=FEATURE_NAMES),
+        Field("status", "str", choices=(MEASURED, NOT_MEASURED)),
+        Field("reference", "str", choices=("static", "reverse_proxy")),
+        Field("pairs", "int", "pairs", 0, 10_000),
+        Field("user_us", "float", "us/request", -1e4, 1e5, required=False),
+        Field("user_low_us", "float", "us/request", -1e4, 1e5, required=False),
+        Field("user_high_us", "float", "us/request", -1e4, 1e5, required=False),
+        Field("kernel_us", "float", "us/request", -1e4, 1e5, required=False),
+        Field("kernel_low_us", "float", "us/request", -1e4, 1e5, required=False),
+        Field("kernel_high_us", "float", "us/request", -1e4, 1e5, required=False),
+        Field("ref_user_us", "float", "us/request", 0.0, 1e5, required=False),
+        Field("ref_kernel_us", "float", "us/request", 0.0, 1e5, required=False),
+        Field("file_bytes", "int", "B", 0, 1 << 30),
+        Field("cpu_model", "str", max_len=200),
+        Field("nginx_version", "str", max_len=200),
+        Field("measured_at", "str", max_len=40),
+        Field("note", "str", required=False, max_len=500),
+    ),
+)
+
+#: The columns of the feature-cost table, in order.
+FEATURE_COST_COLUMNS: tuple[str, ...] = tuple(f.name for f in FEATURE_COSTS)

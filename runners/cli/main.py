@@ -1,4 +1,7 @@
-"""Command line: ``python -m runners sweep|search|facts|cleanup|calibrate|compare|ab|import``."""
+"""Command line: ``python -m runners COMMAND``.
+
+Commands: sweep, search, facts, cleanup, calibrate, compare, features, ab, import.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from runners.cli import calibrate as cli_calibrate
 from runners.cli import compare as cli_compare
+from runners.cli import features as cli_features
 from runners.cli import imports as cli_imports
 from runners.cli.options import (
     DocParser,
@@ -189,6 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_calibrate.add_parser(sub)
     cli_compare.add_parser(sub)
     cli_imports.add_parser(sub)
+    cli_features.add_parser(sub)
     _add_ab_parser(sub)
     return parser
 
@@ -718,6 +723,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "calibrate":
             return cli_calibrate.main(args)
+        if args.command == "features":
+            return cli_features.main(args, list(argv) if argv is not None else None)
         if args.command == "compare":
             from runners import compare
 

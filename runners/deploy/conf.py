@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from runners import jwt
 from runners.errors import RunnerError
@@ -15,6 +16,32 @@ SESSION_RESUMPTION = (
     "ssl_session_timeout 1h;",
     "ssl_session_tickets on;",
 )
+
+
+@dataclass(frozen=True)
+class ConfExtra:
+    """Lines a configuration feature adds to the server under test's config, verbatim.
+
+    Attributes
+    ----------
+    main : tuple of str
+        Lines of the main context (``load_module ...;``).
+    http : tuple of str
+        Lines of the ``http`` block, before the server (blocks allowed).
+    server : tuple of str
+        Lines of the ``server`` block, after ``root`` (locations allowed).
+    upstream : tuple of str
+        Lines of the proxy's ``upstream`` block; ``@UPSTREAM_HOST@`` and ``@UPSTREAM_PORT@``
+        stand for the first upstream file server.
+    upstream_keepalive : bool
+        Keep upstream connections alive (False: a new upstream connection per request).
+    """
+
+    main: tuple[str, ...] = ()
+    http: tuple[str, ...] = ()
+    server: tuple[str, ...] = ()
+    upstream: tuple[str, ...] = ()
+    upstream_keepalive: bool = True
 
 
 def affinity_masks(cpus: Sequence[int]) -> str:
@@ -34,6 +61,7 @@ def render_conf(
     user: str | None = None,
     http2: bool = False,
     jwt_config: jwt.JwtConfig | None = None,
+    extra: ConfExtra = ConfExtra(),
 ) -> str:
     """The nginx.conf of the server under test.
 
@@ -55,6 +83,8 @@ def render_conf(
         Serve HTTP/2 on the listening socket (with TLS by ALPN; cleartext: prior knowledge).
     jwt_config : runners.jwt.JwtConfig, optional
         For a scenario with ``jwt``: the njs module folder, the verifier script and the key.
+    extra : ConfExtra
+        A configuration feature's own lines (`runners.calibrate.features`); none by default.
     """
     https = scenario.protocol == "https"
     if scenario.jwt and jwt_config is None:
@@ -66,6 +96,7 @@ def render_conf(
     ]
     if scenario.jwt and jwt_config is not None:
         lines += jwt.main_lines(jwt_config.modules_dir)
+    lines += list(extra.main)
     if user:
         lines.append(f"user {user};")
     lines += [
@@ -104,17 +135,26 @@ def render_conf(
             raise RunnerError(f"the {scenario.name} scenario needs upstream servers")
         lines.append("    upstream backend {")
         lines += [f"        server {u};" for u in upstream]
-        lines += ["        keepalive 64;", "    }"]
+        up_host, _, up_port = upstream[0].rpartition(":")
+        peer = {"@UPSTREAM_HOST@": up_host.strip("[]"), "@UPSTREAM_PORT@": up_port}
+        for u in extra.upstream:
+            for mark, value in peer.items():
+                u = u.replace(mark, value)
+            lines.append(f"        {u}")
+        lines += ["        keepalive 64;"] if extra.upstream_keepalive else []
+        lines.append("    }")
     if scenario.jwt and jwt_config is not None:
         lines += [
             f"    {d}" for d in jwt.http_lines(jwt_config.script_path, jwt_config.public_der_b64)
         ]
     lines += [f"    {d.rstrip(';')};" for d in scenario.directives]
+    lines += [f"    {d}" for d in extra.http]
     lines += [
         "    server {",
         f"        listen {hostport(listen, port)}{' ssl' if https else ''}"
         f"{' http2' if http2 else ''} backlog=4096;",
         f"        root {prefix}/html;",
+        *(f"        {d}" for d in extra.server),
     ]
     if http2 and not https:
         # h2c with sendfile stalls each response about 40 ms (a small DATA frame header

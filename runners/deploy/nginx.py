@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from runners import jwt
 from runners.cputime import stat_ticks
-from runners.deploy.conf import hostport, render_conf, render_upstream_conf
+from runners.deploy.conf import ConfExtra, hostport, render_conf, render_upstream_conf
 from runners.errors import RunnerError
 from runners.hosts import Host, Result
 from runners.scenario import Scenario
@@ -400,6 +400,8 @@ class Deployment:
         self._record_started = record_started
         self._record_removed = record_removed
         self.http2 = http2
+        #: A configuration feature's own lines in the server's config (none by default).
+        self.extra = ConfExtra()
         # The ports in use on a host (by id), as the last script there saw them: the next
         # port choice there takes them instead of asking again (once).
         self._listening: dict[int, set[int]] = {}
@@ -555,6 +557,7 @@ class Deployment:
                 user=self.main.user,
                 http2=self.http2,
                 jwt_config=self.jwt_config,
+                extra=self.extra,
             )
             proc = self._launch(self.main, self.prefix, self.conf, "server", len(cpus))
             if proc is not None:

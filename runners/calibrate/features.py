@@ -1,0 +1,512 @@
+"""What each configuration feature costs: ``python -m runners features``.
+
+For each feature of `trialtable.features.FEATURES` that can run on this host, two private
+nginx run on loopback (`runners.deploy.nginx.Deployment`), one worker each, both pinned to the
+same CPU: the reference config (the static scenario, or the proxy for a feature that only
+exists behind one, such as the Lua balancer) and the same config with the feature on. wrk
+loads them in interleaved pairs (R F, then F R, ...), one at a time, so drift slower than a
+pair cancels in each pair's difference, as ``runners ab --schedule alternate`` does. Each
+trial reads the workers' user and kernel CPU time from ``/proc/PID/stat`` before and after;
+a feature's cost is the median over pairs of (F - R) CPU time per request [us], user space and
+kernel apart, with the seeded bootstrap 95% interval of that median as its spread. A feature
+whose module is missing or whose directive this nginx refuses is written as not measured,
+with the reason; no number is made up for it.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import io
+import math
+import random
+import shlex
+import statistics
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import IO, Any
+
+from runners import jwt
+from runners.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from runners.cputime import stat_user_system
+from runners.deploy.conf import ConfExtra
+from runners.deploy.nginx import Deployment, NginxHost
+from runners.errors import RunnerError
+from runners.hosts import Host, LocalHost, facts
+from runners.loadgen import wrk
+from runners.scenario import Scenario
+from trialtable.features import FEATURE_COST_COLUMNS, FEATURE_NAMES, MEASURED, NOT_MEASURED
+from trialtable.files import write_atomic
+from trialtable.output import csv_cell
+
+#: Where the table is written by default (beside it, the same name with ``.md``).
+DEFAULT_OUT = Path("data/reference/feature-costs.csv")
+#: Errors per response above which a trial gives no cost.
+MAX_ERROR_RATE = 0.01
+#: The Lua modules, in load order (the Lua module needs the development kit first).
+LUA_MODULES = ("ndk_http_module.so", "ngx_http_lua_module.so")
+NJS_MODULES = ("ngx_http_js_module.so",)
+#: The njs script a feature imports, written into the feature nginx's prefix.
+NJS_SCRIPT = "features.js"
+#: The Debian packages whose versions the notes record.
+PACKAGES = ("nginx", "libnginx-mod-http-lua", "libnginx-mod-http-js", "lua-resty-core")
+#: A minimal Lua handler: one variable read (a real handler does more; the model says so).
+LUA_MINIMAL = "local _ = ngx.var.uri"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """One campaign's settings.
+
+    Attributes
+    ----------
+    features : tuple of str
+        The features to measure, in `FEATURE_NAMES` order.
+    pairs : int
+        Interleaved pairs per feature.
+    seconds : int
+        Length of each measured trial [s] (wrk takes whole seconds).
+    connections : int
+        wrk's open connections (one wrk thread).
+    file_bytes : int
+        Response body size [B].
+    cpu : int
+        The CPU both nginx are pinned to; wrk runs on the others.
+    """
+
+    features: tuple[str, ...] = FEATURE_NAMES
+    pairs: int = 5
+    seconds: int = 2
+    connections: int = 16
+    file_bytes: int = 1024
+    cpu: int = 0
+
+
+@dataclass(frozen=True)
+class Setup:
+    """How one feature is turned on.
+
+    Attributes
+    ----------
+    reference : str
+        The scenario the pairs compare against: ``static``, or ``reverse_proxy`` for a
+        feature that only exists behind a proxy.
+    scenario : str
+        The scenario with the feature on.
+    modules : tuple of str
+        Dynamic module files the feature needs, in load order.
+    extra : ConfExtra
+        The feature's own config lines.
+    """
+
+    reference: str = "static"
+    scenario: str = "static"
+    modules: tuple[str, ...] = ()
+    extra: ConfExtra = field(default_factory=ConfExtra)
+
+
+def setups(file_bytes: int, path: str) -> dict[str, Setup]:
+    """How each feature is turned on, serving ``file_bytes`` B at ``path``."""
+
+    def lua(phase: str, code: str = LUA_MINIMAL) -> Setup:
+        return Setup(modules=LUA_MODULES, extra=ConfExtra(server=(f"{phase} {{ {code} }}",)))
+
+    def njs(directive: str, where: tuple[str, ...]) -> Setup:
+        http = (f"js_import feature from {NJS_SCRIPT};",)
+        return Setup(modules=NJS_MODULES, extra=ConfExtra(http=http, server=where))
+
+    proxy = "reverse_proxy"
+    return {
+        "access_log": Setup(extra=ConfExtra(server=("access_log access.log;",))),
+        "access_log_buffered": Setup(
+            extra=ConfExtra(server=("access_log access.log combined buffer=64k flush=1s;",))
+        ),
+        "proxy_keepalive": Setup(scenario=proxy),
+        "proxy_new_connection": Setup(scenario=proxy, extra=ConfExtra(upstream_keepalive=False)),
+        "proxy_cache_hit": Setup(
+            scenario=proxy,
+            extra=ConfExtra(
+                http=("proxy_cache_path tmp/feature-cache levels=1 keys_zone=feature_cache:1m;",),
+                server=("proxy_cache feature_cache;", "proxy_cache_valid 200 1h;"),
+            ),
+        ),
+        "lua_rewrite": lua("rewrite_by_lua_block"),
+        "lua_access": lua("access_by_lua_block"),
+        "lua_content": Setup(
+            modules=LUA_MODULES,
+            extra=ConfExtra(
+                http=(f'init_by_lua_block {{ feature_body = string.rep("x", {file_bytes}) }}',),
+                server=(
+                    f"location = {path} {{ content_by_lua_block {{ ngx.print(feature_body) }} }}",
+                ),
+            ),
+        ),
+        "lua_balancer": Setup(
+            reference=proxy,
+            scenario=proxy,
+            modules=LUA_MODULES,
+            extra=ConfExtra(
+                upstream=(
+                    "balancer_by_lua_block { require('ngx.balancer').set_current_peer("
+                    "'@UPSTREAM_HOST@', @UPSTREAM_PORT@) }",
+                )
+            ),
+        ),
+        "lua_header_filter": lua("header_filter_by_lua_block", "local _ = ngx.status"),
+        "lua_log": lua("log_by_lua_block", "local _ = ngx.var.status"),
+        "njs_access": njs("js_access", ("js_access feature.access;",)),
+        "njs_content": njs("js_content", (f"location = {path} {{ js_content feature.content; }}",)),
+        "limit_req": Setup(
+            extra=ConfExtra(
+                http=("limit_req_zone $binary_remote_addr zone=feature_req:1m rate=1000000r/s;",),
+                server=("limit_req zone=feature_req burst=100000 nodelay;",),
+            )
+        ),
+        "limit_conn": Setup(
+            extra=ConfExtra(
+                http=("limit_conn_zone $binary_remote_addr zone=feature_conn:1m;",),
+                server=("limit_conn feature_conn 100000;",),
+            )
+        ),
+    }
+
+
+def njs_script(file_bytes: int) -> str:
+    """The njs handlers the njs features import: an access check that passes, a response."""
+    return (
+        f"const body = 'x'.repeat({file_bytes});\n"
+        "function access(r) { return; }\n"
+        "function content(r) { r.return(200, body); }\n"
+        "export default {access, content};\n"
+    )
+
+
+@dataclass
+class Trial:
+    """One trial: requests and the workers' CPU time per request [us]."""
+
+    requests: int
+    user_us: float
+    kernel_us: float
+
+
+@dataclass
+class Result:
+    """One feature's pairs, or why it was not measured."""
+
+    feature: str
+    reference: str = "static"
+    ref: list[Trial] = field(default_factory=list)
+    on: list[Trial] = field(default_factory=list)
+    note: str = ""
+
+    @property
+    def measured(self) -> bool:
+        """Whether at least two pairs were measured."""
+        return len(self.ref) >= 2 and len(self.on) == len(self.ref)
+
+
+@dataclass(frozen=True)
+class Bench:
+    """The host, its nginx and the wrk argv each side is loaded with."""
+
+    host: Host
+    nginx: NginxHost
+    wrk: str
+    modules_dir: str
+    wrk_cpus: tuple[int, ...]
+
+
+_STAT = 'for p; do cat "/proc/$p/stat" 2>/dev/null || echo "GONE $p"; done'
+
+
+def read_ticks(host: Host, pids: Sequence[int]) -> tuple[int, int]:
+    """The pids' summed (user, kernel) CPU time [clock ticks]; `RunnerError` if one is gone."""
+    out = host.sh(_STAT, *map(str, pids), what="reading nginx's CPU time")
+    user = kernel = 0
+    for line in out.stdout.splitlines():
+        if line.startswith("GONE "):
+            raise RunnerError(f"nginx process {line.split()[1]} stopped during the trial")
+        u, k = stat_user_system(line)
+        user, kernel = user + u, kernel + k
+    return user, kernel
+
+
+def run_trial(bench: Bench, dep: Deployment, settings: Settings, seconds: int) -> Trial:
+    """Load ``dep`` for ``seconds`` s with wrk; its workers' CPU time per request."""
+    assert dep.port is not None
+    url = f"http://127.0.0.1:{dep.port}{dep.scenario.path}"
+    argv = wrk.command(
+        url,
+        threads=1,
+        connections=settings.connections,
+        duration_s=seconds,
+        cpus=bench.wrk_cpus,
+        wrk=bench.wrk,
+    )
+    pids = dep.pids()
+    u0, k0 = read_ticks(bench.host, pids)
+    r = bench.host.run(argv, check=False, timeout=seconds + 60, what="wrk")
+    u1, k1 = read_ticks(bench.host, pids)
+    m = wrk.parse_text(r.stdout)
+    if m.requests <= 0 or m.error_count > MAX_ERROR_RATE * m.requests:
+        raise RunnerError(
+            f"{m.error_count} errors in {m.requests} responses "
+            f"({dep.error_log_tail() or 'nothing in the error log'})"
+        )
+    per = 1e6 / bench.nginx.clk_tck / m.requests
+    return Trial(m.requests, (u1 - u0) * per, (k1 - k0) * per)
+
+
+def _deployment(bench: Bench, scenario: Scenario, setup: Setup | None) -> Deployment:
+    """A private nginx for ``scenario`` (with ``setup``'s lines), started on the bench CPU."""
+    dep = Deployment(bench.nginx, scenario)
+    if setup is not None:
+        loads = tuple(f"load_module {bench.modules_dir.rstrip('/')}/{m};" for m in setup.modules)
+        dep.extra = replace(setup.extra, main=loads + setup.extra.main)
+    return dep
+
+
+def _start(bench: Bench, dep: Deployment, settings: Settings, script: bool) -> None:
+    """Make the prefix (and the njs script in it), start nginx, warm it up (1 s, unmeasured)."""
+    dep.setup()
+    if script:
+        assert dep.prefix is not None
+        bench.host.write_text(f"{dep.prefix}/{NJS_SCRIPT}", njs_script(settings.file_bytes))
+    dep.start([settings.cpu])
+    run_trial(bench, dep, settings, 1)
+
+
+def missing_modules(bench: Bench, setup: Setup) -> list[str]:
+    """The module files ``setup`` needs that are not on the host."""
+    paths = [f"{bench.modules_dir.rstrip('/')}/{m}" for m in setup.modules]
+    if not paths:
+        return []
+    out = bench.host.sh('for f; do [ -f "$f" ] || echo "$f"; done', *paths, check=False)
+    return out.stdout.split()
+
+
+def measure(bench: Bench, name: str, settings: Settings, say: Callable[[str], None]) -> Result:
+    """One feature's interleaved pairs; a `Result` with a note when it cannot run here."""
+    ref_scn = Scenario(protocol="http", file_bytes=settings.file_bytes)
+    setup = setups(settings.file_bytes, ref_scn.path)[name]
+    result = Result(name, setup.reference)
+    missing = missing_modules(bench, setup)
+    if missing:
+        result.note = f"module not installed: {', '.join(missing)}"
+        return result
+    ref_dep = _deployment(bench, replace(ref_scn, name=setup.reference), None)
+    on_dep = _deployment(bench, replace(ref_scn, name=setup.scenario), setup)
+    with ref_dep, on_dep:
+        try:
+            _start(bench, ref_dep, settings, False)
+            _start(bench, on_dep, settings, setup.modules == NJS_MODULES)
+            for i in range(settings.pairs):
+                sides = [(ref_dep, result.ref), (on_dep, result.on)]
+                for dep, trials in sides if i % 2 == 0 else sides[::-1]:
+                    trials.append(run_trial(bench, dep, settings, settings.seconds))
+                r, f = result.ref[-1], result.on[-1]
+                say(
+                    f"{name} pair {i + 1}/{settings.pairs}: extra user "
+                    f"{f.user_us - r.user_us:+.2f} us, kernel {f.kernel_us - r.kernel_us:+.2f} us"
+                )
+        except RunnerError as exc:
+            result.note = f"did not run here: {exc}"
+            result.ref, result.on = [], []
+    return result
+
+
+def open_bench(host: Host, cpu: int) -> tuple[Bench, dict[str, Any]]:
+    """The bench on ``host`` and its facts; wrk goes on the CPUs other than ``cpu``."""
+    info = facts(host, ["nginx", "wrk", "taskset"])
+    missing = [t for t in ("nginx", "wrk") if not info["tools"].get(t)]
+    if missing:
+        raise RunnerError(f"{' and '.join(missing)} not found on {host.name}")
+    allowed = info["cpus_allowed"]
+    if cpu not in allowed:
+        raise RunnerError(f"--cpu {cpu} is not among this host's CPUs ({allowed})")
+    nginx_v = host.run([info["tools"]["nginx"], "-V"], check=False)
+    others = tuple(c for c in allowed if c != cpu) if info["tools"].get("taskset") else ()
+    bench = Bench(
+        host=host,
+        nginx=NginxHost(
+            host,
+            nginx=info["tools"]["nginx"],
+            as_root=info.get("user") == "root",
+            clk_tck=info["clk_tck"],
+            nginx_version=info.get("nginx_version", ""),
+            worker_group=info.get("nobody_group", ""),
+        ),
+        wrk=info["tools"]["wrk"],
+        modules_dir=jwt.modules_path(nginx_v.stderr + nginx_v.stdout),
+        wrk_cpus=others,
+    )
+    return bench, info
+
+
+def run_campaign(
+    settings: Settings, host: Host | None = None, progress: IO[str] | None = sys.stderr
+) -> tuple[list[Result], dict[str, Any]]:
+    """Measure every feature of ``settings``; the results and the host's facts."""
+    host = host or LocalHost()
+
+    def say(text: str) -> None:
+        if progress is not None:
+            print(text, file=progress, flush=True)
+
+    bench, info = open_bench(host, settings.cpu)
+    info["loadavg_before"] = _loadavg(host)
+    results = [measure(bench, name, settings, say) for name in settings.features]
+    info["loadavg_after"] = _loadavg(host)
+    info["packages"] = _packages(host)
+    return results, info
+
+
+def _loadavg(host: Host) -> str:
+    return " ".join(host.run(["cat", "/proc/loadavg"], check=False).stdout.split()[:3])
+
+
+def _packages(host: Host) -> dict[str, str]:
+    """Debian package versions of nginx and the modules (empty where not installed)."""
+    out = host.run(
+        ["dpkg-query", "-W", "-f=${Package} ${Version}\\n", *PACKAGES], check=False
+    ).stdout
+    return dict(ln.split(" ", 1) for ln in out.splitlines() if " " in ln)
+
+
+def median_interval(
+    values: Sequence[float], confidence: float = 0.95
+) -> tuple[float, float, float]:
+    """The median of ``values`` and the seeded percentile bootstrap interval of it.
+
+    Returns
+    -------
+    median, low, high : float
+        NaN for all three with no values.
+    """
+    vals = [v for v in values if math.isfinite(v)]
+    if not vals:
+        return math.nan, math.nan, math.nan
+    rng = random.Random(BOOTSTRAP_SEED)
+    meds = sorted(
+        statistics.median(rng.choices(vals, k=len(vals))) for _ in range(BOOTSTRAP_RESAMPLES)
+    )
+    tail = (1 - confidence) / 2
+    low = meds[math.floor(tail * (len(meds) - 1))]
+    high = meds[math.ceil((1 - tail) * (len(meds) - 1))]
+    return statistics.median(vals), low, high
+
+
+def row(result: Result, settings: Settings, info: dict[str, Any], when: str) -> dict[str, Any]:
+    """One feature's row of the table (`trialtable.features.FEATURE_COSTS`)."""
+    out: dict[str, Any] = dict.fromkeys(FEATURE_COST_COLUMNS, "")
+    out.update(
+        feature=result.feature,
+        reference=result.reference,
+        status=MEASURED if result.measured else NOT_MEASURED,
+        pairs=len(result.ref) if result.measured else 0,
+        file_bytes=settings.file_bytes,
+        cpu_model=info.get("cpu_model", ""),
+        nginx_version=info.get("nginx_version", ""),
+        measured_at=when,
+        note=result.note,
+    )
+    if result.measured:
+        for part in ("user", "kernel"):
+            diffs = [
+                getattr(f, f"{part}_us") - getattr(r, f"{part}_us")
+                for r, f in zip(result.ref, result.on, strict=True)
+            ]
+            med, low, high = median_interval(diffs)
+            out[f"{part}_us"], out[f"{part}_low_us"], out[f"{part}_high_us"] = med, low, high
+            out[f"ref_{part}_us"] = statistics.median(getattr(r, f"{part}_us") for r in result.ref)
+    return out
+
+
+def to_csv(rows: Sequence[dict[str, Any]]) -> str:
+    """The table as CSV text: numbers to 4 decimals, formula-like text made inert."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=FEATURE_COST_COLUMNS, lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: _cell(v) for k, v in r.items()})
+    return buf.getvalue()
+
+
+def _cell(v: Any) -> Any:
+    if isinstance(v, float):
+        return f"{v:.4f}"
+    return csv_cell(" ".join(str(v).split()))
+
+
+def notes_md(
+    rows: Sequence[dict[str, Any]], settings: Settings, info: dict[str, Any], command: str
+) -> str:
+    """The table's notes: host, versions, settings, command, date, load, and what it means."""
+    packages = info.get("packages", {})
+    versions = ", ".join(f"{k} {v}" for k, v in packages.items()) or "not known (no dpkg)"
+    lines = [
+        "# Feature costs measured on this host",
+        "",
+        f"- Command: `{command}`",
+        f"- Date (UTC): {rows[0]['measured_at'] if rows else ''}",
+        f"- Host CPU: {info.get('cpu_model', '')} ({info.get('cores', '?')} CPUs online), "
+        f"kernel {info.get('kernel', '')}",
+        f"- nginx: {info.get('nginx_version', '')}; OpenSSL: {info.get('openssl_version', '')}; "
+        f"packages: {versions}; wrk: {info.get('wrk_version', '')}",
+        f"- Load average (1, 5, 15 min) before: {info.get('loadavg_before', '')}, after: "
+        f"{info.get('loadavg_after', '')} (the host was shared with other work: each cost is "
+        "a median over pairs)",
+        f"- Settings: {settings.pairs} interleaved pairs per feature (R F, F R, ...), "
+        f"{settings.seconds} s per measured trial after a 1 s warm-up per nginx, wrk with 1 "
+        f"thread and {settings.connections} keep-alive connections over loopback on CPUs "
+        f"other than {settings.cpu}; each nginx has one worker pinned to CPU {settings.cpu}; "
+        f"{settings.file_bytes} B body over HTTP/1.1; the proxy's upstream is the deployment's "
+        "own nginx file server on 127.0.0.1 (its CPU is not counted)",
+        "- Reference: the static config of `runners.deploy.conf` (access log off, keep-alive, "
+        "sendfile, open_file_cache); `reverse_proxy` rows compare against its proxy (upstream "
+        "keep-alive) instead",
+        "- Cost: the nginx worker's and master's CPU time from /proc/PID/stat (utime = user, "
+        "stime = kernel; clock ticks), per request; a feature's cost is the median over pairs "
+        "of (feature on - reference), its spread the seeded percentile bootstrap 95% interval "
+        "of that median (`*_low_us`, `*_high_us`)",
+        "- Lua and njs rows measure a minimal handler (one variable read or a fixed response): "
+        "real handlers do more",
+        "",
+        "| feature | vs | pairs | user us (95%) | kernel us (95%) | reference user/kernel us "
+        "| note |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        if r["status"] == MEASURED:
+            user = f"{r['user_us']:.2f} ({r['user_low_us']:.2f}..{r['user_high_us']:.2f})"
+            kern = f"{r['kernel_us']:.2f} ({r['kernel_low_us']:.2f}..{r['kernel_high_us']:.2f})"
+            ref = f"{r['ref_user_us']:.2f} / {r['ref_kernel_us']:.2f}"
+        else:
+            user = kern = ref = "not measured"
+        note = str(r["note"]).replace("|", "/").replace("\n", " ")
+        head = f"| {r['feature']} | {r['reference']} | {r['pairs']}"
+        lines.append(f"{head} | {user} | {kern} | {ref} | {note} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_table(
+    results: Sequence[Result],
+    settings: Settings,
+    info: dict[str, Any],
+    out: Path,
+    command: str,
+) -> list[dict[str, Any]]:
+    """Write ``out`` (CSV) and its notes (``.md`` beside it); the rows."""
+    when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    rows = [row(r, settings, info, when) for r in results]
+    write_atomic(out, to_csv(rows))
+    write_atomic(out.with_suffix(".md"), notes_md(rows, settings, info, command))
+    return rows
+
+
+def command_line(argv: Sequence[str]) -> str:
+    """The command as typed, for the notes."""
+    return shlex.join(["python", "-m", "runners", *argv])
