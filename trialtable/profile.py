@@ -176,6 +176,20 @@ def cost_terms(
     return x
 
 
+def feature_coefficient(name: str) -> str:
+    """The coefficient of a configuration feature (`trialtable.features`): its CPU per run [us]."""
+    return f"feature_{name}_us"
+
+
+def feature_terms(features: Mapping[str, float]) -> dict[str, float]:
+    """The cost formula's configuration-feature part: each feature's multiplier per request.
+
+    ``cpu_us_per_request`` adds ``sum(value[feature_coefficient(name)] * times)`` to the sum of
+    `cost_terms`; a feature runs ``times`` per request (`trialtable.features.check_features`).
+    """
+    return {feature_coefficient(name): float(times) for name, times in features.items() if times}
+
+
 #: Coefficients that may be negative (a difference between two protocols).
 SIGNED = frozenset({"http2_request_us", "tls_body_us"})
 

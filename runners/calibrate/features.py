@@ -167,7 +167,7 @@ def setups(file_bytes: int, path: str) -> dict[str, Setup]:
         "limit_conn": Setup(
             extra=ConfExtra(
                 http=("limit_conn_zone $binary_remote_addr zone=feature_conn:1m;",),
-                server=("limit_conn feature_conn 100000;",),
+                server=("limit_conn feature_conn 60000;",),
             )
         ),
     }

@@ -16,6 +16,15 @@ def add_parsers(sub: Any) -> None:
     ref = sub.add_parser("reference", help="list or show the published reference datasets")
     ref.add_argument("--list", action="store_true", help="list datasets, rows and sources")
     ref.add_argument("--show", metavar="NAME", help="print one dataset as CSV")
+    ref.add_argument(
+        "--feature-costs",
+        nargs="?",
+        const="",
+        type=str,
+        metavar="FILE",
+        help="print each configuration feature's measured cost and its reference-core cost "
+        "(default file data/reference/feature-costs.csv)",
+    )
 
     pre = sub.add_parser("precompute", help="refit the reference and write data/fits/")
     pre.add_argument(
@@ -33,6 +42,9 @@ def run_reference(args: argparse.Namespace) -> int:
 
     if args.show:
         print(load_reference(args.show).to_csv(index=False), end="")
+        return 0
+    if args.feature_costs is not None:
+        print(feature_costs_table(args.feature_costs or None))
         return 0
     rows = [
         [d["name"], str(d["rows"]), ", ".join(d["sources"]), d["file"], d["description"]]
@@ -56,3 +68,26 @@ def run_precompute(args: argparse.Namespace) -> int:
         print(precompute_platforms())
         print(precompute_cloud_model())
     return 0
+
+
+def feature_costs_table(path: str | None) -> str:
+    """The measured feature costs and what each costs on the reference core, as a table."""
+    from sizing.model.capacity import reference_request_us
+    from sizing.model.features import load_feature_costs, on_reference_core
+
+    rows = []
+    for name, cost in load_feature_costs(path).items():
+        core = on_reference_core(cost, reference_request_us(cost.reference, cost.file_bytes))
+        rows.append(
+            [
+                name,
+                cost.reference,
+                f"{cost.user_us:.2f}",
+                f"{cost.kernel_us:.2f}",
+                f"{core.user_us + core.kernel_us:.2f}",
+                f"{core.sd_us:.2f}",
+                f"x{core.speed_ratio:.2f}",
+            ]
+        )
+    head = ["feature", "vs", "host user us", "host kernel us", "ref. core us", "sd us", "speed"]
+    return _table(head, rows, {2, 3, 4, 5, 6})

@@ -331,6 +331,62 @@ def jwt_profile(
     return replace(prof, coefficients=coefs)
 
 
+#: A hyper-thread's gain for user-space feature work (Lua, njs, a proxy's parsing).
+HT_USER_GAIN = (
+    1.5,
+    'seed 004 (NGINX, web server performance by CPU count): "hyper-threading improved SSL '
+    "TPS by about 50%\", user-space compute; used for the user-space share of the request's "
+    "feature work (the issue's ingress-controller Lua work gains about x1.6)",
+)
+
+
+@cache
+def reference_request_us(scenario: str, file_bytes: int) -> float:
+    """The cost model's CPU time of a reference request on the reference core [us].
+
+    Plain HTTP, connections kept alive, ``file_bytes`` B, no network or environment terms:
+    the request ``runners features`` measures in the same pairs as each feature.
+    """
+    work = Workload(
+        scenario=scenario, protocol="http", file_bytes=file_bytes, requests_per_connection=math.inf
+    )
+    return cpu_us_per_request(work, current_stack(reference_profile()), over_nic=False).us
+
+
+def features_profile(prof: CostProfile, work: Workload) -> tuple[CostProfile, dict[str, float]]:
+    """``prof`` with the workload's measured configuration features, on the reference core.
+
+    Returns the profile and each feature coefficient's user-space share (for the thread
+    gain). A feature without a measured cost is left out (`cpu_us_per_request` widens the
+    range for it).
+    """
+    if not work.features:
+        return prof, {}
+    from sizing.model.features import feature_coefficients
+
+    coefs, share, _ = feature_coefficients(dict(work.features), reference_request_us)
+    return replace(prof, coefficients={**prof.coefficients, **coefs}), share
+
+
+def thread_gain(cost: Any, user_share: dict[str, float], base_gain: float) -> tuple[float, str]:
+    """A hyper-thread's speed factor for this request's feature work, and why.
+
+    The platform's gain ``base_gain`` is fitted to small static requests; the user-space share
+    ``u`` of the request's feature work gains `HT_USER_GAIN` instead, so the vCPU's speed
+    grows by ``(base + (HT_USER_GAIN - base) * u) / base``. 1 without features.
+    """
+    u = sum(cost.terms.get(k, 0.0) * f for k, f in user_share.items()) / cost.us
+    u = min(max(u, 0.0), 1.0)
+    if u <= 0 or HT_USER_GAIN[0] <= base_gain:
+        return 1.0, ""
+    gain = base_gain + (HT_USER_GAIN[0] - base_gain) * u
+    return gain / base_gain, (
+        f"a hyper-thread gains x{gain:.2f} from its sibling for this request (x{base_gain:.2f} "
+        f"for static work, x{HT_USER_GAIN[0]:g} for the {u:.0%} of its CPU time that is "
+        f"user-space feature work: {HT_USER_GAIN[1]})"
+    )
+
+
 def crypto_profile(prof: CostProfile, plat: Platform, core: float) -> CostProfile:
     """``prof`` with full-handshake costs from current OpenSSL figures for ``plat``.
 
@@ -491,9 +547,12 @@ def _cpu_part(
     gzip_bound = work.gzip >= GZIP_BOUND
     fitted = None if gzip_bound else cloud_speed(plat, tpc, work)
     core = fitted[0] if fitted else plat.vcpu_speed(tpc)
+    base_gain = 1.0
     if tpc == 2:
-        core *= 2.0 / (cloud_model().smt_gain["small_static"][0] if fitted else ht_nginx()[0])
+        base_gain = cloud_model().smt_gain["small_static"][0] if fitted else ht_nginx()[0]
+        core *= 2.0 / base_gain
     ref = jwt_profile(current_stack(reference_profile()), plat, work, core)
+    ref, user_share = features_profile(ref, work)
     if work.protocol == "https" and math.isfinite(work.requests_per_connection):
         ref = crypto_profile(ref, plat, core)
     prof = _matching_profile(plat, profiles)
@@ -555,6 +614,10 @@ def _cpu_part(
         virtual_nic=cloud and cloud_model() is None,
     )
     notes += cost.notes
+    if tpc == 2 and user_share:
+        factor, why = thread_gain(cost, user_share, base_gain)
+        speed *= factor
+        speed_line += f"; {why}" if why else ""
     if len(work.sizes) > 1:
         per_size = [
             (w, cpu_us_per_request(replace(work, size_mix=(), file_bytes=b), used, fallback).us)

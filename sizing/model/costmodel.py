@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING
 
 from sizing.errors import InputError
 from sizing.paths import DATA_DIR
-from trialtable.profile import COEFFICIENTS, PROXIED, cost_terms
+from trialtable.profile import COEFFICIENTS, PROXIED, cost_terms, feature_terms
 
 if TYPE_CHECKING:
     from sizing.workload.value import Workload
@@ -106,6 +106,15 @@ ESTIMATES: dict[str, tuple[float, str]] = {
         "of its size",
     ),
 }
+
+
+#: Log-scale sd the CPU time's range widens by per directive or feature the model cannot cost.
+UNCOSTED_SD = (
+    0.10,
+    "estimate: a directive the model cannot cost (a map, a header rewrite, a sub_filter) adds "
+    "up to about a tenth of a small static request's CPU time, so each widens the range by a "
+    "log sd of 0.10",
+)
 
 
 @dataclass(frozen=True)
@@ -331,6 +340,14 @@ def cpu_us_per_request(
         add("env_packet_us", packets)
     if work.jwt != "none" and work.scenario in ("reverse_proxy", "api_gateway"):
         add("jwt_verify_us", 1.0)
+    # Configuration features with a measured cost; the others widen the range below.
+    unpriced = list(work.uncosted)
+    amounts_f = feature_terms(dict(work.features))
+    for (feature, _), (name, times) in zip(work.features, amounts_f.items(), strict=True):
+        if _get(prof, name, fallback) is None:
+            unpriced.append(f"feature {feature} (no measured cost)")
+        else:
+            add(name, times)
     total = sum(terms.values())
     if total <= 0:
         raise InputError(f"profile {prof.name!r} gives no positive CPU time for this workload")
@@ -342,6 +359,12 @@ def cpu_us_per_request(
             var += grads[a] * grads[b] * ca.stderr * cb.stderr * prof.corr(a, b)
     rel = math.sqrt(max(var, 0.0)) / total
     rel_sd = math.sqrt(rel**2 + prof.residual_sd**2)
+    if unpriced:
+        rel_sd = math.hypot(rel_sd, UNCOSTED_SD[0] * math.sqrt(len(unpriced)))
+        notes.append(
+            f"{len(unpriced)} not costed, each widening the range: {', '.join(unpriced)} "
+            f"({UNCOSTED_SD[1]})"
+        )
     return Cost(total, terms, rel_sd, used, notes)
 
 
