@@ -82,7 +82,7 @@ def test_writer_rows_read_back_and_hostile_notes_stay_data(tmp_path):
     text = path.read_text()
     assert len(text.strip().splitlines()) == 3
     cells = list(csv.DictReader(io.StringIO(text)))
-    assert cells[1]["note"] == "'=HYPERLINK(\"x\") second line"
+    assert cells[1]["note"] == '\'=HYPERLINK("x") second line'
     assert cells[0]["cpu_model"].startswith("'+cmd")
 
 
@@ -230,3 +230,14 @@ def test_one_cheap_feature_measured_for_real(tmp_path, leaves_no_nginx, capsys):
     load_feature_costs(out)  # valid, measured or not (a busy host may refuse a trial)
     notes = out.with_suffix(".md").read_text()
     assert "runners features --only limit_conn" in notes and "Load average" in notes
+
+
+def test_a_proxying_scenario_does_not_pay_for_its_proxy_twice():
+    proxy = Workload(protocol="http", scenario="reverse_proxy")
+    plain, _ = _cost(proxy)
+    keep, _ = _cost(replace(proxy, features=(("proxy_keepalive", 1.0),)))
+    new, _ = _cost(replace(proxy, features=(("proxy_new_connection", 1.0),)))
+    static_new, _ = _cost(Workload(protocol="http", features=(("proxy_new_connection", 1.0),)))
+    assert keep.us == plain.us and keep.rel_sd == plain.rel_sd
+    extra = new.terms["feature_proxy_new_connection_us"]
+    assert extra < static_new.terms["feature_proxy_new_connection_us"]

@@ -39,6 +39,7 @@ from sizing.model.costmodel import (
 )
 from sizing.model.platforms import Platform, ht_nginx, platform_by_text, platform_of
 from sizing.workload.value import PROTOCOLS, SCENARIOS, Workload
+from trialtable.profile import PROXIED
 
 if TYPE_CHECKING:
     from sizing.model.crypto import Figure
@@ -364,7 +365,9 @@ def features_profile(prof: CostProfile, work: Workload) -> tuple[CostProfile, di
         return prof, {}
     from sizing.model.features import feature_coefficients
 
-    coefs, share, _ = feature_coefficients(dict(work.features), reference_request_us)
+    coefs, share, _ = feature_coefficients(
+        dict(work.features), reference_request_us, proxied=work.scenario in PROXIED
+    )
     return replace(prof, coefficients={**prof.coefficients, **coefs}), share
 
 

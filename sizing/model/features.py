@@ -18,7 +18,7 @@ import csv
 import io
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
@@ -172,10 +172,30 @@ def on_reference_core(cost: FeatureCost, model_ref_us: float) -> CoreCost:
     return CoreCost(user, kernel, math.hypot(*parts), s)
 
 
+def behind_proxy(cost: FeatureCost, keepalive: FeatureCost | None) -> FeatureCost:
+    """A ``proxy_*`` feature's cost for a workload whose scenario already proxies.
+
+    Such a scenario already pays for a kept-alive proxy (``proxy_request_us``): a proxy
+    feature measured against the static config costs only its difference to
+    ``proxy_keepalive`` (zero for ``proxy_keepalive`` itself), with both spreads.
+    """
+    if keepalive is None or not cost.name.startswith("proxy_") or cost.reference != "static":
+        return cost
+    return replace(
+        cost,
+        user_us=cost.user_us - keepalive.user_us,
+        kernel_us=cost.kernel_us - keepalive.kernel_us,
+        user_sd_us=math.hypot(cost.user_sd_us, keepalive.user_sd_us),
+        kernel_sd_us=math.hypot(cost.kernel_sd_us, keepalive.kernel_sd_us),
+        source=f"{cost.source}, minus proxy_keepalive (the scenario already proxies)",
+    )
+
+
 def feature_coefficients(
     features: Mapping[str, float],
     model_ref_us: Callable[[str, int], float],
     table: Mapping[str, FeatureCost] | None = None,
+    proxied: bool = False,
 ) -> tuple[dict[str, Coefficient], dict[str, float], list[str]]:
     """Reference-core coefficients of the measured ``features``.
 
@@ -188,6 +208,8 @@ def feature_coefficients(
         reference core [us].
     table : mapping, optional
         The measured costs (default: the shipped table).
+    proxied : bool
+        The workload's scenario already proxies (`behind_proxy`).
 
     Returns
     -------
@@ -204,11 +226,17 @@ def feature_coefficients(
     unmeasured: list[str] = []
     for name in features:
         cost = table.get(name)
+        key = feature_coefficient(name)
+        if proxied and name == "proxy_keepalive":
+            why = "proxy_keepalive: already priced by the proxying scenario (proxy_request_us)"
+            coefs[key] = Coefficient(key, 0.0, 0.0, "us/request", "none", why)
+            continue
         if cost is None:
             unmeasured.append(name)
             continue
+        if proxied:
+            cost = behind_proxy(cost, table.get("proxy_keepalive"))
         core = on_reference_core(cost, model_ref_us(cost.reference, cost.file_bytes))
-        key = feature_coefficient(name)
         value = core.user_us + core.kernel_us
         coefs[key] = Coefficient(
             key,
