@@ -241,3 +241,14 @@ def test_a_proxying_scenario_does_not_pay_for_its_proxy_twice():
     assert keep.us == plain.us and keep.rel_sd == plain.rel_sd
     extra = new.terms["feature_proxy_new_connection_us"]
     assert extra < static_new.terms["feature_proxy_new_connection_us"]
+
+
+def test_a_missing_module_is_not_measured_and_starts_nothing(tmp_path):
+    from runners.deploy.nginx import NginxHost
+    from runners.hosts import LocalHost
+
+    host = LocalHost()
+    bench = campaign.Bench(host, NginxHost(host), "wrk", str(tmp_path / "no-modules"), ())
+    result = campaign.measure(bench, "lua_log", campaign.Settings(), lambda _: None)
+    assert not result.measured and "module not installed" in result.note
+    assert "ngx_http_lua_module.so" in result.note

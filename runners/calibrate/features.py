@@ -474,6 +474,9 @@ def notes_md(
         "of that median (`*_low_us`, `*_high_us`)",
         "- Lua and njs rows measure a minimal handler (one variable read or a fixed response): "
         "real handlers do more",
+        "- Over loopback the sender's kernel time includes delivering each segment to the "
+        "receiving socket, so kernel costs hold part of the peer's receive path; the reference "
+        "request, measured the same way in the same pairs, carries that too",
         "",
         "| feature | vs | pairs | user us (95%) | kernel us (95%) | reference user/kernel us "
         "| note |",

@@ -371,6 +371,16 @@ def features_profile(prof: CostProfile, work: Workload) -> tuple[CostProfile, di
     return replace(prof, coefficients={**prof.coefficients, **coefs}), share
 
 
+def static_thread_gain(tpc: int, fitted: bool) -> float:
+    """A core's second thread's gain for small static requests; 1 with one thread per core.
+
+    The cloud model's fitted gain where the platform's speed is fitted, else `ht_nginx`'s.
+    """
+    if tpc != 2:
+        return 1.0
+    return float(cloud_model().smt_gain["small_static"][0]) if fitted else ht_nginx()[0]
+
+
 def thread_gain(cost: Any, user_share: dict[str, float], base_gain: float) -> tuple[float, str]:
     """A hyper-thread's speed factor for this request's feature work, and why.
 
@@ -550,10 +560,8 @@ def _cpu_part(
     gzip_bound = work.gzip >= GZIP_BOUND
     fitted = None if gzip_bound else cloud_speed(plat, tpc, work)
     core = fitted[0] if fitted else plat.vcpu_speed(tpc)
-    base_gain = 1.0
-    if tpc == 2:
-        base_gain = cloud_model().smt_gain["small_static"][0] if fitted else ht_nginx()[0]
-        core *= 2.0 / base_gain
+    base_gain = static_thread_gain(tpc, fitted is not None)
+    core *= 2.0 / base_gain if tpc == 2 else 1.0
     ref = jwt_profile(current_stack(reference_profile()), plat, work, core)
     ref, user_share = features_profile(ref, work)
     if work.protocol == "https" and math.isfinite(work.requests_per_connection):
@@ -619,8 +627,7 @@ def _cpu_part(
     notes += cost.notes
     if tpc == 2 and user_share:
         factor, why = thread_gain(cost, user_share, base_gain)
-        speed *= factor
-        speed_line += f"; {why}" if why else ""
+        speed, speed_line = speed * factor, speed_line + (f"; {why}" if why else "")
     if len(work.sizes) > 1:
         per_size = [
             (w, cpu_us_per_request(replace(work, size_mix=(), file_bytes=b), used, fallback).us)

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -340,14 +340,7 @@ def cpu_us_per_request(
         add("env_packet_us", packets)
     if work.jwt != "none" and work.scenario in ("reverse_proxy", "api_gateway"):
         add("jwt_verify_us", 1.0)
-    # Configuration features with a measured cost; the others widen the range below.
-    unpriced = list(work.uncosted)
-    amounts_f = feature_terms(dict(work.features))
-    for (feature, _), (name, times) in zip(work.features, amounts_f.items(), strict=True):
-        if _get(prof, name, fallback) is None:
-            unpriced.append(f"feature {feature} (no measured cost)")
-        else:
-            add(name, times)
+    unpriced = _add_features(work, prof, fallback, add)
     total = sum(terms.values())
     if total <= 0:
         raise InputError(f"profile {prof.name!r} gives no positive CPU time for this workload")
@@ -358,14 +351,40 @@ def cpu_us_per_request(
             ca, cb = used[a], used[b]
             var += grads[a] * grads[b] * ca.stderr * cb.stderr * prof.corr(a, b)
     rel = math.sqrt(max(var, 0.0)) / total
-    rel_sd = math.sqrt(rel**2 + prof.residual_sd**2)
-    if unpriced:
-        rel_sd = math.hypot(rel_sd, UNCOSTED_SD[0] * math.sqrt(len(unpriced)))
-        notes.append(
-            f"{len(unpriced)} not costed, each widening the range: {', '.join(unpriced)} "
-            f"({UNCOSTED_SD[1]})"
-        )
+    rel_sd = _widened(math.sqrt(rel**2 + prof.residual_sd**2), unpriced, notes)
     return Cost(total, terms, rel_sd, used, notes)
+
+
+def _add_features(
+    work: Workload,
+    prof: CostProfile,
+    fallback: CostProfile | None,
+    add: Callable[[str, float], None],
+) -> list[str]:
+    """Add each configuration feature with a cost in ``prof`` (or ``fallback``) times its count.
+
+    Returns what is not costed: the workload's uncosted directives and its features with no
+    measured cost.
+    """
+    unpriced = list(work.uncosted)
+    amounts = feature_terms(dict(work.features))
+    for (feature, _), (name, times) in zip(work.features, amounts.items(), strict=True):
+        if _get(prof, name, fallback) is None:
+            unpriced.append(f"feature {feature} (no measured cost)")
+        else:
+            add(name, times)
+    return unpriced
+
+
+def _widened(rel_sd: float, unpriced: list[str], notes: list[str]) -> float:
+    """``rel_sd`` widened by `UNCOSTED_SD` for each of ``unpriced`` (named in ``notes``)."""
+    if not unpriced:
+        return rel_sd
+    notes.append(
+        f"{len(unpriced)} not costed, each widening the range: {', '.join(unpriced)} "
+        f"({UNCOSTED_SD[1]})"
+    )
+    return math.hypot(rel_sd, UNCOSTED_SD[0] * math.sqrt(len(unpriced)))
 
 
 #: Largest worker count of the seed's tables: the contention term is not extrapolated past it.
