@@ -62,7 +62,14 @@ class Answer:
 
     def to_dict(self, top: int | None = None) -> dict[str, Any]:
         """The JSON document of ``recommend --format json`` (``top`` options)."""
-        return self.recommendation.to_dict(top=top)
+        doc = self.recommendation.to_dict(top=top)
+        reading = self.request.configuration()
+        if reading is not None:
+            from sizing.workload.conf.reading import answer_notes
+
+            doc["configuration"] = reading.to_dict()
+            doc["notes"] = [*doc.get("notes", []), *answer_notes(reading)]
+        return doc
 
 
 def instances_of(request: SizingRequest) -> list[Instance]:

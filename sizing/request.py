@@ -53,6 +53,7 @@ from trialtable.values import number_or_percent, parse_path
 
 if TYPE_CHECKING:
     from sizing.fleet.counts import FleetRules
+    from sizing.workload.conf.reading import Reading
 
 __all__ = [
     "COMMANDS",
@@ -152,6 +153,11 @@ def growth_rate(text: str) -> str:
     except InputError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return text
+
+
+def optional_path(text: str) -> str:
+    """A file path, or empty text for none."""
+    return parse_path(text) if text else ""
 
 
 def _number(text: str) -> float:
@@ -364,6 +370,42 @@ class SizingRequest:
         "--jwt",
         "JWT signature checked per request (reverse_proxy and api_gateway scenarios)",
         choices=JWT_KINDS,
+        commands=WORKLOAD,
+    )
+    nginx_conf: str = option(
+        "",
+        "--nginx-conf",
+        "your nginx.conf (its includes read too, nothing run): the workload and the "
+        "per-request features of the server and location that serve the traffic, where no "
+        "flag sets another value than its default (default none)",
+        parse=optional_path,
+        metavar="FILE",
+        commands=WORKLOAD,
+        exclusive="conf",
+    )
+    ingress_nginx: str = option(
+        "",
+        "--ingress-nginx",
+        "your ingress-nginx ConfigMap (YAML): the controller's workload and per-request Lua "
+        "phases, where no flag sets another value than its default (default none)",
+        parse=optional_path,
+        metavar="CONFIGMAP",
+        commands=WORKLOAD,
+        exclusive="conf",
+    )
+    conf_server: str = option(
+        "",
+        "--server",
+        "with --nginx-conf: the server_name that serves the traffic (default: the first "
+        "server with a listen)",
+        metavar="NAME",
+        commands=WORKLOAD,
+    )
+    conf_location: str = option(
+        "",
+        "--location",
+        "with --nginx-conf: the location that serves the traffic, as written (default /)",
+        metavar="PATH",
         commands=WORKLOAD,
     )
     # Fleet rules.
@@ -602,7 +644,25 @@ class SizingRequest:
         self.rules().check()
 
     def workload(self) -> Workload:
-        """The `Workload` of this request (checked)."""
+        """The `Workload` of this request (checked), a configuration's values applied."""
+        work = self._flag_workload()
+        if not (self.nginx_conf or self.ingress_nginx or self.conf_server or self.conf_location):
+            return work
+        from sizing.workload.conf import apply
+
+        reading = self.configuration()
+        given = {f.name for f in dataclasses.fields(self) if getattr(self, f.name) != f.default}
+        return work if reading is None else apply(work, reading, given)
+
+    def configuration(self) -> Reading | None:
+        """What ``--nginx-conf`` or ``--ingress-nginx`` read, or None without them."""
+        if not (self.nginx_conf or self.ingress_nginx or self.conf_server or self.conf_location):
+            return None
+        from sizing.workload.conf import read
+
+        return read(self.nginx_conf, self.ingress_nginx, self.conf_server, self.conf_location)
+
+    def _flag_workload(self) -> Workload:
         return Workload(
             self.scenario,
             self.protocol,
@@ -657,14 +717,18 @@ class SizingRequest:
         return self.growth, parse_growth(self.growth)
 
     def absolute(self) -> SizingRequest:
-        """A copy whose catalog, run and profile paths are absolute (for another folder)."""
+        """A copy whose catalog, run, profile and configuration paths are absolute."""
         from pathlib import Path
 
         def abs_(paths: tuple[str, ...]) -> tuple[str, ...]:
             return tuple(str(Path(p).resolve()) for p in paths)
 
         return self.replace(
-            catalog=abs_(self.catalog), runs=abs_(self.runs), profiles=abs_(self.profiles)
+            catalog=abs_(self.catalog),
+            runs=abs_(self.runs),
+            profiles=abs_(self.profiles),
+            nginx_conf="".join(abs_((self.nginx_conf,) if self.nginx_conf else ())),
+            ingress_nginx="".join(abs_((self.ingress_nginx,) if self.ingress_nginx else ())),
         )
 
     def replace(self, **changes: Any) -> SizingRequest:

@@ -1,7 +1,7 @@
 """Command line: each subcommand parses its arguments and calls one library function.
 
 One module per subcommand (`sizing.cli.recommend`, ``compare``, ``k8s``, ``report``, ``fit``,
-``reference``, ``catalog``, ``plan``; ``workload`` is `sizing.workload.accesslog`'s) adds its
+``reference``, ``catalog``, ``plan``, ``workload``) adds its
 parser and runs it; the sizing subcommands build their options from
 `sizing.request.SizingRequest` and answer through `sizing.pipeline.size`.
 Imports stay lazy so that ``recommend`` starts without pandas or scipy.
@@ -36,7 +36,7 @@ _ADDERS: tuple[tuple[tuple[str, ...], str, str], ...] = (
     (("catalog",), "sizing.cli.catalog", "add_parser"),
     (("report",), "sizing.cli.report", "add_parser"),
     (("plan-measurements",), "sizing.cli.plan", "add_parser"),
-    (("workload",), "sizing.workload.accesslog", "add_parser"),
+    (("workload",), "sizing.cli.workload", "add_parser"),
 )
 #: The subcommands as the full parser's usage line lists them.
 _CHOICES = "{" + ",".join(name for names, _, _ in _ADDERS for name in names) + "}"
@@ -95,7 +95,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "catalog": _runner("sizing.cli.catalog", "run"),
     "precompute": _runner("sizing.cli.reference", "run_precompute"),
     "report": _runner("sizing.cli.report", "run"),
-    "workload": _runner("sizing.workload.accesslog", "run"),
+    "workload": _runner("sizing.cli.workload", "run"),
 }
 
 

@@ -85,7 +85,7 @@ import sys
 from array import array
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from heapq import nlargest
@@ -1107,6 +1107,11 @@ def validate_workload(doc: Any, where: str = "workload") -> dict[str, Any]:
     """
     if not isinstance(doc, dict):
         raise InputError(f"{where}: expected a JSON object (a workload file), got {_show(doc)}")
+    if doc.get("source") in ("nginx.conf", "ingress-nginx ConfigMap"):
+        raise InputError(
+            f"{where}: this workload file was read from a configuration, not from logs: give "
+            "the configuration to recommend --nginx-conf or --ingress-nginx"
+        )
     if doc.get("format") != FORMAT or isinstance(doc.get("format"), bool):
         raise InputError(
             f"{where}: format is {_show(doc.get('format'))}; this version reads workload "
@@ -1276,8 +1281,12 @@ def request_argv(args: dict[str, Any]) -> list[str]:
 # --- command line -----------------------------------------------------------------------
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
-    """Add the ``workload`` subcommand to ``sub`` (an argparse subparsers object)."""
+def add_parser(sub: Any, sources: Callable[[Any], None] | None = None) -> argparse.ArgumentParser:
+    """Add the ``workload`` subcommand to ``sub`` (an argparse subparsers object).
+
+    ``sources`` adds other sources than ``--from-log`` to the group of which one is given
+    (`sizing.cli.workload`: ``--from-conf``, ``--ingress-nginx``).
+    """
     p: argparse.ArgumentParser = sub.add_parser(
         "workload",
         help="a workload file from NGINX access logs: peak RPS, size mix, connections, TLS",
@@ -1286,14 +1295,16 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "response size mix, requests per connection, TLS resumption, HTTP versions, status "
         "classes and upstream share. Malformed lines are counted and shown, never fatal.",
     )
-    p.add_argument(
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument(
         "--from-log",
         nargs="+",
-        required=True,
         type=parse_path,
         metavar="FILE",
         help="access log files, plain or gzip",
     )
+    if sources is not None:
+        sources(source)
     p.add_argument(
         "--log-format",
         default="combined",
@@ -1399,17 +1410,22 @@ def run(args: argparse.Namespace) -> int:
     if args.out is not None and Path(args.out).is_dir():
         raise InputError(f"--out: {args.out} is a folder; expected a file name")
     doc = read_logs(args.from_log, args.log_format, args.peak_percentile)
-    text = json.dumps(doc, indent=1, ensure_ascii=True) + "\n"
     lines = summary(doc)
     try:
         command = request_argv(workload_to_request_args(doc))
         lines.append("size it: python -m sizing recommend " + " ".join(command))
     except InputError as exc:
         lines.append(printable(str(exc)))
-    if args.out is None:
+    return emit(args.out, doc, lines)
+
+
+def emit(out: str | None, doc: dict[str, Any], lines: list[str]) -> int:
+    """The workload document on standard output (lines on stderr), or written to ``out``."""
+    text = json.dumps(doc, indent=1, ensure_ascii=True) + "\n"
+    if out is None:
         sys.stdout.write(text)
         print("\n".join(lines), file=sys.stderr)
         return 0
-    _write(args.out, text)
-    print("\n".join([*lines, f"wrote {printable(str(args.out))}"]))
+    _write(out, text)
+    print("\n".join([*lines, f"wrote {printable(str(out))}"]))
     return 0

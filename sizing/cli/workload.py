@@ -1,0 +1,86 @@
+"""``python -m sizing workload``: from access logs, an nginx.conf or an ingress ConfigMap.
+
+The access-log command is `sizing.workload.accesslog`'s; this adds ``--from-conf FILE`` and
+``--ingress-nginx CONFIGMAP`` (`sizing.workload.conf`) to it, and writes their workload
+document through the same output path. The help of ``--ingress-nginx``, ``--server`` and
+``--location`` is the sizing request's (`sizing.request`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import shlex
+from pathlib import Path
+from typing import Any
+
+from sizing.errors import InputError
+from sizing.request import SizingRequest
+from trialtable.values import parse_path
+
+#: What a workload document read from a configuration holds (``source``).
+SOURCES = {False: "nginx.conf", True: "ingress-nginx ConfigMap"}
+
+
+def _help(name: str) -> str:
+    f = next(f for f in dataclasses.fields(SizingRequest) if f.name == name)
+    return str(f.metadata["help"])
+
+
+def add_parser(sub: Any) -> None:
+    """The ``workload`` subcommand: ``--from-log``, ``--from-conf`` or ``--ingress-nginx``."""
+    from sizing.workload.accesslog import add_parser as add_log_parser
+
+    parser = add_log_parser(sub, _sources)
+    parser.add_argument("--server", default="", metavar="NAME", help=_help("conf_server"))
+    parser.add_argument("--location", default="", metavar="PATH", help=_help("conf_location"))
+
+
+def _sources(source: Any) -> None:
+    source.add_argument(
+        "--from-conf",
+        type=parse_path,
+        metavar="FILE",
+        help="an nginx.conf (its includes read too, nothing run): the workload and the "
+        "per-request features of the server and location that serve the traffic",
+    )
+    source.add_argument(
+        "--ingress-nginx", type=parse_path, metavar="CONFIGMAP", help=_help("ingress_nginx")
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Write the workload of the logs, or of the configuration; exit code 0."""
+    from sizing.workload import accesslog
+
+    if args.from_log is not None:
+        if args.server or args.location:
+            raise InputError("--server and --location pick from --from-conf, not from logs")
+        return accesslog.run(args)
+    if args.out is not None and Path(args.out).is_dir():
+        raise InputError(f"--out: {args.out} is a folder; expected a file name")
+    doc, lines = conf_document(args)
+    return accesslog.emit(args.out, doc, lines)
+
+
+def conf_document(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
+    """The workload document of ``--from-conf``/``--ingress-nginx`` and lines for a person."""
+    from sizing.workload.accesslog import FORMAT, KIND
+    from sizing.workload.conf import read
+
+    ingress = args.ingress_nginx is not None
+    reading = read(args.from_conf or "", args.ingress_nginx or "", args.server, args.location)
+    doc = {
+        "format": FORMAT,
+        "kind": KIND,
+        "source": SOURCES[ingress],
+        "workload": reading.workload.to_dict(),
+        "configuration": reading.to_dict(),
+    }
+    flag = "--ingress-nginx" if ingress else "--nginx-conf"
+    argv = ["--rps", "RPS", flag, reading.path]
+    argv += ["--server", args.server] if args.server else []
+    argv += ["--location", args.location] if args.location else []
+    lines = reading.lines()
+    lines.append("size it: python -m sizing recommend " + shlex.join(argv))
+    return doc, lines

@@ -1,0 +1,385 @@
+"""Directives -> workload: what one server and location of an nginx.conf does per request.
+
+NGINX's inheritance is followed: a directive set in ``location`` replaces the one of its
+``server``, which replaces the one of ``http`` (for the array-like directives too:
+``access_log``, ``proxy_set_header``, ``limit_req``). The values NGINX uses when a directive is
+absent are its documented defaults (https://nginx.org/en/docs/, version 1.22).
+
+Every feature names the file and line it was read at; every value that is not read but
+estimated says so; every directive that may cost per request and has no feature is listed as
+not costed.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from sizing.errors import InputError
+from sizing.workload.conf.load import Config, Statement
+from sizing.workload.conf.reading import Found, Reading
+from sizing.workload.value import Workload
+
+SOURCE = "your nginx.conf"
+
+#: Share of requests a proxy_cache serves, when nothing measured says (an estimate).
+CACHE_HIT_ESTIMATE = 0.5
+#: Share of new TLS connections resumed when a session cache or tickets are on (an estimate).
+RESUMPTION_ESTIMATE = 0.5
+#: Share of the response bytes gzipped when gzip is on and its types are not ``*``.
+GZIP_SHARE_ESTIMATE = 0.5
+
+#: Lua handlers by phase -> feature (`trialtable.features`).
+LUA_PHASES = {
+    "rewrite": "lua_rewrite",
+    "access": "lua_access",
+    "content": "lua_content",
+    "header_filter": "lua_header_filter",
+    "log": "lua_log",
+}
+#: njs handlers -> feature.
+NJS = {"js_access": "njs_access", "js_content": "njs_content"}
+_LUA_KINDS = ("", "_block", "_file")
+#: Directives that may cost per request and have no feature (yet).
+UNCOSTED = frozenset(
+    {
+        *(f"{p}_by_lua{k}" for p in ("body_filter", "set", "server_rewrite") for k in _LUA_KINDS),
+        *(f"{p}_by_lua{k}" for p in ("ssl_certificate", "ssl_client_hello") for k in _LUA_KINDS),
+        "set_by_lua", "js_set", "js_filter", "js_header_filter", "js_body_filter",
+        "rewrite", "if", "sub_filter", "ssi", "add_before_body", "add_after_body",
+        "auth_request", "auth_basic", "image_filter", "xslt_stylesheet", "perl", "mirror",
+        "gunzip", "fastcgi_pass", "uwsgi_pass", "scgi_pass", "grpc_pass", "memcached_pass",
+        "secure_link", "geoip_country", "geoip_city", "geoip_org", "slice", "autoindex",
+        "dav_methods", "ssl_verify_client", "more_set_headers", "more_clear_headers",
+        "more_set_input_headers", "more_clear_input_headers", "ssl_ocsp", "random_index",
+        "flv", "mp4", "proxy_store", "userid", "split_clients",
+    }
+)  # fmt: skip
+#: Settings read and reported (not costed per request), with NGINX's defaults.
+SETTINGS = {
+    "worker_processes": "1",
+    "worker_connections": "512",
+    "worker_cpu_affinity": "none",
+    "sendfile": "off",
+    "tcp_nopush": "off",
+    "open_file_cache": "off",
+    "error_log": "logs/error.log error",
+    "proxy_buffering": "on",
+    "ssl_protocols": "TLSv1 TLSv1.1 TLSv1.2 TLSv1.3",
+    "ssl_ciphers": "HIGH:!aNULL:!MD5",
+    "gzip_comp_level": "1",
+    "gzip_min_length": "20",
+    "gzip_types": "text/html",
+    "keepalive_timeout": "75s",
+    "keepalive_requests": "1000",
+}
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The blocks a request passes, outermost first: main, http, server, location(s)."""
+
+    blocks: tuple[Statement, ...]
+
+    def lookup(self, name: str, upto: int | None = None) -> list[Statement]:
+        """The statements ``name`` in effect: the innermost block's that has any."""
+        for block in reversed(self.blocks[:upto]):
+            found = [s for s in block.block or () if s.name == name]
+            if found:
+                return found
+        return []
+
+    def one(self, name: str) -> Statement | None:
+        """The last statement ``name`` in effect (a single-valued directive)."""
+        found = self.lookup(name)
+        return found[-1] if found else None
+
+    def statements(self) -> Iterator[Statement]:
+        """Every statement of the blocks (``if`` blocks included), outermost first."""
+        for block in self.blocks[1:]:
+            yield from _walk(block.block or [], into={"if", "limit_except"})
+
+
+def _walk(statements: list[Statement], into: set[str]) -> Iterator[Statement]:
+    for s in statements:
+        yield s
+        if s.block is not None and s.name in into:
+            yield from _walk(s.block, into)
+
+
+def _children(block: Statement, name: str) -> list[Statement]:
+    return [s for s in block.block or () if s.name == name]
+
+
+def _server_names(server: Statement) -> list[str]:
+    return [n for s in _children(server, "server_name") for n in s.args]
+
+
+def _pick_server(http: Statement, name: str | None) -> Statement:
+    servers = _children(http, "server")
+    if not servers:
+        raise InputError(f"{http.where}: the http block has no server")
+    if name is None:
+        return next((s for s in servers if _children(s, "listen")), servers[0])
+    for s in servers:
+        if any(fnmatch.fnmatchcase(name, n.lstrip("~")) or n == name for n in _server_names(s)):
+            return s
+    known = ", ".join(sorted({n for s in servers for n in _server_names(s)})) or "none"
+    raise InputError(f"no server named {name!r}; the server names are: {known[:300]}")
+
+
+def _locations(block: Statement) -> Iterator[tuple[Statement, ...]]:
+    """Every location under ``block``, as the chain of nested locations."""
+    for loc in _children(block, "location"):
+        yield (loc,)
+        for inner in _locations(loc):
+            yield (loc, *inner)
+
+
+def _pick_location(server: Statement, path: str | None) -> tuple[Statement, ...]:
+    want = "/" if path is None else path
+    for chain in _locations(server):
+        if chain[-1].args and chain[-1].args[-1] == want:
+            return chain
+    if path is None:
+        return ()
+    known = ", ".join(" ".join(c[-1].args) for c in _locations(server)) or "none"
+    raise InputError(f"no location {path!r} in the chosen server; its locations: {known[:300]}")
+
+
+def choose(config: Config, server: str | None, location: str | None) -> tuple[Scope, str]:
+    """The scope that serves the traffic and a sentence saying which was chosen."""
+    main = Statement("main", [], config.path, 0, config.statements)
+    http = next((s for s in config.statements if s.name == "http"), None)
+    if http is None:
+        raise InputError(f"{config.path}: no http block: nothing serves HTTP")
+    srv = _pick_server(http, server)
+    chain = _pick_location(srv, location)
+    count = len(_children(http, "server"))
+    names = " ".join(_server_names(srv)) or "(no server_name)"
+    listens = "; ".join(" ".join(s.args) for s in _children(srv, "listen")) or "80 (default)"
+    how = "as asked" if server else f"the first with a listen, of {count}"
+    text = f"server {names} (listen {listens}) at {srv.where}, {how}"
+    if chain:
+        text += f"; location {' '.join(chain[-1].args)} at {chain[-1].where}"
+    else:
+        text += "; no location / in it: the server's own directives"
+    return Scope((main, http, srv, *chain)), text
+
+
+def derive(config: Config, server: str | None = None, location: str | None = None) -> Reading:
+    r"""The workload of the chosen server and location of ``config``.
+
+    Parameters
+    ----------
+    config : Config
+        A configuration `sizing.workload.conf.load.load` read.
+    server : str, optional
+        A ``server_name`` (wildcards as NGINX writes them); default: the first server with a
+        ``listen``.
+    location : str, optional
+        A location's path as written (``/``, ``/api/``, ``~ \.php$``'s last word); default
+        ``/``.
+    """
+    scope, chosen = choose(config, server, location)
+    found = Found(SOURCE)
+    _protocol(scope, found)
+    _keepalive(scope, found)
+    _gzip(scope, found)
+    _access_log(scope, found)
+    _proxy(scope, found)
+    _handlers(scope, found)
+    _settings(scope, found)
+    for s in scope.statements():
+        if s.name in UNCOSTED:
+            found.not_costed(s.name, s.where)
+    workload = Workload(
+        **found.values,
+        features=tuple(found.features.items()),
+        uncosted=tuple(found.uncosted),
+    )
+    return Reading(config.path, tuple(config.files), chosen, workload, found)
+
+
+def _protocol(scope: Scope, found: Found) -> None:
+    """Protocol, HTTP/2, TLS key and resumption, from listen and ssl_* directives."""
+    server = scope.blocks[2]
+    listens = _children(server, "listen")
+    ssl = [s for s in listens if "ssl" in s.args]
+    ssl_on = scope.one("ssl")
+    on = ssl[0] if ssl else ssl_on if ssl_on and ssl_on.args == ["on"] else None
+    found.value("protocol", "https" if on else "http", on.where if on else server.where)
+    if on is None:
+        return
+    if len(ssl) < len(listens):
+        found.estimates.append("the server listens with and without TLS: sized as HTTPS")
+    h2 = next((s for s in listens if "http2" in s.args), None) or scope.one("http2")
+    if h2 is not None and (h2.name == "listen" or h2.args == ["on"]):
+        found.value("http_version", "2", h2.where)
+    _tls_key(scope, found)
+    cache, tickets = scope.one("ssl_session_cache"), scope.one("ssl_session_tickets")
+    cached = cache is not None and cache.args not in (["off"], ["none"])
+    ticketed = tickets is None or tickets.args == ["on"]  # NGINX's default: on
+    if cached or ticketed:
+        where = (cache if cached and cache else tickets or server).where
+        found.value("tls_resumption", RESUMPTION_ESTIMATE, where)
+        found.estimates.append(
+            f"TLS resumption {RESUMPTION_ESTIMATE:.0%}: session "
+            + ("cache" if cached else "tickets (NGINX's default)")
+            + " on, the share of returning clients unknown (measure it: $ssl_session_reused "
+            "in the access log, python -m sizing workload --from-log)"
+        )
+
+
+def _tls_key(scope: Scope, found: Found) -> None:
+    certs = scope.lookup("ssl_certificate")
+    kinds = []
+    for cert in certs:
+        name = os.path.basename(cert.args[0]).lower() if cert.args else ""
+        if "ecdsa" in name or "ec256" in name or "p256" in name or "prime256" in name:
+            kinds.append(("ecdsa-p256", cert))
+        elif "rsa" in name or "snakeoil" in name:  # Debian's ssl-cert snakeoil: RSA 2048
+            kinds.append(("rsa2048", cert))
+    if kinds:
+        key, cert = min(kinds)  # with both, clients that can take ECDSA do
+        found.value("tls_key", key, cert.where)
+    elif certs:
+        found.estimates.append(
+            f"TLS key type unknown from the certificate's name ({certs[0].where}): "
+            "the default key type is assumed"
+        )
+
+
+def _keepalive(scope: Scope, found: Found) -> None:
+    """Requests per connection: 1 with keepalive_timeout 0, else keepalive_requests."""
+    timeout = scope.one("keepalive_timeout")
+    if timeout is not None and timeout.args[:1] in (["0"], ["0s"]):
+        found.value("requests_per_connection", 1.0, timeout.where)
+        return
+    requests = scope.one("keepalive_requests")
+    value, where = 1000.0, "keepalive_requests: NGINX's default 1000"
+    if requests is not None:
+        where = requests.where
+        try:
+            value = float(requests.args[0])
+        except ValueError:
+            raise InputError(f"{where}: keepalive_requests is not a number") from None
+    found.value("requests_per_connection", max(value, 1.0), where)
+    found.estimates.append(
+        f"requests per connection {value:g}: the most keepalive_requests allows; clients "
+        "that close sooner make it fewer"
+    )
+
+
+def _gzip(scope: Scope, found: Found) -> None:
+    on = scope.one("gzip")
+    if on is None or on.args != ["on"]:
+        return
+    types = [t for s in scope.lookup("gzip_types") for t in s.args]
+    share = 1.0 if "*" in types else GZIP_SHARE_ESTIMATE
+    found.value("gzip", share, on.where)
+    level = scope.one("gzip_comp_level")
+    found.estimates.append(
+        f"gzip on {share:.0%} of the response bytes: the share of responses of the types "
+        f"{' '.join(types) or 'text/html (default)'} is unknown; level "
+        f"{level.args[0] if level else '1 (default)'}"
+    )
+
+
+def _access_log(scope: Scope, found: Found) -> None:
+    logs = scope.lookup("access_log")
+    if not logs:
+        found.feature("access_log", 1.0, "access_log: NGINX's default logs/access.log")
+        return
+    if any(s.args[:1] == ["off"] for s in logs):
+        return
+    for s in logs:
+        buffered = any(a.startswith(("buffer=", "gzip=")) for a in s.args[1:])
+        found.feature("access_log_buffered" if buffered else "access_log", 1.0, s.where)
+        if s.args and s.args[0].startswith("syslog:"):
+            found.not_costed("access_log syslog", s.where)
+        if any(a.startswith("if=") for a in s.args):
+            found.estimates.append(f"access_log if= at {s.where}: every request counted as logged")
+
+
+def _upstream(scope: Scope, target: str) -> Statement | None:
+    """The ``upstream`` block ``proxy_pass`` names, if there is one."""
+    host = target.split("://", 1)[-1].split("/", 1)[0]
+    return next((u for u in _children(scope.blocks[1], "upstream") if u.args == [host]), None)
+
+
+def _reuses(scope: Scope, upstream: Statement | None) -> str:
+    """Why an upstream connection is not kept alive, or empty when it is."""
+    if upstream is None:
+        return "no upstream block with keepalive"
+    if not _children(upstream, "keepalive"):
+        return f"upstream {upstream.args[0]} has no keepalive"
+    version = scope.one("proxy_http_version")
+    if version is None or version.args != ["1.1"]:
+        return "proxy_http_version is not 1.1"
+    cleared = any(
+        s.args[:1] and s.args[0].lower() == "connection" and s.args[1:] in ([""], [])
+        for s in scope.lookup("proxy_set_header")
+    )
+    return "" if cleared else 'proxy_set_header Connection "" is not set'
+
+
+def _proxy(scope: Scope, found: Found) -> None:
+    """proxy_pass: kept-alive upstream or a new connection per request; proxy_cache."""
+    passes = [s for s in scope.blocks[-1].block or () if s.name == "proxy_pass"]
+    if not passes:
+        found.value("scenario", "static", scope.blocks[-1].where)
+        if any(s.name.endswith("_pass") for s in scope.blocks[-1].block or ()):
+            found.value("scenario", "reverse_proxy", scope.blocks[-1].where)
+        return
+    p = passes[-1]
+    target = p.args[0] if p.args else ""
+    found.value("scenario", "reverse_proxy", p.where)
+    if target.startswith("https://"):
+        found.not_costed("proxy_pass https (TLS to the upstream)", p.where)
+    upstream = _upstream(scope, target)
+    why = _reuses(scope, upstream)
+    cache = scope.one("proxy_cache")
+    hit = CACHE_HIT_ESTIMATE if cache is not None and cache.args != ["off"] else 0.0
+    if hit:
+        found.feature("proxy_cache_hit", hit, cache.where if cache else p.where)
+        found.estimates.append(
+            f"proxy_cache hits {hit:.0%} of requests: the hit share is unknown (measure it: "
+            "$upstream_cache_status in the access log)"
+        )
+    found.feature("proxy_new_connection" if why else "proxy_keepalive", 1.0 - hit, p.where)
+    if why:
+        found.estimates.append(f"a new upstream connection per proxied request: {why}")
+    if upstream is not None:
+        for s in upstream.block or ():
+            if s.name.startswith("balancer_by_lua"):
+                found.feature("lua_balancer", 1.0 - hit, s.where)
+
+
+def _handlers(scope: Scope, found: Found) -> None:
+    """Lua and njs handlers by phase; limit_req and limit_conn."""
+    for phase, feature in LUA_PHASES.items():
+        for kind in _LUA_KINDS:
+            for s in scope.lookup(f"{phase}_by_lua{kind}"):
+                found.feature(feature, 1.0, s.where)
+    for directive, feature in NJS.items():
+        for s in scope.lookup(directive):
+            found.feature(feature, 1.0, s.where)
+    for name in ("limit_req", "limit_conn"):
+        for s in scope.lookup(name):
+            found.feature(name, 1.0, s.where)
+
+
+def _settings(scope: Scope, found: Found) -> None:
+    """The settings read and reported; error_log at debug or info is not costed."""
+    events = next((s for s in scope.blocks[0].block or () if s.name == "events"), None)
+    for name, default in SETTINGS.items():
+        s = scope.one(name)
+        if s is None and events is not None and name == "worker_connections":
+            s = next(iter(_children(events, name)), None)
+        shown = " ".join(s.args) if s else f"{default} (NGINX's default)"
+        found.settings[name] = shown + (f" at {s.where}" if s else "")
+        if name == "error_log" and s and s.args[-1:] and s.args[-1] in ("debug", "info"):
+            found.not_costed(f"error_log {s.args[-1]}", s.where)

@@ -1,0 +1,166 @@
+"""An ingress-nginx ConfigMap -> the workload of the nginx.conf the controller renders.
+
+The controller renders its nginx.conf from ``rootfs/etc/nginx/template/nginx.tmpl`` with the
+ConfigMap's keys over the defaults of ``internal/ingress/controller/config/config.go``
+(kubernetes/ingress-nginx@dbb11b92ddb77bee9c35e462479129354c84f939). Every proxied request
+runs its Lua handlers:
+
+* ``balancer_by_lua_file .../ngx_conf_balancer.lua`` in ``upstream upstream_balancer``
+  (nginx.tmpl line 532);
+* ``rewrite_by_lua_file .../ngx_rewrite.lua``, ``header_filter_by_lua_file
+  .../ngx_conf_srv_hdr_filter.lua`` and ``log_by_lua_file .../ngx_conf_log_block.lua`` in each
+  ingress location (nginx.tmpl lines 1167, 1169 and 1171).
+
+The ConfigMap is read with ``yaml.safe_load`` (data, never code), at most `MAX_BYTES`.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from sizing.errors import InputError
+from sizing.workload.conf.derive import GZIP_SHARE_ESTIMATE, RESUMPTION_ESTIMATE
+from sizing.workload.conf.reading import Found, Reading
+from sizing.workload.value import Workload
+from trialtable.files import read_bounded
+
+SOURCE = "your ingress-nginx ConfigMap"
+#: Where the controller's behaviour is read.
+REPO = "kubernetes/ingress-nginx@dbb11b92ddb77bee9c35e462479129354c84f939"
+TEMPLATE = f"{REPO} rootfs/etc/nginx/template/nginx.tmpl"
+DEFAULTS_FILE = f"{REPO} internal/ingress/controller/config/config.go"
+#: Largest ConfigMap read [B] (Kubernetes caps a ConfigMap at 1 MiB).
+MAX_BYTES = 1024 * 1024
+
+#: The Lua handlers every proxied request runs: feature -> template line.
+LUA = (
+    ("lua_balancer", 532),
+    ("lua_rewrite", 1167),
+    ("lua_header_filter", 1169),
+    ("lua_log", 1171),
+)
+#: ConfigMap keys read -> (the controller's default, its line in config.go).
+DEFAULTS: dict[str, tuple[str, int]] = {
+    "use-gzip": ("false", 841),
+    "gzip-level": ("1", 806),
+    "gzip-min-length": ("256", 807),
+    "disable-access-log": ("false", 191),
+    "enable-syslog": ("false", 685),
+    "upstream-keepalive-connections": ("320", 888),
+    "ssl-protocols": ("TLSv1.2 TLSv1.3", 70),
+    "ssl-session-cache": ("true", 835),
+    "ssl-session-tickets": ("false", 837),
+    "keep-alive": ("75", 809),
+    "keep-alive-requests": ("1000", 810),
+    "worker-processes": ("auto (the number of CPUs)", 844),
+    "max-worker-connections": ("16384", 816),
+    "use-http2": ("true", 849),
+    "proxy-buffering": ("off", 882),
+    "error-log-level": ("notice", 42),
+}
+#: Keys that add per-request work the model cannot cost.
+UNCOSTED = (
+    "enable-modsecurity",
+    "enable-owasp-modsecurity-crs",
+    "enable-opentelemetry",
+    "use-geoip2",
+    "enable-brotli",
+    "global-auth-url",
+    "location-snippet",
+    "server-snippet",
+    "http-snippet",
+    "enable-real-ip",
+)
+
+
+def load_configmap(path: str | os.PathLike[str]) -> dict[str, str]:
+    """The ``data`` of the ConfigMap at ``path`` (or a plain mapping of its keys)."""
+    import yaml
+
+    where = str(path)
+    try:
+        raw = read_bounded(path, MAX_BYTES, regular_only=True)
+    except OSError as exc:
+        raise InputError(f"{where}: {exc.strerror or exc}") from None
+    try:
+        doc: Any = yaml.safe_load(raw)
+    except (yaml.YAMLError, RecursionError) as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise InputError(f"{where}{line}: not a YAML ConfigMap") from None
+    if isinstance(doc, dict) and "data" in doc:
+        doc = doc["data"] or {}
+    if not isinstance(doc, dict) or not all(isinstance(k, str) for k in doc):
+        raise InputError(f"{where}: expected a ConfigMap (kind: ConfigMap, data: key: value)")
+    return {k: str(v).strip().lower() if isinstance(v, bool) else str(v) for k, v in doc.items()}
+
+
+def _flag(data: dict[str, str], key: str) -> bool:
+    return data.get(key, DEFAULTS[key][0]).strip().lower() == "true"
+
+
+def derive_ingress(path: str | os.PathLike[str]) -> Reading:
+    """The workload of an ingress-nginx controller configured by the ConfigMap at ``path``."""
+    data = load_configmap(path)
+    where = str(path)
+    found = Found(SOURCE)
+
+    def at(key: str) -> str:
+        if key in data:
+            return f"{where}: {key}"
+        default, line = DEFAULTS[key]
+        return f"{key}: the controller's default {default}, {DEFAULTS_FILE}:{line}"
+
+    found.value("scenario", "reverse_proxy", f"{TEMPLATE}:1421 (buildProxyPass)")
+    found.value("protocol", "https", where)
+    found.estimates.append("HTTPS: the controller terminates TLS (give --protocol http if not)")
+    for feature, line in LUA:
+        found.feature(feature, 1.0, "")
+        found.provenance[feature] = f"the controller's template ({TEMPLATE}:{line})"
+    _ingress_values(data, found, at)
+    for key in UNCOSTED:
+        if key in data and data[key].strip().lower() not in ("", "false", "0"):
+            found.not_costed(key, where)
+    for key in sorted(set(DEFAULTS) - {"use-gzip", "upstream-keepalive-connections"}):
+        found.settings[key] = data.get(key, DEFAULTS[key][0] + " (the controller's default)")
+    workload = Workload(
+        **found.values, features=tuple(found.features.items()), uncosted=tuple(found.uncosted)
+    )
+    chosen = f"the ingress-nginx controller's rendered nginx.conf ({TEMPLATE})"
+    return Reading(where, (where,), chosen, workload, found)
+
+
+def _ingress_values(data: dict[str, str], found: Found, at: Any) -> None:
+    """Keep-alive, HTTP/2, TLS resumption, gzip, access log and upstream keep-alive."""
+    if _flag(data, "use-http2"):
+        found.value("http_version", "2", at("use-http2"))
+    try:
+        keepalive = float(data.get("keep-alive", "75"))
+        requests = float(data.get("keep-alive-requests", "1000"))
+        upstream = int(data.get("upstream-keepalive-connections", "320"))
+    except ValueError as exc:
+        raise InputError(f"{found.source}: a keep-alive key is not a number ({exc})") from None
+    if keepalive <= 0:
+        found.value("requests_per_connection", 1.0, at("keep-alive"))
+    else:
+        found.value("requests_per_connection", max(requests, 1.0), at("keep-alive-requests"))
+    if _flag(data, "ssl-session-cache") or _flag(data, "ssl-session-tickets"):
+        found.value("tls_resumption", RESUMPTION_ESTIMATE, at("ssl-session-cache"))
+        found.estimates.append(
+            f"TLS resumption {RESUMPTION_ESTIMATE:.0%}: a session cache or tickets on, "
+            "the share of returning clients unknown"
+        )
+    if _flag(data, "use-gzip"):
+        found.value("gzip", GZIP_SHARE_ESTIMATE, at("use-gzip"))
+        found.estimates.append(
+            f"gzip on {GZIP_SHARE_ESTIMATE:.0%} of the response bytes: the share of "
+            "responses of the gzip-types is unknown"
+        )
+    enabled = data.get("enable-access-log", "true").strip().lower() != "false"
+    if enabled and not _flag(data, "disable-access-log"):
+        found.feature("access_log", 1.0, f"{TEMPLATE}:367 ({at('disable-access-log')})")
+        if _flag(data, "enable-syslog"):
+            found.not_costed("access_log syslog", at("enable-syslog"))
+    kept = "proxy_keepalive" if upstream > 0 else "proxy_new_connection"
+    found.feature(kept, 1.0, at("upstream-keepalive-connections"))

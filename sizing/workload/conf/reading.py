@@ -1,0 +1,144 @@
+"""What a configuration reader found: the workload, where each part came from, what it read.
+
+`Reading` is built by `sizing.workload.conf.derive` (an nginx.conf) or
+`sizing.workload.conf.ingress` (an ingress-nginx ConfigMap) and shown the same way by
+``python -m sizing workload --from-conf`` and ``recommend --nginx-conf``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sizing.errors import printable
+from sizing.workload.value import Workload
+
+
+@dataclass
+class Found:
+    """What a reader collects while it reads (mutable; `Reading` is its frozen result).
+
+    Attributes
+    ----------
+    source : str
+        ``your nginx.conf`` or ``your ingress-nginx ConfigMap``.
+    values : dict
+        Workload fields read (``protocol``, ``tls_key`` ...).
+    features : dict of str to float
+        Feature -> times per request [1].
+    provenance : dict of str to str
+        Feature or workload field -> where it was read, ``your nginx.conf (path:line)``.
+    settings : dict of str to str
+        Directives read and reported but not costed per request (worker_processes ...).
+    estimates : list of str
+        Values that are estimates, each saying why.
+    uncosted : list of str
+        Directives that may cost per request and that the model cannot cost, as
+        ``name (file:line)``.
+    """
+
+    source: str
+    values: dict[str, Any] = field(default_factory=dict)
+    features: dict[str, float] = field(default_factory=dict)
+    provenance: dict[str, str] = field(default_factory=dict)
+    settings: dict[str, str] = field(default_factory=dict)
+    estimates: list[str] = field(default_factory=list)
+    uncosted: list[str] = field(default_factory=list)
+
+    def at(self, where: str) -> str:
+        """``your nginx.conf (where)``."""
+        return f"{self.source} ({where})"
+
+    def feature(self, name: str, count: float, where: str) -> None:
+        """Add ``count`` runs per request of feature ``name``, read at ``where``."""
+        self.features[name] = self.features.get(name, 0.0) + count
+        self.provenance.setdefault(name, self.at(where))
+
+    def value(self, name: str, value: Any, where: str) -> None:
+        """Set the workload field ``name``, read at ``where``."""
+        self.values[name] = value
+        self.provenance[name] = self.at(where)
+
+    def not_costed(self, name: str, where: str) -> None:
+        """A directive that may cost per request and has no cost in the model."""
+        entry = f"{name} ({where})"
+        if entry not in self.uncosted:
+            self.uncosted.append(entry)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A configuration read into a workload.
+
+    Attributes
+    ----------
+    path : str
+        The file read first.
+    files : tuple of str
+        Every file read, in order.
+    chosen : str
+        What serves the traffic: the server and location (or the ConfigMap).
+    workload : Workload
+        The derived workload (features and uncosted directives in it).
+    found : Found
+        Where each value came from, the settings reported and the estimates.
+    """
+
+    path: str
+    files: tuple[str, ...]
+    chosen: str
+    workload: Workload
+    found: Found
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: what was read, chosen and derived, with provenance."""
+        f = self.found
+        return {
+            "path": self.path,
+            "files": list(self.files),
+            "chosen": self.chosen,
+            "values": dict(f.values),
+            "features": dict(self.workload.features),
+            "provenance": dict(f.provenance),
+            "settings": dict(f.settings),
+            "estimates": list(f.estimates),
+            "uncosted": list(self.workload.uncosted),
+        }
+
+    def lines(self) -> list[str]:
+        """Lines for a person (every quoted value escaped)."""
+        f = self.found
+        out = [f"read {len(self.files)} file(s) from {self.path}", f"chosen: {self.chosen}"]
+        for name, value in f.values.items():
+            out.append(f"{name}: {value} from {f.provenance.get(name, f.source)}")
+        for name, count in self.workload.features:
+            out.append(f"feature {name} x{count:g} per request from {f.provenance.get(name)}")
+        if f.settings:
+            out.append(
+                "read, not costed per request: "
+                + "; ".join(f"{k} {v}" for k, v in f.settings.items())
+            )
+        out += [f"estimate: {e}" for e in f.estimates]
+        if self.workload.uncosted:
+            out.append("not costed: " + ", ".join(self.workload.uncosted))
+        return [printable(line) for line in out]
+
+
+def answer_notes(reading: Reading) -> list[str]:
+    """The notes a sizing answer shows for a configuration read.
+
+    The model has no measured cost for a feature yet (`trialtable.features`: the campaign
+    that measures them writes ``data/reference/feature-costs.csv``): until one is priced, the
+    capacity is that of the reference static config, and the notes say so by name.
+    """
+    w = reading.workload
+    out = [f"configuration: {reading.chosen} ({reading.path})"]
+    if w.features:
+        names = ", ".join(f"{n} x{c:g}" for n, c in w.features)
+        out.append(
+            f"features read: {names}; not priced by the model yet: the capacity is the "
+            "reference static config's for them"
+        )
+    if w.uncosted:
+        out.append("directives not costed: " + ", ".join(w.uncosted))
+    return [printable(line) for line in out]

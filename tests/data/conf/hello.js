@@ -1,0 +1,5 @@
+function hello(r) {
+    r.return(200, "hello\n");
+}
+
+export default { hello };

@@ -1,0 +1,308 @@
+"""Reading a user's nginx.conf (and an ingress-nginx ConfigMap) into a workload.
+
+The fixtures under tests/data/conf/ are real configurations (see its README.md); a test runs
+``nginx -t`` on each so they stay ones NGINX accepts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sizing.cli import main as cli
+from sizing.errors import InputError
+from sizing.request import SizingRequest
+from sizing.workload.conf import read
+from sizing.workload.conf.load import MAX_GLOB_MATCHES, MAX_LINE_BYTES
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data" / "conf"
+DEBIAN = DATA / "debian" / "nginx.conf"
+CONFS = ("static-tuned.conf", "proxy-keepalive.conf", "proxy-new-connection.conf", "lua-njs.conf")
+
+
+def features(path: Path, **kw: str) -> dict[str, float]:
+    return dict(read(str(path), **kw).workload.features)
+
+
+# -- what each fixture says -------------------------------------------------------------------
+
+
+def test_debian_default_reads_its_includes_and_logs_every_request():
+    r = read(str(DEBIAN))
+    names = [Path(f).name for f in r.files]
+    assert names == ["nginx.conf", "mime.types", "default"]
+    assert "sites-enabled/default:" in r.chosen and "location /" in r.chosen
+    w = r.workload
+    assert (w.scenario, w.protocol, w.http_version) == ("static", "http", "1.1")
+    assert dict(w.features) == {"access_log": 1.0}
+    assert w.gzip == 0.5 and w.requests_per_connection == 1000
+    assert r.found.provenance["access_log"] == f"your nginx.conf ({DEBIAN}:40)"
+    assert r.found.settings["sendfile"].startswith("on at ")
+    assert r.found.settings["worker_connections"].startswith("768 at ")
+    assert any("gzip" in e for e in r.found.estimates)
+    assert w.uncosted == ()
+
+
+def test_tuned_static_server():
+    w = read(str(DATA / "static-tuned.conf")).workload
+    assert (w.protocol, w.http_version, w.tls_key) == ("https", "2", "ecdsa-p256")
+    assert w.features == () and w.gzip == 0.0
+    assert w.tls_resumption == 0.5 and w.requests_per_connection == 100000
+
+
+def test_proxy_with_upstream_keepalive_and_cache():
+    conf = DATA / "proxy-keepalive.conf"
+    assert features(conf) == {"access_log_buffered": 1.0, "proxy_keepalive": 1.0, "limit_req": 1.0}
+    cached = read(str(conf), location="/static/")
+    assert dict(cached.workload.features) == {
+        "access_log_buffered": 1.0,
+        "proxy_keepalive": 0.5,
+        "proxy_cache_hit": 0.5,
+    }
+    assert any("hit share is unknown" in e for e in cached.found.estimates)
+
+
+def test_proxy_without_upstream_keepalive_and_server_choice():
+    conf = DATA / "proxy-new-connection.conf"
+    r = read(str(conf))
+    assert dict(r.workload.features) == {"access_log": 1.0, "proxy_new_connection": 1.0}
+    assert r.workload.gzip == 1.0 and "of 2" in r.chosen
+    assert any("no upstream block with keepalive" in e for e in r.found.estimates)
+    assert r.found.settings["proxy_buffering"].startswith("off at ")
+    old = read(str(conf), server="old.example.com").workload
+    assert old.features == () and old.requests_per_connection == 1
+    assert old.uncosted == (f"rewrite ({conf}:33)",)
+    with pytest.raises(InputError, match=r"no server named 'nope'.*www\.example\.com"):
+        read(str(conf), server="nope")
+    with pytest.raises(InputError, match="no location '/x'"):
+        read(str(conf), location="/x")
+
+
+def test_lua_and_njs_by_phase():
+    conf = DATA / "lua-njs.conf"
+    r = read(str(conf))
+    assert dict(r.workload.features) == {
+        "proxy_new_connection": 1.0,
+        "lua_access": 1.0,
+        "lua_balancer": 1.0,
+        "lua_log": 1.0,
+    }
+    assert r.workload.uncosted == (f"body_filter_by_lua_block ({conf}:37)",)
+    assert features(conf, location="/hello") == {"lua_access": 1.0, "njs_content": 1.0}
+
+
+def test_inheritance_location_over_server_over_http(tmp_path):
+    conf = tmp_path / "nginx.conf"
+    conf.write_text(
+        "events {}\nhttp {\n access_log off;\n limit_conn_zone $binary_remote_addr zone=a:1m;\n"
+        " server {\n  listen 80;\n  limit_conn a 10;\n  location / { access_log x.log; }\n"
+        "  location /quiet { limit_conn a 1; limit_conn a 2; }\n }\n}\n"
+    )
+    assert features(conf) == {"access_log": 1.0, "limit_conn": 1.0}
+    assert features(conf, location="/quiet") == {"limit_conn": 2.0}
+
+
+def test_ingress_configmap():
+    path = DATA / "ingress-configmap.yaml"
+    r = read(ingress_nginx=str(path))
+    assert dict(r.workload.features) == {
+        "access_log": 1.0,
+        "proxy_keepalive": 1.0,
+        "lua_rewrite": 1.0,
+        "lua_balancer": 1.0,
+        "lua_header_filter": 1.0,
+        "lua_log": 1.0,
+    }
+    assert "nginx.tmpl:532" in r.found.provenance["lua_balancer"]
+    assert r.workload.uncosted == (f"enable-opentelemetry ({path})",)
+    assert r.workload.requests_per_connection == 10000 and r.workload.http_version == "2"
+
+
+def test_ingress_without_upstream_keepalive(tmp_path):
+    path = tmp_path / "cm.yaml"
+    path.write_text('data:\n  upstream-keepalive-connections: "0"\n  disable-access-log: "true"\n')
+    got = dict(read(ingress_nginx=str(path)).workload.features)
+    assert got["proxy_new_connection"] == 1.0 and "access_log" not in got
+
+
+# -- the fixtures are configurations NGINX accepts ----------------------------------------------
+
+
+def _nginx_accepts(conf: Path, prefix: Path) -> subprocess.CompletedProcess[str]:
+    text = conf.read_text()
+    text = text.replace("/var/log/nginx/", f"{prefix}/logs/").replace("/run/", f"{prefix}/")
+    copy = conf.with_name("checked-" + conf.name)
+    copy.write_text(text)
+    pid = [] if re.search(r"^pid ", text, re.M) else ["-g", f"pid {prefix}/nginx.pid;"]
+    argv = ["nginx", "-t", "-q", "-p", f"{prefix}/", "-e", f"{prefix}/logs/error.log"]
+    return subprocess.run(
+        [*argv, "-c", str(copy), *pid], capture_output=True, text=True, timeout=60
+    )
+
+
+@pytest.mark.skipif(shutil.which("nginx") is None, reason="nginx is not installed")
+def test_nginx_accepts_the_fixtures(tmp_path):
+    prefix = tmp_path / "p"
+    shutil.copytree(DATA, prefix, symlinks=True)
+    (prefix / "logs").mkdir()
+    (prefix / "certs").mkdir()
+    key = prefix / "certs" / "static-ecdsa-p256"
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1"]
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            *ec,
+            "-subj",
+            "/CN=t",
+            "-keyout",
+            f"{key}.key",
+            "-out",
+            f"{key}.crt",
+        ],
+        capture_output=True,
+        check=True,
+        timeout=60,
+    )
+    modules = Path("/usr/lib/nginx/modules")
+    for name in (*CONFS, "debian/nginx.conf"):
+        needs = re.findall(r"^load_module (\S+);", (DATA / name).read_text(), re.M)
+        if not all(Path(m).exists() or (modules / Path(m).name).exists() for m in needs):
+            continue  # a module not installed here
+        out = _nginx_accepts(prefix / name, prefix)
+        assert out.returncode == 0, (name, out.stderr)
+
+
+# -- bad input: one line naming the file (and line), exit 2 -----------------------------------
+
+
+def _refused(capsys, argv: list[str]) -> str:
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1, err
+    return err
+
+
+def _conf(tmp_path: Path, text: str, name: str = "nginx.conf") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("text", "expect"),
+    [
+        ("events {}\nhttp {\n server { listen 80;\n}\n", r"nginx.conf:\d+: unexpected end"),
+        ("events {}\nhttp {\n frobnicate on;\n}\n", r'nginx.conf:3: unknown directive "frob'),
+        ("events {}\nhttp {\n server { listen 80; }\n}\n}\n", r'nginx.conf:5: unexpected "}"'),
+        ("events {}\nhttp {\n location / {}\n}\n", r'nginx.conf:3: "location" directive is not'),
+        ("events {}\n", r"no http block"),
+    ],
+)
+def test_a_config_that_does_not_parse(tmp_path, capsys, text, expect):
+    conf = _conf(tmp_path, text)
+    assert re.search(expect, _refused(capsys, ["workload", "--from-conf", str(conf)]))
+
+
+def test_include_loop_and_missing_include(tmp_path, capsys):
+    _conf(tmp_path, "include b.conf;\n", "a.conf")
+    _conf(tmp_path, "include a.conf;\n", "b.conf")
+    main = _conf(tmp_path, "events {}\nhttp {\n include a.conf;\n}\n")
+    err = _refused(capsys, ["workload", "--from-conf", str(main)])
+    assert "b.conf:1: include loop" in err
+    gone = _conf(tmp_path, "events {}\nhttp {\n include nothere.conf;\n}\n", "c.conf")
+    assert "nothere.conf" in _refused(capsys, ["workload", "--from-conf", str(gone)])
+
+
+def test_a_glob_of_too_many_files(tmp_path, capsys):
+    many = tmp_path / "many"
+    many.mkdir()
+    for i in range(MAX_GLOB_MATCHES + 1):
+        (many / f"{i}.conf").write_text("")
+    conf = _conf(tmp_path, "events {}\nhttp {\n include many/*.conf;\n}\n")
+    err = _refused(capsys, ["recommend", "--rps", "1e5", "--nginx-conf", str(conf)])
+    assert f"nginx.conf:3: include many/*.conf matches more than {MAX_GLOB_MATCHES}" in err
+
+
+def test_files_too_large_and_not_files(tmp_path, capsys):
+    big = tmp_path / "big.conf"
+    with open(big, "wb") as f:
+        f.truncate(17 * 1024 * 1024)  # sparse: refused by its size, never read
+    assert "more than the 16 MB allowed" in _refused(capsys, ["workload", "--from-conf", str(big)])
+    long = _conf(tmp_path, "# " + "x" * MAX_LINE_BYTES + "\nevents {}\n", "long.conf")
+    assert "long.conf:1: a line over 1 MB" in _refused(
+        capsys, ["workload", "--from-conf", str(long)]
+    )
+    fifo = tmp_path / "fifo.conf"
+    os.mkfifo(fifo)  # nobody writes: refused at once, not waited on
+    assert "a pipe" in _refused(capsys, ["workload", "--from-conf", str(fifo)])
+    assert "a folder" in _refused(capsys, ["workload", "--from-conf", str(tmp_path)])
+    assert "device" in _refused(capsys, ["workload", "--from-conf", "/dev/zero"])
+    loop = tmp_path / "loop.conf"
+    loop.symlink_to(tmp_path / "loop2.conf")
+    (tmp_path / "loop2.conf").symlink_to(loop)
+    assert "loop.conf" in _refused(capsys, ["workload", "--from-conf", str(loop)])
+
+
+def test_bad_configmaps(tmp_path, capsys):
+    bad = _conf(tmp_path, "data: [unclosed\n", "cm.yaml")
+    assert "cm.yaml" in _refused(capsys, ["workload", "--ingress-nginx", str(bad)])
+    code = _conf(tmp_path, "!!python/object/apply:os.system ['true']\n", "code.yaml")
+    assert "code.yaml" in _refused(capsys, ["workload", "--ingress-nginx", str(code)])
+    assert "--server" in _refused(
+        capsys, ["recommend", "--rps", "1", "--ingress-nginx", str(bad), "--server", "x"]
+    )
+
+
+# -- the command line ------------------------------------------------------------------------
+
+
+def test_workload_from_conf_writes_the_workload_file(tmp_path, capsys):
+    out = tmp_path / "w.json"
+    assert cli.main(["workload", "--from-conf", str(DEBIAN), "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["source"] == "nginx.conf" and doc["kind"] == "nginx-sizing workload"
+    assert doc["workload"]["features"] == {"access_log": 1.0}
+    assert doc["configuration"]["chosen"].startswith("server _ ")
+    said = capsys.readouterr().out
+    assert "feature access_log x1 per request from your nginx.conf" in said
+    assert "size it: python -m sizing recommend --rps RPS --nginx-conf" in said
+    err = _refused(capsys, ["recommend", "--workload", str(out)])
+    assert "read from a configuration" in err
+
+
+def test_recommend_nginx_conf_end_to_end():
+    conf = DATA / "proxy-new-connection.conf"
+    argv = [sys.executable, "-m", "sizing", "recommend", "--rps", "2e5", "--nginx-conf"]
+    argv += [str(conf), "--requests-per-connection", "10", "--format", "json", "--top", "1"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    w = doc["workload"]
+    assert w["features"] == {"access_log": 1.0, "proxy_new_connection": 1.0}
+    assert (w["scenario"], w["protocol"], w["gzip"]) == ("reverse_proxy", "http", 1.0)
+    assert w["requests_per_connection"] == 10  # a flag set away from its default wins
+    assert doc["configuration"]["provenance"]["proxy_new_connection"] == (
+        f"your nginx.conf ({conf}:20)"
+    )
+    assert any("not priced by the model yet" in n for n in doc["notes"])
+
+
+def test_request_parameters_carry_the_configuration():
+    request = SizingRequest(nginx_conf=str(DEBIAN), conf_location="/")
+    params = json.loads(json.dumps(request.to_parameters()))
+    assert params["nginx_conf"] == str(DEBIAN) and params["ingress_nginx"] == ""
+    again = SizingRequest.from_parameters(params)
+    assert again == request
+    assert dict(again.workload().features) == {"access_log": 1.0}
+    assert SizingRequest().configuration() is None
