@@ -155,11 +155,6 @@ def growth_rate(text: str) -> str:
     return text
 
 
-def optional_path(text: str) -> str:
-    """A file path, or empty text for none."""
-    return parse_path(text) if text else ""
-
-
 def _number(text: str) -> float:
     try:
         return float(text)
@@ -378,20 +373,22 @@ class SizingRequest:
         "your nginx.conf (its includes read too, nothing run): the workload and the "
         "per-request features of the server and location that serve the traffic, where no "
         "flag sets another value than its default (default none)",
-        parse=optional_path,
+        parse=parse_path,
         metavar="FILE",
         commands=WORKLOAD,
         exclusive="conf",
+        cli_default=None,
     )
     ingress_nginx: str = option(
         "",
         "--ingress-nginx",
         "your ingress-nginx ConfigMap (YAML): the controller's workload and per-request Lua "
         "phases, where no flag sets another value than its default (default none)",
-        parse=optional_path,
+        parse=parse_path,
         metavar="CONFIGMAP",
         commands=WORKLOAD,
         exclusive="conf",
+        cli_default=None,
     )
     conf_server: str = option(
         "",
@@ -405,7 +402,7 @@ class SizingRequest:
         "",
         "--location",
         "with --nginx-conf: the location that serves the traffic, as written (default /)",
-        metavar="PATH",
+        metavar="LOCATION",
         commands=WORKLOAD,
     )
     # Fleet rules.
@@ -842,8 +839,8 @@ def _from_json(f: dataclasses.Field[Any], value: Any) -> Any:
     if f.name == "size_mix" and not isinstance(value, str):
         return tuple((int(s), float(w)) for s, w in value)
     if isinstance(value, str):
-        if m["choices"] is not None or m["parse"] is _text:
-            return value
+        if m["choices"] is not None or m["parse"] is _text or value == f.default == "":
+            return value  # an empty path: none
         return m["parse"](value)
     if f.name == "file_bytes" and isinstance(value, int | float):
         return (int(value), ())

@@ -32,8 +32,13 @@ def add_parser(sub: Any) -> None:
     from sizing.workload.accesslog import add_parser as add_log_parser
 
     parser = add_log_parser(sub, _sources)
+    parser.description = (
+        f"{parser.description} Or read an nginx.conf with its includes (--from-conf) or an "
+        "ingress-nginx ConfigMap (--ingress-nginx), never running it, into the workload and its "
+        "per-request features, each with the file and line it was read at."
+    )
     parser.add_argument("--server", default="", metavar="NAME", help=_help("conf_server"))
-    parser.add_argument("--location", default="", metavar="PATH", help=_help("conf_location"))
+    parser.add_argument("--location", default="", metavar="LOCATION", help=_help("conf_location"))
 
 
 def _sources(source: Any) -> None:

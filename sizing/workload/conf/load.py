@@ -41,8 +41,9 @@ MAX_LINE_BYTES = MiB
 MAX_GLOB_MATCHES = 1000
 #: Most files read for one configuration (includes counted each time they are read).
 MAX_FILES = 2000
-#: Most bytes read for one configuration, all files together [B].
-MAX_TOTAL_BYTES = 64 * MiB
+#: Most bytes read for one configuration, all files together [B] (crossplane lexes about 1 MB
+#: per second of CPU).
+MAX_TOTAL_BYTES = 16 * MiB
 #: Deepest chain of includes.
 MAX_DEPTH = 32
 
