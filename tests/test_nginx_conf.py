@@ -60,7 +60,13 @@ def test_tuned_static_server():
 
 def test_proxy_with_upstream_keepalive_and_cache():
     conf = DATA / "proxy-keepalive.conf"
-    assert features(conf) == {"access_log_buffered": 1.0, "proxy_keepalive": 1.0, "limit_req": 1.0}
+    r = read(str(conf))
+    assert dict(r.workload.features) == {
+        "access_log_buffered": 1.0,
+        "proxy_keepalive": 1.0,
+        "limit_req": 1.0,
+    }
+    assert r.found.settings[f"access_log {conf}:8"].endswith("(format combined)")
     cached = read(str(conf), location="/static/")
     assert dict(cached.workload.features) == {
         "access_log_buffered": 1.0,
@@ -306,3 +312,14 @@ def test_request_parameters_carry_the_configuration():
     assert again == request
     assert dict(again.workload().features) == {"access_log": 1.0}
     assert SizingRequest().configuration() is None
+
+
+def test_hostile_names_are_shown_escaped(tmp_path, capsys):
+    conf = _conf(
+        tmp_path, 'events {}\nhttp {\n server { listen 80; server_name "a\x1b[31mb"; }\n}\n'
+    )
+    assert cli.main(["workload", "--from-conf", str(conf)]) == 0
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "a\\x1b[31mb" in err
+    log = _conf(tmp_path, "x\n", "access.log")
+    assert "--server" in _refused(capsys, ["workload", "--from-log", str(log), "--server", "a"])

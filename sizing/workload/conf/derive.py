@@ -295,7 +295,14 @@ def _access_log(scope: Scope, found: Found) -> None:
         return
     if any(s.args[:1] == ["off"] for s in logs):
         return
+    formats = {f.args[0]: f for f in scope.lookup("log_format", upto=2) if f.args}
     for s in logs:
+        name = s.args[1] if len(s.args) > 1 and "=" not in s.args[1] else "combined"
+        fmt = formats.get(name)
+        chars = len("".join(fmt.args[1:])) if fmt else 0
+        found.settings[f"access_log {s.where}"] = " ".join(s.args) + (
+            f" (format {name}: {chars} characters, at {fmt.where})" if fmt else f" (format {name})"
+        )
         buffered = any(a.startswith(("buffer=", "gzip=")) for a in s.args[1:])
         found.feature("access_log_buffered" if buffered else "access_log", 1.0, s.where)
         if s.args and s.args[0].startswith("syslog:"):
