@@ -65,10 +65,7 @@ class Answer:
         doc = self.recommendation.to_dict(top=top)
         reading = self.request.configuration()
         if reading is not None:
-            from sizing.workload.conf.reading import answer_notes
-
             doc["configuration"] = reading.to_dict()
-            doc["notes"] = [*doc.get("notes", []), *answer_notes(reading)]
         return doc
 
 
@@ -196,6 +193,11 @@ def _answer(
 ) -> Answer:
     """The answer, its decision the first sentence of the recommendation's text."""
     decision = rec.decision["headline"] + "." if rec.decision else ""
+    reading = request.configuration()
+    if reading is not None:  # what the configuration gave, in every rendering's notes
+        from sizing.workload.conf.reading import answer_notes
+
+        rec.notes.extend(answer_notes(reading))
     return Answer(request, rec, decision, warning, instances)
 
 
