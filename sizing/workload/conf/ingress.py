@@ -158,7 +158,8 @@ def _ingress_values(data: dict[str, str], found: Found, at: Any) -> None:
             "responses of the gzip-types is unknown"
         )
     enabled = data.get("enable-access-log", "true").strip().lower() != "false"
-    if enabled and not _flag(data, "disable-access-log"):
+    http_off = data.get("disable-http-access-log", "false").strip().lower() == "true"
+    if enabled and not (_flag(data, "disable-access-log") or http_off):  # nginx.tmpl:361
         found.feature("access_log", 1.0, f"{TEMPLATE}:367 ({at('disable-access-log')})")
         if _flag(data, "enable-syslog"):
             found.not_costed("access_log syslog", at("enable-syslog"))
