@@ -195,9 +195,10 @@ def _answer(
     decision = rec.decision["headline"] + "." if rec.decision else ""
     reading = request.configuration()
     if reading is not None:  # what the configuration gave, in every rendering's notes
+        from sizing.model.features import shipped_feature_costs
         from sizing.workload.conf.reading import answer_notes
 
-        rec.notes.extend(answer_notes(reading))
+        rec.notes.extend(answer_notes(reading, set(shipped_feature_costs())))
     return Answer(request, rec, decision, warning, instances)
 
 

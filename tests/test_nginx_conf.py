@@ -301,7 +301,10 @@ def test_recommend_nginx_conf_end_to_end():
     assert doc["configuration"]["provenance"]["proxy_new_connection"] == (
         f"your nginx.conf ({conf}:20)"
     )
-    assert any("not priced by the model yet" in n for n in doc["notes"])
+    assert any(
+        "priced from their measured costs: access_log x1, proxy_new_connection x1" in n
+        for n in doc["notes"]
+    )
 
 
 def test_request_parameters_carry_the_configuration():

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -124,21 +125,20 @@ class Reading:
         return [printable(line) for line in out]
 
 
-def answer_notes(reading: Reading) -> list[str]:
+def answer_notes(reading: Reading, priced: Collection[str]) -> list[str]:
     """The notes a sizing answer shows for a configuration read.
 
-    The model has no measured cost for a feature yet (`trialtable.features`: the campaign
-    that measures them writes ``data/reference/feature-costs.csv``): until one is priced, the
-    capacity is that of the reference static config, and the notes say so by name.
+    ``priced`` names the features the model has a measured cost for (the others widen the
+    capacity's range, as the directives not costed do).
     """
     w = reading.workload
     out = [f"configuration: {reading.chosen} ({reading.path})"]
-    if w.features:
-        names = ", ".join(f"{n} x{c:g}" for n, c in w.features)
-        out.append(
-            f"features read: {names}; not priced by the model yet: the capacity is the "
-            "reference static config's for them"
-        )
+    costed = [f"{n} x{c:g}" for n, c in w.features if n in priced]
+    unpriced = [f"{n} x{c:g}" for n, c in w.features if n not in priced]
+    if costed:
+        out.append("features read and priced from their measured costs: " + ", ".join(costed))
+    if unpriced:
+        out.append("features read with no measured cost (the range widens): " + ", ".join(unpriced))
     if w.uncosted:
-        out.append("directives not costed: " + ", ".join(w.uncosted))
+        out.append("directives not costed (the range widens): " + ", ".join(w.uncosted))
     return [printable(line) for line in out]
