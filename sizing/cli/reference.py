@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from sizing.cli.common import require_out_folder
+from sizing.paths import REFERENCE_DIR
 from sizing.report.render import table as _table
 from trialtable.values import parse_path
 
@@ -19,8 +20,8 @@ def add_parsers(sub: Any) -> None:
     ref.add_argument(
         "--feature-costs",
         nargs="?",
-        const="",
-        type=str,
+        const=str(REFERENCE_DIR / "feature-costs.csv"),
+        type=parse_path,
         metavar="FILE",
         help="print each configuration feature's measured cost and its reference-core cost "
         "(default file data/reference/feature-costs.csv)",
@@ -44,7 +45,7 @@ def run_reference(args: argparse.Namespace) -> int:
         print(load_reference(args.show).to_csv(index=False), end="")
         return 0
     if args.feature_costs is not None:
-        print(feature_costs_table(args.feature_costs or None))
+        print(feature_costs_table(args.feature_costs))
         return 0
     rows = [
         [d["name"], str(d["rows"]), ", ".join(d["sources"]), d["file"], d["description"]]
