@@ -11,8 +11,15 @@ scenario and environment, its peak (CPU peak, capped by the network) times the n
 instances that served the published figure, with the 95% range from the answer's own log sd.
 A row whose machine is not in the catalog (bare metal, Azure, an unnamed CPU) is sized on the
 catalog type named in ``model_instance``, set to the row's vCPUs (and link, where given): the
-``mapped`` column says so. The model has no Lua scenario: ``ingress_lua`` rows (ingress-nginx,
-Kong) are sized as ``api_gateway``.
+``mapped`` column says so.
+
+Each row's configuration becomes the workload's features (`trialtable.features`), priced from
+the feature costs measured on this project's own host (``data/reference/feature-costs.csv``),
+which no row here was used to make: an access log that is on; a proxy with or without upstream
+keep-alive; for ``ingress_lua`` rows (ingress-nginx, and Kong, also OpenResty) the Lua phases
+ingress-nginx's template runs on every proxied request (`sizing.workload.conf.ingress.LUA`).
+``--no-features`` sizes every row as the tuned reference config instead (``ingress_lua`` as
+``api_gateway``), the model before the configuration was read, for comparison in one run.
 
 Nothing here or in the data file is read by any fit (``tests/test_heldout.py`` checks that
 only ``benchmarks/`` and ``tests/`` name the file).
@@ -32,7 +39,24 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data" / "reference" / "heldout-deployments.csv"
 Z95 = 1.959964
 #: The model's scenario for each scenario the data names.
-SCENARIO = {"static": "static", "reverse_proxy": "reverse_proxy", "ingress_lua": "api_gateway"}
+SCENARIO = {"static": "static", "reverse_proxy": "reverse_proxy", "ingress_lua": "reverse_proxy"}
+#: The same, when the configuration is not read (``--no-features``).
+SCENARIO_PLAIN = {**SCENARIO, "ingress_lua": "api_gateway"}
+
+
+def features_of(row: dict[str, str]) -> tuple[tuple[str, float], ...]:
+    """The configuration features a row's columns state, each once per request."""
+    from sizing.workload.conf.ingress import LUA
+
+    names = []
+    if row["access_log"].startswith("on"):
+        names.append("access_log")
+    if row["scenario"] in ("reverse_proxy", "ingress_lua"):
+        kept = row["upstream_keepalive"].startswith("yes")
+        names.append("proxy_keepalive" if kept else "proxy_new_connection")
+    if row["lua"].startswith("yes"):
+        names += [name for name, _line in LUA]
+    return tuple((name, 1.0) for name in names)
 
 
 def load_rows(path: Path = DATA) -> list[dict[str, str]]:
@@ -50,7 +74,9 @@ def _catalog() -> dict[str, Any]:
     return out
 
 
-def predict(row: dict[str, str], catalog: dict[str, Any]) -> dict[str, Any]:
+def predict(
+    row: dict[str, str], catalog: dict[str, Any], configured: bool = True
+) -> dict[str, Any]:
     """The model's peak capacity and 95% range for one row, with the row's figures."""
     from sizing.model.capacity import instance_capacity
     from sizing.workload.value import Workload
@@ -64,10 +90,11 @@ def predict(row: dict[str, str], catalog: dict[str, Any]) -> dict[str, Any]:
             changes.update(network_gbps=float(row["link_gbps"]), network_burst_gbps=None)
         inst = dataclasses.replace(inst, **changes)
     work = Workload(
-        scenario=SCENARIO[row["scenario"]],
+        scenario=(SCENARIO if configured else SCENARIO_PLAIN)[row["scenario"]],
         protocol=row["protocol"],
         file_bytes=int(row["body_bytes"]),
         environment=row["environment"],
+        features=features_of(row) if configured else (),
     )
     cap = instance_capacity(inst, work)
     n = int(row["instances"])
@@ -136,10 +163,10 @@ def _fmt(s: dict[str, float]) -> str:
     )
 
 
-def run(path: Path = DATA) -> dict[str, Any]:
-    """Score every row; the results and the summaries."""
+def run(path: Path = DATA, configured: bool = True) -> dict[str, Any]:
+    """Score every row (with its configuration's features, or without); the summaries."""
     catalog = _catalog()
-    results = [predict(r, catalog) for r in load_rows(path)]
+    results = [predict(r, catalog, configured) for r in load_rows(path)]
     sources = per_source(results)
     return {
         "rows": results,
@@ -151,7 +178,8 @@ def run(path: Path = DATA) -> dict[str, Any]:
 
 
 def main() -> int:
-    out = run()
+    configured = "--no-features" not in sys.argv[1:]
+    out = run(configured=configured)
     print(
         f"{'row':<26} {'published':>10} {'predicted':>10} {'ratio':>6} {'95% range':>19} "
         f"{'in':>3} {'bound':>7}  mapped to"
@@ -169,7 +197,7 @@ def main() -> int:
             f"  {s['source']:<36} n {s['n']:>2}  ratio {s['ratio']:.2f}  "
             f"inside {'yes' if s['inside'] else 'no'}  width x{s['width']:.2f}"
         )
-    print("\nSUMMARY")
+    print("\nSUMMARY" + ("" if configured else " (--no-features: the configuration not read)"))
     print(f"  all rows:                  {_fmt(out['all'])}")
     print(f"  server-bound rows only:    {_fmt(out['server_bound_yes'])}")
     print(f"  each source counted once:  {_fmt(out['sources_once'])}")
