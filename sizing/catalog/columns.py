@@ -171,7 +171,8 @@ def load_columns(csv_path: str | Path) -> Columns | None:
     compact file checked) and keeps their columns.
     """
     p = Path(csv_path)
-    stats = _cache.stat_key(p, compact_path(p))
+    files = _load.catalog_files(p)  # beside the shipped catalog, the bundled ones (Azure)
+    stats = _cache.stat_key(*(x for f in files for x in (f, compact_path(f))))
     if not stats or _cache.cache_dir() is None:
         return None
     key = f"{COLUMNS_SCHEMA}|{','.join(FIELD_NAMES)}|{stats}"
@@ -182,9 +183,12 @@ def load_columns(csv_path: str | Path) -> Columns | None:
             return Columns(value, str(p))
         except (KeyError, TypeError, ValueError):
             pass  # not what this version keeps: made again below
-    compact = _load._read_compact(p, None)
-    if compact is None:
-        return None
-    value = _columns_value(compact[0])
+    items: list[Instance] = []
+    for f in files:
+        compact = _load._read_compact(f, None)
+        if compact is None:
+            return None
+        items += compact[0]
+    value = _columns_value(items)
     _cache.store(key, value, slot)
     return Columns(value, str(p))

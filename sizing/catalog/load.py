@@ -393,15 +393,88 @@ def _instance(values: list[Any]) -> Instance:
     return inst
 
 
-def catalog_regions(base: str | Path | None = DEFAULT_CATALOG) -> list[str]:
-    """Every region of a catalog file (from the compact form when it is current)."""
+#: Catalogs built from shipped extracts this process made without a private cache folder.
+_TEMP_BUNDLED: dict[str, Path] = {}
+#: The digest of each provider's extracts and build code, by their stat key.
+_DIGESTS: dict[str, str] = {}
+
+
+def bundled_catalogs() -> list[Path]:
+    """The catalogs of the providers whose rows are built from shipped extracts (Azure).
+
+    Such a provider module names its extracts (``FOLDER``, ``FILES``); its catalog is built
+    from them once (`sizing.catalog.build.write_catalog`: checked as any catalog, with its
+    compact form) into the private cache folder (`sizing.catalog.cache`), named by the
+    SHA-256 of the extracts and the module's code, and read from there by every later run.
+    Without a cache folder it is built into a private temporary folder, once per process.
+    """
+    from sizing.catalog.providers import providers
+
+    out = []
+    for name, module in providers().items():
+        folder = getattr(module, "FOLDER", None)
+        if folder is None:
+            continue
+        files = [Path(str(module.__file__)), *(Path(folder) / f for f in module.FILES)]
+        stats = _cache.stat_key(*files)
+        digest = _DIGESTS.get(stats or "", "")
+        if not digest:
+            import hashlib
+
+            h = hashlib.sha256()
+            for f in files:
+                try:
+                    h.update(read_bounded(f, CATALOG_MAX_BYTES))
+                except OSError as exc:
+                    raise InputError(f"{f} cannot be read: {exc.strerror}") from None
+            digest = h.hexdigest()[:16]
+            if stats:
+                _DIGESTS[stats] = digest
+        out.append(_bundled_file(name, module, Path(folder), digest))
+    return out
+
+
+def _bundled_file(name: str, module: Any, folder: Path, digest: str) -> Path:
+    """The built catalog of one provider's extracts (built now when missing)."""
+    home = _cache.cache_dir()
+    target = (home / f"{name}-{digest}.csv") if home is not None else _TEMP_BUNDLED.get(digest)
+    if target is not None and target.is_file() and compact_path(target).is_file():
+        return target
+    from sizing.catalog.build import write_catalog
+
+    if target is None:  # no cache folder: a private folder, removed when the process ends
+        import atexit
+        import shutil
+        import tempfile
+
+        folder = tempfile.mkdtemp(prefix="nginx-sizing-")
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        target = Path(folder) / f"{name}-{digest}.csv"
+        _TEMP_BUNDLED[digest] = target
+    write_catalog(module.build(folder), target)
+    return target
+
+
+def catalog_files(base: str | Path | None) -> list[Path]:
+    """``base``, and beside the shipped catalog the bundled ones (`bundled_catalogs`)."""
     if base is None:
         return []
     p = Path(base)
-    compact = _read_compact(p, ()) if p.exists() else None
-    if compact is not None:
-        return compact[1]
-    return sorted({i.region for i in read_catalog(p)})
+    if p != DEFAULT_CATALOG:
+        return [p]
+    return [p, *bundled_catalogs()]
+
+
+def catalog_regions(base: str | Path | None = DEFAULT_CATALOG) -> list[str]:
+    """Every region of a catalog file (from the compact form when it is current)."""
+    out: set[str] = set()
+    for p in catalog_files(base):
+        compact = _read_compact(p, ()) if p.exists() else None
+        if compact is not None:
+            out.update(compact[1])
+        else:
+            out.update(i.region for i in read_catalog(p))
+    return sorted(out)
 
 
 def load_catalog(
@@ -423,13 +496,12 @@ def load_catalog(
         Read only these regions of ``base`` (fast with a current compact form); None: all.
     """
     items: list[Instance] = []
-    if base is not None:
-        p = Path(base)
+    for p in catalog_files(base):
         compact = _read_compact(p, regions) if p.exists() else None
         if compact is not None:
-            items = compact[0]
+            items += compact[0]
         else:
-            items = [i for i in read_catalog(p) if regions is None or i.region in regions]
+            items += [i for i in read_catalog(p) if regions is None or i.region in regions]
     extra = list(extra)
     if not extra:
         return items  # keys are unique within one validated file
@@ -465,7 +537,8 @@ def select_instances(
             raise InputError("--region all cannot be combined with other regions")
         regions: set[str] | None = None
     elif wanted is None:
-        regions = set(DEFAULT_REGIONS) | {i.region for i in user}
+        named = sorted(_norm(provider) or ())
+        regions = set(default_regions(named)) | {i.region for i in user}
     else:
         known = {r.lower(): r for r in [*catalog_regions(base), *(i.region for i in user)]}
         unknown = sorted(wanted - set(known))
