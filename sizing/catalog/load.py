@@ -447,9 +447,9 @@ def _bundled_file(name: str, module: Any, folder: Path, digest: str) -> Path:
         import shutil
         import tempfile
 
-        folder = tempfile.mkdtemp(prefix="nginx-sizing-")
-        atexit.register(shutil.rmtree, folder, ignore_errors=True)
-        target = Path(folder) / f"{name}-{digest}.csv"
+        private = tempfile.mkdtemp(prefix="nginx-sizing-")
+        atexit.register(shutil.rmtree, private, ignore_errors=True)
+        target = Path(private) / f"{name}-{digest}.csv"
         _TEMP_BUNDLED[digest] = target
     write_catalog(module.build(folder), target)
     return target
@@ -542,6 +542,7 @@ def select_instances(
     else:
         known = {r.lower(): r for r in [*catalog_regions(base), *(i.region for i in user)]}
         unknown = sorted(wanted - set(known))
+        unpriced_region(unknown)
         if unknown:
             raise InputError(
                 f"unknown region {_listing(unknown)}; expected all or one of: "
@@ -554,6 +555,26 @@ def select_instances(
         merged.update({i.key: i for i in user})
         items = [i for i in merged.values() if regions is None or i.region in regions]
     return filter_catalog(items, provider=provider, arch=arch, family=family)
+
+
+def unpriced_region(regions: Sequence[str]) -> None:
+    """InputError for an AWS region with known types but no bundled prices, else nothing.
+
+    The types are known from the Spot Advisor feed (`sizing.catalog.spot`); the message is one
+    line with the command that fetches the region's prices.
+    """
+    from sizing.catalog.spot import aws_regions
+
+    known = aws_regions()
+    for region in regions:
+        if region in known:
+            out = f"aws-{region}.csv"
+            raise InputError(
+                f"AWS region {region} offers {known[region]:,} instance types (AWS Spot "
+                "Advisor) but its prices are not bundled; fetch them with: python -m sizing "
+                f"catalog update --provider aws --region {region} --out {out}, then add "
+                f"--catalog {out}"
+            )
 
 
 def _listing(values: Sequence[str], limit: int = 40) -> str:

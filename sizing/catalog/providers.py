@@ -94,7 +94,9 @@ class Instance(Protocol):
 
 
 #: Modules of `sizing.catalog` that are not providers.
-NOT_PROVIDERS = frozenset({"build", "cache", "columns", "egress", "load", "providers", "rows"})
+NOT_PROVIDERS = frozenset(
+    {"build", "cache", "columns", "egress", "load", "offer", "providers", "rows", "spot"}
+)
 #: Every name a provider module must define.
 CONTRACT = (
     "NAME",
