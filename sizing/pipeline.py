@@ -199,6 +199,13 @@ def _answer(
         from sizing.workload.conf.reading import answer_notes
 
         rec.notes.extend(answer_notes(reading, set(shipped_feature_costs())))
+    if request.pricing == "spot" and rec.options:  # the chosen option's interruption risk
+        from sizing.catalog.spot import spot_note
+
+        rules = request.rules()
+        note = spot_note(rec.options[0], rules.confidence, rules.spot_reserve)
+        if note:
+            rec.notes.append(note)
     return Answer(request, rec, decision, warning, instances)
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from functools import cache
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from sizing.catalog.rows import read_upstream
 from sizing.errors import InputError
@@ -95,3 +95,33 @@ def spares_for(count: int, rate: float, confidence: float) -> int:
         if p >= confidence:
             return spares
     return 10 * count + 10
+
+
+def spot_note(option: Any, confidence: float, reserve: float) -> str:
+    """The answer's line on the chosen spot option's interruption risk ("" when not AWS).
+
+    Parameters
+    ----------
+    option : sizing.fleet.counts.Option
+        The chosen option (its instance, its count).
+    confidence : float
+        The request's ``--confidence`` [1].
+    reserve : float
+        The fraction of the fleet kept as spot reserve (``--spot-reserve``) [1].
+    """
+    inst = option.capacity.instance
+    if inst.provider != "aws":
+        return ""
+    found = spot_table().get((inst.region, inst.instance_type))
+    if found is None:
+        return ""
+    rate = found.interruption_rate
+    kept = option.count - math.floor(option.count * (1.0 - reserve) + 1e-9)
+    spares = spares_for(max(1, option.count - kept), rate, confidence)
+    return (
+        f"spot: {inst.instance_type} in {inst.region} saves {found.savings_pct}% and is "
+        f"interrupted {BAND_LABELS[found.band]} of instances a month ({source()}); at "
+        f"{confidence:.0%} confidence the {option.count - kept} instances the target needs "
+        f"call for {spares} spare(s) (binomial at {rate:.0%}); the plan keeps {kept} "
+        f"(--spot-reserve {reserve:.0%})"
+    )
