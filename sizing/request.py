@@ -545,6 +545,15 @@ class SizingRequest:
         kind="append",
         metavar="PATH",
     )
+    prices: str | None = option(
+        None,
+        "--prices",
+        "your own prices CSV over the catalog's (provider,region,instance_type,pricing,"
+        "usd_per_hour[,source]: negotiated discounts, reservations, savings plans)",
+        parse=parse_path,
+        metavar="CSV",
+        commands=FLEET,
+    )
     # Evidence.
     runs: tuple[str, ...] = option(
         (),

@@ -451,7 +451,11 @@ def _bundled_file(name: str, module: Any, folder: Path, digest: str) -> Path:
         atexit.register(shutil.rmtree, private, ignore_errors=True)
         target = Path(private) / f"{name}-{digest}.csv"
         _TEMP_BUNDLED[digest] = target
-    write_catalog(module.build(folder), target)
+    for written in write_catalog(module.build(folder), target):
+        # Named by the digest of what made them, these files never change once written: dated
+        # back past the cache's racy window so that this very run may keep their rows.
+        past = written.stat().st_mtime_ns - 2 * _cache.RACY_NS
+        os.utime(written, ns=(past, past))
     return target
 
 

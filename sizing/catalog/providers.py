@@ -95,7 +95,7 @@ class Instance(Protocol):
 
 #: Modules of `sizing.catalog` that are not providers.
 NOT_PROVIDERS = frozenset(
-    {"build", "cache", "columns", "egress", "load", "offer", "providers", "rows", "spot"}
+    {"build", "cache", "columns", "egress", "load", "offer", "prices", "providers", "rows", "spot"}
 )
 #: Every name a provider module must define.
 CONTRACT = (
