@@ -403,7 +403,7 @@ def bundled_catalogs() -> list[Path]:
     """The catalogs of the providers whose rows are built from shipped extracts (Azure).
 
     Such a provider module names its extracts (``FOLDER``, ``FILES``); its catalog is built
-    from them once (`sizing.catalog.build.write_catalog`: checked as any catalog, with its
+    from them once (CSV read back by `read_catalog`: checked as any catalog, with its
     compact form) into the private cache folder (`sizing.catalog.cache`), named by the
     SHA-256 of the extracts and the module's code, and read from there by every later run.
     Without a cache folder it is built into a private temporary folder, once per process.
@@ -435,13 +435,15 @@ def bundled_catalogs() -> list[Path]:
 
 
 def _bundled_file(name: str, module: Any, folder: Path, digest: str) -> Path:
-    """The built catalog of one provider's extracts (built now when missing)."""
+    """The built catalog of one provider's extracts (built now when missing).
+
+    Written as CSV, read back by `read_catalog` (every row checked as in any catalog) and
+    compacted by `write_compact`.
+    """
     home = _cache.cache_dir()
     target = (home / f"{name}-{digest}.csv") if home is not None else _TEMP_BUNDLED.get(digest)
     if target is not None and target.is_file() and compact_path(target).is_file():
         return target
-    from sizing.catalog.build import write_catalog
-
     if target is None:  # no cache folder: a private folder, removed when the process ends
         import atexit
         import shutil
@@ -451,7 +453,12 @@ def _bundled_file(name: str, module: Any, folder: Path, digest: str) -> Path:
         atexit.register(shutil.rmtree, private, ignore_errors=True)
         target = Path(private) / f"{name}-{digest}.csv"
         _TEMP_BUNDLED[digest] = target
-    for written in write_catalog(module.build(folder), target):
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(BUILD_COLUMNS), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(module.build(folder).rows)
+    write_atomic(target, buf.getvalue())
+    for written in (target, write_compact(target)):
         # Named by the digest of what made them, these files never change once written: dated
         # back past the cache's racy window so that this very run may keep their rows.
         past = written.stat().st_mtime_ns - 2 * _cache.RACY_NS
