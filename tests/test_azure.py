@@ -98,3 +98,11 @@ def test_a_bad_price_file_is_one_line_naming_it(tmp_path):
     (tmp_path / "prices.csv").write_text("size,eastus\nStandard_D2s_v5,0.1,0.2\n")
     with pytest.raises(InputError, match=r"prices.csv:3: 3 cells, expected 2"):
         azure.build_azure(tmp_path)
+
+
+def test_the_default_answer_never_builds_the_azure_catalog(tmp_path, monkeypatch):
+    monkeypatch.setenv("NGINX_SIZING_CACHE", str(tmp_path))
+    assert {i.provider for i in select_instances()} == {"aws", "gcp"}
+    assert not list(tmp_path.glob("azure-*"))
+    assert "westeurope" in {i.region for i in select_instances(region="westeurope")}
+    assert list(tmp_path.glob("azure-*.compact.jsonl"))

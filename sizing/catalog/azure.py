@@ -199,6 +199,20 @@ def read_prices(path: Path) -> tuple[list[str], dict[str, list[str]]]:
     return regions, out
 
 
+@cache
+def regions() -> tuple[str, ...]:
+    """The regions of the shipped price extract (its header), read without building."""
+    path = FOLDER / "prices.csv"
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                if not line.startswith("#"):
+                    return tuple(line.strip().split(",")[1:])
+    except OSError as exc:
+        raise InputError(f"{path} cannot be read: {exc.strerror}") from None
+    return ()
+
+
 def _exclusion(size: dict[str, str], priced: bool) -> str:
     series, _, _ = parse_size(size["size"])
     if series.startswith("N") or size["family"].strip().startswith(("N", "Standard N")):

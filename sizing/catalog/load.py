@@ -466,25 +466,48 @@ def _bundled_file(name: str, module: Any, folder: Path, digest: str) -> Path:
     return target
 
 
-def catalog_files(base: str | Path | None) -> list[Path]:
-    """``base``, and beside the shipped catalog the bundled ones (`bundled_catalogs`)."""
+def catalog_files(base: str | Path | None, regions: Collection[str] | None = None) -> list[Path]:
+    """``base``, and beside the shipped catalog the bundled ones (`bundled_catalogs`).
+
+    A bundled catalog is built and read only when ``regions`` (None: all) holds one of its
+    provider's regions (`bundled_regions`).
+    """
     if base is None:
         return []
     p = Path(base)
     if p != DEFAULT_CATALOG:
         return [p]
+    if regions is not None and not set(regions) & set(bundled_regions()):
+        return [p]
     return [p, *bundled_catalogs()]
+
+
+def bundled_regions() -> list[str]:
+    """The regions of every provider whose catalog is built from shipped extracts.
+
+    Each such module's ``regions()`` reads them from its extracts, without building.
+    """
+    from sizing.catalog.providers import providers
+
+    return [
+        r
+        for module in providers().values()
+        if getattr(module, "FOLDER", None) is not None
+        for r in module.regions()
+    ]
 
 
 def catalog_regions(base: str | Path | None = DEFAULT_CATALOG) -> list[str]:
     """Every region of a catalog file (from the compact form when it is current)."""
     out: set[str] = set()
-    for p in catalog_files(base):
+    for p in catalog_files(base, ()):
         compact = _read_compact(p, ()) if p.exists() else None
         if compact is not None:
             out.update(compact[1])
         else:
             out.update(i.region for i in read_catalog(p))
+    if base is not None and Path(base) == DEFAULT_CATALOG:
+        out.update(bundled_regions())
     return sorted(out)
 
 
@@ -507,7 +530,7 @@ def load_catalog(
         Read only these regions of ``base`` (fast with a current compact form); None: all.
     """
     items: list[Instance] = []
-    for p in catalog_files(base):
+    for p in catalog_files(base, regions):
         compact = _read_compact(p, regions) if p.exists() else None
         if compact is not None:
             items += compact[0]

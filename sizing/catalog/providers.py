@@ -26,8 +26,8 @@ name of `CONTRACT`:
 
 Optional: ``OPT_IN = True`` keeps its regions out of the default answer (compared only when
 named by ``--provider`` or ``--region``); ``FOLDER`` and ``FILES``, the shipped extracts its
-`build` reads, make its rows a catalog of their own, built from them on first use beside the
-shipped one (`sizing.catalog.load.bundled_catalogs`).
+`build` reads, and ``regions()``, their regions, make its rows a catalog of their own, built
+from them on first use beside the shipped one (`sizing.catalog.load.bundled_catalogs`).
 
 Adding a provider is one new module here plus its data: every module of the package that is
 not in `NOT_PROVIDERS` is a provider and is checked against the contract when first loaded.
