@@ -497,7 +497,7 @@ class SizingRequest:
         "on-demand",
         "--pricing",
         "price column: on-demand, spot, 1y or 3y committed (the shipped AWS rows have "
-        "on-demand prices only; a --catalog file may add its own spot_usd_hour, "
+        "on-demand and spot prices only; a --catalog or --prices file may add its own "
         "commit_1y_usd_hour, commit_3y_usd_hour)",
         choices=PRICINGS,
         commands=FLEET,

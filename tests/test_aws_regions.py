@@ -82,3 +82,12 @@ def test_spares_for_interruptions_are_binomial():
     assert spot.spares_for(10, 0.0, 0.95) == 0
     assert spot.spares_for(10, 0.05, 0.95) == 2  # P(<=1 of 11 lost) = 0.898, P(<=2 of 12) = 0.980
     assert spot.spares_for(27, 0.30, 0.95) > spot.spares_for(27, 0.05, 0.95)
+
+
+def test_spot_prices_aws_and_says_the_spares_interruptions_call_for(capsys):
+    args = ["recommend", "--rps", "1e6", "--pricing", "spot", "--provider", "aws"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "(aws us-east-1, spot)" in out
+    note = next(line for line in out.splitlines() if line.startswith("note: spot:"))
+    assert "AWS Spot Instance Advisor" in note and "binomial" in note and "spare" in note
