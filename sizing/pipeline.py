@@ -77,13 +77,18 @@ def instances_of(request: SizingRequest) -> list[Instance]:
     InputError
         For a filter value no row has, or a bad catalog file.
     """
-    return select_instances(
+    items = select_instances(
         request.catalog,
         provider=request.providers or None,
         region=request.regions or None,
         arch=request.arch or None,
         family=request.families or None,
     )
+    if request.prices:  # the user's own prices over the catalog's
+        from sizing.catalog.prices import apply_prices
+
+        items = apply_prices(items, request.prices)
+    return items
 
 
 def evidence_of(request: SizingRequest, instances: Sequence[Instance] = ()) -> tuple[Any, str]:
@@ -199,6 +204,13 @@ def _answer(
         from sizing.workload.conf.reading import answer_notes
 
         rec.notes.extend(answer_notes(reading, set(shipped_feature_costs())))
+    if request.pricing == "spot" and rec.options:  # the chosen option's interruption risk
+        from sizing.catalog.spot import spot_note
+
+        rules = request.rules()
+        note = spot_note(rec.options[0], rules.confidence, rules.spot_reserve)
+        if note:
+            rec.notes.append(note)
     return Answer(request, rec, decision, warning, instances)
 
 
@@ -208,4 +220,9 @@ def _by_columns(request: SizingRequest) -> bool:
     Yes for every region of the shipped catalog, with no catalog file of the user's and no runs
     (`sizing.fleet.columnar.recommend_columns` itself answers burst rates by rows).
     """
-    return not request.runs and not request.catalog and norm_values(request.regions) == {"all"}
+    return (
+        not request.runs
+        and not request.catalog
+        and not request.prices
+        and norm_values(request.regions) == {"all"}
+    )

@@ -497,7 +497,7 @@ class SizingRequest:
         "on-demand",
         "--pricing",
         "price column: on-demand, spot, 1y or 3y committed (the shipped AWS rows have "
-        "on-demand prices only; a --catalog file may add its own spot_usd_hour, "
+        "on-demand and spot prices only; a --catalog or --prices file may add its own "
         "commit_1y_usd_hour, commit_3y_usd_hour)",
         choices=PRICINGS,
         commands=FLEET,
@@ -544,6 +544,15 @@ class SizingRequest:
         parse=parse_path,
         kind="append",
         metavar="PATH",
+    )
+    prices: str | None = option(
+        None,
+        "--prices",
+        "your own prices CSV over the catalog's (provider,region,instance_type,pricing,"
+        "usd_per_hour[,source]: negotiated discounts, reservations, savings plans)",
+        parse=parse_path,
+        metavar="CSV",
+        commands=FLEET,
     )
     # Evidence.
     runs: tuple[str, ...] = option(

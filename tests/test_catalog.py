@@ -2,6 +2,7 @@ import pytest
 
 from sizing.catalog import load as catalog
 from sizing.catalog.rows import BUILD_COLUMNS, COLUMNS
+from sizing.catalog.spot import spot_table
 from sizing.errors import InputError
 
 HEADER = ",".join(catalog.COLUMNS)
@@ -19,7 +20,7 @@ ROW = "aws,us-east-1,c7gn.large,c7gn,arm64,AWS Graviton3E,2,4,6.25,true,0.2,my q
 def test_shipped_catalog_loads_with_provenance():
     items = catalog.load_catalog()
     assert len(items) > 10_000
-    assert {i.provider for i in items} == {"aws", "gcp"}
+    assert {i.provider for i in items} == {"aws", "azure", "gcp"}
     assert all(i.source and i.source_date for i in items)
     get = {i.key: i for i in items}
     t2a = get[("gcp", "us-central1", "t2a-standard-32")]
@@ -30,7 +31,8 @@ def test_shipped_catalog_loads_with_provenance():
     assert get[("gcp", "us-central1", "n2d-standard-32")].price_usd_hour == 1.351872
     c8g = get[("aws", "us-east-1", "c8g.large")]
     assert c8g.cpu == "AWS Graviton4" and c8g.price_usd_hour == 0.07976
-    assert c8g.spot_usd_hour is None  # AWS: on-demand only in the upstream files
+    saved = spot_table()["us-east-1", "c8g.large"].savings_pct  # the Spot Advisor feed
+    assert c8g.spot_usd_hour == pytest.approx(0.07976 * (100 - saved) / 100)
     assert t2a.spot_usd_hour == 0.524544 and t2a.commit_1y_usd_hour is None  # not published
     c4a = get[("gcp", "us-central1", "c4a-standard-2")]
     assert (c4a.price_usd_hour, c4a.spot_usd_hour) == (0.0898, 0.038816)
@@ -112,8 +114,10 @@ def test_filters():
     two = catalog.filter_catalog(items, family="c7gn,c6gn")
     assert {i.family for i in two} == {"c7gn", "c6gn"}
     assert catalog.filter_catalog(items, region="us-east-1", family=["c7i"])[0].provider == "aws"
-    with pytest.raises(InputError, match="unknown provider azure; expected one of: aws, gcp"):
-        catalog.filter_catalog(items, provider="azure")
+    with pytest.raises(
+        InputError, match="unknown provider oracle; expected one of: aws, azure, gcp"
+    ):
+        catalog.filter_catalog(items, provider="oracle")
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,8 @@ import pytest
 from sizing.catalog import build as catalog_build
 from sizing.catalog import gcp
 from sizing.catalog import load as catalog
-from sizing.catalog.rows import BuildResult, egress_row
+from sizing.catalog.rows import BuildResult, egress_row, num
+from sizing.catalog.spot import spot_table
 from sizing.cli.main import main
 from sizing.errors import InputError
 
@@ -195,7 +196,9 @@ def test_build_parses_both_providers(upstream, tmp_path):
         "4",
         "0.937",
     )  # md label when the bandwidth file lacks it
-    assert c7g["price_usd_hour"] == "0.0725" and c7g["spot_usd_hour"] == ""
+    assert c7g["price_usd_hour"] == "0.0725"
+    saved = spot_table()["us-east-1", "c7g.large"].savings_pct  # the Spot Advisor feed
+    assert c7g["spot_usd_hour"] == num(0.0725 * (100 - saved) / 100)
     assert c7g["source_date"] == "2026-07-20" and "pricing_aws.go" in c7g["source"]
     assert rows["c7a.large"]["cpu"] == "AMD EPYC Genoa"
     assert rows["c7a.large"]["threads_per_core"] == "1"  # 7th generation AMD: no SMT

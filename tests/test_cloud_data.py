@@ -225,7 +225,7 @@ def test_a_good_row_loads(tmp_path):
         ({"value": "2e9"}, "value", "expected a number in [1, 1e+08] requests/s"),
         ({"value": "nan"}, "value", "expected a number"),
         ({"metric": "cpu_us_per_request", "value": "0.01"}, "value", "CPU microseconds"),
-        ({"provider": "azure"}, "provider", "expected one of aws, gcp"),
+        ({"provider": "oracle"}, "provider", "expected one of aws, azure, gcp"),
         ({"workload_class": "video"}, "workload_class", "expected one of"),
         (
             {"server": "haproxy"},

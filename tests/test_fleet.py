@@ -127,10 +127,11 @@ def test_spot_reserve_adds_instances_and_is_explicit(tmp_path, capsys):
     assert "spot reserve 20%" in out and "may be reclaimed" in out
 
 
-def test_aws_has_no_spot_price_but_a_user_catalog_may(tmp_path, capsys):
+def test_aws_has_no_committed_price_but_a_user_catalog_may(tmp_path, capsys):
     aws = [i for i in CATALOG if i.provider == "aws"]
     with pytest.raises(Infeasible):
-        recommend(1e6, aws, pricing="spot")
+        recommend(1e6, aws, pricing="1y")
+    assert recommend(1e6, aws, pricing="spot").options  # spot: the Spot Advisor feed
     mine = tmp_path / "quotes.csv"
     mine.write_text(
         "provider,region,instance_type,family,arch,cpu,vcpus,memory_gib,network_gbps,"
@@ -417,7 +418,10 @@ def test_burstable_types_are_marked_and_never_taken_at_their_burst():
 def test_no_price_under_the_pricing_model_is_said(capsys):
     assert main(["recommend", "--rps", "1e6", "--provider", "aws", "--pricing", "3y"]) == 1
     err = capsys.readouterr().err
-    assert "no candidate instance type has a 3y price" in err and "on-demand prices only" in err
+    assert (
+        "no candidate instance type has a 3y price" in err
+        and "on-demand and spot prices only" in err
+    )
 
 
 def test_pruning_keeps_the_optimum_when_capacity_rests_on_the_platform(monkeypatch):

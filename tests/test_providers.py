@@ -31,7 +31,7 @@ MUST_DEFINE = (
 
 def test_the_contract_lists_what_a_provider_module_must_define():
     assert providers.CONTRACT == MUST_DEFINE
-    assert providers.names() == ("aws", "gcp")
+    assert providers.names() == ("aws", "azure", "gcp")
     for name, module in providers.providers().items():
         assert providers.missing(module) == [], name
         assert module.NAME == name

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sizing.catalog.rows import BuildResult, commit_note, egress_row, num, read_upstream
+from sizing.catalog.spot import Spot, spot_table
 from sizing.errors import InputError
 from sizing.paths import CATALOG_DIR
 from trialtable.fields import Field, FieldError, Fields
@@ -260,6 +261,7 @@ def build_aws(aws_dir: Path, burst_table: Path = DEFAULT_BURST_TABLE) -> BuildRe
         raise InputError(f"{pricing}: no prices found")
     mbps = parse_bandwidth_go(read_upstream(bandwidth))
     burst = read_burst_table(burst_table)
+    spots = spot_table()
     repo = commit_note(aws_dir.parent / "README.md", "aws/karpenter-provider-aws")
     date = generated[:10] if generated else ""
     result = BuildResult()
@@ -305,7 +307,7 @@ def build_aws(aws_dir: Path, burst_table: Path = DEFAULT_BURST_TABLE) -> BuildRe
                     "threads_per_core": str(aws_threads_per_core(family, maker, gen)),
                     "burstable": "true" if family in _AWS_BURSTABLE else "false",
                     "network_burst_gbps": num(peak) if peak is not None else "",
-                    "spot_usd_hour": "",
+                    "spot_usd_hour": _spot_price(region, t.name, regional[t.name], spots),
                     "commit_1y_usd_hour": "",
                     "commit_3y_usd_hour": "",
                     "cpu_baseline": "",
@@ -313,6 +315,19 @@ def build_aws(aws_dir: Path, burst_table: Path = DEFAULT_BURST_TABLE) -> BuildRe
                 }
             )
     return result
+
+
+def _spot_price(region: str, name: str, price: float, spots: dict[tuple[str, str], Spot]) -> str:
+    """The spot USD/hour of one type: its on-demand price less the Spot Advisor's savings.
+
+    "" when the feed does not list the type in the region. The rows' ``source`` is left as it
+    is (the on-demand answer is unchanged); a spot answer names the feed
+    (`sizing.catalog.spot.source`).
+    """
+    spot = spots.get((region, name))
+    if spot is None:
+        return ""
+    return num(price * (100 - spot.savings_pct) / 100.0)
 
 
 def _aws_exclusion(t: _AwsType, prices: dict[str, float], mbps: dict[str, float]) -> str:

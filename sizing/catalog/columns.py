@@ -32,7 +32,7 @@ from sizing.catalog import cache as _cache
 from sizing.catalog import load as _load
 from sizing.catalog.load import FIELD_NAMES, LIKE_FIELDS, SHAPE_FIELDS, Instance, compact_path
 
-COLUMNS_SCHEMA = "nginx-sizing/catalog-columns/3"
+COLUMNS_SCHEMA = "nginx-sizing/catalog-columns/4"
 #: Text columns.
 TEXT = ("provider", "region", "instance_type", "family", "arch", "cpu", "source", "source_date")
 #: Float columns [their units in `sizing.catalog.load.CATALOG`].
@@ -81,7 +81,8 @@ def _columns_value(items: Sequence[Instance]) -> dict[str, Any]:
         seen: dict[tuple[Any, ...], int] = {}
         codes = [seen.setdefault(tuple(getattr(i, f) for f in keys), len(seen)) for i in items]
         cols[name] = _packed(codes, len(seen))
-    return {"rows": len(items), "tables": tables, "cols": cols}
+    files = {i.provider: i.catalog_file for i in items}  # one file per provider
+    return {"rows": len(items), "tables": tables, "cols": cols, "files": files}
 
 
 class Columns:
@@ -117,6 +118,8 @@ class Columns:
             if self.n and (int(codes.min()) < 0 or int(codes.max()) >= len(table)):
                 raise ValueError(f"a {f} code outside its table")
         self.catalog_file = catalog_file
+        #: The catalog file of each provider read from another file than ``catalog_file``.
+        self.provider_files: dict[str, str] = dict(value.get("files", {}))
         self._made: dict[int, Instance] = {}
         self._numbers: dict[str, np.ndarray] = {}
 
@@ -151,8 +154,11 @@ class Columns:
             at = np.array(todo, dtype=np.int64)
             by_field = []
             for f in FIELD_NAMES:
-                if f == "catalog_file":
-                    by_field.append([self.catalog_file] * len(todo))
+                if f == "catalog_file":  # each provider's own file (Azure: its bundled one)
+                    names = self.tables["provider"]
+                    codes = self.cols["provider"][at].tolist()
+                    files = self.provider_files
+                    by_field.append([files.get(names[k], self.catalog_file) for k in codes])
                     continue
                 table = self.tables[f]
                 by_field.append([table[k] for k in self.cols[f][at].tolist()])
@@ -171,7 +177,8 @@ def load_columns(csv_path: str | Path) -> Columns | None:
     compact file checked) and keeps their columns.
     """
     p = Path(csv_path)
-    stats = _cache.stat_key(p, compact_path(p))
+    files = _load.catalog_files(p)  # beside the shipped catalog, the bundled ones (Azure)
+    stats = _cache.stat_key(*(x for f in files for x in (f, compact_path(f))))
     if not stats or _cache.cache_dir() is None:
         return None
     key = f"{COLUMNS_SCHEMA}|{','.join(FIELD_NAMES)}|{stats}"
@@ -182,9 +189,12 @@ def load_columns(csv_path: str | Path) -> Columns | None:
             return Columns(value, str(p))
         except (KeyError, TypeError, ValueError):
             pass  # not what this version keeps: made again below
-    compact = _load._read_compact(p, None)
-    if compact is None:
-        return None
-    value = _columns_value(compact[0])
+    items: list[Instance] = []
+    for f in files:
+        compact = _load._read_compact(f, None)
+        if compact is None:
+            return None
+        items += compact[0]
+    value = _columns_value(items)
     _cache.store(key, value, slot)
     return Columns(value, str(p))

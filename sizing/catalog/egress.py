@@ -156,8 +156,25 @@ def parse_egress(text: str, p: Path) -> dict[tuple[str, str, str], Prices]:
 
 @cache
 def shipped_egress() -> dict[tuple[str, str, str], Prices]:
-    """The shipped ``data/catalog/egress.csv``, read once."""
-    return read_egress(DEFAULT_EGRESS)
+    """The shipped ``data/catalog/egress.csv``, read once, and the bundled providers' prices.
+
+    A provider whose catalog is built from shipped extracts (``FOLDER``, as Azure's) gives its
+    egress rows from its module's ``egress_rows``; the shipped file wins for a key in both.
+    """
+    from sizing.catalog.providers import providers
+    from sizing.catalog.rows import EGRESS_COLUMNS
+
+    out: dict[tuple[str, str, str], Prices] = {}
+    for module in providers().values():
+        if getattr(module, "FOLDER", None) is None:
+            continue
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=list(EGRESS_COLUMNS), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(module.egress_rows(module.FOLDER))
+        out.update(parse_egress(buf.getvalue(), Path(module.FOLDER) / "prices.csv"))
+    out.update(read_egress(DEFAULT_EGRESS))
+    return out
 
 
 def traffic(target_rps: float, bytes_per_request: float) -> tuple[float, float]:

@@ -393,15 +393,122 @@ def _instance(values: list[Any]) -> Instance:
     return inst
 
 
-def catalog_regions(base: str | Path | None = DEFAULT_CATALOG) -> list[str]:
-    """Every region of a catalog file (from the compact form when it is current)."""
+#: Catalogs built from shipped extracts this process made without a private cache folder.
+_TEMP_BUNDLED: dict[str, Path] = {}
+#: The digest of each provider's extracts and build code, by their stat key.
+_DIGESTS: dict[str, str] = {}
+
+
+def bundled_catalogs() -> list[Path]:
+    """The catalogs of the providers whose rows are built from shipped extracts (Azure).
+
+    Such a provider module names its extracts (``FOLDER``, ``FILES``); its catalog is built
+    from them once (CSV read back by `read_catalog`: checked as any catalog, with its
+    compact form) into the private cache folder (`sizing.catalog.cache`), named by the
+    SHA-256 of the extracts and the module's code, and read from there by every later run.
+    Without a cache folder it is built into a private temporary folder, once per process.
+    """
+    from sizing.catalog.providers import providers
+
+    out = []
+    for name, module in providers().items():
+        folder = getattr(module, "FOLDER", None)
+        if folder is None:
+            continue
+        files = [Path(str(module.__file__)), *(Path(folder) / f for f in module.FILES)]
+        stats = _cache.stat_key(*files)
+        digest = _DIGESTS.get(stats or "", "")
+        if not digest:
+            import hashlib
+
+            h = hashlib.sha256()
+            for f in files:
+                try:
+                    h.update(read_bounded(f, CATALOG_MAX_BYTES))
+                except OSError as exc:
+                    raise InputError(f"{f} cannot be read: {exc.strerror}") from None
+            digest = h.hexdigest()[:16]
+            if stats:
+                _DIGESTS[stats] = digest
+        out.append(_bundled_file(name, module, Path(folder), digest))
+    return out
+
+
+def _bundled_file(name: str, module: Any, folder: Path, digest: str) -> Path:
+    """The built catalog of one provider's extracts (built now when missing).
+
+    Written as CSV, read back by `read_catalog` (every row checked as in any catalog) and
+    compacted by `write_compact`.
+    """
+    home = _cache.cache_dir()
+    target = (home / f"{name}-{digest}.csv") if home is not None else _TEMP_BUNDLED.get(digest)
+    if target is not None and target.is_file() and compact_path(target).is_file():
+        return target
+    if target is None:  # no cache folder: a private folder, removed when the process ends
+        import atexit
+        import shutil
+        import tempfile
+
+        private = tempfile.mkdtemp(prefix="nginx-sizing-")
+        atexit.register(shutil.rmtree, private, ignore_errors=True)
+        target = Path(private) / f"{name}-{digest}.csv"
+        _TEMP_BUNDLED[digest] = target
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(BUILD_COLUMNS), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(module.build(folder).rows)
+    write_atomic(target, buf.getvalue())
+    for written in (target, write_compact(target)):
+        # Named by the digest of what made them, these files never change once written: dated
+        # back past the cache's racy window so that this very run may keep their rows.
+        past = written.stat().st_mtime_ns - 2 * _cache.RACY_NS
+        os.utime(written, ns=(past, past))
+    return target
+
+
+def catalog_files(base: str | Path | None, regions: Collection[str] | None = None) -> list[Path]:
+    """``base``, and beside the shipped catalog the bundled ones (`bundled_catalogs`).
+
+    A bundled catalog is built and read only when ``regions`` (None: all) holds one of its
+    provider's regions (`bundled_regions`).
+    """
     if base is None:
         return []
     p = Path(base)
-    compact = _read_compact(p, ()) if p.exists() else None
-    if compact is not None:
-        return compact[1]
-    return sorted({i.region for i in read_catalog(p)})
+    if p != DEFAULT_CATALOG:
+        return [p]
+    if regions is not None and not set(regions) & set(bundled_regions()):
+        return [p]
+    return [p, *bundled_catalogs()]
+
+
+def bundled_regions() -> list[str]:
+    """The regions of every provider whose catalog is built from shipped extracts.
+
+    Each such module's ``regions()`` reads them from its extracts, without building.
+    """
+    from sizing.catalog.providers import providers
+
+    return [
+        r
+        for module in providers().values()
+        if getattr(module, "FOLDER", None) is not None
+        for r in module.regions()
+    ]
+
+
+def catalog_regions(base: str | Path | None = DEFAULT_CATALOG) -> list[str]:
+    """Every region of a catalog file (from the compact form when it is current)."""
+    out: set[str] = set()
+    for p in catalog_files(base, ()):
+        compact = _read_compact(p, ()) if p.exists() else None
+        if compact is not None:
+            out.update(compact[1])
+        else:
+            out.update(i.region for i in read_catalog(p))
+    if base is not None and Path(base) == DEFAULT_CATALOG:
+        out.update(bundled_regions())
+    return sorted(out)
 
 
 def load_catalog(
@@ -423,13 +530,12 @@ def load_catalog(
         Read only these regions of ``base`` (fast with a current compact form); None: all.
     """
     items: list[Instance] = []
-    if base is not None:
-        p = Path(base)
+    for p in catalog_files(base, regions):
         compact = _read_compact(p, regions) if p.exists() else None
         if compact is not None:
-            items = compact[0]
+            items += compact[0]
         else:
-            items = [i for i in read_catalog(p) if regions is None or i.region in regions]
+            items += [i for i in read_catalog(p) if regions is None or i.region in regions]
     extra = list(extra)
     if not extra:
         return items  # keys are unique within one validated file
@@ -465,10 +571,12 @@ def select_instances(
             raise InputError("--region all cannot be combined with other regions")
         regions: set[str] | None = None
     elif wanted is None:
-        regions = set(DEFAULT_REGIONS) | {i.region for i in user}
+        named = sorted(_norm(provider) or ())
+        regions = set(default_regions(named)) | {i.region for i in user}
     else:
         known = {r.lower(): r for r in [*catalog_regions(base), *(i.region for i in user)]}
         unknown = sorted(wanted - set(known))
+        unpriced_region(unknown)
         if unknown:
             raise InputError(
                 f"unknown region {_listing(unknown)}; expected all or one of: "
@@ -481,6 +589,26 @@ def select_instances(
         merged.update({i.key: i for i in user})
         items = [i for i in merged.values() if regions is None or i.region in regions]
     return filter_catalog(items, provider=provider, arch=arch, family=family)
+
+
+def unpriced_region(regions: Sequence[str]) -> None:
+    """InputError for an AWS region with known types but no bundled prices, else nothing.
+
+    The types are known from the Spot Advisor feed (`sizing.catalog.spot`); the message is one
+    line with the command that fetches the region's prices.
+    """
+    from sizing.catalog.spot import aws_regions
+
+    known = aws_regions()
+    for region in regions:
+        if region in known:
+            out = f"aws-{region}.csv"
+            raise InputError(
+                f"AWS region {region} offers {known[region]:,} instance types (AWS Spot "
+                "Advisor) but its prices are not bundled; fetch them with: python -m sizing "
+                f"catalog update --provider aws --region {region} --out {out}, then add "
+                f"--catalog {out}"
+            )
 
 
 def _listing(values: Sequence[str], limit: int = 40) -> str:

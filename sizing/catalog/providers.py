@@ -24,6 +24,11 @@ name of `CONTRACT`:
 ``SPECIAL_FAMILIES`` : dict of str to str
     For each group of `FAMILY_GROUPS` it sells, a regular expression of its family names.
 
+Optional: ``OPT_IN = True`` keeps its regions out of the default answer (compared only when
+named by ``--provider`` or ``--region``); ``FOLDER`` and ``FILES``, the shipped extracts its
+`build` reads, and ``regions()``, their regions, make its rows a catalog of their own, built
+from them on first use beside the shipped one (`sizing.catalog.load.bundled_catalogs`).
+
 Adding a provider is one new module here plus its data: every module of the package that is
 not in `NOT_PROVIDERS` is a provider and is checked against the contract when first loaded.
 """
@@ -89,7 +94,9 @@ class Instance(Protocol):
 
 
 #: Modules of `sizing.catalog` that are not providers.
-NOT_PROVIDERS = frozenset({"build", "cache", "columns", "egress", "load", "providers", "rows"})
+NOT_PROVIDERS = frozenset(
+    {"build", "cache", "columns", "egress", "load", "offer", "prices", "providers", "rows", "spot"}
+)
 #: Every name a provider module must define.
 CONTRACT = (
     "NAME",
@@ -183,9 +190,18 @@ def provider_of(inst: Instance) -> Any:
     return providers().get(inst.provider, PUBLISHED)
 
 
-def default_regions() -> tuple[str, ...]:
-    """Every provider's default regions, in provider order."""
-    return tuple(r for m in providers().values() for r in m.DEFAULT_REGIONS)
+def default_regions(named: Iterable[str] = ()) -> tuple[str, ...]:
+    """The default regions of every provider, in provider order.
+
+    A provider whose module sets ``OPT_IN = True`` adds its regions only when ``named``.
+    """
+    wanted = {n.lower() for n in named}
+    return tuple(
+        r
+        for name, m in providers().items()
+        if not getattr(m, "OPT_IN", False) or name in wanted
+        for r in m.DEFAULT_REGIONS
+    )
 
 
 def family_group(inst: Instance) -> str:

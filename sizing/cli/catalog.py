@@ -24,9 +24,10 @@ def add_parser(sub: Any) -> None:
     cat.add_argument(
         "action",
         nargs="?",
-        choices=("list", "build"),
+        choices=("list", "build", "update"),
         default="list",
-        help="list (default) or build the catalog from the providers' public files",
+        help="list (default) or build the catalog from the providers' public files; update: "
+        "one AWS region's prices from AWS's public offer file (--provider aws --region R)",
     )
     cat.add_argument(
         "--provider", help="only these providers, e.g. aws,gcp (comma list; default: all)"
@@ -74,7 +75,15 @@ def add_parser(sub: Any) -> None:
         help="build: AWS 'up to' bandwidth peaks (default: the shipped aws-network-burst.csv)",
     )
     cat.add_argument(
-        "--out", type=parse_path, metavar="FILE", help="build: the catalog CSV to write"
+        "--out",
+        type=parse_path,
+        metavar="FILE",
+        help="build, update: the catalog CSV to write (update: default aws-REGION.csv)",
+    )
+    cat.add_argument(
+        "--offer",
+        metavar="FILE_OR_URL",
+        help="update: the AWS offer CSV to read (default: AWS's public URL for the region)",
     )
 
 
@@ -95,8 +104,35 @@ def _no_cycle_collection() -> Iterator[None]:
             gc.enable()
 
 
+def _update(args: argparse.Namespace) -> int:
+    """``catalog update``: one AWS region's catalog from its offer file."""
+    import re
+
+    from sizing.catalog.build import iter_summary, write_catalog
+    from sizing.catalog.offer import default_out, offer_url, update_aws
+
+    if (args.provider or "").lower() != "aws":
+        raise InputError("catalog update needs --provider aws (Azure and GCP: not yet)")
+    region = (args.region or "").strip().lower()
+    if not re.fullmatch(r"[a-z]{2}(-[a-z]+)+-\d{1,2}", region):
+        raise InputError(
+            f"catalog update needs --region as AWS names it, e.g. eu-central-1, "
+            f"got {printable(args.region or '')!r}"
+        )
+    with _no_cycle_collection():
+        result = update_aws(region, args.offer or offer_url(region))
+        paths = write_catalog(result, args.out or default_out(region))
+    for line in iter_summary(result):
+        print(line)
+    for p in paths:
+        print(p)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
-    """Print the filtered instance catalog, or build it from the providers' files."""
+    """Print the filtered instance catalog, build it from the providers' files, or update it."""
+    if args.action == "update":
+        return _update(args)
     if args.action == "build":
         from sizing.catalog.build import (
             DEFAULT_BURST_TABLE,

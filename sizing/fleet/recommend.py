@@ -412,8 +412,8 @@ def recommend(
     notes = _notes(instances, candidates, left_out, pricing, burstable)
     if not candidates:
         why = f"no candidate instance type has a {pricing} price" + (
-            " (the shipped AWS rows carry on-demand prices only; a --catalog file may add "
-            "spot_usd_hour, commit_1y_usd_hour and commit_3y_usd_hour)"
+            " (the shipped AWS rows carry on-demand and spot prices only; a --catalog or "
+            "--prices file may add commit_1y_usd_hour and commit_3y_usd_hour)"
             if pricing != "on-demand"
             else ""
         )
@@ -622,7 +622,8 @@ def _notes_of(
         if prov not in regions and not priced:
             notes.append(
                 f"--pricing {pricing} leaves out {prov.upper()}: none of its {n} rows carries "
-                f"a {pricing} price (the shipped AWS rows are on-demand only; a --catalog file "
+                f"a {pricing} price (the shipped AWS rows carry on-demand and spot prices only; "
+                "a --catalog or --prices file "
                 "may add them)"
             )
     counts = {p: len(r) for p, r in regions.items()}

@@ -1,0 +1,127 @@
+"""AWS spot: the discount and interruption band per region and type, and the spares they call for.
+
+``data/upstream/aws-spot/spot-advisor.csv`` is a compact extract of AWS's public Spot Instance
+Advisor feed as ``alexei-led/spotinfo`` packages it (Apache-2.0; ``extract.py`` there rebuilds
+it from the pinned commit): per region and Linux instance type, the savings over on-demand [%]
+and the band of the share of instances interrupted in a month (`BANDS`).
+
+It also says which instance types each AWS region offers (the regions the bundled prices do not
+cover answer with the command that fetches them: `sizing.catalog.load.select_instances`).
+
+Runs with the standard library only.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from sizing.catalog.rows import read_upstream
+from sizing.errors import InputError
+from sizing.paths import DATA_DIR
+
+SPOT_FILE = DATA_DIR / "upstream" / "aws-spot" / "spot-advisor.csv"
+SOURCE_DATE = "2025-06-28"
+#: Interruption bands of the feed: index -> (low, high) share interrupted a month [1].
+BANDS = ((0.0, 0.05), (0.05, 0.10), (0.10, 0.15), (0.15, 0.20), (0.20, 1.0))
+BAND_LABELS = ("<5%", "5-10%", "10-15%", "15-20%", ">20%")
+#: The share used for the top band, whose published range is open above 20% [1].
+TOP_BAND_RATE = 0.30
+
+
+class Spot(NamedTuple):
+    """One type's spot terms in one region."""
+
+    savings_pct: int  # savings over on-demand [%] (negative: spot above on-demand)
+    band: int  # index into `BANDS`
+
+    @property
+    def interruption_rate(self) -> float:
+        """The band's upper share interrupted a month (the top band: `TOP_BAND_RATE`) [1]."""
+        return TOP_BAND_RATE if self.band == len(BANDS) - 1 else BANDS[self.band][1]
+
+
+@cache
+def spot_table(path: Path = SPOT_FILE) -> dict[tuple[str, str], Spot]:
+    """``(region, instance_type) -> Spot`` from the extract, every row checked."""
+    out: dict[tuple[str, str], Spot] = {}
+    lines = read_upstream(path).splitlines()
+    body = [line for line in lines if not line.startswith("#")]
+    if not body or body[0] != "region,instance_type,savings_pct,interruption_band":
+        raise InputError(f"{path}: expected the header region,instance_type,savings_pct,...")
+    for i, line in enumerate(body[1:], start=3):
+        parts = line.split(",")
+        try:
+            region, name, savings, band = parts
+            spot = Spot(int(savings), int(band))
+        except ValueError:
+            raise InputError(f"{path}:{i}: expected region,type,savings %,band") from None
+        if not -100 < spot.savings_pct < 100 or not 0 <= spot.band < len(BANDS):
+            raise InputError(f"{path}:{i}: savings or band out of range")
+        out[region, name] = spot
+    return out
+
+
+def source() -> str:
+    """The extract's source line (its first ``#`` line)."""
+    first = read_upstream(SPOT_FILE).split("\n", 1)[0]
+    return first.lstrip("# ").strip() + f", {SOURCE_DATE}"
+
+
+@cache
+def aws_regions() -> dict[str, int]:
+    """Every AWS region of the feed and how many instance types it lists."""
+    out: dict[str, int] = {}
+    for region, _ in spot_table():
+        out[region] = out.get(region, 0) + 1
+    return out
+
+
+def spares_for(count: int, rate: float, confidence: float) -> int:
+    """Spare instances so that ``count`` keep running at ``confidence`` [1].
+
+    Each of ``count + spares`` instances is interrupted independently with probability
+    ``rate`` (a month's share); the smallest ``spares`` for which at least ``count`` survive
+    with probability ``confidence`` (binomial).
+    """
+    if not 0 <= rate < 1 or not 0 < confidence < 1 or count < 1:
+        raise ValueError("rate in [0, 1), confidence in (0, 1), count >= 1")
+    for spares in range(0, 10 * count + 10):
+        n = count + spares
+        # P(survivors >= count) = P(interrupted <= spares)
+        p = sum(math.comb(n, k) * rate**k * (1 - rate) ** (n - k) for k in range(spares + 1))
+        if p >= confidence:
+            return spares
+    return 10 * count + 10
+
+
+def spot_note(option: Any, confidence: float, reserve: float) -> str:
+    """The answer's line on the chosen spot option's interruption risk ("" when not AWS).
+
+    Parameters
+    ----------
+    option : sizing.fleet.counts.Option
+        The chosen option (its instance, its count).
+    confidence : float
+        The request's ``--confidence`` [1].
+    reserve : float
+        The fraction of the fleet kept as spot reserve (``--spot-reserve``) [1].
+    """
+    inst = option.capacity.instance
+    if inst.provider != "aws":
+        return ""
+    found = spot_table().get((inst.region, inst.instance_type))
+    if found is None:
+        return ""
+    rate = found.interruption_rate
+    kept = option.count - math.floor(option.count * (1.0 - reserve) + 1e-9)
+    spares = spares_for(max(1, option.count - kept), rate, confidence)
+    return (
+        f"spot: {inst.instance_type} in {inst.region} saves {found.savings_pct}% and is "
+        f"interrupted {BAND_LABELS[found.band]} of instances a month ({source()}); at "
+        f"{confidence:.0%} confidence the {option.count - kept} instances the target needs "
+        f"call for {spares} spare(s) (binomial at {rate:.0%}); the plan keeps {kept} "
+        f"(--spot-reserve {reserve:.0%})"
+    )
