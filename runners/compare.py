@@ -42,7 +42,8 @@ from typing import Any
 from runners.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from runners.names import COMPARE_GATES
 from trialtable.errors import RunFolderError
-from trialtable.files import read_bounded
+from trialtable.files import read_bounded, write_atomic
+from trialtable.pathargs import RUN_STATE_FILES as RUN_FILES
 from trialtable.read import read_rows
 from trialtable.schema import majority_passed
 from trialtable.values import printable
@@ -573,7 +574,10 @@ def main(args: argparse.Namespace) -> int:
         history = [load_run(p) for p in args.history]
         if args.html:
             page = html_report(doc, [a, *history, b] if history else [])
-            Path(args.html).write_text(page, encoding="utf-8")
+            state = [
+                Path(r) / n for r in (args.run_a, args.run_b, *args.history) for n in RUN_FILES
+            ]
+            write_atomic(args.html, page, inputs=state)
     except CompareError as exc:
         print(f"{prog}: error: {printable(str(exc))}", file=sys.stderr)
         return 2

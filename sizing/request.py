@@ -48,8 +48,9 @@ from sizing.workload.value import (
     Workload,
     parse_size_mix,
 )
+from trialtable.pathargs import INPUT_FILE, RUN_FOLDER, path_arg
 from trialtable.tls import DEFAULT_TLS_KEY
-from trialtable.values import number_or_percent, parse_path
+from trialtable.values import number_or_percent
 
 if TYPE_CHECKING:
     from sizing.fleet.counts import FleetRules
@@ -541,7 +542,7 @@ class SizingRequest:
         (),
         "--catalog",
         "your own catalog CSV (same columns); adds or replaces entries",
-        parse=parse_path,
+        parse=path_arg(INPUT_FILE),
         kind="append",
         metavar="PATH",
     )
@@ -559,7 +560,7 @@ class SizingRequest:
         (),
         "--runs",
         "run folders whose measurements replace or calibrate the model",
-        parse=parse_path,
+        parse=path_arg(RUN_FOLDER),
         kind="many",
         metavar="DIR",
     )
@@ -583,7 +584,7 @@ class SizingRequest:
         "--profile",
         "CPU profile JSON (python -m runners calibrate); its coefficients serve every "
         "catalog type of its CPU platform",
-        parse=parse_path,
+        parse=path_arg(INPUT_FILE),
         kind="append",
         metavar="FILE",
         commands=WORKLOAD,

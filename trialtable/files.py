@@ -150,6 +150,17 @@ def _read_pipe(fd: int, limit: int, timeout: float) -> bytes:
     deadline = time.monotonic() + timeout
     chunks: list[bytes] = []
     got = 0
+    # A named pipe nobody opened for writing: ``select`` would wait (Linux reports no
+    # hang-up before a first writer), but a read ends at once with nothing: refused now.
+    try:
+        first = os.read(fd, min(limit + 1, MB))
+    except BlockingIOError:
+        first = None  # a writer that has not written yet: waited for, with a time bound
+    if first == b"":
+        raise FileRefused(errno.ENODATA, "is a pipe that gave no data (no writer)")
+    if first:
+        chunks.append(first)
+        got = len(first)
     while got <= limit:
         left = deadline - time.monotonic()
         if left <= 0:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
 from trialtable.fields import printable as printable  # messages of both CLIs escape by it
+from trialtable.pathargs import check_namespace
 from trialtable.read import RANGES
 
 #: The protocol both ``runners`` (what is measured) and ``sizing`` (what is sized) assume
@@ -62,6 +63,14 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         """Print ``message`` as one line and exit with status 2."""
         self.exit(2, f"{self.prog}: error: {printable(message)}\n")
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Any = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        """Parse, then check every declared path (`trialtable.pathargs`) before work starts."""
+        parsed, extras = super().parse_known_args(args, namespace)
+        check_namespace(self, parsed)
+        return parsed, extras
 
 
 def format_option(p: argparse.ArgumentParser, formats: tuple[str, ...] = ("table", "json")) -> None:

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 from runners import loadgen
 from runners.cli.options import host_options, tool_option, wildcard_problem
+from trialtable.pathargs import OUTPUT_FOLDER, path_arg
 from trialtable.values import (
     format_option,
     int_at_least,
     parse_duration_ms,
-    parse_path,
     within_column,
 )
 
@@ -44,7 +44,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--out",
         default="data/runs",
-        type=parse_path,
+        type=path_arg(OUTPUT_FOLDER),
         metavar="DIR",
         help="parent folder of campaign folders (default data/runs)",
     )

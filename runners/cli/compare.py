@@ -9,7 +9,8 @@ import argparse
 from typing import Any
 
 from runners.names import COMPARE_GATES
-from trialtable.values import format_option, parse_fraction, parse_path
+from trialtable.pathargs import OUTPUT_FILE, RUN_FOLDER, path_arg
+from trialtable.values import format_option, parse_fraction
 
 __all__ = ["add_parser"]
 
@@ -31,8 +32,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="compare two run folders setting by setting; exit 1 when B is worse than A",
         doc_from=("runners.compare", 0),
     )
-    p.add_argument("run_a", type=parse_path, metavar="RUN_A", help="baseline run folder")
-    p.add_argument("run_b", type=parse_path, metavar="RUN_B", help="candidate run folder")
+    p.add_argument("run_a", type=path_arg(RUN_FOLDER), metavar="RUN_A", help="baseline run folder")
+    p.add_argument("run_b", type=path_arg(RUN_FOLDER), metavar="RUN_B", help="candidate run folder")
     p.add_argument(
         "--fail-if-worse",
         type=parse_fraction,
@@ -49,12 +50,16 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="measures that decide: max-rps, p99 (default both)",
     )
     p.add_argument(
-        "--html", type=parse_path, default=None, metavar="OUT", help="also write an HTML view"
+        "--html",
+        type=path_arg(OUTPUT_FILE),
+        default=None,
+        metavar="OUT",
+        help="also write an HTML view",
     )
     p.add_argument(
         "--history",
         nargs="+",
-        type=parse_path,
+        type=path_arg(RUN_FOLDER),
         default=[],
         metavar="RUN",
         help="more run folders for the HTML view's history of max RPS under the SLA",

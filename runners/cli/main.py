@@ -33,6 +33,7 @@ from trialtable.errors import RunFolderError
 from trialtable.fields import Field, FieldError, Fields
 from trialtable.files import read_bounded
 from trialtable.output import csv_cell, json_text
+from trialtable.pathargs import OUTPUT_FOLDER, path_arg
 from trialtable.tls import KEYS, SHORT_TLS_KEYS, TLS_KEYS, tls_key
 from trialtable.values import (
     DEFAULT_PROTOCOL,
@@ -44,7 +45,6 @@ from trialtable.values import (
     parse_duration_ms,
     parse_fraction,
     parse_int_list,
-    parse_path,
     parse_seconds,
     parse_size,
     printable,
@@ -185,7 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     cl.add_argument(
         "--out",
         default="data/runs",
-        type=parse_path,
+        type=path_arg(OUTPUT_FOLDER),
         metavar="DIR",
         help="parent folder of run folders",
     )
@@ -266,7 +266,7 @@ def _trial_options(
     p.add_argument(
         "--out",
         default="data/runs",
-        type=parse_path,
+        type=path_arg(OUTPUT_FOLDER),
         metavar="DIR",
         help="parent folder of run folders (default data/runs)",
     )

@@ -15,7 +15,8 @@ import socket
 from typing import Any
 
 from runners.tools import TOOLS
-from trialtable.values import Parser, parse_path
+from trialtable.pathargs import INPUT_FILE, PROGRAM, path_arg
+from trialtable.values import Parser
 
 
 class DocParser(Parser):
@@ -48,7 +49,7 @@ def ssh_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--ssh-config",
-        type=parse_path,
+        type=path_arg(INPUT_FILE),
         metavar="FILE",
         help="ssh config file instead of ~/.ssh/config",
     )
@@ -86,7 +87,7 @@ def host_options(
     if inventory:
         p.add_argument(
             "--inventory",
-            type=parse_path,
+            type=path_arg(INPUT_FILE),
             metavar="FILE",
             help="TOML file with server, clients, target_address, ssh_config",
         )
@@ -119,7 +120,7 @@ def tool_option(p: argparse.ArgumentParser, name: str) -> None:
     p.add_argument(
         f"--{name}",
         default=TOOLS[name],
-        type=parse_path,
+        type=path_arg(PROGRAM),
         metavar="PATH",
         help=f"{name} binary on {TOOL_HOSTS.get(name, 'the clients')}",
     )

@@ -10,7 +10,7 @@ The cache is a folder the tool creates for itself, ``$XDG_CACHE_HOME/nginx-sizin
 mode 0700. It is used only while it is a real folder (not a link) owned by this user with no
 access for others; each file is opened without following links and used only when it is a
 regular file of this user that nobody else may write. Files hold `marshal` data of plain
-values (lists, text, numbers), written to a private temporary file and renamed into place.
+values (lists, text, numbers), written by `trialtable.files.write_atomic` (mode 0600).
 Anything unexpected (a folder that fails the checks, a damaged or foreign file, a full disk)
 means no cache: the rows are read and checked as without one.
 """
@@ -20,13 +20,16 @@ from __future__ import annotations
 import marshal
 import os
 import stat
-import tempfile
 import zlib
 from pathlib import Path
 from typing import Any
 
-#: Raised by `marshal` on damaged data, by the file checks, and by the OS.
-_FAILURES = (OSError, ValueError, EOFError, TypeError, KeyError)
+from trialtable.files import write_atomic
+
+#: Raised by `marshal` on damaged data, by the file checks, and by the OS. A damaged file
+#: of a few bytes can claim a list of billions of items: `marshal` then fails to allocate
+#: it at once (MemoryError, before any memory is used), which is damage like any other.
+_FAILURES = (OSError, ValueError, EOFError, TypeError, KeyError, MemoryError, OverflowError)
 #: Largest cache file read [B]: the shipped catalog's is about 4 MB.
 MAX_BYTES = 512 * 1024 * 1024
 
@@ -69,7 +72,8 @@ def load(key: str, slot: str) -> Any:
     if folder is None:
         return None
     try:
-        fd = os.open(_file(folder, slot), os.O_RDONLY | os.O_NOFOLLOW)
+        # Non-blocking: a named pipe planted in the cache is refused, never waited on.
+        fd = os.open(_file(folder, slot), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
     try:
@@ -83,8 +87,13 @@ def load(key: str, slot: str) -> Any:
             return None
         with os.fdopen(fd, "rb") as fh:
             fd = -1
-            stored_key, value = marshal.loads(fh.read())
-        return value if stored_key == key else None
+            data = fh.read(MAX_BYTES + 1)
+        if len(data) != st.st_size:
+            return None  # changed while read
+        stored = marshal.loads(data)
+        if not isinstance(stored, tuple) or len(stored) != 2 or stored[0] != key:
+            return None
+        return stored[1]
     except _FAILURES:
         return None
     finally:
@@ -100,22 +109,10 @@ def store(key: str, value: Any, slot: str) -> None:
     folder = cache_dir()
     if folder is None:
         return
-    tmp = ""
     try:
-        data = marshal.dumps((key, value))
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".catalog-", suffix=".tmp")
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, _file(folder, slot))
-        tmp = ""
+        write_atomic(_file(folder, slot), marshal.dumps((key, value)), mode=0o600)
     except _FAILURES:
         pass
-    finally:
-        if tmp:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
 
 
 #: A file modified this recently [ns] is not cached: a rewrite of the same size within the

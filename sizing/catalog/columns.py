@@ -114,6 +114,11 @@ class Columns:
         }:
             raise ValueError("columns missing")
         for f, table in self.tables.items():
+            types = _load.FIELD_TYPES[FIELD_NAMES.index(f)]
+            if not isinstance(table, list) or not all(
+                isinstance(v, types) and (bool in types or not isinstance(v, bool)) for v in table
+            ):
+                raise ValueError(f"a {f} value of another type")
             codes = self.cols[f]
             if self.n and (int(codes.min()) < 0 or int(codes.max()) >= len(table)):
                 raise ValueError(f"a {f} code outside its table")
@@ -187,8 +192,8 @@ def load_columns(csv_path: str | Path) -> Columns | None:
     if value is not None:
         try:
             return Columns(value, str(p))
-        except (KeyError, TypeError, ValueError):
-            pass  # not what this version keeps: made again below
+        except (KeyError, TypeError, ValueError, AttributeError):
+            pass  # not what this version keeps, or damaged: made again below
     items: list[Instance] = []
     for f in files:
         compact = _load._read_compact(f, None)

@@ -169,6 +169,58 @@ class Instance:
 
 FIELD_NAMES = tuple(f.name for f in fields(Instance))
 
+_TYPES: dict[str, tuple[type, ...]] = {
+    "int": (int,),
+    "float": (int, float),
+    "bool": (bool,),
+    "str": (str,),
+}
+#: The Python types each field's value may have (``X | None`` adds None), from `Instance`.
+FIELD_TYPES: tuple[tuple[type, ...], ...] = tuple(
+    tuple(t for part in str(f.type).split("|") for t in _TYPES.get(part.strip(), (type(None),)))
+    for f in fields(Instance)
+)
+
+
+def values_typed(values: object) -> bool:
+    """Whether ``values`` is a list of one value per field, each of its field's type.
+
+    A cached row (`sizing.catalog.cache`) is checked so before use: a damaged cache is
+    rebuilt, never trusted (``True`` is not a vCPU count, nor text a price).
+    """
+    if not isinstance(values, list) or len(values) != len(FIELD_NAMES):
+        return False
+    for v, types in zip(values, FIELD_TYPES, strict=True):
+        if not isinstance(v, types) or (isinstance(v, bool) and bool not in types):
+            return False
+    return True
+
+
+def _cached_ok(cached: object) -> bool:
+    """Whether a cache entry has the shape `_read_compact` stores: order, regions, groups."""
+    if not isinstance(cached, tuple) or len(cached) != 3:
+        return False
+    order, all_regions, done = cached
+    return (
+        isinstance(order, list)
+        and all(isinstance(g, str) and "/" in g for g in order)
+        and isinstance(all_regions, list)
+        and all(isinstance(r, str) for r in all_regions)
+        and isinstance(done, dict)
+        and all(isinstance(g, str) and isinstance(b, bytes) for g, b in done.items())
+    )
+
+
+def _cached_rows(data: bytes) -> list[list[Any]]:
+    """The rows one group's cache bytes hold; ValueError when any is not typed as its fields."""
+    try:
+        rows = marshal.loads(data)
+    except (EOFError, TypeError, MemoryError, OverflowError):
+        raise ValueError("a damaged cache entry") from None
+    if not isinstance(rows, list) or not all(values_typed(v) for v in rows):
+        raise ValueError("a damaged cache entry")
+    return rows
+
 
 def parse_row(p: Path, i: int, row: dict[str, str]) -> Instance:
     """One validated catalog row (``i`` is its line number, for messages)."""
@@ -317,6 +369,8 @@ def _read_compact(
     cached = last[1] if stats and last is not None and last[0] == key else None
     if cached is None and stats:
         cached = _cache.load(key, slot)
+        if not _cached_ok(cached):
+            cached = None
         if cached is not None:
             _LOADED[slot] = (key, cached)
     try:
@@ -325,13 +379,17 @@ def _read_compact(
         if cached is not None:
             order, all_regions, done = cached
             wanted = [g for g in order if regions is None or g.split("/", 1)[1] in regions]
-            if all(g in done for g in wanted):
-                out: list[Instance] = []
-                for g in wanted:
-                    for values in marshal.loads(done[g]):
-                        values[file_i] = file_name
-                        out.append(_instance(values))
-                return out, list(all_regions)
+            try:
+                if all(g in done for g in wanted):
+                    out: list[Instance] = []
+                    for g in wanted:
+                        for values in _cached_rows(done[g]):
+                            values[file_i] = file_name
+                            out.append(_instance(values))
+                    return out, list(all_regions)
+            except ValueError:  # damaged: checked again from the compact file, and kept anew
+                _LOADED.pop(slot, None)
+                done = {}
         else:
             done = {}
         text = cp.read_text(encoding="utf-8")
@@ -351,7 +409,7 @@ def _read_compact(
             if regions is not None and group.split("/", 1)[1] not in regions:
                 continue
             if group in done:
-                for values in marshal.loads(done[group]):
+                for values in _cached_rows(done[group]):
                     values[file_i] = file_name
                     out.append(_instance(values))
                 continue

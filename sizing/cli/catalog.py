@@ -13,7 +13,7 @@ from sizing.catalog import providers
 from sizing.cli.common import catalog_rows
 from sizing.errors import InputError, printable
 from sizing.report.render import render_catalog
-from trialtable.values import parse_path
+from trialtable.pathargs import INPUT_FILE, INPUT_FOLDER, OUTPUT_FILE, path_arg
 
 
 def add_parser(sub: Any) -> None:
@@ -47,7 +47,7 @@ def add_parser(sub: Any) -> None:
         "--catalog",
         action="append",
         default=[],
-        type=parse_path,
+        type=path_arg(INPUT_FILE),
         metavar="PATH",
         help="your own catalog CSV (same columns); adds or replaces entries; repeatable",
     )
@@ -56,32 +56,33 @@ def add_parser(sub: Any) -> None:
         cat.add_argument(
             f"--{name}-dir",
             dest=f"{name}_dir",
-            type=parse_path,
+            type=path_arg(INPUT_FOLDER),
             metavar="DIR",
             help=f"build: the folder of {module.TITLE} files ({module.UPSTREAM})",
         )
     cat.add_argument(
         "--upstream",
-        type=parse_path,
+        type=path_arg(INPUT_FOLDER),
         metavar="DIR",
         help="build: a folder with one subfolder of public files per provider, named as the "
         f"provider ({', '.join(f'{n}/' for n in providers.names())}); a --NAME-dir wins",
     )
     cat.add_argument(
         "--burst-table",
-        type=parse_path,
+        type=path_arg(INPUT_FILE),
         metavar="CSV",
         default=None,
         help="build: AWS 'up to' bandwidth peaks (default: the shipped aws-network-burst.csv)",
     )
     cat.add_argument(
         "--out",
-        type=parse_path,
+        type=path_arg(OUTPUT_FILE),
         metavar="FILE",
         help="build, update: the catalog CSV to write (update: default aws-REGION.csv)",
     )
     cat.add_argument(
         "--offer",
+        type=path_arg(INPUT_FILE),
         metavar="FILE_OR_URL",
         help="update: the AWS offer CSV to read (default: AWS's public URL for the region)",
     )

@@ -12,7 +12,8 @@ from sizing.report.render import fmt_rps as _fmt_rps
 from sizing.report.render import table as _table
 from sizing.request import SizingRequest, add_arguments
 from trialtable.output import terminal
-from trialtable.values import format_option, parse_path
+from trialtable.pathargs import RUN_FOLDER, path_arg
+from trialtable.values import format_option
 
 if TYPE_CHECKING:
     from sizing.model.costmodel import Cost
@@ -32,7 +33,7 @@ def add_parser(sub: Any) -> None:
         "--runs",
         nargs="+",
         default=[],
-        type=parse_path,
+        type=path_arg(RUN_FOLDER),
         metavar="DIR",
         help="fit these run folders instead of the reference",
     )

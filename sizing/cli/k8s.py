@@ -8,7 +8,7 @@ from typing import Any
 
 from sizing.request import SizingRequest, add_arguments
 from sizing.units import int_at_least
-from trialtable.values import parse_path
+from trialtable.pathargs import OUTPUT_FILE, path_arg
 
 HELP = "Kubernetes manifests and the cheapest node type"
 
@@ -23,7 +23,9 @@ def add_k8s_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--namespace", default=None, help="namespace (an RFC 1123 label)")
     g.add_argument("--image", default="nginx:1.27", help="container image")
     g.add_argument("--max-replicas", type=int_at_least(1), default=None, help="HPA ceiling")
-    g.add_argument("--out", type=parse_path, default=None, metavar="FILE", help="write YAML here")
+    g.add_argument(
+        "--out", type=path_arg(OUTPUT_FILE), default=None, metavar="FILE", help="write YAML here"
+    )
 
 
 def add_parser(sub: Any) -> None:

@@ -10,7 +10,8 @@ from sizing.cli.k8s import add_k8s_options
 from sizing.errors import InputError
 from sizing.request import SizingRequest, add_arguments
 from trialtable.output import json_text
-from trialtable.values import format_option, parse_path
+from trialtable.pathargs import INPUT_FILE, path_arg
+from trialtable.values import format_option
 
 HELP = "cheapest fleets that meet an RPS target under a p99 SLA"
 
@@ -38,7 +39,7 @@ def add_parser(sub: Any) -> None:
             action.help = "target requests per second (or the peak of --workload)"
     p.add_argument(
         "--workload",
-        type=parse_path,
+        type=path_arg(INPUT_FILE),
         metavar="FILE",
         help="a workload file from python -m sizing workload --from-log: its peak RPS, size mix, "
         "requests per connection, TLS resumption, protocol and HTTP version, where no flag "

@@ -9,7 +9,7 @@ from typing import Any
 from sizing.cli.common import require_out_folder
 from sizing.paths import REFERENCE_DIR
 from sizing.report.render import table as _table
-from trialtable.values import parse_path
+from trialtable.pathargs import OUTPUT_FILE, path_arg
 
 
 def add_parsers(sub: Any) -> None:
@@ -31,7 +31,7 @@ def add_parsers(sub: Any) -> None:
     pre.add_argument(
         "--out",
         default=None,
-        type=parse_path,
+        type=path_arg(OUTPUT_FILE),
         metavar="PATH",
         help="where to write (default data/fits/...)",
     )

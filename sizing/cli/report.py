@@ -7,7 +7,7 @@ from typing import Any
 
 from sizing.cli.common import progress_wanted, require_out_folder
 from sizing.request import SizingRequest, add_arguments
-from trialtable.values import parse_path
+from trialtable.pathargs import OUTPUT_FOLDER, path_arg
 
 HELP = "execute the sizing report notebook and write HTML"
 
@@ -19,7 +19,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--out",
         required=True,
-        type=parse_path,
+        type=path_arg(OUTPUT_FOLDER),
         metavar="DIR",
         help="folder for the executed notebook and the HTML page",
     )

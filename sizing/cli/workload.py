@@ -16,7 +16,7 @@ from typing import Any
 
 from sizing.errors import InputError
 from sizing.request import SizingRequest
-from trialtable.values import parse_path
+from trialtable.pathargs import INPUT_FILE, path_arg
 
 #: What a workload document read from a configuration holds (``source``).
 SOURCES = {False: "nginx.conf", True: "ingress-nginx ConfigMap"}
@@ -44,13 +44,16 @@ def add_parser(sub: Any) -> None:
 def _sources(source: Any) -> None:
     source.add_argument(
         "--from-conf",
-        type=parse_path,
+        type=path_arg(INPUT_FILE),
         metavar="FILE",
         help="an nginx.conf (its includes read too, nothing run): the workload and the "
         "per-request features of the server and location that serve the traffic",
     )
     source.add_argument(
-        "--ingress-nginx", type=parse_path, metavar="CONFIGMAP", help=_help("ingress_nginx")
+        "--ingress-nginx",
+        type=path_arg(INPUT_FILE),
+        metavar="CONFIGMAP",
+        help=_help("ingress_nginx"),
     )
 
 
@@ -65,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
     if args.out is not None and Path(args.out).is_dir():
         raise InputError(f"--out: {args.out} is a folder; expected a file name")
     doc, lines = conf_document(args)
-    return accesslog.emit(args.out, doc, lines)
+    given = [p for p in (args.from_conf, args.ingress_nginx) if p]
+    return accesslog.emit(args.out, doc, lines, given)
 
 
 def conf_document(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:

@@ -547,12 +547,13 @@ def precompute_cloud_model(path: str | Path | None = None) -> Path:
     """Fit the cloud model to the shipped measurements and write ``data/fits/``."""
     from sizing.fitting.cloudtruth import load_cloud_measurements
     from sizing.units import finite_json
+    from trialtable.files import write_atomic
 
     p = Path(path) if path is not None else CLOUD_MODEL_PATH
     model = fit_cloud_model(observations(load_cloud_measurements()))
     doc = finite_json(_rounded(model.to_dict()))
     p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    write_atomic(p, json.dumps(doc, indent=1, sort_keys=True) + "\n")
     return p
 
 

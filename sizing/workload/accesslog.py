@@ -94,8 +94,9 @@ from typing import Any
 
 from sizing.errors import InputError, printable
 from trialtable.fields import Field, FieldError, Fields
-from trialtable.files import FileRefused, read_bounded
-from trialtable.values import float_between, parse_path, parse_size
+from trialtable.files import FileRefused, read_bounded, write_atomic
+from trialtable.pathargs import INPUT_FILE, OUTPUT_FILE, path_arg
+from trialtable.values import float_between, parse_size
 
 #: Version of the workload file's schema.
 FORMAT = 1
@@ -1299,7 +1300,7 @@ def add_parser(sub: Any, sources: Callable[[Any], None] | None = None) -> argpar
     source.add_argument(
         "--from-log",
         nargs="+",
-        type=parse_path,
+        type=path_arg(INPUT_FILE),
         metavar="FILE",
         help="access log files, plain or gzip",
     )
@@ -1321,7 +1322,7 @@ def add_parser(sub: Any, sources: Callable[[Any], None] | None = None) -> argpar
     )
     p.add_argument(
         "--out",
-        type=parse_path,
+        type=path_arg(OUTPUT_FILE),
         default=None,
         metavar="FILE",
         help="write the workload file here (default: the JSON on standard output)",
@@ -1384,18 +1385,11 @@ def summary(doc: dict[str, Any]) -> list[str]:
     return [printable(line) for line in out]
 
 
-def _write(path: str, text: str) -> None:
-    target = Path(path)
-    if target.is_dir():
-        raise InputError(f"--out: {path} is a folder; expected a file name")
-    if not target.parent.is_dir():
-        raise InputError(f"--out: the folder {target.parent} does not exist")
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+def _write(path: str, text: str, inputs: Sequence[str]) -> None:
+    """``text`` as the new content of ``path`` (`write_atomic`: never a log, link or device)."""
     try:
-        tmp.write_text(text)
-        os.replace(tmp, target)
+        write_atomic(path, text, inputs=inputs)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise InputError(f"--out: cannot write {path} ({exc.strerror or exc})") from None
 
 
@@ -1416,16 +1410,19 @@ def run(args: argparse.Namespace) -> int:
         lines.append("size it: python -m sizing recommend " + " ".join(command))
     except InputError as exc:
         lines.append(printable(str(exc)))
-    return emit(args.out, doc, lines)
+    return emit(args.out, doc, lines, args.from_log)
 
 
-def emit(out: str | None, doc: dict[str, Any], lines: list[str]) -> int:
-    """The workload document on standard output (lines on stderr), or written to ``out``."""
+def emit(out: str | None, doc: dict[str, Any], lines: list[str], inputs: Sequence[str] = ()) -> int:
+    """The workload document on standard output (lines on stderr), or written to ``out``.
+
+    ``inputs`` are the files the document was read from: ``out`` may be none of them.
+    """
     text = json.dumps(doc, indent=1, ensure_ascii=True) + "\n"
     if out is None:
         sys.stdout.write(text)
         print("\n".join(lines), file=sys.stderr)
         return 0
-    _write(out, text)
+    _write(out, text, inputs)
     print("\n".join([*lines, f"wrote {printable(str(out))}"]))
     return 0
