@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runners.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from runners.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, resampled_means
 from runners.names import COMPARE_GATES
 from trialtable.errors import RunFolderError
 from trialtable.files import read_bounded, write_atomic
@@ -134,8 +134,7 @@ def bootstrap_ratio(
 
     rng = np.random.default_rng(BOOTSTRAP_SEED)
     av, bv = np.asarray(a, float), np.asarray(b, float)
-    ma = av[rng.integers(0, len(av), (BOOTSTRAP_RESAMPLES, len(av)))].mean(axis=1)
-    mb = bv[rng.integers(0, len(bv), (BOOTSTRAP_RESAMPLES, len(bv)))].mean(axis=1)
+    ma, mb = resampled_means(rng, av), resampled_means(rng, bv)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = mb / ma
     ratio = ratio[np.isfinite(ratio)]
@@ -167,6 +166,10 @@ class Run:
     started_at: str
     groups: dict[tuple[Any, ...], list[Setting]] = field(default_factory=dict)
     invalid: int = 0
+    #: Per group, the settings measured with no valid trial: (load, invalid trials).
+    unmeasured: dict[tuple[Any, ...], list[tuple[dict[str, Any], int]]] = field(
+        default_factory=dict
+    )
 
 
 def _key(row: dict[str, Any], columns: Sequence[str]) -> tuple[Any, ...]:
@@ -176,7 +179,10 @@ def _key(row: dict[str, Any], columns: Sequence[str]) -> tuple[Any, ...]:
 def _label(folder: Path) -> str:
     """The run's label: its id, and the extra nginx directives its plan named."""
     try:
-        meta = json.loads(read_bounded(folder / "run.json", RUN_JSON_MAX_BYTES))
+        data = read_bounded(
+            folder / "run.json", RUN_JSON_MAX_BYTES, regular_only=True, follow=False
+        )
+        meta = json.loads(data)
         directives = meta.get("plan", {}).get("scenario", {}).get("directives", [])
     except (OSError, ValueError, AttributeError):
         directives = []
@@ -214,12 +220,14 @@ def load_run(path: str) -> Run:
         ]
         bad = len(trials) - len(good)
         run.invalid += bad
-        if not good:
-            continue
         group = key[: len(GROUP_COLUMNS)]
+        load = dict(zip(LOAD_COLUMNS, key[len(GROUP_COLUMNS) :], strict=True))
+        if not good:
+            run.unmeasured.setdefault(group, []).append((load, bad))
+            continue
         run.groups.setdefault(group, []).append(
             Setting(
-                load=dict(zip(LOAD_COLUMNS, key[len(GROUP_COLUMNS) :], strict=True)),
+                load=load,
                 rps=t_interval([float(t["rps"]) for t in good]),
                 p99=t_interval([float(t["latency_p99_ms"]) for t in good]),
                 meets=majority_passed(sum(bool(t["meets_sla"]) for t in good), len(good)),
@@ -303,12 +311,12 @@ def compare_runs(
         When the runs share no group (nothing to compare).
     """
     common = [g for g in a.groups if g in b.groups]
-    if not common:
+    worse: list[str] = unmeasured_by_b(a, b)
+    if not common and not worse:
         raise CompareError(
             f"runs {printable(a.run_id)} and {printable(b.run_id)} share no setting (same "
             "scenario, protocol, size, load generator and vCPUs); nothing to compare"
         )
-    worse: list[str] = []
     groups = []
     for g in sorted(common, key=_group_name):
         name = _group_name(g)
@@ -383,6 +391,25 @@ def compare_runs(
         "worse": worse,
         "verdict": "worse" if worse else "pass",
     }
+
+
+def unmeasured_by_b(a: Run, b: Run) -> list[str]:
+    """A finding for each setting A measured validly and B only with invalid trials.
+
+    A candidate whose trials of a setting all failed (errors, a crash) did not match the
+    baseline there: as a gate, that is a failure of B, never a setting "only in A".
+    """
+    out = []
+    for g, settings in a.groups.items():
+        failed = dict((_load_name(load), n) for load, n in b.unmeasured.get(g, []))
+        for s in settings:
+            n = failed.get(_load_name(s.load))
+            if n is not None:
+                out.append(
+                    f"{_group_name(g)} at {_load_name(s.load)}: B has {n} trial(s), none valid "
+                    f"(errors or no latency); A measured {s.rps.mean:,.0f} RPS"
+                )
+    return out
 
 
 def _best(s: Setting) -> str:

@@ -11,6 +11,7 @@ import csv
 import io
 import math
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,7 +38,8 @@ def _error(folder: Path, file: str, problem: str) -> RunFolderError:
 def _writer_alive(folder: Path) -> bool:
     """Whether the pid in the run's lock file is a live process (the run is being written)."""
     try:
-        pid = int(read_bounded(folder / "run.lock", 64, regular_only=True).decode().strip())
+        lock = read_bounded(folder / "run.lock", 64, regular_only=True, follow=False)
+        pid = int(lock.decode().strip())
         os.kill(pid, 0)
     except PermissionError:
         return True
@@ -56,6 +58,18 @@ def check_text(folder: Path, file: str, data: bytes) -> None:
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise _error(folder, file, f"is not UTF-8 text (byte {exc.start} on line {line})") from None
+
+
+_COLUMN_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
+
+
+def _shown(name: str) -> str:
+    """A header cell as a refusal shows it: a column-like name, never other content.
+
+    A file that is not a trial table (another file linked or copied in its place) would
+    otherwise have its first line echoed in the message.
+    """
+    return repr(name) if _COLUMN_NAME.fullmatch(name) else "that is not a column name"
 
 
 def check_header(
@@ -83,11 +97,11 @@ def check_header(
         raise _error(
             folder,
             "trials.csv",
-            f"has an unknown column {unknown[0]!r} in column {where}{instead}",
+            f"has an unknown column {_shown(unknown[0])} in column {where}{instead}",
         )
     if len(set(header)) != len(header):
         dup = next(h for h in header if header.count(h) > 1)
-        raise _error(folder, "trials.csv", f"names column {dup!r} twice")
+        raise _error(folder, "trials.csv", f"names column {_shown(dup)} twice")
     if older and set(missing) <= set(ADDED_DEFAULTS):
         return missing
     if missing:
@@ -115,7 +129,7 @@ def read_rows(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
     if not path.is_file():
         raise RunFolderError(f"{folder} is not a run folder (no trials.csv)")
     try:
-        data = read_bounded(path, TRIALS_MAX_BYTES, regular_only=True)
+        data = read_bounded(path, TRIALS_MAX_BYTES, regular_only=True, follow=False)
     except OSError as exc:
         raise _error(folder, "trials.csv", f"cannot be read ({exc.strerror})") from None
     if not data.strip():

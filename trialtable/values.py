@@ -296,3 +296,36 @@ def within_column(
 
     parse_within.__name__ = getattr(parse, "__name__", "value")
     return parse_within
+
+
+#: Longest trial a command line runs [s]: one day. A longer one is a typo (``1e8s``); the
+#: trial table's own bound (`RANGES`) is for reading, and far beyond any load test.
+MAX_TRIAL_SECONDS = 86_400
+
+#: Longest free-text label a row stores [characters].
+MAX_LABEL = 200
+
+
+def parse_trial_seconds(text: str) -> int:
+    """A trial's length in whole seconds [s], 1 to `MAX_TRIAL_SECONDS`."""
+    seconds = parse_seconds(text)
+    if seconds > MAX_TRIAL_SECONDS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is longer than {MAX_TRIAL_SECONDS:,} s (one day), the longest trial"
+        )
+    return seconds
+
+
+def parse_label(text: str) -> str:
+    """A free-text label stored in each row: printable, at most `MAX_LABEL` characters.
+
+    A control character (an escape, a bell, a newline) would reach every terminal and
+    spreadsheet that shows the table; it is refused, not stored.
+    """
+    if len(text) > MAX_LABEL:
+        raise argparse.ArgumentTypeError(f"a label has at most {MAX_LABEL} characters")
+    if not text.isprintable():
+        raise argparse.ArgumentTypeError(
+            f"{printable(text)!r} holds a control character; a label is printable text"
+        )
+    return text

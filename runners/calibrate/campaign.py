@@ -23,7 +23,6 @@ The settings and options are `runners.calibrate.settings`, the fit from trials t
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import os
 import re
@@ -570,8 +569,12 @@ def _configs(runs_dir: Path) -> dict[str, str]:
     out: dict[str, str] = {}
     for run in sorted(runs_dir.iterdir()) if runs_dir.is_dir() else []:
         try:
-            meta = json.loads((run / "run.json").read_text())
-        except (OSError, json.JSONDecodeError):
+            meta = loads_json(
+                read_bounded(run / "run.json", 16 * MB, regular_only=True, follow=False)
+            )
+        except (OSError, ValueError, RecursionError):
+            continue
+        if not isinstance(meta, dict):
             continue
         label = str(meta.get("plan", {}).get("label", ""))
         m = re.match(r"^calibrate-(.+)-r\d+$", label)

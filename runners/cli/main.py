@@ -21,6 +21,7 @@ from runners.cli import features as cli_features
 from runners.cli import imports as cli_imports
 from runners.cli.options import (
     DocParser,
+    directive_problem,
     host_options,
     ssh_options,
     tool_option,
@@ -45,8 +46,10 @@ from trialtable.values import (
     parse_duration_ms,
     parse_fraction,
     parse_int_list,
+    parse_label,
     parse_seconds,
     parse_size,
+    parse_trial_seconds,
     printable,
     within_column,
 )
@@ -90,7 +93,8 @@ def _tls_key(text: str) -> str:
 
 
 def _seconds0(text: str) -> int:
-    return parse_seconds(text, allow_zero=True)
+    """A warm-up: 0, or a trial's length (at most `MAX_TRIAL_SECONDS`) [s]."""
+    return 0 if text.strip() in ("0", "0s") else parse_trial_seconds(text)
 
 
 def _seconds_float(text: str) -> float:
@@ -143,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     se.add_argument(
         "--confirm-duration",
-        type=within_column(parse_seconds, "duration_s"),
+        type=within_column(parse_trial_seconds, "duration_s"),
         default=6,
         metavar="DURATION",
         help="length of each confirmation trial (default 6s)",
@@ -218,7 +222,7 @@ def _trial_options(
     )
     p.add_argument(
         "--duration",
-        type=within_column(parse_seconds, "duration_s"),
+        type=within_column(parse_trial_seconds, "duration_s"),
         default=duration,
         metavar="DURATION",
         help=f"length of {what} (default {duration}s)",
@@ -239,7 +243,7 @@ def _trial_options(
     )
     p.add_argument(
         "--timeout",
-        type=parse_seconds,
+        type=parse_trial_seconds,
         default=2,
         metavar="DURATION",
         help="wrk socket timeout; slower responses count as timeouts (default 2s)",
@@ -260,6 +264,7 @@ def _trial_options(
     )
     p.add_argument(
         "--label",
+        type=parse_label,
         default="",
         help="instance type or free label stored in each row (instance_label)",
     )
@@ -484,6 +489,11 @@ def _plan(args: argparse.Namespace, hosts: dict[str, Any], sim: Any, **extra: An
         )
     if args.tls_resumption == "on" and args.protocol != "https":
         raise UnsupportedLoad("--tls-resumption on needs --protocol https")
+    extra = (*args.nginx_directive, *(getattr(args, "ab_directive", None) or ()))
+    for text in extra:
+        problem = directive_problem(text, args.allow_wildcard_address)
+        if problem:
+            raise UnsupportedLoad(problem)
     scenario = make_scenario(
         args.scenario,
         args.file_size,

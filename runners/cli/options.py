@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import ipaddress
+import re
 import socket
 from typing import Any
 
@@ -148,3 +149,49 @@ def wildcard_problem(address: str | None, allowed: bool) -> str | None:
         f"target address {address!r} is a wildcard: nginx would listen on every interface; "
         "give the server's own address, or add --allow-wildcard-address"
     )
+
+
+#: nginx's tokens: a quoted string, a comment, a block or statement end, or a bare word.
+_NGINX_TOKEN = re.compile(
+    r'"(?:[^"\\]|\\.)*"' + r"|'(?:[^'\\]|\\.)*'" + r"""|#[^\n]*|[{};]|[^\s{};"']+"""
+)
+
+
+def _listen_host(arg: str) -> str | None:
+    """The address of a ``listen`` argument: ``"*"`` for every interface, None for a socket."""
+    if arg.startswith("unix:"):
+        return None
+    if arg.startswith("["):
+        return arg[1 : arg.find("]")] if "]" in arg else arg
+    host, colon, _ = arg.rpartition(":")
+    if not colon:
+        return "*" if arg.isdigit() else arg  # ``listen 8080``: every interface
+    return host
+
+
+def directive_problem(text: str, allowed: bool) -> str | None:
+    """Why the extra nginx directive ``text`` may not be used, or None.
+
+    A ``listen`` in it (in a ``server`` block the text opens) follows the rule of
+    `wildcard_problem`: a wildcard or port-only address makes nginx listen on every interface
+    and is refused unless ``--allow-wildcard-address``. An ``include`` is refused: what it
+    would add cannot be checked.
+    """
+    words = [t for t in _NGINX_TOKEN.findall(text) if not t.startswith("#")]
+    tokens = [t[1:-1] if t[:1] in "\"'" else t for t in words]
+    start = True
+    for i, token in enumerate(tokens):
+        if start and token == "include":
+            return f"directive {text[:80]!r}: include is not allowed (its content is not checked)"
+        if start and token == "listen" and i + 1 < len(tokens):
+            host = _listen_host(tokens[i + 1])
+            if host == "*" and not allowed:
+                return (
+                    f"directive {text[:80]!r} makes nginx listen on every interface; "
+                    "listen on the server's own address, or add --allow-wildcard-address"
+                )
+            problem = wildcard_problem(host, allowed)
+            if problem:
+                return f"directive {text[:80]!r}: {problem}"
+        start = token in ("{", "}", ";")
+    return None

@@ -17,7 +17,6 @@ Without a count, the baseline is the count of its type the rules need for the ta
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +34,21 @@ from sizing.fleet.recommend import (
 )
 from sizing.model.capacity import Capacity
 
-_COUNT = re.compile(r"^(?P<type>.*?)\s*[x*×]\s*(?P<n>[0-9]{1,7})$", re.IGNORECASE)
+_DIGITS = "0123456789"
+
+
+def _split_count(raw: str) -> tuple[str, str] | None:
+    """``"TYPE xN"`` -> ``("TYPE", "N")`` (1 to 7 digits; ``x``, ``*`` or ``×``), else None.
+
+    Written with string methods, in one pass: a pattern with a lazy group before optional
+    spaces backtracks quadratically on a long run of spaces.
+    """
+    head = raw.rstrip(_DIGITS)
+    digits = raw[len(head) :]
+    head = head.rstrip()
+    if not 1 <= len(digits) <= 7 or not head or head[-1].lower() not in "x*×":
+        return None
+    return head[:-1].rstrip(), digits
 
 
 @dataclass(frozen=True)
@@ -65,13 +78,13 @@ def parse_baseline(text: str, known: set[str]) -> BaselineSpec:
         raise InputError("--baseline is empty; expected an instance type, e.g. c6i.xlarge x12")
     if raw in known:
         return BaselineSpec(raw)
-    m = _COUNT.match(raw)
-    if m is not None and m["type"] in known:
-        n = int(m["n"])
+    m = _split_count(raw)
+    if m is not None and m[0] in known:
+        n = int(m[1])
         if not 1 <= n <= MAX_FLEET:
             raise InputError(f"baseline count must be 1 to {MAX_FLEET:,}, got {n}")
-        return BaselineSpec(m["type"], n)
-    name = m["type"] if m is not None and m["type"] else raw
+        return BaselineSpec(m[0], n)
+    name = m[0] if m is not None and m[0] else raw
     raise InputError(
         f"unknown baseline instance type {name[:60]!r}; python -m sizing catalog lists them"
     )

@@ -76,14 +76,15 @@ SOURCES = {
     "max_pods": f"Kubernetes default maxPods {MAX_PODS_PER_NODE}",
 }
 
-_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
-_IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]{0,254}$")
+# Matched whole (``fullmatch``): ``$`` would also match before a final newline.
+_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+_LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?")
+_IMAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@-]{0,254}")
 
 
 def check_name(value: str, what: str) -> str:
     """``value`` if it is an RFC 1123 label (lower-case letters, digits, '-', <= 63)."""
-    if not isinstance(value, str) or not _LABEL.match(value):
+    if not isinstance(value, str) or not _LABEL.fullmatch(value):
         raise InputError(
             f"{what} {str(value)[:70]!r} is not a Kubernetes name (RFC 1123 label: lower-case "
             "letters, digits and '-', starting and ending with a letter or digit, at most 63)"
@@ -93,7 +94,7 @@ def check_name(value: str, what: str) -> str:
 
 def check_image(value: str) -> str:
     """A container image reference (registry/name:tag or @digest), or InputError."""
-    if not isinstance(value, str) or not _IMAGE.match(value):
+    if not isinstance(value, str) or not _IMAGE.fullmatch(value):
         raise InputError(f"image {str(value)[:70]!r} is not a container image reference")
     return value
 
@@ -257,7 +258,7 @@ def fit_nodes(
             why = "burstable CPU"
         elif n.price(rules.pricing) is None:
             why = f"no {rules.pricing} price"
-        elif not _LABEL_VALUE.match(n.instance_type):
+        elif not _LABEL_VALUE.fullmatch(n.instance_type):
             why = "its name is not a Kubernetes label value (no node selector can name it)"
         elif n.vcpus < pod_cpus:
             why = f"{n.vcpus} vCPU(s): fewer than a pod's {pod_cpus}"
@@ -450,12 +451,12 @@ def hpa_target(fit: NodeFit, measured: tuple[float, str] | None = None) -> tuple
 # ----------------------------------------------------------------------------- YAML
 
 
-_PLAIN_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9./_-]{0,252}$")
+_PLAIN_KEY = re.compile(r"[A-Za-z][A-Za-z0-9./_-]{0,252}")
 
 
 def _key(value: Any) -> str:
     text = str(value)
-    return text if _PLAIN_KEY.match(text) else _scalar(text)
+    return text if _PLAIN_KEY.fullmatch(text) else _scalar(text)
 
 
 def _scalar(value: Any) -> str:

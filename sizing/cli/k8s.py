@@ -7,8 +7,10 @@ import sys
 from typing import Any
 
 from sizing.request import SizingRequest, add_arguments
-from sizing.units import int_at_least
 from trialtable.pathargs import OUTPUT_FILE, path_arg
+
+#: Largest value of a Kubernetes int32 field (``maxReplicas``, ``replicas``).
+INT32_MAX = 2**31 - 1
 
 HELP = "Kubernetes manifests and the cheapest node type"
 
@@ -22,7 +24,12 @@ def add_k8s_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--name", default="nginx", help="Deployment name (an RFC 1123 label)")
     g.add_argument("--namespace", default=None, help="namespace (an RFC 1123 label)")
     g.add_argument("--image", default="nginx:1.27", help="container image")
-    g.add_argument("--max-replicas", type=int_at_least(1), default=None, help="HPA ceiling")
+    g.add_argument(
+        "--max-replicas",
+        type=int_between(1, INT32_MAX),
+        default=None,
+        help="HPA ceiling (a Kubernetes int32)",
+    )
     g.add_argument(
         "--out", type=path_arg(OUTPUT_FILE), default=None, metavar="FILE", help="write YAML here"
     )
