@@ -489,8 +489,8 @@ def _plan(args: argparse.Namespace, hosts: dict[str, Any], sim: Any, **extra: An
         )
     if args.tls_resumption == "on" and args.protocol != "https":
         raise UnsupportedLoad("--tls-resumption on needs --protocol https")
-    extra = (*args.nginx_directive, *(getattr(args, "ab_directive", None) or ()))
-    for text in extra:
+    added = (*args.nginx_directive, *(getattr(args, "ab_directive", None) or ()))
+    for text in added:
         problem = directive_problem(text, args.allow_wildcard_address)
         if problem:
             raise UnsupportedLoad(problem)

@@ -109,8 +109,14 @@ def store(key: str, value: Any, slot: str) -> None:
     folder = cache_dir()
     if folder is None:
         return
+    target = _file(folder, slot)
     try:
-        write_atomic(_file(folder, slot), marshal.dumps((key, value)), mode=0o600)
+        if not stat.S_ISREG(os.lstat(target).st_mode):
+            os.unlink(target)  # a pipe or link planted in the private folder: its name only
+    except OSError:
+        pass
+    try:
+        write_atomic(target, marshal.dumps((key, value)), mode=0o600)
     except _FAILURES:
         pass
 
