@@ -25,35 +25,15 @@ ANSWERS: dict[str, list[str]] = {
     "region-all.json": ["recommend", "--rps", "1e6", "--region", "all", "--format", "json"],
     "mix": ["recommend", "--rps", "1e6", "--mix", "3", "--zones", "3"],
     "runs": ["recommend", "--rps", "1e6", "--runs", RUN, "--allow-simulated"],
-    "runs.json": [
-        "recommend",
-        "--rps",
-        "1e6",
-        "--runs",
-        RUN,
-        "--allow-simulated",
-        "--format",
-        "json",
-    ],
+    "runs.json": ["recommend", "--rps", "1e6", "--runs", RUN, "--allow-simulated",
+                  "--format", "json"],
     "format-k8s": ["recommend", "--rps", "1e6", "--format", "k8s"],
     "plan-measurements": ["plan-measurements", "--rps", "1e6"],
     "compare": ["compare", "--rps", "1e6", "--baseline", "c6i.xlarge x12"],
-    "compare.json": ["compare", "--rps", "1e6", "--baseline", "c6i.xlarge x12", "--format", "json"],
-    "k8s": [
-        "k8s",
-        "--rps",
-        "1e6",
-        "--zones",
-        "3",
-        "--zone-loss",
-        "1",
-        "--pod-cpus",
-        "2",
-        "--name",
-        "web",
-        "--namespace",
-        "prod",
-    ],
+    "compare.json": ["compare", "--rps", "1e6", "--baseline", "c6i.xlarge x12",
+                     "--format", "json"],
+    "k8s": ["k8s", "--rps", "1e6", "--zones", "3", "--zone-loss", "1", "--pod-cpus", "2",
+            "--name", "web", "--namespace", "prod"],
 }
 
 
@@ -79,11 +59,7 @@ def answer(name: str) -> str:
     env = {**os.environ, "COLUMNS": "100", "PYTHONHASHSEED": "0"}
     done = subprocess.run(
         [sys.executable, "-m", "sizing", *ANSWERS[name]],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
     )
     return f"{done.stdout}\n--- stderr\n{done.stderr}\n--- exit {done.returncode}\n"
 
