@@ -300,3 +300,42 @@ def test_runners_refuse_control_characters_and_endless_trials(argv, tmp_path, ca
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "\x1b" not in err and "\x07" not in err
+
+
+# -- memory ---------------------------------------------------------------------------------
+def test_a_minutes_client_addresses_are_counted_in_bounded_memory(tmp_path, monkeypatch):
+    """Past the exact cap, a minute's distinct addresses are a sketch's estimate, so marked.
+
+    The cap is lowered to 2,000 here so that 12,000 addresses show the switch quickly; at
+    the shipped cap (100,000) 2M addresses of one minute take about 12 MB, not 485 MB.
+    """
+    from sizing.workload import accesslog, distinct
+
+    monkeypatch.setattr(distinct, "EXACT_CAP", 2000)
+    monkeypatch.setattr(accesslog, "CHUNK_BYTES", 64 * 1024)  # the minute crosses blocks
+    n = 12_000
+    log = tmp_path / "a.log"
+    log.write_text(
+        "".join(
+            f'10.1.{i >> 8}.{i & 255} - - [01/Jan/2026:00:00:{i % 60:02d} +0000] "GET / HTTP/1.1"'
+            ' 200 5 "-" "-"\n'
+            for i in range(n)
+        )
+    )
+    rpc = accesslog.read_logs([str(log)])["requests_per_connection"]
+    assert rpc["estimate"] is True and "sketch" in rpc["source"]
+    assert abs(rpc["connections"] - n) < 0.06 * n  # 1.6% standard error: within 3.7 sigma
+
+
+def test_distinct_is_exact_under_its_cap_and_bounded_past_it():
+    from sizing.workload import distinct
+
+    d = distinct.Distinct()
+    d.add([b"a", b"b", b"a"])
+    assert d.count() == 2 and not d.estimated
+    d = distinct.Distinct()
+    values = [b"10.%d.%d.%d" % (i >> 16, (i >> 8) & 255, i & 255) for i in range(150_000)]
+    d.add(values[:100_000])
+    d.add(values)  # repeats change nothing
+    assert d.estimated and d.exact is None and len(d._kept) == distinct.K
+    assert abs(d.count() - 150_000) < 0.06 * 150_000

@@ -93,6 +93,7 @@ from pathlib import Path
 from typing import Any
 
 from sizing.errors import InputError, printable
+from sizing.workload.distinct import EXACT_CAP, Distinct, K
 from trialtable.fields import Field, FieldError, Fields
 from trialtable.files import FileRefused, read_bounded, write_atomic
 from trialtable.pathargs import INPUT_FILE, OUTPUT_FILE, path_arg
@@ -569,7 +570,8 @@ class Tally:
         self.upstream_known = 0
         self.estimated_connections = 0
         self.recent_minute = -1
-        self.recent_clients: set[bytes] = set()
+        self.recent_clients = Distinct()
+        self.sketched = False  # a minute's distinct addresses were estimated by a sketch
         self.files: list[FileStats] = []
         self.reasons: Counter[str] = Counter()
         self.examples: list[dict[str, Any]] = []
@@ -592,7 +594,7 @@ class Tally:
                     self._block(block, stats)
         finally:
             os.close(fd)
-        self.recent_minute, self.recent_clients = -1, set()
+        self._flush_minute()
         return stats
 
     def _malformed(self, stats: FileStats, line: int | None, reason: str, text: bytes, n: int):
@@ -748,23 +750,27 @@ class Tally:
 
         Pairs the block before already counted are not counted again. Lines in time order
         (as nginx writes them) are taken a minute at a time, as slices; others as pairs.
+        A minute's addresses are counted in bounded memory (`sizing.workload.distinct`).
         """
         if minute == sorted(minute):
             for m in dict.fromkeys(minute):
                 lo, hi = bisect_left(minute, m), bisect_right(minute, m)
-                clients = set(addr[lo:hi])
-                if m == self.recent_minute:
-                    self.estimated_connections += len(clients - self.recent_clients)
-                    clients |= self.recent_clients
-                else:
-                    self.estimated_connections += len(clients)
-                self.recent_minute, self.recent_clients = m, clients
+                if m != self.recent_minute:
+                    self._flush_minute()
+                    self.recent_minute = m
+                self.recent_clients.add(addr[lo:hi])
             return
         pairs = set(zip(minute, addr, strict=True))
-        self.estimated_connections += len(
-            pairs - {(self.recent_minute, a) for a in self.recent_clients}
-        )
-        self.recent_minute, self.recent_clients = -1, set()
+        known = self.recent_clients.exact or set()
+        pairs -= {(self.recent_minute, a) for a in known}
+        self._flush_minute()
+        self.estimated_connections += len(pairs)
+
+    def _flush_minute(self) -> None:
+        """Add the current minute's distinct addresses to the estimate; start afresh."""
+        self.estimated_connections += self.recent_clients.count()
+        self.sketched = self.sketched or self.recent_clients.estimated
+        self.recent_minute, self.recent_clients = -1, Distinct()
 
     # -- the document --
 
@@ -911,7 +917,13 @@ class Tally:
             "value": max(1.0, self.timed / self.estimated_connections),
             "connections": self.estimated_connections,
             "estimate": True,
-            "source": "estimate: one connection per client address ($remote_addr) and minute",
+            "source": "estimate: one connection per client address ($remote_addr) and minute"
+            + (
+                f"; a minute of more than {EXACT_CAP:,} addresses counted by a sketch "
+                f"(k minimum values, k={K}: about {1 / math.sqrt(K - 2):.1%} standard error)"
+                if self.sketched
+                else ""
+            ),
         }
 
     def _tls(self) -> dict[str, Any]:
