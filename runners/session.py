@@ -439,7 +439,7 @@ class Session:
         if client.timeout:
             # The generator stops on its own host even if the connection to it is lost.
             argv = [client.timeout, "-k", "5", f"{limit - 10}s", *argv]
-        return ["sh", "-c", _WRAP, "sh", *argv]
+        return ["sh", "-c", _WRAP, "sh", client.workdir or ".", *argv]
 
     def _collected(
         self, client: _Client, r: Result, load: loadgen.Load | None, limit: int
@@ -676,8 +676,12 @@ def _same_machine(a: HostSpec, b: HostSpec) -> bool:
     return a.kind == b.kind == "ssh" and (a.host, a.port or 22) == (b.host, b.port or 22)
 
 
-# Run wrk, then print the CPU time of the shell's children (wrk) with the shell's `times`.
-_WRAP = f'"$@"; rc=$?; echo; echo {TIMES_MARKER}; times; exit $rc'
+# Run wrk in the client's work folder (its first argument), then print the CPU time of the
+# shell's children (wrk) with the shell's `times`. The work folder as the generator's
+# current folder is what proves, to a later `cleanup`, that a process is this run's load
+# generator: a run killed with SIGKILL cannot stop its clients, and cleanup then stops every
+# process of this user whose current folder is a recorded client work folder.
+_WRAP = f'cd "$1" || exit 125; shift; "$@"; rc=$?; echo; echo {TIMES_MARKER}; times; exit $rc'
 
 
 def _clock_offset(host: Host) -> window.Offset:

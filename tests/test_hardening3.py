@@ -7,6 +7,7 @@ changed. Each failed before the fix it names.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import marshal
@@ -339,3 +340,57 @@ def test_distinct_is_exact_under_its_cap_and_bounded_past_it():
     d.add(values)  # repeats change nothing
     assert d.estimated and d.exact is None and len(d._kept) == distinct.K
     assert abs(d.count() - 150_000) < 0.06 * 150_000
+
+
+# -- processes ------------------------------------------------------------------------------
+def _generators_in(folder: Path) -> list[int]:
+    """Pids of this user's processes whose current folder is a client work folder in ``folder``."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            cwd = os.readlink(d / "cwd")
+        except OSError:
+            continue
+        if Path(cwd).parent == folder.resolve() and Path(cwd).name.startswith("nginx-sizing-load."):
+            out.append(int(d.name))
+    return out
+
+
+def test_cleanup_stops_the_load_generator_of_a_killed_run(tmp_path, own_tmpdir, leaves_no_nginx):
+    """SIGKILL leaves wrk running for its whole trial; ``cleanup --all`` stops it."""
+    import subprocess
+    import sys
+
+    argv = ["sweep", "--connections", "2", "--duration", "120s", "--warmup", "0"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "runners", *argv, "--out", str(tmp_path), "--quiet"],
+        cwd=Path(__file__).resolve().parents[1],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    gens: list[int] = []
+    try:
+        deadline = time.monotonic() + 120
+        while not gens and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+            gens = _generators_in(own_tmpdir)
+        assert gens, "the sweep never started its load generator"
+        proc.kill()
+        proc.wait()
+        assert any(Path(f"/proc/{g}").exists() for g in gens)  # left running by the kill
+        p = runners_cli("cleanup", "--all", "--out", str(tmp_path))
+        assert p.returncode == 0, p.stderr
+        deadline = time.monotonic() + 30
+        while _generators_in(own_tmpdir) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _generators_in(own_tmpdir)  # before: wrk ran on for its 120 s
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        runners_cli("cleanup", "--all", "--out", str(tmp_path))  # nginx too, whatever failed
+        for g in _generators_in(own_tmpdir):
+            with contextlib.suppress(OSError):
+                os.kill(g, signal.SIGKILL)

@@ -224,6 +224,31 @@ _STOP = _ALIVE_FN + _STOP_BODY + f"echo {_LISTEN_MARK}\n{_LISTENING}\nexit 0\n"
 # What a killed run left is touched only when it is provably the run's own: a folder (not a
 # link) of this user, made by mktemp directly in this host's temporary root with the
 # project's name; anything else is reported (NOT_OURS) and left alone.
+# A client work folder's load generators: every process of this user whose current folder
+# is the work folder (the wrapper starts them there), stopped (TERM, then KILL after 5 s).
+_STOP_CLIENTS = r"""
+case "${1##*/}" in
+  nginx-sizing-load.????????)
+    gens= here=$(cd "$1" 2>/dev/null && pwd -P) || here=$1
+    for d in /proc/[0-9]*; do
+      [ -O "$d" ] || continue
+      [ "$(readlink "$d/cwd" 2>/dev/null)" = "$here" ] && gens="$gens ${d#/proc/}"
+    done
+    if [ -n "$gens" ]; then
+      kill -TERM $gens 2>/dev/null
+      i=0
+      while [ $i -lt 100 ]; do
+        left=
+        for g in $gens; do alive "$g" && left="$left $g"; done
+        [ -z "$left" ] && break
+        sleep 0.05; i=$((i+1))
+      done
+      [ -n "$left" ] && kill -KILL $left 2>/dev/null
+      for g in $gens; do echo "CLIENT $g"; done
+    fi;;
+esac
+"""
+
 _LEFTOVER = (
     _ALIVE_FN
     + r"""
@@ -242,6 +267,7 @@ if [ -e "$1" ] && { [ ! -d "$1" ] || [ ! -O "$1" ]; }; then
   echo "NOT_OURS it is not a folder of this user"; exit 0
 fi
 """
+    + _STOP_CLIENTS
     + _STOP_BODY
     + "exit 0\n"
 )
