@@ -177,7 +177,7 @@ def output_folder_problem(path: str) -> str | None:
     st = _stat(path, follow=False)
     if st is None or stat.S_ISDIR(st.st_mode):
         return None
-    return f"is {_what(st.st_mode)}, not a folder"
+    return f"exists and is not a folder (it is {_what(st.st_mode)})"
 
 
 def program_problem(path: str) -> str | None:
