@@ -224,6 +224,10 @@ def run_pairs(
                 if progress is not None:
                     r = b_costs[-1] / a_costs[-1] if a_costs[-1] > 0 else math.nan
                     print(f"pair {i + 1}/{pairs}: B/A {r:.3f}", file=progress, flush=True)
+    except KeyboardInterrupt as exc:
+        # Both run folders exist and hold the trials measured so far: the message names them.
+        exc.run_folders = (run_a.run_id, run_b.run_id)  # type: ignore[attr-defined]
+        raise
     finally:
         run_a.close()
         run_b.close()

@@ -394,3 +394,39 @@ def test_cleanup_stops_the_load_generator_of_a_killed_run(tmp_path, own_tmpdir, 
         for g in _generators_in(own_tmpdir):
             with contextlib.suppress(OSError):
                 os.kill(g, signal.SIGKILL)
+
+
+def test_ab_interrupted_names_its_two_run_folders(tmp_path, own_tmpdir, leaves_no_nginx):
+    """Ctrl-C during ``ab``: before, "no run was started" while two runs held trials."""
+    import subprocess
+    import sys
+
+    from tests.conftest import interruptible
+
+    argv = ["ab", "--ab-directive", "gzip on;", "--pairs", "40", "--connections", "2"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "runners", *argv, "--out", str(tmp_path), "--quiet"],
+        cwd=Path(__file__).resolve().parents[1],
+        preexec_fn=interruptible,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and proc.poll() is None:
+            done = [t for t in tmp_path.glob("*/trials.csv") if len(t.read_text().splitlines()) > 1]
+            if done:
+                break
+            time.sleep(0.1)
+        assert proc.poll() is None, proc.communicate()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    lines = err.strip().splitlines()
+    assert proc.returncode == 130 and len(lines) == 1, err
+    runs = sorted(d.name for d in tmp_path.iterdir() if d.is_dir())
+    assert len(runs) == 2 and all(r in lines[0] for r in runs), (runs, lines)

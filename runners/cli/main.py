@@ -753,6 +753,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt as exc:
         run_id = getattr(exc, "run_id", None)
+        folders = getattr(exc, "run_folders", None)
+        if folders:  # ab: two runs, not resumable as a pair
+            print(
+                f"{parser.prog}: interrupted; the pairs measured so far are kept in runs "
+                f"{folders[0]} (A) and {folders[1]} (B) in {getattr(args, 'out', '')}",
+                file=sys.stderr,
+            )
+            return 130
         print(
             f"{parser.prog}: interrupted; "
             + (

@@ -256,8 +256,12 @@ def _ipc_kernel_manager(socket_dir: Path) -> type:
 def _stderr_to(path: Path) -> Iterator[None]:
     """Send this process's file descriptor 2 (inherited by the kernel) to ``path``."""
     sys.stderr.flush()
+    # The tool's own log: never through a link, pipe or device planted at its name.
+    target = check_output(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(target, flags | os.O_CLOEXEC, 0o644)
     saved = os.dup(2)
-    with path.open("w") as log:
+    with os.fdopen(fd, "w") as log:
         os.dup2(log.fileno(), 2)
         try:
             yield
