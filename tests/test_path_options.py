@@ -189,6 +189,7 @@ def _base(cli: str, sub: tuple[str, ...], plant: Plant) -> dict[str, list[str]]:
         "runners compare": {"run_a": [str(plant.run)], "run_b": [str(plant.run)]},
         "runners ab": {"--ab-directive": ["gzip on;"]},
         "runners cleanup": {"--all": []},
+        "runners import": {"--format": ["k6"], "files": [str(log)]},
     }
     return dict(table.get(f"{cli} {' '.join(sub)}", {}))
 
@@ -237,6 +238,38 @@ def _own_input_cases(cli, sub, out_name, plant, parser):
             cli,
             _argv(sub, opts, parser),
         )
+
+
+def _benign(kind: str, plant: Plant) -> str:
+    """A value of ``kind`` every command accepts: what makes a refusal the hostile's."""
+    r = plant.root
+    return str(
+        {
+            pathargs.INPUT_FILE: r / "access.log",
+            pathargs.INPUT_FOLDER: plant.folder,
+            pathargs.RUN_FOLDER: plant.run,
+            pathargs.OUTPUT_FILE: r / "new.out",
+            pathargs.OUTPUT_FOLDER: r / "new-folder",
+            pathargs.PROGRAM: "wrk",
+        }[kind]
+    )
+
+
+def test_each_command_line_parses_with_benign_paths(tmp_path, capsys):
+    """The hostile cases differ from these in one path only: a refusal is that path's."""
+    plant = Plant(tmp_path)
+    parsers = _parsers()
+    for cli, sub, action in _options():
+        kind = path_kind(action)
+        if kind is None:
+            continue
+        opts = _base(cli, sub, plant)
+        opts[_name(action)] = [_benign(kind, plant)]
+        argv = _argv(sub, opts, parsers[cli])
+        try:
+            parsers[cli].parse_args(argv)
+        except SystemExit:
+            pytest.fail(f"{argv} does not parse: {capsys.readouterr().err}")
 
 
 def _refused(parse: Callable[[list[str]], object], argv: list[str], capsys) -> str | None:

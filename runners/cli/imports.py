@@ -16,12 +16,13 @@ from typing import Any
 from runners.importers import FORMATS
 from trialtable.errors import RunFolderError
 from trialtable.fields import printable
+from trialtable.pathargs import INPUT_FILE, OUTPUT_FOLDER, path_arg
 from trialtable.schema import PROTOCOLS, SCENARIOS
 from trialtable.values import (
     int_between,
     parse_duration_ms,
     parse_fraction,
-    parse_path,
+    parse_label,
     parse_size,
     within_column,
 )
@@ -37,10 +38,19 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         doc_from=("runners.cli.imports", 1),
     )
     p.add_argument(
-        "files", nargs="+", type=parse_path, metavar="RESULTS", help="result files, one per trial"
+        "files",
+        nargs="+",
+        type=path_arg(INPUT_FILE),
+        metavar="RESULTS",
+        help="result files, one per trial",
     )
     p.add_argument("--format", choices=FORMATS, required=True, help="the files' format")
-    p.add_argument("--label", default="", help="instance type or free label (instance_label)")
+    p.add_argument(
+        "--label",
+        type=parse_label,
+        default="",
+        help="instance type or free label (instance_label)",
+    )
     p.add_argument(
         "--vcpus",
         type=within_column(int_between(1, 100_000), "vcpus"),
@@ -83,7 +93,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "--unit", choices=("us", "ns", "ms"), default="us", help="hdrh: the values' unit"
     )
     p.add_argument(
-        "--out", default="data/runs", type=parse_path, metavar="DIR", help="parent folder"
+        "--out",
+        default="data/runs",
+        type=path_arg(OUTPUT_FOLDER),
+        metavar="DIR",
+        help="parent folder",
     )
     return p
 
