@@ -374,7 +374,7 @@ class SizingRequest:
         "your nginx.conf (its includes read too, nothing run): the workload and the "
         "per-request features of the server and location that serve the traffic, where no "
         "flag sets another value than its default (default none)",
-        parse=parse_path,
+        parse=path_arg(INPUT_FILE),
         metavar="FILE",
         commands=WORKLOAD,
         exclusive="conf",
@@ -385,7 +385,7 @@ class SizingRequest:
         "--ingress-nginx",
         "your ingress-nginx ConfigMap (YAML): the controller's workload and per-request Lua "
         "phases, where no flag sets another value than its default (default none)",
-        parse=parse_path,
+        parse=path_arg(INPUT_FILE),
         metavar="CONFIGMAP",
         commands=WORKLOAD,
         exclusive="conf",

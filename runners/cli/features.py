@@ -13,7 +13,8 @@ from typing import Any
 
 from trialtable.features import FEATURE_NAMES, MEASURED
 from trialtable.files import out_folder_problem
-from trialtable.values import int_between, parse_path
+from trialtable.pathargs import OUTPUT_FILE, path_arg
+from trialtable.values import int_between
 
 __all__ = ["add_parser", "main"]
 
@@ -60,7 +61,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--cpu", type=int_between(0, 4095), default=0, help="CPU nginx is pinned to")
     p.add_argument(
         "--out",
-        type=parse_path,
+        type=path_arg(OUTPUT_FILE),
         default="data/reference/feature-costs.csv",
         metavar="FILE",
         help="the CSV to write (default data/reference/feature-costs.csv; notes in .md)",

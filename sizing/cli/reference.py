@@ -9,7 +9,7 @@ from typing import Any
 from sizing.cli.common import require_out_folder
 from sizing.paths import REFERENCE_DIR
 from sizing.report.render import table as _table
-from trialtable.pathargs import OUTPUT_FILE, path_arg
+from trialtable.pathargs import INPUT_FILE, OUTPUT_FILE, path_arg
 
 
 def add_parsers(sub: Any) -> None:
@@ -21,7 +21,7 @@ def add_parsers(sub: Any) -> None:
         "--feature-costs",
         nargs="?",
         const=str(REFERENCE_DIR / "feature-costs.csv"),
-        type=parse_path,
+        type=path_arg(INPUT_FILE),
         metavar="FILE",
         help="print each configuration feature's measured cost and its reference-core cost "
         "(default file data/reference/feature-costs.csv)",
