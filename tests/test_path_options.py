@@ -194,6 +194,30 @@ def _base(cli: str, sub: tuple[str, ...], plant: Plant) -> dict[str, list[str]]:
     return dict(table.get(f"{cli} {' '.join(sub)}", {}))
 
 
+def _rivals(parser: argparse.ArgumentParser, sub: tuple[str, ...], action: argparse.Action):
+    """The options that may not be given with ``action`` (its mutually exclusive group)."""
+    for name in sub:
+        subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = subs.choices[name]
+    name = _name(action)  # by name: each call builds the parsers anew
+    return {
+        _name(other)
+        for group in parser._mutually_exclusive_groups
+        if name in {_name(a) for a in group._group_actions}
+        for other in group._group_actions
+        if _name(other) != name
+    }
+
+
+def _with(cli, sub, action, value, plant) -> dict[str, list[str]]:
+    """The base command line of ``sub`` with ``action`` set to ``value`` (rivals dropped)."""
+    opts = _base(cli, sub, plant)
+    for rival in _rivals(_parsers()[cli], sub, action):
+        opts.pop(rival, None)
+    opts[_name(action)] = [value]
+    return opts
+
+
 def _argv(sub: tuple[str, ...], opts: dict[str, list[str]], parser: argparse.ArgumentParser):
     positional = [a.dest for _, a in walk_actions(parser) if not a.option_strings]
     argv = [*sub]
@@ -213,8 +237,7 @@ def _cases(plant: Plant):
             continue
         name = _name(action)
         for what, value in plant.hostile(kind).items():
-            opts = _base(cli, sub, plant)
-            opts[name] = [str(value)]
+            opts = _with(cli, sub, action, str(value), plant)
             yield f"{cli} {' '.join(sub)} {name} {what}", cli, _argv(sub, opts, parsers[cli])
         if kind == pathargs.OUTPUT_FILE:
             yield from _own_input_cases(cli, sub, name, plant, parsers[cli])
@@ -226,12 +249,11 @@ def _own_input_cases(cli, sub, out_name, plant, parser):
         kind = path_kind(action)
         if s != sub or kind not in (pathargs.INPUT_FILE, pathargs.RUN_FOLDER):
             continue
-        opts = _base(cli, sub, plant)
         if kind == pathargs.INPUT_FILE:
             given, out = plant.victim, plant.victim
         else:
             given, out = plant.run, plant.run / "trials.csv"
-        opts[_name(action)] = [str(given)]
+        opts = _with(cli, sub, action, str(given), plant)
         opts[out_name] = [str(out)]
         yield (
             f"{cli} {' '.join(sub)} {out_name} own-input {_name(action)}",
@@ -263,8 +285,7 @@ def test_each_command_line_parses_with_benign_paths(tmp_path, capsys):
         kind = path_kind(action)
         if kind is None:
             continue
-        opts = _base(cli, sub, plant)
-        opts[_name(action)] = [_benign(kind, plant)]
+        opts = _with(cli, sub, action, _benign(kind, plant), plant)
         argv = _argv(sub, opts, parsers[cli])
         try:
             parsers[cli].parse_args(argv)
