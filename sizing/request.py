@@ -551,7 +551,7 @@ class SizingRequest:
         "--prices",
         "your own prices CSV over the catalog's (provider,region,instance_type,pricing,"
         "usd_per_hour[,source]: negotiated discounts, reservations, savings plans)",
-        parse=parse_path,
+        parse=path_arg(INPUT_FILE),
         metavar="CSV",
         commands=FLEET,
     )
