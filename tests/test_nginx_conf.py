@@ -192,7 +192,11 @@ def test_nginx_accepts_the_fixtures(tmp_path):
 
 
 def _refused(capsys, argv: list[str]) -> str:
-    assert cli.main(argv) == 2
+    try:
+        code = cli.main(argv)
+    except SystemExit as exc:  # a path refused as the command line is parsed
+        code = exc.code
+    assert code == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1, err
     return err
@@ -250,7 +254,7 @@ def test_files_too_large_and_not_files(tmp_path, capsys):
     )
     fifo = tmp_path / "fifo.conf"
     os.mkfifo(fifo)  # nobody writes: refused at once, not waited on
-    assert "a pipe" in _refused(capsys, ["workload", "--from-conf", str(fifo)])
+    assert "pipe" in _refused(capsys, ["workload", "--from-conf", str(fifo)])
     assert "a folder" in _refused(capsys, ["workload", "--from-conf", str(tmp_path)])
     assert "device" in _refused(capsys, ["workload", "--from-conf", "/dev/zero"])
     loop = tmp_path / "loop.conf"
