@@ -13,6 +13,7 @@ secret echoed.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import re
 import socket
@@ -50,6 +51,7 @@ NOT_PATHS = {
 }
 
 
+@functools.cache
 def _parsers() -> dict[str, argparse.ArgumentParser]:
     return {"sizing": sizing_parser(), "runners": runners_parser()}
 
@@ -199,7 +201,7 @@ def _rivals(parser: argparse.ArgumentParser, sub: tuple[str, ...], action: argpa
     for name in sub:
         subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
         parser = subs.choices[name]
-    name = _name(action)  # by name: each call builds the parsers anew
+    name = _name(action)
     return {
         _name(other)
         for group in parser._mutually_exclusive_groups
