@@ -34,6 +34,10 @@ The program is solved first with every type at its own ``1 - p`` quantile (conse
 independent errors partly cancel), then with the quantiles relaxed towards the median by
 bisection, keeping the cheapest solution whose probability still reaches ``p``.
 
+A mix is in one provider and region; places are compared on the total bill, the compute
+plus the place's egress (the same traffic priced in each), and so is the mix against the best
+single type (``total_monthly_usd``, ``single_type_total_monthly_usd``).
+
 scipy (``scipy.optimize.milp``, HiGHS) is imported here only: the ``--mix`` path.
 """
 
@@ -417,9 +421,13 @@ def candidates(options: list[Option], at_confidence: bool) -> list[list[Option]]
         by_cost = opts[: MAX_CANDIDATES - len(by_eff)]  # already in the recommendation's order
         seen: dict[int, Option] = {id(o): o for o in [*by_eff, *by_cost]}
         out.append(list(seen.values()))
+    # Places are ranked on the whole bill: compute plus the place's egress.
     out.sort(
-        key=lambda g: min(
-            o.hourly_cost_at_confidence_usd if at_confidence else o.hourly_cost_usd for o in g
+        key=lambda g: (
+            g[0].egress_monthly_usd / HOURS_PER_MONTH
+            + min(
+                o.hourly_cost_at_confidence_usd if at_confidence else o.hourly_cost_usd for o in g
+            )
         )
     )
     return out[:MAX_GROUPS]
@@ -444,7 +452,9 @@ def best_mix(rec: Recommendation, max_types: int) -> dict[str, Any]:
             for o in group
         ]
         h = 1.0 - rules.headroom
-        bound = rec.target_rps / max(
+        # One place, one traffic: the group's egress is every option's in it [USD/h].
+        egress_hourly = group[0].egress_monthly_usd / HOURS_PER_MONTH
+        bound = egress_hourly + rec.target_rps / max(
             t.median_rps * h / t.price for t in types
         )  # no fleet of these types costs less (continuous relaxation at the median)
         if best is not None and bound >= best[0]:
@@ -484,6 +494,8 @@ def best_mix(rec: Recommendation, max_types: int) -> dict[str, Any]:
             "count_per_zone": [int(v) for v in x.sum(axis=0)],
             "hourly_cost_usd": cost,
             "monthly_cost_usd": cost * HOURS_PER_MONTH,
+            "egress_monthly_usd": (group[0].egress or {}).get("usd_month"),
+            "total_monthly_usd": (cost + egress_hourly) * HOURS_PER_MONTH,
             "p_meets_target": p,
             "at_confidence": at_conf,
             "confidence": rec.confidence,
@@ -493,13 +505,22 @@ def best_mix(rec: Recommendation, max_types: int) -> dict[str, Any]:
                 if at_conf
                 else rec.options[0].hourly_cost_usd
             ),
+            "single_type_total_monthly_usd": (
+                (
+                    rec.options[0].hourly_cost_at_confidence_usd
+                    if at_conf
+                    else rec.options[0].hourly_cost_usd
+                )
+                * HOURS_PER_MONTH
+                + rec.options[0].egress_monthly_usd
+            ),
             "method": how + f" over the {len(types)} most cost-efficient types of "
             f"{rows[0]['provider']}/{rows[0]['region']} (scipy.optimize.milp, HiGHS); "
             "P(meet): over the worst loss, types of one CPU platform share their error, "
             "platforms are independent (Fenton-Wilkinson)",
         }
-        if best is None or cost < best[0]:
-            best = (cost, doc)
+        if best is None or cost + egress_hourly < best[0]:
+            best = (cost + egress_hourly, doc)
     if best is None:
         return {
             "status": "infeasible",

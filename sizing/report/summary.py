@@ -135,6 +135,10 @@ class DecisionSummary:
     decision: Mapping[str, Any] | None = None
     limits: tuple[str, ...] = ()
     traffic: str = ""
+    #: The answer's rules, as the decision states them (never a default).
+    pricing: str = "on-demand"
+    zones: int = 1
+    zone_loss: int = 0
 
 
 def _zones(o: Option) -> tuple[tuple[str, ...], tuple[int, ...]]:
@@ -213,6 +217,9 @@ def decision_summary(rec: Recommendation, *, decision_text: str = "") -> Decisio
         cheapest_at_confidence=at_conf,
         limits=tuple(_short_note(n) for n in getattr(rec, "notes", ())),
         traffic=_traffic(rec),
+        pricing=rec.rules.pricing,
+        zones=rec.rules.zones,
+        zone_loss=rec.rules.zone_loss,
     )
 
 
@@ -240,7 +247,12 @@ def _traffic(rec: Recommendation) -> str:
     return f"{t['gbps']:,.1f} Gbps to {t['clients']} clients: {cost} ({short})"
 
 
-def _where(c: FleetChoice) -> str:
+def _where(c: FleetChoice, s: DecisionSummary | None = None) -> str:
+    d = (s.decision or {}) if s is not None else {}
+    if s is not None and d.get("count_per_zone"):
+        counts = "/".join(str(n) for n in d["count_per_zone"])
+        z = "1 zone" if s.zones == 1 else f"{s.zones} zones, {counts} per zone"
+        return f"{c.provider} {c.region}; {z}"
     if c.zones and c.per_zone_counts and len(c.zones) == len(c.per_zone_counts):
         z = ", ".join(f"{n} in {z}" for z, n in zip(c.zones, c.per_zone_counts, strict=True))
     elif c.zones:
@@ -280,6 +292,13 @@ def summary_html(s: DecisionSummary, side_html: str = "") -> str:
         if d.get("basis") == "point estimate":
             basis_of_count = "point estimate (ranked by the cost of the point estimate)"
     monthly = d.get("monthly_cost_usd", hourly * HOURS_PER_MONTH)
+    egress = d.get("egress_monthly_usd")
+    total = d.get("total_monthly_usd", monthly + (egress or 0.0))
+    split = (
+        f"{fmt_usd(monthly, 0)} instances + {fmt_usd(egress, 0)} egress; {fmt_usd(hourly)}/hour"
+        if egress
+        else f"{fmt_usd(hourly)}/hour, egress not priced"
+    )
     sure = (
         f"<b>{c.count_at_confidence}</b> keep the headroom with {conf} confidence; the point "
         f"estimate, "
@@ -289,8 +308,12 @@ def summary_html(s: DecisionSummary, side_html: str = "") -> str:
         else f"P(meet) <b>{c.p_meet:.0%}</b> at {c.count} instances; no count keeps the "
         f"headroom with {conf} confidence"
     )
+    nb = d.get("next_best") or {}
     runner = (
-        f"{r.count} &times; {_e(r.instance_type)} ({_e(r.provider)}), "
+        f"{nb['count']} &times; {_e(nb['instance_type'])} ({_e(nb['region'])}), "
+        f"{fmt_usd(nb['total_monthly_usd'], 0)}/month in all"
+        if nb.get("total_monthly_usd") is not None
+        else f"{r.count} &times; {_e(r.instance_type)} ({_e(r.provider)}), "
         f"{fmt_usd(r.hourly_usd)}/h, P(meet) {r.p_meet:.0%}"
         + (
             f", {r.count_at_confidence} at {conf}: {fmt_usd(r.hourly_at_confidence_usd)}/h"
@@ -315,7 +338,8 @@ def summary_html(s: DecisionSummary, side_html: str = "") -> str:
         if s.measured_runs
         else "published tables and marked estimates (no runs of your own)"
     )
-    pricing = f" ({_e(c.pricing_model)})" if c.pricing_model else " (on-demand)"
+    pricing = f" ({_e(s.pricing)})"
+    loss = f", survives losing {plural(s.zone_loss, 'zone')}" if s.zone_loss else ""
     text = f'<p class="ns-text">{_e(s.decision_text)}</p>' if s.decision_text else ""
     traffic = f"<dt>Traffic</dt><dd>{_e(s.traffic)}</dd>\n" if s.traffic else ""
     limits = (
@@ -349,14 +373,15 @@ def summary_html(s: DecisionSummary, side_html: str = "") -> str:
 <div class="ns-card" id="decision-summary">
 <h2>Decision</h2>
 <div class="ns-buy">{buy} &times; {_e(c.instance_type)}</div>
-<div class="ns-cost">{fmt_usd(hourly)}/hour &middot; {fmt_usd(monthly, 0)}/month
+<div class="ns-cost">{fmt_usd(total, 0)}/month in all
 <span style="font-size:13px;color:#555">{pricing}</span></div>
+<div style="font-size:12px;color:#555">{split}</div>
 <div style="font-size:12px;color:#555;margin:-4px 0 6px">{basis_of_count}</div>
 {warn}
 <dl>
 <dt>Serves</dt><dd>{fmt_rps(s.target_rps)} RPS, p99 &le; {fmt_sig(s.sla_p99_ms)} ms,
-{_e(s.workload)}; headroom {s.headroom:.0%}, N+{s.redundancy}</dd>
-<dt>Where</dt><dd>{_e(_where(c))}; {plural(c.vcpus, "vCPU")} {_e(c.arch)} each</dd>
+{_e(s.workload)}; headroom {s.headroom:.0%}, N+{s.redundancy}{loss}</dd>
+<dt>Where</dt><dd>{_e(_where(c, s))}; {plural(c.vcpus, "vCPU")} {_e(c.arch)} each</dd>
 <dt>How sure</dt><dd>{sure}</dd>
 <dt>Limit, basis</dt><dd>{_e(c.binding)}; {_e(c.evidence)}</dd>
 <dt>Runner-up</dt><dd>{runner}</dd>
@@ -368,33 +393,31 @@ def summary_html(s: DecisionSummary, side_html: str = "") -> str:
 </div>"""
 
 
-_COLUMNS: dict[str, str] = {
-    "rank": "#",
-    "instance": "Instance",
-    "where": "Where",
-    "vcpus": "vCPUs",
-    "count": "Count",
-    "count_conf": "Count at {conf}",
-    "rps": "RPS/instance",
-    "util": "Load",
-    "hour": "$/hour",
-    "month": "$/month",
-    "hour_conf": "$/hour at {conf}",
-    "per_million": "$/M req.",
-    "p_meet": "P(meet)",
-    "binds": "Limited by",
-}
-
-
 def options_heading(rec: Recommendation) -> str:
-    """The options table's heading, naming the order the options are in."""
+    """The options table's heading, naming the order, the count and the prices."""
     if getattr(rec, "sort", "") == "cost-at-confidence":
-        return f"Options, cheapest first at {rec.confidence:.0%} confidence"
-    return "Options, cheapest first (point-estimate $/hour)"
+        how = f"the count that keeps the headroom with {rec.confidence:.0%} confidence"
+    else:
+        how = "the point-estimate count"
+    r = rec.rules
+    zones = f"{r.zones} zone" + ("s" if r.zones > 1 else "")
+    if r.zone_loss:
+        zones += f", surviving the loss of {r.zone_loss}"
+    return f"Options, cheapest total bill first ({how}; {r.pricing} prices; {zones})"
+
+
+def _ranked(o: Option, rec: Recommendation) -> tuple[int, float, float]:
+    """An option's count, $/hour and P(meet) as the options are ranked (at the confidence)."""
+    if getattr(rec, "sort", "") == "cost-at-confidence" and o.count_at_confidence:
+        return o.count_at_confidence, o.hourly_cost_at_confidence_usd, o.p_meets_at_confidence
+    return o.count, o.hourly_cost_usd, o.p_meets_target
 
 
 def options_table(rec: Recommendation, top: int = 10) -> Any:
-    """The cheapest options as a styled table with human headers and formatted numbers.
+    """The cheapest options as a styled table: the total bill first, compute and egress beside.
+
+    Every number is at the count the options are ranked by (`options_heading`); the
+    point-estimate count is the last column.
 
     Returns
     -------
@@ -404,38 +427,38 @@ def options_table(rec: Recommendation, top: int = 10) -> Any:
     """
     import pandas as pd
 
-    conf = f"{rec.confidence:.0%}"
+    at_conf = getattr(rec, "sort", "") == "cost-at-confidence"
+    count_header = f"Count at {rec.confidence:.0%}" if at_conf else "Count"
     rows = []
     for i, o in enumerate(rec.options[:top], start=1):
-        c = _choice(o)
+        n, hourly, p = _ranked(o, rec)
+        inst = o.capacity.instance
+        egress = (o.egress or {}).get("usd_month")
         mark = {"own": " *", "carried": " +"}.get(o.capacity.measured, "")
+        cap = o.capacity.capacity_rps
         rows.append(
             {
-                "rank": i,
-                "instance": c.instance_type + mark,
-                "where": f"{c.provider} {c.region}",
-                "vcpus": c.vcpus,
-                "count": c.count,
-                "count_conf": c.count_at_confidence,
-                "rps": fmt_rps(o.capacity.capacity_rps),
-                "util": f"{o.utilization:.0%}",
-                "hour": fmt_usd(c.hourly_usd),
-                "month": fmt_usd(c.monthly_usd, 0),
-                "hour_conf": fmt_usd(c.hourly_at_confidence_usd),
-                "per_million": fmt_usd_small(
-                    usd_per_million(
-                        c.hourly_usd + o.egress_monthly_usd / HOURS_PER_MONTH, rec.target_rps
-                    )
+                "#": i,
+                "Instance": inst.instance_type + mark,
+                "Where": f"{inst.provider} {inst.region}",
+                "vCPUs": inst.vcpus,
+                count_header: n,
+                "Total $/month": fmt_usd(hourly * HOURS_PER_MONTH + (egress or 0.0), 0),
+                "Compute $/month": fmt_usd(hourly * HOURS_PER_MONTH, 0),
+                "Egress $/month": fmt_usd(egress, 0),
+                "$/hour": fmt_usd(hourly),
+                "$/M req.": fmt_usd_small(
+                    usd_per_million(hourly + (egress or 0.0) / HOURS_PER_MONTH, rec.target_rps)
                 ),
-                "p_meet": f"{c.p_meet:.0%}",
-                "binds": c.binding,
+                "RPS/instance": fmt_rps(cap),
+                "Load": f"{rec.target_rps / (n * cap):.0%}" if n and cap else "-",
+                "P(meet)": f"{p:.0%}",
+                "Limited by": o.capacity.binding_constraint,
+                "Point count": o.count,
             }
         )
-    df = pd.DataFrame(rows).rename(columns={k: v.format(conf=conf) for k, v in _COLUMNS.items()})
-    col = f"Count at {conf}"
-    df[col] = ["-" if v is None or v != v else str(int(v)) for v in df[col]]
-    numeric = [0, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
-    left = [j for j in range(len(df.columns)) if j not in numeric]
+    df = pd.DataFrame(rows)
+    left = [1, 2, 13]
     return _styled(df, "options-table", left, highlight_first=True)
 
 
