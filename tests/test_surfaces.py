@@ -222,3 +222,22 @@ def test_no_answer_says_why_on_every_surface(
     out, err = capsys.readouterr()
     assert out == ""
     assert err.count("\n") == 1 and "no instance type meets 1,000,000 RPS" in err
+
+
+def test_a_pricing_model_is_compared_with_on_demand_on_the_total(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from sizing.analyses.baseline import against_on_demand
+
+    ans = answer_of("spot")
+    other = against_on_demand(ans)
+    assert other is not None
+    od = answer_of("zones").request  # any on-demand request answers None
+    assert against_on_demand(size(od)) is None
+    d = ans.recommendation.decision
+    diff = d["total_monthly_usd"] - other["on_demand"]["total_monthly_usd"]
+    assert other["difference_monthly_usd"] == pytest.approx(diff)
+    # The shipped catalog prices spot for GCP only: the spot plan's egress costs more in all.
+    assert diff > 0 and "MORE in all" in other["text"]
+    assert sizing_main(["recommend", "--rps", "1e6", "--pricing", "spot"]) == 0
+    assert flat(other["text"]) in flat(capsys.readouterr().out)

@@ -330,3 +330,57 @@ def render_baseline(doc: dict[str, Any]) -> str:
         f"source: {doc['source']}",
     ]
     return "\n".join(out)
+
+
+def against_on_demand(answer: Any) -> dict[str, Any] | None:
+    """The answer's plan against the same request at on-demand prices, on the total bill.
+
+    A spot or committed price lowers the instances' cost, but the plan it picks may sit where
+    egress costs more (or need more instances for the spot reserve), so it can cost more in
+    all than on-demand; this says so either way.
+
+    Parameters
+    ----------
+    answer : sizing.pipeline.Answer
+        An answer whose request's pricing is not on-demand.
+
+    Returns
+    -------
+    dict or None
+        ``on_demand`` (the on-demand decision's count, type, provider, region and total),
+        ``difference_monthly_usd`` (this plan's total minus on-demand's [USD/month]) and
+        ``text`` (one line); None for an on-demand request, or when on-demand has no answer.
+    """
+    from dataclasses import replace
+
+    from sizing.errors import Infeasible
+    from sizing.pipeline import size
+
+    request = answer.request
+    mine = answer.recommendation.decision
+    if request.pricing == "on-demand" or not mine:
+        return None
+    try:
+        od = size(replace(request, pricing="on-demand")).recommendation.decision
+    except Infeasible:
+        return None
+    if not od:
+        return None
+    diff = mine["total_monthly_usd"] - od["total_monthly_usd"]
+    plan = (
+        f"{od['count']} x {od['instance_type']} ({od['provider']} {od['region']}, on-demand), "
+        f"${od['total_monthly_usd']:,.0f}/month in all"
+    )
+    if diff > 0.5:
+        text = (
+            f"This {request.pricing} plan costs ${diff:,.0f}/month MORE in all "
+            f"(+{diff / od['total_monthly_usd']:.1%}) than on-demand: {plan}"
+        )
+    else:
+        text = f"This {request.pricing} plan saves ${-diff:,.0f}/month in all against {plan}"
+    keys = ("count", "instance_type", "provider", "region", "total_monthly_usd")
+    return {
+        "on_demand": {k: od[k] for k in keys},
+        "difference_monthly_usd": diff,
+        "text": text,
+    }

@@ -110,6 +110,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"python -m sizing recommend: {answer.warning}", file=sys.stderr)
     top = args.top if args.top is not None or args.format != "table" else 10
     doc = answer.to_dict(top=top)
+    if args.format != "csv":
+        from sizing.analyses.baseline import against_on_demand
+
+        other = against_on_demand(answer)
+        if other is not None:
+            doc["against_on_demand"] = other
     if args.format == "json":
         print(json_text(doc, indent=1))
     elif args.format == "csv":

@@ -285,6 +285,8 @@ def render_recommendation(doc: dict[str, Any], top: int, explain: bool = True) -
     dec = doc.get("decision")
     if dec:
         out += [*(clean(x) for x in _wrap(dec["text"])), ""]
+    if doc.get("against_on_demand"):
+        out += [*(clean(x) for x in _wrap(doc["against_on_demand"]["text"])), ""]
     if doc.get("mix"):
         out += [*render_mix(doc["mix"], explain), ""]
     out += options_lines(doc, top)
