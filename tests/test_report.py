@@ -107,7 +107,7 @@ def test_dollars_in_markdown_are_not_latex():
 
 def test_readable_table_headers_and_numbers(rec):
     html = options_table(rec, 5).to_html()
-    for header in ("Instance", "Count at 95%", "RPS/instance", "$/hour", "$/month", "P(meet)"):
+    for header in ("Instance", "Count at 95%", "RPS/instance", "$/hour", "Total $/mo", "P(meet)"):
         assert header in html
     assert "capacity_rps_per_instance" not in html and "e+" not in html
     assert 'id="T_options-table"' in html

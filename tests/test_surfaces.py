@@ -241,3 +241,67 @@ def test_a_pricing_model_is_compared_with_on_demand_on_the_total(
     assert diff > 0 and "MORE in all" in other["text"]
     assert sizing_main(["recommend", "--rps", "1e6", "--pricing", "spot"]) == 0
     assert flat(other["text"]) in flat(capsys.readouterr().out)
+
+
+def _pdf_pages(pdf: Any) -> list[str]:
+    """The PDF's text page by page (``pdftotext -layout``), each as one line of words."""
+    import shutil
+    import subprocess
+
+    if shutil.which("pdftotext") is None:
+        pytest.fail("pdftotext is needed (Debian: poppler-utils; make test installs it)")
+    p = subprocess.run(
+        ["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True, timeout=60
+    )
+    assert p.returncode == 0, p.stderr
+    return [joined(page) for page in p.stdout.split("\f")[:-1]]
+
+
+def joined(text: str) -> str:
+    """Words as one line, a word broken at a hyphen at a line's end made whole again."""
+    return re.sub(r"-\s+(?=[a-z0-9@])", "-", " ".join(text.split()))
+
+
+@pytest.mark.slow
+def test_the_pdf_a_manager_files(tmp_path: Any) -> None:
+    """Zones, zone loss and spot: no near-empty page, every source, nothing twice."""
+    from sizing.report.execute import build_report
+    from sizing.report.sources import cited, name_sources, other_sources
+
+    args = ["--pricing", "spot", "--zones", "3", "--zone-loss", "1"]
+    request = SizingRequest.from_args(
+        build_parser("recommend").parse_args(["recommend", "--rps", "1e6", *args])
+    )
+    rec = size(request).recommendation
+    _, html_page = build_report(request.to_parameters(), tmp_path, pdf=True)
+    pages = _pdf_pages(html_page.with_suffix(".pdf"))
+    words = [len(p.split()) for p in pages]
+    assert min(words) >= 40, words  # a page of a figure has its title, axes and labels
+    text = " ".join(pages)
+    d = rec.decision
+    assert_states(text[: len(pages[0])], d, "PDF page 1")
+    lines = [b for o in rec.options[:3] for b in o.capacity.basis]
+    for source in [*(x.title for x in cited(" ".join(lines))), *other_sources(lines)]:
+        assert joined(source) in text, source
+    # No paragraph twice: each reason of the first option's basis is printed once.
+    for line in rec.options[0].capacity.basis:
+        why = name_sources(line.partition("): ")[2])
+        if len(why) > 80:
+            assert text.count(joined(why[:70])) == 1, why[:70]
+    # The sensitivity moves only coefficients the answer's CPU time per request is made of.
+    cpu = next(b for b in rec.options[0].capacity.basis if b.startswith("CPU time per request"))
+    used = set(re.findall(r"\b([a-z_]+_(?:us|ns)) [\d.]+ us \(", cpu))
+    section = text[text.index("Sensitivity in numbers") : text.index("Appendix")]
+    moved = set(re.findall(r"\b([a-z_]+_(?:us|ns)) \(", section))
+    assert moved and moved <= used, (moved, used)
+
+
+@pytest.mark.slow
+def test_a_request_with_no_answer_gets_a_one_page_report(tmp_path: Any) -> None:
+    out = tmp_path / "none"
+    argv = ["report", "--rps", "1e6", *NO_ANSWER, "--pdf", "--quiet", "--out", str(out)]
+    assert sizing_main(argv) == 0
+    pages = _pdf_pages(out / "sizing_report.pdf")
+    assert len(pages) == 1
+    assert "no instance type meets 1,000,000 RPS under p99 0.01 ms" in pages[0]
+    assert "sla_p99_ms 0.01" in pages[0]

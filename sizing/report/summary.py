@@ -25,7 +25,7 @@ from sizing.fleet.recommend import (
     Recommendation,
     usd_per_million,
 )
-from sizing.report.sources import cited, name_sources
+from sizing.report.sources import cited, name_sources, other_sources
 from sizing.units import fmt_rps, fmt_sig, fmt_usd, fmt_usd_small
 
 __all__ = [
@@ -416,8 +416,8 @@ def _ranked(o: Option, rec: Recommendation) -> tuple[int, float, float]:
 def options_table(rec: Recommendation, top: int = 10) -> Any:
     """The cheapest options as a styled table: the total bill first, compute and egress beside.
 
-    Every number is at the count the options are ranked by (`options_heading`); the
-    point-estimate count is the last column.
+    Every number is at the count the options are ranked by (`options_heading`); the terminal
+    table and the JSON also give the point-estimate count and the vCPUs.
 
     Returns
     -------
@@ -441,11 +441,10 @@ def options_table(rec: Recommendation, top: int = 10) -> Any:
                 "#": i,
                 "Instance": inst.instance_type + mark,
                 "Where": f"{inst.provider} {inst.region}",
-                "vCPUs": inst.vcpus,
                 count_header: n,
-                "Total $/month": fmt_usd(hourly * HOURS_PER_MONTH + (egress or 0.0), 0),
-                "Compute $/month": fmt_usd(hourly * HOURS_PER_MONTH, 0),
-                "Egress $/month": fmt_usd(egress, 0),
+                "Total $/mo": fmt_usd(hourly * HOURS_PER_MONTH + (egress or 0.0), 0),
+                "Compute $/mo": fmt_usd(hourly * HOURS_PER_MONTH, 0),
+                "Egress $/mo": fmt_usd(egress, 0),
                 "$/hour": fmt_usd(hourly),
                 "$/M req.": fmt_usd_small(
                     usd_per_million(hourly + (egress or 0.0) / HOURS_PER_MONTH, rec.target_rps)
@@ -454,11 +453,10 @@ def options_table(rec: Recommendation, top: int = 10) -> Any:
                 "Load": f"{rec.target_rps / (n * cap):.0%}" if n and cap else "-",
                 "P(meet)": f"{p:.0%}",
                 "Limited by": o.capacity.binding_constraint,
-                "Point count": o.count,
             }
         )
     df = pd.DataFrame(rows)
-    left = [1, 2, 13]
+    left = [1, 2, 12]
     return _styled(df, "options-table", left, highlight_first=True)
 
 
@@ -694,13 +692,13 @@ def appendix_html(
     pubs = "".join(
         f"<li><b>{_e(d.publisher)}</b>, &ldquo;{_e(d.title)}&rdquo;: {_e(d.gives)}</li>"
         for d in docs
-    )
+    ) + "".join(f"<li>{_e(x)}</li>" for x in other_sources(lines))
     providers = sorted({(i.provider, i.region) for i in insts})
     as_of: dict[tuple[str, str], set[str]] = {}
     for i in insts:
         as_of.setdefault((i.provider, i.region), set()).add(i.source_date)
     prices = "".join(
-        f"<li>{_e(p)} {_e(r)} on-demand Linux prices and specifications, as of "
+        f"<li>{_e(p)} {_e(r)} {_e(rec.rules.pricing)} Linux prices and specifications, as of "
         f"{_e(', '.join(sorted(as_of[p, r])))}</li>"
         for p, r in providers
     )
@@ -713,16 +711,36 @@ def appendix_html(
     egress = sorted(found)
     prices += "".join(f"<li>{_e(line)}</li>" for line in egress[:6])
     notes = "".join(f"<li>{_e(n)}</li>" for n in getattr(rec, "notes", ())) or "<li>none</li>"
-    basis = "".join(f"<li>{_e(name_sources(b))}</li>" for b in rec.options[0].capacity.basis)
+    basis = "".join(f"<li>{_e(name_sources(b))}</li>" for b in once(rec.options[0].capacity.basis))
     font = "font-family:system-ui,sans-serif;font-size:13px"
     return f"""<div class="ns-appendix {NO_MATH}" style="{font}">
 <h3>The request</h3><table id="inputs-table">{inputs}</table>
 <h3>Versions</h3><p>Model: {_e(model_version)}. Catalog prices as of {_e(", ".join(dates))}.</p>
-<h3>Published sources</h3><ul>{pubs}</ul>
+<h3>Sources the answer rests on</h3><ul>{pubs}</ul>
 <h3>Prices and specifications</h3><ul>{prices}</ul>
 <h3>Limits of the answer</h3><ul>{notes}</ul>
 <h3>How the first option's capacity was computed</h3><ul>{basis}</ul>
 </div>"""
+
+
+def once(basis: Sequence[str]) -> list[str]:
+    """Basis lines with a reason given before named, not printed again.
+
+    ``env_packet_us = 0.3 us/packet (measured over nic): <the reason of env_request_us>``
+    becomes ``env_packet_us = 0.3 us/packet (measured over nic): as env_request_us above``.
+    """
+    seen: dict[str, str] = {}
+    out = []
+    for line in basis:
+        head, sep, why = line.partition("): ")
+        name = head.split(" = ")[0]
+        if sep and " = " in head and len(why) > 80 and why in seen:
+            out.append(f"{head}): as {seen[why]} above")
+            continue
+        if sep and " = " in head:
+            seen.setdefault(why, name)
+        out.append(line)
+    return out
 
 
 def tidy_table(df: Any, *, digits: int = 3, table_id: str | None = None) -> Any:
