@@ -241,6 +241,9 @@ def test_a_pricing_model_is_compared_with_on_demand_on_the_total(
     assert diff > 0 and "MORE in all" in other["text"]
     assert sizing_main(["recommend", "--rps", "1e6", "--pricing", "spot"]) == 0
     assert flat(other["text"]) in flat(capsys.readouterr().out)
+    rec = ans.recommendation
+    card = card_only(summary_html(decision_summary(rec, against=other["text"])))
+    assert flat(other["text"]) in flat(card)
 
 
 def _pdf_pages(pdf: Any) -> list[str]:
@@ -280,6 +283,8 @@ def test_the_pdf_a_manager_files(tmp_path: Any) -> None:
     text = " ".join(pages)
     d = rec.decision
     assert_states(text[: len(pages[0])], d, "PDF page 1")
+    # The card says the spot plan costs more in all than on-demand (its egress costs more).
+    assert "On-demand This spot plan costs" in pages[0] and "MORE" in pages[0]
     lines = [b for o in rec.options[:3] for b in o.capacity.basis]
     for source in [*(x.title for x in cited(" ".join(lines))), *other_sources(lines)]:
         assert joined(source) in text, source

@@ -139,6 +139,8 @@ class DecisionSummary:
     pricing: str = "on-demand"
     zones: int = 1
     zone_loss: int = 0
+    #: The plan against the same request at on-demand prices, on the total bill ('' if none).
+    against: str = ""
 
 
 def _zones(o: Option) -> tuple[tuple[str, ...], tuple[int, ...]]:
@@ -177,7 +179,9 @@ def _choice(o: Option) -> FleetChoice:
     )
 
 
-def decision_summary(rec: Recommendation, *, decision_text: str = "") -> DecisionSummary:
+def decision_summary(
+    rec: Recommendation, *, decision_text: str = "", against: str = ""
+) -> DecisionSummary:
     """What to buy, from a recommendation: its first option and the runner-up.
 
     Parameters
@@ -187,6 +191,8 @@ def decision_summary(rec: Recommendation, *, decision_text: str = "") -> Decisio
     decision_text : str
         A paragraph that explains the choice; default the recommendation's own decision
         (its first sentence is `sizing.pipeline.Answer.decision`, the same everywhere).
+    against : str
+        The plan against on-demand prices (`sizing.analyses.baseline.against_on_demand`).
     """
     from sizing.analyses.sensitivity import cost_at_confidence
     from sizing.errors import Infeasible
@@ -220,6 +226,7 @@ def decision_summary(rec: Recommendation, *, decision_text: str = "") -> Decisio
         pricing=rec.rules.pricing,
         zones=rec.rules.zones,
         zone_loss=rec.rules.zone_loss,
+        against=against,
     )
 
 
@@ -339,6 +346,7 @@ def summary_html(s: DecisionSummary, side_html: str = "") -> str:
         else "published tables and marked estimates (no runs of your own)"
     )
     pricing = f" ({_e(s.pricing)})"
+    against = f"\n<dt>On-demand</dt><dd>{_e(s.against)}</dd>" if s.against else ""
     loss = f", survives losing {plural(s.zone_loss, 'zone')}" if s.zone_loss else ""
     text = f'<p class="ns-text">{_e(s.decision_text)}</p>' if s.decision_text else ""
     traffic = f"<dt>Traffic</dt><dd>{_e(s.traffic)}</dd>\n" if s.traffic else ""
@@ -385,7 +393,7 @@ def summary_html(s: DecisionSummary, side_html: str = "") -> str:
 <dt>How sure</dt><dd>{sure}</dd>
 <dt>Limit, basis</dt><dd>{_e(c.binding)}; {_e(c.evidence)}</dd>
 <dt>Runner-up</dt><dd>{runner}</dd>
-<dt>Rests on</dt><dd>{basis}; {s.options} instance types qualify</dd>
+<dt>Rests on</dt><dd>{basis}; {s.options} instance types qualify</dd>{against}
 </dl>
 </div>
 <div class="ns-side">{side_html}{extra}</div>
