@@ -258,6 +258,19 @@ def _same_workload(row: dict[str, Any], work: Workload) -> bool:
     )
 
 
+def _left_out(n: Instance, pricing: str, pod_cpus: int) -> str:
+    """Why node type ``n`` cannot hold the pods ('' when it can)."""
+    if n.burstable:
+        return "burstable CPU"
+    if n.price(pricing) is None:
+        return f"no {pricing} price"
+    if not _LABEL_VALUE.match(n.instance_type):
+        return "its name is not a Kubernetes label value (no node selector can name it)"
+    if n.vcpus < pod_cpus:
+        return f"{n.vcpus} vCPU(s): fewer than a pod's {pod_cpus}"
+    return ""
+
+
 def fit_nodes(
     target_rps: float,
     nodes: Sequence[Instance],
@@ -274,15 +287,7 @@ def fit_nodes(
     memory_mib = POD_MEMORY_BASE_MIB + POD_MEMORY_PER_WORKER_MIB * pod_cpus
     candidates = []
     for n in nodes:
-        why = ""
-        if n.burstable:
-            why = "burstable CPU"
-        elif n.price(rules.pricing) is None:
-            why = f"no {rules.pricing} price"
-        elif not _LABEL_VALUE.match(n.instance_type):
-            why = "its name is not a Kubernetes label value (no node selector can name it)"
-        elif n.vcpus < pod_cpus:
-            why = f"{n.vcpus} vCPU(s): fewer than a pod's {pod_cpus}"
+        why = _left_out(n, rules.pricing, pod_cpus)
         if why:
             excluded.append({"node_type": n.instance_type, "region": n.region, "reason": why})
         else:
@@ -568,6 +573,61 @@ def to_yaml(docs: Sequence[dict[str, Any]], comments: Sequence[str] = ()) -> str
     return "\n".join(out) + "\n"
 
 
+def _comments(
+    best: NodeFit,
+    fits: Sequence[NodeFit],
+    work: Workload,
+    rules: FleetRules,
+    target_rps: float,
+    pod_cpus: int,
+    hpa: tuple[int, str],
+) -> list[str]:
+    """The answer in comment lines: nodes and their bill, pods, HPA, PDB, sources, the next."""
+    percent, how = hpa
+    n = best.node
+    egress = (
+        "egress not priced"
+        if best.egress_monthly_usd is None
+        else f"${best.egress_monthly_usd:,.0f} egress"
+    )
+    comments = [
+        f"nginx-sizing: {target_rps:,.0f} RPS, p99 <= {work.sla_p99_ms:g} ms, {work.describe()}",
+        f"nodes: {best.nodes} x {n.instance_type} ({n.provider} {n.region}, {rules.pricing}) "
+        f"in {rules.zones} zone(s), {'/'.join(map(str, best.nodes_per_zone))} per zone, "
+        f"${best.total_monthly_usd:,.0f}/month in all "
+        f"(${best.hourly_cost_usd * HOURS_PER_MONTH:,.0f} nodes + {egress}; "
+        f"${best.hourly_cost_usd:,.2f}/hour), "
+        f"{fmt_usd_small(usd_per_million(best.total_monthly_usd / HOURS_PER_MONTH, target_rps))}"
+        " per million requests; "
+        f"the cheapest in all of {len(fits)} node type(s) that fit",
+        f"pods: {best.replicas} x {pod_cpus} CPU(s), {best.pods_per_node} per node "
+        f"(limited by {best.limited_by}); P(meet) {best.p_meet:.0%}, the count that keeps the "
+        f"headroom with {rules.confidence:.0%} confidence",
+        f"pod: {best.pod.cpu_sla_rps:,.0f} RPS under the SLA, target {best.pod_target_rps:,.0f} "
+        f"RPS (headroom {rules.headroom:.0%}); CPU request {best.cpu_request:.3f} = CPU at the "
+        f"target RPS; limit {pod_cpus}",
+        f"HPA target {percent}% of the request: CPU at the headroom load ({how})",
+        f"PDB minAvailable {best.min_available}: the pods that carry the target with the "
+        f"headroom; replicas {best.replicas} survive losing {rules.zone_loss} of "
+        f"{rules.zones} zone(s)"
+        + (
+            "; no pod may be evicted voluntarily (node drains wait): --redundancy or "
+            "--zones 3 --zone-loss 1 leave room"
+            if best.min_available >= best.replicas
+            else ""
+        ),
+        *(f"{k}: {v}" for k, v in SOURCES.items()),
+        *(b for b in best.pod.basis if b.startswith(("CPU time", "platform", "estimate: SLA"))),
+    ]
+    for f in fits[1:4]:
+        comments.append(
+            f"next: {f.nodes} x {f.node.instance_type} ({f.node.region}) "
+            f"${f.total_monthly_usd:,.0f}/month in all (${f.hourly_cost_usd:,.2f}/hour), "
+            f"{f.replicas} pods, {f.pods_per_node} per node"
+        )
+    return comments
+
+
 def k8s_answer(
     target_rps: float,
     nodes: Sequence[Instance],
@@ -629,47 +689,7 @@ def k8s_answer(
         hpa_percent=percent,
         max_replicas=max_replicas,
     )
-    n = best.node
-    egress = (
-        "egress not priced"
-        if best.egress_monthly_usd is None
-        else f"${best.egress_monthly_usd:,.0f} egress"
-    )
-    comments = [
-        f"nginx-sizing: {target_rps:,.0f} RPS, p99 <= {work.sla_p99_ms:g} ms, {work.describe()}",
-        f"nodes: {best.nodes} x {n.instance_type} ({n.provider} {n.region}, {rules.pricing}) "
-        f"in {rules.zones} zone(s), {'/'.join(map(str, best.nodes_per_zone))} per zone, "
-        f"${best.total_monthly_usd:,.0f}/month in all "
-        f"(${best.hourly_cost_usd * HOURS_PER_MONTH:,.0f} nodes + {egress}; "
-        f"${best.hourly_cost_usd:,.2f}/hour), "
-        f"{fmt_usd_small(usd_per_million(best.total_monthly_usd / HOURS_PER_MONTH, target_rps))}"
-        " per million requests; "
-        f"the cheapest in all of {len(fits)} node type(s) that fit",
-        f"pods: {best.replicas} x {pod_cpus} CPU(s), {best.pods_per_node} per node "
-        f"(limited by {best.limited_by}); P(meet) {best.p_meet:.0%}, the count that keeps the "
-        f"headroom with {rules.confidence:.0%} confidence",
-        f"pod: {best.pod.cpu_sla_rps:,.0f} RPS under the SLA, target {best.pod_target_rps:,.0f} "
-        f"RPS (headroom {rules.headroom:.0%}); CPU request {best.cpu_request:.3f} = CPU at the "
-        f"target RPS; limit {pod_cpus}",
-        f"HPA target {percent}% of the request: CPU at the headroom load ({how})",
-        f"PDB minAvailable {best.min_available}: the pods that carry the target with the "
-        f"headroom; replicas {best.replicas} survive losing {rules.zone_loss} of "
-        f"{rules.zones} zone(s)"
-        + (
-            "; no pod may be evicted voluntarily (node drains wait): --redundancy or "
-            "--zones 3 --zone-loss 1 leave room"
-            if best.min_available >= best.replicas
-            else ""
-        ),
-        *(f"{k}: {v}" for k, v in SOURCES.items()),
-        *(b for b in best.pod.basis if b.startswith(("CPU time", "platform", "estimate: SLA"))),
-    ]
-    for f in fits[1:4]:
-        comments.append(
-            f"next: {f.nodes} x {f.node.instance_type} ({f.node.region}) "
-            f"${f.total_monthly_usd:,.0f}/month in all (${f.hourly_cost_usd:,.2f}/hour), "
-            f"{f.replicas} pods, {f.pods_per_node} per node"
-        )
+    comments = _comments(best, fits, work, rules, target_rps, pod_cpus, (percent, how))
     return {
         "yaml": to_yaml(docs, comments),
         "manifests": docs,

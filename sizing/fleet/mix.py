@@ -203,7 +203,9 @@ def solve_mix(
     cost = np.zeros(n_var)
     for t, spec in enumerate(types):
         for z in range(n_z):
-            cost[xi(t, z)] = spec.price
+            # A tie-break far below a cent (earlier zones, earlier types first): fleets of one
+            # cost are told apart, so the same request gets the same answer.
+            cost[xi(t, z)] = spec.price * (1.0 + 1e-7 * (t * n_z + z + 1))
     keep = 1.0 - rules.spot_reserve
     cmax = max(capacity)
     upper = [
@@ -273,7 +275,7 @@ def solve_mix(
             constraints=LinearConstraint(np.array(rows), np.array(lo), np.array(hi)),
             integrality=integrality,
             bounds=Bounds(np.zeros(n_var), ub),
-            options={"time_limit": TIME_LIMIT_S, "mip_rel_gap": 1e-6},
+            options={"time_limit": TIME_LIMIT_S, "mip_rel_gap": 1e-9},
         )
     if res.x is None or res.status not in (0, 1):
         return None
@@ -465,6 +467,9 @@ def best_mix(rec: Recommendation, max_types: int) -> dict[str, Any]:
         if found is None:
             continue
         x, cost, how = found
+        # Zones are interchangeable: one order of them (fullest first, type by type), so
+        # solutions equal but for the zones' names read the same.
+        x = x[:, sorted(range(x.shape[1]), key=lambda z: tuple(-int(v) for v in x[:, z]))]
         used = [t for t in range(len(types)) if x[t].sum() > 0]
         rows = []
         for t in used:

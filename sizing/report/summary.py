@@ -269,6 +269,53 @@ def _where(c: FleetChoice, s: DecisionSummary | None = None) -> str:
     return f"{c.provider} {c.region}; {z}"
 
 
+#: The decision card's style sheet (scoped by its classes).
+_CARD_CSS = """<style>
+.ns-first{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start;font-family:system-ui,sans-serif;
+  max-width:1240px}
+.ns-card{flex:0 0 560px;box-sizing:border-box;border:2px solid #1f4e79;border-radius:8px;
+  padding:10px 14px;background:#f4f8fc}
+.ns-card h2{margin:0;font-size:12px;color:#1f4e79;text-transform:uppercase;
+  letter-spacing:.06em}
+.ns-buy{font-size:26px;font-weight:700;margin:0;line-height:1.25}
+.ns-cost{font-size:19px;margin:0 0 6px}
+.ns-card dl{display:grid;grid-template-columns:96px 1fr;gap:2px 8px;margin:0;font-size:12.5px;
+  line-height:1.35}
+.ns-card dt{color:#555;font-weight:600;white-space:nowrap;width:auto;float:none}
+.ns-card dd{margin:0}
+.ns-warn{background:#fde2e1;border:1px solid #c00;padding:4px 8px;margin:6px 0;
+  font-weight:700}
+.ns-side{flex:1 1 420px;min-width:420px}
+.ns-side dl{display:grid;grid-template-columns:70px 1fr;gap:2px 8px;margin:6px 0 0;
+  font-size:12px;line-height:1.35}
+.ns-side dt{color:#555;font-weight:600}
+.ns-side dd{margin:0}
+.ns-text-row{flex:1 1 100%}
+.ns-text{font-size:13px;margin:6px 0 0}
+</style>"""
+
+
+def _runner_up(s: DecisionSummary, conf: str) -> str:
+    """The card's runner-up: the decision's next best on its total bill (HTML)."""
+    d, r = s.decision or {}, s.runner_up
+    nb = d.get("next_best") or {}
+    runner = (
+        f"{nb['count']} &times; {_e(nb['instance_type'])} ({_e(nb['region'])}), "
+        f"{fmt_usd(nb['total_monthly_usd'], 0)}/month in all"
+        if nb.get("total_monthly_usd") is not None
+        else f"{r.count} &times; {_e(r.instance_type)} ({_e(r.provider)}), "
+        f"{fmt_usd(r.hourly_usd)}/h, P(meet) {r.p_meet:.0%}"
+        + (
+            f", {r.count_at_confidence} at {conf}: {fmt_usd(r.hourly_at_confidence_usd)}/h"
+            if r.count_at_confidence is not None and r.hourly_at_confidence_usd is not None
+            else ""
+        )
+        if r is not None
+        else "none (only one instance type meets the target)"
+    )
+    return runner
+
+
 def summary_html(s: DecisionSummary, side_html: str = "") -> str:
     """The decision as an HTML block, with ``side_html`` (e.g. the tornado chart) beside it.
 
@@ -276,7 +323,7 @@ def summary_html(s: DecisionSummary, side_html: str = "") -> str:
     the command line's decision); the point-estimate count and its P(meet) follow under
     "How sure". With no count at the confidence, the point-estimate count is the headline.
     """
-    c, r = s.choice, s.runner_up
+    c = s.choice
     conf = f"{s.confidence:.0%}"
     at_conf = c.count_at_confidence is not None and c.hourly_at_confidence_usd is not None
     buy = c.count_at_confidence if at_conf else c.count
@@ -315,21 +362,7 @@ def summary_html(s: DecisionSummary, side_html: str = "") -> str:
         else f"P(meet) <b>{c.p_meet:.0%}</b> at {c.count} instances; no count keeps the "
         f"headroom with {conf} confidence"
     )
-    nb = d.get("next_best") or {}
-    runner = (
-        f"{nb['count']} &times; {_e(nb['instance_type'])} ({_e(nb['region'])}), "
-        f"{fmt_usd(nb['total_monthly_usd'], 0)}/month in all"
-        if nb.get("total_monthly_usd") is not None
-        else f"{r.count} &times; {_e(r.instance_type)} ({_e(r.provider)}), "
-        f"{fmt_usd(r.hourly_usd)}/h, P(meet) {r.p_meet:.0%}"
-        + (
-            f", {r.count_at_confidence} at {conf}: {fmt_usd(r.hourly_at_confidence_usd)}/h"
-            if r.count_at_confidence is not None and r.hourly_at_confidence_usd is not None
-            else ""
-        )
-        if r is not None
-        else "none (only one instance type meets the target)"
-    )
+    runner = _runner_up(s, conf)
     if s.cheapest_at_confidence is not None:
         fleet, cost = s.cheapest_at_confidence
         mine = f"{buy} x {c.instance_type}"
@@ -355,29 +388,7 @@ def summary_html(s: DecisionSummary, side_html: str = "") -> str:
     )
     extra = f"<dl>{traffic}{limits}</dl>" if traffic or limits else ""
     return f"""<div class="ns-first {NO_MATH}">
-<style>
-.ns-first{{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start;font-family:system-ui,sans-serif;
-  max-width:1240px}}
-.ns-card{{flex:0 0 560px;box-sizing:border-box;border:2px solid #1f4e79;border-radius:8px;
-  padding:10px 14px;background:#f4f8fc}}
-.ns-card h2{{margin:0;font-size:12px;color:#1f4e79;text-transform:uppercase;
-  letter-spacing:.06em}}
-.ns-buy{{font-size:26px;font-weight:700;margin:0;line-height:1.25}}
-.ns-cost{{font-size:19px;margin:0 0 6px}}
-.ns-card dl{{display:grid;grid-template-columns:96px 1fr;gap:2px 8px;margin:0;font-size:12.5px;
-  line-height:1.35}}
-.ns-card dt{{color:#555;font-weight:600;white-space:nowrap;width:auto;float:none}}
-.ns-card dd{{margin:0}}
-.ns-warn{{background:#fde2e1;border:1px solid #c00;padding:4px 8px;margin:6px 0;
-  font-weight:700}}
-.ns-side{{flex:1 1 420px;min-width:420px}}
-.ns-side dl{{display:grid;grid-template-columns:70px 1fr;gap:2px 8px;margin:6px 0 0;
-  font-size:12px;line-height:1.35}}
-.ns-side dt{{color:#555;font-weight:600}}
-.ns-side dd{{margin:0}}
-.ns-text-row{{flex:1 1 100%}}
-.ns-text{{font-size:13px;margin:6px 0 0}}
-</style>
+{_CARD_CSS}
 <div class="ns-card" id="decision-summary">
 <h2>Decision</h2>
 <div class="ns-buy">{buy} &times; {_e(c.instance_type)}</div>
