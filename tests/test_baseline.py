@@ -60,15 +60,18 @@ def test_options_relative_to_the_baseline(rec):
     assert b["hourly_cost_usd"] == pytest.approx(12 * b["hourly_cost_usd"] / 12)
     assert b["fleet_capacity_rps"] == pytest.approx(12 * b["capacity_rps_per_instance"])
     for o, opt in zip(doc["options"], rec.options, strict=False):
+        # Each option at the count the options are ranked by (the confidence), on the total
+        # bill: compute and the traffic's egress.
         assert o["instance_type"] == opt.capacity.instance.instance_type
-        assert o["hourly_cost_usd"] == pytest.approx(opt.hourly_cost_usd)
-        assert o["cost_pct"] == pytest.approx(
-            100 * (opt.hourly_cost_usd / b["hourly_cost_usd"] - 1)
-        )
+        assert o["count"] == opt.count_at_confidence
+        assert o["hourly_cost_usd"] == pytest.approx(opt.hourly_cost_at_confidence_usd)
+        total = opt.hourly_cost_at_confidence_usd * 730 + opt.egress_monthly_usd
+        assert o["total_monthly_usd"] == pytest.approx(total)
+        assert o["cost_pct"] == pytest.approx(100 * (total / b["total_monthly_usd"] - 1))
         assert o["capacity_pct"] == pytest.approx(
-            100 * (opt.count * opt.capacity.capacity_rps / b["fleet_capacity_rps"] - 1)
+            100 * (o["count"] * opt.capacity.capacity_rps / b["fleet_capacity_rps"] - 1)
         )
-        assert o["p_meets_target"] == pytest.approx(opt.p_meets_target)
+        assert o["p_meets_target"] == pytest.approx(opt.p_meets_at_confidence)
     # 12 instances in 3 zones, one zone lost: 8 survive; the rules' own count keeps them.
     assert b["keeps_rules"] == (
         survivors(12, rec.rules) * b["capacity_rps_per_instance"] * 0.8 >= 1e6

@@ -76,6 +76,11 @@ def test_default_recommendation_table(capsys):
     out = capsys.readouterr().out
     assert "Target 1,000,000 RPS, p99 <= 5 ms" in out
     assert "headroom 20%" in out and "N+0" in out
+    # One screen: the decision, the options, one line of basis; --explain for the rest.
+    assert len(out.splitlines()) <= 40 and out.splitlines()[-1].startswith("Rests on ")
+    assert "--explain lists them" in out and "004_2a50d35d485b581a.txt" not in out
+    assert cli.main(["recommend", "--rps", "1e6", "--explain"]) == 0
+    out = capsys.readouterr().out
     assert "Rests on" in out and "004_2a50d35d485b581a.txt" in out
     assert "vCPUs needed by family" in out
 

@@ -117,7 +117,7 @@ def test_100kb_at_a_million_rps_the_traffic_dominates_the_bill():
 
 def test_terminal_json_and_csv_split_compute_and_egress(capsys):
     args = ["recommend", "--rps", "1e6", "--file-size", "100KB", "--top", "3"]
-    assert cli.main(args) == 0
+    assert cli.main([*args, "--explain"]) == 0
     out = capsys.readouterr().out
     for words in ("compute $/mo", "egress $/mo", "total $/mo", "traffic: ", "Gbps"):
         assert words in out
@@ -168,9 +168,12 @@ def test_every_limit_is_one_line(capsys):
     assert "--zones 3" not in doc["decision"]["text"]
     assert "--zone-loss 1" in doc["decision"]["text"]
     assert any(n.startswith("estimate: with clients in the VPC over 3 zones") for n in doc["notes"])
-    assert cli.main(args) == 0
+    assert cli.main([*args, "--explain"]) == 0
     out = capsys.readouterr().out
     assert "note: estimate: with clients in the VPC" in out
+    assert cli.main(args) == 0  # one screen: the note's head, --explain for the rest
+    short = " ".join(capsys.readouterr().out.split())
+    assert "with clients in the VPC over 3 zones (an estimate); --explain says why" in short
 
 
 @pytest.mark.parametrize(

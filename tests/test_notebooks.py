@@ -169,11 +169,12 @@ def test_report_pdf_opens_on_the_decision_with_every_column(default_report):
     buy = re.search(r'<div class="ns-buy">(\d+) (?:&times;|×) ([^<]+)</div>', html.read_text())
     assert buy, "the decision's headline is in the page"
     assert f"{buy[1]} × {buy[2]}" in page1, page1[:600]
-    assert re.search(r"\$\d+\.\d\d/hour · \$[\d,]+/month", page1), page1[:600]
+    assert re.search(r"\$[\d,]+/month in all", page1), page1[:600]
+    assert re.search(r"\$[\d,]+ instances \+ \$[\d,]+ egress; \$\d+\.\d\d/hour", page1)
     for label in ("Serves", "How sure", "Limit, basis", "Runner-up", "Rests on"):
         assert label in page1, label
     headers = _options_headers(html)
-    assert {"$/hour", "$/month", "P(meet)", "Limited by"} <= set(headers), headers
+    assert {"Total $/mo", "$/hour", "P(meet)", "Limited by"} <= set(headers), headers
     for header in headers:
         assert header in page1, (header, page1[-1500:])
     # Page numbers on every page; no heading left alone at the foot of a page.

@@ -120,7 +120,7 @@ def test_recommend_and_report_options_are_the_request_fields():
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     pods = {"pod_cpus", "name", "namespace", "image", "max_replicas", "out"}
     for command, own, lacks in (
-        ("recommend", {"format", "workload", "workload_growth", *pods}, set()),
+        ("recommend", {"format", "workload", "workload_growth", "explain", *pods}, set()),
         ("report", {"out", "show_code", "pdf", "quiet", "parameter"}, set()),
         ("compare", {"baseline", "format"}, {"mix"}),
         ("k8s", pods, {"mix", "top"}),

@@ -75,15 +75,14 @@ def test_summary_is_the_first_option_and_the_runner_up(rec):
     assert "id=side" in page and "P(meet)" in page and "Runner-up" in page
 
 
-def test_summary_shows_zones_when_the_recommendation_has_them(rec):
-    opt = rec.options[0]
-    zoned = type("Zoned", (type(opt),), {})(**vars(opt))
-    zoned.zones = ("us-east-1a", "us-east-1b")
-    zoned.per_zone_counts = (3, 3)
-    zoned.pricing_model = "1-year reserved"
-    s = decision_summary(replace(rec, options=[zoned, *rec.options[1:]]))
-    page = summary_html(s)
-    assert "3 in us-east-1a, 3 in us-east-1b" in page and "1-year reserved" in page
+def test_summary_states_the_answers_zones_and_pricing(catalog):
+    # Labels come from the answer's rules and decision, never from defaults.
+    r = recommend(1e6, catalog, Workload(), zones=3, zone_loss=1, pricing="1y")
+    page = summary_html(decision_summary(r))
+    spread = "/".join(str(n) for n in r.decision["count_per_zone"])
+    assert f"3 zones, {spread} per zone" in page and "survives losing 1 zone" in page
+    assert "(1y)" in page and "(on-demand)" not in page and "not modelled" not in page
+    assert f"${r.decision['total_monthly_usd']:,.0f}/month in all" in page
 
 
 def test_user_strings_are_escaped_everywhere(catalog):
@@ -108,7 +107,7 @@ def test_dollars_in_markdown_are_not_latex():
 
 def test_readable_table_headers_and_numbers(rec):
     html = options_table(rec, 5).to_html()
-    for header in ("Instance", "Count at 95%", "RPS/instance", "$/hour", "$/month", "P(meet)"):
+    for header in ("Instance", "Count at 95%", "RPS/instance", "$/hour", "Total $/mo", "P(meet)"):
         assert header in html
     assert "capacity_rps_per_instance" not in html and "e+" not in html
     assert 'id="T_options-table"' in html
@@ -244,7 +243,10 @@ def test_the_summary_reads_as_text(catalog):
     one = next(o for o in r.options if o.capacity.instance.vcpus == 1)
     single = decision_summary(replace(r, options=[one]))
     assert "1 vCPU " in summary_html(single) and "1 vCPUs" not in summary_html(single)
-    assert options_heading(r) == "Options, cheapest first at 95% confidence"
+    assert options_heading(r) == (
+        "Options, cheapest total bill first (the count that keeps the headroom with 95% "
+        "confidence; on-demand prices; 1 zone)"
+    )
     basis = " ".join(r.options[0].capacity.basis)
     assert "measured over none" not in basis
     assert re.search(r"body_us \d+\.\d\d us \(\d", basis), basis

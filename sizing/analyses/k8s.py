@@ -11,16 +11,21 @@ catalog rows a request selects):
   to a millicore;
   the CPU limit: ``pod_cpus`` (one worker per CPU); memory: `POD_MEMORY_MIB` (an estimate),
   request equal to limit;
-- replicas: the fewest pods whose survivors (zone loss, failures) carry the target, spread
-  evenly over the zones; the PodDisruptionBudget keeps the pods that carry the target with
-  the headroom (``minAvailable``);
-- the HPA's target CPU utilisation: the CPU at the load where p99 meets the SLA (the model's
-  SLA utilisation, `sizing.model.capacity.sla_utilization`, or a run's measured curve of
-  server CPU against RPS) over the CPU request, in percent;
+- replicas: the fewest pods whose survivors (zone loss, failures) carry the target with the
+  headroom kept at the request's confidence (each pod at the ``1 - confidence`` quantile of
+  its capacity, as the fleet's count at the confidence), spread evenly over the zones; the
+  PodDisruptionBudget keeps the pods that carry the target so (``minAvailable``);
+- the HPA's target CPU utilisation: the CPU at the headroom load (the pod's target RPS, where
+  it keeps the headroom) over the CPU request, in percent: 99-100% by the model (the request
+  is that CPU rounded up to a millicore); a run's measured curve of server CPU against RPS
+  moves it by how far the curve bends from a line through zero (`measured_cpu_ratio`). The
+  SLA knee is the headroom above it, never the target;
 - packing: pods per node from the node's allocatable CPU and memory (the reservations of
   `reserved_cpu` and `reserved_memory_gib`, published by GKE and AKS) against the pods'
   requests, at most `MAX_PODS_PER_NODE`, and the node's network capacity; nodes per zone
-  rounded up; the node type whose nodes cost least wins.
+  rounded up; the node type whose bill costs least in all wins: the nodes plus the traffic's
+  egress priced where they run (`sizing.catalog.egress.egress_cost`, the answer's traffic),
+  as the fleet's options are ranked.
 
 Names (the app, the namespace) must be RFC 1123 labels and are refused otherwise; a node type
 whose name is not a valid label value is left out (it could not be a node selector).
@@ -39,6 +44,7 @@ from typing import Any
 from sizing.catalog.load import Instance
 from sizing.errors import Infeasible, InputError
 from sizing.fleet.recommend import (
+    HOURS_PER_MONTH,
     FleetRules,
     capacities,
     count_for,
@@ -144,11 +150,18 @@ class NodeFit:
     nodes_per_zone: list[int]
     price: float
     p_meet: float
+    confidence: float = 0.95
+    egress_monthly_usd: float | None = None
 
     @property
     def hourly_cost_usd(self) -> float:
         """Hourly cost of the nodes [USD/h]."""
         return self.nodes * self.price
+
+    @property
+    def total_monthly_usd(self) -> float:
+        """The bill: the nodes and the traffic's egress where they run [USD/month]."""
+        return self.hourly_cost_usd * HOURS_PER_MONTH + (self.egress_monthly_usd or 0.0)
 
     def row(self, target_rps: float) -> dict[str, Any]:
         """JSON-ready summary."""
@@ -169,16 +182,25 @@ class NodeFit:
             "pod_target_rps": self.pod_target_rps,
             "cpu_request_cores": self.cpu_request,
             "hourly_cost_usd": self.hourly_cost_usd,
-            "monthly_cost_usd": self.hourly_cost_usd * 730.0,
-            "usd_per_million_requests": usd_per_million(self.hourly_cost_usd, target_rps),
+            "monthly_cost_usd": self.hourly_cost_usd * HOURS_PER_MONTH,
+            "egress_monthly_usd": self.egress_monthly_usd,
+            "total_monthly_usd": self.total_monthly_usd,
+            "usd_per_million_requests": usd_per_million(
+                self.total_monthly_usd / HOURS_PER_MONTH, target_rps
+            ),
             "p_meets_target": self.p_meet,
+            "confidence": self.confidence,
         }
 
 
 def measured_cpu_ratio(
     rows: Sequence[dict[str, Any]], pod_cpus: int, sla_p99_ms: float, headroom: float
 ) -> tuple[float, str] | None:
-    """From a run's trials: CPU at the SLA load over CPU at the target load (headroom kept).
+    """From a run's trials: how the measured CPU at the headroom load bends from the model's.
+
+    The model's CPU grows in proportion to the load, so at the headroom load it is
+    ``1 - headroom`` of the CPU at the SLA load; the measured curve's CPU at the headroom
+    load over that is the factor returned (1 on a straight line through zero).
 
     The trials of the vCPU count nearest ``pod_cpus`` (valid, with server CPU recorded),
     ordered by RPS; the SLA load is the highest RPS whose p99 is within ``sla_p99_ms``; the
@@ -223,7 +245,7 @@ def measured_cpu_ratio(
         f"{sla_rps:,.0f} RPS at {sla_cpu:.2f} CPU; {cpu:.2f} CPU at {want:,.0f} RPS "
         "(interpolated along the measured curve)"
     )
-    return sla_cpu / cpu, src
+    return cpu / ((1.0 - headroom) * sla_cpu), src
 
 
 def _same_workload(row: dict[str, Any], work: Workload) -> bool:
@@ -235,6 +257,19 @@ def _same_workload(row: dict[str, Any], work: Workload) -> bool:
         and row.get("file_bytes") == work.file_bytes
         and not row.get("simulated")
     )
+
+
+def _left_out(n: Instance, pricing: str, pod_cpus: int) -> str:
+    """Why node type ``n`` cannot hold the pods ('' when it can)."""
+    if n.burstable:
+        return "burstable CPU"
+    if n.price(pricing) is None:
+        return f"no {pricing} price"
+    if not _LABEL_VALUE.fullmatch(n.instance_type):
+        return "its name is not a Kubernetes label value (no node selector can name it)"
+    if n.vcpus < pod_cpus:
+        return f"{n.vcpus} vCPU(s): fewer than a pod's {pod_cpus}"
+    return ""
 
 
 def fit_nodes(
@@ -253,15 +288,7 @@ def fit_nodes(
     memory_mib = POD_MEMORY_BASE_MIB + POD_MEMORY_PER_WORKER_MIB * pod_cpus
     candidates = []
     for n in nodes:
-        why = ""
-        if n.burstable:
-            why = "burstable CPU"
-        elif n.price(rules.pricing) is None:
-            why = f"no {rules.pricing} price"
-        elif not _LABEL_VALUE.fullmatch(n.instance_type):
-            why = "its name is not a Kubernetes label value (no node selector can name it)"
-        elif n.vcpus < pod_cpus:
-            why = f"{n.vcpus} vCPU(s): fewer than a pod's {pod_cpus}"
+        why = _left_out(n, rules.pricing, pod_cpus)
         if why:
             excluded.append({"node_type": n.instance_type, "region": n.region, "reason": why})
         else:
@@ -313,8 +340,10 @@ def fit_nodes(
         # Each pod's capacity: its CPU under the SLA, or its share of the node's NIC.
         share = node_cap.network_rps / ppn
         pod = replace(pod, capacity_rps=min(pod.cpu_sla_rps, share), network_rps=share)
-        replicas = count_for(target_rps, target_pod, rules)
-        need = min_instances(target_rps, target_pod)
+        # At the request's confidence: each pod at the 1 - confidence quantile of its capacity.
+        usable = min(pod.quantile(1.0 - rules.confidence) * (1.0 - rules.headroom), target_pod)
+        replicas = count_for(target_rps, usable, rules)
+        need = min_instances(target_rps, usable)
         if replicas is None or need is None:
             excluded.append(
                 {"node_type": n.instance_type, "region": n.region, "reason": "too many pods"}
@@ -338,6 +367,7 @@ def fit_nodes(
                 nodes_per_zone=per_zone_nodes,
                 price=price,
                 p_meet=p_meet(replicas, pod, target_rps, rules),
+                confidence=rules.confidence,
             )
         )
     fits.sort(key=lambda f: (f.hourly_cost_usd, f.nodes, f.node.provider, f.node.instance_type))
@@ -427,23 +457,52 @@ def manifests(
     return [deployment, pdb, hpa]
 
 
+def price_egress(fits: list[NodeFit], traffic: dict[str, Any] | None, zones: int) -> None:
+    """Price the traffic's egress where each fit runs, and rank the fits on the total bill.
+
+    Parameters
+    ----------
+    fits : list of NodeFit
+        Sorted in place, cheapest in all first.
+    traffic : dict or None
+        The answer's traffic (``monthly_gib`` [GiB], ``clients``); None prices nothing.
+    zones : int
+        Zones the nodes are spread over (inter-zone traffic with VPC clients).
+    """
+    if traffic:
+        from sizing.catalog.egress import egress_cost
+
+        priced: dict[tuple[str, str], float | None] = {}
+        for f in fits:
+            where = (f.node.provider, f.node.region)
+            if where not in priced:
+                priced[where] = egress_cost(
+                    *where, traffic["monthly_gib"], clients=traffic["clients"], zones=zones
+                ).get("usd_month")
+            f.egress_monthly_usd = priced[where]
+    fits.sort(key=lambda f: (f.total_monthly_usd, f.nodes, f.node.provider, f.node.instance_type))
+
+
 def hpa_target(fit: NodeFit, measured: tuple[float, str] | None = None) -> tuple[int, str]:
     """The HPA's target CPU utilisation [% of the request] and where it comes from.
 
-    The CPU at the load where p99 meets the SLA over the CPU request, capped at what the
+    The CPU at the headroom load (the pod's target RPS) over the CPU request, times the
+    measured curve's bend when a run gives one (`measured_cpu_ratio`), capped at what the
     limit allows (``limit / request``), floored to a whole percent.
     """
     cap = fit.pod.instance.vcpus / fit.cpu_request
+    pod = fit.pod
+    per_request = pod.instance.vcpus * pod.max_utilization / pod.cpu_sla_rps  # [CPU s]
+    ratio = fit.pod_target_rps * per_request / fit.cpu_request
+    how = (
+        f"model: {fit.pod_target_rps:,.0f} RPS per pod; the SLA knee, "
+        f"{fit.pod.cpu_sla_rps:,.0f} RPS at SLA utilisation {fit.pod.max_utilization:.1%} "
+        "(sizing.model.capacity.sla_utilization), is the headroom above it"
+    )
     if measured is not None:
-        ratio, src = measured
-        how = f"measured: {src}"
-    else:
-        ratio = fit.cpu_at_sla / fit.cpu_request
-        how = (
-            f"model: SLA utilisation {fit.pod.max_utilization:.1%} of the pod's peak "
-            "(sizing.model.capacity.sla_utilization, an M/G/1 estimate) at "
-            f"{fit.pod.cpu_sla_rps:,.0f} RPS per pod"
-        )
+        bend, src = measured
+        ratio *= bend
+        how = f"measured: {src}; x{bend:.2f} of the model's straight line"
     percent = max(1, math.floor(100.0 * min(ratio, cap) + 1e-9))
     return percent, how
 
@@ -515,6 +574,61 @@ def to_yaml(docs: Sequence[dict[str, Any]], comments: Sequence[str] = ()) -> str
     return "\n".join(out) + "\n"
 
 
+def _comments(
+    best: NodeFit,
+    fits: Sequence[NodeFit],
+    work: Workload,
+    rules: FleetRules,
+    target_rps: float,
+    pod_cpus: int,
+    hpa: tuple[int, str],
+) -> list[str]:
+    """The answer in comment lines: nodes and their bill, pods, HPA, PDB, sources, the next."""
+    percent, how = hpa
+    n = best.node
+    egress = (
+        "egress not priced"
+        if best.egress_monthly_usd is None
+        else f"${best.egress_monthly_usd:,.0f} egress"
+    )
+    comments = [
+        f"nginx-sizing: {target_rps:,.0f} RPS, p99 <= {work.sla_p99_ms:g} ms, {work.describe()}",
+        f"nodes: {best.nodes} x {n.instance_type} ({n.provider} {n.region}, {rules.pricing}) "
+        f"in {rules.zones} zone(s), {'/'.join(map(str, best.nodes_per_zone))} per zone, "
+        f"${best.total_monthly_usd:,.0f}/month in all "
+        f"(${best.hourly_cost_usd * HOURS_PER_MONTH:,.0f} nodes + {egress}; "
+        f"${best.hourly_cost_usd:,.2f}/hour), "
+        f"{fmt_usd_small(usd_per_million(best.total_monthly_usd / HOURS_PER_MONTH, target_rps))}"
+        " per million requests; "
+        f"the cheapest in all of {len(fits)} node type(s) that fit",
+        f"pods: {best.replicas} x {pod_cpus} CPU(s), {best.pods_per_node} per node "
+        f"(limited by {best.limited_by}); P(meet) {best.p_meet:.0%}, the count that keeps the "
+        f"headroom with {rules.confidence:.0%} confidence",
+        f"pod: {best.pod.cpu_sla_rps:,.0f} RPS under the SLA, target {best.pod_target_rps:,.0f} "
+        f"RPS (headroom {rules.headroom:.0%}); CPU request {best.cpu_request:.3f} = CPU at the "
+        f"target RPS; limit {pod_cpus}",
+        f"HPA target {percent}% of the request: CPU at the headroom load ({how})",
+        f"PDB minAvailable {best.min_available}: the pods that carry the target with the "
+        f"headroom; replicas {best.replicas} survive losing {rules.zone_loss} of "
+        f"{rules.zones} zone(s)"
+        + (
+            "; no pod may be evicted voluntarily (node drains wait): --redundancy or "
+            "--zones 3 --zone-loss 1 leave room"
+            if best.min_available >= best.replicas
+            else ""
+        ),
+        *(f"{k}: {v}" for k, v in SOURCES.items()),
+        *(b for b in best.pod.basis if b.startswith(("CPU time", "platform", "estimate: SLA"))),
+    ]
+    for f in fits[1:4]:
+        comments.append(
+            f"next: {f.nodes} x {f.node.instance_type} ({f.node.region}) "
+            f"${f.total_monthly_usd:,.0f}/month in all (${f.hourly_cost_usd:,.2f}/hour), "
+            f"{f.replicas} pods, {f.pods_per_node} per node"
+        )
+    return comments
+
+
 def k8s_answer(
     target_rps: float,
     nodes: Sequence[Instance],
@@ -529,8 +643,12 @@ def k8s_answer(
     namespace: str | None = None,
     image: str = "nginx:1.27",
     max_replicas: int | None = None,
+    traffic: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The whole answer: manifests for the cheapest node type, and the packing table.
+    """The whole answer: manifests for the node type cheapest in all, and the packing table.
+
+    ``traffic`` is the answer's (`sizing.fleet.counts.Recommendation.traffic`): its egress is
+    priced where each node type runs and the node types are ranked on that total bill.
 
     Raises
     ------
@@ -547,6 +665,7 @@ def k8s_answer(
     if not 1 <= pod_cpus <= 64:
         raise InputError(f"pod CPUs must be 1 to 64, got {pod_cpus!r}")
     fits, excluded = fit_nodes(target_rps, nodes, work, rules, pod_cpus, evidence, profiles)
+    price_egress(fits, traffic, rules.zones)
     if not fits:
         raise Infeasible(
             f"no node type fits a {pod_cpus}-CPU NGINX pod for {target_rps:,.0f} RPS under "
@@ -571,38 +690,7 @@ def k8s_answer(
         hpa_percent=percent,
         max_replicas=max_replicas,
     )
-    n = best.node
-    comments = [
-        f"nginx-sizing: {target_rps:,.0f} RPS, p99 <= {work.sla_p99_ms:g} ms, {work.describe()}",
-        f"nodes: {best.nodes} x {n.instance_type} ({n.provider} {n.region}, {rules.pricing}) "
-        f"{'/'.join(map(str, best.nodes_per_zone))} per zone, "
-        f"${best.hourly_cost_usd:,.2f}/hour, ${best.hourly_cost_usd * 730:,.0f}/month, "
-        f"{fmt_usd_small(usd_per_million(best.hourly_cost_usd, target_rps))} per million "
-        "requests; "
-        f"the cheapest of {len(fits)} node type(s) that fit",
-        f"pods: {best.replicas} x {pod_cpus} CPU(s), {best.pods_per_node} per node "
-        f"(limited by {best.limited_by}); P(meet) {best.p_meet:.0%}",
-        f"pod: {best.pod.cpu_sla_rps:,.0f} RPS under the SLA, target {best.pod_target_rps:,.0f} "
-        f"RPS (headroom {rules.headroom:.0%}); CPU request {best.cpu_request:.3f} = CPU at the "
-        f"target RPS; limit {pod_cpus}",
-        f"HPA target {percent}% of the request: CPU at the load where p99 meets the SLA ({how})",
-        f"PDB minAvailable {best.min_available}: the pods that carry the target with the "
-        f"headroom; replicas {best.replicas} survive losing {rules.zone_loss} of "
-        f"{rules.zones} zone(s)"
-        + (
-            "; no pod may be evicted voluntarily (node drains wait): --redundancy or "
-            "--zones 3 --zone-loss 1 leave room"
-            if best.min_available >= best.replicas
-            else ""
-        ),
-        *(f"{k}: {v}" for k, v in SOURCES.items()),
-        *(b for b in best.pod.basis if b.startswith(("CPU time", "platform", "estimate: SLA"))),
-    ]
-    for f in fits[1:4]:
-        comments.append(
-            f"next: {f.nodes} x {f.node.instance_type} ({f.node.region}) "
-            f"${f.hourly_cost_usd:,.2f}/hour, {f.replicas} pods, {f.pods_per_node} per node"
-        )
+    comments = _comments(best, fits, work, rules, target_rps, pod_cpus, (percent, how))
     return {
         "yaml": to_yaml(docs, comments),
         "manifests": docs,

@@ -72,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
         namespace=args.namespace,
         image=args.image,
         max_replicas=args.max_replicas,
+        traffic=rec.traffic,
     )
     if args.out:
         write_atomic(args.out, doc["yaml"])

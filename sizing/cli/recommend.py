@@ -52,6 +52,13 @@ def add_parser(sub: Any) -> None:
         help="size for the workload's peak times this factor, e.g. 2x or 150%% (default 1x)",
     )
     format_option(p, ("table", "json", "csv", "k8s"))
+    p.add_argument(
+        "--explain",
+        action="store_true",
+        help="with the table format: every note, the traffic, vCPUs by family and the whole "
+        "basis the answer rests on (default: one screen, the decision, the options and one "
+        "line of basis)",
+    )
     add_k8s_options(p)
     _DEFAULTS.update({a.dest: a.default for a in p._actions if a.dest in FROM_WORKLOAD})
 
@@ -104,10 +111,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"python -m sizing recommend: {answer.warning}", file=sys.stderr)
     top = args.top if args.top is not None or args.format != "table" else 10
     doc = answer.to_dict(top=top)
+    if args.format != "csv":
+        from sizing.analyses.baseline import against_on_demand
+
+        other = against_on_demand(answer)
+        if other is not None:
+            doc["against_on_demand"] = other
     if args.format == "json":
         print(json_text(doc, indent=1))
     elif args.format == "csv":
         print(to_csv(doc["options"]), end="")
     else:
-        print(render_recommendation(doc, top or 10))
+        print(render_recommendation(doc, top or 10, explain=args.explain))
     return 0

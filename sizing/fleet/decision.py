@@ -147,6 +147,8 @@ def decide(rec: Recommendation) -> dict[str, Any]:
             "region": nxt.capacity.instance.region,
             "count": nn,
             "hourly_cost_usd": nn * nxt.unit_price_usd_hour,
+            "total_monthly_usd": nn * nxt.unit_price_usd_hour * HOURS_PER_MONTH
+            + nxt.egress_monthly_usd,
         }
     rows = sensitivity(rec, best)
     if rows:
@@ -154,8 +156,11 @@ def decide(rec: Recommendation) -> dict[str, Any]:
         doc["moves_most_with"] = top
     doc["sensitivity"] = rows
     mix = rec.mix
-    if mix and mix.get("hourly_cost_usd") is not None and mix["hourly_cost_usd"] < hourly - 0.005:
-        doc["mix_saves_usd_hour"] = hourly - mix["hourly_cost_usd"]
+    mix_total = (mix or {}).get("total_monthly_usd")
+    if mix_total is not None and mix_total < doc["total_monthly_usd"] - 0.5:
+        # On the whole bill: a mix in a place of dearer egress saves nothing.
+        doc["mix_saves_usd_month"] = doc["total_monthly_usd"] - mix_total
+        doc["mix_saves_usd_hour"] = doc["mix_saves_usd_month"] / HOURS_PER_MONTH
     doc["headline"] = headline(doc, rec)
     doc["text"] = decision_text(doc, rec)
     return doc
@@ -216,7 +221,7 @@ def decision_text(doc: dict[str, Any], rec: Recommendation) -> str:
     if nb:
         more.append(
             f"the next best is {nb['count']} x {nb['instance_type']} ({nb['region']}) at "
-            f"${nb['hourly_cost_usd']:,.2f}/hour"
+            f"${nb['total_monthly_usd']:,.0f}/month in all (${nb['hourly_cost_usd']:,.2f}/hour)"
         )
     mv = doc.get("moves_most_with")
     if mv:
@@ -226,8 +231,11 @@ def decision_text(doc: dict[str, Any], rec: Recommendation) -> str:
             f"the answer moves most with {mv['input']}: {mv['low']} -> {lo}, "
             f"{mv['high']} -> {hi} instances"
         )
-    if rec.mix and doc.get("mix_saves_usd_hour"):
-        more.append(f"a mix of types saves ${doc['mix_saves_usd_hour']:,.2f}/hour (below)")
+    if rec.mix and doc.get("mix_saves_usd_month"):
+        more.append(
+            f"a mix of types saves ${doc['mix_saves_usd_month']:,.0f}/month in all "
+            f"(${doc['mix_saves_usd_hour']:,.2f}/hour, below)"
+        )
     if more:
         text = "; ".join(more)
         out.append(text[0].upper() + text[1:])

@@ -34,6 +34,10 @@ The program is solved first with every type at its own ``1 - p`` quantile (conse
 independent errors partly cancel), then with the quantiles relaxed towards the median by
 bisection, keeping the cheapest solution whose probability still reaches ``p``.
 
+A mix is in one provider and region; places are compared on the total bill, the compute
+plus the place's egress (the same traffic priced in each), and so is the mix against the best
+single type (``total_monthly_usd``, ``single_type_total_monthly_usd``).
+
 scipy (``scipy.optimize.milp``, HiGHS) is imported here only: the ``--mix`` path.
 """
 
@@ -199,7 +203,9 @@ def solve_mix(
     cost = np.zeros(n_var)
     for t, spec in enumerate(types):
         for z in range(n_z):
-            cost[xi(t, z)] = spec.price
+            # A tie-break far below a cent (earlier zones, earlier types first): fleets of one
+            # cost are told apart, so the same request gets the same answer.
+            cost[xi(t, z)] = spec.price * (1.0 + 1e-7 * (t * n_z + z + 1))
     keep = 1.0 - rules.spot_reserve
     cmax = max(capacity)
     upper = [
@@ -269,7 +275,7 @@ def solve_mix(
             constraints=LinearConstraint(np.array(rows), np.array(lo), np.array(hi)),
             integrality=integrality,
             bounds=Bounds(np.zeros(n_var), ub),
-            options={"time_limit": TIME_LIMIT_S, "mip_rel_gap": 1e-6},
+            options={"time_limit": TIME_LIMIT_S, "mip_rel_gap": 1e-9},
         )
     if res.x is None or res.status not in (0, 1):
         return None
@@ -417,9 +423,13 @@ def candidates(options: list[Option], at_confidence: bool) -> list[list[Option]]
         by_cost = opts[: MAX_CANDIDATES - len(by_eff)]  # already in the recommendation's order
         seen: dict[int, Option] = {id(o): o for o in [*by_eff, *by_cost]}
         out.append(list(seen.values()))
+    # Places are ranked on the whole bill: compute plus the place's egress.
     out.sort(
-        key=lambda g: min(
-            o.hourly_cost_at_confidence_usd if at_confidence else o.hourly_cost_usd for o in g
+        key=lambda g: (
+            g[0].egress_monthly_usd / HOURS_PER_MONTH
+            + min(
+                o.hourly_cost_at_confidence_usd if at_confidence else o.hourly_cost_usd for o in g
+            )
         )
     )
     return out[:MAX_GROUPS]
@@ -444,7 +454,9 @@ def best_mix(rec: Recommendation, max_types: int) -> dict[str, Any]:
             for o in group
         ]
         h = 1.0 - rules.headroom
-        bound = rec.target_rps / max(
+        # One place, one traffic: the group's egress is every option's in it [USD/h].
+        egress_hourly = group[0].egress_monthly_usd / HOURS_PER_MONTH
+        bound = egress_hourly + rec.target_rps / max(
             t.median_rps * h / t.price for t in types
         )  # no fleet of these types costs less (continuous relaxation at the median)
         if best is not None and bound >= best[0]:
@@ -455,6 +467,9 @@ def best_mix(rec: Recommendation, max_types: int) -> dict[str, Any]:
         if found is None:
             continue
         x, cost, how = found
+        # Zones are interchangeable: one order of them (fullest first, type by type), so
+        # solutions equal but for the zones' names read the same.
+        x = x[:, sorted(range(x.shape[1]), key=lambda z: tuple(-int(v) for v in x[:, z]))]
         used = [t for t in range(len(types)) if x[t].sum() > 0]
         rows = []
         for t in used:
@@ -484,6 +499,8 @@ def best_mix(rec: Recommendation, max_types: int) -> dict[str, Any]:
             "count_per_zone": [int(v) for v in x.sum(axis=0)],
             "hourly_cost_usd": cost,
             "monthly_cost_usd": cost * HOURS_PER_MONTH,
+            "egress_monthly_usd": (group[0].egress or {}).get("usd_month"),
+            "total_monthly_usd": (cost + egress_hourly) * HOURS_PER_MONTH,
             "p_meets_target": p,
             "at_confidence": at_conf,
             "confidence": rec.confidence,
@@ -493,13 +510,22 @@ def best_mix(rec: Recommendation, max_types: int) -> dict[str, Any]:
                 if at_conf
                 else rec.options[0].hourly_cost_usd
             ),
+            "single_type_total_monthly_usd": (
+                (
+                    rec.options[0].hourly_cost_at_confidence_usd
+                    if at_conf
+                    else rec.options[0].hourly_cost_usd
+                )
+                * HOURS_PER_MONTH
+                + rec.options[0].egress_monthly_usd
+            ),
             "method": how + f" over the {len(types)} most cost-efficient types of "
             f"{rows[0]['provider']}/{rows[0]['region']} (scipy.optimize.milp, HiGHS); "
             "P(meet): over the worst loss, types of one CPU platform share their error, "
             "platforms are independent (Fenton-Wilkinson)",
         }
-        if best is None or cost < best[0]:
-            best = (cost, doc)
+        if best is None or cost + egress_hourly < best[0]:
+            best = (cost + egress_hourly, doc)
     if best is None:
         return {
             "status": "infeasible",

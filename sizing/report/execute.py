@@ -289,6 +289,37 @@ def to_html(ipynb: str | Path, html: str | Path, *, show_code: bool = False) -> 
     return write_atomic(html, body, inputs=[ipynb])
 
 
+def no_answer_page(parameters: Mapping[str, Any], reason: str, html: str | Path) -> Path:
+    """A one-page report for a request with no answer: why, what to loosen, the request.
+
+    Parameters
+    ----------
+    parameters : mapping
+        The report's parameters as checked (`coerce_parameters`).
+    reason : str
+        The one line that says why no fleet meets the request.
+    html : path
+        Where the page is written.
+    """
+    import html as h
+
+    given = "; ".join(f"{k} {v}" for k, v in parameters.items() if v not in (None, "", [], ()))
+    body = f"""<!DOCTYPE html><html><head><meta charset="utf-8"><title>Sizing: no answer</title>
+<style>body{{font-family:system-ui,sans-serif;font-size:13px;margin:16px}}
+th{{text-align:left;padding:2px 12px 2px 0;font-weight:600}}td{{padding:2px 0}}
+.ns-none{{border:2px solid #c00;border-radius:8px;padding:10px 14px;background:#fde2e1;
+font-size:16px;font-weight:700;max-width:900px}}</style></head><body>
+<h1 style="font-size:22px">Sizing: no answer</h1>
+<div class="ns-none" id="no-answer">{h.escape(reason)}</div>
+<p>No fleet of the selected instance types meets this request. What moves it: a looser p99
+SLA (--sla-p99), a lower target (--rps), less headroom (--headroom), more instances
+(--max-count), or more of the catalog (--region all, --provider, --family,
+--all-families).</p>
+<p id="inputs"><b>The request:</b> {h.escape(given)}</p>
+</body></html>"""
+    return write_atomic(html, _with_style(body, f"{_PAGE_CSS}\n@media print {{{PRINT_CSS}}}"))
+
+
 def print_page(page: str) -> str:
     """The HTML ``page`` laid out for paper on any medium (the copy Chromium prints)."""
     return _with_style(page, PRINT_CSS)
@@ -392,6 +423,8 @@ def build_report(
     progress : bool
         Show a progress bar with an ETA on stderr.
 
+    A request no fleet meets gets a one-page report that says why (`no_answer_page`).
+
     Raises
     ------
     InputError
@@ -407,7 +440,16 @@ def build_report(
     html.unlink(missing_ok=True)
     (out / f"{notebook}.pdf").unlink(missing_ok=True)
     started = time.monotonic()
-    ipynb = execute(notebook, params, out / f"{notebook}.ipynb", kernel=kernel, progress=progress)
+    try:
+        ipynb = execute(
+            notebook, params, out / f"{notebook}.ipynb", kernel=kernel, progress=progress
+        )
+    except Infeasible as exc:
+        # No answer is an answer: one page that says why and what to loosen.
+        page = no_answer_page(params, str(exc), html)
+        if pdf:
+            to_pdf(page, out / f"{notebook}.pdf")
+        return out / f"{notebook}.ipynb", page
     page = to_html(ipynb, html, show_code=show_code)
     if pdf:
         to_pdf(page, out / f"{notebook}.pdf")

@@ -59,18 +59,23 @@ def _wrap(text: str, width: int = 100) -> list[str]:
     return [*lines, cur] if cur else lines
 
 
-def render_mix(mix: dict[str, Any]) -> list[str]:
-    """The mixed fleet's lines."""
+def render_mix(mix: dict[str, Any], explain: bool = True) -> list[str]:
+    """The mixed fleet's lines: its total bill first (compute and egress beside it)."""
     if mix.get("status") != "optimal":
         return [f"Mixed fleet (up to {mix['max_types']} types): {clean(mix.get('message', ''))}"]
+    total = mix.get("total_monthly_usd", mix["monthly_cost_usd"])
+    egress = mix.get("egress_monthly_usd")
+    single = mix.get("single_type_total_monthly_usd", math.inf)
     out = [
-        f"Mixed fleet (up to {mix['max_types']} types per zone, {mix['zones']} zone(s)): "
-        f"${mix['hourly_cost_usd']:,.2f}/hour, ${mix['monthly_cost_usd']:,.0f}/month, "
-        f"P(meet) {mix['p_meets_target']:.0%}"
+        f"Mixed fleet (up to {mix['max_types']} types per zone, {mix['zones']} zone(s), "
+        f"{clean(mix.get('pricing', 'on-demand'))}): ${total:,.0f}/month in all "
+        f"(${mix['monthly_cost_usd']:,.0f} instances"
+        + ("" if egress is None else f" + ${egress:,.0f} egress")
+        + f"; ${mix['hourly_cost_usd']:,.2f}/hour), P(meet) {mix['p_meets_target']:.0%}"
         + (f" at {mix['confidence']:.0%} confidence" if mix.get("at_confidence") else "")
         + (
-            " (no cheaper than the best single type)"
-            if mix["hourly_cost_usd"] >= mix.get("single_type_hourly_cost_usd", math.inf) - 0.005
+            f" (no cheaper in all than the best single type, ${single:,.0f}/month)"
+            if total >= single - 0.5
             else ""
         )
     ]
@@ -93,7 +98,8 @@ def render_mix(mix: dict[str, Any]) -> list[str]:
             {2, 4, 5, 6},
         )
     )
-    out.append(f"  {clean(mix['method'])}")
+    if explain:
+        out.append(f"  {clean(mix['method'])}")
     return out
 
 
@@ -106,14 +112,91 @@ def _sizes(w: dict[str, Any]) -> str:
     return f"{w['file_bytes']:,} B"
 
 
-def render_recommendation(doc: dict[str, Any], top: int) -> str:
-    """Human-readable recommendation: the decision, options, vCPUs by family, what it rests on."""
+def _buy(o: dict[str, Any], doc: dict[str, Any]) -> tuple[int, float, float]:
+    """An option's count, $/hour and P(meet) as the options are ranked (at the confidence)."""
+    at_conf = doc.get("sort") == "cost-at-confidence" and o.get("count_at_confidence")
+    if at_conf:
+        return (
+            int(o["count_at_confidence"]),
+            float(o["hourly_cost_at_confidence_usd"]),
+            float(o.get("p_meets_target_at_confidence", o["p_meets_target"])),
+        )
+    return int(o["count"]), float(o["hourly_cost_usd"]), float(o["p_meets_target"])
+
+
+def _option_row(i: int, o: dict[str, Any], doc: dict[str, Any]) -> list[str]:
+    """One row of the options table: total bill first, at the count the ranking buys."""
+    n, hourly, p = _buy(o, doc)
+    egress = o.get("egress_monthly_usd")
+    compute = hourly * 730.0
+    total = compute + (egress or 0.0)
+    per_m = (hourly + (egress or 0.0) / 730.0) * 1e6 / (doc["target_rps"] * 3600.0)
+    cap = o["capacity_rps_per_instance"]
+    return [
+        str(i),
+        o["instance_type"],
+        f"{o['provider']}/{o['region']}",
+        o["arch"],
+        str(o["vcpus"]),
+        str(n),
+        f"{total:,.0f}",
+        f"{compute:,.0f}",
+        "-" if egress is None else f"{egress:,.0f}",
+        f"{hourly:.3f}",
+        fmt_usd_small(per_m).lstrip("$"),
+        fmt_rps(cap),
+        f"{doc['target_rps'] / (n * cap):.0%}" if n and cap else "-",
+        o["binding_constraint"] + {"own": "*", "carried": "+"}.get(o["measured"], ""),
+        f"{p:.0%}",
+        str(o["count"]),
+    ]
+
+
+def options_lines(doc: dict[str, Any], top: int) -> list[str]:
+    """The options table with its heading: the total bill leads, at the ranking's count."""
+    conf = f"{doc['confidence']:.0%}"
+    at_conf = doc.get("sort") == "cost-at-confidence"
+    head = (
+        "Options, cheapest total bill first ("
+        + (
+            f"the count that keeps the headroom with {conf} confidence"
+            if at_conf
+            else "point-estimate count"
+        )
+        + f"; {doc.get('pricing', 'on-demand')} prices"
+        + (", egress included" if doc.get("traffic") else "")
+        + "):"
+    )
+    rows = [_option_row(i, o, doc) for i, o in enumerate(doc["options"][:top], start=1)]
+    headers = [
+        "#",
+        "instance",
+        "where",
+        "arch",
+        "vCPUs",
+        f"n@{conf}" if at_conf else "count",
+        "total $/mo",
+        "compute $/mo",
+        "egress $/mo",
+        "$/hour",
+        "$/M req",
+        "RPS/inst",
+        "util",
+        "binds",
+        "P(meet)",
+        "point n",
+    ]
+    return [head, table(headers, rows, {0, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15})]
+
+
+def _header_lines(doc: dict[str, Any]) -> list[str]:
+    """The request in one line: target, SLA, workload, rules, pricing, regions."""
     w = doc["workload"]
     pricing = doc.get("pricing", "on-demand")
-    zones = doc.get("zones", 1)
+    regions = doc.get("regions", [])
     rules = (
         f"headroom {doc['headroom']:.0%}, redundancy N+{doc['redundancy']}, "
-        f"{zones} zone(s)"
+        f"{doc.get('zones', 1)} zone(s)"
         + (f", survives losing {doc['zone_loss']} zone(s)" if doc.get("zone_loss") else "")
         + f", {pricing} prices"
         + (
@@ -122,97 +205,41 @@ def render_recommendation(doc: dict[str, Any], top: int) -> str:
             else ""
         )
     )
-    out = [
+    return [
         f"Target {doc['target_rps']:,.0f} RPS, p99 <= {doc['sla_p99_ms']:g} ms, "
         f"{w['scenario']} {w['protocol'].upper()} {_sizes(w)} responses, {rules}",
         "regions: "
         + (
-            clean(", ".join(doc.get("regions", [])))
-            if len(doc.get("regions", [])) <= 6
-            else f"{len(doc['regions'])} (all the catalog has)"
+            clean(", ".join(regions))
+            if len(regions) <= 6
+            else f"{len(regions)} (all the catalog has)"
         ),
-        "",
     ]
-    t = doc.get("traffic") or {}
-    if t:
-        out.insert(
-            -1,
-            f"traffic: {t['gbps']:,.1f} Gbps, {t['monthly_gib'] / 1024:,.0f} TiB/month to "
-            + ("clients on the internet" if t["clients"] == "internet" else "clients in the VPC")
-            + f" ({clean(t['basis'])})",
-        )
-    out[-1:-1] = [f"note: {clean(n)}" for n in doc.get("notes", [])]
-    dec = doc.get("decision")
-    if dec:
-        out += [*(clean(x) for x in _wrap(dec["text"])), ""]
-    if doc.get("mix"):
-        out += [*render_mix(doc["mix"]), ""]
-    sort = doc.get("sort", "cost")
-    out.append(
-        "Options, by "
-        + (
-            f"hourly cost at {doc['confidence']:.0%} confidence (n@)"
-            if sort == "cost-at-confidence"
-            else "hourly cost at the point estimate"
-        )
-        + (", egress included" if doc.get("traffic") else "")
-        + ":"
-    )
-    rows = []
-    for i, o in enumerate(doc["options"][:top], start=1):
-        conf_cost = o.get("hourly_cost_at_confidence_usd")
-        rows.append(
-            [
-                str(i),
-                o["instance_type"],
-                f"{o['provider']}/{o['region']}",
-                o["arch"],
-                str(o["vcpus"]),
-                str(o["count"]),
-                fmt_rps(o["capacity_rps_per_instance"]),
-                f"{o['utilization_at_target']:.0%}",
-                f"{o['hourly_cost_usd']:.3f}",
-                f"{o['monthly_cost_usd']:,.0f}",
-                "-" if o.get("egress_monthly_usd") is None else f"{o['egress_monthly_usd']:,.0f}",
-                f"{o.get('total_monthly_usd', o['monthly_cost_usd']):,.0f}",
-                fmt_usd_small(
-                    o.get("usd_per_million_requests", o["usd_per_billion_requests"] / 1e3)
-                ).lstrip("$"),
-                o["binding_constraint"] + {"own": "*", "carried": "+"}.get(o["measured"], ""),
-                f"{o['p_meets_target']:.0%}",
-                str(o["count_at_confidence"] or "-"),
-                "-" if conf_cost is None else f"{conf_cost:.3f}",
-            ]
-        )
+
+
+def _note_head(note: str) -> str:
+    """A note's head: what was left out or assumed, before its reasons and lists."""
+    estimate = note.startswith("estimate: ")
+    head = note.removeprefix("estimate: ").split(": ")[0].split(", ")[0]
+    head = re.sub(r" \(.*", "", head)
+    return head + (" (an estimate)" if estimate else "")
+
+
+def _short_notes(notes: Sequence[str]) -> list[str]:
+    """The notes as one wrapped line of their heads (``--explain`` prints them whole)."""
+    if not notes:
+        return []
+    heads = "; ".join(clean(_note_head(n)) for n in notes)
+    return _wrap(f"notes: {heads}; --explain says why")
+
+
+def _zone_lines(doc: dict[str, Any]) -> list[str]:
+    """Growth and per-zone lines of option 1."""
+    out = []
     conf = f"{doc['confidence']:.0%}"
-    out.append(
-        table(
-            [
-                "#",
-                "instance",
-                "where",
-                "arch",
-                "vCPUs",
-                "count",
-                "RPS/inst",
-                "util",
-                "$/hour",
-                "compute $/mo",
-                "egress $/mo",
-                "total $/mo",
-                "$/M req",
-                "binds",
-                "P(meet)",
-                f"n@{conf}",
-                f"$/h@{conf}",
-            ],
-            rows,
-            {0, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15, 16},
-        )
-    )
     if doc.get("growth") and doc["options"] and doc["options"][0].get("growth_text"):
         out.append(f"growth (option 1): {clean(doc['options'][0]['growth_text'])}")
-    if zones > 1 and doc["options"]:
+    if doc.get("zones", 1) > 1 and doc["options"]:
         o = doc["options"][0]
         out.append(
             f"per zone (option 1): {'/'.join(str(c) for c in o['count_per_zone'])}"
@@ -222,6 +249,75 @@ def render_recommendation(doc: dict[str, Any], top: int) -> str:
                 else ""
             )
         )
+    return out
+
+
+def render_recommendation(doc: dict[str, Any], top: int, explain: bool = True) -> str:
+    """Human-readable recommendation: the decision, options, and what it rests on.
+
+    Parameters
+    ----------
+    doc : dict
+        The answer's JSON document (`sizing.pipeline.Answer.to_dict`).
+    top : int
+        Options in the table.
+    explain : bool
+        Whole notes, traffic, vCPUs by family and the whole basis; without it one screen:
+        the decision, the options table and one line of basis.
+    """
+    out = _header_lines(doc)
+    if explain:
+        t = doc.get("traffic") or {}
+        if t:
+            out.append(
+                f"traffic: {t['gbps']:,.1f} Gbps, {t['monthly_gib'] / 1024:,.0f} TiB/month to "
+                + (
+                    "clients on the internet"
+                    if t["clients"] == "internet"
+                    else "clients in the VPC"
+                )
+                + f" ({clean(t['basis'])})"
+            )
+        out += [f"note: {clean(n)}" for n in doc.get("notes", [])]
+    else:
+        out += _short_notes(doc.get("notes", []))
+    out.append("")
+    dec = doc.get("decision")
+    if dec:
+        out += [*(clean(x) for x in _wrap(dec["text"])), ""]
+    if doc.get("against_on_demand"):
+        out += [*(clean(x) for x in _wrap(doc["against_on_demand"]["text"])), ""]
+    if doc.get("mix"):
+        out += [*render_mix(doc["mix"], explain), ""]
+    out += options_lines(doc, top)
+    out += _zone_lines(doc)
+    if not explain:
+        out.append(_one_line_basis(doc))
+        return "\n".join(out)
+    out += _explain_lines(doc, top)
+    return "\n".join(out)
+
+
+def _one_line_basis(doc: dict[str, Any]) -> str:
+    """The basis in one line (``--explain`` prints it whole)."""
+    m = doc.get("measured")
+    best = doc["options"][0]
+    what = (
+        ("SIMULATED runs " if m.get("simulated") else "measured runs ")
+        + clean(", ".join(m["runs"]))
+        if m and m.get("runs")
+        else "published tables and marked estimates (no runs of your own)"
+    )
+    return (
+        f"Rests on {what}; {len(best['basis'])} sources for option 1: --explain lists them, "
+        "--format json every option's"
+    )
+
+
+def _explain_lines(doc: dict[str, Any], top: int) -> list[str]:
+    """What ``--explain`` adds: measured calibrations, vCPUs by family and the whole basis."""
+    out: list[str] = []
+    conf = f"{doc['confidence']:.0%}"
     m = doc.get("measured")
     if m:
         sim = " SIMULATED" if m["simulated"] else ""
@@ -241,7 +337,8 @@ def render_recommendation(doc: dict[str, Any], top: int) -> str:
     out.append(
         f"P(meet): probability the count serves the target (capacity spread from the "
         f"{'fits and repeats' if m else 'coefficient errors and platform speed ranges'}); "
-        f"n@{conf}: count that keeps the headroom with that probability"
+        f"n@{conf}: count that keeps the headroom with that probability; point n: the count "
+        "at the point estimate"
     )
     out += [
         "",
@@ -265,9 +362,15 @@ def render_recommendation(doc: dict[str, Any], top: int) -> str:
             {3, 4, 5},
         )
     )
+    return out + _rests_on(doc)
+
+
+def _rests_on(doc: dict[str, Any]) -> list[str]:
+    """The whole "Rests on" of option 1."""
     best = doc["options"][0]
+    pricing = doc.get("pricing", "on-demand")
     lo, hi = best["capacity_factor_range"]
-    out += ["", f"Rests on (option 1, {clean(best['instance_type'])}):"]
+    out = ["", f"Rests on (option 1, {clean(best['instance_type'])}):"]
     out += [f"  - {clean(b)}" for b in best["basis"]]
     if best["measured"] == "own":
         clo, chi = best["capacity_interval_rps"]
@@ -289,7 +392,7 @@ def render_recommendation(doc: dict[str, Any], top: int) -> str:
         "  - data/fits/cost-model.json holds the coefficients (python -m sizing fit --reference "
         "shows them), sizing/model/platforms.py the CPU speeds"
     )
-    return "\n".join(out)
+    return out
 
 
 def render_catalog(items: Sequence[Any]) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["PUBLISHED", "Published", "cited", "name_sources"]
+__all__ = ["PUBLISHED", "Published", "cited", "name_sources", "other_sources"]
 
 
 @dataclass(frozen=True)
@@ -71,3 +71,31 @@ def cited(text: str) -> list[Published]:
     """The documents ``text`` cites by seed file name or claim id (``002-rp-...``)."""
     keys = set(_SEED.findall(text)) | set(re.findall(r"\b(00\d)-[a-z]", text))
     return [PUBLISHED[k] for k in sorted(keys) if k in PUBLISHED]
+
+
+_FILE = re.compile(r"\b(data/[\w./-]+\.(?:csv|json|ya?ml|md))\b")
+_TITLED = re.compile(r"([A-Z][\w.&-]*(?: [\w.&-]+){0,4}), '([^']{5,160})'")
+_SETS = re.compile(r"published cloud measurements \(([^;)]+);")
+_OF_SET = re.compile(r"measurement\(s\) of ([a-z0-9][\w-]+)")
+_CATALOG = re.compile(r"^catalog [^:]+: (.+)$")
+
+
+def other_sources(lines: list[str]) -> list[str]:
+    """Every other source ``lines`` (a capacity's basis) rests on, once each, in order.
+
+    Publications cited by publisher and title (``Cilium project, 'CNI Benchmark: ...'``),
+    named sets of published measurements, the data files that hold them, and the catalog's
+    price and specification files; the seed documents are `cited`.
+    """
+    found: dict[str, None] = {}
+    for line in lines:
+        for who, title in _TITLED.findall(line):
+            found[f"{who}, '{title}'"] = None
+        for names in [*_SETS.findall(line), *_OF_SET.findall(line)]:
+            found[f"published cloud measurements: {names.strip()}"] = None
+        m = _CATALOG.match(line)
+        if m:
+            found[f"catalog: {m.group(1)}"] = None
+        for path in _FILE.findall(line):
+            found[path] = None
+    return list(found)

@@ -25,7 +25,7 @@ from sizing.fleet.recommend import (
     Recommendation,
     usd_per_million,
 )
-from sizing.report.sources import cited, name_sources
+from sizing.report.sources import cited, name_sources, other_sources
 from sizing.units import fmt_rps, fmt_sig, fmt_usd, fmt_usd_small
 
 __all__ = [
@@ -135,6 +135,12 @@ class DecisionSummary:
     decision: Mapping[str, Any] | None = None
     limits: tuple[str, ...] = ()
     traffic: str = ""
+    #: The answer's rules, as the decision states them (never a default).
+    pricing: str = "on-demand"
+    zones: int = 1
+    zone_loss: int = 0
+    #: The plan against the same request at on-demand prices, on the total bill ('' if none).
+    against: str = ""
 
 
 def _zones(o: Option) -> tuple[tuple[str, ...], tuple[int, ...]]:
@@ -173,7 +179,9 @@ def _choice(o: Option) -> FleetChoice:
     )
 
 
-def decision_summary(rec: Recommendation, *, decision_text: str = "") -> DecisionSummary:
+def decision_summary(
+    rec: Recommendation, *, decision_text: str = "", against: str = ""
+) -> DecisionSummary:
     """What to buy, from a recommendation: its first option and the runner-up.
 
     Parameters
@@ -183,6 +191,8 @@ def decision_summary(rec: Recommendation, *, decision_text: str = "") -> Decisio
     decision_text : str
         A paragraph that explains the choice; default the recommendation's own decision
         (its first sentence is `sizing.pipeline.Answer.decision`, the same everywhere).
+    against : str
+        The plan against on-demand prices (`sizing.analyses.baseline.against_on_demand`).
     """
     from sizing.analyses.sensitivity import cost_at_confidence
     from sizing.errors import Infeasible
@@ -213,6 +223,10 @@ def decision_summary(rec: Recommendation, *, decision_text: str = "") -> Decisio
         cheapest_at_confidence=at_conf,
         limits=tuple(_short_note(n) for n in getattr(rec, "notes", ())),
         traffic=_traffic(rec),
+        pricing=rec.rules.pricing,
+        zones=rec.rules.zones,
+        zone_loss=rec.rules.zone_loss,
+        against=against,
     )
 
 
@@ -240,7 +254,12 @@ def _traffic(rec: Recommendation) -> str:
     return f"{t['gbps']:,.1f} Gbps to {t['clients']} clients: {cost} ({short})"
 
 
-def _where(c: FleetChoice) -> str:
+def _where(c: FleetChoice, s: DecisionSummary | None = None) -> str:
+    d = (s.decision or {}) if s is not None else {}
+    if s is not None and d.get("count_per_zone"):
+        counts = "/".join(str(n) for n in d["count_per_zone"])
+        z = "1 zone" if s.zones == 1 else f"{s.zones} zones, {counts} per zone"
+        return f"{c.provider} {c.region}; {z}"
     if c.zones and c.per_zone_counts and len(c.zones) == len(c.per_zone_counts):
         z = ", ".join(f"{n} in {z}" for z, n in zip(c.zones, c.per_zone_counts, strict=True))
     elif c.zones:
@@ -250,6 +269,53 @@ def _where(c: FleetChoice) -> str:
     return f"{c.provider} {c.region}; {z}"
 
 
+#: The decision card's style sheet (scoped by its classes).
+_CARD_CSS = """<style>
+.ns-first{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start;font-family:system-ui,sans-serif;
+  max-width:1240px}
+.ns-card{flex:0 0 560px;box-sizing:border-box;border:2px solid #1f4e79;border-radius:8px;
+  padding:10px 14px;background:#f4f8fc}
+.ns-card h2{margin:0;font-size:12px;color:#1f4e79;text-transform:uppercase;
+  letter-spacing:.06em}
+.ns-buy{font-size:26px;font-weight:700;margin:0;line-height:1.25}
+.ns-cost{font-size:19px;margin:0 0 6px}
+.ns-card dl{display:grid;grid-template-columns:96px 1fr;gap:2px 8px;margin:0;font-size:12.5px;
+  line-height:1.35}
+.ns-card dt{color:#555;font-weight:600;white-space:nowrap;width:auto;float:none}
+.ns-card dd{margin:0}
+.ns-warn{background:#fde2e1;border:1px solid #c00;padding:4px 8px;margin:6px 0;
+  font-weight:700}
+.ns-side{flex:1 1 420px;min-width:420px}
+.ns-side dl{display:grid;grid-template-columns:70px 1fr;gap:2px 8px;margin:6px 0 0;
+  font-size:12px;line-height:1.35}
+.ns-side dt{color:#555;font-weight:600}
+.ns-side dd{margin:0}
+.ns-text-row{flex:1 1 100%}
+.ns-text{font-size:13px;margin:6px 0 0}
+</style>"""
+
+
+def _runner_up(s: DecisionSummary, conf: str) -> str:
+    """The card's runner-up: the decision's next best on its total bill (HTML)."""
+    d, r = s.decision or {}, s.runner_up
+    nb = d.get("next_best") or {}
+    runner = (
+        f"{nb['count']} &times; {_e(nb['instance_type'])} ({_e(nb['region'])}), "
+        f"{fmt_usd(nb['total_monthly_usd'], 0)}/month in all"
+        if nb.get("total_monthly_usd") is not None
+        else f"{r.count} &times; {_e(r.instance_type)} ({_e(r.provider)}), "
+        f"{fmt_usd(r.hourly_usd)}/h, P(meet) {r.p_meet:.0%}"
+        + (
+            f", {r.count_at_confidence} at {conf}: {fmt_usd(r.hourly_at_confidence_usd)}/h"
+            if r.count_at_confidence is not None and r.hourly_at_confidence_usd is not None
+            else ""
+        )
+        if r is not None
+        else "none (only one instance type meets the target)"
+    )
+    return runner
+
+
 def summary_html(s: DecisionSummary, side_html: str = "") -> str:
     """The decision as an HTML block, with ``side_html`` (e.g. the tornado chart) beside it.
 
@@ -257,7 +323,7 @@ def summary_html(s: DecisionSummary, side_html: str = "") -> str:
     the command line's decision); the point-estimate count and its P(meet) follow under
     "How sure". With no count at the confidence, the point-estimate count is the headline.
     """
-    c, r = s.choice, s.runner_up
+    c = s.choice
     conf = f"{s.confidence:.0%}"
     at_conf = c.count_at_confidence is not None and c.hourly_at_confidence_usd is not None
     buy = c.count_at_confidence if at_conf else c.count
@@ -280,6 +346,13 @@ def summary_html(s: DecisionSummary, side_html: str = "") -> str:
         if d.get("basis") == "point estimate":
             basis_of_count = "point estimate (ranked by the cost of the point estimate)"
     monthly = d.get("monthly_cost_usd", hourly * HOURS_PER_MONTH)
+    egress = d.get("egress_monthly_usd")
+    total = d.get("total_monthly_usd", monthly + (egress or 0.0))
+    split = (
+        f"{fmt_usd(monthly, 0)} instances + {fmt_usd(egress, 0)} egress; {fmt_usd(hourly)}/hour"
+        if egress
+        else f"{fmt_usd(hourly)}/hour, egress not priced"
+    )
     sure = (
         f"<b>{c.count_at_confidence}</b> keep the headroom with {conf} confidence; the point "
         f"estimate, "
@@ -289,17 +362,7 @@ def summary_html(s: DecisionSummary, side_html: str = "") -> str:
         else f"P(meet) <b>{c.p_meet:.0%}</b> at {c.count} instances; no count keeps the "
         f"headroom with {conf} confidence"
     )
-    runner = (
-        f"{r.count} &times; {_e(r.instance_type)} ({_e(r.provider)}), "
-        f"{fmt_usd(r.hourly_usd)}/h, P(meet) {r.p_meet:.0%}"
-        + (
-            f", {r.count_at_confidence} at {conf}: {fmt_usd(r.hourly_at_confidence_usd)}/h"
-            if r.count_at_confidence is not None and r.hourly_at_confidence_usd is not None
-            else ""
-        )
-        if r is not None
-        else "none (only one instance type meets the target)"
-    )
+    runner = _runner_up(s, conf)
     if s.cheapest_at_confidence is not None:
         fleet, cost = s.cheapest_at_confidence
         mine = f"{buy} x {c.instance_type}"
@@ -315,7 +378,9 @@ def summary_html(s: DecisionSummary, side_html: str = "") -> str:
         if s.measured_runs
         else "published tables and marked estimates (no runs of your own)"
     )
-    pricing = f" ({_e(c.pricing_model)})" if c.pricing_model else " (on-demand)"
+    pricing = f" ({_e(s.pricing)})"
+    against = f"\n<dt>On-demand</dt><dd>{_e(s.against)}</dd>" if s.against else ""
+    loss = f", survives losing {plural(s.zone_loss, 'zone')}" if s.zone_loss else ""
     text = f'<p class="ns-text">{_e(s.decision_text)}</p>' if s.decision_text else ""
     traffic = f"<dt>Traffic</dt><dd>{_e(s.traffic)}</dd>\n" if s.traffic else ""
     limits = (
@@ -323,44 +388,23 @@ def summary_html(s: DecisionSummary, side_html: str = "") -> str:
     )
     extra = f"<dl>{traffic}{limits}</dl>" if traffic or limits else ""
     return f"""<div class="ns-first {NO_MATH}">
-<style>
-.ns-first{{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start;font-family:system-ui,sans-serif;
-  max-width:1240px}}
-.ns-card{{flex:0 0 560px;box-sizing:border-box;border:2px solid #1f4e79;border-radius:8px;
-  padding:10px 14px;background:#f4f8fc}}
-.ns-card h2{{margin:0;font-size:12px;color:#1f4e79;text-transform:uppercase;
-  letter-spacing:.06em}}
-.ns-buy{{font-size:26px;font-weight:700;margin:0;line-height:1.25}}
-.ns-cost{{font-size:19px;margin:0 0 6px}}
-.ns-card dl{{display:grid;grid-template-columns:96px 1fr;gap:2px 8px;margin:0;font-size:12.5px;
-  line-height:1.35}}
-.ns-card dt{{color:#555;font-weight:600;white-space:nowrap;width:auto;float:none}}
-.ns-card dd{{margin:0}}
-.ns-warn{{background:#fde2e1;border:1px solid #c00;padding:4px 8px;margin:6px 0;
-  font-weight:700}}
-.ns-side{{flex:1 1 420px;min-width:420px}}
-.ns-side dl{{display:grid;grid-template-columns:70px 1fr;gap:2px 8px;margin:6px 0 0;
-  font-size:12px;line-height:1.35}}
-.ns-side dt{{color:#555;font-weight:600}}
-.ns-side dd{{margin:0}}
-.ns-text-row{{flex:1 1 100%}}
-.ns-text{{font-size:13px;margin:6px 0 0}}
-</style>
+{_CARD_CSS}
 <div class="ns-card" id="decision-summary">
 <h2>Decision</h2>
 <div class="ns-buy">{buy} &times; {_e(c.instance_type)}</div>
-<div class="ns-cost">{fmt_usd(hourly)}/hour &middot; {fmt_usd(monthly, 0)}/month
+<div class="ns-cost">{fmt_usd(total, 0)}/month in all
 <span style="font-size:13px;color:#555">{pricing}</span></div>
+<div style="font-size:12px;color:#555">{split}</div>
 <div style="font-size:12px;color:#555;margin:-4px 0 6px">{basis_of_count}</div>
 {warn}
 <dl>
 <dt>Serves</dt><dd>{fmt_rps(s.target_rps)} RPS, p99 &le; {fmt_sig(s.sla_p99_ms)} ms,
-{_e(s.workload)}; headroom {s.headroom:.0%}, N+{s.redundancy}</dd>
-<dt>Where</dt><dd>{_e(_where(c))}; {plural(c.vcpus, "vCPU")} {_e(c.arch)} each</dd>
+{_e(s.workload)}; headroom {s.headroom:.0%}, N+{s.redundancy}{loss}</dd>
+<dt>Where</dt><dd>{_e(_where(c, s))}; {plural(c.vcpus, "vCPU")} {_e(c.arch)} each</dd>
 <dt>How sure</dt><dd>{sure}</dd>
 <dt>Limit, basis</dt><dd>{_e(c.binding)}; {_e(c.evidence)}</dd>
 <dt>Runner-up</dt><dd>{runner}</dd>
-<dt>Rests on</dt><dd>{basis}; {s.options} instance types qualify</dd>
+<dt>Rests on</dt><dd>{basis}; {s.options} instance types qualify</dd>{against}
 </dl>
 </div>
 <div class="ns-side">{side_html}{extra}</div>
@@ -368,33 +412,31 @@ def summary_html(s: DecisionSummary, side_html: str = "") -> str:
 </div>"""
 
 
-_COLUMNS: dict[str, str] = {
-    "rank": "#",
-    "instance": "Instance",
-    "where": "Where",
-    "vcpus": "vCPUs",
-    "count": "Count",
-    "count_conf": "Count at {conf}",
-    "rps": "RPS/instance",
-    "util": "Load",
-    "hour": "$/hour",
-    "month": "$/month",
-    "hour_conf": "$/hour at {conf}",
-    "per_million": "$/M req.",
-    "p_meet": "P(meet)",
-    "binds": "Limited by",
-}
-
-
 def options_heading(rec: Recommendation) -> str:
-    """The options table's heading, naming the order the options are in."""
+    """The options table's heading, naming the order, the count and the prices."""
     if getattr(rec, "sort", "") == "cost-at-confidence":
-        return f"Options, cheapest first at {rec.confidence:.0%} confidence"
-    return "Options, cheapest first (point-estimate $/hour)"
+        how = f"the count that keeps the headroom with {rec.confidence:.0%} confidence"
+    else:
+        how = "the point-estimate count"
+    r = rec.rules
+    zones = f"{r.zones} zone" + ("s" if r.zones > 1 else "")
+    if r.zone_loss:
+        zones += f", surviving the loss of {r.zone_loss}"
+    return f"Options, cheapest total bill first ({how}; {r.pricing} prices; {zones})"
+
+
+def _ranked(o: Option, rec: Recommendation) -> tuple[int, float, float]:
+    """An option's count, $/hour and P(meet) as the options are ranked (at the confidence)."""
+    if getattr(rec, "sort", "") == "cost-at-confidence" and o.count_at_confidence:
+        return o.count_at_confidence, o.hourly_cost_at_confidence_usd, o.p_meets_at_confidence
+    return o.count, o.hourly_cost_usd, o.p_meets_target
 
 
 def options_table(rec: Recommendation, top: int = 10) -> Any:
-    """The cheapest options as a styled table with human headers and formatted numbers.
+    """The cheapest options as a styled table: the total bill first, compute and egress beside.
+
+    Every number is at the count the options are ranked by (`options_heading`); the terminal
+    table and the JSON also give the point-estimate count and the vCPUs.
 
     Returns
     -------
@@ -404,38 +446,36 @@ def options_table(rec: Recommendation, top: int = 10) -> Any:
     """
     import pandas as pd
 
-    conf = f"{rec.confidence:.0%}"
+    at_conf = getattr(rec, "sort", "") == "cost-at-confidence"
+    count_header = f"Count at {rec.confidence:.0%}" if at_conf else "Count"
     rows = []
     for i, o in enumerate(rec.options[:top], start=1):
-        c = _choice(o)
+        n, hourly, p = _ranked(o, rec)
+        inst = o.capacity.instance
+        egress = (o.egress or {}).get("usd_month")
         mark = {"own": " *", "carried": " +"}.get(o.capacity.measured, "")
+        cap = o.capacity.capacity_rps
         rows.append(
             {
-                "rank": i,
-                "instance": c.instance_type + mark,
-                "where": f"{c.provider} {c.region}",
-                "vcpus": c.vcpus,
-                "count": c.count,
-                "count_conf": c.count_at_confidence,
-                "rps": fmt_rps(o.capacity.capacity_rps),
-                "util": f"{o.utilization:.0%}",
-                "hour": fmt_usd(c.hourly_usd),
-                "month": fmt_usd(c.monthly_usd, 0),
-                "hour_conf": fmt_usd(c.hourly_at_confidence_usd),
-                "per_million": fmt_usd_small(
-                    usd_per_million(
-                        c.hourly_usd + o.egress_monthly_usd / HOURS_PER_MONTH, rec.target_rps
-                    )
+                "#": i,
+                "Instance": inst.instance_type + mark,
+                "Where": f"{inst.provider} {inst.region}",
+                count_header: n,
+                "Total $/mo": fmt_usd(hourly * HOURS_PER_MONTH + (egress or 0.0), 0),
+                "Compute $/mo": fmt_usd(hourly * HOURS_PER_MONTH, 0),
+                "Egress $/mo": fmt_usd(egress, 0),
+                "$/hour": fmt_usd(hourly),
+                "$/M req.": fmt_usd_small(
+                    usd_per_million(hourly + (egress or 0.0) / HOURS_PER_MONTH, rec.target_rps)
                 ),
-                "p_meet": f"{c.p_meet:.0%}",
-                "binds": c.binding,
+                "RPS/instance": fmt_rps(cap),
+                "Load": f"{rec.target_rps / (n * cap):.0%}" if n and cap else "-",
+                "P(meet)": f"{p:.0%}",
+                "Limited by": o.capacity.binding_constraint,
             }
         )
-    df = pd.DataFrame(rows).rename(columns={k: v.format(conf=conf) for k, v in _COLUMNS.items()})
-    col = f"Count at {conf}"
-    df[col] = ["-" if v is None or v != v else str(int(v)) for v in df[col]]
-    numeric = [0, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
-    left = [j for j in range(len(df.columns)) if j not in numeric]
+    df = pd.DataFrame(rows)
+    left = [1, 2, 12]
     return _styled(df, "options-table", left, highlight_first=True)
 
 
@@ -671,13 +711,13 @@ def appendix_html(
     pubs = "".join(
         f"<li><b>{_e(d.publisher)}</b>, &ldquo;{_e(d.title)}&rdquo;: {_e(d.gives)}</li>"
         for d in docs
-    )
+    ) + "".join(f"<li>{_e(x)}</li>" for x in other_sources(lines))
     providers = sorted({(i.provider, i.region) for i in insts})
     as_of: dict[tuple[str, str], set[str]] = {}
     for i in insts:
         as_of.setdefault((i.provider, i.region), set()).add(i.source_date)
     prices = "".join(
-        f"<li>{_e(p)} {_e(r)} on-demand Linux prices and specifications, as of "
+        f"<li>{_e(p)} {_e(r)} {_e(rec.rules.pricing)} Linux prices and specifications, as of "
         f"{_e(', '.join(sorted(as_of[p, r])))}</li>"
         for p, r in providers
     )
@@ -690,16 +730,36 @@ def appendix_html(
     egress = sorted(found)
     prices += "".join(f"<li>{_e(line)}</li>" for line in egress[:6])
     notes = "".join(f"<li>{_e(n)}</li>" for n in getattr(rec, "notes", ())) or "<li>none</li>"
-    basis = "".join(f"<li>{_e(name_sources(b))}</li>" for b in rec.options[0].capacity.basis)
+    basis = "".join(f"<li>{_e(name_sources(b))}</li>" for b in once(rec.options[0].capacity.basis))
     font = "font-family:system-ui,sans-serif;font-size:13px"
     return f"""<div class="ns-appendix {NO_MATH}" style="{font}">
 <h3>The request</h3><table id="inputs-table">{inputs}</table>
 <h3>Versions</h3><p>Model: {_e(model_version)}. Catalog prices as of {_e(", ".join(dates))}.</p>
-<h3>Published sources</h3><ul>{pubs}</ul>
+<h3>Sources the answer rests on</h3><ul>{pubs}</ul>
 <h3>Prices and specifications</h3><ul>{prices}</ul>
 <h3>Limits of the answer</h3><ul>{notes}</ul>
 <h3>How the first option's capacity was computed</h3><ul>{basis}</ul>
 </div>"""
+
+
+def once(basis: Sequence[str]) -> list[str]:
+    """Basis lines with a reason given before named, not printed again.
+
+    ``env_packet_us = 0.3 us/packet (measured over nic): <the reason of env_request_us>``
+    becomes ``env_packet_us = 0.3 us/packet (measured over nic): as env_request_us above``.
+    """
+    seen: dict[str, str] = {}
+    out = []
+    for line in basis:
+        head, sep, why = line.partition("): ")
+        name = head.split(" = ")[0]
+        if sep and " = " in head and len(why) > 80 and why in seen:
+            out.append(f"{head}): as {seen[why]} above")
+            continue
+        if sep and " = " in head:
+            seen.setdefault(why, name)
+        out.append(line)
+    return out
 
 
 def tidy_table(df: Any, *, digits: int = 3, table_id: str | None = None) -> Any:
