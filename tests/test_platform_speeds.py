@@ -21,6 +21,11 @@ from sizing.workload.value import Workload
 
 
 @pytest.fixture(scope="module")
+def cat():
+    return {i.instance_type: i for i in load_catalog()}
+
+
+@pytest.fixture(scope="module")
 def model():
     got = load_cloud_model()
     assert got is not None
@@ -46,8 +51,7 @@ def test_stand_in_speeds_are_labelled_and_wider_nginx_ones_are_not(model):
     assert large and all(s.stand_in_only for s in large)
 
 
-def test_the_answer_names_the_stand_in_in_its_basis():
-    cat = {i.instance_type: i for i in load_catalog()}
+def test_the_answer_names_the_stand_in_in_its_basis(cat):
     turin = " ".join(capacity.instance_capacity(cat["m8azn.medium"], Workload()).basis)
     assert "stand-in server only" in turin
     graviton3 = " ".join(capacity.instance_capacity(cat["c7g.xlarge"], Workload()).basis)
@@ -76,3 +80,18 @@ def test_outliers_are_computed_from_the_speeds(model):
     assert not any(k.startswith("zen5|") for k in moved)
     assert "graviton4|1|small_static" in moved and moved["graviton4|1|small_static"] > 1.5
     assert all(math.isfinite(r) for r in moved.values())
+
+
+def test_a_large_instance_is_capped_by_the_packet_rate_and_says_so(cat):
+    work = Workload()
+    packets = capacity.packets_per_request(work)
+    assert packets == 4  # a 1 KB response is one segment: request, ACK, response, ACK
+    big = capacity.instance_capacity(cat["c7g.16xlarge"], work)
+    assert big.network_rps == pytest.approx(capacity.PACKET_RATE[0] / packets)
+    assert big.capacity_rps <= big.network_rps < big.cpu_peak_rps
+    assert "packet rate caps it lower" in " ".join(big.basis)
+    small = capacity.instance_capacity(cat["c7g.medium"], work)
+    assert "packet rate" not in " ".join(small.basis)
+    large_body = Workload(file_bytes=65536)
+    n = math.ceil(capacity.wire_bytes_per_request(large_body) / 1448.0)
+    assert capacity.packets_per_request(large_body) == 2 + n + math.ceil(n / 2)
