@@ -26,6 +26,11 @@ def cat():
 
 
 @pytest.fixture(scope="module")
+def obs():
+    return observations(load_cloud_measurements())
+
+
+@pytest.fixture(scope="module")
 def model():
     got = load_cloud_model()
     assert got is not None
@@ -58,8 +63,7 @@ def test_the_answer_names_the_stand_in_in_its_basis(cat):
     assert "stand-in server only" not in graviton3
 
 
-def test_a_fit_without_nginx_rows_has_no_gap_to_measure():
-    obs = observations(load_cloud_measurements())
+def test_a_fit_without_nginx_rows_has_no_gap_to_measure(obs):
     blind = fit_cloud_model(obs, exclude_sources=["aws-ec2-benchmark-nginx"])
     assert (blind.stand_in_gap_sd, blind.stand_in_gap_platforms) == (0.0, 0)
     assert all(s.stand_in_only for s in blind.speeds.values())
@@ -95,3 +99,13 @@ def test_a_large_instance_is_capped_by_the_packet_rate_and_says_so(cat):
     large_body = Workload(file_bytes=65536)
     n = math.ceil(capacity.wire_bytes_per_request(large_body) / 1448.0)
     assert capacity.packets_per_request(large_body) == 2 + n + math.ceil(n / 2)
+
+
+def test_the_stand_ins_own_rows_are_scored_without_the_gap(model, obs):
+    from sizing.fitting.cloudfit import predict
+
+    rows = obs[(obs["source_id"] == "sparecores-static-web") & (obs["cpu_platform"] == "zen5")]
+    pred = predict(model, rows.head(4))
+    sp = model.speeds["zen5|1|small_static"]
+    no_gap = math.hypot(math.sqrt(sp.rel_sd**2 - sp.stand_in_sd**2), model.spread("small_static"))
+    assert min(pred["log_sd"]) < no_gap + 1e-9 < math.hypot(sp.rel_sd, model.spread("small_static"))

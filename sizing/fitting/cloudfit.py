@@ -644,6 +644,9 @@ def predict(model: CloudModel, obs: pd.DataFrame) -> pd.DataFrame:
             sp = model.speed(pid, tpc, cls) if kind == "fitted" else None
             if sp is not None:
                 v /= math.exp(sp.nginx_shift + sp.smt_shift)
+                # The stand-in's own rows need no stand-in-to-NGINX gap.
+                v_sd = math.sqrt(max(v_sd**2 - sp.stand_in_sd**2, 0.0))
+                spread = math.hypot(v_sd, model.spread(cls))
             slope = model.size_slopes.get(f"{r.source_id}|{cls}", 0.0)
             size = math.exp(slope * math.log2(float(r.vcpus) / SIZE_CENTRE))
             level, level_sd, ok = model.levels[key] * size, 0.0, True
