@@ -36,6 +36,7 @@ from benchlib import machine, save
 
 from sizing.fitting.cloudfit import fit_cloud_model, observations, predict
 from sizing.fitting.cloudtruth import load_cloud_measurements
+from sizing.fitting.speedcheck import FLAG_RATIO, generation_outliers
 
 
 def _spearman(a: list[float], b: list[float]) -> float:
@@ -182,6 +183,27 @@ def _line(r: dict[str, Any]) -> str:
     )
 
 
+def _print_speed_checks(model: Any) -> None:
+    """The stand-in-to-NGINX gap and the speeds far from their generation's neighbours."""
+    print(
+        f"stand-in-to-NGINX gap: log sd {model.stand_in_gap_sd:.3f} (root mean square of the "
+        f"per-platform shift over {model.stand_in_gap_platforms} platform speeds measured both "
+        f"ways), added to {sum(s.stand_in_only for s in model.speeds.values())} of "
+        f"{len(model.speeds)} speeds fitted to the stand-in server only"
+    )
+    flags = generation_outliers(model)
+    print(
+        f"speeds outside x{FLAG_RATIO[1]}-x{FLAG_RATIO[0]} of their generation's neighbours "
+        f"(sizing.fitting.speedcheck): {len(flags)}"
+    )
+    for f in flags:
+        sp = model.speeds[f.key]
+        print(
+            f"   FLAG {f.key:<28} {f.speed:.2f} reference cores per vCPU, x{f.ratio:.2f} of "
+            f"{', '.join(f.neighbours)}; {'stand-in only' if sp.stand_in_only else 'NGINX rows'}"
+        )
+
+
 def main() -> int:
     obs = observations(load_cloud_measurements())
     print(f"machine: {machine()}")
@@ -201,6 +223,7 @@ def main() -> int:
             f"{k} {v.request_us:.1f}+-{v.request_stderr:.1f}" for k, v in full.environments.items()
         )
     )
+    _print_speed_checks(full)
     print()
     loso = leave_one_source_out(obs)
     print("1. Leave one source out (fitted to the others, predicted the held-out source):")

@@ -156,6 +156,31 @@ def _wire_per_request(work: Workload) -> float:
 #: Bytes on the wire per request, the size mix and gzip applied [B] (an estimate).
 wire_bytes_per_request = _wire_per_request
 
+#: Packets per second, in and out together, one instance's virtual NIC passes [1/s].
+PACKET_RATE = (
+    2.2e6,
+    "published: 2.2M packets per second, received and sent together, the budget measured on "
+    "m5.24xlarge and m5.metal (Stressgrid, 'Packets-per-second limits in EC2', 2019); taken "
+    "as every cloud instance's ceiling (an estimate: newer NICs and other clouds may pass "
+    "more, smaller instances less)",
+)
+
+
+def packets_per_request(work: Workload) -> float:
+    """Packets on the wire per keep-alive request, both directions [1] (an estimate).
+
+    The request, the server's ACK of it, the response's ``n = ceil(bytes / MSS)`` segments
+    and the client's delayed ACKs (one per two segments): ``2 + n + ceil(n / 2)``, 4 for a
+    response of one segment (Stressgrid's count); weighted over the size mix.
+    """
+    ratio = costmodel.ESTIMATES["gzip_ratio"][0]
+    total = 0.0
+    for s, w in work.sizes:
+        wire = bytes_per_response(s * (1 - work.gzip) + s * work.gzip * ratio, work.protocol)
+        n = max(1, math.ceil(wire / MSS_BYTES))
+        total += w * (2 + n + math.ceil(n / 2))
+    return total
+
 
 SERVICE_CV2 = (
     0.25,
@@ -696,6 +721,26 @@ def _per_vcpus(part: _CpuPart, vcpus: int, work: Workload) -> tuple[Any, ...]:
     return cpu_peak, rho, cpu_sla, rel_sd, workers, derating
 
 
+def _network_cap(
+    inst: Instance, work: Workload, wire: float, packets: float
+) -> tuple[float, float, str]:
+    """The network's cap [RPS], the bandwidth [Gbit/s] and the basis line.
+
+    Bandwidth over ``wire`` bytes per response; with ``packets`` per request (0: not a cloud
+    VM), also `PACKET_RATE` over them, named in the line when it is the lower.
+    """
+    gbps, how = network_gbps(inst, work)
+    net = gbps * 1e9 / 8.0 / wire
+    line = f"network {how} / {wire:.0f} B per response (estimate of framing) = {net:,.0f} RPS"
+    if packets > 0 and PACKET_RATE[0] / packets < net:
+        net = PACKET_RATE[0] / packets
+        line += (
+            f"; the packet rate caps it lower: {PACKET_RATE[0]:,.0f} packets/s / {packets:.1f} "
+            f"packets per request (estimate) = {net:,.0f} RPS ({PACKET_RATE[1]})"
+        )
+    return net, gbps, line
+
+
 def model_capacities(
     instances: Sequence[Instance],
     work: Workload,
@@ -726,6 +771,7 @@ def model_capacities(
     parts: dict[tuple[Platform, bool], _CpuPart] = {}
     sized: dict[tuple[Platform, bool, int], tuple[Any, ...]] = {}
     wire = _wire_per_request(work)
+    packets = packets_per_request(work)
     out: list[Capacity] = []
     for inst in instances:
         pkey = (inst.cpu, inst.arch, inst.family, inst.threads_per_core)
@@ -742,8 +788,7 @@ def model_capacities(
         if found is None:
             found = sized[(plat, cloud, inst.vcpus)] = _per_vcpus(part, inst.vcpus, work)
         cpu_peak, rho, cpu_sla, rel_sd, workers, derating = found
-        gbps, net_how = network_gbps(inst, work)
-        net = gbps * 1e9 / 8.0 / wire
+        net, gbps, net_line = _network_cap(inst, work, wire, packets if cloud else 0.0)
         capacity = min(cpu_sla, net)
         if cpu_sla <= 0:
             binding = "latency"
@@ -754,7 +799,7 @@ def model_capacities(
             workers,
             *part.notes,
             derating,
-            f"network {net_how} / {wire:.0f} B per response (estimate of framing) = {net:,.0f} RPS",
+            net_line,
             f"catalog {inst.instance_type}: {inst.source} ({inst.source_date})",
         ]
         speed = part.speed

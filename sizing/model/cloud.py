@@ -102,6 +102,11 @@ class PlatformSpeed:
     smt_shift : float
         Log shift of a hyper-thread's speed from the stand-in server's SMT gain to real
         NGINX's (stage 3a of `fit_cloud_model`); 0 for whole cores.
+    stand_in_only : bool
+        No real-NGINX row of this platform, vCPU kind and class was fitted: the speed rests
+        on a stand-in static server with its client on the same VM only.
+    stand_in_sd : float
+        The log sd added to ``rel_sd`` for that (`stand_in_gap`'s figure); 0 otherwise.
     """
 
     platform_id: str
@@ -114,10 +119,14 @@ class PlatformSpeed:
     nginx_shift: float = 0.0
     nginx_types: int = 0
     smt_shift: float = 0.0
+    stand_in_only: bool = False
+    stand_in_sd: float = 0.0
 
     @property
     def source(self) -> str:
         """What the speed rests on, in words."""
+        if self.stand_in_only:
+            return self._stand_in_source()
         shift = (
             f", moved x{math.exp(self.nginx_shift):.2f} to {self.nginx_types} real-NGINX "
             "instance measurement(s) of it"
@@ -127,6 +136,21 @@ class PlatformSpeed:
         return (
             f"fitted to {self.instance_types} instance type(s) of published cloud measurements "
             f"({', '.join(self.sources)}; data/cloud/measurements.csv){shift}"
+        )
+
+    def _stand_in_source(self) -> str:
+        """`source` of a speed no real NGINX measured: says so, and how much wider it is."""
+        twin = (
+            f", moved x{math.exp(self.nginx_shift):.2f} by {self.nginx_types} real-NGINX "
+            "instance measurement(s) of a platform with the same core"
+            if self.nginx_types
+            else ""
+        )
+        return (
+            f"stand-in server only: fitted to {self.instance_types} instance type(s) of a "
+            "static server that is not NGINX, its client on the same VM "
+            f"({', '.join(self.sources)}; data/cloud/measurements.csv){twin}; log sd widened "
+            f"by {self.stand_in_sd:.2f} (the stand-in-to-NGINX gap of platforms measured both ways)"
         )
 
 
@@ -175,6 +199,8 @@ class CloudModel:
     levels: dict[str, float] = field(default_factory=dict)
     anchor_sd: dict[str, float] = field(default_factory=dict)
     size_slopes: dict[str, float] = field(default_factory=dict)
+    stand_in_gap_sd: float = 0.0
+    stand_in_gap_platforms: int = 0
 
     def spread(self, cls: str) -> float:
         """Log sd of an instance type's value about its platform's speed, in a new harness.
@@ -228,6 +254,8 @@ class CloudModel:
             math.hypot(other.rel_sd, g_sd / g),
             other.instance_types,
             other.sources,
+            stand_in_only=other.stand_in_only,
+            stand_in_sd=other.stand_in_sd,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -246,6 +274,8 @@ class CloudModel:
             "levels": self.levels,
             "anchor_sd": self.anchor_sd,
             "size_slopes": self.size_slopes,
+            "stand_in_gap_sd": self.stand_in_gap_sd,
+            "stand_in_gap_platforms": self.stand_in_gap_platforms,
         }
 
     @classmethod
@@ -266,6 +296,8 @@ class CloudModel:
             levels={k: float(v) for k, v in doc.get("levels", {}).items()},
             anchor_sd={k: float(v) for k, v in doc.get("anchor_sd", {}).items()},
             size_slopes={k: float(v) for k, v in doc.get("size_slopes", {}).items()},
+            stand_in_gap_sd=float(doc.get("stand_in_gap_sd", 0.0)),
+            stand_in_gap_platforms=int(doc.get("stand_in_gap_platforms", 0)),
         )
 
 
