@@ -372,8 +372,8 @@ class SizingRequest:
         "",
         "--nginx-conf",
         "your nginx.conf (its includes read too, nothing run): the workload and the "
-        "per-request features of the server and location that serve the traffic, where no "
-        "flag sets another value than its default (default none)",
+        "per-request features of the server and location that serve the traffic, unless a "
+        "flag is set to something else (default none)",
         parse=path_arg(INPUT_FILE),
         metavar="FILE",
         commands=WORKLOAD,
@@ -384,7 +384,7 @@ class SizingRequest:
         "",
         "--ingress-nginx",
         "your ingress-nginx ConfigMap (YAML): the controller's workload and per-request Lua "
-        "phases, where no flag sets another value than its default (default none)",
+        "phases, unless a flag is set to something else (default none)",
         parse=path_arg(INPUT_FILE),
         metavar="CONFIGMAP",
         commands=WORKLOAD,

@@ -34,7 +34,7 @@ def run(*args):
         (["--rps", ""], "'' is not a number"),
         (["--rps", "1e6", "--sla-p99", "0ms"], "longer than zero"),
         (["--rps", "1e6", "--sla-p99", "5"], "not a duration with a unit"),
-        (["--rps", "1e6", "--provider", "azure"], "unknown provider azure"),
+        (["--rps", "1e6", "--provider", "oracle"], "unknown provider oracle"),
         (["--rps", "1e6", "--catalog", "/nonexistent/cat.csv"], "does not exist"),
         (["--rps", "1e6", "--headroom", "1.5"], "outside [0, 1)"),
         (["--rps", "1e6", "--file-size", "big"], "'big' is not a size"),
