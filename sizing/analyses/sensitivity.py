@@ -30,6 +30,7 @@ from sizing.model.costmodel import (
     Coefficient,
     CostProfile,
     cpu_us_per_request,
+    current_stack_coefficients,
     reference_profile,
 )
 from sizing.model.platforms import Platform, platform_of
@@ -173,13 +174,22 @@ def _patched(name: str, value: Any) -> Iterator[None]:
 
 
 def _coefficient_set(name: str, v: float) -> contextlib.AbstractContextManager[None]:
+    current = current_stack_coefficients()
+    if name in current:  # the answer takes it from the current stack, not the reference
+        c = current[name]
+        moved_current = {**current, name: replace(c, value=v, stderr=_scaled_sd(c, v))}
+        return _patched("current_stack_coefficients", lambda: moved_current)
     ref = reference_profile()
     coefs = dict(ref.coefficients)
     c = coefs[name]
-    # the same relative error at every value: moving the value alone must not widen the spread
-    coefs[name] = replace(c, value=v, stderr=c.stderr * (v / c.value) if c.value else c.stderr)
+    coefs[name] = replace(c, value=v, stderr=_scaled_sd(c, v))
     moved = replace(ref, coefficients=coefs)
     return _patched("reference_profile", lambda: moved)
+
+
+def _scaled_sd(c: Coefficient, v: float) -> float:
+    """The same relative error at ``v``: moving the value alone must not widen the spread."""
+    return c.stderr * (v / c.value) if c.value else c.stderr
 
 
 def _platform_speed(platform_id: str, v: float) -> contextlib.AbstractContextManager[None]:
@@ -282,9 +292,11 @@ def uncertain_inputs(
     work = rec.workload
     ref = reference_profile()
     cost = cpu_us_per_request(work, ref)
+    # The coefficients the answer uses: the current stack's where it has them.
+    used = {**ref.coefficients, **current_stack_coefficients()}
     out: list[UncertainInput] = []
     for name, us in sorted(cost.terms.items(), key=lambda kv: -abs(kv[1])):
-        c = ref.coef(name)
+        c = used.get(name)
         if c is None or c.stderr <= 0 or abs(us) < min_share * cost.us:
             continue
         lo, hi = max(c.value - 1.96 * c.stderr, c.value * 0.05), c.value + 1.96 * c.stderr
