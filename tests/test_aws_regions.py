@@ -89,5 +89,8 @@ def test_spot_prices_aws_and_says_the_spares_interruptions_call_for(capsys):
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "(aws us-east-1, spot)" in out
+    assert "notes: " in out and "spot" in out.split("notes: ")[1].splitlines()[0]  # one screen
+    assert main([*args, "--explain"]) == 0  # the note whole
+    out = capsys.readouterr().out
     note = next(line for line in out.splitlines() if line.startswith("note: spot:"))
     assert "AWS Spot Instance Advisor" in note and "binomial" in note and "spare" in note

@@ -72,7 +72,7 @@ def runners(capfd, *argv: str) -> tuple[int, str, str]:
 
 
 def test_mixed_fleet_json_and_csv_are_not_mixed_with_solver_output(capfd):
-    argv = ["recommend", "--rps", "1e12", "--mix", "3", "--zones", "3"]
+    argv = ["recommend", "--rps", "1e11", "--mix", "3", "--zones", "3"]
     code, out, err = sizing(capfd, *argv, "--format", "json", "--top", "2")
     assert code == 0, err
     doc = json.loads(out)

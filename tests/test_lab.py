@@ -419,8 +419,11 @@ def test_notebook_runs_in_jupyterlab(one_kernel, name):
             decision = str(
                 d.execute_script("return document.querySelector('#decision-summary').innerText")
             )
-            # "$0.78/hour · $569/month": dollars, not MathJax italics ("0.78/hour·569/month").
-            assert re.search(r"\$\d+\.\d\d/hour · \$[\d,]+/month", decision), decision
+            # "$786 instances + $171,415 egress; $1.08/hour": dollars, not MathJax italics
+            # ("786 instances + 171,415 egress").
+            assert re.search(r"\$[\d,]+/month in all", decision), decision
+            split = r"\$[\d,]+ instances \+ \$[\d,]+ egress; \$\d+\.\d\d/hour"
+            assert re.search(split, decision), decision
             assert re.search(r"\(\$\d+\.\d\d/h\)", decision), decision
             table = str(
                 d.execute_script("return document.querySelector('#T_options-table').innerText")

@@ -151,6 +151,6 @@ def test_recommend_runs_imports_neither_pandas_nor_scipy_optimize(tmp_path):
         check=False,
     )
     assert p.returncode == 0, p.stderr
-    assert "measured SIMULATED" in p.stdout
+    assert "Rests on SIMULATED runs" in p.stdout
     (line,) = [ln for ln in p.stderr.splitlines() if ln.startswith("LOADED")]
     assert line == "LOADED ", line

@@ -184,7 +184,7 @@ def test_recommend_with_simulated_runs_is_marked(tmp_path):
     text = sizing_cli(
         "recommend", "--rps", "1e6", "--protocol", "http", "--runs", run, "--allow-simulated"
     ).stdout
-    assert "measured SIMULATED" in text and "P(meet)" in text
+    assert "Rests on SIMULATED runs" in text and "P(meet)" in text
 
 
 @pytest.mark.slow
