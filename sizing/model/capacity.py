@@ -156,14 +156,16 @@ def _wire_per_request(work: Workload) -> float:
 #: Bytes on the wire per request, the size mix and gzip applied [B] (an estimate).
 wire_bytes_per_request = _wire_per_request
 
-#: Packets per second, in and out together, one instance's virtual NIC passes [1/s].
+#: Packets per second, in and out together, a virtual NIC of `PACKET_RATE_GBPS` passes [1/s].
 PACKET_RATE = (
     2.2e6,
     "published: 2.2M packets per second, received and sent together, the budget measured on "
-    "m5.24xlarge and m5.metal (Stressgrid, 'Packets-per-second limits in EC2', 2019); taken "
-    "as every cloud instance's ceiling (an estimate: newer NICs and other clouds may pass "
-    "more, smaller instances less)",
+    "m5.24xlarge and m5.metal, 25 Gbps (Stressgrid, 'Packets-per-second limits in EC2', 2019); "
+    "taken as the ceiling of every cloud instance up to 25 Gbps and as growing with the "
+    "bandwidth above it (an estimate: network-optimised NICs pass more)",
 )
+#: The bandwidth of the instances `PACKET_RATE` was measured on [Gbit/s].
+PACKET_RATE_GBPS = 25.0
 
 
 def packets_per_request(work: Workload) -> float:
@@ -732,10 +734,11 @@ def _network_cap(
     gbps, how = network_gbps(inst, work)
     net = gbps * 1e9 / 8.0 / wire
     line = f"network {how} / {wire:.0f} B per response (estimate of framing) = {net:,.0f} RPS"
-    if packets > 0 and PACKET_RATE[0] / packets < net:
-        net = PACKET_RATE[0] / packets
+    pps = PACKET_RATE[0] * max(1.0, gbps / PACKET_RATE_GBPS)
+    if packets > 0 and pps / packets < net:
+        net = pps / packets
         line += (
-            f"; the packet rate caps it lower: {PACKET_RATE[0]:,.0f} packets/s / {packets:.1f} "
+            f"; the packet rate caps it lower: {pps:,.0f} packets/s / {packets:.1f} "
             f"packets per request (estimate) = {net:,.0f} RPS ({PACKET_RATE[1]})"
         )
     return net, gbps, line
