@@ -238,9 +238,9 @@ def test_real_sweeps_same_setup_passes_and_slowdown_is_caught(tmp_path, leaves_n
     default level 1 (the same compressible 64 KB body) is caught as worse.
 
     On this 2-core machine, level 9 served about 55% fewer requests per second than level 1
-    (150 vs 320-550 RPS over three repeats of 2 s); runs of the same setup differed by up to
-    about 40% when other work shared the machine. So the same setup is judged at 50% and the
-    slowdown at 25%.
+    (150 vs 320-550 RPS over three repeats of 2 s), and once only 23% (414 vs 538, a clean
+    clone's CI run); runs of the same setup differed by up to about 40% when other work shared
+    the machine. So the same setup is judged at 50% and the slowdown at 10%.
     """
     out = tmp_path / "runs"
     a = _sweep(out)
@@ -249,7 +249,7 @@ def test_real_sweeps_same_setup_passes_and_slowdown_is_caught(tmp_path, leaves_n
     p = runners_cli("compare", str(a), str(same), "--fail-if-worse", "50%", "--gate", "max-rps")
     assert p.returncode == 0, p.stdout + p.stderr
     html = tmp_path / "view.html"
-    p = runners_cli("compare", str(a), str(slow), "--fail-if-worse", "25%", "--html", str(html))
+    p = runners_cli("compare", str(a), str(slow), "--fail-if-worse", "10%", "--html", str(html))
     assert p.returncode == 1, p.stdout + p.stderr
     assert "max RPS under the SLA" in p.stdout and "gzip_comp_level 9" in p.stdout
     assert html.stat().st_size > 0
