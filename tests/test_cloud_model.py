@@ -151,3 +151,15 @@ def test_in_sample_stand_in_rows_use_the_stand_in_speeds(obs):
     for kind in (1, 2):
         assert abs(float(np.median(err[rows["threads_per_core"] == kind]))) < 0.08
     assert "sparecores-static-web|small_static" in model.size_slopes
+
+
+def test_same_vm_client_cost_rests_on_the_fitted_source():
+    """wrk on the server's VM: SpareCores' recorded server CPU share gives the client's cost."""
+    from sizing.fitting.samevm import same_vm_client_cost, unknown_cpu_sd
+
+    c = same_vm_client_cost()
+    assert c.n > 300
+    assert 0.45 < c.server_share < 0.60  # the server used about half of the VM
+    assert 5.0 < c.us < 25.0 and 0.0 < c.rel_sd < 0.6
+    assert "SpareCores" in c.source and "fitted" in c.source
+    assert 0.2 < unknown_cpu_sd() < 1.0
