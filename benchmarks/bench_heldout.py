@@ -91,6 +91,19 @@ def client_shared(cpu_peak: float, nginx_us: float) -> tuple[float, float]:
     return cpu_peak * share, (1 - share) * client.rel_sd
 
 
+def with_colocated(cpu_peak: float, row: dict[str, str]) -> float:
+    """NGINX's peak [1/s] on a machine it shares with a program the row's source measured.
+
+    The source's ``colocated_rps`` is that program's own peak over the row's instances
+    (e.g. the backend alone on the same nodes); each request costs both their CPU time, so
+    the machine serves ``1 / (1 / nginx + 1 / colocated)``.
+    """
+    if not row.get("colocated_rps"):
+        return cpu_peak
+    other = float(row["colocated_rps"]) / int(row["instances"])
+    return 1.0 / (1.0 / cpu_peak + 1.0 / other)
+
+
 #: Providers whose environment a fitted source measured (others: an unseen environment).
 SEEN_PROVIDERS = ("aws", "gcp", "bare-metal")
 
@@ -98,7 +111,7 @@ SEEN_PROVIDERS = ("aws", "gcp", "bare-metal")
 def unknowns(row: dict[str, str]) -> dict[str, float]:
     """Log sds for what the row's machine leaves unknown, each from the fitted data.
 
-    - ``unknown CPU`` (no CPU named): the sd of the fitted x86 hyper-thread platforms'
+    - ``unknown CPU`` (the source names no CPU): the sd of the fitted x86 hyper-thread platforms'
       per-vCPU speeds (`sizing.fitting.samevm.unknown_cpu_sd`): the CPU may be any of them.
     - ``unseen environment`` (a provider or site no fitted source measured): the sd of one
       fitted harness's platform placements about the other's after their common shift
@@ -108,7 +121,7 @@ def unknowns(row: dict[str, str]) -> dict[str, float]:
     from sizing.model.capacity import cloud_model
 
     out = {}
-    if row["cpu_model"].strip() == "not stated":
+    if row["cpu_model"].startswith("not stated"):
         out["unknown CPU"] = unknown_cpu_sd()
     if not row["provider"].startswith(SEEN_PROVIDERS):
         out["unseen environment"] = float(cloud_model().stand_in_gap_sd)
@@ -162,6 +175,7 @@ def predict(
     if same_vm:
         cpu, terms["same-VM client"] = client_shared(cpu, cap.cpu_us_per_request)
         net = math.inf
+    cpu = with_colocated(cpu, row)
     terms.update(unknowns(row))
     rel_sd = math.sqrt(sum(v * v for v in terms.values()))
     n = int(row["instances"])

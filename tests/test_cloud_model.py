@@ -163,3 +163,16 @@ def test_same_vm_client_cost_rests_on_the_fitted_source():
     assert 5.0 < c.us < 25.0 and 0.0 < c.rel_sd < 0.6
     assert "SpareCores" in c.source and "fitted" in c.source
     assert 0.2 < unknown_cpu_sd() < 1.0
+
+
+def test_the_answer_names_the_widest_term_of_its_range(catalog):
+    """Item 6: the basis says how wide the CPU range is and which term leads it."""
+    inst = catalog["c6i.xlarge"]
+    plain = capacity.instance_capacity(inst, Workload())
+    line = next(b for b in plain.basis if "95% range of the CPU capacity" in b)
+    assert "its widest term: platform speed" in line
+    many = tuple(f"sub_filter (nginx.conf:{n})" for n in range(1, 10))
+    wide = capacity.instance_capacity(inst, Workload(uncosted=many))
+    line = next(b for b in wide.basis if "95% range of the CPU capacity" in b)
+    assert "its widest term: directives not costed (0.30" in line
+    assert wide.rel_sd > plain.rel_sd

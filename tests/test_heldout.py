@@ -19,7 +19,7 @@ COLUMNS = [
     "platform_mapping", "instances", "link_gbps", "vcpus_nginx", "cpu_model", "environment",
     "protocol", "body_bytes", "scenario", "access_log", "client_keepalive", "upstream_keepalive",
     "lua", "gzip", "client_placement", "measured_rps", "latency", "server_bound",
-    "server_bound_evidence",
+    "server_bound_evidence", "colocated", "colocated_rps",
 ]  # fmt: skip
 
 
@@ -152,7 +152,10 @@ def test_unknowns_widen_only_the_rows_that_leave_them_unknown() -> None:
         "unknown CPU",
         "unseen environment",
     }
-    assert set(bench.unknowns(by_id["aks-ds2v2-ingress-x3"])) == {"unseen environment"}
+    assert set(bench.unknowns(by_id["aks-ds2v2-ingress-x3"])) == {
+        "unknown CPU",
+        "unseen environment",
+    }
     assert bench.unknowns(by_id["ec2bench-2xl-c5"]) == {}
     assert bench.unknowns(by_id["tuning-i5-600B"]) == {}
     rows = {r["row"]: r for r in bench.run()["rows"]}
@@ -165,3 +168,16 @@ def test_the_container_stdout_log_is_named_as_uncosted() -> None:
     by_id = {r["row_id"]: r for r in _rows()}
     assert bench.uncosted_of(by_id["ec2bench-2xl-c8g"]) == (bench.STDOUT_LOG,)
     assert bench.uncosted_of(by_id["monolake-c5a-http-128"]) == ()
+
+
+def test_a_program_sharing_the_machine_takes_its_measured_share() -> None:
+    """The AKS nodes ran a backend replica beside NGINX; the source measured it alone."""
+    bench = _bench()
+    by_id = {r["row_id"]: r for r in _rows()}
+    aks = by_id["aks-ds2v2-ingress-x3"]
+    assert float(aks["colocated_rps"]) > 0 and aks["colocated"]
+    other = float(aks["colocated_rps"]) / int(aks["instances"])
+    shared = bench.with_colocated(1e5, aks)
+    assert shared == pytest.approx(1 / (1 / 1e5 + 1 / other))
+    assert shared < min(1e5, other)
+    assert bench.with_colocated(1e5, by_id["ec2bench-2xl-c5"]) == 1e5

@@ -710,6 +710,15 @@ def _per_vcpus(part: _CpuPart, vcpus: int, work: Workload) -> tuple[Any, ...]:
     )  # d log(eff) = -(1-eff) d log(sigma)
     beyond = max(math.log2(vcpus / costmodel.SEED_MAX_WORKERS), 0.0)
     beyond_sd = costmodel.BEYOND_SEED_SD_PER_DOUBLING[0] * beyond
+    unc_sd = costmodel.UNCOSTED_SD[0] * math.sqrt(len(work.uncosted))
+    terms = {
+        "CPU time per request (coefficients, features)": math.sqrt(
+            max(part.cost.rel_sd**2 - unc_sd**2, 0.0)
+        ),
+        "directives not costed": unc_sd,
+        "platform speed": part.speed_sd,
+        "worker scaling": math.hypot(eff_sd, beyond_sd),
+    }
     rel_sd = math.sqrt(part.cost.rel_sd**2 + part.speed_sd**2 + eff_sd**2 + beyond_sd**2)
     workers = (
         f"{vcpus} worker{'' if vcpus == 1 else 's'} x scaling efficiency {eff:.2f} "
@@ -720,7 +729,21 @@ def _per_vcpus(part: _CpuPart, vcpus: int, work: Workload) -> tuple[Any, ...]:
         f"estimate: SLA derating to {rho:.1%} of peak (M/G/1 per worker, service cv^2 "
         f"{part.cv2:.2f}, base latency {ESTIMATES['base_latency_ms'][0]:g} ms)"
     )
-    return cpu_peak, rho, cpu_sla, rel_sd, workers, derating
+    return cpu_peak, rho, cpu_sla, rel_sd, workers, derating, width_line(rel_sd, terms)
+
+
+def width_line(rel_sd: float, terms: dict[str, float]) -> str:
+    """The basis line saying how wide the CPU capacity's 95% range is and which term leads.
+
+    ``terms`` are the independent log-scale sds whose root sum of squares is ``rel_sd``.
+    """
+    name, sd = max(terms.items(), key=lambda t: t[1])
+    share = sd**2 / rel_sd**2 if rel_sd > 0 else 0.0
+    wide = math.exp(2 * 1.96 * rel_sd)
+    return (
+        f"the model's 95% range of the CPU capacity x{wide:.2f} wide (log sd {rel_sd:.2f}); "
+        f"its widest term: {name} ({sd:.2f}, {share:.0%} of the variance)"
+    )
 
 
 def _network_cap(
@@ -790,7 +813,7 @@ def model_capacities(
         found = sized.get((plat, cloud, inst.vcpus))
         if found is None:
             found = sized[(plat, cloud, inst.vcpus)] = _per_vcpus(part, inst.vcpus, work)
-        cpu_peak, rho, cpu_sla, rel_sd, workers, derating = found
+        cpu_peak, rho, cpu_sla, rel_sd, workers, derating, width = found
         net, gbps, net_line = _network_cap(inst, work, wire, packets if cloud else 0.0)
         capacity = min(cpu_sla, net)
         if cpu_sla <= 0:
@@ -802,6 +825,7 @@ def model_capacities(
             workers,
             *part.notes,
             derating,
+            width,
             net_line,
             f"catalog {inst.instance_type}: {inst.source} ({inst.source_date})",
         ]
