@@ -176,3 +176,17 @@ def test_the_answer_names_the_widest_term_of_its_range(catalog):
     line = next(b for b in wide.basis if "95% range of the CPU capacity" in b)
     assert "its widest term: directives not costed (0.30" in line
     assert wide.rel_sd > plain.rel_sd
+
+
+def test_same_vm_client_cost_agrees_with_nginx_and_wrk_measured_here():
+    """The fitted client cost over NGINX's own, against data/reference/client-share-trials.csv."""
+    import csv
+
+    from sizing.fitting.samevm import same_vm_client_cost
+    from sizing.paths import DATA_DIR
+
+    with (DATA_DIR / "reference" / "client-share-trials.csv").open(encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    measured = [float(r["wrk_cpu_s"]) / float(r["nginx_cpu_s"]) for r in rows]
+    fitted = same_vm_client_cost().us / capacity.reference_request_us("static", 615)
+    assert min(measured) / 1.2 <= fitted <= max(measured) * 1.2
