@@ -21,6 +21,13 @@ ingress-nginx's template runs on every proxied request (`sizing.workload.conf.in
 ``--no-features`` sizes every row as the tuned reference config instead (``ingress_lua`` as
 ``api_gateway``), the model before the configuration was read, for comparison in one run.
 
+The published harness is sized as it ran (`same_host`, `with_colocated`, `uncosted_of`):
+runs of minutes at the providers' burst rate; a load generator on NGINX's own machine over
+loopback, taking its share (`sizing.fitting.samevm`); a program beside NGINX that the source
+measured alone, taking its share; an access log to a container's stdout named as not costed.
+What a row leaves unknown (`unknowns`: its CPU, its environment) widens its range by a term
+fitted on the fitted data, and the table names each row's widest term.
+
 Nothing here or in the data file is read by any fit (``tests/test_heldout.py`` checks that
 only ``benchmarks/`` and ``tests/`` name the file).
 """
