@@ -31,6 +31,25 @@ PRICING = {
     "1-year commitment": "1y",
     "3-year commitment": "3y",
 }
+#: Each control's width [px]: its description (110 px), the slider or picker, the readout.
+CONTROL_WIDTH_PX = 380
+#: The decision pane's width beside the controls [px]: narrower, it moves below them.
+PANE_MIN_PX = 420
+#: The explorer's style sheet (scoped by its class): the card and its side narrow to the pane,
+#: long words wrap, a wide table scrolls inside its own box, the no-answer line wraps.
+LAYOUT_CSS = """<style>
+.ns-explorer .widget-html-content{min-width:0}
+.ns-explorer-pane{padding-left:12px;line-height:1.35;overflow-wrap:break-word;min-width:0}
+.ns-explorer-pane dt{white-space:nowrap}
+.ns-explorer-pane .ns-first{max-width:100%}
+.ns-explorer-pane .ns-card{flex:1 1 340px;max-width:560px;min-width:0}
+.ns-explorer-pane .ns-side{flex:1 1 300px;min-width:0}
+.ns-explorer-pane .ns-side:empty{display:none}
+.ns-no-answer{color:#a00;font-weight:700;white-space:normal}
+.ns-why{font-size:12px;color:#555;white-space:normal}
+.ns-table-box{overflow-x:auto;max-width:100%;line-height:1.35}
+.ns-table-box h4{white-space:normal;margin:8px 0}
+</style>"""
 
 
 @dataclass
@@ -58,13 +77,41 @@ def explore(request: SizingRequest) -> ExploreResult:
         return ExploreResult(None, [], str(exc))
 
 
+def reason_line(error: str) -> tuple[str, str]:
+    """The reason there is no answer split into its first clause and the notes after it.
+
+    Clauses are joined by "; " (`sizing.fleet.recommend`); one inside parentheses stays.
+    """
+    text = " ".join(error.split())
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth = max(0, depth - 1)
+        elif depth == 0 and text.startswith("; ", i):
+            return text[:i], text[i + 2 :]
+    return text, ""
+
+
 def decision_html(result: ExploreResult) -> str:
-    """The decision pane: the report's decision card, or the reason there is none."""
+    """The decision pane: the report's decision card, or one line saying why there is none.
+
+    The notes after the reason (families left out, ...) fold under "details". The pane fits
+    the width it is given (`LAYOUT_CSS`): the card narrows to 340 px and wraps its words.
+    """
     from sizing.report import summary
 
+    e = summary.html.escape
     if result.answer is None:
-        return f'<div style="color:#a00;font-weight:700">{summary.html.escape(result.error)}</div>'
-    return summary.summary_html(summary.decision_summary(result.answer.recommendation))
+        line, rest = reason_line(result.error)
+        more = f'<details class="ns-why"><summary>details</summary>{e(rest)}</details>'
+        return (
+            f'<div class="ns-explorer-pane {summary.NO_MATH}">'
+            f'<div class="ns-no-answer">No answer: {e(line)}</div>{more if rest else ""}</div>'
+        )
+    card = summary.summary_html(summary.decision_summary(result.answer.recommendation))
+    return f'<div class="ns-explorer-pane">{card}</div>'
 
 
 class Explorer:
@@ -84,7 +131,7 @@ class Explorer:
         self.top = o.top or 10
         self.catalog = load_catalog(list(o.catalog))
         style = {"description_width": "110px"}
-        layout = w.Layout(width="380px")
+        layout = w.Layout(width=f"{CONTROL_WIDTH_PX}px")
         providers = sorted({i.provider for i in self.catalog})
         arches = sorted({i.arch for i in self.catalog})
         size_name = next((k for k, v in SIZES.items() if v == o.file_bytes), "1 KB")
@@ -159,9 +206,11 @@ class Explorer:
             c.style = style
             c.layout = layout
             c.observe(self._changed, names="value")
-        self.decision = w.HTML()
-        self.table = w.HTML()
-        self.charts = w.Output()
+        # The decision beside the controls while both fit, below them when not; the controls
+        # keep their width whatever the pane holds (a long reason, a wide card or table).
+        self.decision = w.HTML(layout=w.Layout(flex=f"1 1 {PANE_MIN_PX}px", min_width="0"))
+        self.table = w.HTML(layout=w.Layout(min_width="0"))
+        self.charts = w.Output(layout=w.Layout(min_width="0"))
         self.status = w.HTML()
         #: Families on the capacity chart ("provider family"); the cheapest options' by default.
         self.families = w.SelectMultiple(
@@ -170,8 +219,18 @@ class Explorer:
         self.families.observe(self._families_changed, names="value")
         self._quiet = False
         self.rec: Recommendation | None = None
-        left = w.VBox([*self.controls.values(), self.families], layout=w.Layout(width="400px"))
-        self.widget = w.VBox([w.HBox([left, self.decision]), self.status, self.table, self.charts])
+        column = f"{CONTROL_WIDTH_PX + 20}px"
+        left = w.VBox(
+            [*self.controls.values(), self.families],
+            layout=w.Layout(width=column, min_width=column, flex=f"0 0 {column}"),
+        )
+        top = w.HBox(
+            [left, self.decision],
+            layout=w.Layout(flex_flow="row wrap", align_items="flex-start", width="100%"),
+        )
+        css = w.HTML(LAYOUT_CSS, layout=w.Layout(display="none"))
+        self.widget = w.VBox([css, top, self.status, self.table, self.charts])
+        self.widget.add_class("ns-explorer")
         self.refresh()
 
     def current(self) -> SizingRequest:
@@ -232,8 +291,8 @@ class Explorer:
             return result
         rec = result.rec
         self.table.value = summary.no_math(
-            f"<h4>{summary.html.escape(summary.options_heading(rec))}</h4>"
-            + summary.options_table(rec, self.top).to_html()
+            f'<div class="ns-table-box"><h4>{summary.html.escape(summary.options_heading(rec))}'
+            f"</h4>{summary.options_table(rec, self.top).to_html()}</div>"
         )
         self.status.value = notes
         self._quiet = True
