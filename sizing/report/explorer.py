@@ -12,6 +12,7 @@ families of the cheapest options; a list beside the knobs picks others.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +21,8 @@ from sizing.errors import Infeasible, InputError
 from sizing.fleet.counts import Recommendation
 from sizing.pipeline import Answer, size
 from sizing.request import SizingRequest
+from sizing.vocabulary import CLIENTS
+from sizing.workload.value import PROTOCOLS, SCENARIOS
 
 __all__ = ["ExploreResult", "Explorer", "decision_html", "explore"]
 
@@ -110,8 +113,103 @@ def decision_html(result: ExploreResult) -> str:
             f'<div class="ns-explorer-pane {summary.NO_MATH}">'
             f'<div class="ns-no-answer">No answer: {e(line)}</div>{more if rest else ""}</div>'
         )
-    card = summary.summary_html(summary.decision_summary(result.answer.recommendation))
-    return f'<div class="ns-explorer-pane">{card}</div>'
+    from sizing.analyses.baseline import against_on_demand
+
+    # A spot or committed plan against on-demand on the total bill, as the terminal and report.
+    against = (against_on_demand(result.answer) or {}).get("text", "")
+    s = summary.decision_summary(result.answer.recommendation, against=against)
+    return f'<div class="ns-explorer-pane">{summary.summary_html(s)}</div>'
+
+
+def _with(options: list[tuple[str, Any]], value: Any, label: str) -> list[tuple[str, Any]]:
+    """``options`` with ``value`` among them (as ``label``): the request's own stays shown."""
+    return options if value in [v for _, v in options] else [*options, (label, value)]
+
+
+def sliders(o: SizingRequest) -> dict[str, Any]:
+    """The request's numbers as sliders, each range widened to hold the request's value."""
+    import ipywidgets as w
+
+    log_rps = math.log10(max(o.rps, 1.0))
+    return {
+        "rps": w.FloatLogSlider(
+            value=o.rps,
+            base=10,
+            min=min(3.0, log_rps),
+            max=max(8.0, log_rps),
+            step=0.05,
+            description="target RPS",
+            readout_format=".3s",
+            continuous_update=False,
+        ),
+        "sla_p99_ms": w.FloatSlider(
+            value=o.sla_p99_ms,
+            min=min(1.0, o.sla_p99_ms),
+            max=max(50.0, o.sla_p99_ms),
+            step=0.5,
+            description="p99 SLA [ms]",
+            continuous_update=False,
+        ),
+        "headroom": w.FloatSlider(
+            value=o.headroom,
+            min=0,
+            max=max(0.6, o.headroom),
+            step=0.05,
+            description="headroom",
+            readout_format=".0%",
+            continuous_update=False,
+        ),
+        "redundancy": w.IntSlider(
+            value=o.redundancy,
+            min=0,
+            max=max(4, o.redundancy),
+            description="spares (N+k)",
+            continuous_update=False,
+        ),
+        "zones": w.IntSlider(
+            value=o.zones, min=1, max=max(3, o.zones), description="zones", continuous_update=False
+        ),
+    }
+
+
+def pickers(o: SizingRequest, catalog: list[Any]) -> dict[str, Any]:
+    """The request's choices as pickers; a value off the usual list is added to it."""
+    import ipywidgets as w
+
+    providers = [("any", ""), *((p, p) for p in sorted({i.provider for i in catalog}))]
+    arches = [("any", ""), *((a, a) for a in sorted({i.arch for i in catalog}))]
+    return {
+        "protocol": w.ToggleButtons(
+            options=list(PROTOCOLS), value=o.protocol, description="protocol"
+        ),
+        "scenario": w.Dropdown(
+            options=_with([(x, x) for x in SCENARIOS], o.scenario, o.scenario),
+            value=o.scenario,
+            description="scenario",
+        ),
+        "file_bytes": w.Dropdown(
+            options=_with(list(SIZES.items()), o.file_bytes, f"{o.file_bytes:,} B"),
+            value=o.file_bytes,
+            description="response size",
+        ),
+        "providers": w.Dropdown(
+            options=_with(providers, o.providers, o.providers),
+            value=o.providers,
+            description="provider",
+        ),
+        "arch": w.Dropdown(options=_with(arches, o.arch, o.arch), value=o.arch, description="arch"),
+        "pricing": w.Dropdown(
+            options=_with(list(PRICING.items()), o.pricing, o.pricing),
+            value=o.pricing,
+            description="pricing",
+        ),
+        # Egress ranks with compute: where clients are moves the bill most of all.
+        "clients": w.ToggleButtons(
+            options=_with([(x, x) for x in CLIENTS], o.clients, o.clients),
+            value=o.clients,
+            description="clients",
+        ),
+    }
 
 
 class Explorer:
@@ -132,76 +230,7 @@ class Explorer:
         self.catalog = load_catalog(list(o.catalog))
         style = {"description_width": "110px"}
         layout = w.Layout(width=f"{CONTROL_WIDTH_PX}px")
-        providers = sorted({i.provider for i in self.catalog})
-        arches = sorted({i.arch for i in self.catalog})
-        size_name = next((k for k, v in SIZES.items() if v == o.file_bytes), "1 KB")
-        self.controls: dict[str, Any] = {
-            "rps": w.FloatLogSlider(
-                value=o.rps,
-                base=10,
-                min=3,
-                max=8,
-                step=0.05,
-                description="target RPS",
-                readout_format=".3s",
-                continuous_update=False,
-            ),
-            "sla_p99_ms": w.FloatSlider(
-                value=o.sla_p99_ms,
-                min=1,
-                max=50,
-                step=0.5,
-                description="p99 SLA [ms]",
-                continuous_update=False,
-            ),
-            "headroom": w.FloatSlider(
-                value=o.headroom,
-                min=0,
-                max=0.6,
-                step=0.05,
-                description="headroom",
-                readout_format=".0%",
-                continuous_update=False,
-            ),
-            "redundancy": w.IntSlider(
-                value=o.redundancy,
-                min=0,
-                max=4,
-                description="spares (N+k)",
-                continuous_update=False,
-            ),
-            "zones": w.IntSlider(
-                value=o.zones, min=1, max=3, description="zones", continuous_update=False
-            ),
-            "protocol": w.ToggleButtons(
-                options=["http", "https"], value=o.protocol, description="protocol"
-            ),
-            "scenario": w.Dropdown(
-                options=["static", "reverse_proxy", "api_gateway"],
-                value=o.scenario,
-                description="scenario",
-            ),
-            "file_bytes": w.Dropdown(
-                options=list(SIZES), value=size_name, description="response size"
-            ),
-            "providers": w.Dropdown(
-                options=[("any", ""), *((p, p) for p in providers)],
-                value=o.providers if o.providers in providers else "",
-                description="provider",
-            ),
-            "arch": w.Dropdown(
-                options=[("any", ""), *((a, a) for a in arches)],
-                value=o.arch if o.arch in arches else "",
-                description="arch",
-            ),
-            "pricing": w.Dropdown(
-                options=list(PRICING.items()), value=o.pricing, description="pricing"
-            ),
-            # Egress ranks with compute: where clients are moves the bill most of all.
-            "clients": w.ToggleButtons(
-                options=["internet", "vpc"], value=o.clients, description="clients"
-            ),
-        }
+        self.controls: dict[str, Any] = {**sliders(o), **pickers(o, self.catalog)}
         for c in self.controls.values():
             c.style = style
             c.layout = layout
@@ -235,9 +264,7 @@ class Explorer:
 
     def current(self) -> SizingRequest:
         """The request the widgets show now."""
-        values = {k: c.value for k, c in self.controls.items()}
-        values["file_bytes"] = SIZES[values["file_bytes"]]
-        return self.request.replace(**values)
+        return self.request.replace(**{k: c.value for k, c in self.controls.items()})
 
     def _changed(self, _change: Any) -> None:
         self.refresh()
