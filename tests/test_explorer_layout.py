@@ -119,6 +119,7 @@ def _check_fits(d: Any, state: str, width: int) -> dict[str, Any]:
     g = _geometry(d)
     where = f"{state} at {width} px"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    d.execute_script("document.querySelector('.ns-explorer').scrollIntoView({block: 'start'});")
     d.save_screenshot(str(ARTIFACTS / f"explorer-{state.replace(' ', '-')}-{width}.png"))
     assert g["browser"] > 150, f"{where}: the file browser is not open ({g['browser']:.0f} px)"
     assert len(g["controls"]) >= 13, (where, [c["label"] for c in g["controls"]])

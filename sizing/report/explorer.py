@@ -6,7 +6,8 @@ their names; `explore` turns the request they show into an answer with the one p
 (`sizing.pipeline.Answer.decision`) included, as the report does. A new input of the request
 is wired here by adding its widget, nothing else. `Explorer` draws the widgets, the decision,
 the table and the charts, and redraws them on every change. The capacity chart shows the
-families of the cheapest options; a list beside the knobs picks others.
+families of the cheapest options; a list beside the knobs picks others. The controls keep
+their width at any window width (`LAYOUT_CSS`): the decision sits beside them or below.
 """
 
 from __future__ import annotations
