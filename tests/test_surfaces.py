@@ -11,6 +11,7 @@ and total bill (compute and egress), and compare on that total at the request's 
 from __future__ import annotations
 
 import html
+import json
 import re
 from typing import Any
 
@@ -245,6 +246,48 @@ def test_a_pricing_model_is_compared_with_on_demand_on_the_total(
     rec = ans.recommendation
     card = card_only(summary_html(decision_summary(rec, against=other["text"])))
     assert flat(other["text"]) in flat(card)
+
+
+def test_the_explorer_states_the_clis_decision(capsys: pytest.CaptureFixture[str]) -> None:
+    """Spot prices in three zones surviving the loss of one: the explorer's widgets start at
+    the request, and its card and table state the command line's decision."""
+    from sizing.report.explorer import Explorer
+
+    argv = ["recommend", "--rps", "1e6", "--pricing", "spot", "--zones", "3", "--zone-loss", "1"]
+    assert sizing_main([*argv, "--format", "json"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    d = cli["decision"]
+    explorer = Explorer(SizingRequest.from_args(build_parser("recommend").parse_args(argv)))
+    assert explorer.current() == explorer.request
+    assert explorer.rec is not None
+    mine = explorer.rec.decision
+    for key in ("count", "instance_type", "region", "pricing", "zones", "count_per_zone"):
+        assert mine[key] == d[key], key
+    assert mine["total_monthly_usd"] == pytest.approx(d["total_monthly_usd"])
+    card = card_only(explorer.decision.value)
+    assert_states(card, d, "explorer card")
+    assert "losing 1 zone" in flat(card)
+    assert flat(cli["against_on_demand"]["text"]) in flat(card)
+    table = explorer.table.value
+    heading = flat(table[: table.index("<table")])
+    assert d["pricing"] in heading and "3 zones, surviving the loss of 1" in heading, heading
+    cells = [flat(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", table[table.index("<tbody") :])]
+    first = cells[: cells.index("2")]
+    assert d["instance_type"] in first and str(d["count"]) in first, first
+    assert f"{d['provider']} {d['region']}" in first and usd(d["total_monthly_usd"]) in first
+
+
+def test_the_explorer_keeps_a_request_with_no_answer() -> None:
+    """The widgets hold the request's SLA (off the slider's usual range) and say why in one
+    line, as the command line does."""
+    from sizing.report.explorer import Explorer
+
+    args = build_parser("recommend").parse_args(["recommend", "--rps", "1e6", *NO_ANSWER])
+    explorer = Explorer(SizingRequest.from_args(args))
+    assert explorer.current() == explorer.request and explorer.rec is None
+    pane = flat(explorer.decision.value)
+    assert pane == "No answer: no instance type meets 1,000,000 RPS under p99 0.01 ms", pane
+    assert explorer.table.value == "" and explorer.charts.outputs == ()
 
 
 def _pdf_pages(pdf: Any) -> list[str]:

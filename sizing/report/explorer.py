@@ -6,12 +6,14 @@ their names; `explore` turns the request they show into an answer with the one p
 (`sizing.pipeline.Answer.decision`) included, as the report does. A new input of the request
 is wired here by adding its widget, nothing else. `Explorer` draws the widgets, the decision,
 the table and the charts, and redraws them on every change. The capacity chart shows the
-families of the cheapest options; a list beside the knobs picks others.
+families of the cheapest options; a list beside the knobs picks others. The controls keep
+their width at any window width (`LAYOUT_CSS`): the decision sits beside them or below.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +22,8 @@ from sizing.errors import Infeasible, InputError
 from sizing.fleet.counts import Recommendation
 from sizing.pipeline import Answer, size
 from sizing.request import SizingRequest
+from sizing.vocabulary import CLIENTS
+from sizing.workload.value import PROTOCOLS, SCENARIOS
 
 __all__ = ["ExploreResult", "Explorer", "decision_html", "explore"]
 
@@ -31,6 +35,25 @@ PRICING = {
     "1-year commitment": "1y",
     "3-year commitment": "3y",
 }
+#: Each control's width [px]: its description (110 px), the slider or picker, the readout.
+CONTROL_WIDTH_PX = 380
+#: The decision pane's width beside the controls [px]: narrower, it moves below them.
+PANE_MIN_PX = 420
+#: The explorer's style sheet (scoped by its class): the card and its side narrow to the pane,
+#: long words wrap, a wide table scrolls inside its own box, the no-answer line wraps.
+LAYOUT_CSS = """<style>
+.ns-explorer .widget-html-content{min-width:0}
+.ns-explorer-pane{padding-left:12px;line-height:1.35;overflow-wrap:break-word;min-width:0}
+.ns-explorer-pane dt{white-space:nowrap}
+.ns-explorer-pane .ns-first{max-width:100%}
+.ns-explorer-pane .ns-card{flex:1 1 340px;max-width:560px;min-width:0}
+.ns-explorer-pane .ns-side{flex:1 1 300px;min-width:0}
+.ns-explorer-pane .ns-side:empty{display:none}
+.ns-no-answer{color:#a00;font-weight:700;white-space:normal}
+.ns-why{font-size:12px;color:#555;white-space:normal}
+.ns-table-box{overflow-x:auto;max-width:100%;line-height:1.35}
+.ns-table-box h4{white-space:normal;margin:8px 0}
+</style>"""
 
 
 @dataclass
@@ -58,13 +81,136 @@ def explore(request: SizingRequest) -> ExploreResult:
         return ExploreResult(None, [], str(exc))
 
 
+def reason_line(error: str) -> tuple[str, str]:
+    """The reason there is no answer split into its first clause and the notes after it.
+
+    Clauses are joined by "; " (`sizing.fleet.recommend`); one inside parentheses stays.
+    """
+    text = " ".join(error.split())
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth = max(0, depth - 1)
+        elif depth == 0 and text.startswith("; ", i):
+            return text[:i], text[i + 2 :]
+    return text, ""
+
+
 def decision_html(result: ExploreResult) -> str:
-    """The decision pane: the report's decision card, or the reason there is none."""
+    """The decision pane: the report's decision card, or one line saying why there is none.
+
+    The notes after the reason (families left out, ...) fold under "details". The pane fits
+    the width it is given (`LAYOUT_CSS`): the card narrows to 340 px and wraps its words.
+    """
     from sizing.report import summary
 
+    e = summary.html.escape
     if result.answer is None:
-        return f'<div style="color:#a00;font-weight:700">{summary.html.escape(result.error)}</div>'
-    return summary.summary_html(summary.decision_summary(result.answer.recommendation))
+        line, rest = reason_line(result.error)
+        more = f'<details class="ns-why"><summary>details</summary>{e(rest)}</details>'
+        return (
+            f'<div class="ns-explorer-pane {summary.NO_MATH}">'
+            f'<div class="ns-no-answer">No answer: {e(line)}</div>{more if rest else ""}</div>'
+        )
+    from sizing.analyses.baseline import against_on_demand
+
+    # A spot or committed plan against on-demand on the total bill, as the terminal and report.
+    against = (against_on_demand(result.answer) or {}).get("text", "")
+    s = summary.decision_summary(result.answer.recommendation, against=against)
+    return f'<div class="ns-explorer-pane">{summary.summary_html(s)}</div>'
+
+
+def _with(options: list[tuple[str, Any]], value: Any, label: str) -> list[tuple[str, Any]]:
+    """``options`` with ``value`` among them (as ``label``): the request's own stays shown."""
+    return options if value in [v for _, v in options] else [*options, (label, value)]
+
+
+def sliders(o: SizingRequest) -> dict[str, Any]:
+    """The request's numbers as sliders, each range widened to hold the request's value."""
+    import ipywidgets as w
+
+    log_rps = math.log10(max(o.rps, 1.0))
+    return {
+        "rps": w.FloatLogSlider(
+            value=o.rps,
+            base=10,
+            min=min(3.0, log_rps),
+            max=max(8.0, log_rps),
+            step=0.05,
+            description="target RPS",
+            readout_format=".3s",
+            continuous_update=False,
+        ),
+        "sla_p99_ms": w.FloatSlider(
+            value=o.sla_p99_ms,
+            min=min(1.0, o.sla_p99_ms),
+            max=max(50.0, o.sla_p99_ms),
+            step=0.5,
+            description="p99 SLA [ms]",
+            continuous_update=False,
+        ),
+        "headroom": w.FloatSlider(
+            value=o.headroom,
+            min=0,
+            max=max(0.6, o.headroom),
+            step=0.05,
+            description="headroom",
+            readout_format=".0%",
+            continuous_update=False,
+        ),
+        "redundancy": w.IntSlider(
+            value=o.redundancy,
+            min=0,
+            max=max(4, o.redundancy),
+            description="spares (N+k)",
+            continuous_update=False,
+        ),
+        "zones": w.IntSlider(
+            value=o.zones, min=1, max=max(3, o.zones), description="zones", continuous_update=False
+        ),
+    }
+
+
+def pickers(o: SizingRequest, catalog: list[Any]) -> dict[str, Any]:
+    """The request's choices as pickers; a value off the usual list is added to it."""
+    import ipywidgets as w
+
+    providers = [("any", ""), *((p, p) for p in sorted({i.provider for i in catalog}))]
+    arches = [("any", ""), *((a, a) for a in sorted({i.arch for i in catalog}))]
+    return {
+        "protocol": w.ToggleButtons(
+            options=list(PROTOCOLS), value=o.protocol, description="protocol"
+        ),
+        "scenario": w.Dropdown(
+            options=_with([(x, x) for x in SCENARIOS], o.scenario, o.scenario),
+            value=o.scenario,
+            description="scenario",
+        ),
+        "file_bytes": w.Dropdown(
+            options=_with(list(SIZES.items()), o.file_bytes, f"{o.file_bytes:,} B"),
+            value=o.file_bytes,
+            description="response size",
+        ),
+        "providers": w.Dropdown(
+            options=_with(providers, o.providers, o.providers),
+            value=o.providers,
+            description="provider",
+        ),
+        "arch": w.Dropdown(options=_with(arches, o.arch, o.arch), value=o.arch, description="arch"),
+        "pricing": w.Dropdown(
+            options=_with(list(PRICING.items()), o.pricing, o.pricing),
+            value=o.pricing,
+            description="pricing",
+        ),
+        # Egress ranks with compute: where clients are moves the bill most of all.
+        "clients": w.ToggleButtons(
+            options=_with([(x, x) for x in CLIENTS], o.clients, o.clients),
+            value=o.clients,
+            description="clients",
+        ),
+    }
 
 
 class Explorer:
@@ -84,84 +230,17 @@ class Explorer:
         self.top = o.top or 10
         self.catalog = load_catalog(list(o.catalog))
         style = {"description_width": "110px"}
-        layout = w.Layout(width="380px")
-        providers = sorted({i.provider for i in self.catalog})
-        arches = sorted({i.arch for i in self.catalog})
-        size_name = next((k for k, v in SIZES.items() if v == o.file_bytes), "1 KB")
-        self.controls: dict[str, Any] = {
-            "rps": w.FloatLogSlider(
-                value=o.rps,
-                base=10,
-                min=3,
-                max=8,
-                step=0.05,
-                description="target RPS",
-                readout_format=".3s",
-                continuous_update=False,
-            ),
-            "sla_p99_ms": w.FloatSlider(
-                value=o.sla_p99_ms,
-                min=1,
-                max=50,
-                step=0.5,
-                description="p99 SLA [ms]",
-                continuous_update=False,
-            ),
-            "headroom": w.FloatSlider(
-                value=o.headroom,
-                min=0,
-                max=0.6,
-                step=0.05,
-                description="headroom",
-                readout_format=".0%",
-                continuous_update=False,
-            ),
-            "redundancy": w.IntSlider(
-                value=o.redundancy,
-                min=0,
-                max=4,
-                description="spares (N+k)",
-                continuous_update=False,
-            ),
-            "zones": w.IntSlider(
-                value=o.zones, min=1, max=3, description="zones", continuous_update=False
-            ),
-            "protocol": w.ToggleButtons(
-                options=["http", "https"], value=o.protocol, description="protocol"
-            ),
-            "scenario": w.Dropdown(
-                options=["static", "reverse_proxy", "api_gateway"],
-                value=o.scenario,
-                description="scenario",
-            ),
-            "file_bytes": w.Dropdown(
-                options=list(SIZES), value=size_name, description="response size"
-            ),
-            "providers": w.Dropdown(
-                options=[("any", ""), *((p, p) for p in providers)],
-                value=o.providers if o.providers in providers else "",
-                description="provider",
-            ),
-            "arch": w.Dropdown(
-                options=[("any", ""), *((a, a) for a in arches)],
-                value=o.arch if o.arch in arches else "",
-                description="arch",
-            ),
-            "pricing": w.Dropdown(
-                options=list(PRICING.items()), value=o.pricing, description="pricing"
-            ),
-            # Egress ranks with compute: where clients are moves the bill most of all.
-            "clients": w.ToggleButtons(
-                options=["internet", "vpc"], value=o.clients, description="clients"
-            ),
-        }
+        layout = w.Layout(width=f"{CONTROL_WIDTH_PX}px")
+        self.controls: dict[str, Any] = {**sliders(o), **pickers(o, self.catalog)}
         for c in self.controls.values():
             c.style = style
             c.layout = layout
             c.observe(self._changed, names="value")
-        self.decision = w.HTML()
-        self.table = w.HTML()
-        self.charts = w.Output()
+        # The decision beside the controls while both fit, below them when not; the controls
+        # keep their width whatever the pane holds (a long reason, a wide card or table).
+        self.decision = w.HTML(layout=w.Layout(flex=f"1 1 {PANE_MIN_PX}px", min_width="0"))
+        self.table = w.HTML(layout=w.Layout(min_width="0"))
+        self.charts = w.Output(layout=w.Layout(min_width="0"))
         self.status = w.HTML()
         #: Families on the capacity chart ("provider family"); the cheapest options' by default.
         self.families = w.SelectMultiple(
@@ -170,15 +249,23 @@ class Explorer:
         self.families.observe(self._families_changed, names="value")
         self._quiet = False
         self.rec: Recommendation | None = None
-        left = w.VBox([*self.controls.values(), self.families], layout=w.Layout(width="400px"))
-        self.widget = w.VBox([w.HBox([left, self.decision]), self.status, self.table, self.charts])
+        column = f"{CONTROL_WIDTH_PX + 20}px"
+        left = w.VBox(
+            [*self.controls.values(), self.families],
+            layout=w.Layout(width=column, min_width=column, flex=f"0 0 {column}"),
+        )
+        top = w.HBox(
+            [left, self.decision],
+            layout=w.Layout(flex_flow="row wrap", align_items="flex-start", width="100%"),
+        )
+        css = w.HTML(LAYOUT_CSS, layout=w.Layout(display="none"))
+        self.widget = w.VBox([css, top, self.status, self.table, self.charts])
+        self.widget.add_class("ns-explorer")
         self.refresh()
 
     def current(self) -> SizingRequest:
         """The request the widgets show now."""
-        values = {k: c.value for k, c in self.controls.items()}
-        values["file_bytes"] = SIZES[values["file_bytes"]]
-        return self.request.replace(**values)
+        return self.request.replace(**{k: c.value for k, c in self.controls.items()})
 
     def _changed(self, _change: Any) -> None:
         self.refresh()
@@ -232,8 +319,8 @@ class Explorer:
             return result
         rec = result.rec
         self.table.value = summary.no_math(
-            f"<h4>{summary.html.escape(summary.options_heading(rec))}</h4>"
-            + summary.options_table(rec, self.top).to_html()
+            f'<div class="ns-table-box"><h4>{summary.html.escape(summary.options_heading(rec))}'
+            f"</h4>{summary.options_table(rec, self.top).to_html()}</div>"
         )
         self.status.value = notes
         self._quiet = True
