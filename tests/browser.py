@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+#: Where browser tests leave their screenshots (not committed).
+ARTIFACTS = Path(os.environ.get("NGINX_SIZING_ARTIFACTS", Path.cwd() / "test-artifacts"))
 
 
 def chromium_paths() -> tuple[str, str]:

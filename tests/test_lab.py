@@ -35,7 +35,8 @@ from typing import Any, NoReturn
 import pytest
 
 from sizing.paths import NOTEBOOKS_DIR
-from tests.browser import chrome, chromium_paths, wait_for
+from tests.browser import ARTIFACTS, chrome, chromium_paths, wait_for
+from tests.explorer_layout import check_explorer_fits
 
 pytestmark = pytest.mark.slow
 
@@ -45,7 +46,6 @@ STALL_S = 240  # no prompt, output or kernel CPU time changed for this long: stu
 #: Kernel states, in the server's API or the lab's status indicator, that mean the kernel died
 #: or is being restarted (nothing in this test restarts a kernel on purpose).
 DEAD_STATES = frozenset({"dead", "restarting", "autorestarting", "terminating"})
-ARTIFACTS = Path(os.environ.get("NGINX_SIZING_ARTIFACTS", Path.cwd() / "test-artifacts"))
 
 
 def _free_port() -> int:
@@ -484,6 +484,8 @@ def test_explorer_follows_its_widgets(one_kernel):
         _check_outputs_read_as_text(d, "explore")
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         d.save_screenshot(str(ARTIFACTS / "explorer.png"))
+        # The same explorer fits the screen at 1280-1920 px, answered or not, and recovers.
+        check_explorer_fits(d, watch)
 
 
 def _write_notebook(path: Path, cells: list[str]) -> None:
