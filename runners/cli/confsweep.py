@@ -17,11 +17,13 @@ import datetime
 import json
 import os
 import sys
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from runners.deploy.userconf import RenderTarget, UserConf, UserConfError, read_user_conf
+from runners.deploy.conf import ConfTarget
+from runners.deploy.userconf import UserConf, UserConfError, read_user_conf
 from runners.errors import RunnerError
 from runners.loadgen import UnsupportedLoad
 from trialtable.confcost import CONF_COST_FILE, KIND
@@ -30,6 +32,14 @@ from trialtable.pathargs import INPUT_FILE, path_arg
 from trialtable.values import int_between
 
 PROG = "python -m runners sweep"
+
+
+@dataclass(frozen=True)
+class Parts:
+    """The sweep's own readers of the hosts and the plan (`runners.cli.main`)."""
+
+    hosts: Callable[[argparse.Namespace], dict[str, Any]]
+    plan: Callable[..., Any]
 
 
 def add_options(p: argparse.ArgumentParser) -> None:
@@ -52,12 +62,11 @@ def add_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _checked(args: argparse.Namespace) -> tuple[Any, Any, UserConf, dict[str, Any]]:
+def _checked(args: argparse.Namespace, parts: Parts) -> tuple[Any, Any, UserConf, dict[str, Any]]:
     """Plans A (reference) and B (the user's config), the config read, the hosts; or refuse."""
-    from runners.cli.main import _hosts, _plan
     from runners.cli.options import directive_problem
 
-    hosts = _hosts(args)
+    hosts = parts.hosts(args)
     if hosts["server"] == "sim" or args.resume:
         raise UnsupportedLoad(
             "--nginx-conf measures real nginx: --server sim and --resume do not apply"
@@ -67,11 +76,11 @@ def _checked(args: argparse.Namespace) -> tuple[Any, Any, UserConf, dict[str, An
             "--nginx-conf measures one setting: one --vcpus, --threads and --connections"
         )
     conf = read_user_conf(os.path.abspath(args.nginx_conf))
-    plan = _plan(args, hosts, None, threads=args.threads, connections=args.connections)
+    plan = parts.plan(args, hosts, None, threads=args.threads, connections=args.connections)
     # Every listen of the rewritten config, by the rule --target-address follows.
     address = plan.target_address or "127.0.0.1"
     ports = list(range(20000, 20000 + len(conf.slots)))
-    text = conf.render(RenderTarget("/run", address, ports, [0], ["127.0.0.1:9"]))
+    text = conf.render(ConfTarget("/run", address, ports, [0], ["127.0.0.1:9"]))
     problem = directive_problem(text, args.allow_wildcard_address)
     if problem:
         raise UnsupportedLoad(f"{args.nginx_conf}: {problem}")
@@ -108,7 +117,7 @@ def _check_modules(conf: UserConf, nginx: str) -> None:
         )
 
 
-def main(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace, parts: Parts) -> int:
     """Measure the user's config against the reference; 0, 1 (measurement failed) or 2."""
     from runners.interleave import PairSettings, judge, ratios, render, run_pairs
     from runners.plan import Access
@@ -116,7 +125,7 @@ def main(args: argparse.Namespace) -> int:
     from trialtable.values import printable
 
     try:
-        plan_a, plan_b, conf, hosts = _checked(args)
+        plan_a, plan_b, conf, hosts = _checked(args, parts)
     except (UnsupportedLoad, UserConfError) as exc:
         print(f"{PROG}: error: {printable(str(exc))}", file=sys.stderr)
         return 2

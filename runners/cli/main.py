@@ -540,7 +540,7 @@ def _sweep(args: argparse.Namespace) -> int:
     from runners.sweep import run_sweep
 
     if args.nginx_conf:
-        return cli_confsweep.main(args)
+        return cli_confsweep.main(args, cli_confsweep.Parts(_hosts, _plan))
     hosts = _hosts(args)
     sim = _simulator(args, hosts)
     plan = _plan(args, hosts, sim, threads=args.threads, connections=args.connections)

@@ -13,13 +13,20 @@ import contextlib
 import ipaddress
 import random
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from runners import jwt
 from runners.cputime import stat_ticks
-from runners.deploy.conf import ConfExtra, hostport, render_conf, render_upstream_conf
-from runners.deploy.userconf import RenderTarget, UserConfError, read_user_conf
+from runners.deploy.conf import (
+    ConfExtra,
+    ConfTarget,
+    hostport,
+    render_conf,
+    render_upstream_conf,
+)
+from runners.deploy.userconf import UserConfError, read_user_conf
 from runners.errors import RunnerError
 from runners.hosts import Host, Result
 from runners.scenario import Scenario
@@ -363,9 +370,21 @@ class NginxInstance:
         return cls(at, address, _worker_user(at) if at.as_root else None)
 
 
-# (host name, what, prefix, pids[, starts]): called before a prefix or process can be used;
-# starts maps each pid to its start time (/proc/PID/stat field 22), when known.
-Recorder = Callable[..., None]
+class Recorder(Protocol):
+    """Where a deployment records what it starts and removes (`runners.run.Run`)."""
+
+    def started(
+        self,
+        host: str,
+        what: str,
+        path: str,
+        pids: list[int],
+        starts: Mapping[int, str] | None = None,
+    ) -> None:
+        """Told before a prefix or process can be used; ``starts``: each pid's start time."""
+
+    def removed(self, host: str, path: str) -> None:
+        """Told once a prefix is stopped and removed."""
 
 
 class Deployment:
@@ -383,9 +402,9 @@ class Deployment:
         Where the upstream file servers run (default: the server host, on 127.0.0.1).
     upstream_address : str
         The IP address the server reaches them at, and they listen on.
-    record_started, record_removed : callable, optional
-        Told ``(host, what, prefix, pids)`` when a prefix or nginx starts (before it is
-        used), and ``(host, prefix)`` once a prefix is stopped and removed.
+    record : Recorder, optional
+        Told ``started(host, what, prefix, pids)`` when a prefix or nginx starts (before it
+        is used), and ``removed(host, prefix)`` once a prefix is stopped and removed.
     http2 : bool
         Serve HTTP/2 (the clients speak HTTP/2).
     jwt_public_key : str, optional
@@ -409,8 +428,7 @@ class Deployment:
         listen: str = "127.0.0.1",
         upstream: NginxHost | None = None,
         upstream_address: str = "127.0.0.1",
-        record_started: Recorder | None = None,
-        record_removed: Callable[[str, str], None] | None = None,
+        record: Recorder | None = None,
         http2: bool = False,
         jwt_public_key: str | None = None,
     ) -> None:
@@ -435,8 +453,7 @@ class Deployment:
         self.conf: str = ""
         self.upstream_conf: str = ""
         self._cpus: tuple[int, ...] = ()
-        self._record_started = record_started
-        self._record_removed = record_removed
+        self._recorder = record
         self.http2 = http2
         #: A configuration feature's own lines in the server's config (none by default).
         self.extra = ConfExtra()
@@ -557,11 +574,8 @@ class Deployment:
         pids: list[int],
         starts: dict[int, str] | None = None,
     ) -> None:
-        if self._record_started is not None:
-            if starts:
-                self._record_started(host.name, what, prefix, pids, starts)
-            else:
-                self._record_started(host.name, what, prefix, pids)
+        if self._recorder is not None:
+            self._recorder.started(host.name, what, prefix, pids, starts or None)
 
     def _start_upstream(self) -> None:
         assert self.prefix is not None
@@ -618,31 +632,23 @@ class Deployment:
     def _render(self, cpus: Sequence[int], upstream: Sequence[str]) -> str:
         """The server's config on newly chosen free ports (``self.port`` the loaded one)."""
         assert self.prefix is not None
+        slots = self.user_conf.slots if self.user_conf is not None else [""]
+        ports = self.free_ports(len(slots))
+        target = ConfTarget(
+            self.prefix,
+            self.main.address,
+            ports,
+            cpus,
+            upstream,
+            self.main.user,
+            self._modules_dir,
+        )
         if self.user_conf is not None:
-            ports = self.free_ports(len(self.user_conf.slots))
             self.port = ports[self.user_conf.target]
-            target = RenderTarget(
-                self.prefix,
-                self.main.address,
-                ports,
-                cpus,
-                upstream,
-                self._modules_dir,
-                self.main.user,
-            )
             return self.user_conf.render(target)
-        self.port = self.free_ports(1)[0]
+        self.port = ports[0]
         return render_conf(
-            self.scenario,
-            prefix=self.prefix,
-            listen=self.main.address,
-            port=self.port,
-            cpus=cpus,
-            upstream=upstream,
-            user=self.main.user,
-            http2=self.http2,
-            jwt_config=self.jwt_config,
-            extra=self.extra,
+            self.scenario, target, http2=self.http2, jwt_config=self.jwt_config, extra=self.extra
         )
 
     def _launch(
@@ -791,8 +797,8 @@ class Deployment:
                     inst.pids.clear()
 
     def _removed(self, host: Host, prefix: str | None) -> None:
-        if prefix and self._record_removed is not None:
-            self._record_removed(host.name, prefix)
+        if prefix and self._recorder is not None:
+            self._recorder.removed(host.name, prefix)
 
     def _stop(
         self,

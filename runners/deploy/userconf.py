@@ -25,13 +25,12 @@ that is not in the host's module folder (checked by the deployment).
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import crossplane
 
-from runners.deploy.conf import affinity_masks, hostport
+from runners.deploy.conf import ConfTarget, hostport
 from runners.errors import RunnerError
 from sizing.errors import InputError
 from sizing.workload.conf.load import Statement, load
@@ -157,13 +156,11 @@ class UserConf:
     modules: tuple[str, ...] = ()
     needs_cert: bool = False
 
-    def render(self, out: RenderTarget) -> str:
+    def render(self, out: ConfTarget) -> str:
         """The nginx.conf that runs this configuration in ``out.prefix``."""
         head = [
             f"# nginx-sizing: {os.path.basename(self.path)} rewritten to run in {out.prefix}",
-            *([f"user {out.user};"] if out.user else []),
-            f"worker_processes {len(out.cpus)};",
-            f"worker_cpu_affinity {affinity_masks(out.cpus)};",
+            *out.main_lines(workers_only=True),
             f"pid {out.prefix}/nginx.pid;",
         ]
         if not any(s.name == "error_log" for s in self.statements):
@@ -171,37 +168,6 @@ class UserConf:
         rewriter = _Rewriter(self, out)
         body = crossplane.build(rewriter.block(self.statements, ()))
         return "\n".join(head) + "\n" + body + "\n"
-
-
-@dataclass(frozen=True)
-class RenderTarget:
-    """Where a user configuration runs: the deployment's prefix, address, ports and stub.
-
-    Attributes
-    ----------
-    prefix : str
-        The deployment's folder on the host.
-    listen : str
-        The address every ``listen`` moves to.
-    ports : sequence of int
-        One private port per slot of the configuration.
-    cpus : sequence of int
-        One worker per CPU, pinned.
-    upstream : sequence of str
-        ``host:port`` of each stub upstream server.
-    modules_dir : str
-        The host's nginx module folder (``load_module`` files are taken from it).
-    user : str, optional
-        ``user`` directive (only meaningful when the master runs as root).
-    """
-
-    prefix: str
-    listen: str
-    ports: Sequence[int]
-    cpus: Sequence[int]
-    upstream: Sequence[str] = ()
-    modules_dir: str = ""
-    user: str | None = None
 
 
 def _comment(text: str) -> dict[str, Any]:
@@ -306,7 +272,7 @@ def _proxies(stmts: list[Statement]) -> bool:
 class _Rewriter:
     """Turns one configuration's statements into crossplane payload for one deployment."""
 
-    def __init__(self, conf: UserConf, out: RenderTarget) -> None:
+    def __init__(self, conf: UserConf, out: ConfTarget) -> None:
         self.conf, self.out = conf, out
         stubs = list(out.upstream) or ["127.0.0.1:9"]
         self.stub = {u: stubs[i % len(stubs)] for i, u in enumerate(conf.upstreams)}
