@@ -142,6 +142,11 @@ def test_bad_input_is_exit_2_before_any_run(tmp_path, conf, extra, why):
     assert not out.exists() or not any(out.iterdir())
 
 
+def test_pairs_without_a_config_is_refused(tmp_path):
+    p = runners_cli("sweep", "--pairs", "3", "--server", "sim", "--out", str(tmp_path))
+    assert p.returncode == 2 and "--pairs is for --nginx-conf" in p.stderr
+
+
 def _cost(folder: Path, ratio: float, protocol: str = "https") -> Path:
     folder.mkdir()
     doc = {

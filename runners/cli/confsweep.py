@@ -32,6 +32,8 @@ from trialtable.pathargs import INPUT_FILE, path_arg
 from trialtable.values import int_between
 
 PROG = "python -m runners sweep"
+#: Pairs of trials by default.
+PAIRS = 8
 
 
 @dataclass(frozen=True)
@@ -56,9 +58,9 @@ def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--pairs",
         type=int_between(2, 1000),
-        default=8,
+        default=None,
         metavar="N",
-        help="with --nginx-conf: pairs of trials (reference, yours) (default 8)",
+        help=f"with --nginx-conf: pairs of trials (reference, yours) (default {PAIRS})",
     )
 
 
@@ -129,7 +131,7 @@ def main(args: argparse.Namespace, parts: Parts) -> int:
     except (UnsupportedLoad, UserConfError) as exc:
         print(f"{PROG}: error: {printable(str(exc))}", file=sys.stderr)
         return 2
-    settings = PairSettings(args.pairs, args.threads[0], args.connections[0])
+    settings = PairSettings(args.pairs or PAIRS, args.threads[0], args.connections[0])
     try:
         a, b, ids = run_pairs(
             plan_a,

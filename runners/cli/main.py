@@ -541,6 +541,8 @@ def _sweep(args: argparse.Namespace) -> int:
 
     if args.nginx_conf:
         return cli_confsweep.main(args, cli_confsweep.Parts(_hosts, _plan))
+    if args.pairs is not None:
+        raise UnsupportedLoad("--pairs is for --nginx-conf (a sweep measures its grid once)")
     hosts = _hosts(args)
     sim = _simulator(args, hosts)
     plan = _plan(args, hosts, sim, threads=args.threads, connections=args.connections)
