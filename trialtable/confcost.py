@@ -101,5 +101,5 @@ def read_conf_cost(run_dir: str | os.PathLike[str]) -> ConfCost | None:
         str(texts[2]),
         str(texts[3]),
         int(_number(ref, "file_bytes", str(path))),
-        str(d.get("nginx_conf", ""))[:500],
+        "".join(ch if ch.isprintable() else "?" for ch in str(d.get("nginx_conf", ""))[:500]),
     )

@@ -18,8 +18,10 @@ and checks what cannot run in the sandbox; `UserConf.render` writes the config a
 Refused, with one line naming the file and line (`UserConfError`): what would write or
 read code outside the prefix (``proxy_store``, Lua or njs code in files), send beyond the host
 (a syslog log), reach an upstream the stub cannot stand for (FastCGI, uWSGI, SCGI,
-memcached, gRPC, an ``https://`` or variable target), and ``load_module`` of a module file
-that is not in the host's module folder (checked by the deployment).
+memcached, gRPC, mail's ``auth_http``, an ``https://`` or variable target), and
+``load_module`` of a module file that is not in the host's module folder (checked by the
+deployment). OCSP responders are dropped. Inline Lua and njs code runs as written: what it
+opens itself (files, sockets) is not rewritten.
 """
 
 from __future__ import annotations
@@ -66,6 +68,8 @@ DROPPED = frozenset(
         "ssl_password_file",
         "proxy_ssl_password_file",
         "proxy_bind",
+        "ssl_stapling_responder",
+        "ssl_ocsp_responder",
     }
 )
 #: Replaced by the deployment's certificate or key (a file in the prefix).
@@ -87,7 +91,7 @@ TEMP_PATHS = frozenset(
 CACHE_PATHS = frozenset(f"{kind}_cache_path" for kind in ("proxy", "fastcgi", "uwsgi", "scgi"))
 #: Upstream protocols the stub (plain HTTP nginx file servers) cannot stand for.
 OTHER_UPSTREAMS = frozenset(
-    {"fastcgi_pass", "uwsgi_pass", "scgi_pass", "memcached_pass", "grpc_pass"}
+    {"fastcgi_pass", "uwsgi_pass", "scgi_pass", "memcached_pass", "grpc_pass", "auth_http"}
 )
 #: Code read from files (outside the prefix): inline it (``*_by_lua_block``) to run it here.
 CODE_FILES = frozenset(
