@@ -64,6 +64,7 @@ def test_listens_certificates_and_secrets_are_the_runs(tmp_path):
         "    auth_basic_user_file /etc/nginx/htpasswd;\n"
         "    location /d/ { proxy_pass http://203.0.113.9:8080/x/; }\n"
         "    location /s/ { alias /srv/static/; } }\n"
+        "  map $uri $m { default 0; root 1; ~proxy_store 2; }\n"
         "  server { listen unix:/var/run/n.sock; return 204; }\n}\n"
     )
     conf = read_user_conf(str(tmp_path / "nginx.conf"))
@@ -77,6 +78,7 @@ def test_listens_certificates_and_secrets_are_the_runs(tmp_path):
     assert "auth_basic_user_file /run/p/htpasswd;" in text
     assert "proxy_pass http://127.0.0.1:9/x/;" in text and "alias /run/p/html/;" in text
     assert "worker_processes 2;" in text and "pid /run/p/nginx.pid;" in text
+    assert "map $uri $m {" in text and "root 1;" in text  # a map's entries are data
     assert "www-data" not in text and "8.8.8.8" not in text and "dh.pem" not in text
     assert not {p for p in _paths(text) if not p.startswith(("/run/p/", "/d/", "/s/", "/x/"))}
 

@@ -35,7 +35,7 @@ import crossplane
 from runners.deploy.conf import ConfTarget, hostport
 from runners.errors import RunnerError
 from sizing.errors import InputError
-from sizing.workload.conf.load import Statement, load
+from sizing.workload.conf.load import DATA_BLOCKS, Statement, load
 
 
 class UserConfError(RunnerError):
@@ -178,6 +178,14 @@ def _comment(text: str) -> dict[str, Any]:
     return {"directive": "#", "args": [], "comment": " " + text, "line": -1}
 
 
+def _verbatim(s: Statement) -> dict[str, Any]:
+    """A data block's entry (``types``, ``map`` ...), unchanged."""
+    out: dict[str, Any] = {"directive": s.name, "args": list(s.args)}
+    if s.block is not None:
+        out["block"] = [_verbatim(x) for x in s.block]
+    return out
+
+
 def _refuse(s: Statement, why: str) -> UserConfError:
     return UserConfError(f'{s.where}: "{s.name}" {why}; not run in the sandbox')
 
@@ -194,8 +202,8 @@ def _slot_key(arg: str) -> str:
     return arg if arg.isdigit() else "80"
 
 
-def _upstream_key(s: Statement) -> str | None:
-    """The target of a ``proxy_pass`` not naming an upstream block (checked), else None."""
+def _upstream_key(s: Statement) -> str:
+    """What a ``proxy_pass`` targets: ``host:port`` or an upstream block's name (checked)."""
     url = s.args[0] if s.args else ""
     if "$" in url:
         raise _refuse(s, "has a target in a variable (the stub upstream cannot stand for it)")
@@ -220,14 +228,12 @@ def _scan(conf: UserConf, stmts: list[Statement], ctx: tuple[str, ...], names: s
         if s.name == "server" and ctx == ("http", "upstream") and s.args:
             conf.upstreams.append(s.args[0])
         if s.name == "proxy_pass":
-            target = _upstream_key(s)
-            if target is not None:
-                conf.upstreams.append(target)
+            conf.upstreams.append(_upstream_key(s))
         if s.name == "load_module" and s.args:
             conf.modules += (os.path.basename(s.args[0]),)
         if s.name in CERTS or s.name in KEYS:
             conf.needs_cert = True
-        if s.block is not None:
+        if s.block is not None and s.name not in DATA_BLOCKS:
             _scan(conf, s.block, (*ctx, s.name), names)
 
 
@@ -295,7 +301,9 @@ class _Rewriter:
             return _comment(f"dropped: {s.name} ({s.where})")
         self.line += 1
         out: dict[str, Any] = {"directive": s.name, "args": self.args(s, ctx), "line": self.line}
-        if s.block is not None:
+        if s.block is not None and s.name in DATA_BLOCKS:  # entries are data: kept as they are
+            out["block"] = [_verbatim(x) for x in s.block]
+        elif s.block is not None:
             out["block"] = self.block(s.block, (*ctx, s.name))
         return out
 
