@@ -1,9 +1,9 @@
 """A user's own nginx.conf, rewritten to run inside a deployment's prefix (pure).
 
 `read_user_conf` reads the file with its includes through the one configuration reader
-(`sizing.workload.conf.load`: crossplane, bounded, include loops and unknown modules refused)
-and checks what cannot run in the sandbox; `UserConf.render` writes the config a
-`runners.deploy.nginx.Deployment` starts:
+(`trialtable.nginxconf`, shared with ``sizing workload --from-conf``: crossplane, bounded,
+include loops and unknown modules refused) and checks what cannot run in the sandbox;
+`UserConf.render` writes the config a `runners.deploy.nginx.Deployment` starts:
 
 - every ``listen`` on the deployment's own address, one private port per port of the
   original (``listen 80`` and ``listen [::]:80`` share one), a Unix socket inside the prefix;
@@ -34,8 +34,8 @@ import crossplane
 
 from runners.deploy.conf import ConfTarget, hostport
 from runners.errors import RunnerError
-from sizing.errors import InputError
-from sizing.workload.conf.load import DATA_BLOCKS, Statement, load
+from trialtable.errors import ConfError
+from trialtable.nginxconf import DATA_BLOCKS, Statement, load
 
 
 class UserConfError(RunnerError):
@@ -258,12 +258,12 @@ def read_user_conf(path: str) -> UserConf:
     ------
     UserConfError
         One line naming the file (and line): a file that does not parse, an include loop, an
-        unknown module's directive (`sizing.workload.conf.load`), no ``http`` server that
+        unknown module's directive (`trialtable.nginxconf`), no ``http`` server that
         listens, or anything the sandbox cannot run.
     """
     try:
         config = load(path)
-    except InputError as exc:
+    except ConfError as exc:
         raise UserConfError(str(exc)) from None
     conf = UserConf(str(path), tuple(config.files), config.statements)
     names: set[str] = set()
