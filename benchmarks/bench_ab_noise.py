@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchlib import machine  # noqa: E402
 
-from runners.deploy.conf import render_conf  # noqa: E402
+from runners.deploy.conf import ConfTarget, render_conf  # noqa: E402
 from runners.scenario import make_scenario  # noqa: E402
 
 
@@ -63,10 +63,7 @@ def start(prefix: Path, no_aslr: bool) -> Nginx:
     conf.write_text(
         render_conf(
             make_scenario("static", protocol="http"),
-            prefix=str(prefix),
-            listen="127.0.0.1",
-            port=port,
-            cpus=[0],
+            ConfTarget(str(prefix), "127.0.0.1", [port], [0]),
         )
     )
     (prefix / "nginx.pid").unlink(missing_ok=True)

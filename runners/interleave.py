@@ -145,46 +145,70 @@ def judge(values: Sequence[float], threshold: float, confidence: float = 0.95) -
     )
 
 
+@dataclass(frozen=True)
+class PairSettings:
+    """How the pairs are measured.
+
+    Attributes
+    ----------
+    pairs : int
+        Pairs of trials.
+    threads, connections : int
+        The load generator's threads and connections in every trial.
+    measure : str
+        ``cpu`` (server CPU time per request) or ``rps`` (1/RPS).
+    restart : bool
+        Restart each nginx before each pair after the first.
+    schedule : str
+        ``together`` (a pair's trials at the same time) or ``alternate`` (A B, B A, ...).
+    """
+
+    pairs: int
+    threads: int = 1
+    connections: int = 16
+    measure: str = "cpu"
+    restart: bool = True
+    schedule: str = "together"
+
+
+def with_directives(plan: Any, b_directives: Sequence[str]) -> Any:
+    """Plan B of ``runners ab``: ``plan`` with ``b_directives`` added to its ``http`` block."""
+    scenario = plan.scenario
+    return replace(
+        plan,
+        scenario=replace(scenario, directives=(*scenario.directives, *b_directives)),
+        label=(plan.label + "-B") if plan.label else "B",
+    )
+
+
 def run_pairs(
     plan: Any,
-    b_directives: Sequence[str],
-    pairs: int,
+    plan_b: Any,
+    settings: PairSettings,
     out: str,
     *,
-    threads: int,
-    connections: int,
-    measure: str = "cpu",
     progress: IO[str] | None = sys.stderr,
     access: Any = None,
-    restart: bool = True,
-    schedule: str = "together",
 ) -> tuple[list[float], list[float], tuple[str, str]]:
-    """Measure A (``plan``) and B (``plan`` plus ``b_directives``) alternately.
+    """Measure A (``plan``) and B (``plan_b``, e.g. `with_directives`) in interleaved pairs.
 
     Each side is its own run folder under ``out`` with its own private nginx; both nginx
     are pinned to the same CPUs (``plan.vcpus[0]`` of them) and loaded with the same
-    ``threads`` and ``connections``. With ``schedule`` "together" (the default), a pair's two
-    trials run at the same time, each with its own load generator, so both nginx share the
-    CPUs and see the same interference; with "alternate", one after the other, A then B when
-    i is even, B then A when odd. With ``restart``, each nginx is restarted before each pair
+    threads and connections. With ``settings.schedule`` "together", a pair's two trials run
+    at the same time, each with its own load generator, so both nginx share the CPUs and see
+    the same interference; with "alternate", one after the other, A then B when i is even, B
+    then A when odd. With ``settings.restart``, each nginx is restarted before each pair
     after the first.
 
     Returns
     -------
     a_costs, b_costs : list of float
-        Per pair, each side's cost under ``measure`` (NaN for an unusable trial).
+        Per pair, each side's cost under ``settings.measure`` (NaN for an unusable trial).
     run_ids : tuple of str
         The two run folders' ids (A, B).
     """
     from runners.run import open_run
-    from runners.session import Session, connect_hosts
 
-    vcpus = plan.vcpus[0]
-    plan_b = replace(
-        plan,
-        scenario=replace(plan.scenario, directives=(*plan.scenario.directives, *b_directives)),
-        label=(plan.label + "-B") if plan.label else "B",
-    )
     plan_a = replace(plan, label=(plan.label + "-A") if plan.label else "A")
     plan_a, run_a = open_run(plan_a, out, None)
     try:
@@ -195,35 +219,9 @@ def run_pairs(
     a_costs: list[float] = []
     b_costs: list[float] = []
     try:
-        with (
-            run_a.status(),
-            run_b.status(),
-            connect_hosts(plan_a, access) as hosts_a,
-            connect_hosts(plan_b, access) as hosts_b,
-            Session(plan_b, hosts_b, run_b) as sb,
-            Session(plan_a, hosts_a, run_a) as sa,
-        ):
-            for i in range(pairs):
-                order = ((sa, a_costs), (sb, b_costs))
-                if i % 2:
-                    order = order[::-1]
-                if schedule == "together":
-                    for session, _ in order:
-                        if restart and i > 0:
-                            session.stop_server()
-                        session.configure(vcpus)
-                    rows = _together([session for session, _ in order], vcpus, threads, connections)
-                    for row, (_, costs) in zip(rows, order, strict=True):
-                        costs.append(pair_cost(row, measure))
-                else:
-                    for session, costs in order:
-                        if restart and i > 0:
-                            session.stop_server()
-                        row = session.trial(vcpus, threads, connections)
-                        costs.append(pair_cost(row, measure))
-                if progress is not None:
-                    r = b_costs[-1] / a_costs[-1] if a_costs[-1] > 0 else math.nan
-                    print(f"pair {i + 1}/{pairs}: B/A {r:.3f}", file=progress, flush=True)
+        _measure_pairs(
+            plan_a, plan_b, (run_a, run_b), settings, (a_costs, b_costs), progress, access
+        )
     except KeyboardInterrupt as exc:
         # Both run folders exist and hold the trials measured so far: the message names them.
         exc.run_folders = (run_a.run_id, run_b.run_id)  # type: ignore[attr-defined]
@@ -232,6 +230,49 @@ def run_pairs(
         run_a.close()
         run_b.close()
     return a_costs, b_costs, (run_a.run_id, run_b.run_id)
+
+
+def _measure_pairs(
+    plan_a: Any,
+    plan_b: Any,
+    runs: tuple[Any, Any],
+    settings: PairSettings,
+    costs: tuple[list[float], list[float]],
+    progress: IO[str] | None,
+    access: Any,
+) -> None:
+    """The pairs of `run_pairs`, each side's cost appended to its list of ``costs``."""
+    from runners.session import Session, connect_hosts
+
+    vcpus, s = plan_a.vcpus[0], settings
+    a_costs, b_costs = costs
+    with (
+        runs[0].status(),
+        runs[1].status(),
+        connect_hosts(plan_a, access) as hosts_a,
+        connect_hosts(plan_b, access) as hosts_b,
+        Session(plan_b, hosts_b, runs[1]) as sb,
+        Session(plan_a, hosts_a, runs[0]) as sa,
+    ):
+        for i in range(s.pairs):
+            order = ((sa, a_costs), (sb, b_costs))
+            if i % 2:
+                order = order[::-1]
+            for session, _ in order:
+                if s.restart and i > 0:
+                    session.stop_server()
+            if s.schedule == "together":
+                for session, _ in order:
+                    session.configure(vcpus)
+                sessions = [session for session, _ in order]
+                rows = _together(sessions, vcpus, s.threads, s.connections)
+            else:
+                rows = [session.trial(vcpus, s.threads, s.connections) for session, _ in order]
+            for row, (_, side) in zip(rows, order, strict=True):
+                side.append(pair_cost(row, s.measure))
+            if progress is not None:
+                r = b_costs[-1] / a_costs[-1] if a_costs[-1] > 0 else math.nan
+                print(f"pair {i + 1}/{s.pairs}: B/A {r:.3f}", file=progress, flush=True)
 
 
 def _together(

@@ -50,6 +50,10 @@ class Scenario:
     jwt : bool
         Proxy scenarios: every request must carry an RS256 JSON Web Token, which nginx checks
         (njs, WebCrypto) before proxying; others get 401 (`runners.jwt`).
+    nginx_conf : str
+        A user's own nginx.conf (absolute path) that nginx runs instead of the scenario's
+        config, rewritten into the deployment (`runners.deploy.userconf`); the scenario then
+        says what is requested (``path``) and what the stub upstream serves.
     """
 
     name: str = "static"
@@ -61,6 +65,7 @@ class Scenario:
     directives: tuple[str, ...] = ()
     tls_resumption: bool = False
     jwt: bool = False
+    nginx_conf: str = ""
 
     def __post_init__(self) -> None:
         if self.name not in SCENARIOS:

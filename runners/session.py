@@ -240,8 +240,7 @@ class Session:
             listen=self.target,
             upstream=upstream,
             upstream_address=up_address,
-            record_started=self.run.started,
-            record_removed=self.run.removed,
+            record=self.run,
             http2=plan.http_version == "2",
             jwt_public_key=self._jwt_keys.public_der_b64 if self._jwt_keys else None,
         )

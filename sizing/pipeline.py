@@ -101,15 +101,23 @@ def evidence_of(request: SizingRequest, instances: Sequence[Instance] = ()) -> t
     """
     if not request.runs:
         return None, ""
+    from sizing.evidence.confcost import conf_evidence, split_runs
     from sizing.evidence.measured import build_evidence, catalog_for, measured_series
 
-    runs = list(request.runs)
-    series = measured_series(runs, allow_simulated=request.allow_simulated)
-    # Match labels against the whole catalog when the selection lacks one: a filter must not
-    # hide the measured type.
-    catalog = catalog_for(series, instances, lambda: load_catalog(list(request.catalog)))
-    evidence = build_evidence(series, catalog, request.workload())
-    warning = require_used_runs(evidence, runs, allow_unused=request.allow_unused_runs)
+    # Runs of `runners sweep --nginx-conf` hold a configuration's cost ratio, not trials.
+    costs, runs = split_runs(list(request.runs))
+    evidence: Any = None
+    if runs:
+        series = measured_series(runs, allow_simulated=request.allow_simulated)
+        # Match labels against the whole catalog when the selection lacks one: a filter must
+        # not hide the measured type.
+        catalog = catalog_for(series, instances, lambda: load_catalog(list(request.catalog)))
+        evidence = build_evidence(series, catalog, request.workload())
+    if costs:
+        evidence = conf_evidence(costs, evidence, request.workload())
+    warning = require_used_runs(
+        evidence, list(request.runs), allow_unused=request.allow_unused_runs
+    )
     return evidence, warning
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from runners.calibrate import features as campaign
 from runners.cli.main import main as runners_main
-from runners.deploy.conf import ConfExtra, render_conf
+from runners.deploy.conf import ConfExtra, ConfTarget, render_conf
 from runners.scenario import Scenario
 from sizing.cli.main import main as sizing_main
 from sizing.errors import InputError
@@ -191,11 +191,7 @@ def test_feature_lines_land_in_their_blocks():
     )
     conf = render_conf(
         Scenario(name="reverse_proxy", protocol="http"),
-        prefix="/p",
-        listen="127.0.0.1",
-        port=20001,
-        cpus=[0],
-        upstream=["127.0.0.1:20002"],
+        ConfTarget("/p", "127.0.0.1", [20001], [0], ["127.0.0.1:20002"]),
         extra=extra,
     )
     assert conf.index("load_module m.so;") < conf.index("http {")

@@ -215,13 +215,13 @@ def test_the_relevant_error_log_line_is_quoted():
 
 
 def test_http2_is_on_the_listening_socket_only_when_asked():
-    from runners.deploy.conf import render_conf
+    from runners.deploy.conf import ConfTarget, render_conf
 
-    common = {"prefix": "/p", "listen": "127.0.0.1", "port": 20001, "cpus": [0]}
-    assert " http2 " not in render_conf(Scenario(protocol="https"), **common)
-    conf = render_conf(Scenario(protocol="https"), **common, http2=True)
+    where = ConfTarget("/p", "127.0.0.1", [20001], [0])
+    assert " http2 " not in render_conf(Scenario(protocol="https"), where)
+    conf = render_conf(Scenario(protocol="https"), where, http2=True)
     assert "listen 127.0.0.1:20001 ssl http2 backlog=4096;" in conf
-    conf = render_conf(Scenario(), **common, http2=True)
+    conf = render_conf(Scenario(), where, http2=True)
     assert "listen 127.0.0.1:20001 http2 backlog=4096;" in conf
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from runners import jwt
-from runners.deploy.conf import SESSION_RESUMPTION, render_conf
+from runners.deploy.conf import SESSION_RESUMPTION, ConfTarget, render_conf
 from runners.deploy.nginx import Deployment, NginxHost
 from runners.errors import RunnerError
 from runners.hosts import LocalHost
@@ -34,9 +34,7 @@ JWT_CONF = jwt.JwtConfig("/usr/lib/nginx/modules", "/p/jwt_verify.js", "QUJD")
 
 def _conf(scenario: Scenario, **kw) -> str:
     upstream = ["127.0.0.1:1"] if scenario.proxied else []
-    return render_conf(
-        scenario, prefix="/p", listen="127.0.0.1", port=20000, cpus=[0], upstream=upstream, **kw
-    )
+    return render_conf(scenario, ConfTarget("/p", "127.0.0.1", [20000], [0], upstream), **kw)
 
 
 def test_http2_listens_with_alpn_or_prior_knowledge():

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from runners.cli import calibrate as cli_calibrate
 from runners.cli import compare as cli_compare
+from runners.cli import confsweep as cli_confsweep
 from runners.cli import features as cli_features
 from runners.cli import imports as cli_imports
 from runners.cli.options import (
@@ -128,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="LIST",
         help="wrk connections per client (default 16)",
     )
+    cli_confsweep.add_options(sw)
     format_option(sw, ("table", "json", "csv"))
 
     se = sub.add_parser("search", help="highest RPS under a p99 SLA, per vCPU count")
@@ -537,6 +539,10 @@ def _sweep(args: argparse.Namespace) -> int:
     from runners.plan import Access
     from runners.sweep import run_sweep
 
+    if args.nginx_conf:
+        return cli_confsweep.main(args, cli_confsweep.Parts(_hosts, _plan))
+    if args.pairs is not None:
+        raise UnsupportedLoad("--pairs is for --nginx-conf (a sweep measures its grid once)")
     hosts = _hosts(args)
     sim = _simulator(args, hosts)
     plan = _plan(args, hosts, sim, threads=args.threads, connections=args.connections)
@@ -858,7 +864,7 @@ def _add_ab_parser(sub: Any) -> Any:
 
 def _ab(args: Any) -> int:
     """``python -m runners ab``: 0 pass, 1 B worse, 2 bad input, 3 measurement failed."""
-    from runners.interleave import judge, ratios, render, run_pairs
+    from runners.interleave import PairSettings, judge, ratios, render, run_pairs, with_directives
     from runners.plan import Access
 
     prog = "python -m runners ab"
@@ -873,15 +879,14 @@ def _ab(args: Any) -> int:
         print(f"{prog}: error: {printable(str(exc))}", file=sys.stderr)
         return 2
     try:
+        settings = PairSettings(
+            args.pairs, args.threads, args.connections, args.measure, schedule=args.schedule
+        )
         a, b, ids = run_pairs(
             plan,
-            tuple(args.ab_directive),
-            args.pairs,
+            with_directives(plan, args.ab_directive),
+            settings,
             args.out,
-            threads=args.threads,
-            connections=args.connections,
-            measure=args.measure,
-            schedule=args.schedule,
             progress=None if args.quiet else sys.stderr,
             access=Access(hosts["accept_new_host_keys"], hosts["ssh_config"]),
         )

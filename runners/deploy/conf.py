@@ -50,15 +50,57 @@ def affinity_masks(cpus: Sequence[int]) -> str:
     return " ".join("".join("1" if width - 1 - i == c else "0" for i in range(width)) for c in cpus)
 
 
+@dataclass(frozen=True)
+class ConfTarget:
+    """Where a config runs: the deployment's prefix, address, ports, CPUs and upstreams.
+
+    Attributes
+    ----------
+    prefix : str
+        The deployment's directory on the host (content, key, pid, logs, temp files).
+    listen : str
+        The address nginx listens on.
+    ports : sequence of int
+        The ports it listens on (the reference config: one; a user config: one per port of
+        the original).
+    cpus : sequence of int
+        One worker per CPU, pinned with ``worker_cpu_affinity``.
+    upstream : sequence of str
+        ``host:port`` of each upstream file server (proxy scenarios, the stub upstream).
+    user : str, optional
+        ``user`` directive (only meaningful when the master runs as root).
+    modules_dir : str
+        The host's nginx module folder (a user config's ``load_module`` files come from it).
+    """
+
+    prefix: str
+    listen: str
+    ports: Sequence[int]
+    cpus: Sequence[int]
+    upstream: Sequence[str] = ()
+    user: str | None = None
+    modules_dir: str = ""
+
+    def main_lines(self, workers_only: bool = False) -> list[str]:
+        """The main context's ``user``, workers, affinity, pid (and error log) lines."""
+        lines = [f"user {self.user};"] if self.user else []
+        lines += [
+            f"worker_processes {len(self.cpus)};",
+            f"worker_cpu_affinity {affinity_masks(self.cpus)};",
+        ]
+        if not workers_only:
+            lines += [
+                "worker_rlimit_nofile 65536;",
+                f"pid {self.prefix}/nginx.pid;",
+                f"error_log {self.prefix}/error.log warn;",
+            ]
+        return lines
+
+
 def render_conf(
     scenario: Scenario,
+    target: ConfTarget,
     *,
-    prefix: str,
-    listen: str,
-    port: int,
-    cpus: Sequence[int],
-    upstream: Sequence[str] = (),
-    user: str | None = None,
     http2: bool = False,
     jwt_config: jwt.JwtConfig | None = None,
     extra: ConfExtra = ConfExtra(),
@@ -69,16 +111,8 @@ def render_conf(
     ----------
     scenario : Scenario
         What to serve.
-    prefix : str
-        The deployment's directory on the host (content, key, pid, logs, temp files).
-    listen, port
-        Address and port to listen on.
-    cpus : sequence of int
-        One worker per CPU, pinned with ``worker_cpu_affinity``.
-    upstream : sequence of str
-        ``host:port`` of each upstream file server (proxy scenarios).
-    user : str, optional
-        ``user`` directive (only meaningful when the master runs as root).
+    target : ConfTarget
+        Where: prefix, address and port (the first of ``ports``), CPUs, upstream servers.
     http2 : bool
         Serve HTTP/2 on the listening socket (with TLS by ALPN; cleartext: prior knowledge).
     jwt_config : runners.jwt.JwtConfig, optional
@@ -86,9 +120,9 @@ def render_conf(
     extra : ConfExtra
         A configuration feature's own lines (`runners.calibrate.features`); none by default.
     """
-    https = scenario.protocol == "https"
     if scenario.jwt and jwt_config is None:
         raise RunnerError("the JWT check needs its module folder, script and public key")
+    cpus = target.cpus
     lines = [
         f"# nginx-sizing: {scenario.name} over {scenario.protocol}, {scenario.file_bytes} B"
         f"{' gzip' if scenario.gzip else ''}, {len(cpus)} workers on CPUs "
@@ -97,21 +131,31 @@ def render_conf(
     if scenario.jwt and jwt_config is not None:
         lines += jwt.main_lines(jwt_config.modules_dir)
     lines += list(extra.main)
-    if user:
-        lines.append(f"user {user};")
+    lines += target.main_lines()
     lines += [
-        f"worker_processes {len(cpus)};",
-        f"worker_cpu_affinity {affinity_masks(cpus)};",
-        "worker_rlimit_nofile 65536;",
-        f"pid {prefix}/nginx.pid;",
-        f"error_log {prefix}/error.log warn;",
         "events {",
         "    worker_connections 16384;",
         "    accept_mutex off;",
         "}",
         "http {",
-        *_http_common(prefix, keepalive=scenario.keepalive),
+        *_http_common(target.prefix, keepalive=scenario.keepalive),
+        *_gzip_tls_lines(scenario, target.prefix),
+        *_upstream_lines(scenario, target.upstream, extra),
     ]
+    if scenario.jwt and jwt_config is not None:
+        lines += [
+            f"    {d}" for d in jwt.http_lines(jwt_config.script_path, jwt_config.public_der_b64)
+        ]
+    lines += [f"    {d.rstrip(';')};" for d in scenario.directives]
+    lines += [f"    {d}" for d in extra.http]
+    lines += _server_lines(scenario, target, http2, extra)
+    lines += ["}", ""]
+    return "\n".join(lines)
+
+
+def _gzip_tls_lines(scenario: Scenario, prefix: str) -> list[str]:
+    """The ``http`` block's gzip and TLS lines."""
+    lines = []
     if scenario.gzip:
         lines += [
             "    gzip on;",
@@ -119,7 +163,7 @@ def render_conf(
             "    gzip_min_length 0;",
             "    gzip_proxied any;",
         ]
-    if https:
+    if scenario.protocol == "https":
         lines += [
             f"    ssl_certificate {prefix}/cert.pem;",
             f"    ssl_certificate_key {prefix}/key.pem;",
@@ -130,30 +174,37 @@ def render_conf(
         else:
             # Every new connection does a full handshake, as the reference CPS tests did.
             lines += ["    ssl_session_cache off;", "    ssl_session_tickets off;"]
-    if scenario.proxied:
-        if not upstream:
-            raise RunnerError(f"the {scenario.name} scenario needs upstream servers")
-        lines.append("    upstream backend {")
-        lines += [f"        server {u};" for u in upstream]
-        up_host, _, up_port = upstream[0].rpartition(":")
-        peer = {"@UPSTREAM_HOST@": up_host.strip("[]"), "@UPSTREAM_PORT@": up_port}
-        for u in extra.upstream:
-            for mark, value in peer.items():
-                u = u.replace(mark, value)
-            lines.append(f"        {u}")
-        lines += ["        keepalive 64;"] if extra.upstream_keepalive else []
-        lines.append("    }")
-    if scenario.jwt and jwt_config is not None:
-        lines += [
-            f"    {d}" for d in jwt.http_lines(jwt_config.script_path, jwt_config.public_der_b64)
-        ]
-    lines += [f"    {d.rstrip(';')};" for d in scenario.directives]
-    lines += [f"    {d}" for d in extra.http]
-    lines += [
+    return lines
+
+
+def _upstream_lines(scenario: Scenario, upstream: Sequence[str], extra: ConfExtra) -> list[str]:
+    """The proxy scenarios' ``upstream backend`` block (none for the others)."""
+    if not scenario.proxied:
+        return []
+    if not upstream:
+        raise RunnerError(f"the {scenario.name} scenario needs upstream servers")
+    lines = ["    upstream backend {", *(f"        server {u};" for u in upstream)]
+    up_host, _, up_port = upstream[0].rpartition(":")
+    peer = {"@UPSTREAM_HOST@": up_host.strip("[]"), "@UPSTREAM_PORT@": up_port}
+    for u in extra.upstream:
+        for mark, value in peer.items():
+            u = u.replace(mark, value)
+        lines.append(f"        {u}")
+    lines += ["        keepalive 64;"] if extra.upstream_keepalive else []
+    lines.append("    }")
+    return lines
+
+
+def _server_lines(
+    scenario: Scenario, target: ConfTarget, http2: bool, extra: ConfExtra
+) -> list[str]:
+    """The ``server`` block: the listening socket, the root, the scenario's locations."""
+    https = scenario.protocol == "https"
+    lines = [
         "    server {",
-        f"        listen {hostport(listen, port)}{' ssl' if https else ''}"
+        f"        listen {hostport(target.listen, target.ports[0])}{' ssl' if https else ''}"
         f"{' http2' if http2 else ''} backlog=4096;",
-        f"        root {prefix}/html;",
+        f"        root {target.prefix}/html;",
         *(f"        {d}" for d in extra.server),
     ]
     if http2 and not https:
@@ -182,8 +233,8 @@ def render_conf(
             "            return 404;",
             "        }",
         ]
-    lines += ["    }", "}", ""]
-    return "\n".join(lines)
+    lines.append("    }")
+    return lines
 
 
 def render_upstream_conf(

@@ -13,12 +13,20 @@ import contextlib
 import ipaddress
 import random
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from runners import jwt
 from runners.cputime import stat_ticks
-from runners.deploy.conf import ConfExtra, hostport, render_conf, render_upstream_conf
+from runners.deploy.conf import (
+    ConfExtra,
+    ConfTarget,
+    hostport,
+    render_conf,
+    render_upstream_conf,
+)
+from runners.deploy.userconf import UserConfError, read_user_conf
 from runners.errors import RunnerError
 from runners.hosts import Host, Result
 from runners.scenario import Scenario
@@ -65,6 +73,17 @@ umask 077
 chmod 600 "$d/key.pem"
 chmod 644 "$d/cert.pem"
 umask 022
+"""
+
+# A user config's files: a session ticket key and an empty password file of the run's own;
+# then the module files (of those named) missing from the module folder, one a line.
+_USER_FILES = r"""
+p=$1 m=$2; shift 2
+umask 077
+head -c 80 /dev/urandom > "$p/ticket.key" || exit 1
+: > "$p/htpasswd" && chmod 644 "$p/htpasswd"
+for f; do [ -f "$m/$f" ] || echo "$f"; done
+exit 0
 """
 
 # The local ADDRESS:PORT (hexadecimal) of every listening TCP socket (state 0A).
@@ -351,9 +370,21 @@ class NginxInstance:
         return cls(at, address, _worker_user(at) if at.as_root else None)
 
 
-# (host name, what, prefix, pids[, starts]): called before a prefix or process can be used;
-# starts maps each pid to its start time (/proc/PID/stat field 22), when known.
-Recorder = Callable[..., None]
+class Recorder(Protocol):
+    """Where a deployment records what it starts and removes (`runners.run.Run`)."""
+
+    def started(
+        self,
+        host: str,
+        what: str,
+        path: str,
+        pids: list[int],
+        starts: Mapping[int, str] | None = None,
+    ) -> None:
+        """Told before a prefix or process can be used; ``starts``: each pid's start time."""
+
+    def removed(self, host: str, path: str) -> None:
+        """Told once a prefix is stopped and removed."""
 
 
 class Deployment:
@@ -371,9 +402,9 @@ class Deployment:
         Where the upstream file servers run (default: the server host, on 127.0.0.1).
     upstream_address : str
         The IP address the server reaches them at, and they listen on.
-    record_started, record_removed : callable, optional
-        Told ``(host, what, prefix, pids)`` when a prefix or nginx starts (before it is
-        used), and ``(host, prefix)`` once a prefix is stopped and removed.
+    record : Recorder, optional
+        Told ``started(host, what, prefix, pids)`` when a prefix or nginx starts (before it
+        is used), and ``removed(host, prefix)`` once a prefix is stopped and removed.
     http2 : bool
         Serve HTTP/2 (the clients speak HTTP/2).
     jwt_public_key : str, optional
@@ -397,8 +428,7 @@ class Deployment:
         listen: str = "127.0.0.1",
         upstream: NginxHost | None = None,
         upstream_address: str = "127.0.0.1",
-        record_started: Recorder | None = None,
-        record_removed: Callable[[str, str], None] | None = None,
+        record: Recorder | None = None,
         http2: bool = False,
         jwt_public_key: str | None = None,
     ) -> None:
@@ -423,11 +453,13 @@ class Deployment:
         self.conf: str = ""
         self.upstream_conf: str = ""
         self._cpus: tuple[int, ...] = ()
-        self._record_started = record_started
-        self._record_removed = record_removed
+        self._recorder = record
         self.http2 = http2
         #: A configuration feature's own lines in the server's config (none by default).
         self.extra = ConfExtra()
+        #: A user's own configuration, read and checked once (`runners.deploy.userconf`).
+        self.user_conf = read_user_conf(scenario.nginx_conf) if scenario.nginx_conf else None
+        self._modules_dir = ""
         # The ports in use on a host (by id), as the last script there saw them: the next
         # port choice there takes them instead of asking again (once).
         self._listening: dict[int, set[int]] = {}
@@ -440,11 +472,32 @@ class Deployment:
     def setup(self) -> None:
         """Make the prefix, content and certificate; start the upstream servers if needed."""
         s = self.scenario
-        self._make_prefix(self.main, "creating the nginx prefix", cert=s.protocol == "https")
+        cert = s.protocol == "https" or (self.user_conf is not None and self.user_conf.needs_cert)
+        self._make_prefix(self.main, "creating the nginx prefix", cert=cert)
+        if self.user_conf is not None:
+            self._setup_user_conf()
         if s.jwt:
             self._setup_jwt()
         if s.proxied:
             self._start_upstream()
+
+    def _setup_user_conf(self) -> None:
+        """The run's own ticket key and password file; the modules the user config loads."""
+        assert self.prefix is not None and self.user_conf is not None
+        version = self.host.run([self.main.at.nginx, "-V"], check=False, what="nginx -V")
+        self._modules_dir = jwt.modules_path(version.stderr + version.stdout)
+        out = self.host.sh(
+            _USER_FILES,
+            self.prefix,
+            self._modules_dir,
+            *self.user_conf.modules,
+            what="writing the run's ticket key and password file",
+        )
+        if out.stdout.split():
+            raise UserConfError(
+                f"{self.user_conf.path}: load_module of a module not installed on "
+                f"{self.host.name}: {', '.join(out.stdout.split())}"
+            )
 
     def _setup_jwt(self) -> None:
         """Copy the token verifier into the prefix; find the njs module on the host."""
@@ -521,11 +574,8 @@ class Deployment:
         pids: list[int],
         starts: dict[int, str] | None = None,
     ) -> None:
-        if self._record_started is not None:
-            if starts:
-                self._record_started(host.name, what, prefix, pids, starts)
-            else:
-                self._record_started(host.name, what, prefix, pids)
+        if self._recorder is not None:
+            self._recorder.started(host.name, what, prefix, pids, starts or None)
 
     def _start_upstream(self) -> None:
         assert self.prefix is not None
@@ -572,24 +622,34 @@ class Deployment:
         up_address = self.upstream_side.address if self.upstream_side else "127.0.0.1"
         upstream = [hostport(up_address, p) for p in self.upstream_ports]
         for _ in range(5):
-            self.port = self.free_ports(1)[0]
-            self.conf = render_conf(
-                self.scenario,
-                prefix=self.prefix,
-                listen=self.main.address,
-                port=self.port,
-                cpus=cpus,
-                upstream=upstream,
-                user=self.main.user,
-                http2=self.http2,
-                jwt_config=self.jwt_config,
-                extra=self.extra,
-            )
+            self.conf = self._render(cpus, upstream)
             proc = self._launch(self.main, self.prefix, self.conf, "server", len(cpus))
             if proc is not None:
                 self.server, self._cpus = proc, tuple(cpus)
                 return self.conf
         raise RunnerError(f"could not find a free port for nginx on {self.host.name}")
+
+    def _render(self, cpus: Sequence[int], upstream: Sequence[str]) -> str:
+        """The server's config on newly chosen free ports (``self.port`` the loaded one)."""
+        assert self.prefix is not None
+        slots = self.user_conf.slots if self.user_conf is not None else [""]
+        ports = self.free_ports(len(slots))
+        target = ConfTarget(
+            self.prefix,
+            self.main.address,
+            ports,
+            cpus,
+            upstream,
+            self.main.user,
+            self._modules_dir,
+        )
+        if self.user_conf is not None:
+            self.port = ports[self.user_conf.target]
+            return self.user_conf.render(target)
+        self.port = ports[0]
+        return render_conf(
+            self.scenario, target, http2=self.http2, jwt_config=self.jwt_config, extra=self.extra
+        )
 
     def _launch(
         self, inst: NginxInstance, prefix: str, conf: str, role: str, want: int
@@ -737,8 +797,8 @@ class Deployment:
                     inst.pids.clear()
 
     def _removed(self, host: Host, prefix: str | None) -> None:
-        if prefix and self._record_removed is not None:
-            self._record_removed(host.name, prefix)
+        if prefix and self._recorder is not None:
+            self._recorder.removed(host.name, prefix)
 
     def _stop(
         self,

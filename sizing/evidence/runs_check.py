@@ -36,7 +36,8 @@ def require_used_runs(evidence: Any, run_dirs: Sequence[str], *, allow_unused: b
     Infeasible
         When runs were given, none is used, and not ``allow_unused``.
     """
-    if not run_dirs or evidence is None or getattr(evidence, "calibrations", None):
+    used = getattr(evidence, "calibrations", None) or getattr(evidence, "used", False)
+    if not run_dirs or evidence is None or used:
         return ""
     why = "; ".join(getattr(evidence, "notes", []) or []) or "no run matched"
     msg = (
