@@ -5,3 +5,7 @@ from __future__ import annotations
 
 class RunnerError(RuntimeError):
     """A host, program or trial problem; the message names the host and what to do."""
+
+
+class BadHosts(RunnerError):
+    """Client hosts a run cannot use, found before any load (bad input: exit status 2)."""

@@ -54,6 +54,9 @@ class Plan:
         ``"1.1"`` or ``"2"``; the load generator must speak it.
     streams : int
         Concurrent streams per connection (HTTP/2 load generators; 1 otherwise).
+    client_weights : tuple of float
+        Each client's share of a constant rate relative to the others' (empty: equal shares;
+        `runners.clients`).
     """
 
     scenario: Scenario = field(default_factory=Scenario)
@@ -81,6 +84,7 @@ class Plan:
     http_version: str = "1.1"
     streams: int = 1
     h2load: str = TOOLS["h2load"]
+    client_weights: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         self.generator().check(self.http_version)
@@ -104,6 +108,11 @@ class Plan:
         specs = [str(HostSpec.parse(c)) for c in self.clients]
         if len(set(specs)) != len(specs):
             raise RunnerError(f"a client host is listed twice: {', '.join(self.clients)}")
+        if self.client_weights and (
+            len(self.client_weights) != len(self.clients)
+            or not all(0 < w < float("inf") for w in self.client_weights)
+        ):
+            raise RunnerError("client weights must be one positive number per client")
         HostSpec.parse(self.server)
         if not self.settings():
             raise RunnerError(
@@ -134,7 +143,7 @@ class Plan:
         """Plain data for ``run.json``."""
         d = asdict(self)
         d["scenario"] = self.scenario.to_dict()
-        for key in ("clients", "vcpus", "threads", "connections"):
+        for key in ("clients", "vcpus", "threads", "connections", "client_weights"):
             d[key] = list(d[key])
         return d
 
@@ -143,8 +152,8 @@ class Plan:
         """Inverse of `to_dict`."""
         d = dict(d)
         d["scenario"] = Scenario.from_dict(d["scenario"])
-        for key in ("clients", "vcpus", "threads", "connections"):
-            d[key] = tuple(d[key])
+        for key in ("clients", "vcpus", "threads", "connections", "client_weights"):
+            d[key] = tuple(d.get(key, ()))
         return cls(**d)
 
 

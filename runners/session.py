@@ -22,10 +22,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from runners import clients as many
 from runners import jwt, loadgen, window
 from runners.cputime import TIMES_MARKER, times_seconds
 from runners.deploy.nginx import Deployment, NginxHost, is_ip
-from runners.errors import RunnerError
+from runners.errors import BadHosts, RunnerError
 from runners.hosts import Host, HostSpec, Result, connect, facts, require_tools
 from runners.plan import Access, Plan
 from runners.run import Run
@@ -91,7 +92,7 @@ def connect_hosts(plan: Plan, access: Access | None = None) -> Hosts:
 
     try:
         server = get(plan.server)
-        clients = [get(c) for c in plan.clients]
+        clients = [_client(get, c) for c in plan.clients]
         upstream = get(plan.upstream_host) if plan.scenario.proxied and plan.upstream_host else None
     except BaseException:
         for host in made.values():
@@ -101,6 +102,31 @@ def connect_hosts(plan: Plan, access: Access | None = None) -> Hosts:
     if upstream is server:
         upstream = None
     return Hosts(server, clients, upstream)
+
+
+def _client(get: Callable[[str], Host], text: str) -> Host:
+    """The client host ``text`` connected; one that cannot be reached is bad input."""
+    try:
+        return get(text)
+    except BadHosts:
+        raise
+    except RunnerError as exc:
+        raise BadHosts(f"a client cannot be reached: {exc}") from None
+
+
+#: The exit status a client's output carries when its connection was lost mid-command.
+LOST_EXIT = 255
+
+
+@dataclass
+class _Measured:
+    """What the clients kept in a trial measured, in the order of the session's clients."""
+
+    results: list[loadgen.Measurement]
+    outputs: list[tuple[str, str, int]]
+    loads: list[loadgen.Load]
+    server_cpu_s: float
+    rate_rps: float | None
 
 
 @dataclass
@@ -113,6 +139,7 @@ class _Client:
     timeout: str = ""
     cpus: list[int] = field(default_factory=list)
     offset: window.Offset | None = None
+    weight: float = 1.0
 
 
 class Session:
@@ -152,6 +179,7 @@ class Session:
         self.server: Host = hosts.server
         self.server_facts: dict[str, Any] = {}
         self.clients: list[_Client] = []
+        self.lost: list[_Client] = []  # clients lost mid-run, left out of later trials
         self.deployment: Deployment | None = None
         self.target = ""
         self.server_cpus: list[int] = []
@@ -199,15 +227,20 @@ class Session:
             client_facts.append(info)
             found.setdefault(host.name, {})[tool] = info["tools"][tool]
         require_tools(found)
-        for spec, host, info in zip(specs, self.hosts.clients, client_facts, strict=True):
+        weights = plan.client_weights or (1.0,) * len(specs)
+        for spec, host, info, w in zip(
+            specs, self.hosts.clients, client_facts, weights, strict=True
+        ):
+            timeout = info["tools"].get("timeout", "")
             self.clients.append(
-                _Client(
-                    host, spec, info, info["tools"][tool], timeout=info["tools"].get("timeout", "")
-                )
+                _Client(host, spec, info, info["tools"][tool], timeout=timeout, weight=w)
             )
         if len(self.clients) > 1:
             for client in self.clients:
                 client.offset = _clock_offset(client.host)
+            many.check_offsets(
+                {c.host.name: c.offset.offset_s for c in self.clients if c.offset}, plan.duration_s
+            )
         self.target = self._target_address(server_spec)
         too_many = [v for v in plan.vcpus if v > len(self.server_facts["cpus_allowed"])]
         if too_many:
@@ -386,7 +419,8 @@ class Session:
         record: bool,
         rate_rps: float | None = None,
     ) -> loadgen.Load:
-        """What one client runs; a constant rate is split evenly across the clients."""
+        """What one client runs; a constant rate is split across the clients by their weights."""
+        total = sum(c.weight for c in self.clients)
         return loadgen.Load(
             url=self.url(),
             threads=threads,
@@ -396,7 +430,7 @@ class Session:
             headers=self._headers,
             http_version=self.plan.http_version,
             streams=self.plan.streams,
-            rate_rps=rate_rps / len(self.clients) if rate_rps is not None else None,
+            rate_rps=rate_rps * client.weight / total if rate_rps is not None else None,
             cpus=tuple(client.cpus),
             record=record,
         )
@@ -417,7 +451,14 @@ class Session:
 
         def one(i: int) -> tuple[str, str, int]:
             client = self.clients[i]
-            r = client.host.run(self._wrapped(client, argvs[i], limit), check=False, timeout=limit)
+            try:
+                r = client.host.run(
+                    self._wrapped(client, argvs[i], limit), check=False, timeout=limit
+                )
+            except RunnerError as exc:  # the connection is lost: the trial judges the client
+                if len(self.clients) == 1:
+                    raise
+                return "", str(exc), LOST_EXIT
             return self._collected(client, r, loads[i] if loads else None, limit)
 
         if len(self.clients) == 1:
@@ -497,31 +538,24 @@ class Session:
     ) -> dict[str, Any]:
         """Measure one setting; append and return its row.
 
-        With ``rate_rps``, the load generator drives a constant rate (open loop), split evenly
-        across the clients; the trial is invalid when the achieved rate is under 95% of it.
-        ``ready``, when given, is called after the warm-up and before the measured part starts
-        (``runners ab`` waits there so two trials run their measured parts together).
+        With ``rate_rps``, the load generator drives a constant rate (open loop), split
+        across the clients by their weights; the trial is invalid when the achieved rate is
+        under 95% of it. ``ready``, when given, is called after the warm-up and before the
+        measured part starts (``runners ab`` waits there so two trials run their measured
+        parts together).
 
-        Raises `RunnerError` if nginx dies or any client produces no result; the rows of
+        With several clients, a client that gives no result while others do is lost: the
+        trial is invalid and names it, and later trials run without it.
+
+        Raises `RunnerError` if nginx dies or no client produces a result; the rows of
         earlier trials are already on disk.
         """
         assert self.deployment is not None and self.server is not None
-        plan = self.plan
-        seconds = duration_s or plan.duration_s
+        seconds = duration_s or self.plan.duration_s
         self.configure(vcpus)
         self._seq += 1
         trial_id = f"{self.run.run_id}-{self._seq:04d}"
-        gen = self.generator
-        if plan.warmup_s > 0:
-            warm = [
-                self._argv(c, self._load(c, threads, connections, plan.warmup_s, False, rate_rps))
-                for c in self.clients
-            ]
-            for (out, err, code), client in zip(
-                self._run_clients(warm, plan.warmup_s), self.clients, strict=True
-            ):
-                if problem := gen.warmup_problem(out, err, code):
-                    raise RunnerError(f"{gen.name} on {client.host.name}: {problem}")
+        lost = self._warm_up(trial_id, threads, connections, rate_rps)
         loads = [self._load(c, threads, connections, seconds, True, rate_rps) for c in self.clients]
         argvs = [self._argv(c, load) for c, load in zip(self.clients, loads, strict=True)]
         if ready is not None:
@@ -534,47 +568,14 @@ class Session:
                 f"nginx on {self.server.name} exited during trial {trial_id}"
                 + (f" (error.log: {tail})" if tail else "")
             )
-        results = []
-        for (out, err, _), client, load in zip(outputs, self.clients, loads, strict=True):
-            try:
-                results.append(gen.parse(out, load))
-            except RunnerError as exc:
-                detail = str(exc)
-                if err.strip():
-                    detail = f"{detail}; {err.strip().splitlines()[-1]}"
-                raise RunnerError(f"{gen.name} on {client.host.name}: {detail}") from None
-        merged = loadgen.merge(results)
-        client_pcts, saturated = [], []
-        for (out, _, _), client, res in zip(outputs, self.clients, results, strict=True):
-            cpu_s = times_seconds(out)
-            pct = 100.0 * cpu_s / res.duration_s if res.duration_s > 0 else math.nan
-            client_pcts.append(pct)
-            allotted = min(threads, len(client.cpus) or int(client.facts["cores"]))
-            if note := gen.saturated(pct, allotted, plan.saturation, client.host.name):
-                saturated.append(note)
-        row = trial_row(
-            self._ids(trial_id, started_at, kind),
-            plan.scenario,
-            merged,
-            vcpus=vcpus,
-            threads=threads,
-            connections=connections,
-            rate_rps=rate_rps,
-            warmup_s=plan.warmup_s,
-            client_cpu_pct=max(client_pcts) if client_pcts else math.nan,
-            server_cpu_pct=100.0 * (cpu1 - cpu0) / merged.duration_s,
-            sla_p99_ms=plan.sla_p99_ms,
-            max_error_rate=plan.max_error_rate,
-            saturated=saturated,
-            size_problem=functools.partial(response_size_problem, plan.scenario),
-        )
+        kept, results, gone = self._results(trial_id, outputs, loads)
+        outputs, argvs = [outputs[i] for i in kept], [argvs[i] for i in kept]
+        measured = _Measured(results, outputs, [loads[i] for i in kept], cpu1 - cpu0, rate_rps)
+        ids = self._ids(trial_id, started_at, kind)
+        row = self._row(ids, measured, vcpus, threads, connections)
+        invalidate(row, [*lost, *gone])
         if start_s is not None:
-            windows = [
-                window.window_of(c.host.name, err, c.offset or window.Offset(0.0, 0.0), r.rps)
-                for (_, err, _), c, r in zip(outputs, self.clients, results, strict=True)
-            ]
-            invalidate(row, window.window_problems(windows, start_s, seconds, rate_rps))
-            self.run.record_windows(trial_id, start_s, [w.to_dict() for w in windows])
+            self._check_windows(row, measured, start_s, seconds)
         self.run.append(
             row,
             {
@@ -586,9 +587,132 @@ class Session:
             trial_id,
             {c.host.name: shlex.join(a) for c, a in zip(self.clients, argvs, strict=True)},
         )
-        if plan.cooldown_s > 0:
-            time.sleep(plan.cooldown_s)
+        if self.plan.cooldown_s > 0:
+            time.sleep(self.plan.cooldown_s)
         return row
+
+    def _warm_up(
+        self, trial_id: str, threads: int, connections: int, rate_rps: float | None
+    ) -> list[str]:
+        """Run the discarded warm-up; the reasons of the clients lost in it."""
+        plan, gen = self.plan, self.generator
+        if plan.warmup_s <= 0:
+            return []
+        warm = [
+            self._argv(c, self._load(c, threads, connections, plan.warmup_s, False, rate_rps))
+            for c in self.clients
+        ]
+        failed = {}
+        outputs = self._run_clients(warm, plan.warmup_s)
+        for i, ((out, err, code), client) in enumerate(zip(outputs, self.clients, strict=True)):
+            if problem := gen.warmup_problem(out, err, code):
+                failed[i] = f"{gen.name} on {client.host.name}: {problem}"
+        return self._drop(trial_id, failed, "warm-up")
+
+    def _results(
+        self,
+        trial_id: str,
+        outputs: Sequence[tuple[str, str, int]],
+        loads: Sequence[loadgen.Load],
+    ) -> tuple[list[int], list[loadgen.Measurement], list[str]]:
+        """Each client's parsed output: the clients kept, their results, why others were lost."""
+        gen = self.generator
+        results: dict[int, loadgen.Measurement] = {}
+        failed: dict[int, str] = {}
+        for i, ((out, err, _), client, load) in enumerate(
+            zip(outputs, self.clients, loads, strict=True)
+        ):
+            try:
+                results[i] = gen.parse(out, load)
+            except RunnerError as exc:
+                detail = str(exc)
+                if last := _last_words(err):
+                    detail = f"{detail}; {last}"
+                failed[i] = f"{gen.name} on {client.host.name}: {detail}"
+        gone = self._drop(trial_id, failed, "trial")
+        return sorted(results), [results[i] for i in sorted(results)], gone
+
+    def _drop(self, trial_id: str, failed: dict[int, str], part: str) -> list[str]:
+        """Leave the clients that failed out of this trial and the next; the trial's reasons.
+
+        A failure of the only client, or of every client, is the trial's: it raises.
+        """
+        if not failed:
+            return []
+        if len(failed) == len(self.clients):
+            raise RunnerError(next(iter(failed.values())))
+        reasons = []
+        for i in sorted(failed, reverse=True):
+            client = self.clients.pop(i)
+            self.lost.append(client)
+            reasons.append(f"client {client.host.name} lost in the {part}: {failed[i]}")
+        self.run.record(
+            lost_clients=[
+                *self.run.meta.get("lost_clients", []),
+                *({"trial_id": trial_id, "reason": r} for r in reversed(reasons)),
+            ]
+        )
+        for reason in reversed(reasons):
+            self._say(f"{trial_id}: {reason}; {len(self.clients)} clients go on")
+        return list(reversed(reasons))
+
+    def _row(
+        self,
+        ids: dict[str, Any],
+        measured: _Measured,
+        vcpus: int,
+        threads: int,
+        connections: int,
+    ) -> dict[str, Any]:
+        """The judged row of a trial's merged results (client saturation checked)."""
+        plan, gen = self.plan, self.generator
+        merged = loadgen.merge(measured.results)
+        client_pcts, saturated = [], []
+        for (out, _, _), client, res in zip(
+            measured.outputs, self.clients, measured.results, strict=True
+        ):
+            cpu_s = times_seconds(out)
+            pct = 100.0 * cpu_s / res.duration_s if res.duration_s > 0 else math.nan
+            client_pcts.append(pct)
+            allotted = min(threads, len(client.cpus) or int(client.facts["cores"]))
+            if note := gen.saturated(pct, allotted, plan.saturation, client.host.name):
+                saturated.append(note)
+        return trial_row(
+            ids,
+            plan.scenario,
+            merged,
+            vcpus=vcpus,
+            threads=threads,
+            connections=connections,
+            rate_rps=measured.rate_rps,
+            warmup_s=plan.warmup_s,
+            client_cpu_pct=max(client_pcts) if client_pcts else math.nan,
+            server_cpu_pct=100.0 * measured.server_cpu_s / merged.duration_s,
+            sla_p99_ms=plan.sla_p99_ms,
+            max_error_rate=plan.max_error_rate,
+            saturated=saturated,
+            size_problem=functools.partial(response_size_problem, plan.scenario),
+        )
+
+    def _check_windows(
+        self, row: dict[str, Any], measured: _Measured, start_s: float, seconds: int
+    ) -> None:
+        """Judge and record the clients' windows; say what each client did."""
+        parts = zip(measured.outputs, self.clients, measured.results, measured.loads, strict=True)
+        windows = [
+            window.window_of(
+                c.host.name, err, c.offset or window.Offset(0.0, 0.0), r.rps, load.rate_rps
+            )
+            for (_, err, _), c, r, load in parts
+        ]
+        invalidate(row, window.window_problems(windows, start_s, seconds, measured.rate_rps))
+        self.run.record_windows(str(row["trial_id"]), start_s, [w.to_dict() for w in windows])
+        p99 = {
+            w.host: r.latency_ms.get("p99", math.nan)
+            for w, r in zip(windows, measured.results, strict=True)
+        }
+        for line in many.client_lines(windows, p99, start_s):
+            self._say(line)
 
     def _common_start(self, argvs: list[list[str]]) -> float | None:
         """With several clients, make each argv wait for one common start; that start [s].
@@ -634,7 +758,7 @@ class Session:
             steps: list[Callable[[], object]] = []
             if self.deployment is not None:
                 steps.append(self.deployment.teardown)
-            for client in self.clients:
+            for client in [*self.clients, *self.lost]:
                 if client.workdir:
                     steps.append(functools.partial(self._remove_workdir, client))
             for step in steps:
@@ -681,6 +805,16 @@ def _same_machine(a: HostSpec, b: HostSpec) -> bool:
 # generator: a run killed with SIGKILL cannot stop its clients, and cleanup then stops every
 # process of this user whose current folder is a recorded client work folder.
 _WRAP = f'cd "$1" || exit 125; shift; "$@"; rc=$?; echo; echo {TIMES_MARKER}; times; exit $rc'
+
+
+def _last_words(stderr: str) -> str:
+    """The last line of a client's standard error that is not a window stamp."""
+    lines = [
+        ln.strip()
+        for ln in stderr.strip().splitlines()
+        if ln.strip() and not ln.startswith((window.START_MARKER, window.END_MARKER))
+    ]
+    return lines[-1] if lines else ""
 
 
 def _clock_offset(host: Host) -> window.Offset:

@@ -74,6 +74,8 @@ class Window:
         When its load generator started and ended [s since the epoch], NaN if not stamped.
     rps : float
         Its achieved rate [1/s].
+    asked_rps : float or None
+        Its share of a constant rate [1/s] (None: closed loop, or an even share).
     """
 
     host: str
@@ -82,6 +84,7 @@ class Window:
     start_s: float
     end_s: float
     rps: float
+    asked_rps: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The window as ``run.json`` records it (times rounded to the microsecond)."""
@@ -124,12 +127,17 @@ def barrier(argv: Sequence[str], start_s: float, offset: Offset) -> list[str]:
     return ["sh", "-c", BARRIER, "sh", f"{start_s + offset.offset_s:.6f}", *argv]
 
 
-def window_of(host: str, stderr: str, offset: Offset, rps: float) -> Window:
-    """A client's window from the stamps in its standard error, on the coordinator's clock."""
+def window_of(
+    host: str, stderr: str, offset: Offset, rps: float, asked_rps: float | None = None
+) -> Window:
+    """A client's window from the stamps in its standard error, on the coordinator's clock.
+
+    ``asked_rps``: the client's share of a constant rate [1/s], when it has one.
+    """
     stamps = {m.group(1): float(m.group(2)) for m in map(_STAMP.match, stderr.splitlines()) if m}
     start = stamps.get(START_MARKER, math.nan) - offset.offset_s
     end = stamps.get(END_MARKER, math.nan) - offset.offset_s
-    return Window(host, offset.offset_s, offset.uncertainty_s, start, end, rps)
+    return Window(host, offset.offset_s, offset.uncertainty_s, start, end, rps, asked_rps)
 
 
 def window_problems(
@@ -146,7 +154,8 @@ def window_problems(
     duration_s : float
         The trial's length [s].
     rate_rps : float or None
-        The constant rate asked of all clients together [1/s] (None: closed loop).
+        The constant rate asked of all clients together [1/s] (None: closed loop); a
+        client's own ``asked_rps``, when set, is its share, else the rate split evenly.
     """
     out = []
     late = max(LATE_S, LATE_FRACTION * duration_s)
@@ -162,8 +171,9 @@ def window_problems(
             out.append(f"{w.host} started {w.start_s - start_s:.1f} s after the common start")
         elif w.end_s < end_s - slack:
             out.append(f"{w.host} ended {end_s - w.end_s:.1f} s before the common end")
-        if share is not None and w.rps < RATE_SHARE * share:
-            out.append(f"{w.host} achieved {w.rps:.0f} of its {share:.0f} rps share")
+        own = w.asked_rps if w.asked_rps is not None else share
+        if own is not None and w.rps < RATE_SHARE * own:
+            out.append(f"{w.host} achieved {w.rps:.0f} of its {own:.0f} rps share")
     starts = [w.start_s for w in windows if math.isfinite(w.start_s)]
     ends = [w.end_s for w in windows if math.isfinite(w.end_s)]
     if starts and ends and min(ends) <= max(starts):

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -14,6 +12,7 @@ import pytest
 from runners import window
 from runners.loadgen import latency_summary
 from runners.window import Offset, Window, window_problems
+from tests import netns
 
 
 def _w(host: str, start: float, end: float, rps: float = 100.0, offset: float = 0.0) -> Window:
@@ -69,62 +68,24 @@ def test_the_barrier_waits_for_the_start_on_the_clients_clock():
 
 # -- real clients in network namespaces ---------------------------------------------------
 
-SERVER_NS = f"nsw-srv-{os.getpid()}"
-CLIENT_NS = tuple(f"nsw-c{i}-{os.getpid()}" for i in range(4))
-SERVER_IP = "10.231.9.1"
-
-
-def _ip(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["ip", *args], capture_output=True, text=True)
-
 
 @pytest.fixture
 def server_and_four_clients():
     """A server namespace with a bridge, and four client namespaces on it."""
-    if shutil.which("ip") is None:
-        pytest.skip("no ip command (iproute2) on this machine")
-    made = []
     try:
-        for ns in (SERVER_NS, *CLIENT_NS):
-            if _ip("netns", "add", ns).returncode != 0:
-                pytest.skip("ip netns is not allowed here")
-            made.append(ns)
-        tag = os.getpid() % 100000
-        steps = [
-            ("-n", SERVER_NS, "link", "add", "br0", "type", "bridge"),
-            ("-n", SERVER_NS, "addr", "add", f"{SERVER_IP}/24", "dev", "br0"),
-            ("-n", SERVER_NS, "link", "set", "br0", "up"),
-            ("-n", SERVER_NS, "link", "set", "lo", "up"),
-        ]
-        for i, ns in enumerate(CLIENT_NS):
-            vs, vc = f"ws{i}x{tag}", f"wc{i}x{tag}"
-            steps += [
-                ("link", "add", vs, "type", "veth", "peer", "name", vc),
-                ("link", "set", vs, "netns", SERVER_NS),
-                ("link", "set", vc, "netns", ns),
-                ("-n", SERVER_NS, "link", "set", vs, "master", "br0"),
-                ("-n", SERVER_NS, "link", "set", vs, "up"),
-                ("-n", ns, "addr", "add", f"10.231.9.{i + 2}/24", "dev", vc),
-                ("-n", ns, "link", "set", vc, "up"),
-                ("-n", ns, "link", "set", "lo", "up"),
-            ]
-        for step in steps:
-            r = _ip(*step)
-            if r.returncode != 0:
-                pytest.skip(f"cannot build the bridge: ip {' '.join(step)}: {r.stderr.strip()}")
-        yield
-    finally:
-        for ns in made:
-            _ip("netns", "del", ns)
+        with netns.bridge("nsw", 4) as made:
+            yield made
+    except netns.Unavailable as exc:
+        pytest.skip(str(exc))
 
 
-def _sweep(tmp_path: Path):
+def _sweep(tmp_path: Path, made: netns.Bridge):
     from runners.sweep import Plan, make_scenario, run_sweep
 
     plan = Plan(
         scenario=make_scenario("static"),
-        server=f"netns:{SERVER_NS}",
-        clients=tuple(f"netns:{ns}" for ns in CLIENT_NS),
+        server=f"netns:{made.server}",
+        clients=made.client_hosts,
         connections=(4,),
         duration_s=2,
         warmup_s=0,
@@ -140,10 +101,10 @@ def _sweep(tmp_path: Path):
 def test_four_clients_in_namespaces_share_one_window_and_a_late_one_is_caught(
     tmp_path, server_and_four_clients, leaves_no_nginx, monkeypatch
 ):
-    row, meta = _sweep(tmp_path / "aligned")
+    row, meta = _sweep(tmp_path / "aligned", server_and_four_clients)
     (trial,) = meta["windows"]
     clients = trial["clients"]
-    assert [c["host"] for c in clients] == [f"netns:{ns}" for ns in CLIENT_NS]
+    assert tuple(c["host"] for c in clients) == server_and_four_clients.client_hosts
     assert all(abs(c["offset_s"]) < 1.0 for c in clients)  # one machine, one clock
     assert all(c["start_s"] >= trial["common_start_s"] for c in clients)
     assert "started" not in str(row["invalid_reason"]), row["invalid_reason"]
@@ -165,7 +126,7 @@ def test_four_clients_in_namespaces_share_one_window_and_a_late_one_is_caught(
         return on_time(argv, start_s + (2.0 if len(calls) == 2 else 0.0), offset)
 
     monkeypatch.setattr("runners.window.barrier", late_second)
-    row, meta = _sweep(tmp_path / "late")
+    row, meta = _sweep(tmp_path / "late", server_and_four_clients)
     assert not row["valid"] and not row["meets_sla"]
-    assert f"netns:{CLIENT_NS[1]} started 2." in row["invalid_reason"]
+    assert f"{server_and_four_clients.client_hosts[1]} started 2." in row["invalid_reason"]
     assert "after the common start" in row["invalid_reason"]

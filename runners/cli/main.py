@@ -28,7 +28,8 @@ from runners.cli.options import (
     tool_option,
     wildcard_problem,
 )
-from runners.errors import RunnerError
+from runners.clients import parse_clients
+from runners.errors import BadHosts, RunnerError
 from runners.loadgen import UnsupportedLoad
 from runners.names import AB_MEASURES, AB_SCHEDULES, STRATEGY_NAMES
 from trialtable.errors import RunFolderError
@@ -466,9 +467,16 @@ def _hosts(args: argparse.Namespace) -> dict[str, Any]:
     clients = args.client or inv.get("clients") or ["local"]
     if isinstance(clients, str):
         clients = [clients]
+    weights: tuple[float, ...] = ()
+    if getattr(args, "clients", None):
+        if args.client or inv.get("clients"):
+            raise BadHosts("give the clients once: --client, --clients or the inventory's")
+        listed = parse_clients(args.clients)
+        clients, weights = list(listed.hosts), listed.weights
     return {
         "server": args.server or inv.get("server") or "local",
         "clients": tuple(clients),
+        "client_weights": weights,
         "target_address": args.target_address or inv.get("target_address"),
         "upstream_host": getattr(args, "upstream_host", None) or inv.get("upstream_host"),
         "upstream_address": getattr(args, "upstream_address", None) or inv.get("upstream_address"),
@@ -529,6 +537,7 @@ def _plan(args: argparse.Namespace, hosts: dict[str, Any], sim: Any, **extra: An
         http_version=args.http_version,
         streams=args.streams,
         h2load=args.h2load,
+        client_weights=hosts["client_weights"],
         **extra,
     )
 
@@ -751,7 +760,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cli_imports.main(args)
         command = {"sweep": _sweep, "search": _search, "facts": _facts, "cleanup": _cleanup}
         return command[args.command](args)
-    except UnsupportedLoad as exc:
+    except (UnsupportedLoad, BadHosts) as exc:
         print(f"{parser.prog}: error: {printable(str(exc))}", file=sys.stderr)
         return 2
     except (RunnerError, RunFolderError) as exc:

@@ -69,8 +69,8 @@ def host_options(
         ``--server``'s default; None where an ``--inventory`` file may name the server (the
         command falls back to ``local``).
     inventory : bool
-        Whether ``--inventory FILE`` (server, clients, target address, ssh config in TOML) is
-        offered.
+        Whether ``--inventory FILE`` (server, clients, target address, ssh config in TOML) and
+        ``--clients @FILE`` (a hosts file, `runners.clients`) are offered.
     """
     p.add_argument(
         "--server",
@@ -86,6 +86,12 @@ def host_options(
         help="load generator host; repeat for several (default local)",
     )
     if inventory:
+        p.add_argument(
+            "--clients",
+            metavar="@FILE|A,B",
+            help="client hosts: @FILE with one 'HOST [WEIGHT]' a line (WEIGHT: the host's share "
+            "of a constant rate against the others', default 1), or a comma-separated list",
+        )
         p.add_argument(
             "--inventory",
             type=path_arg(INPUT_FILE),

@@ -1,0 +1,276 @@
+"""Many clients in one flag: the hosts file, shares of a rate, progress per client, lost clients.
+
+The real runs drive clients in network namespaces this test makes (`tests.netns`) and over
+SSH to a test sshd on 127.0.0.1 (`tests.sshd`).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import threading
+from pathlib import Path
+
+import pytest
+
+from runners import loadgen
+from runners.clients import (
+    MAX_CLIENTS,
+    ClientList,
+    check_offsets,
+    client_lines,
+    parse_clients,
+    shares,
+)
+from runners.errors import BadHosts
+from runners.window import Window
+from tests import netns
+from tests.conftest import runners_cli
+from tests.sshd import free_port, start_sshd
+
+FAST = {"duration_s": 1, "warmup_s": 0, "cooldown_s": 0.0}
+
+
+def _file(tmp_path: Path, text: str | bytes) -> str:
+    path = tmp_path / "hosts.txt"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    return f"@{path}"
+
+
+def test_a_hosts_file_with_comments_and_weights(tmp_path):
+    got = parse_clients(_file(tmp_path, "# clients\nnetns:a 2  # the big one\n\nu@h:2222 1\n"))
+    assert got == ClientList(("netns:a", "u@h:2222"), (2.0, 1.0))
+    assert parse_clients("netns:a,netns:b") == ClientList(("netns:a", "netns:b"))
+    assert parse_clients(_file(tmp_path, "netns:a 3\nnetns:b 3\n")).weights == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("netns:a\nnetns:b\nnetns:a\n", "line 3: client netns:a is listed twice (first on line 1)"),
+        ("h:22\nh:22 2\n", "client h:22 is listed twice"),
+        ("netns:a 0\n", "weight '0' is not a number above 0"),
+        ("netns:a nan\n", "weight 'nan'"),
+        ("netns:a inf\n", "weight 'inf'"),
+        ("netns:a -1\n", "weight '-1'"),
+        ("netns:a 1 x\n", "is not 'HOST [WEIGHT]'"),
+        ("a b@c@d\n", "weight 'b@c@d'"),
+        ("netns:bad/name\n", "is not 'local', 'netns:NAME'"),
+        ("# nobody\n\n", "names no client host"),
+        (b"\xff\xfe\n", "is not UTF-8 text"),
+        ("".join(f"netns:c{i}\n" for i in range(MAX_CLIENTS + 1)), "at most 64"),
+    ],
+)
+def test_a_bad_hosts_file_is_refused(tmp_path, text, message):
+    with pytest.raises(BadHosts, match="hosts file") as err:
+        parse_clients(_file(tmp_path, text))
+    assert message in str(err.value)
+
+
+def test_an_unreadable_hosts_file_is_refused(tmp_path):
+    with pytest.raises(BadHosts, match="cannot read hosts file"):
+        parse_clients(f"@{tmp_path}/none.txt")
+    with pytest.raises(BadHosts, match="--clients: client netns:a is listed twice"):
+        parse_clients("netns:a,netns:a")
+
+
+def test_shares_follow_the_weights():
+    assert shares(900.0, (2.0, 1.0), 2) == [600.0, 300.0]
+    assert shares(900.0, (), 3) == [300.0, 300.0, 300.0]
+    assert shares(None, (2.0, 1.0), 2) == [None, None]
+
+
+def test_a_clock_further_off_than_the_trial_is_refused():
+    check_offsets({"a": 0.01, "b": -9.0}, 10)
+    with pytest.raises(BadHosts, match=r"b's clock is -30.0 s off, more than the 10 s trial"):
+        check_offsets({"a": 0.01, "b": -30.0, "c": 12.0}, 10)
+
+
+def test_each_client_has_a_progress_line():
+    ws = [
+        Window("a", 0.001, 0.0, 100.002, 102.01, 590.0, 600.0),
+        Window("b", -0.002, 0.0, 102.0, 104.0, 200.0, 300.0),
+        Window("c", 0.0, 0.0, float("nan"), float("nan"), 0.0),
+    ]
+    lines = client_lines(ws, {"a": 1.234, "b": 9.0}, 100.0)
+    assert lines[0] == (
+        "  client a: 590 of 600 rps, p99 1.23 ms, window +0.002..+2.010 s, clock +0.001 s"
+    )
+    assert "client b: 200 of 300 rps" in lines[1] and "window +2.000..+4.000 s" in lines[1]
+    assert "client c: 0 rps, p99 nan ms, window not stamped" in lines[2]
+
+
+def _no_trials(run: Path) -> bool:
+    trials = run / "trials.csv"
+    return not trials.exists() or len(trials.read_text().splitlines()) <= 1
+
+
+def _one_line_exit_2(p) -> str:
+    assert p.returncode == 2, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in p.stderr, p.stderr
+    return lines[0]
+
+
+def test_bad_clients_are_one_line_exit_2_and_nothing_is_measured(tmp_path):
+    out = tmp_path / "runs"
+    base = ("sweep", "--duration", "1s", "--warmup", "0", "--out", str(out), "--quiet")
+    hostile = _file(tmp_path, "local\n\x1b[31mlocal\n")
+    line = _one_line_exit_2(runners_cli(*base, "--clients", hostile))
+    assert "\x1b" not in line and "is not 'local'" in line
+    line = _one_line_exit_2(runners_cli(*base, "--clients", _file(tmp_path, "local\nlocal\n")))
+    assert "line 2: client local is listed twice (first on line 1)" in line
+    assert not out.exists()
+    line = _one_line_exit_2(runners_cli(*base, "--client", "local", "--clients", "local"))
+    assert "give the clients once" in line
+    # A client nobody listens for: refused before any load.
+    line = _one_line_exit_2(runners_cli(*base, "--clients", f"local,127.0.0.1:{free_port()}"))
+    assert "a client cannot be reached: cannot connect to 127.0.0.1:" in line
+    assert all(_no_trials(run) for run in out.iterdir())
+
+
+# -- real clients -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def two_clients():
+    try:
+        with netns.bridge("ncl", 2, subnet="10.231.11") as made:
+            yield made
+    except netns.Unavailable as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.mark.slow
+def test_clients_from_a_hosts_file_each_shown_in_the_progress(
+    tmp_path, two_clients, leaves_no_nginx
+):
+    a, b = two_clients.client_hosts
+    hosts = _file(tmp_path, f"# clients of this test\n{a} 2\n{b}\n")
+    p = runners_cli(
+        "sweep",
+        *("--server", f"netns:{two_clients.server}", "--clients", hosts),
+        *("--duration", "1s", "--warmup", "0", "--cooldown", "0", "--connections", "4"),
+        *("--sla-p99", "10s", "--out", str(tmp_path / "runs"), "--format", "json"),
+    )
+    assert p.returncode == 0, p.stderr
+    (row,) = json.loads(p.stdout)
+    assert row["clients"] == 2 and row["client_hosts"] == f"{a} {b}"
+    assert f"  client {a}: " in p.stderr and f"  client {b}: " in p.stderr
+    (run,) = (tmp_path / "runs").iterdir()
+    meta = json.loads((run / "run.json").read_text())
+    assert meta["plan"]["clients"] == [a, b] and meta["plan"]["client_weights"] == [2.0, 1.0]
+
+
+@pytest.mark.slow
+def test_an_open_loop_rate_is_split_by_the_weights(tmp_path, two_clients, leaves_no_nginx):
+    from runners.run import open_run
+    from runners.sweep import Plan, target_for
+
+    plan = Plan(
+        server=f"netns:{two_clients.server}",
+        clients=two_clients.client_hosts,
+        client_weights=(3.0, 1.0),
+        load_generator="h2load",
+        connections=(4,),
+        sla_p99_ms=10_000.0,
+        **FAST,
+    )
+    plan, run = open_run(plan, tmp_path, None)
+    log = io.StringIO()
+    try:
+        with target_for(plan, run, mode=loadgen.OPEN, log=log) as session:
+            row = session.trial(1, 1, 4, rate_rps=400.0)
+    finally:
+        run.close()
+    assert row["rate_rps"] == 400.0 and row["clients"] == 2
+    (trial,) = json.loads((run.path / "run.json").read_text())["windows"]
+    assert [c["asked_rps"] for c in trial["clients"]] == [300.0, 100.0]
+    assert " of 300 rps" in log.getvalue() and " of 100 rps" in log.getvalue()
+
+
+@pytest.fixture
+def sshd(tmp_path_factory):
+    server = start_sshd(tmp_path_factory.mktemp("sshd"))
+    yield server
+    server.stop()
+
+
+def _kill_sessions(sshd_pid: int) -> None:
+    """End the test sshd's per-connection processes (its children): their clients are lost."""
+    children = Path(f"/proc/{sshd_pid}/task/{sshd_pid}/children").read_text().split()
+    for pid in map(int, children):
+        os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.slow
+def test_a_client_lost_mid_run_is_named_and_the_sweep_goes_on(tmp_path, sshd, leaves_no_nginx):
+    from runners.sweep import Access, Plan, run_sweep
+
+    plan = Plan(
+        clients=("local", sshd.spec),
+        target_address="127.0.0.1",
+        connections=(4, 5, 6, 7),
+        sla_p99_ms=10_000.0,
+        **FAST,
+    )
+    out, log = tmp_path / "runs", io.StringIO()
+    stop = threading.Event()
+
+    def lose_after_the_first_trial() -> None:
+        while not stop.wait(0.02):
+            trials = list(out.glob("*/trials.csv"))
+            if trials and len(trials[0].read_text().splitlines()) >= 2:  # header + one row
+                _kill_sessions(sshd.proc.pid)
+                return
+
+    watcher = threading.Thread(target=lose_after_the_first_trial)
+    watcher.start()
+    try:
+        access = Access(ssh_config=str(sshd.client_config(tmp_path)))
+        df = run_sweep(plan, out, access=access, progress=log)
+    finally:
+        stop.set()
+        watcher.join()
+    assert len(df) == 4 and df.iloc[0]["clients"] == 2
+    lost = [i for i, r in df.iterrows() if f"client {sshd.spec} lost" in str(r["invalid_reason"])]
+    assert lost and lost[0] > 0, df["invalid_reason"].tolist()
+    first = lost[0]
+    assert not df.iloc[first]["valid"] and not df.iloc[first]["meets_sla"]
+    assert (df.iloc[first:]["client_hosts"] == "local").all()
+    assert df.iloc[first]["requests"] > 0  # the local client's part is kept, and judged invalid
+    meta = json.loads(next(out.glob("*/run.json")).read_text())
+    assert meta["status"] == "complete"
+    assert [e["trial_id"] for e in meta["lost_clients"]] == [df.iloc[first]["trial_id"]]
+    assert f"client {sshd.spec} lost in the trial" in log.getvalue()
+    assert "1 clients go on" in log.getvalue()
+
+
+@pytest.mark.slow
+def test_a_clock_off_by_more_than_the_trial_is_refused_before_any_load(tmp_path):
+    """A client whose ``date`` runs 100 s ahead (a fake date first on its PATH over SSH)."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "date").write_text(
+        '#!/bin/sh\nif [ "$1" = "+%s.%N" ]; then\n'
+        "  /bin/date +%s.%N | awk '{ printf \"%.6f\\n\", $1 + 100 }'\n"
+        'else exec /bin/date "$@"; fi\n'
+    )
+    (fake / "date").chmod(0o755)
+    server = start_sshd(tmp_path / "sshd", f"SetEnv PATH={fake}:/usr/local/bin:/usr/bin:/bin\n")
+    try:
+        out = tmp_path / "runs"
+        p = runners_cli(
+            "sweep",
+            *("--clients", f"local,{server.spec}", "--target-address", "127.0.0.1"),
+            *("--ssh-config", str(server.client_config(tmp_path))),
+            *("--duration", "5s", "--warmup", "0", "--out", str(out), "--quiet"),
+        )
+    finally:
+        server.stop()
+    line = _one_line_exit_2(p)
+    assert f"{server.spec}'s clock is +100." in line and "more than the 5 s trial" in line
+    (run,) = out.iterdir()
+    assert _no_trials(run)
