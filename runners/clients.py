@@ -9,7 +9,9 @@ host is reached (`BadHosts`, exit status 2).
 
 After each multi-client trial, `client_lines` says what each client did (its rate against
 its share, its p99, its window against the common start): a lagging client is seen on the
-progress output, not only in the row's reason.
+progress output, not only in the row's reason. `per_client` reads the same from a run
+folder afterwards, one row per client and trial, for the notebook view
+(`sizing.report.plots.clients_figure`).
 """
 
 from __future__ import annotations
@@ -18,11 +20,15 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from runners.errors import BadHosts, RunnerError
 from runners.hosts import HostSpec
+from runners.loadgen import latency_summary
 from runners.window import Window
 from trialtable.files import read_bounded
+from trialtable.folder import RunFolder
+from trialtable.read import read_rows
 
 #: Largest hosts file read [B].
 MAX_HOSTS_BYTES = 1024 * 1024
@@ -142,3 +148,55 @@ def check_offsets(offsets: Mapping[str, float], duration_s: float) -> None:
             f"{host}'s clock is {off:+.1f} s off, more than the {duration_s:g} s trial: "
             "set its time (NTP) before measuring"
         )
+
+
+def per_client(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """What each client did in each multi-client trial of a run folder, on one time axis.
+
+    Returns one dict per client and trial: ``trial_id``, ``host``, ``start_s`` and ``end_s``
+    (its window), ``common_start_s`` and ``common_end_s`` (the trial's), all [s] since the
+    run's first common start on the coordinator's clock; ``rps`` and ``asked_rps`` [1/s];
+    ``p50_ms`` and ``p99_ms`` from its own histogram; ``valid`` and ``invalid_reason`` of the
+    trial. Trials with one client (no window) are left out.
+
+    Raises
+    ------
+    trialtable.errors.RunFolderError
+        For a folder that is not a readable run folder.
+    """
+    folder = RunFolder.read_only(run_dir)
+    rows = {str(r["trial_id"]): r for r in read_rows(folder.path)}
+    hists = {h["trial_id"]: h["clients"] for h in folder.histograms()}
+    windows = [w for w in folder.meta.get("windows", []) if str(w.get("trial_id")) in rows]
+    if not windows:
+        return []
+    zero = min(float(w["common_start_s"]) for w in windows)
+    out = []
+    for w in windows:
+        row = rows[str(w["trial_id"])]
+        start = float(w["common_start_s"]) - zero
+        for c in w["clients"]:
+            pairs = hists.get(w["trial_id"], {}).get(c["host"], [])
+            lat = latency_summary({int(us): int(n) for us, n in pairs})
+            out.append(
+                {
+                    "trial_id": str(w["trial_id"]),
+                    "host": str(c["host"]),
+                    "start_s": _seconds(c.get("start_s")) - zero,
+                    "end_s": _seconds(c.get("end_s")) - zero,
+                    "common_start_s": start,
+                    "common_end_s": start + float(row["duration_s"]),
+                    "rps": float(c["rps"]),
+                    "asked_rps": c.get("asked_rps"),
+                    "p50_ms": lat["p50"],
+                    "p99_ms": lat["p99"],
+                    "valid": bool(row["valid"]),
+                    "invalid_reason": str(row.get("invalid_reason") or ""),
+                }
+            )
+    return out
+
+
+def _seconds(value: Any) -> float:
+    """A recorded time [s]; NaN for a window the client did not stamp."""
+    return float(value) if isinstance(value, (int, float)) else math.nan

@@ -22,6 +22,7 @@ from runners.clients import (
     check_offsets,
     client_lines,
     parse_clients,
+    per_client,
     shares,
 )
 from runners.errors import BadHosts
@@ -274,3 +275,41 @@ def test_a_clock_off_by_more_than_the_trial_is_refused_before_any_load(tmp_path)
     assert f"{server.spec}'s clock is +100." in line and "more than the 5 s trial" in line
     (run,) = out.iterdir()
     assert _no_trials(run)
+
+
+# -- the notebook view ------------------------------------------------------------------------
+
+RECORDED = next((Path(__file__).parent / "data" / "clients").glob("*/run.json")).parent
+
+
+def test_per_client_reads_each_clients_window_rate_and_p99_from_a_run_folder():
+    """The run tests/data/clients/record.py recorded: the second client 1.5 s late in trial 2."""
+    rows = per_client(RECORDED)
+    assert len(rows) == 9 and len({r["host"] for r in rows}) == 3
+    late = [r for r in rows if r["start_s"] - r["common_start_s"] > 1.0]
+    (lagging,) = late
+    assert lagging["trial_id"].endswith("-0002") and "-c1-" in lagging["host"]
+    assert (
+        not lagging["valid"] and "started 1.5 s after the common start" in lagging["invalid_reason"]
+    )
+    assert all(r["p50_ms"] <= r["p99_ms"] for r in rows) and rows[0]["common_start_s"] == 0.0
+
+
+def test_the_clients_figure_draws_each_client_in_rate_and_p99():
+    from sizing.report.plots import clients_figure
+
+    fig = clients_figure(per_client(RECORDED))
+    names = [t.name for t in fig.data]
+    assert len(names) == 6 and len(set(names)) == 3  # one rate and one p99 line per client
+    assert len(fig.layout.shapes) == 6  # the trials' common windows, in both panels
+    lagging = next(t for t in fig.data if "-c1-" in t.name)
+    starts = [x for x in lagging.x[::3]]
+    assert starts[1] - starts[0] > 3.0  # its second trial starts 1.5 s into the window
+
+
+@pytest.mark.slow
+def test_the_clients_notebook_runs_on_the_recorded_run(tmp_path):
+    from sizing.report.execute import execute
+
+    out = execute("clients", {"run": str(RECORDED)}, tmp_path / "clients.ipynb")
+    assert "started 1.5 s after the common start" in out.read_text()

@@ -27,6 +27,7 @@ EXPECTED = {
     "fit_runs",
     "sizing_report",
     "price_performance",
+    "clients",
 }
 
 

@@ -168,6 +168,19 @@ class RunFolder:
             raise
         return folder
 
+    @classmethod
+    def read_only(cls, run_dir: str | os.PathLike[str]) -> RunFolder:
+        """``run_dir`` to read back: its ``run.json`` checked, nothing locked or repaired.
+
+        Raises `RunFolderError` (one line) for a folder without a readable ``run.json``.
+        """
+        path = Path(run_dir)
+        if not (path / "run.json").is_file():
+            raise RunFolderError(f"{path} is not a run folder (no run.json)")
+        folder = cls(path, {"run_id": path.name})
+        folder.meta = folder._read_meta()
+        return folder
+
     def _read_meta(self) -> dict[str, Any]:
         try:
             meta = json.loads(_read_state(self.meta_path, META_MAX_BYTES).decode("utf-8"))

@@ -670,3 +670,69 @@ def _wrap(label: str, width: int) -> list[str]:
     import textwrap
 
     return textwrap.wrap(label, width, break_long_words=False) or [label]
+
+
+def clients_figure(clients: Sequence[dict[str, Any]]) -> go.Figure:
+    """Each client's rate and p99 over time in a multi-client run: a lagging client at a glance.
+
+    One line per client; each trial is a segment from the client's start to its end at its
+    achieved rate (top) and its own p99 (bottom), on the coordinator's clock. The trials'
+    common windows are shaded: a client that started late or ended early sits off its
+    window, one short of its share sits under the others.
+
+    Parameters
+    ----------
+    clients : sequence of dict
+        `runners.clients.per_client` rows (``host``, ``trial_id``, ``start_s``, ``end_s``,
+        ``common_start_s``, ``common_end_s`` [s], ``rps``, ``asked_rps`` [1/s], ``p99_ms``).
+    """
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(
+        rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08, subplot_titles=("rate", "p99")
+    )
+    hosts = list(dict.fromkeys(str(c["host"]) for c in clients))
+    for i, host in enumerate(hosts):
+        mine = [c for c in clients if c["host"] == host]
+        for row, key, unit in ((1, "rps", "rps"), (2, "p99_ms", "ms")):
+            xs: list[float | None] = []
+            ys: list[float | None] = []
+            texts: list[str] = []
+            for c in mine:
+                xs += [c["start_s"], c["end_s"], None]
+                ys += [c[key], c[key], None]
+                asked = f" of {c['asked_rps']:,.0f}" if c.get("asked_rps") else ""
+                texts += [text(f"{c['trial_id']}{asked if key == 'rps' else ''}")] * 2 + [""]
+            fig.add_trace(
+                go.Scatter(
+                    x=xs,
+                    y=ys,
+                    mode="lines+markers",
+                    name=text(host),
+                    legendgroup=text(host),
+                    showlegend=row == 1,
+                    line={"width": 3, "color": _client_color(i)},
+                    text=texts,
+                    hovertemplate=f"%{{y:,.2f}} {unit}, %{{text}}<extra>{text(host)}</extra>",
+                ),
+                row=row,
+                col=1,
+            )
+    for start, end in sorted({(c["common_start_s"], c["common_end_s"]) for c in clients}):
+        fig.add_vrect(x0=start, x1=end, fillcolor="grey", opacity=0.12, line_width=0)
+    fig.update_layout(
+        title="each client's rate and p99 over the run (shaded: the trials' common windows)",
+        template=TEMPLATE,
+        legend={"orientation": "h", "y": -0.15},
+    )
+    fig.update_yaxes(title_text="requests per second", row=1, col=1)
+    fig.update_yaxes(title_text="p99 latency [ms]", row=2, col=1)
+    fig.update_xaxes(title_text="seconds since the first trial's common start", row=2, col=1)
+    return fig
+
+
+def _client_color(i: int) -> str:
+    import plotly.colors
+
+    palette = plotly.colors.qualitative.Dark24
+    return str(palette[i % len(palette)])
