@@ -6,6 +6,8 @@ without loading `runners.search`, `runners.interleave` or `runners.compare`.
 
 from __future__ import annotations
 
+#: Where run folders go unless ``--out`` says otherwise.
+DEFAULT_OUT = "data/runs"
 #: Search strategies (`runners.search`).
 STRATEGY_NAMES = ("adaptive", "grid", "rate")
 #: What an A/B pair compares (`runners.interleave`): nginx CPU per request, or 1/RPS.

@@ -8,10 +8,11 @@ from typing import Any
 from runners import loadgen
 from runners.errors import RunnerError
 from runners.hosts import HostSpec
+from runners.names import DEFAULT_OUT
 from runners.scenario import Scenario
 from runners.tools import TOOLS
 
-DEFAULT_OUT = "data/runs"
+__all__ = ["DEFAULT_OUT", "Access", "Plan"]
 
 
 @dataclass(frozen=True)

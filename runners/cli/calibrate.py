@@ -12,8 +12,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from runners import loadgen
-from runners.cli.options import host_options, tool_option, wildcard_problem
-from trialtable.pathargs import OUTPUT_FOLDER, path_arg
+from runners.cli.options import host_options, out_option, tool_option, wildcard_problem
 from trialtable.values import (
     format_option,
     int_at_least,
@@ -41,13 +40,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         ),
     )
     host_options(p, server_default="local", inventory=False)
-    p.add_argument(
-        "--out",
-        default="data/runs",
-        type=path_arg(OUTPUT_FOLDER),
-        metavar="DIR",
-        help="parent folder of campaign folders (default data/runs)",
-    )
+    out_option(p, "campaign folders")
     p.add_argument(
         "--quick", action="store_true", help="1 s trials and 2 rounds (about 3 minutes on 2 vCPUs)"
     )

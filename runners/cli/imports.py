@@ -13,17 +13,14 @@ import argparse
 import sys
 from typing import Any
 
+from runners.cli.options import judge_options, out_option, response_options
 from runners.importers import FORMATS
 from trialtable.errors import RunFolderError
 from trialtable.fields import printable
-from trialtable.pathargs import INPUT_FILE, OUTPUT_FOLDER, path_arg
-from trialtable.schema import PROTOCOLS, SCENARIOS
+from trialtable.pathargs import INPUT_FILE, path_arg
+from trialtable.schema import SCENARIOS
 from trialtable.values import (
     int_between,
-    parse_duration_ms,
-    parse_fraction,
-    parse_label,
-    parse_size,
     within_column,
 )
 
@@ -46,12 +43,6 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--format", choices=FORMATS, required=True, help="the files' format")
     p.add_argument(
-        "--label",
-        type=parse_label,
-        default="",
-        help="instance type or free label (instance_label)",
-    )
-    p.add_argument(
         "--vcpus",
         type=within_column(int_between(1, 100_000), "vcpus"),
         default=None,
@@ -59,28 +50,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="the server's vCPUs (without it the trials are invalid for sizing)",
     )
     p.add_argument("--scenario", choices=SCENARIOS, default="static", help="what was served")
-    p.add_argument("--protocol", choices=PROTOCOLS, default="http", help="http or https")
-    p.add_argument(
-        "--file-size",
-        type=within_column(parse_size, "file_bytes"),
-        default=None,
-        metavar="SIZE",
-        help="response body (default: the scenario's, 1KB for static)",
-    )
-    p.add_argument(
-        "--sla-p99",
-        type=within_column(parse_duration_ms, "sla_p99_ms"),
-        default=5.0,
-        metavar="DURATION",
-        help="p99 latency a trial must meet (default 5ms)",
-    )
-    p.add_argument(
-        "--max-error-rate",
-        type=parse_fraction,
-        default=0.01,
-        metavar="FRACTION",
-        help="errors per response above which a trial is invalid (default 1%%)",
-    )
+    response_options(p, protocol="http")
+    judge_options(p)
     p.add_argument(
         "--connections",
         type=within_column(int_between(1, 100_000_000), "connections"),
@@ -92,13 +63,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--unit", choices=("us", "ns", "ms"), default="us", help="hdrh: the values' unit"
     )
-    p.add_argument(
-        "--out",
-        default="data/runs",
-        type=path_arg(OUTPUT_FOLDER),
-        metavar="DIR",
-        help="parent folder",
-    )
+    out_option(p)
     return p
 
 

@@ -24,11 +24,13 @@ from runners.cli.options import (
     DocParser,
     directive_problem,
     host_options,
+    judge_options,
+    out_option,
+    response_options,
     ssh_options,
     tool_option,
     wildcard_problem,
 )
-from runners.clients import parse_clients
 from runners.errors import BadHosts, RunnerError
 from runners.loadgen import UnsupportedLoad
 from runners.names import AB_MEASURES, AB_SCHEDULES, STRATEGY_NAMES
@@ -36,7 +38,6 @@ from trialtable.errors import RunFolderError
 from trialtable.fields import Field, FieldError, Fields
 from trialtable.files import read_bounded
 from trialtable.output import csv_cell, json_text
-from trialtable.pathargs import OUTPUT_FOLDER, path_arg
 from trialtable.tls import KEYS, SHORT_TLS_KEYS, TLS_KEYS, tls_key
 from trialtable.values import (
     DEFAULT_PROTOCOL,
@@ -48,9 +49,7 @@ from trialtable.values import (
     parse_duration_ms,
     parse_fraction,
     parse_int_list,
-    parse_label,
     parse_seconds,
-    parse_size,
     parse_trial_seconds,
     printable,
     within_column,
@@ -189,13 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     which = cl.add_mutually_exclusive_group(required=True)
     which.add_argument("run_id", nargs="?", metavar="RUN_ID", help="the run to clean up")
     which.add_argument("--all", action="store_true", help="every run in --out")
-    cl.add_argument(
-        "--out",
-        default="data/runs",
-        type=path_arg(OUTPUT_FOLDER),
-        metavar="DIR",
-        help="parent folder of run folders",
-    )
+    out_option(cl)
     ssh_options(cl)
     cli_calibrate.add_parser(sub)
     cli_compare.add_parser(sub)
@@ -251,33 +244,8 @@ def _trial_options(
         metavar="DURATION",
         help="wrk socket timeout; slower responses count as timeouts (default 2s)",
     )
-    p.add_argument(
-        "--sla-p99",
-        type=within_column(parse_duration_ms, "sla_p99_ms"),
-        default=5.0,
-        metavar="DURATION",
-        help="p99 latency a trial must meet (default 5ms)",
-    )
-    p.add_argument(
-        "--max-error-rate",
-        type=within_column(parse_fraction, "error_rate"),
-        default=0.01,
-        metavar="FRACTION",
-        help="errors per response above which a trial is invalid (default 1%%)",
-    )
-    p.add_argument(
-        "--label",
-        type=parse_label,
-        default="",
-        help="instance type or free label stored in each row (instance_label)",
-    )
-    p.add_argument(
-        "--out",
-        default="data/runs",
-        type=path_arg(OUTPUT_FOLDER),
-        metavar="DIR",
-        help="parent folder of run folders (default data/runs)",
-    )
+    judge_options(p)
+    out_option(p)
     p.add_argument(
         "--resume",
         metavar="RUN_ID",
@@ -369,19 +337,7 @@ def _scenario_options(p: argparse.ArgumentParser) -> None:
     from runners.scenario import SCENARIOS
 
     p.add_argument("--scenario", choices=SCENARIOS, default="static", help="what NGINX serves")
-    p.add_argument(
-        "--protocol",
-        choices=("http", "https"),
-        default=DEFAULT_PROTOCOL,
-        help="protocol the load generator speaks (default: %(default)s; sizing assumes the same)",
-    )
-    p.add_argument(
-        "--file-size",
-        type=within_column(parse_size, "file_bytes"),
-        default=None,
-        metavar="SIZE",
-        help="response body, e.g. 0, 1KB, 53KB, 1MB (default 1KB; 1MB for throughput; 0 for cps)",
-    )
+    response_options(p, protocol=DEFAULT_PROTOCOL)
     p.add_argument("--gzip", action="store_true", help="compress responses on the fly")
     p.add_argument(
         "--upstreams",
@@ -471,6 +427,8 @@ def _hosts(args: argparse.Namespace) -> dict[str, Any]:
     if getattr(args, "clients", None):
         if args.client or inv.get("clients"):
             raise BadHosts("give the clients once: --client, --clients or the inventory's")
+        from runners.clients import parse_clients
+
         listed = parse_clients(args.clients)
         clients, weights = list(listed.hosts), listed.weights
     return {

@@ -15,9 +15,18 @@ import re
 import socket
 from typing import Any
 
+from runners.names import DEFAULT_OUT
 from runners.tools import TOOLS
-from trialtable.pathargs import INPUT_FILE, PROGRAM, path_arg
-from trialtable.values import Parser
+from trialtable.pathargs import INPUT_FILE, OUTPUT_FOLDER, PROGRAM, path_arg
+from trialtable.schema import PROTOCOLS
+from trialtable.values import (
+    Parser,
+    parse_duration_ms,
+    parse_fraction,
+    parse_label,
+    parse_size,
+    within_column,
+)
 
 
 class DocParser(Parser):
@@ -39,6 +48,59 @@ class DocParser(Parser):
             parts = doc.split("\n\n")
             self.description = parts[paragraph] if paragraph < len(parts) else None
         return super().format_help()
+
+
+def out_option(p: argparse.ArgumentParser, what: str = "run folders") -> None:
+    """``--out DIR``: the parent folder of the ``what`` a command writes (default data/runs)."""
+    p.add_argument(
+        "--out",
+        default=DEFAULT_OUT,
+        type=path_arg(OUTPUT_FOLDER),
+        metavar="DIR",
+        help=f"parent folder of {what} (default {DEFAULT_OUT})",
+    )
+
+
+def judge_options(p: argparse.ArgumentParser) -> None:
+    """``--sla-p99`` and ``--max-error-rate``: how a trial is judged; ``--label``: its row's."""
+    p.add_argument(
+        "--sla-p99",
+        type=within_column(parse_duration_ms, "sla_p99_ms"),
+        default=5.0,
+        metavar="DURATION",
+        help="p99 latency a trial must meet (default 5ms)",
+    )
+    p.add_argument(
+        "--max-error-rate",
+        type=within_column(parse_fraction, "error_rate"),
+        default=0.01,
+        metavar="FRACTION",
+        help="errors per response above which a trial is invalid (default 1%%)",
+    )
+    p.add_argument(
+        "--label",
+        type=parse_label,
+        default="",
+        help="instance type or free label stored in each row (instance_label)",
+    )
+
+
+def response_options(p: argparse.ArgumentParser, *, protocol: str) -> None:
+    """``--protocol`` (default ``protocol``) and ``--file-size``: what the clients asked for."""
+    p.add_argument(
+        "--protocol",
+        choices=PROTOCOLS,
+        default=protocol,
+        help="protocol the load generator speaks (default: %(default)s; sizing assumes the same)",
+    )
+    p.add_argument(
+        "--file-size",
+        type=within_column(parse_size, "file_bytes"),
+        default=None,
+        metavar="SIZE",
+        help="response body, e.g. 0, 1KB, 53KB, 1MB (default: the scenario's, 1KB for static, "
+        "1MB for throughput, 0 for cps)",
+    )
 
 
 def ssh_options(p: argparse.ArgumentParser) -> None:
