@@ -133,3 +133,25 @@ def test_tool_binaries_come_from_one_map_and_the_users_choice_wins():
     assert loadgen.get("h2load").tool(chosen, loadgen.CLOSED) == "/opt/h2load"
     assert tools.tool_path("nginx", {"nginx": ""}) == "nginx"
     assert tools.local_path("/no/such/binary") is None
+
+
+def test_percentiles_in_one_pass_keep_wrks_rank_rule():
+    """Each percentile is the smallest value whose cumulative count reaches wrk's rank."""
+    import random
+
+    from runners.loadgen.base import percentiles
+
+    def by_rank(hist: dict[int, int], p: float) -> float:
+        rank = math.floor(p / 100.0 * sum(hist.values()) + 0.5 + 0.5)  # C round(x + 0.5)
+        cumulative = 0
+        for value in sorted(hist):
+            cumulative += hist[value]
+            if cumulative >= rank:
+                return float(value)
+        return float(max(hist))
+
+    rng = random.Random(7)
+    for _ in range(500):
+        hist = {rng.randint(1, 10 ** rng.randint(1, 6)): rng.randint(1, 50) for _ in range(40)}
+        ps = (50.0, 90.0, 99.0, 99.9, 0.0, 100.0, rng.uniform(0, 100))
+        assert percentiles(hist, ps) == [by_rank(hist, p) for p in ps]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -234,22 +234,33 @@ def percentile(histogram_us: Mapping[int, int], p: float) -> float:
     wrk returns the smallest value whose cumulative count reaches
     ``round(p / 100 * n + 0.5)`` (C ``round``: halves away from zero).
     """
+    return percentiles(histogram_us, (p,))[0]
+
+
+def percentiles(histogram_us: Mapping[int, int], ps: Sequence[float]) -> list[float]:
+    """`percentile` of each of ``ps`` [us], in one pass over the sorted buckets."""
     n = sum(histogram_us.values())
     if n == 0:
-        return math.nan
-    rank = math.floor(p / 100.0 * n + 0.5 + 0.5)
-    total = 0
-    for value in sorted(histogram_us):
+        return [math.nan] * len(ps)
+    ranks = sorted((math.floor(p / 100.0 * n + 0.5 + 0.5), i) for i, p in enumerate(ps))
+    values = sorted(histogram_us)
+    out = [float(values[-1])] * len(ps)
+    total, k = 0, 0
+    for value in values:
         total += histogram_us[value]
-        if total >= rank:
-            return float(value)
-    return float(max(histogram_us))
+        while k < len(ranks) and total >= ranks[k][0]:
+            out[ranks[k][1]] = float(value)
+            k += 1
+        if k == len(ranks):
+            break
+    return out
 
 
 def latency_summary(histogram_us: Mapping[int, int]) -> dict[str, float]:
     """p50, p90, p99, p999, max and mean [ms] of a histogram in microseconds."""
     n = sum(histogram_us.values())
-    out = {name: percentile(histogram_us, p) / 1000.0 for name, p in PERCENTILES.items()}
+    at = percentiles(histogram_us, tuple(PERCENTILES.values()))
+    out = {name: us / 1000.0 for name, us in zip(PERCENTILES, at, strict=True)}
     out["max"] = max(histogram_us) / 1000.0 if n else math.nan
     out["mean"] = sum(v * c for v, c in histogram_us.items()) / n / 1000.0 if n else math.nan
     return out
