@@ -70,6 +70,13 @@ def test_a_bad_hosts_file_is_refused(tmp_path, text, message):
     assert message in str(err.value)
 
 
+def test_the_hosts_file_docs_measure_shows_reads_as_it_says(tmp_path):
+    page = (Path(__file__).parents[1] / "docs" / "measure.md").read_text()
+    block = page.split("```text\n# the load machines\n", 1)[1].split("```", 1)[0]
+    got = parse_clients(_file(tmp_path, block))
+    assert got == ClientList(("ops@load1", "ops@load2", "ops@load3:2222"), (1.0, 1.0, 2.0))
+
+
 def test_an_unreadable_hosts_file_is_refused(tmp_path):
     with pytest.raises(BadHosts, match="cannot read hosts file"):
         parse_clients(f"@{tmp_path}/none.txt")
@@ -115,19 +122,31 @@ def _one_line_exit_2(p) -> str:
     return lines[0]
 
 
-def test_bad_clients_are_one_line_exit_2_and_nothing_is_measured(tmp_path):
+def _runners_exit_2(capfd, *argv: str) -> str:
+    """``python -m runners ARGV`` in this process: exit status 2 and one line; that line."""
+    from runners.cli.main import main
+
+    code = main(list(argv))
+    _, err = capfd.readouterr()
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def test_bad_clients_are_one_line_exit_2_and_nothing_is_measured(tmp_path, capfd):
     out = tmp_path / "runs"
     base = ("sweep", "--duration", "1s", "--warmup", "0", "--out", str(out), "--quiet")
     hostile = _file(tmp_path, "local\n\x1b[31mlocal\n")
-    line = _one_line_exit_2(runners_cli(*base, "--clients", hostile))
+    line = _runners_exit_2(capfd, *base, "--clients", hostile)
     assert "\x1b" not in line and "is not 'local'" in line
-    line = _one_line_exit_2(runners_cli(*base, "--clients", _file(tmp_path, "local\nlocal\n")))
+    line = _runners_exit_2(capfd, *base, "--clients", _file(tmp_path, "local\nlocal\n"))
     assert "line 2: client local is listed twice (first on line 1)" in line
     assert not out.exists()
-    line = _one_line_exit_2(runners_cli(*base, "--client", "local", "--clients", "local"))
+    line = _runners_exit_2(capfd, *base, "--client", "local", "--clients", "local")
     assert "give the clients once" in line
     # A client nobody listens for: refused before any load.
-    line = _one_line_exit_2(runners_cli(*base, "--clients", f"local,127.0.0.1:{free_port()}"))
+    line = _runners_exit_2(capfd, *base, "--clients", f"local,127.0.0.1:{free_port()}")
     assert "a client cannot be reached: cannot connect to 127.0.0.1:" in line
     assert all(_no_trials(run) for run in out.iterdir())
 
@@ -305,11 +324,3 @@ def test_the_clients_figure_draws_each_client_in_rate_and_p99():
     lagging = next(t for t in fig.data if "-c1-" in t.name)
     starts = [x for x in lagging.x[::3]]
     assert starts[1] - starts[0] > 3.0  # its second trial starts 1.5 s into the window
-
-
-@pytest.mark.slow
-def test_the_clients_notebook_runs_on_the_recorded_run(tmp_path):
-    from sizing.report.execute import execute
-
-    out = execute("clients", {"run": str(RECORDED)}, tmp_path / "clients.ipynb")
-    assert "started 1.5 s after the common start" in out.read_text()
