@@ -227,20 +227,7 @@ class Session:
             client_facts.append(info)
             found.setdefault(host.name, {})[tool] = info["tools"][tool]
         require_tools(found)
-        weights = plan.client_weights or (1.0,) * len(specs)
-        for spec, host, info, w in zip(
-            specs, self.hosts.clients, client_facts, weights, strict=True
-        ):
-            timeout = info["tools"].get("timeout", "")
-            self.clients.append(
-                _Client(host, spec, info, info["tools"][tool], timeout=timeout, weight=w)
-            )
-        if len(self.clients) > 1:
-            for client in self.clients:
-                client.offset = _clock_offset(client.host)
-            many.check_offsets(
-                {c.host.name: c.offset.offset_s for c in self.clients if c.offset}, plan.duration_s
-            )
+        self._add_clients(specs, client_facts, tool)
         self.target = self._target_address(server_spec)
         too_many = [v for v in plan.vcpus if v > len(self.server_facts["cpus_allowed"])]
         if too_many:
@@ -282,6 +269,27 @@ class Session:
             self.run.record(upstream_conf=self.deployment.upstream_conf)
         for client in self.clients:
             self._prepare(client)
+
+    def _add_clients(
+        self, specs: Sequence[HostSpec], client_facts: Sequence[dict[str, Any]], tool: str
+    ) -> None:
+        """The clients with their facts and weights; with several, each clock's offset.
+
+        Raises `BadHosts` when a clock is further off than a trial is long.
+        """
+        weights = self.plan.client_weights or (1.0,) * len(specs)
+        for spec, host, info, w in zip(
+            specs, self.hosts.clients, client_facts, weights, strict=True
+        ):
+            timeout = info["tools"].get("timeout", "")
+            self.clients.append(
+                _Client(host, spec, info, info["tools"][tool], timeout=timeout, weight=w)
+            )
+        if len(self.clients) > 1:
+            for client in self.clients:
+                client.offset = _clock_offset(client.host)
+            offsets = {c.host.name: c.offset.offset_s for c in self.clients if c.offset}
+            many.check_offsets(offsets, self.plan.duration_s)
 
     def _prepare(self, client: _Client) -> None:
         """The generator's private work folder, with its files, on one client; recorded."""
@@ -576,6 +584,18 @@ class Session:
         invalidate(row, [*lost, *gone])
         if start_s is not None:
             self._check_windows(row, measured, start_s, seconds)
+        self._store(row, results, argvs)
+        if self.plan.cooldown_s > 0:
+            time.sleep(self.plan.cooldown_s)
+        return row
+
+    def _store(
+        self,
+        row: dict[str, Any],
+        results: Sequence[loadgen.Measurement],
+        argvs: Sequence[list[str]],
+    ) -> None:
+        """Append a trial's row with each client's histogram, and record its commands."""
         self.run.append(
             row,
             {
@@ -584,12 +604,9 @@ class Session:
             },
         )
         self.run.record_command(
-            trial_id,
+            str(row["trial_id"]),
             {c.host.name: shlex.join(a) for c, a in zip(self.clients, argvs, strict=True)},
         )
-        if self.plan.cooldown_s > 0:
-            time.sleep(self.plan.cooldown_s)
-        return row
 
     def _warm_up(
         self, trial_id: str, threads: int, connections: int, rate_rps: float | None
