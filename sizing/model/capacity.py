@@ -18,6 +18,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sizing.catalog.load import Instance
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ESTIMATES",
+    "LARGE_SCALING",
     "MSS_BYTES",
     "PROTOCOLS",
     "REFERENCE_LINK_GBPS",
@@ -166,6 +168,36 @@ PACKET_RATE = (
 )
 #: The bandwidth of the instances `PACKET_RATE` was measured on [Gbit/s].
 PACKET_RATE_GBPS = 25.0
+
+
+#: Workers' worth per worker past the seed's 36, relative to 36 (a stand-in's scaling, an
+#: estimate for NGINX): vCPUs -> (factor, log sd across instance families).
+LARGE_SCALING = (
+    {64: (0.88, 0.09), 96: (0.76, 0.20)},
+    "estimate from a stand-in: Spare Cores' static_web runs (binserve serving 1 KiB, wrk on "
+    "the same VM; data/cloud/measurements.csv), the server's CPU time per request at 64 and 96 "
+    "vCPUs against the same family's 32-48 vCPU size, median of 82 and 76 x86 families (log sd "
+    "across them 0.09, 0.20). NGINX past 36 workers is unpublished; held at the 96-vCPU value "
+    "above it (the stand-in's 128-192 vCPU sizes spread x2-x4 across families and every "
+    "Graviton falls x10 from 48 vCPUs: its harness, not a server)",
+)
+
+
+def large_scaling(vcpus: int) -> tuple[float, float]:
+    """Efficiency factor past `costmodel.SEED_MAX_WORKERS` and its log sd [1] (`LARGE_SCALING`).
+
+    1 up to 36 workers; between the table's points linear in log2(vCPUs) from (36, 1, 0);
+    held at the largest point above it.
+    """
+    points = [(float(costmodel.SEED_MAX_WORKERS), 1.0, 0.0)]
+    points += [(float(n), f, sd) for n, (f, sd) in sorted(LARGE_SCALING[0].items())]
+    if vcpus <= points[0][0]:
+        return 1.0, 0.0
+    for (n0, f0, s0), (n1, f1, s1) in pairwise(points):
+        if vcpus <= n1:
+            t = math.log2(vcpus / n0) / math.log2(n1 / n0)
+            return f0 + t * (f1 - f0), s0 + t * (s1 - s0)
+    return points[-1][1], points[-1][2]
 
 
 def packets_per_request(work: Workload) -> float:
@@ -700,13 +732,15 @@ def _cpu_part(
 def _per_vcpus(part: _CpuPart, vcpus: int, work: Workload) -> tuple[Any, ...]:
     """The half of `model_capacity` that depends on the vCPU count: scaling, SLA, spread."""
     sigma, sigma_sd = part.sigma, part.sigma_sd
-    eff = scaling_efficiency(vcpus, sigma, cap=True)
+    large, large_sd = large_scaling(vcpus)
+    eff = scaling_efficiency(vcpus, sigma, cap=True) * large
     per_worker = part.per_vcpu
     cpu_peak = vcpus * eff * per_worker
     rho = sla_utilization(per_worker * eff, work.sla_p99_ms, part.cv2)
     cpu_sla = cpu_peak * rho
+    seed_eff = eff / large
     eff_sd = (
-        (1.0 - eff) * sigma_sd / sigma if sigma > 0 else 0.0
+        (1.0 - seed_eff) * sigma_sd / sigma if sigma > 0 else 0.0
     )  # d log(eff) = -(1-eff) d log(sigma)
     beyond = max(math.log2(vcpus / costmodel.SEED_MAX_WORKERS), 0.0)
     beyond_sd = costmodel.BEYOND_SEED_SD_PER_DOUBLING[0] * beyond
@@ -717,14 +751,18 @@ def _per_vcpus(part: _CpuPart, vcpus: int, work: Workload) -> tuple[Any, ...]:
         ),
         "directives not costed": unc_sd,
         "platform speed": part.speed_sd,
-        "worker scaling": math.hypot(eff_sd, beyond_sd),
+        "worker scaling": math.hypot(eff_sd, beyond_sd, large_sd),
     }
-    rel_sd = math.sqrt(part.cost.rel_sd**2 + part.speed_sd**2 + eff_sd**2 + beyond_sd**2)
+    rel_sd = math.sqrt(
+        part.cost.rel_sd**2 + part.speed_sd**2 + eff_sd**2 + beyond_sd**2 + large_sd**2
+    )
     workers = (
         f"{vcpus} worker{'' if vcpus == 1 else 's'} x scaling efficiency {eff:.2f} "
         f"(sigma {sigma:.2g}, fitted to the "
         "seed's worker counts; its 50-connection closed-loop cap is not carried)"
     )
+    if large < 1.0:
+        workers += f"; x{large:.2f} past {costmodel.SEED_MAX_WORKERS} workers ({LARGE_SCALING[1]})"
     derating = (
         f"estimate: SLA derating to {rho:.1%} of peak (M/G/1 per worker, service cv^2 "
         f"{part.cv2:.2f}, base latency {ESTIMATES['base_latency_ms'][0]:g} ms)"
