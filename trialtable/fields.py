@@ -9,11 +9,16 @@ into its own error (``InputError``, ``RunFolderError``, ``RunnerError``), one li
 
 from __future__ import annotations
 
+import csv
+import io
 import math
+import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from trialtable.files import read_bounded
 
 #: Longest text a number is parsed from [characters]: a float needs 24 at most; longer
 #: (a 100k-digit integer) is refused before any conversion.
@@ -239,6 +244,62 @@ class Fields:
             values = self.check_row(dict(zip(names, row, strict=True)), where, names)
             out.append([values[n] for n in names])
         return out
+
+
+def csv_rows(
+    path: str | os.PathLike[str],
+    limit: int,
+    *,
+    what: str,
+    columns: Iterable[str],
+    max_rows: int | None = None,
+) -> Iterator[tuple[int, dict[str, str]]]:
+    """Each data row of the UTF-8 CSV file at ``path``, with its line number, read bounded.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        The file (a pipe too; see `trialtable.files.read_bounded`).
+    limit : int
+        Largest file read [B].
+    what : str
+        The file kind in words, for messages (``catalog``, ``measurements``...).
+    columns : iterable of str
+        The columns the header must hold (others are read too).
+    max_rows : int, optional
+        Most data rows read (default: no limit but ``limit``).
+
+    Yields
+    ------
+    tuple of (int, dict of str to str)
+        The line number and the row as `csv.DictReader` reads it (a row with too many or
+        too few fields holds a None key or value: the caller checks that where it matters).
+
+    Raises
+    ------
+    FieldError
+        Naming the file (and line): missing, unreadable or too large; a missing column; more
+        than ``max_rows`` rows; malformed CSV or non-UTF-8 bytes.
+    """
+    try:
+        data = read_bounded(path, limit)
+    except FileNotFoundError:
+        raise FieldError(f"{what} file {path} does not exist") from None
+    except OSError as exc:
+        raise FieldError(f"{what} file {path} cannot be read: {exc.strerror}") from None
+    with io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", newline="") as fh:
+        reader = csv.DictReader(fh)
+        try:
+            header = reader.fieldnames or []
+            missing = [c for c in columns if c not in header]
+            if missing:
+                raise FieldError(f"{path}:1: missing column(s) {', '.join(missing)}")
+            for i, row in enumerate(reader, start=2):
+                if max_rows is not None and i > max_rows + 1:
+                    raise FieldError(f"{path}: more than {max_rows:,} rows")
+                yield reader.line_num or i, row
+        except (csv.Error, UnicodeDecodeError) as exc:
+            raise FieldError(f"{path}:{reader.line_num}: malformed CSV: {exc}") from None
 
 
 _NONE = type(None)

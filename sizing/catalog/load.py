@@ -25,7 +25,7 @@ from sizing.catalog.rows import BUILD_COLUMNS, COLUMNS
 from sizing.errors import InputError
 from sizing.paths import CATALOG_DIR
 from sizing.report.render import clean
-from trialtable.fields import Field, FieldError, Fields
+from trialtable.fields import Field, FieldError, Fields, csv_rows
 from trialtable.files import MB, read_bounded, write_atomic
 from trialtable.profile import ARCHES as ARCHES  # re-exported
 
@@ -265,35 +265,21 @@ def read_catalog(path: str | Path) -> list[Instance]:
         architecture, an over-long text, or a duplicate (provider, region, instance_type).
     """
     p = Path(path)
+    out: list[Instance] = []
+    seen: dict[tuple[str, str, str], int] = {}
+    lines = csv_rows(p, CATALOG_MAX_BYTES, what="catalog", columns=COLUMNS, max_rows=MAX_ROWS)
     try:
-        data = read_bounded(p, CATALOG_MAX_BYTES)
-    except FileNotFoundError:
-        raise InputError(f"catalog file {p} does not exist") from None
-    except OSError as exc:
-        raise InputError(f"catalog file {p} cannot be read: {exc.strerror}") from None
-    with io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", newline="") as fh:
-        reader = csv.DictReader(fh)
-        out: list[Instance] = []
-        seen: dict[tuple[str, str, str], int] = {}
-        try:
-            header = reader.fieldnames or []
-            missing = [c for c in COLUMNS if c not in header]
-            if missing:
-                raise InputError(f"{p}:1: missing column(s) {', '.join(missing)}")
-            for i, row in enumerate(reader, start=2):
-                if i > MAX_ROWS + 1:
-                    raise InputError(f"{p}: more than {MAX_ROWS:,} rows")
-                inst = parse_row(p, reader.line_num if reader.line_num else i, row)
-                if inst.key in seen:
-                    first = seen[inst.key]
-                    raise InputError(
-                        f"{p}:{reader.line_num}: duplicate instance {clean('/'.join(inst.key))} "
-                        f"(first on line {first})"
-                    )
-                seen[inst.key] = reader.line_num
-                out.append(inst)
-        except (csv.Error, UnicodeDecodeError) as exc:
-            raise InputError(f"{p}:{reader.line_num}: malformed CSV: {exc}") from None
+        for line, row in lines:
+            inst = parse_row(p, line, row)
+            if inst.key in seen:
+                raise InputError(
+                    f"{p}:{line}: duplicate instance {clean('/'.join(inst.key))} "
+                    f"(first on line {seen[inst.key]})"
+                )
+            seen[inst.key] = line
+            out.append(inst)
+    except FieldError as exc:
+        raise InputError(str(exc)) from None
     return out
 
 

@@ -18,8 +18,6 @@ such as ``=HYPERLINK(...)`` is neither evaluated nor refused.
 
 from __future__ import annotations
 
-import csv
-import io
 from pathlib import Path
 
 import pandas as pd
@@ -27,8 +25,8 @@ import pandas as pd
 from sizing.catalog import providers
 from sizing.errors import InputError, printable
 from sizing.paths import DATA_DIR
-from trialtable.fields import Field, FieldError, Fields
-from trialtable.files import MB, read_bounded
+from trialtable.fields import Field, FieldError, Fields, csv_rows
+from trialtable.files import MB
 from trialtable.schema import PROTOCOLS
 
 DEFAULT_PATH = DATA_DIR / "cloud" / "measurements.csv"
@@ -36,8 +34,10 @@ DEFAULT_PATH = DATA_DIR / "cloud" / "measurements.csv"
 SOURCES_NAME = "sources.csv"
 SOURCE_COLUMNS = ("source_id", "title", "publisher", "year", "url", "repo_commit", "kind", "fit")
 SOURCE_KINDS = ("absolute", "ratio")
+#: The two answers of a yes/no column.
+YES_NO = ("yes", "no")
 #: Whether the fit uses a source's rows (``no``: held out, an out-of-sample check only).
-FIT = ("yes", "no")
+FIT = YES_NO
 #: Largest sources file read [B].
 MAX_SOURCES_BYTES = 1 * MB
 #: Largest measurements file read [B]; the shipped file is about 4 MB.
@@ -74,7 +74,7 @@ OPTIONAL_COLUMNS = ("threads",)
 PROVIDERS = providers.names()
 WORKLOAD_CLASSES = ("small_static", "large_static", "tls_handshake", "proxy", "api_gateway")
 CLIENT_PLACEMENTS = ("same_vm", "separate_vm", "separate_host")
-CONTAINER = ("yes", "no")
+CONTAINER = YES_NO
 #: Servers measured: NGINX itself, or a labelled comparable event-driven server (binserve, a
 #: Rust static server; APISIX and Kong Gateway, API gateways built on OpenResty, i.e. NGINX
 #: with LuaJIT).
@@ -134,6 +134,15 @@ def _text(
     return value
 
 
+def _choice(path: Path, line: int, field: str, value: str, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise InputError(
+            f"{_where(path, line, field)}: expected one of {', '.join(allowed)}, "
+            f"got {printable(value)!r}"
+        )
+    return value
+
+
 def parse_row(path: Path, line: int, row: dict[str, str]) -> dict[str, object]:
     """One validated measurement row.
 
@@ -162,13 +171,7 @@ def parse_row(path: Path, line: int, row: dict[str, str]) -> dict[str, object]:
     for field in ("source_id", "instance_type", "cpu_platform", "quote"):
         out[field] = _text(path, line, field, row[field])
     for field, choices in _CHOICES.items():
-        value = _text(path, line, field, row[field])
-        if value not in choices:
-            raise InputError(
-                f"{_where(path, line, field)}: expected one of {', '.join(choices)}, "
-                f"got {printable(value)!r}"
-            )
-        out[field] = value
+        out[field] = _choice(path, line, field, _text(path, line, field, row[field]), choices)
     for field in ("repo", "commit", "path", "url"):
         out[field] = _text(path, line, field, row[field], required=False)
     if not (out["repo"] and out["commit"] and out["path"]) and not out["url"]:
@@ -205,47 +208,28 @@ def load_sources(path: str | Path) -> dict[str, dict[str, str]]:
         unknown ``kind`` or ``fit``, an empty ``harness``, an over-long text, or malformed CSV.
     """
     p = Path(path)
-    try:
-        data = read_bounded(p, MAX_SOURCES_BYTES)
-    except FileNotFoundError:
-        raise InputError(f"sources file {p} does not exist") from None
-    except OSError as exc:
-        raise InputError(f"sources file {p} cannot be read: {exc.strerror}") from None
     out: dict[str, dict[str, str]] = {}
-    choices = {"kind": SOURCE_KINDS, "fit": FIT}
-    with io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", newline="") as fh:
-        reader = csv.DictReader(fh)
-        try:
-            header = reader.fieldnames or []
-            missing = [c for c in (*SOURCE_COLUMNS, "harness") if c not in header]
-            if missing:
-                raise InputError(f"{p}:1: missing column(s) {', '.join(missing)}")
-            for i, row in enumerate(reader, start=2):
-                line = reader.line_num or i
-                if None in row or any(v is None for v in row.values()):
-                    raise InputError(f"{p}:{line}: wrong number of fields")
-                sid = _text(p, line, "source_id", row["source_id"])
-                if sid in out:
-                    raise InputError(f"{_where(p, line, 'source_id')}: {printable(sid)!r} twice")
-                rec = {
-                    k: _text(p, line, k, row[k], required=False, limit=MAX_SOURCE_TEXT)
-                    for k in row
-                    if k
-                }
-                rec["harness"] = _text(p, line, "harness", row["harness"], limit=MAX_SOURCE_TEXT)
-                if not rec["url"] and not rec["repo_commit"]:
-                    raise InputError(
-                        f"{_where(p, line, 'url')}: a source needs a url or a repo_commit"
-                    )
-                for field, allowed in choices.items():
-                    if rec[field] not in allowed:
-                        raise InputError(
-                            f"{_where(p, line, field)}: expected one of {', '.join(allowed)}, "
-                            f"got {printable(rec[field])!r}"
-                        )
-                out[sid] = rec
-        except (csv.Error, UnicodeDecodeError) as exc:
-            raise InputError(f"{p}:{reader.line_num}: malformed CSV: {exc}") from None
+    columns = (*SOURCE_COLUMNS, "harness")
+    try:
+        for line, row in csv_rows(p, MAX_SOURCES_BYTES, what="sources", columns=columns):
+            if None in row or any(v is None for v in row.values()):
+                raise InputError(f"{p}:{line}: wrong number of fields")
+            sid = _text(p, line, "source_id", row["source_id"])
+            if sid in out:
+                raise InputError(f"{_where(p, line, 'source_id')}: {printable(sid)!r} twice")
+            rec = {
+                k: _text(p, line, k, row[k], required=False, limit=MAX_SOURCE_TEXT)
+                for k in row
+                if k
+            }
+            rec["harness"] = _text(p, line, "harness", row["harness"], limit=MAX_SOURCE_TEXT)
+            if not rec["url"] and not rec["repo_commit"]:
+                raise InputError(f"{_where(p, line, 'url')}: a source needs a url or a repo_commit")
+            _choice(p, line, "kind", rec["kind"], SOURCE_KINDS)
+            _choice(p, line, "fit", rec["fit"], FIT)
+            out[sid] = rec
+    except FieldError as exc:
+        raise InputError(str(exc)) from None
     return out
 
 
@@ -283,37 +267,23 @@ def load_cloud_measurements(
     p = Path(path) if path is not None else DEFAULT_PATH
     src_path = p.with_name(SOURCES_NAME)
     sources = load_sources(src_path) if src_path.is_file() else None
-    try:
-        data = read_bounded(p, MAX_BYTES)
-    except FileNotFoundError:
-        raise InputError(f"measurements file {p} does not exist") from None
-    except OSError as exc:
-        raise InputError(f"measurements file {p} cannot be read: {exc.strerror}") from None
     rows: list[dict[str, object]] = []
-    with io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", newline="") as fh:
-        reader = csv.DictReader(fh)
-        try:
-            header = reader.fieldnames or []
-            missing = [c for c in COLUMNS if c not in header]
-            if missing:
-                raise InputError(f"{p}:1: missing column(s) {', '.join(missing)}")
-            for i, row in enumerate(reader, start=2):
-                if i > MAX_ROWS + 1:
-                    raise InputError(f"{p}: more than {MAX_ROWS:,} rows")
-                line = reader.line_num or i
-                rec = parse_row(p, line, row)
-                sid = str(rec["source_id"])
-                if sources is None:
-                    rec["fit"] = "yes"
-                elif sid not in sources:
-                    raise InputError(
-                        f"{_where(p, line, 'source_id')}: {printable(sid)!r} is not a source "
-                        f"of {src_path}"
-                    )
-                else:
-                    rec["fit"] = sources[sid]["fit"]
-                if include_held_out or rec["fit"] == "yes":
-                    rows.append(rec)
-        except (csv.Error, UnicodeDecodeError) as exc:
-            raise InputError(f"{p}:{reader.line_num}: malformed CSV: {exc}") from None
+    try:
+        lines = csv_rows(p, MAX_BYTES, what="measurements", columns=COLUMNS, max_rows=MAX_ROWS)
+        for line, row in lines:
+            rec = parse_row(p, line, row)
+            sid = str(rec["source_id"])
+            if sources is None:
+                rec["fit"] = "yes"
+            elif sid not in sources:
+                raise InputError(
+                    f"{_where(p, line, 'source_id')}: {printable(sid)!r} is not a source "
+                    f"of {src_path}"
+                )
+            else:
+                rec["fit"] = sources[sid]["fit"]
+            if include_held_out or rec["fit"] == "yes":
+                rows.append(rec)
+    except FieldError as exc:
+        raise InputError(str(exc)) from None
     return pd.DataFrame(rows, columns=[*COLUMNS, *OPTIONAL_COLUMNS, "fit"])
