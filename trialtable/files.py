@@ -52,7 +52,12 @@ class FileRefused(OSError):
     """A path that is not a regular file, or a file larger than its reader's cap."""
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int, pipe: str = "a pipe") -> str:
+    """What a file of ``mode`` (an ``st_mode``) is, in words: ``a folder``, ``a device``...
+
+    ``pipe`` names a FIFO (a reader of pipes says ``a pipe``, a command-line check ``a named
+    pipe``); anything else that is not a regular file is ``not a regular file``.
+    """
     if stat.S_ISDIR(mode):
         return "a folder"
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
@@ -60,14 +65,14 @@ def _kind(mode: int) -> str:
     if stat.S_ISSOCK(mode):
         return "a socket"
     if stat.S_ISFIFO(mode):
-        return "a pipe"
+        return pipe
     if stat.S_ISLNK(mode):
         return "a symbolic link"
-    return "not a regular file"
+    return "a regular file" if stat.S_ISREG(mode) else "not a regular file"
 
 
 def _refusal(mode: int) -> FileRefused:
-    kind = _kind(mode)
+    kind = file_kind(mode)
     what = kind if kind.startswith("not") else f"{kind}, not a regular file"
     return FileRefused(errno.EINVAL, f"is {what}")
 

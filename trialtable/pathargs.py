@@ -29,6 +29,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from trialtable.files import file_kind
+
 INPUT_FILE = "input file"
 INPUT_FOLDER = "input folder"
 RUN_FOLDER = "run folder"
@@ -70,17 +72,7 @@ def path_kind(action: argparse.Action) -> str | None:
 
 
 def _what(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISFIFO(mode):
-        return "a named pipe"
-    if stat.S_ISLNK(mode):
-        return "a symbolic link"
-    return "a regular file" if stat.S_ISREG(mode) else "not a regular file"
+    return file_kind(mode, pipe="a named pipe")
 
 
 def _stat(path: str, follow: bool = True) -> os.stat_result | None:
