@@ -185,3 +185,35 @@ def from_requests(
         latency_ms=latency_summary(histogram_us),
         rps=n / duration_s if duration_s > 0 else math.nan,
     )
+
+
+#: The columns a summary file (k6's summary, Locust's stats) gives exactly.
+SUMMARY_EXACT = ("requests", "rps", "latency_max_ms", "latency_mean_ms")
+
+
+def from_summary(
+    requests: int,
+    rps: float,
+    latency_ms: dict[str, float],
+    errors: tuple[str, int],
+    approximated: dict[str, str],
+) -> Imported:
+    """The trial of a summary file: its request count, rate [1/s] and latency [ms].
+
+    Parameters
+    ----------
+    errors : tuple of (str, int)
+        The one error kind (of `ERROR_KINDS`) the tool's failures count as, and their count.
+    approximated : dict of str to str
+        Trial column -> how the tool approximates it (the duration is ``requests / rps``).
+    """
+    kind, failed = errors
+    m = Measurement(
+        duration_s=requests / rps,
+        requests=requests,
+        bytes=0,
+        errors={k: failed if k == kind else 0 for k in ERROR_KINDS},
+        latency_ms=latency_ms,
+        rps=rps,
+    )
+    return Imported(measurement=m, exact=SUMMARY_EXACT, approximated=approximated)

@@ -14,8 +14,14 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from runners.importers.base import Imported, Importer, json_value, number, refuse
-from runners.loadgen.base import ERROR_KINDS, Measurement
+from runners.importers.base import (
+    Imported,
+    Importer,
+    from_summary,
+    json_value,
+    number,
+    refuse,
+)
 
 #: Trial column key -> k6's trend statistic.
 TREND_STATS = {"p50": "med", "p90": "p(90)", "p99": "p(99)", "p999": "p(99.9)"}
@@ -58,19 +64,13 @@ class K6Summary(Importer):
         if "http_req_failed" in (doc.get("metrics") or {}):
             f = _metric(doc, "http_req_failed", where)
             failed = int(number(f.get("passes", 0), where, "http_req_failed.passes", requests))
-        m = Measurement(
-            duration_s=requests / rate,
-            requests=requests,
-            bytes=0,
-            errors={k: failed if k == "read" else 0 for k in ERROR_KINDS},
-            latency_ms=latency,
-            rps=rate,
-        )
         interpolated = "k6's percentile, interpolated between the two nearest samples"
-        return Imported(
-            measurement=m,
-            exact=("requests", "rps", "latency_max_ms", "latency_mean_ms"),
-            approximated={
+        return from_summary(
+            requests,
+            rate,
+            latency,
+            ("read", failed),
+            {
                 **{f"latency_{k}_ms": interpolated for k in TREND_STATS if k in trend_keys},
                 "duration_s": "http_reqs count / rate",
                 "errors_read": "k6's failed requests (http_req_failed), of every kind",

@@ -14,8 +14,7 @@ import io
 from collections.abc import Mapping
 from typing import Any
 
-from runners.importers.base import Imported, Importer, number, refuse
-from runners.loadgen.base import ERROR_KINDS, Measurement
+from runners.importers.base import Imported, Importer, from_summary, number, refuse
 
 #: Trial column key -> Locust's column.
 PERCENTILE_COLUMNS = {"p50": "50%", "p90": "90%", "p99": "99%", "p999": "99.9%"}
@@ -50,19 +49,13 @@ class Locust(Importer):
         latency = {k: number(row.get(c), at, c, 1e12) for k, c in PERCENTILE_COLUMNS.items()}
         latency["max"] = number(row.get("Max Response Time"), at, "Max Response Time", 1e12)
         latency["mean"] = number(row["Average Response Time"], at, "Average", 1e12)
-        m = Measurement(
-            duration_s=requests / rps,
-            requests=requests,
-            bytes=0,
-            errors={k: failures if k == "status" else 0 for k in ERROR_KINDS},
-            latency_ms=latency,
-            rps=rps,
-        )
         rounded = "Locust's percentile of response times rounded into its buckets"
-        return Imported(
-            measurement=m,
-            exact=("requests", "rps", "latency_max_ms", "latency_mean_ms"),
-            approximated={
+        return from_summary(
+            requests,
+            rps,
+            latency,
+            ("status", failures),
+            {
                 **{f"latency_{k}_ms": rounded for k in PERCENTILE_COLUMNS},
                 "duration_s": "Request Count / Requests/s",
                 "errors_status": "Locust's failures, of every kind",
