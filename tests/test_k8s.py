@@ -43,7 +43,7 @@ def test_validator_can_fail():
 @pytest.fixture(scope="module")
 def answer():
     rules = FleetRules(zones=3, zone_loss=1)
-    return k8s.k8s_answer(1e6, select_instances(), Workload(), rules, pod_cpus=2)
+    return k8s.k8s_answer(1e6, select_instances(), Workload(), rules, k8s.Pod(cpus=2))
 
 
 def test_manifests_validate_and_hold_the_sizing(answer):
@@ -183,12 +183,12 @@ def test_yaml_strings_round_trip():
 
 def test_bad_pod_size_and_nothing_fits():
     with pytest.raises(InputError, match="pod CPUs"):
-        k8s.k8s_answer(1e5, select_instances(), Workload(), FleetRules(), pod_cpus=0)
+        k8s.k8s_answer(1e5, select_instances(), Workload(), FleetRules(), k8s.Pod(cpus=0))
     from sizing.errors import Infeasible
 
     small = [i for i in select_instances() if i.vcpus < 4]
     with pytest.raises(Infeasible, match="no node type fits"):
-        k8s.k8s_answer(1e5, small, Workload(), FleetRules(), pod_cpus=8)
+        k8s.k8s_answer(1e5, small, Workload(), FleetRules(), k8s.Pod(cpus=8))
 
 
 @pytest.mark.slow
@@ -221,10 +221,15 @@ def test_runs_of_another_workload_leave_the_hpa_to_the_model():
     row |= {"latency_p99_ms": 1.0, "scenario": "static", "protocol": "http"}
     row |= {"http_version": "1.1", "file_bytes": 65536, "simulated": False}
     nodes = [i for i in select_instances() if i.instance_type == "c6i.xlarge"]
-    a = k8s.k8s_answer(1e5, nodes, Workload(protocol="http"), FleetRules(), runs_rows=[row])
+    basis = k8s.PodBasis(runs_rows=[row])
+    a = k8s.k8s_answer(1e5, nodes, Workload(protocol="http"), FleetRules(), basis=basis)
     assert a["hpa_source"].startswith("model:")
     assert "measured no trial of this workload" in a["hpa_source"]
     b = k8s.k8s_answer(
-        1e5, nodes, Workload(protocol="http", file_bytes=65536), FleetRules(), runs_rows=[row]
+        1e5,
+        nodes,
+        Workload(protocol="http", file_bytes=65536),
+        FleetRules(),
+        basis=basis,
     )
     assert b["hpa_source"].startswith("measured: run R")

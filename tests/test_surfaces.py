@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from sizing.analyses.baseline import BaselineSpec, compare_to_baseline, render_baseline
-from sizing.analyses.k8s import k8s_answer
+from sizing.analyses.k8s import PodBasis, k8s_answer
 from sizing.catalog.load import load_catalog
 from sizing.cli.main import build_parser
 from sizing.cli.main import main as sizing_main
@@ -144,9 +144,7 @@ def test_kubernetes_reads_the_answer(name: str) -> None:
         list(ans.instances),
         rec.workload,
         rec.rules,
-        evidence=rec.evidence,
-        profiles=rec.profiles,
-        traffic=rec.traffic,
+        basis=PodBasis(rec.evidence, rec.profiles, traffic=rec.traffic),
     )
     node = doc["node"]
     text = flat("\n".join(doc["comments"]))
@@ -177,9 +175,7 @@ def test_kubernetes_honours_the_confidence() -> None:
             list(ans.instances),
             rec.workload,
             replace(rec.rules, confidence=conf),
-            evidence=rec.evidence,
-            profiles=rec.profiles,
-            traffic=rec.traffic,
+            basis=PodBasis(rec.evidence, rec.profiles, traffic=rec.traffic),
         )
         got[conf] = {n["node_type"]: n for n in doc["nodes"]}
         assert f"{conf:.0%} confidence" in flat("\n".join(doc["comments"]))

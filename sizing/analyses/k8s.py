@@ -105,10 +105,9 @@ def check_image(value: str) -> str:
     return value
 
 
-def reserved_cpu(vcpus: float) -> float:
-    """CPU a managed node keeps for the system (GKE and AKS's published tiers) [cores]."""
-    tiers = ((1, 0.06), (1, 0.01), (2, 0.005), (math.inf, 0.0025))
-    left, out = float(vcpus), 0.0
+def _tiered(amount: float, tiers: Sequence[tuple[float, float]]) -> float:
+    """The sum of each tier's share of the part of ``amount`` in that tier."""
+    left, out = float(amount), 0.0
     for size, share in tiers:
         take = min(left, size)
         out += take * share
@@ -116,19 +115,72 @@ def reserved_cpu(vcpus: float) -> float:
         if left <= 0:
             break
     return out
+
+
+def reserved_cpu(vcpus: float) -> float:
+    """CPU a managed node keeps for the system (GKE and AKS's published tiers) [cores]."""
+    return _tiered(vcpus, ((1, 0.06), (1, 0.01), (2, 0.005), (math.inf, 0.0025)))
 
 
 def reserved_memory_gib(memory_gib: float) -> float:
     """Memory a managed node keeps for the system (GKE and AKS's published tiers) [GiB]."""
-    tiers = ((4, 0.25), (4, 0.20), (8, 0.10), (112, 0.06), (math.inf, 0.02))
-    left, out = float(memory_gib), 0.0
-    for size, share in tiers:
-        take = min(left, size)
-        out += take * share
-        left -= take
-        if left <= 0:
-            break
-    return out
+    return _tiered(memory_gib, ((4, 0.25), (4, 0.20), (8, 0.10), (112, 0.06), (math.inf, 0.02)))
+
+
+@dataclass(frozen=True)
+class Pod:
+    """The NGINX pod and the names its manifests carry.
+
+    Attributes
+    ----------
+    cpus : int
+        CPUs of one pod, one worker each (1 to 64).
+    name, namespace : str
+        The app's name and its namespace (RFC 1123 labels; no namespace: the default one).
+    image : str
+        The container image reference.
+    max_replicas : int, optional
+        The HPA's most replicas (default: the model's count times a margin).
+    """
+
+    cpus: int = 2
+    name: str = "nginx"
+    namespace: str | None = None
+    image: str = "nginx:1.27"
+    max_replicas: int | None = None
+
+    def check(self) -> Pod:
+        """The pod itself, checked: InputError for a bad name, namespace, image or size."""
+        check_name(self.name, "name")
+        if self.namespace is not None:
+            check_name(self.namespace, "namespace")
+        check_image(self.image)
+        if not 1 <= self.cpus <= 64:
+            raise InputError(f"pod CPUs must be 1 to 64, got {self.cpus!r}")
+        return self
+
+
+@dataclass(frozen=True)
+class PodBasis:
+    """What the pods' sizing rests on besides the catalog and the request.
+
+    Attributes
+    ----------
+    evidence
+        The measured evidence of the answer (`sizing.fleet.counts.Recommendation.evidence`).
+    profiles : sequence of CostProfile
+        Calibrated cost profiles.
+    runs_rows : sequence of dict
+        Trial rows of runs given: their curve of CPU against RPS sets the HPA's target.
+    traffic : dict, optional
+        The answer's traffic (`sizing.fleet.counts.Recommendation.traffic`): its egress is
+        priced where each node type runs.
+    """
+
+    evidence: object = None
+    profiles: Sequence[CostProfile] = ()
+    runs_rows: Sequence[dict[str, Any]] = ()
+    traffic: dict[str, Any] | None = None
 
 
 @dataclass
@@ -278,7 +330,7 @@ def fit_nodes(
     work: Workload,
     rules: FleetRules,
     pod_cpus: int = 2,
-    evidence: Any = None,
+    evidence: object = None,
     profiles: Sequence[CostProfile] = (),
 ) -> tuple[list[NodeFit], list[dict[str, Any]]]:
     """Every node type's fit for the target, cheapest first, and the types left out."""
@@ -634,21 +686,13 @@ def k8s_answer(
     nodes: Sequence[Instance],
     work: Workload,
     rules: FleetRules,
-    *,
-    pod_cpus: int = 2,
-    evidence: Any = None,
-    profiles: Sequence[CostProfile] = (),
-    runs_rows: Sequence[dict[str, Any]] = (),
-    name: str = "nginx",
-    namespace: str | None = None,
-    image: str = "nginx:1.27",
-    max_replicas: int | None = None,
-    traffic: dict[str, Any] | None = None,
+    pod: Pod = Pod(),
+    basis: PodBasis = PodBasis(),
 ) -> dict[str, Any]:
     """The whole answer: manifests for the node type cheapest in all, and the packing table.
 
-    ``traffic`` is the answer's (`sizing.fleet.counts.Recommendation.traffic`): its egress is
-    priced where each node type runs and the node types are ranked on that total bill.
+    The node types are ranked on their total bill: the nodes plus ``basis.traffic``'s egress
+    priced where each runs.
 
     Raises
     ------
@@ -657,25 +701,22 @@ def k8s_answer(
     Infeasible
         When no node type fits a pod.
     """
-    check_name(name, "name")
-    if namespace is not None:
-        check_name(namespace, "namespace")
-    check_image(image)
+    pod.check()
     work = replace(work, environment="kubernetes")
-    if not 1 <= pod_cpus <= 64:
-        raise InputError(f"pod CPUs must be 1 to 64, got {pod_cpus!r}")
-    fits, excluded = fit_nodes(target_rps, nodes, work, rules, pod_cpus, evidence, profiles)
-    price_egress(fits, traffic, rules.zones)
+    fits, excluded = fit_nodes(
+        target_rps, nodes, work, rules, pod.cpus, basis.evidence, basis.profiles
+    )
+    price_egress(fits, basis.traffic, rules.zones)
     if not fits:
         raise Infeasible(
-            f"no node type fits a {pod_cpus}-CPU NGINX pod for {target_rps:,.0f} RPS under "
+            f"no node type fits a {pod.cpus}-CPU NGINX pod for {target_rps:,.0f} RPS under "
             f"p99 {work.sla_p99_ms:g} ms"
         )
     best = fits[0]
-    same = [r for r in runs_rows if _same_workload(r, work)]
-    measured = measured_cpu_ratio(same, pod_cpus, work.sla_p99_ms, rules.headroom)
+    same = [r for r in basis.runs_rows if _same_workload(r, work)]
+    measured = measured_cpu_ratio(same, pod.cpus, work.sla_p99_ms, rules.headroom)
     percent, how = hpa_target(best, measured)
-    if runs_rows and measured is None:
+    if basis.runs_rows and measured is None:
         how += (
             "; the runs given measured no trial of this workload within the SLA"
             if not same
@@ -683,14 +724,14 @@ def k8s_answer(
         )
     docs = manifests(
         best,
-        name=name,
-        namespace=namespace,
-        image=image,
+        name=pod.name,
+        namespace=pod.namespace,
+        image=pod.image,
         zones=rules.zones,
         hpa_percent=percent,
-        max_replicas=max_replicas,
+        max_replicas=pod.max_replicas,
     )
-    comments = _comments(best, fits, work, rules, target_rps, pod_cpus, (percent, how))
+    comments = _comments(best, fits, work, rules, target_rps, pod.cpus, (percent, how))
     return {
         "yaml": to_yaml(docs, comments),
         "manifests": docs,

@@ -44,7 +44,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write Kubernetes manifests for the request, on the node type that packs them cheapest."""
-    from sizing.analyses.k8s import check_image, check_name, k8s_answer
+    from sizing.analyses.k8s import Pod, PodBasis, check_image, check_name, k8s_answer
     from sizing.pipeline import size
     from trialtable.files import write_atomic
     from trialtable.read import read_rows
@@ -64,15 +64,8 @@ def run(args: argparse.Namespace) -> int:
         list(answer.instances),
         rec.workload,
         rec.rules,
-        pod_cpus=args.pod_cpus,
-        evidence=rec.evidence,
-        profiles=rec.profiles,
-        runs_rows=rows,
-        name=args.name,
-        namespace=args.namespace,
-        image=args.image,
-        max_replicas=args.max_replicas,
-        traffic=rec.traffic,
+        Pod(args.pod_cpus, args.name, args.namespace, args.image, args.max_replicas),
+        PodBasis(rec.evidence, rec.profiles, rows, rec.traffic),
     )
     if args.out:
         write_atomic(args.out, doc["yaml"])
