@@ -13,6 +13,7 @@ import pytest
 from trialtable.profile import (
     COEFFICIENTS,
     Coefficient,
+    NewConnections,
     Profile,
     ProfileError,
     Scaling,
@@ -89,13 +90,13 @@ def test_cost_model():
         "tls_byte_ns": 1.0,
         "tls_body_us": 1.0,
     }
-    cps_rsa = _cost_us(p, 0, https=True, connections_per_request=1, tls_key="rsa")
+    cps_rsa = _cost_us(p, 0, https=True, connections=NewConnections(1, "rsa"))
     assert cps_rsa == pytest.approx(10 + 2 + 30 + 900)
     # sizing's key names select the same coefficient as the runners'
-    assert cost_terms(0, https=True, connections_per_request=1, tls_key="rsa2048") == (
-        cost_terms(0, https=True, connections_per_request=1, tls_key="rsa")
+    assert cost_terms(0, https=True, connections=NewConnections(1, "rsa2048")) == (
+        cost_terms(0, https=True, connections=NewConnections(1, "rsa"))
     )
-    half = cost_terms(0, https=True, connections_per_request=0.5, tls_resumption=0.25)
+    half = cost_terms(0, https=True, connections=NewConnections(0.5, tls_resumption=0.25))
     assert half["handshake_full_ecdsa_p256_us"] == pytest.approx(0.375)
     assert half["handshake_resumed_us"] == pytest.approx(0.125)
     gw = _cost_us(p, 0, scenario="api_gateway")

@@ -98,14 +98,36 @@ COEFFICIENTS: dict[str, tuple[str, str]] = {
 PROXIED = ("reverse_proxy", "api_gateway")
 
 
+@dataclass(frozen=True)
+class NewConnections:
+    """How often a request opens a connection, and the TLS handshake it then costs.
+
+    Attributes
+    ----------
+    per_request : float
+        New connections per request [1]: 0 for connections reused without end, 1 for one
+        request per connection.
+    tls_key : str
+        Certificate key of a full handshake (`HANDSHAKE_FULL`).
+    tls_resumption : float
+        Share of new HTTPS connections that resume a session [0, 1].
+    """
+
+    per_request: float = 0.0
+    tls_key: str = DEFAULT_TLS_KEY
+    tls_resumption: float = 0.0
+
+
+#: Connections reused without end: no connection cost.
+REUSED = NewConnections()
+
+
 def cost_terms(
     file_bytes: float,
     *,
     https: bool = False,
     wire_bytes: float | None = None,
-    connections_per_request: float = 0.0,
-    tls_key: str = DEFAULT_TLS_KEY,
-    tls_resumption: float = 0.0,
+    connections: NewConnections = REUSED,
     gzip: float = 0.0,
     scenario: str = "static",
     http_version: str = "1.1",
@@ -125,13 +147,8 @@ def cost_terms(
         Served over TLS.
     wire_bytes : float, optional
         Body bytes sent [B] (the compressed size with gzip); ``file_bytes`` when omitted.
-    connections_per_request : float
-        New connections per request [1]: 0 for connections reused without end, 1 for one
-        request per connection.
-    tls_key : str
-        Certificate key of a full handshake (`HANDSHAKE_FULL`).
-    tls_resumption : float
-        Share of new HTTPS connections that resume a session [0, 1].
+    connections : NewConnections
+        New connections per request and their TLS handshakes (default: none).
     gzip : float
         Share of responses compressed on the fly [0, 1]; the cost is per uncompressed byte.
     scenario : str
@@ -158,12 +175,13 @@ def cost_terms(
             x["tls_body_us"] = 1.0
     if gzip > 0 and file_bytes > 0:
         x["gzip_byte_ns"] = gzip * file_bytes / 1000.0
-    if connections_per_request > 0:
-        x["connection_us"] = connections_per_request
-        if https and tls_resumption < 1.0:
-            x[HANDSHAKE_FULL[tls_key]] = connections_per_request * (1.0 - tls_resumption)
-        if https and tls_resumption > 0.0:
-            x["handshake_resumed_us"] = connections_per_request * tls_resumption
+    per_request, resumed = connections.per_request, connections.tls_resumption
+    if per_request > 0:
+        x["connection_us"] = per_request
+        if https and resumed < 1.0:
+            x[HANDSHAKE_FULL[connections.tls_key]] = per_request * (1.0 - resumed)
+        if https and resumed > 0.0:
+            x["handshake_resumed_us"] = per_request * resumed
     if scenario in PROXIED:
         x["proxy_request_us"] = 1.0
         if file_bytes > 0:
@@ -375,7 +393,7 @@ def _fail(where: str, what: str) -> ProfileError:
     return ProfileError(f"{where}: {what}")
 
 
-def _number(value: Any) -> bool:
+def _number(value: object) -> bool:
     return (
         isinstance(value, (int, float))
         and not isinstance(value, bool)
@@ -383,7 +401,7 @@ def _number(value: Any) -> bool:
     )
 
 
-def from_dict(d: Any, where: str = "profile") -> Profile:
+def from_dict(d: object, where: str = "profile") -> Profile:
     """Validate a decoded JSON document and return the `Profile`.
 
     Raises `ProfileError` with one line naming the first problem (``where`` prefixes it).
@@ -444,7 +462,7 @@ def from_dict(d: Any, where: str = "profile") -> Profile:
     )
 
 
-def _coefficients(raw: Any, where: str) -> dict[str, Coefficient]:
+def _coefficients(raw: object, where: str) -> dict[str, Coefficient]:
     if not isinstance(raw, dict):
         raise _fail(where, "coefficients must be an object")
     out = {}
@@ -517,7 +535,7 @@ def disagreement(
     return None
 
 
-def _scaling(raw: Any, where: str) -> Scaling:
+def _scaling(raw: object, where: str) -> Scaling:
     if not isinstance(raw, dict):
         raise _fail(where, "scaling must be an object with workers, rps, efficiency")
     workers, rps, eff = raw.get("workers"), raw.get("rps"), raw.get("efficiency")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -30,6 +30,7 @@ from trialtable.profile import (
     COEFFICIENTS,
     SIGNED,
     Coefficient,
+    NewConnections,
     Profile,
     Scaling,
     cost_terms,
@@ -189,9 +190,9 @@ def _row(s: Setting, wire_body: float | None) -> dict[str, float]:
         float(sc.file_bytes),
         https=sc.protocol == "https",
         wire_bytes=wire_body,
-        connections_per_request=0.0 if sc.keepalive else 1.0,
-        tls_key=sc.tls_key,
-        tls_resumption=1.0 if sc.tls_resumption else 0.0,
+        connections=NewConnections(
+            0.0 if sc.keepalive else 1.0, sc.tls_key, 1.0 if sc.tls_resumption else 0.0
+        ),
         gzip=1.0 if sc.gzip else 0.0,
         scenario=sc.name,
     )
@@ -556,58 +557,13 @@ def build_profile(
     )
     wire = _wire_bodies(rows, settings)
     f, coefficients, unidentified, notes = _coefficients(obs, settings, wire)
-    warnings += notes
-    factors = f.round_factors
-    if factors and max(factors.values()) > 1.25 * min(factors.values()):
-        warnings.append(
-            "the host's contention changed across rounds (CPU time per request of every "
-            "setting x "
-            + ", ".join(f"{v:.2f}" for _, v in sorted(factors.items()))
-            + " by round): the coefficients are at the median round's level"
-        )
-    probes = {k: float(v) for k, v in (host.get("speed_probe_us") or {}).items()}
-    if len(probes) >= 2 and max(probes.values()) > PROBE_CHANGE * min(probes.values()):
-        warnings.append(
-            "the CPU's speed changed during the campaign: a fixed computation outside nginx "
-            "(one ECDSA P-256 signature, openssl speed) took "
-            + ", ".join(f"{v:.1f}" for v in probes.values())
-            + f" us of CPU ({', '.join(probes)}); compare profiles at the same probe level"
-        )
-    for o in obs:
-        warnings.extend(o.flags)
-    flagged = sum(1 for o in obs if o.contended)
-    bound = [o for o in obs if o.bound_by]
-    if bound:
-        warnings.insert(
-            0,
-            f"{len(bound)} of {len(obs)} trials ran the worker under {MIN_WORKER_SHARE:.0%} "
-            "of the wall time because the campaign's own load limited it ("
-            + ", ".join(sorted({f"{o.setting}: {o.bound_by.split(' (')[0]}" for o in bound}))
-            + "): measured below saturation, not flagged",
-        )
-    if flagged:
-        warnings.insert(
-            0,
-            f"{flagged} of {len(obs)} trials flagged: the nginx workers ran under "
-            f"{MIN_WORKER_SHARE:.0%} of the wall time while the load generator was not at its "
-            "limit (CPU time per request is still measured directly, but the host was not "
-            "quiet)",
-        )
-    for label, share in sorted((steal or {}).items()):
-        if math.isfinite(share) and share > 0.01:
-            warnings.append(f"{label}: {share:.1%} of the host's CPU time was stolen")
-    missing = [
-        n
-        for n in COEFFICIENTS
-        if n not in coefficients and n not in unidentified and n != "http2_request_us"
+    warnings = [
+        *_load_warnings(obs),
+        *warnings,
+        *notes,
+        *_contention_warnings(f.round_factors, obs, host),
+        *_coverage_warnings(coefficients, unidentified, steal or {}),
     ]
-    if missing:
-        warnings.append(
-            f"{', '.join(missing)} not measured: no setting of this campaign isolates "
-            + ("it" if len(missing) == 1 else "them")
-        )
-    if "http2_request_us" not in coefficients:
-        warnings.append("http2_request_us not measured: the campaign runs HTTP/1.1 only")
     scaling, scaling_warnings = _scaling(obs, settings)
     warnings += scaling_warnings
     tpc = host.get("threads_per_core")
@@ -627,20 +583,95 @@ def build_profile(
         configs=configs,
         warnings=warnings,
         extra={
-            "campaign": {
-                "campaign_id": campaign_id,
-                "options": options.to_dict(),
-                "fit": "CPU time per request = round factor x cost model; weighted least "
-                "squares on each setting's median (weights 1/median^2) alternating with the "
-                "round factors (median round = 1); stderr from the joint fit (the trials' "
-                "residuals, HC3 sandwich), spread = sd/|mean| of per-round fits",
-                "relative_rms_residual": round(f.residual_rel, 4),
-                "round_factors": {str(r + 1): round(v, 4) for r, v in sorted(factors.items())},
-            },
+            "campaign": _campaign_fit(f, options, campaign_id),
             "measurements": _measurements(obs, settings),
             **({"unidentified": unidentified} if unidentified else {}),
         },
     )
+
+
+def _campaign_fit(f: Fit, options: CalibrateOptions, campaign_id: str) -> dict[str, object]:
+    """The campaign's options and how its fit went, for the profile's provenance."""
+    return {
+        "campaign_id": campaign_id,
+        "options": options.to_dict(),
+        "fit": "CPU time per request = round factor x cost model; weighted least "
+        "squares on each setting's median (weights 1/median^2) alternating with the "
+        "round factors (median round = 1); stderr from the joint fit (the trials' "
+        "residuals, HC3 sandwich), spread = sd/|mean| of per-round fits",
+        "relative_rms_residual": round(f.residual_rel, 4),
+        "round_factors": {str(r + 1): round(v, 4) for r, v in sorted(f.round_factors.items())},
+    }
+
+
+def _load_warnings(obs: Sequence[Observation]) -> list[str]:
+    """The trials whose worker ran under `MIN_WORKER_SHARE` of the wall time, flagged or not."""
+    out = []
+    flagged = sum(1 for o in obs if o.contended)
+    if flagged:
+        out.append(
+            f"{flagged} of {len(obs)} trials flagged: the nginx workers ran under "
+            f"{MIN_WORKER_SHARE:.0%} of the wall time while the load generator was not at its "
+            "limit (CPU time per request is still measured directly, but the host was not "
+            "quiet)"
+        )
+    bound = [o for o in obs if o.bound_by]
+    if bound:
+        out.append(
+            f"{len(bound)} of {len(obs)} trials ran the worker under {MIN_WORKER_SHARE:.0%} "
+            "of the wall time because the campaign's own load limited it ("
+            + ", ".join(sorted({f"{o.setting}: {o.bound_by.split(' (')[0]}" for o in bound}))
+            + "): measured below saturation, not flagged"
+        )
+    return out
+
+
+def _contention_warnings(
+    factors: dict[int, float], obs: Sequence[Observation], host: dict[str, Any]
+) -> list[str]:
+    """The host's contention across rounds, its CPU speed probe's changes, each trial's flags."""
+    out = []
+    if factors and max(factors.values()) > 1.25 * min(factors.values()):
+        out.append(
+            "the host's contention changed across rounds (CPU time per request of every "
+            "setting x "
+            + ", ".join(f"{v:.2f}" for _, v in sorted(factors.items()))
+            + " by round): the coefficients are at the median round's level"
+        )
+    probes = {k: float(v) for k, v in (host.get("speed_probe_us") or {}).items()}
+    if len(probes) >= 2 and max(probes.values()) > PROBE_CHANGE * min(probes.values()):
+        out.append(
+            "the CPU's speed changed during the campaign: a fixed computation outside nginx "
+            "(one ECDSA P-256 signature, openssl speed) took "
+            + ", ".join(f"{v:.1f}" for v in probes.values())
+            + f" us of CPU ({', '.join(probes)}); compare profiles at the same probe level"
+        )
+    for o in obs:
+        out.extend(o.flags)
+    return out
+
+
+def _coverage_warnings(
+    coefficients: Mapping[str, object], unidentified: Mapping[str, object], steal: dict[str, float]
+) -> list[str]:
+    """CPU time stolen from the host, and the coefficients the campaign did not measure."""
+    out = []
+    for label, share in sorted(steal.items()):
+        if math.isfinite(share) and share > 0.01:
+            out.append(f"{label}: {share:.1%} of the host's CPU time was stolen")
+    missing = [
+        n
+        for n in COEFFICIENTS
+        if n not in coefficients and n not in unidentified and n != "http2_request_us"
+    ]
+    if missing:
+        out.append(
+            f"{', '.join(missing)} not measured: no setting of this campaign isolates "
+            + ("it" if len(missing) == 1 else "them")
+        )
+    if "http2_request_us" not in coefficients:
+        out.append("http2_request_us not measured: the campaign runs HTTP/1.1 only")
+    return out
 
 
 def _weights(

@@ -45,7 +45,13 @@ from typing import TYPE_CHECKING
 
 from sizing.errors import InputError
 from sizing.paths import DATA_DIR
-from trialtable.profile import COEFFICIENTS, PROXIED, cost_terms, feature_terms
+from trialtable.profile import (
+    COEFFICIENTS,
+    PROXIED,
+    NewConnections,
+    cost_terms,
+    feature_terms,
+)
 
 if TYPE_CHECKING:
     from sizing.workload.value import Workload
@@ -308,9 +314,7 @@ def cpu_us_per_request(
             size,
             https=https,
             wire_bytes=out_bytes,
-            connections_per_request=per_conn,
-            tls_key=work.tls_key,
-            tls_resumption=work.tls_resumption,
+            connections=NewConnections(per_conn, work.tls_key, work.tls_resumption),
             gzip=gz,
             scenario=work.scenario,
             http_version=work.http_version,
@@ -465,7 +469,7 @@ def seed_prediction(
     https = protocol == "https"
     cps = metric == "connections_per_s"
     terms = cost_terms(
-        file_bytes, https=https, connections_per_request=1.0 if cps else 0.0, tls_key="rsa2048"
+        file_bytes, https=https, connections=NewConnections(1.0 if cps else 0.0, "rsa2048")
     )
     s = seed_cost_us(params, terms)
     z = params["z_us"] + params["z_byte_ns"] * wire_bytes(file_bytes, https) / 1000.0
