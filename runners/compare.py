@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from runners.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, resampled_means
 from runners.names import COMPARE_GATES
 from trialtable.errors import RunFolderError
@@ -117,7 +119,7 @@ def t_interval(values: Sequence[float], level: float = LEVEL) -> Stat:
     mean = math.fsum(values) / n
     if n < 2:
         return Stat(mean, math.nan, math.nan, 1, tuple(values))
-    from scipy import stats
+    from scipy import stats  # scipy.stats: a second of imports, for one quantile
 
     sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
     half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * sd / math.sqrt(n)
@@ -130,8 +132,6 @@ def bootstrap_ratio(
     """Percentile bootstrap interval of ``mean(b) / mean(a)`` (NaN when a side has < 2)."""
     if len(a) < 2 or len(b) < 2:
         return math.nan, math.nan
-    import numpy as np
-
     rng = np.random.default_rng(BOOTSTRAP_SEED)
     av, bv = np.asarray(a, float), np.asarray(b, float)
     ma, mb = resampled_means(rng, av), resampled_means(rng, bv)
@@ -317,67 +317,10 @@ def compare_runs(
             f"runs {printable(a.run_id)} and {printable(b.run_id)} share no setting (same "
             "scenario, protocol, size, load generator and vCPUs); nothing to compare"
         )
-    groups = []
-    for g in sorted(common, key=_group_name):
-        name = _group_name(g)
-        sa, sb = a.groups[g], b.groups[g]
-        best_a, best_b = max_under_sla(sa), max_under_sla(sb)
-        ratio = lo = hi = math.nan
-        if best_a is not None and best_b is not None:
-            ratio = best_b.rps.mean / best_a.rps.mean
-            lo, hi = bootstrap_ratio(best_a.rps.values, best_b.rps.values)
-        if "max-rps" in gates:
-            if best_a is not None and best_b is None:
-                worse.append(f"{name}: B meets the SLA at no setting; A does at {_best(best_a)}")
-            elif best_a is not None and best_b is not None and 1.0 - ratio > threshold:
-                worse.append(
-                    f"{name}: max RPS under the SLA {ratio - 1:+.1%} "
-                    f"({best_b.rps.mean:,.0f} vs {best_a.rps.mean:,.0f}), beyond -{threshold:.1%}"
-                )
-        rows = []
-        for s in sa:
-            match = next((t for t in sb if t.load == s.load), None)
-            p99_b = p99_at(sb, s.load, s.rps.mean)
-            p99_ratio = p99_b / s.p99.mean if p99_b is not None and s.p99.mean > 0 else None
-            if "p99" in gates and p99_ratio is not None and p99_ratio - 1.0 > threshold:
-                worse.append(
-                    f"{name} at {s.rps.mean:,.0f} RPS ({_load_name(s.load)}): p99 "
-                    f"{p99_ratio - 1:+.1%} ({p99_b:.2f} vs {s.p99.mean:.2f} ms), "
-                    f"beyond +{threshold:.1%}"
-                )
-            rps_ratio = match.rps.mean / s.rps.mean if match and s.rps.mean > 0 else None
-            rlo, rhi = bootstrap_ratio(s.rps.values, match.rps.values) if match else (None, None)
-            rows.append(
-                {
-                    "load": _load_name(s.load),
-                    "a_rps": s.rps.to_dict(),
-                    "b_rps": match.rps.to_dict() if match else None,
-                    "rps_ratio": rps_ratio,
-                    "rps_ratio_ci": [_num(rlo), _num(rhi)],
-                    "a_p99_ms": s.p99.to_dict(),
-                    "b_p99_ms": match.p99.to_dict() if match else None,
-                    "b_p99_at_a_load_ms": p99_b,
-                    "p99_ratio_at_equal_load": p99_ratio,
-                    "a_meets_sla": s.meets,
-                    "b_meets_sla": match.meets if match else None,
-                }
-            )
-        groups.append(
-            {
-                "group": name,
-                "a_max_rps_under_sla": None if best_a is None else best_a.rps.to_dict(),
-                "b_max_rps_under_sla": None if best_b is None else best_b.rps.to_dict(),
-                "a_max_at": None if best_a is None else _load_name(best_a.load),
-                "b_max_at": None if best_b is None else _load_name(best_b.load),
-                "max_rps_ratio": _num(ratio),
-                "max_rps_ratio_ci": [_num(lo), _num(hi)],
-                "settings": rows,
-                "curves": {
-                    "a": [(s.rps.mean, s.p99.mean) for s in sa],
-                    "b": [(s.rps.mean, s.p99.mean) for s in sb],
-                },
-            }
-        )
+    groups = [
+        _compare_group(_group_name(g), a.groups[g], b.groups[g], (threshold, gates), worse)
+        for g in sorted(common, key=_group_name)
+    ]
     return {
         "a": {"run": a.run_id, "label": a.label, "invalid_trials": a.invalid},
         "b": {"run": b.run_id, "label": b.label, "invalid_trials": b.invalid},
@@ -390,6 +333,75 @@ def compare_runs(
         "groups": groups,
         "worse": worse,
         "verdict": "worse" if worse else "pass",
+    }
+
+
+def _compare_group(
+    name: str,
+    sa: list[Setting],
+    sb: list[Setting],
+    rule: tuple[float, Sequence[str]],
+    worse: list[str],
+) -> dict[str, Any]:
+    """One group of `compare_runs`; its findings (``rule``: threshold, gates) go to ``worse``."""
+    threshold, gates = rule
+    best_a, best_b = max_under_sla(sa), max_under_sla(sb)
+    ratio = lo = hi = math.nan
+    if best_a is not None and best_b is not None:
+        ratio = best_b.rps.mean / best_a.rps.mean
+        lo, hi = bootstrap_ratio(best_a.rps.values, best_b.rps.values)
+    if "max-rps" in gates:
+        if best_a is not None and best_b is None:
+            worse.append(f"{name}: B meets the SLA at no setting; A does at {_best(best_a)}")
+        elif best_a is not None and best_b is not None and 1.0 - ratio > threshold:
+            worse.append(
+                f"{name}: max RPS under the SLA {ratio - 1:+.1%} "
+                f"({best_b.rps.mean:,.0f} vs {best_a.rps.mean:,.0f}), beyond -{threshold:.1%}"
+            )
+    return {
+        "group": name,
+        "a_max_rps_under_sla": None if best_a is None else best_a.rps.to_dict(),
+        "b_max_rps_under_sla": None if best_b is None else best_b.rps.to_dict(),
+        "a_max_at": None if best_a is None else _load_name(best_a.load),
+        "b_max_at": None if best_b is None else _load_name(best_b.load),
+        "max_rps_ratio": _num(ratio),
+        "max_rps_ratio_ci": [_num(lo), _num(hi)],
+        "settings": [_compare_setting(name, s, sb, rule, worse) for s in sa],
+        "curves": {
+            "a": [(s.rps.mean, s.p99.mean) for s in sa],
+            "b": [(s.rps.mean, s.p99.mean) for s in sb],
+        },
+    }
+
+
+def _compare_setting(
+    name: str, s: Setting, sb: list[Setting], rule: tuple[float, Sequence[str]], worse: list[str]
+) -> dict[str, Any]:
+    """A's setting ``s`` against B's settings of its group ``name`` (p99 at equal load)."""
+    threshold, gates = rule
+    match = next((t for t in sb if t.load == s.load), None)
+    p99_b = p99_at(sb, s.load, s.rps.mean)
+    p99_ratio = p99_b / s.p99.mean if p99_b is not None and s.p99.mean > 0 else None
+    if "p99" in gates and p99_ratio is not None and p99_ratio - 1.0 > threshold:
+        worse.append(
+            f"{name} at {s.rps.mean:,.0f} RPS ({_load_name(s.load)}): p99 "
+            f"{p99_ratio - 1:+.1%} ({p99_b:.2f} vs {s.p99.mean:.2f} ms), "
+            f"beyond +{threshold:.1%}"
+        )
+    rps_ratio = match.rps.mean / s.rps.mean if match and s.rps.mean > 0 else None
+    rlo, rhi = bootstrap_ratio(s.rps.values, match.rps.values) if match else (None, None)
+    return {
+        "load": _load_name(s.load),
+        "a_rps": s.rps.to_dict(),
+        "b_rps": match.rps.to_dict() if match else None,
+        "rps_ratio": rps_ratio,
+        "rps_ratio_ci": [_num(rlo), _num(rhi)],
+        "a_p99_ms": s.p99.to_dict(),
+        "b_p99_ms": match.p99.to_dict() if match else None,
+        "b_p99_at_a_load_ms": p99_b,
+        "p99_ratio_at_equal_load": p99_ratio,
+        "a_meets_sla": s.meets,
+        "b_meets_sla": match.meets if match else None,
     }
 
 
@@ -486,7 +498,7 @@ def html_report(doc: dict[str, Any], history: Sequence[Run] = ()) -> str:
     Plotly is embedded (offline); every label from a run is HTML-escaped, in the page and in
     the figures' text.
     """
-    import plotly.graph_objects as go
+    import plotly.graph_objects as go  # plotly only for --html: most comparisons print text
     from plotly.subplots import make_subplots
 
     esc = html.escape
