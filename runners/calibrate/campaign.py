@@ -28,7 +28,7 @@ import os
 import re
 import secrets
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -370,8 +370,67 @@ def _run(
     client_cores = _client_cores(options, access, server)
     server_spec = HostSpec.parse(options.server)
     same = [_same_machine(HostSpec.parse(c), server_spec) for c in options.clients]
+    settings = _campaign_settings(options, len(info.cpus), extra_settings, progress)
+    run = [*settings, *extra_settings]
+    steps = [
+        _Step(s, r)
+        for r in range(options.rounds)
+        # Rotate the order every round: no setting always follows the same neighbour.
+        for s in run[r % len(run) :] + run[: r % len(run)]
+    ]
+    campaign = existing or Campaign.create(out, options)
+    _say(progress, f"calibrate: campaign {campaign.campaign_id} in {campaign.path}")
+    if existing is not None and campaign.runs_dir.is_dir():
+        # What a killed process of this campaign left running (its nginx, its work folders).
+        cleanup(campaign.runs_dir, None, access, log=progress)
+    _start(campaign, settings, extra_settings, info)
+    session = _Session(
+        options,
+        server,
+        access,
+        info,
+        campaign,
+        threads_of=lambda vcpus: _threads(min(client_cores), vcpus, all(same)),
+        steal=dict(campaign.meta.get("steal", {})),
+        probes=campaign.meta["host"].setdefault("speed_probe_us", {}),
+    )
+    eta = _Eta(len(steps), progress)
+    try:
+        extra = _extra_rounds(campaign, settings, options, eta)
+        for step in itertools.chain(steps, extra):
+            session.measure(step, eta)
+        if eta.measured:
+            session.finish()
+    except KeyboardInterrupt:
+        campaign.meta["status"] = "interrupted"
+        campaign.save()
+        raise
+    rows = campaign.trials()
+    profile = build_profile(
+        rows,
+        settings,
+        configs=_configs(campaign.runs_dir),
+        host=campaign.meta["host"],
+        options=options,
+        measured_over="loopback" if all(same) else "network",
+        steal=session.steal,
+        campaign_id=campaign.campaign_id,
+    )
+    path = write_profile(profile, campaign.path / "profile.json")
+    campaign.meta["status"] = "complete"
+    campaign.save()
+    _say(progress, f"calibrate: profile written to {path}")
+    return path, profile
+
+
+def _campaign_settings(
+    options: CalibrateOptions,
+    cpus: int,
+    extra_settings: Sequence[Setting],
+    progress: IO[str] | None,
+) -> list[Setting]:
+    """The settings a campaign measures on a server of ``cpus`` CPUs, checked identifiable."""
     settings = fit_settings()
-    cpus = len(info.cpus)
     if options.max_workers:
         cpus = min(cpus, options.max_workers)
     settings += scaling_settings(cpus)
@@ -395,18 +454,16 @@ def _run(
     clash = [s.name for s in extra_settings if s.name in known]
     if clash:
         raise RunnerError(f"extra settings reuse campaign setting names: {', '.join(clash)}")
-    run = [*settings, *extra_settings]
-    steps = [
-        _Step(s, r)
-        for r in range(options.rounds)
-        # Rotate the order every round: no setting always follows the same neighbour.
-        for s in run[r % len(run) :] + run[: r % len(run)]
-    ]
-    campaign = existing or Campaign.create(out, options)
-    _say(progress, f"calibrate: campaign {campaign.campaign_id} in {campaign.path}")
-    if existing is not None and campaign.runs_dir.is_dir():
-        # What a killed process of this campaign left running (its nginx, its work folders).
-        cleanup(campaign.runs_dir, None, access, log=progress)
+    return settings
+
+
+def _start(
+    campaign: Campaign,
+    settings: Sequence[Setting],
+    extra_settings: Sequence[Setting],
+    info: _HostInfo,
+) -> None:
+    """Record the campaign's settings and host, and mark it running."""
     before_host = campaign.meta.get("host", {})
     campaign.meta.update(
         {
@@ -427,81 +484,81 @@ def _run(
         }
     )
     campaign.save()
-    steal: dict[str, float] = dict(campaign.meta.get("steal", {}))
-    probes: dict[str, float] = campaign.meta["host"].setdefault("speed_probe_us", {})
-    eta = _Eta(len(steps), progress)
 
-    def extra_rounds() -> Iterator[_Step]:
-        """Rounds of the settings that measure a coefficient not yet pinned."""
-        for k in range(options.more_rounds):
-            names, use = unpinned(campaign.trials(), settings, options)
-            if not use:
-                return
-            _say(
-                progress,
-                f"calibrate: extra round {k + 1}: {', '.join(names)} not yet within "
-                f"{TARGET_REL:.0%}; measuring {', '.join(use)} again",
-            )
-            eta.total += len(use)
-            for s in settings:
-                if s.name in use:
-                    yield _Step(s, options.rounds + k)
 
-    try:
-        for step in itertools.chain(steps, extra_rounds()):
-            label = _label(step.setting.name, step.round_)
-            rows = campaign.trials()
-            if any(r["instance_label"] == label for r in rows):
-                eta.skip()
-                continue
-            if f"r{step.round_ + 1}" not in probes:
-                us = _speed_probe(server, options.openssl, info.cpus[0])
-                if math.isfinite(us):
-                    probes[f"r{step.round_ + 1}"] = round(us, 3)
-                    campaign.save()
-            earlier = [
-                r
-                for r in rows
-                if str(r["instance_label"]).startswith(f"calibrate-{step.setting.name}-r")
-            ]
-            per_worker = _connections(step.setting, earlier, options.sla_p99_ms)
-            threads = _threads(min(client_cores), step.setting.vcpus, all(same))
-            connections = max(threads, per_worker * step.setting.vcpus)
-            plan = _plan(options, step.setting, label, threads, connections)
-            before = _cpu_times(server)
-            df = run_sweep(plan, campaign.runs_dir, access=access, progress=None)
-            steal[label] = _steal_share(before, _cpu_times(server))
-            campaign.meta["steal"] = {k: v for k, v in steal.items() if math.isfinite(v)}
-            campaign.save()
-            row = df.to_dict("records")[-1]
-            eta.update(step, row)
-        if eta.measured:
-            load = server.run(["cat", "/proc/loadavg"], check=False)
-            campaign.meta["host"]["loadavg_at_end"] = load.stdout.strip()
-            us = _speed_probe(server, options.openssl, info.cpus[0])
+def _extra_rounds(
+    campaign: Campaign, settings: Sequence[Setting], options: CalibrateOptions, eta: _Eta
+) -> Iterator[_Step]:
+    """Rounds of the settings that measure a coefficient not yet pinned."""
+    for k in range(options.more_rounds):
+        names, use = unpinned(campaign.trials(), settings, options)
+        if not use:
+            return
+        _say(
+            eta.stream,
+            f"calibrate: extra round {k + 1}: {', '.join(names)} not yet within "
+            f"{TARGET_REL:.0%}; measuring {', '.join(use)} again",
+        )
+        eta.total += len(use)
+        for s in settings:
+            if s.name in use:
+                yield _Step(s, options.rounds + k)
+
+
+@dataclass
+class _Session:
+    """A campaign being measured on its connected server: one step at a time."""
+
+    options: CalibrateOptions
+    server: Host
+    access: Access
+    info: _HostInfo
+    campaign: Campaign
+    #: Load generator threads for a setting of so many vCPUs.
+    threads_of: Callable[[int], int]
+    #: Steal share of the server's CPU during each trial, by label.
+    steal: dict[str, float]
+    #: The server's speed probe [us] at the start of each round (``r1``...) and at the end.
+    probes: dict[str, float]
+
+    def measure(self, step: _Step, eta: _Eta) -> None:
+        """Measure one step, unless an earlier process of this campaign did."""
+        campaign, options, server = self.campaign, self.options, self.server
+        label = _label(step.setting.name, step.round_)
+        rows = campaign.trials()
+        if any(r["instance_label"] == label for r in rows):
+            eta.skip()
+            return
+        if f"r{step.round_ + 1}" not in self.probes:
+            us = _speed_probe(server, options.openssl, self.info.cpus[0])
             if math.isfinite(us):
-                probes["end"] = round(us, 3)
-            campaign.save()
-    except KeyboardInterrupt:
-        campaign.meta["status"] = "interrupted"
+                self.probes[f"r{step.round_ + 1}"] = round(us, 3)
+                campaign.save()
+        earlier = [
+            r
+            for r in rows
+            if str(r["instance_label"]).startswith(f"calibrate-{step.setting.name}-r")
+        ]
+        per_worker = _connections(step.setting, earlier, options.sla_p99_ms)
+        threads = self.threads_of(step.setting.vcpus)
+        connections = max(threads, per_worker * step.setting.vcpus)
+        plan = _plan(options, step.setting, label, threads, connections)
+        before = _cpu_times(server)
+        df = run_sweep(plan, campaign.runs_dir, access=self.access, progress=None)
+        self.steal[label] = _steal_share(before, _cpu_times(server))
+        campaign.meta["steal"] = {k: v for k, v in self.steal.items() if math.isfinite(v)}
         campaign.save()
-        raise
-    rows = campaign.trials()
-    profile = build_profile(
-        rows,
-        settings,
-        configs=_configs(campaign.runs_dir),
-        host=campaign.meta["host"],
-        options=options,
-        measured_over="loopback" if all(same) else "network",
-        steal=steal,
-        campaign_id=campaign.campaign_id,
-    )
-    path = write_profile(profile, campaign.path / "profile.json")
-    campaign.meta["status"] = "complete"
-    campaign.save()
-    _say(progress, f"calibrate: profile written to {path}")
-    return path, profile
+        row = df.to_dict("records")[-1]
+        eta.update(step, row)
+
+    def finish(self) -> None:
+        """Record the server's load and speed probe at the end."""
+        load = self.server.run(["cat", "/proc/loadavg"], check=False)
+        self.campaign.meta["host"]["loadavg_at_end"] = load.stdout.strip()
+        us = _speed_probe(self.server, self.options.openssl, self.info.cpus[0])
+        if math.isfinite(us):
+            self.probes["end"] = round(us, 3)
+        self.campaign.save()
 
 
 def _client_cores(options: CalibrateOptions, access: Access, server: Host) -> list[int]:
