@@ -12,7 +12,7 @@ import pytest
 
 from sizing.model import curves
 from sizing.model.datasets import reference_series
-from sizing.model.lsq import fit_least_squares
+from sizing.model.lsq import Weighting, fit_least_squares
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Models whose parameters the published table determines. The plateau models' knees are
@@ -74,7 +74,7 @@ def test_fitter_matches_curve_fit_on_the_published_table(model, errors, loss):
                 f_scale=f_scale,
             )
         got, got_cov = fit_least_squares(
-            spec.func, x, y, p0, lo, hi, sigma=sigma, loss=loss, f_scale=f_scale
+            spec.func, x, y, p0, lo, hi, weighting=Weighting(sigma, loss, f_scale)
         )
         want_se, got_se = np.sqrt(np.diag(want_cov)), np.sqrt(np.diag(got_cov))
         at_bound = (np.abs(want - lo) < 1e-6 * want_se) | (np.abs(hi - want) < 1e-6 * want_se)
@@ -107,7 +107,9 @@ def test_fitter_refuses_a_bad_start_and_an_unknown_loss():
     with pytest.raises(ValueError, match="outside the bounds"):
         fit_least_squares(spec.func, [1, 2], [1, 2], [-1.0], spec.lower, spec.upper)
     with pytest.raises(ValueError, match="loss"):
-        fit_least_squares(spec.func, [1, 2], [1, 2], [1.0], spec.lower, spec.upper, loss="x")
+        fit_least_squares(
+            spec.func, [1, 2], [1, 2], [1.0], spec.lower, spec.upper, weighting=Weighting(loss="x")
+        )
 
 
 def test_student_t_quantile_matches_scipy():

@@ -396,7 +396,7 @@ class CurveFit:
         ValueError
             If the model or the errors setting is unknown, or the data cannot be fitted.
         """
-        from sizing.model.lsq import fit_least_squares
+        from sizing.model.lsq import Weighting, fit_least_squares
 
         spec = self.spec
         if self.errors not in ("absolute", "relative"):
@@ -421,9 +421,11 @@ class CurveFit:
                 p0,
                 lower,
                 upper,
-                sigma=sigma,
-                loss=self.loss,
-                f_scale=0.02 if self.errors == "relative" else 0.02 * float(np.median(ya)),
+                weighting=Weighting(
+                    sigma,
+                    self.loss,
+                    0.02 if self.errors == "relative" else 0.02 * float(np.median(ya)),
+                ),
                 max_nfev=20000,
             )
         except ValueError as exc:

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -136,6 +138,126 @@ def central_jacobian(
     return np.column_stack(cols)
 
 
+@dataclass(frozen=True)
+class Weighting:
+    """How each residual counts in the cost.
+
+    Attributes
+    ----------
+    sigma : array_like, optional
+        Scale of each point's error [unit of y]: residuals are divided by it (relative
+        errors: ``sigma = y``). The covariance is scaled by the residual variance, as
+        ``curve_fit(absolute_sigma=False)``.
+    loss : {"linear", "soft_l1"}
+        ``linear`` is least squares; ``soft_l1`` the pseudo-Huber loss of ``least_squares``.
+    f_scale : float
+        The soft margin of ``soft_l1`` [unit of the weighted residuals].
+    """
+
+    sigma: ArrayLike | None = None
+    loss: str = "linear"
+    f_scale: float = 1.0
+
+
+#: Plain least squares, every point's error of the same scale.
+UNWEIGHTED = Weighting()
+
+
+class _Counted:
+    """The weighted residuals of ``func`` at parameters ``q``, counting the evaluations."""
+
+    def __init__(
+        self, func: Callable[..., FloatArray], x: FloatArray, y: FloatArray, w: FloatArray
+    ) -> None:
+        self.func, self.x, self.y, self.w = func, x, y, w
+        self.nfev = 0
+
+    def __call__(self, q: FloatArray) -> FloatArray:
+        self.nfev += 1
+        return _residuals(self.func, self.x, self.y, self.w, q)
+
+
+@dataclass
+class _Search:
+    """One Levenberg-Marquardt search: the point it stands at and its damping."""
+
+    fun: _Counted
+    lo: FloatArray
+    hi: FloatArray
+    weighting: Weighting
+    max_nfev: int
+    p: FloatArray
+    f: FloatArray
+    cost: float
+    mu: float = -1.0
+    nu: float = 2.0
+
+    def _cost(self, f: FloatArray) -> float:
+        return _cost(f, self.weighting.loss, self.weighting.f_scale)
+
+    def iterate(self) -> bool:
+        """One outer step: a new Jacobian and a damped step; False when the search ends."""
+        p, lo, hi = self.p, self.lo, self.hi
+        loss, f_scale = self.weighting.loss, self.weighting.f_scale
+        jac, fs = _scaled(central_jacobian(self.fun, p, lo, hi), self.f, loss, f_scale)
+        if not np.all(np.isfinite(jac)):
+            return False
+        g = jac.T @ fs
+        a = jac.T @ jac
+        held = ((p <= lo) & (g > 0)) | ((p >= hi) & (g < 0))
+        free = ~held
+        # The gradient's test of ``least_squares`` (gtol, in the parameters' own units).
+        if not free.any() or np.max(np.abs(g[free])) < GTOL:
+            return False
+        diag = np.maximum(np.diag(a), EPS * max(float(np.max(np.diag(a))), EPS))
+        if self.mu < 0:
+            self.mu = 1e-3  # Marquardt's damping, relative to the curvature of each parameter
+        return self._damped_step(g, a, free, diag)
+
+    def _damped_step(
+        self, g: FloatArray, a: FloatArray, free: NDArray[np.bool_], diag: FloatArray
+    ) -> bool:
+        """Damp until a step lowers the cost; whether the search should go on."""
+        while self.fun.nfev < self.max_nfev:
+            p = self.p
+            step = np.zeros_like(p)
+            sub = a[np.ix_(free, free)] + self.mu * np.diag(diag[free])
+            try:
+                step[free] = np.linalg.solve(sub, -g[free])
+            except np.linalg.LinAlgError:
+                if self._damp_more():
+                    return False
+                continue
+            trial = np.clip(p + step, self.lo, self.hi)
+            d = trial - p
+            if np.all(np.abs(d) <= 1e-15 * np.maximum(np.abs(p), 1e-300)):
+                return False
+            predicted = -(g @ d + 0.5 * d @ a @ d)
+            f_new = self.fun(trial)
+            cost_new = self._cost(f_new)
+            actual = self.cost - cost_new
+            if predicted > 0 and actual > 0:
+                gain = actual / predicted
+                self.mu *= cast(float, max(1.0 / 3.0, 1.0 - (2.0 * gain - 1.0) ** 3))
+                self.nu = 2.0
+                self.p, self.f, self.cost = trial, f_new, cost_new
+                # Converged when neither the model nor the step promises more (MINPACK's ftol).
+                moved = not (predicted <= FTOL * cost_new and actual <= FTOL * cost_new)
+                # ... or when the step is below XTOL of the parameters (``least_squares``' xtol).
+                return moved and float(np.linalg.norm(d)) > XTOL * (
+                    XTOL + float(np.linalg.norm(trial))
+                )
+            if self._damp_more():
+                return False
+        return False
+
+    def _damp_more(self) -> bool:
+        """Raise the damping; True when it has grown past any use."""
+        self.mu *= self.nu
+        self.nu *= 2.0
+        return self.mu > 1e30
+
+
 def fit_least_squares(
     func: Callable[..., FloatArray],
     x: ArrayLike,
@@ -144,9 +266,7 @@ def fit_least_squares(
     lower: ArrayLike,
     upper: ArrayLike,
     *,
-    sigma: ArrayLike | None = None,
-    loss: str = "linear",
-    f_scale: float = 1.0,
+    weighting: Weighting = UNWEIGHTED,
     max_nfev: int = 20000,
 ) -> tuple[FloatArray, FloatArray]:
     """Fit ``func(x, *p)`` to ``y`` within bounds; parameters and their covariance.
@@ -161,14 +281,8 @@ def fit_least_squares(
         Starting parameters, inside the bounds.
     lower, upper : array_like
         Bounds of each parameter (``-inf``/``inf`` for none).
-    sigma : array_like, optional
-        Scale of each point's error [unit of y]: residuals are divided by it (relative
-        errors: ``sigma = y``). The covariance is scaled by the residual variance, as
-        ``curve_fit(absolute_sigma=False)``.
-    loss : {"linear", "soft_l1"}
-        ``linear`` is least squares; ``soft_l1`` the pseudo-Huber loss of ``least_squares``.
-    f_scale : float
-        The soft margin of ``soft_l1`` [unit of the weighted residuals].
+    weighting : Weighting
+        Each point's error scale and the loss (default: plain least squares).
     max_nfev : int
         Most evaluations of ``func`` before giving up.
 
@@ -186,6 +300,7 @@ def fit_least_squares(
         An unknown loss, a start outside the bounds or where the model is not finite, or no
         minimum within ``max_nfev`` evaluations.
     """
+    loss, f_scale, sigma = weighting.loss, weighting.f_scale, weighting.sigma
     if loss not in LOSSES:
         raise ValueError(f"loss must be one of {LOSSES}, not {loss!r}")
     xa = np.asarray(x, dtype=float)
@@ -196,78 +311,22 @@ def fit_least_squares(
     w = 1.0 / np.asarray(sigma, dtype=float) if sigma is not None else np.ones_like(ya)
     if np.any(p < lo) or np.any(p > hi):
         raise ValueError("the starting parameters are outside the bounds")
-    nfev = 0
-
-    def fun(q: FloatArray) -> FloatArray:
-        nonlocal nfev
-        nfev += 1
-        return _residuals(func, xa, ya, w, q)
-
+    fun = _Counted(func, xa, ya, w)
     f = fun(p)
     cost = _cost(f, loss, f_scale)
     if not math.isfinite(cost):
         raise ValueError("the model is not finite at the starting parameters")
-    mu = -1.0
-    nu = 2.0
+    search = _Search(fun, lo, hi, weighting, max_nfev, p, f, cost)
     # A fit through every point ends where its residuals are below what a forward difference
     # resolves (``sqrt(eps)`` of the data): past that, a curve whose best fit lies at infinity
     # (a knee growing sharper without end) would creep on until the evaluations run out.
     floor = 0.5 * (DIFF_STEP * float(np.linalg.norm(ya * w))) ** 2
-    while nfev < max_nfev and cost > floor:
-        jac, fs = _scaled(central_jacobian(fun, p, lo, hi), f, loss, f_scale)
-        if not np.all(np.isfinite(jac)):
+    while fun.nfev < max_nfev and search.cost > floor:
+        if not search.iterate():
             break
-        g = jac.T @ fs
-        a = jac.T @ jac
-        held = ((p <= lo) & (g > 0)) | ((p >= hi) & (g < 0))
-        free = ~held
-        # The gradient's test of ``least_squares`` (gtol, in the parameters' own units).
-        if not free.any() or np.max(np.abs(g[free])) < GTOL:
-            break
-        diag = np.maximum(np.diag(a), EPS * max(float(np.max(np.diag(a))), EPS))
-        if mu < 0:
-            mu = 1e-3  # Marquardt's damping, relative to the curvature of each parameter
-        moved = False
-        while nfev < max_nfev:
-            step = np.zeros_like(p)
-            sub = a[np.ix_(free, free)] + mu * np.diag(diag[free])
-            try:
-                step[free] = np.linalg.solve(sub, -g[free])
-            except np.linalg.LinAlgError:
-                mu *= nu
-                nu *= 2.0
-                if mu > 1e30:
-                    break
-                continue
-            trial = np.clip(p + step, lo, hi)
-            d = trial - p
-            if np.all(np.abs(d) <= 1e-15 * np.maximum(np.abs(p), 1e-300)):
-                break
-            predicted = -(g @ d + 0.5 * d @ a @ d)
-            f_new = fun(trial)
-            cost_new = _cost(f_new, loss, f_scale)
-            actual = cost - cost_new
-            if predicted > 0 and actual > 0:
-                gain = actual / predicted
-                mu *= max(1.0 / 3.0, 1.0 - (2.0 * gain - 1.0) ** 3)
-                nu = 2.0
-                p, f, cost = trial, f_new, cost_new
-                # Converged when neither the model nor the step promises more (MINPACK's ftol).
-                moved = not (predicted <= FTOL * cost and actual <= FTOL * cost)
-                # ... or when the step is below XTOL of the parameters (``least_squares``' xtol).
-                moved = moved and float(np.linalg.norm(d)) > XTOL * (
-                    XTOL + float(np.linalg.norm(p))
-                )
-                break
-            mu *= nu
-            nu *= 2.0
-            if mu > 1e30:
-                break
-        if not moved:
-            break
-    if nfev >= max_nfev:
+    if fun.nfev >= max_nfev:
         raise ValueError(f"no minimum found within {max_nfev} evaluations of the model")
-    return p, covariance(fun, p, f, lo, hi, loss=loss, f_scale=f_scale)
+    return search.p, covariance(fun, search.p, search.f, lo, hi, loss=loss, f_scale=f_scale)
 
 
 def covariance(
