@@ -25,11 +25,13 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Mapping
+from html import escape
 from pathlib import Path
 from typing import Any
 
 from sizing.errors import Infeasible, InputError, ReportError
 from sizing.paths import KERNEL_NAME, NOTEBOOKS_DIR
+from sizing.units import parse_rps
 from trialtable.files import check_output, write_atomic
 
 __all__ = [
@@ -148,8 +150,6 @@ def coerce_parameters(notebook: str, given: Mapping[str, Any]) -> dict[str, Any]
             elif isinstance(default, int):
                 out[name] = int(value)
             elif isinstance(default, float):
-                from sizing.units import parse_rps
-
                 out[name] = parse_rps(value) if name == "rps" else float(value)
             elif isinstance(default, list):
                 out[name] = [value] if value else []
@@ -301,8 +301,6 @@ def no_answer_page(parameters: Mapping[str, Any], reason: str, html: str | Path)
     html : path
         Where the page is written.
     """
-    import html as h
-
     given = "; ".join(f"{k} {v}" for k, v in parameters.items() if v not in (None, "", [], ()))
     body = f"""<!DOCTYPE html><html><head><meta charset="utf-8"><title>Sizing: no answer</title>
 <style>body{{font-family:system-ui,sans-serif;font-size:13px;margin:16px}}
@@ -310,12 +308,12 @@ th{{text-align:left;padding:2px 12px 2px 0;font-weight:600}}td{{padding:2px 0}}
 .ns-none{{border:2px solid #c00;border-radius:8px;padding:10px 14px;background:#fde2e1;
 font-size:16px;font-weight:700;max-width:900px}}</style></head><body>
 <h1 style="font-size:22px">Sizing: no answer</h1>
-<div class="ns-none" id="no-answer">{h.escape(reason)}</div>
+<div class="ns-none" id="no-answer">{escape(reason)}</div>
 <p>No fleet of the selected instance types meets this request. What moves it: a looser p99
 SLA (--sla-p99), a lower target (--rps), less headroom (--headroom), more instances
 (--max-count), or more of the catalog (--region all, --provider, --family,
 --all-families).</p>
-<p id="inputs"><b>The request:</b> {h.escape(given)}</p>
+<p id="inputs"><b>The request:</b> {escape(given)}</p>
 </body></html>"""
     return write_atomic(html, _with_style(body, f"{_PAGE_CSS}\n@media print {{{PRINT_CSS}}}"))
 

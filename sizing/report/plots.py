@@ -8,13 +8,19 @@ from __future__ import annotations
 
 import html
 import math
+import textwrap
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
+import plotly.io as pio
 
 from sizing.model.curves import CurveFit
+
+if TYPE_CHECKING:  # the figures only read a recommendation
+    from sizing.fleet.counts import Recommendation
 
 TEMPLATE = "plotly_white"
 _DASH_SLA = {"dash": "dash", "color": "firebrick"}
@@ -27,8 +33,6 @@ def text(value: Any) -> str:
 
 def use_offline_renderer() -> None:
     """Render figures with plotly.js embedded in the notebook, so exported HTML works offline."""
-    import plotly.io as pio
-
     pio.renderers.default = "notebook"
     # Labels are text: a "$" in "$ per hour" is a dollar, never LaTeX (and nothing is fetched
     # to typeset it), and the toolbar carries no plotly logo.
@@ -204,14 +208,12 @@ def latency_throughput_figure(trials: Any, sla_p99_ms: float) -> go.Figure:
     return fig
 
 
-def options_frame(rec: Any, top: int = 15) -> Any:
+def options_frame(rec: Recommendation, top: int = 15) -> pd.DataFrame:
     """The cheapest options as a DataFrame (one row per option).
 
     ``label`` names the option on a chart: its instance type, with its region when the same
     type is offered in several regions among the options (a catalog of several regions).
     """
-    import pandas as pd
-
     rows = [o.to_dict(rec.target_rps) for o in rec.options[:top]]
     df = pd.DataFrame(rows)
     df["rps_per_usd_hour"] = df["capacity_rps_per_instance"] / df["price_usd_hour"]
@@ -223,7 +225,7 @@ def options_frame(rec: Any, top: int = 15) -> Any:
     return df
 
 
-def price_performance_figure(rec: Any, top: int = 15) -> go.Figure:
+def price_performance_figure(rec: Recommendation, top: int = 15) -> go.Figure:
     """Capacity under the SLA per dollar-hour of each option's instance type."""
     df = options_frame(rec, top).sort_values("rps_per_usd_hour")
     fig = go.Figure()
@@ -251,7 +253,7 @@ def price_performance_figure(rec: Any, top: int = 15) -> go.Figure:
     return fig
 
 
-def cost_figure(rec: Any, top: int = 15) -> go.Figure:
+def cost_figure(rec: Recommendation, top: int = 15) -> go.Figure:
     """Hourly cost of each option against the instances to buy at the confidence.
 
     Each point is one option of the options table, at the count that keeps the headroom with
@@ -269,7 +271,8 @@ def cost_figure(rec: Any, top: int = 15) -> go.Figure:
     for provider, grp in df.groupby("provider"):
         shared = grp.groupby(["buy", "buy_cost"], sort=False)
         xs, ys, labels, hover = [], [], [], []
-        for (n, cost), pts in shared:
+        for key, pts in shared:
+            n, cost = cast(tuple[int, float], key)
             xs.append(int(n))
             ys.append(float(cost))
             labels.append(_ranks(list(pts["rank"])))
@@ -345,7 +348,7 @@ def _rgba(hex_color: str, alpha: float) -> str:
     return f"rgba({r},{g},{b},{alpha})"
 
 
-def family_names(rec: Any, top: int | None = None) -> list[str]:
+def family_names(rec: Recommendation, top: int | None = None) -> list[str]:
     """Families (``"provider family"``) of the recommendation's options, cheapest first.
 
     With ``top``, only those of the ``top`` cheapest options.
@@ -359,8 +362,84 @@ def family_names(rec: Any, top: int | None = None) -> list[str]:
     return out
 
 
+#: Plotly's default colours, one per family line.
+PALETTE = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
+
+#: One instance type on a family's line: vCPUs, capacity [RPS], name, interval low, high [RPS].
+_Point = tuple[int, float, str, float, float]
+
+
+def _family_points(
+    rec: Recommendation, level: float, keep: set[str] | None
+) -> dict[str, list[_Point]]:
+    """Each family's (or only ``keep``'s) instance types, with their ``level`` interval."""
+    points: dict[str, list[_Point]] = {}
+    for o in rec.options:
+        inst = o.capacity.instance
+        name = f"{inst.provider} {inst.family}"
+        if keep is not None and name not in keep:
+            continue
+        lo, hi = o.capacity.interval(level)
+        points.setdefault(name, []).append(
+            (inst.vcpus, o.capacity.capacity_rps, inst.instance_type, lo, hi)
+        )
+    return points
+
+
+def _family_traces(name: str, pts: list[_Point], color: str, level: float) -> list[go.Scatter]:
+    """A family's line with error bars, and its shaded band where it has two points or more."""
+    xs = [p[0] for p in pts]
+    out = []
+    if len(pts) > 1:
+        out.append(
+            go.Scatter(
+                x=xs + xs[::-1],
+                y=[p[4] for p in pts] + [p[3] for p in pts][::-1],
+                fill="toself",
+                fillcolor=_rgba(color, 0.12),
+                line={"width": 0},
+                name=f"{text(name)} {level:.0%} range",
+                legendgroup=name,
+                showlegend=False,
+                hoverinfo="skip",
+            )
+        )
+    out.append(
+        go.Scatter(
+            x=xs,
+            y=[p[1] for p in pts],
+            mode="lines+markers",
+            name=text(name),
+            legendgroup=name,
+            line={"color": color},
+            error_y={
+                "type": "data",
+                "symmetric": False,
+                "array": [p[4] - p[1] for p in pts],
+                "arrayminus": [p[1] - p[3] for p in pts],
+                "thickness": 1,
+                "width": 3,
+            },
+            text=[text(p[2]) for p in pts],
+            hovertemplate="%{text}: %{y:,.0f} RPS at %{x} vCPUs<extra></extra>",
+        )
+    )
+    return out
+
+
 def capacity_curves_figure(
-    rec: Any,
+    rec: Recommendation,
     level: float = 0.95,
     families_of_top: int | None = None,
     families: Sequence[str] | None = None,
@@ -379,67 +458,11 @@ def capacity_curves_figure(
         keep = set(families)
     elif families_of_top is not None:
         keep = set(family_names(rec, families_of_top))
-    points: dict[str, list[tuple[int, float, str, float, float]]] = {}
-    for o in rec.options:
-        inst = o.capacity.instance
-        name = f"{inst.provider} {inst.family}"
-        if keep is not None and name not in keep:
-            continue
-        lo, hi = o.capacity.interval(level)
-        points.setdefault(name, []).append(
-            (inst.vcpus, o.capacity.capacity_rps, inst.instance_type, lo, hi)
-        )
+    points = _family_points(rec, level, keep)
     fig = go.Figure()
-    palette = (
-        "#1f77b4",
-        "#ff7f0e",
-        "#2ca02c",
-        "#d62728",
-        "#9467bd",
-        "#8c564b",
-        "#e377c2",
-        "#7f7f7f",
-        "#bcbd22",
-        "#17becf",
-    )
     for k, (name, pts) in enumerate(sorted(points.items())):
-        pts = sorted(set(pts))
-        color = palette[k % len(palette)]
-        xs = [p[0] for p in pts]
-        if len(pts) > 1:
-            fig.add_trace(
-                go.Scatter(
-                    x=xs + xs[::-1],
-                    y=[p[4] for p in pts] + [p[3] for p in pts][::-1],
-                    fill="toself",
-                    fillcolor=_rgba(color, 0.12),
-                    line={"width": 0},
-                    name=f"{text(name)} {level:.0%} range",
-                    legendgroup=name,
-                    showlegend=False,
-                    hoverinfo="skip",
-                )
-            )
-        fig.add_trace(
-            go.Scatter(
-                x=xs,
-                y=[p[1] for p in pts],
-                mode="lines+markers",
-                name=text(name),
-                legendgroup=name,
-                line={"color": color},
-                error_y={
-                    "type": "data",
-                    "symmetric": False,
-                    "array": [p[4] - p[1] for p in pts],
-                    "arrayminus": [p[1] - p[3] for p in pts],
-                    "thickness": 1,
-                    "width": 3,
-                },
-                text=[text(p[2]) for p in pts],
-                hovertemplate="%{text}: %{y:,.0f} RPS at %{x} vCPUs<extra></extra>",
-            )
-        )
+        for trace in _family_traces(name, sorted(set(pts)), PALETTE[k % len(PALETTE)], level):
+            fig.add_trace(trace)
     first = rec.options[0]
     n_buy = first.count_at_confidence or first.count
     inst = first.capacity.instance
@@ -487,7 +510,7 @@ _SHORT = {
 }
 
 
-def _short_label(rows: Any, i: int, extra: Sequence[str]) -> str:
+def _short_label(rows: pd.DataFrame, i: int, extra: Sequence[str]) -> str:
     """A bar's label, one short line each: the compared families, the kind, the scenario."""
     comparison = " / ".join(
         part.strip().removesuffix("-standard")
@@ -497,7 +520,7 @@ def _short_label(rows: Any, i: int, extra: Sequence[str]) -> str:
     return "<br>".join(text(w) for w in (comparison, *words) if w)
 
 
-def ratio_figure(rows: Any, title: str) -> go.Figure:
+def ratio_figure(rows: pd.DataFrame, title: str) -> go.Figure:
     """Published ratios next to the ratios recomputed from this package's data.
 
     Parameters
@@ -667,8 +690,6 @@ def _num(v: float) -> str:
 
 def _wrap(label: str, width: int) -> list[str]:
     """``label`` broken at spaces into lines of at most about ``width`` characters."""
-    import textwrap
-
     return textwrap.wrap(label, width, break_long_words=False) or [label]
 
 

@@ -15,18 +15,30 @@ from __future__ import annotations
 
 import html
 import math
+import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
 
+import pandas as pd
+from pandas.io.formats.style import Styler
+
+from sizing.analyses.sensitivity import cost_at_confidence
+from sizing.errors import Infeasible
 from sizing.fleet.recommend import (
     HOURS_PER_MONTH,
     Option,
     Recommendation,
     usd_per_million,
+    vcpus_by_family,
 )
+from sizing.paths import FITS_PATH
 from sizing.report.sources import cited, name_sources, other_sources
 from sizing.units import fmt_rps, fmt_sig, fmt_usd, fmt_usd_small
+
+if TYPE_CHECKING:  # a figure is only passed through
+    import plotly.graph_objects as go
 
 __all__ = [
     "NO_MATH",
@@ -194,9 +206,6 @@ def decision_summary(
     against : str
         The plan against on-demand prices (`sizing.analyses.baseline.against_on_demand`).
     """
-    from sizing.analyses.sensitivity import cost_at_confidence
-    from sizing.errors import Infeasible
-
     w = rec.workload
     ev = rec.evidence
     opts = rec.options
@@ -432,7 +441,7 @@ def _ranked(o: Option, rec: Recommendation) -> tuple[int, float, float]:
     return o.count, o.hourly_cost_usd, o.p_meets_target
 
 
-def options_table(rec: Recommendation, top: int = 10) -> Any:
+def options_table(rec: Recommendation, top: int = 10) -> Styler:
     """The cheapest options as a styled table: the total bill first, compute and egress beside.
 
     Every number is at the count the options are ranked by (`options_heading`); the terminal
@@ -444,8 +453,6 @@ def options_table(rec: Recommendation, top: int = 10) -> Any:
         Escaped (catalog strings are data), index hidden, numbers formatted; about 1,200 px
         wide at 13 px type.
     """
-    import pandas as pd
-
     at_conf = getattr(rec, "sort", "") == "cost-at-confidence"
     count_header = f"Count at {rec.confidence:.0%}" if at_conf else "Count"
     rows = []
@@ -479,7 +486,9 @@ def options_table(rec: Recommendation, top: int = 10) -> Any:
     return _styled(df, "options-table", left, highlight_first=True)
 
 
-def _styled(df: Any, table_id: str, left: Sequence[int], *, highlight_first: bool = False) -> Any:
+def _styled(
+    df: pd.DataFrame, table_id: str, left: Sequence[int], *, highlight_first: bool = False
+) -> Styler:
     """A readable, escaped table: human headers, no index, 13 px type, no wrapping."""
     styles: list[Any] = [
         {
@@ -505,8 +514,6 @@ def _styled(df: Any, table_id: str, left: Sequence[int], *, highlight_first: boo
         styles.append(
             {"selector": "tbody tr:first-child td", "props": "font-weight:700;background:#eaf2fb;"}
         )
-    from pandas.io.formats.style import Styler
-
     # The table's id is "T_" + uuid: the styles above are scoped to it.
     return (
         Styler(df, uuid=table_id, cell_ids=False)
@@ -517,12 +524,8 @@ def _styled(df: Any, table_id: str, left: Sequence[int], *, highlight_first: boo
     )
 
 
-def families_table(rec: Recommendation, top: int = 10) -> Any:
+def families_table(rec: Recommendation, top: int = 10) -> Styler:
     """VCPUs needed per family (cheapest size; fewest vCPUs over sizes), readable."""
-    import pandas as pd
-
-    from sizing.fleet.recommend import vcpus_by_family
-
     rows = [
         {
             "Family": f["family"],
@@ -538,9 +541,8 @@ def families_table(rec: Recommendation, top: int = 10) -> Any:
     return _styled(pd.DataFrame(rows), "families-table", [0, 1, 2, 3])
 
 
-def sensitivity_table(rows: Sequence[Any], cost_now: float) -> Any:
+def sensitivity_table(rows: Sequence[Any], cost_now: float) -> Styler:
     """The tornado chart's numbers: each input's range and the fleet cost at each end."""
-    import pandas as pd
 
     def end(cost: float | None, choice: str) -> str:
         return "no option meets it" if cost is None else f"{fmt_usd(cost)} ({choice})"
@@ -581,7 +583,7 @@ def title_html(rec: Recommendation, warning: str = "") -> str:
     )
 
 
-def figure_div(fig: Any, *, height: int | None = None) -> str:
+def figure_div(fig: go.Figure, *, height: int | None = None) -> str:
     """A plotly figure as an HTML fragment, using the plotly.js the page already embeds."""
     if height is not None:
         fig.update_layout(height=height)
@@ -592,10 +594,6 @@ def figure_div(fig: Any, *, height: int | None = None) -> str:
 
 def model_version() -> str:
     """Package version and the date of the precomputed reference fits."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    from sizing.paths import FITS_PATH
-
     try:
         pkg = version("nginx-sizing")
     except PackageNotFoundError:
@@ -762,16 +760,13 @@ def once(basis: Sequence[str]) -> list[str]:
     return out
 
 
-def tidy_table(df: Any, *, digits: int = 3, table_id: str | None = None) -> Any:
+def tidy_table(df: pd.DataFrame, *, digits: int = 3, table_id: str | None = None) -> Styler:
     """Any model or trial table, readable: numbers to ``digits`` significant digits.
 
     Float noise (``1e-14``) shows as 0, infinities as ``unbounded``, missing values as ``-``;
     strings are HTML-escaped (they may come from a catalog or a run label); column names have
     their underscores replaced by spaces.
     """
-    import numbers
-
-    from pandas.io.formats.style import Styler
 
     def cell(v: Any) -> str:
         if isinstance(v, bool):
