@@ -31,12 +31,16 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+import pandas as pd
 
+from sizing.catalog.load import load_catalog
 from sizing.errors import InputError
+from sizing.fitting.cloudtruth import load_cloud_measurements
 from sizing.model.cloud import (
     ANCHOR_CLOCK,
     ANCHORS,
@@ -52,9 +56,11 @@ from sizing.model.cloud import (
     speed_for,
     workload_class,
 )
-
-if TYPE_CHECKING:
-    import pandas as pd
+from sizing.model.costmodel import cpu_us_per_request, reference_profile
+from sizing.model.platforms import WHOLE_CORE_FAMILIES, platform_of, platforms
+from sizing.units import finite_json
+from sizing.workload.value import Workload
+from trialtable.files import write_atomic
 
 __all__ = [
     "fit_cloud_model",
@@ -71,9 +77,6 @@ def reference_cost_us(body_bytes: float, protocol: str) -> float:
     The seed-004 coefficients (`sizing.model.costmodel.reference_profile`) without any
     packet or environment term.
     """
-    from sizing.model.costmodel import cpu_us_per_request, reference_profile
-    from sizing.workload.value import Workload
-
     work = Workload(protocol=protocol, file_bytes=int(body_bytes))
     return cpu_us_per_request(work, reference_profile(), over_nic=False).us
 
@@ -81,8 +84,6 @@ def reference_cost_us(body_bytes: float, protocol: str) -> float:
 def _threads_per_core(catalog_tpc: Mapping[str, int], inst: str, platform: str) -> int:
     if inst in catalog_tpc:
         return catalog_tpc[inst]
-    from sizing.model.platforms import WHOLE_CORE_FAMILIES, platforms
-
     if any(inst.startswith(f) for f in WHOLE_CORE_FAMILIES):
         return 1
     known = platforms()
@@ -91,9 +92,6 @@ def _threads_per_core(catalog_tpc: Mapping[str, int], inst: str, platform: str) 
 
 def catalog_threads_per_core() -> dict[str, int]:
     """VCPUs per core of every instance type in the shipped catalog (all regions)."""
-    from sizing.catalog.load import load_catalog
-    from sizing.model.platforms import platform_of
-
     out: dict[str, int] = {}
     for inst in load_catalog():
         if inst.instance_type not in out:
@@ -126,8 +124,6 @@ def observations(
     ``rps`` rows of a client on the same VM give nothing (the VM's time was shared).
     Machines with more than ``max_vcpus`` vCPUs are left out (`MAX_VCPUS`).
     """
-    import pandas as pd
-
     df = df[df["vcpus"] <= max_vcpus]
     tpc = dict(catalog_tpc) if catalog_tpc is not None else catalog_threads_per_core()
     keys = ["source_id", "server", "provider", "instance_type", "cpu_platform", "vcpus"]
@@ -234,47 +230,42 @@ def _between_sources(obs: pd.DataFrame, resid: np.ndarray) -> tuple[float, int]:
     return math.sqrt(float(np.mean(np.square(diffs))) / 2.0), len(diffs)
 
 
-def fit_cloud_model(
-    obs: pd.DataFrame,
-    exclude_sources: Collection[str] = (),
-    exclude_platforms: Collection[str] = (),
-) -> CloudModel:
-    """Fit the cloud model to `observations`, leaving out whole sources or platforms.
+@dataclass
+class _Relative:
+    """Stage 1 of every class: relative speeds, harness levels, scatter and size slopes."""
 
-    Parameters
-    ----------
-    obs : DataFrame
-        From `observations`.
-    exclude_sources, exclude_platforms : collection of str
-        Held out of every stage of the fit (leave-one-out benchmarks).
-    """
-    from sizing.model.platforms import platforms
+    rel: dict[str, dict[tuple[str, int], tuple[float, float]]] = field(default_factory=dict)
+    raw_levels: dict[str, dict[tuple[str, int, str], float]] = field(default_factory=dict)
+    within: dict[str, float] = field(default_factory=dict)
+    between_sd: float = 0.0
+    pairs: int = 0
+    size_slopes: dict[str, float] = field(default_factory=dict)
 
-    train = obs[
-        ~obs["source_id"].isin(list(exclude_sources))
-        & ~obs["cpu_platform"].isin(list(exclude_platforms))
-    ]
-    if train.empty:
-        raise InputError("cloud model: nothing left to fit after the exclusions")
-    rel: dict[str, dict[tuple[str, int], tuple[float, float]]] = {}
-    raw_levels: dict[str, dict[tuple[str, int, str], float]] = {}
-    within: dict[str, float] = {}
+
+def _relative_by_class(train: pd.DataFrame) -> _Relative:
+    """Stage 1 for each workload class, and the scatter between sources over all of them."""
+    out = _Relative()
     between: list[tuple[float, int]] = []
-    size_slopes: dict[str, float] = {}
     for cls in CLASSES:
         sub = train[train["wclass"] == cls]
         if sub.empty:
             continue
-        rel[cls], resid, within[cls], raw_levels[cls], slopes = _relative_speeds(sub)
-        size_slopes.update({f"{src}|{cls}": b for src, b in slopes.items()})
+        out.rel[cls], resid, out.within[cls], out.raw_levels[cls], slopes = _relative_speeds(sub)
+        out.size_slopes.update({f"{src}|{cls}": b for src, b in slopes.items()})
         between.append(_between_sources(sub, resid))
-    pairs = sum(n for _, n in between)
-    between_sd = (
-        math.sqrt(sum(sd**2 * n for sd, n in between) / pairs)
-        if pairs
-        else within.get("small_static", 0.3)
+    out.pairs = sum(n for _, n in between)
+    out.between_sd = (
+        math.sqrt(sum(sd**2 * n for sd, n in between) / out.pairs)
+        if out.pairs
+        else out.within.get("small_static", 0.3)
     )
-    # SMT gain per class from platforms measured both ways.
+    return out
+
+
+def _smt_gains(
+    rel: dict[str, dict[tuple[str, int], tuple[float, float]]],
+) -> dict[str, tuple[float, float, str]]:
+    """SMT gain per class from platforms measured both ways (else the prior): gain, sd, why."""
     smt: dict[str, tuple[float, float, str]] = {}
     for cls, by_group in rel.items():
         gains = []
@@ -296,20 +287,24 @@ def fit_cloud_model(
             )
         else:
             smt[cls] = SMT_PRIOR[0], SMT_PRIOR[1], SMT_PRIOR[2]
-    # Absolute scale at the anchor platform.
+    return smt
+
+
+def _absolute_speeds(
+    train: pd.DataFrame,
+    stage1: _Relative,
+    smt: dict[str, tuple[float, float, str]],
+    anchor: str,
+) -> tuple[dict[str, PlatformSpeed], dict[str, float], dict[str, float]]:
+    """Stage 2's scale at the anchor platform: speeds, harness levels and anchor sds by class."""
     known = platforms()
-    anchor = next(
-        (a for a in ANCHORS if all((a, 2) in rel[c] or (a, 1) in rel[c] for c in rel)), ""
-    )
-    if not anchor:
-        raise InputError("cloud model: no anchor platform (Haswell to Cascade Lake) in the data")
     speeds: dict[str, PlatformSpeed] = {}
     levels: dict[str, float] = {}
     anchor_sds: dict[str, float] = {}
     counts = train.groupby(["cpu_platform", "threads_per_core"])["instance_type"].nunique()
     srcs = train.groupby(["cpu_platform", "threads_per_core", "wclass"])["source_id"].unique()
     anchor_core = known[anchor].core_speed if anchor in known else 1.0
-    for cls, speeds_rel in rel.items():
+    for cls, speeds_rel in stage1.rel.items():
         g, g_sd, _ = smt[cls]
         if (anchor, 2) in speeds_rel:
             base_b, base_se = speeds_rel[(anchor, 2)]
@@ -320,7 +315,7 @@ def fit_cloud_model(
             anchor_v = anchor_core * ANCHOR_CLOCK[0]
             anchor_sd = ANCHOR_CLOCK[1]
         anchor_sds[cls] = anchor_sd
-        for (src, body, proto), a in raw_levels[cls].items():
+        for (src, body, proto), a in stage1.raw_levels[cls].items():
             # t = L / V: the harness's CPU time per request on one reference core [us].
             levels[f"{src}|{body}|{proto}"] = math.exp(a - base_b) * anchor_v
         for (pid, tpc), (b, se) in speeds_rel.items():
@@ -334,19 +329,52 @@ def fit_cloud_model(
                 int(counts.get((pid, tpc), 0)),
                 sorted(str(s) for s in srcs.get((pid, tpc, cls), [])),
             )
+    return speeds, levels, anchor_sds
+
+
+def fit_cloud_model(
+    obs: pd.DataFrame,
+    exclude_sources: Collection[str] = (),
+    exclude_platforms: Collection[str] = (),
+) -> CloudModel:
+    """Fit the cloud model to `observations`, leaving out whole sources or platforms.
+
+    Parameters
+    ----------
+    obs : DataFrame
+        From `observations`.
+    exclude_sources, exclude_platforms : collection of str
+        Held out of every stage of the fit (leave-one-out benchmarks).
+    """
+    train = obs[
+        ~obs["source_id"].isin(list(exclude_sources))
+        & ~obs["cpu_platform"].isin(list(exclude_platforms))
+    ]
+    if train.empty:
+        raise InputError("cloud model: nothing left to fit after the exclusions")
+    stage1 = _relative_by_class(train)
+    rel = stage1.rel
+    smt = _smt_gains(rel)
+    # Absolute scale at the anchor platform.
+    anchor = next(
+        (a for a in ANCHORS if all((a, 2) in rel[c] or (a, 1) in rel[c] for c in rel)), ""
+    )
+    if not anchor:
+        raise InputError("cloud model: no anchor platform (Haswell to Cascade Lake) in the data")
+    speeds, levels, anchor_sds = _absolute_speeds(train, stage1, smt, anchor)
     model = CloudModel(
         speeds=speeds,
         smt_gain=smt,
         environments={},
-        within_sd=within,
-        between_source_sd=between_sd,
-        between_source_pairs=pairs,
+        within_sd=stage1.within,
+        between_source_sd=stage1.between_sd,
+        between_source_pairs=stage1.pairs,
         anchor=anchor,
         fitted_on=sorted(train["source_id"].unique()),
         held_out=sorted({*exclude_sources, *(f"platform:{p}" for p in exclude_platforms)}),
         levels=levels,
         anchor_sd=anchor_sds,
-        size_slopes=size_slopes,
+        size_slopes=stage1.size_slopes,
     )
     model.environments = _environments(train, model)
     # Stage 3a: a hyper-thread's worth to NGINX serving a client on another machine is not
@@ -398,8 +426,6 @@ def stand_in_gap(resid: Mapping[str, list[tuple[str, float]]]) -> tuple[float, i
 
 def _widen_stand_in(train: pd.DataFrame, model: CloudModel, gap_sd: float, gap_n: int) -> None:
     """Mark the speeds no real-NGINX row placed and widen their log sd by the gap."""
-    from dataclasses import replace
-
     nginx = train[train["server"] == "nginx"]
     measured = {
         CloudModel.key(str(p), int(t), str(c))
@@ -440,8 +466,6 @@ def _smt_shift(train: pd.DataFrame, model: CloudModel) -> None:
     ``ln(SMT_PRIOR / fitted gain)`` by their precisions. Without real NGINX on both kinds the
     prior alone moves the speeds. The shift's sd joins every hyper-thread speed's sd.
     """
-    from dataclasses import replace
-
     resid = _nginx_residuals(train, model)
     for cls, (g, g_sd, why) in list(model.smt_gain.items()):
         by_kind: dict[int, list[float]] = {1: [], 2: []}
@@ -487,8 +511,6 @@ def _smt_shift(train: pd.DataFrame, model: CloudModel) -> None:
 
 def _shift_to_nginx(train: pd.DataFrame, model: CloudModel) -> None:
     """Move each platform's speed towards its real-NGINX rows (see `fit_cloud_model`)."""
-    from dataclasses import replace
-
     resid = _nginx_residuals(train, model)
     shifts: dict[str, tuple[float, int]] = {}
     for key, rows in resid.items():
@@ -596,10 +618,6 @@ def _environments(train: pd.DataFrame, model: CloudModel) -> dict[str, EnvTerm]:
 
 def precompute_cloud_model(path: str | Path | None = None) -> Path:
     """Fit the cloud model to the shipped measurements and write ``data/fits/``."""
-    from sizing.fitting.cloudtruth import load_cloud_measurements
-    from sizing.units import finite_json
-    from trialtable.files import write_atomic
-
     p = Path(path) if path is not None else CLOUD_MODEL_PATH
     model = fit_cloud_model(observations(load_cloud_measurements()))
     doc = finite_json(_rounded(model.to_dict()))

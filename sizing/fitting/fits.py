@@ -2,17 +2,33 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 from collections.abc import Callable
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
+import numpy as np
+
+from sizing.catalog.load import load_catalog
+from sizing.fitting.published import recompute_claims
 from sizing.fitting.runcosts import http2_term, proxy_terms, tls_byte_current
-from sizing.model import curves
+from sizing.model import curves, platforms
 from sizing.model.capacity import REFERENCE_LINK_GBPS, bytes_per_response
+from sizing.model.costmodel import (
+    COST_MODEL_PATH,
+    FITTED,
+    REFERENCE_CPU,
+    REFERENCE_SOURCE,
+    REFERENCE_STACK,
+    UNITS,
+    seed_cost_us,
+    seed_prediction,
+)
 from sizing.model.datasets import reference_series
-from sizing.paths import FITS_PATH
+from sizing.paths import FITS_PATH, REFERENCE_DIR
 from sizing.units import finite_json
 from trialtable.files import write_atomic
 from trialtable.profile import cost_terms
@@ -186,10 +202,7 @@ def fit_cost_model(
         parameters, list of lists, in ``names`` order), ``names``, ``residual_sd`` (log
         scale), ``residuals`` (per point: the point, predicted, error), ``n_points``.
     """
-    import numpy as np
-    from scipy.optimize import least_squares
-
-    from sizing.model.costmodel import seed_prediction
+    from scipy.optimize import least_squares  # scipy's optimiser: half a second of imports
 
     held = dict(fixed or {})
     names = [n for n in _START if n not in held]
@@ -238,10 +251,6 @@ def predict_with_interval(
 
     The log-scale sd is the delta-method parameter sd plus the residual sd.
     """
-    import numpy as np
-
-    from sizing.model.costmodel import seed_prediction
-
     names = fit["names"]
     x = np.array(fit["x_opt"])
     cov = np.array(fit["cov_log"])
@@ -258,8 +267,6 @@ def predict_with_interval(
     h = 1e-5
     g = np.array([(f(x + h * np.eye(len(x))[i]) - base) / h for i in range(len(x))])
     sd = math.sqrt(float(g @ cov @ g) + fit["residual_sd"] ** 2)
-    from statistics import NormalDist
-
     zq = NormalDist().inv_cdf(0.5 + level / 2)
     return math.exp(base), math.exp(base - zq * sd), math.exp(base + zq * sd)
 
@@ -272,10 +279,6 @@ def _sig(v: float, digits: int = 3) -> float:
 
 
 def _claim(claim_id: str) -> tuple[float, float, str]:
-    import csv
-
-    from sizing.paths import REFERENCE_DIR
-
     with (REFERENCE_DIR / "relative-claims.csv").open(newline="") as fh:
         for r in csv.DictReader(fh):
             if r["claim_id"] == claim_id:
@@ -295,27 +298,23 @@ def _range_coef(value: float, low: float, high: float, unit: str, source: str) -
     }
 
 
-def cost_model_doc(fit: dict[str, Any]) -> dict[str, Any]:
-    """The stored reference cost model: fitted coefficients, estimates, scaling, residuals."""
-    from sizing.model.costmodel import (
-        FITTED,
-        REFERENCE_CPU,
-        REFERENCE_SOURCE,
-        REFERENCE_STACK,
-        UNITS,
-        seed_cost_us,
-    )
-
-    p, se = fit["params"], fit["stderr"]
-    coefs: dict[str, Any] = {}
-    for n in FITTED:
-        coefs[n] = {
+def _fitted_coefficients(p: dict[str, float], se: dict[str, float]) -> dict[str, Any]:
+    """The coefficients fitted to the seed table, with their standard errors."""
+    return {
+        n: {
             "value": _sig(p[n]),
             "stderr": _sig(se[n], 2),
             "unit": UNITS[n],
             "measured_over": "nic",
             "source": f"fitted to {SEED_TABLE} (NGINX, 2x 40 GbE bare metal)",
         }
+        for n in FITTED
+    }
+
+
+def _input_coefficients(p: dict[str, float]) -> dict[str, Any]:
+    """The coefficients set from published ratios and estimates, with their ranges."""
+    coefs: dict[str, Any] = {}
     lo, hi, src = _claim("004-ecc-vs-rsa")
     rsa = p["handshake_full_rsa2048_us"]
     mid = math.sqrt(lo * hi)
@@ -391,6 +390,11 @@ def cost_model_doc(fit: dict[str, Any]) -> dict[str, Any]:
         "packet-allowance work over the seed's bare-metal NIC: 0.3 us (0.1-1.0) per packet on "
         "the reference core",
     )
+    return coefs
+
+
+def _correlations(fit: dict[str, Any]) -> dict[str, float]:
+    """The fitted coefficients' correlations of 0.05 or more (in log space), by pair."""
     names = fit["names"]
     cov = fit["cov_log"]
     corr: dict[str, float] = {}
@@ -401,6 +405,14 @@ def cost_model_doc(fit: dict[str, Any]) -> dict[str, Any]:
             c = cov[i][j] / math.sqrt(cov[i][i] * cov[j][j]) if cov[i][i] and cov[j][j] else 0.0
             if abs(c) >= 0.05:
                 corr[f"{a}|{b}"] = round(c, 2)
+    return corr
+
+
+def cost_model_doc(fit: dict[str, Any]) -> dict[str, Any]:
+    """The stored reference cost model: fitted coefficients, estimates, scaling, residuals."""
+    p, se = fit["params"], fit["stderr"]
+    coefs = {**_fitted_coefficients(p, se), **_input_coefficients(p)}
+    corr = _correlations(fit)
     tls_value, tls_lo, tls_hi, tls_why = tls_byte_current(p)
     tls_current = {
         **_range_coef(tls_value, tls_lo, tls_hi, "ns/byte", tls_why),
@@ -460,8 +472,6 @@ def cost_model_doc(fit: dict[str, Any]) -> dict[str, Any]:
 
 def precompute_cost_model(path: str | Path | None = None) -> Path:
     """Fit the cost model to every seed-004 RPS and CPS point and write it to ``data/fits/``."""
-    from sizing.model.costmodel import COST_MODEL_PATH
-
     p = Path(path) if path is not None else COST_MODEL_PATH
     p.parent.mkdir(parents=True, exist_ok=True)
     doc = cost_model_doc(fit_cost_model(seed_points()))
@@ -475,10 +485,6 @@ def fit_ht_nginx() -> float:
     Bisection on the gain: the model's ratio at the claim's workload falls as the gain (which
     raises the hyper-threaded N2) rises.
     """
-    from sizing.catalog.load import load_catalog
-    from sizing.fitting.published import recompute_claims
-    from sizing.model import capacity, platforms
-
     claim_id, target = platforms.HT_FIT_CLAIM[0], platforms.HT_FIT_CLAIM[1]
     catalog = load_catalog()
 
@@ -499,14 +505,11 @@ def fit_ht_nginx() -> float:
             lo = mid
         else:
             hi = mid
-    del capacity
     return 0.5 * (lo + hi)
 
 
 def precompute_platforms(path: str | Path | None = None) -> Path:
     """Write the fitted hyper-thread gain to ``data/platforms/nginx-ht.json``."""
-    from sizing.model import platforms
-
     p = Path(path) if path is not None else platforms.HT_FIT_PATH
     p.parent.mkdir(parents=True, exist_ok=True)
     ht = fit_ht_nginx()
