@@ -269,7 +269,7 @@ def read_trials(run_dir: str | os.PathLike[str]) -> pd.DataFrame:
     NaN when some are empty); numbers are ``float64``; flags are ``bool`` (``object`` with
     None when some are empty).
     """
-    import pandas as pd
+    import pandas as pd  # here: `recommend` reads trials as rows and never loads pandas
 
     rows = read_rows(run_dir)
     columns: dict[str, Any] = {}

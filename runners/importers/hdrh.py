@@ -18,6 +18,8 @@ import zlib
 from collections.abc import Mapping
 from typing import Any
 
+from hdrh.histogram import HdrHistogram
+
 from runners.importers.base import (
     LATENCY_COLUMNS,
     MAX_LATENCY_US,
@@ -38,10 +40,8 @@ _VERSION = re.compile(r"^#\[Histogram log format version ([0-9.]{1,10})\]")
 _START = re.compile(r"^#\[StartTime: ([0-9.]{1,30}) ")
 
 
-def _decode(payload: str, where: str) -> Any:
+def _decode(payload: str, where: str) -> HdrHistogram:
     """One interval's histogram, its size checked before it is built."""
-    from hdrh.histogram import HdrHistogram
-
     try:
         raw = base64.b64decode(payload, validate=True)
         inflater = zlib.decompressobj()

@@ -20,11 +20,12 @@ Without a count, the baseline is the count of its type the rules need for the ta
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from sizing.catalog.egress import egress_cost
 from sizing.catalog.load import Instance
-from sizing.errors import InputError
+from sizing.errors import Infeasible, InputError
 from sizing.fleet.recommend import (
     HOURS_PER_MONTH,
     MAX_FLEET,
@@ -37,6 +38,9 @@ from sizing.fleet.recommend import (
     usd_per_million,
 )
 from sizing.model.capacity import Capacity
+from sizing.pipeline import Answer, size
+from sizing.report.render import clean, fmt_rps, table
+from sizing.units import fmt_usd_small
 
 _DIGITS = "0123456789"
 
@@ -217,8 +221,6 @@ def _egress(rec: Recommendation, inst: Instance) -> float | None:
     t = rec.traffic or {}
     if not t:
         return None
-    from sizing.catalog.egress import egress_cost
-
     return egress_cost(
         inst.provider, inst.region, t["monthly_gib"], clients=t["clients"], zones=rec.rules.zones
     ).get("usd_month")
@@ -259,9 +261,6 @@ def _fleet_words(row: dict[str, Any], doc: dict[str, Any]) -> str:
 
 def render_baseline(doc: dict[str, Any]) -> str:
     """The comparison as a text table: the baseline first, then each option."""
-    from sizing.report.render import clean, fmt_rps, table
-    from sizing.units import fmt_usd_small
-
     b = doc["baseline"]
 
     def pct(x: float) -> str:
@@ -345,7 +344,7 @@ def render_baseline(doc: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def against_on_demand(answer: Any) -> dict[str, Any] | None:
+def against_on_demand(answer: Answer) -> dict[str, Any] | None:
     """The answer's plan against the same request at on-demand prices, on the total bill.
 
     A spot or committed price lowers the instances' cost, but the plan it picks may sit where
@@ -364,11 +363,6 @@ def against_on_demand(answer: Any) -> dict[str, Any] | None:
         ``difference_monthly_usd`` (this plan's total minus on-demand's [USD/month]) and
         ``text`` (one line); None for an on-demand request, or when on-demand has no answer.
     """
-    from dataclasses import replace
-
-    from sizing.errors import Infeasible
-    from sizing.pipeline import size
-
     request = answer.request
     mine = answer.recommendation.decision
     if request.pricing == "on-demand" or not mine:

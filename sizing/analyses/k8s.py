@@ -37,10 +37,11 @@ import itertools
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from sizing.catalog.egress import egress_cost
 from sizing.catalog.load import Instance
 from sizing.errors import Infeasible, InputError
 from sizing.fleet.recommend import (
@@ -55,6 +56,7 @@ from sizing.fleet.recommend import (
 )
 from sizing.model.capacity import Capacity
 from sizing.model.costmodel import CostProfile
+from sizing.report.render import clean
 from sizing.units import fmt_usd_small
 from sizing.workload.value import Workload
 
@@ -522,8 +524,6 @@ def price_egress(fits: list[NodeFit], traffic: dict[str, Any] | None, zones: int
         Zones the nodes are spread over (inter-zone traffic with VPC clients).
     """
     if traffic:
-        from sizing.catalog.egress import egress_cost
-
         priced: dict[tuple[str, str], float | None] = {}
         for f in fits:
             where = (f.node.provider, f.node.region)
@@ -565,12 +565,12 @@ def hpa_target(fit: NodeFit, measured: tuple[float, str] | None = None) -> tuple
 _PLAIN_KEY = re.compile(r"[A-Za-z][A-Za-z0-9./_-]{0,252}")
 
 
-def _key(value: Any) -> str:
+def _key(value: object) -> str:
     text = str(value)
     return text if _PLAIN_KEY.fullmatch(text) else _scalar(text)
 
 
-def _scalar(value: Any) -> str:
+def _scalar(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -581,7 +581,7 @@ def _scalar(value: Any) -> str:
     return json.dumps(str(value), ensure_ascii=True)
 
 
-def _emit(value: Any, indent: int, out: list[str]) -> None:
+def _emit(value: object, indent: int, out: list[str]) -> None:
     pad = " " * indent
     if isinstance(value, dict):
         for k, v in value.items():
@@ -604,7 +604,7 @@ def _emit(value: Any, indent: int, out: list[str]) -> None:
         out.append(f"{pad}{_scalar(value)}")
 
 
-def _empty(v: Any) -> str:
+def _empty(v: object) -> str:
     if isinstance(v, dict):
         return "{}"
     if isinstance(v, list):
@@ -612,13 +612,11 @@ def _empty(v: Any) -> str:
     return _scalar(v)
 
 
-def to_yaml(docs: Sequence[dict[str, Any]], comments: Sequence[str] = ()) -> str:
+def to_yaml(docs: Sequence[Mapping[str, object]], comments: Sequence[str] = ()) -> str:
     """Documents as block YAML (every string double-quoted), ``#`` comments first.
 
     Comment lines are made single-line and printable, so no text in them starts a document.
     """
-    from sizing.report.render import clean
-
     out = [f"# {clean(c)}" for c in comments]
     for d in docs:
         out.append("---")

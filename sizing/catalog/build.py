@@ -30,6 +30,7 @@ import json
 import math
 import operator
 import re
+import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
@@ -261,8 +262,6 @@ def write_catalog(result: BuildResult, out: str | Path) -> tuple[Path, ...]:
     egress_text = egress_csv(result.egress) if result.egress else None
     try:
         if compact_text is None:  # checked by reading it back, privately
-            import tempfile  # (and its shutil and random) only here
-
             with tempfile.TemporaryDirectory() as tmp:
                 checked = read_catalog(write_atomic(Path(tmp) / path.name, data))
             items = [replace(i, catalog_file=str(path)) for i in checked]
@@ -288,8 +287,6 @@ def _check_egress(text: str, path: Path) -> None:
     if len(text.encode("utf-8")) <= EGRESS_MAX_BYTES:
         parse_egress(text, path)
         return
-    import tempfile
-
     with tempfile.TemporaryDirectory() as tmp:  # refused by the reader's bound, in its words
         read_egress(write_atomic(Path(tmp) / path.name, text))
 

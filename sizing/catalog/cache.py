@@ -20,6 +20,7 @@ from __future__ import annotations
 import marshal
 import os
 import stat
+import time
 import zlib
 from pathlib import Path
 from typing import Any
@@ -131,8 +132,6 @@ def stat_key(*paths: Path) -> str | None:
 
     None when one of them cannot be read, or was modified less than `RACY_NS` ago.
     """
-    import time
-
     now = time.time_ns()
     parts = []
     for p in paths:
