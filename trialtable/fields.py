@@ -86,7 +86,7 @@ class Field:
             return "one of " + ", ".join(self.choices)
         return f"text of at most {self.max_len} characters"
 
-    def _refuse(self, where: str, raw: Any) -> FieldError:
+    def _refuse(self, where: str, raw: object) -> FieldError:
         shown = printable(str(raw))
         shown = shown if len(shown) <= 40 else shown[:40] + "..."
         return FieldError(

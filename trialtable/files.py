@@ -205,7 +205,7 @@ def loads_json(data: bytes | str) -> Any:
             raise ValueError(f"the number {text[:30]} is too large")
         return value
 
-    def _constant(text: str) -> Any:
+    def _constant(text: str) -> float:
         raise ValueError(f"{text} is not a number JSON allows")
 
     if isinstance(data, bytes):

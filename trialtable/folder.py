@@ -72,7 +72,7 @@ def check_run_id(run_id: str) -> str:
     return run_id
 
 
-def cell(value: Any) -> str:
+def cell(value: object) -> str:
     """One value as stored in ``trials.csv`` (booleans ``true``/``false``, NaN empty)."""
     if value is None:
         return ""
@@ -508,7 +508,7 @@ HISTOGRAM = Fields(
 )
 
 
-def _field_ok(field: Field, value: Any) -> bool:
+def _field_ok(field: Field, value: object) -> bool:
     """Whether ``value`` (a number, or its digits as text) is one ``field`` takes."""
     if isinstance(value, str):
         if not re.fullmatch(r"[0-9]{1,20}", value):

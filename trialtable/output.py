@@ -14,7 +14,9 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
 
 #: First characters a spreadsheet reads as the start of a formula.
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
@@ -29,14 +31,14 @@ def terminal(text: str) -> str:
     return "\n".join(_printable(line) for line in str(text).split("\n"))
 
 
-def csv_cell(value: Any) -> Any:
+def csv_cell(value: _T) -> _T | str:
     """``value`` for a CSV cell: a text with a formula prefix gets a leading ``'``."""
     if isinstance(value, str) and value.startswith(FORMULA_PREFIXES):
         return "'" + value
     return value
 
 
-def csv_row(values: Iterable[Any]) -> list[Any]:
+def csv_row(values: Iterable[_T]) -> list[_T | str]:
     """`csv_cell` of each value."""
     return [csv_cell(v) for v in values]
 
@@ -52,6 +54,6 @@ def finite(obj: Any) -> Any:
     return obj
 
 
-def json_text(obj: Any, **kwargs: Any) -> str:
+def json_text(obj: object, *, indent: int | None = None) -> str:
     """``json.dumps`` of `finite` ``obj``, never ``NaN`` or ``Infinity``."""
-    return json.dumps(finite(obj), allow_nan=False, **kwargs)
+    return json.dumps(finite(obj), allow_nan=False, indent=indent)

@@ -27,7 +27,6 @@ import os
 import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 from trialtable.files import file_kind
 
@@ -182,7 +181,7 @@ def program_problem(path: str) -> str | None:
     return f"is {_what(st.st_mode)}, not a program"
 
 
-def _values(value: Any) -> Iterator[str]:
+def _values(value: object) -> Iterator[str]:
     if isinstance(value, str):
         yield value
     elif isinstance(value, list | tuple):
