@@ -34,7 +34,7 @@ import itertools
 import json
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -148,7 +148,7 @@ def bootstrap_ratio(
 class Setting:
     """One setting's repeats in one run."""
 
-    load: dict[str, Any]
+    load: dict[str, object]
     rps: Stat
     p99: Stat
     meets: bool
@@ -164,15 +164,15 @@ class Run:
     run_id: str
     label: str
     started_at: str
-    groups: dict[tuple[Any, ...], list[Setting]] = field(default_factory=dict)
+    groups: dict[tuple[object, ...], list[Setting]] = field(default_factory=dict)
     invalid: int = 0
     #: Per group, the settings measured with no valid trial: (load, invalid trials).
-    unmeasured: dict[tuple[Any, ...], list[tuple[dict[str, Any], int]]] = field(
+    unmeasured: dict[tuple[object, ...], list[tuple[dict[str, object], int]]] = field(
         default_factory=dict
     )
 
 
-def _key(row: dict[str, Any], columns: Sequence[str]) -> tuple[Any, ...]:
+def _key(row: Mapping[str, object], columns: Sequence[str]) -> tuple[object, ...]:
     return tuple(row[c] for c in columns)
 
 
@@ -209,7 +209,7 @@ def load_run(path: str) -> Run:
         _label(folder),
         min((r["started_at"] for r in rows), default=""),
     )
-    by_setting: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    by_setting: dict[tuple[object, ...], list[dict[str, Any]]] = {}
     for r in rows:
         by_setting.setdefault(_key(r, GROUP_COLUMNS + LOAD_COLUMNS), []).append(r)
     for key, trials in by_setting.items():
@@ -248,7 +248,7 @@ def max_under_sla(settings: Sequence[Setting]) -> Setting | None:
     return max(ok, key=lambda s: s.rps.mean) if ok else None
 
 
-def p99_at(settings: Sequence[Setting], load: dict[str, Any], rps: float) -> float | None:
+def p99_at(settings: Sequence[Setting], load: Mapping[str, object], rps: float) -> float | None:
     """B's p99 at a load [ms]: the same open-loop rate, else interpolated along mean RPS.
 
     None outside the range of RPS the settings measured.
@@ -265,7 +265,7 @@ def p99_at(settings: Sequence[Setting], load: dict[str, Any], rps: float) -> flo
     return pts[0][1]
 
 
-def _group_name(group: tuple[Any, ...]) -> str:
+def _group_name(group: tuple[object, ...]) -> str:
     g = dict(zip(GROUP_COLUMNS, group, strict=True))
     return (
         f"{g['scenario']} {g['protocol']}/{g['http_version']} {g['file_bytes']} B"
@@ -276,12 +276,12 @@ def _group_name(group: tuple[Any, ...]) -> str:
     )
 
 
-def _load_name(load: dict[str, Any]) -> str:
+def _load_name(load: Mapping[str, object]) -> str:
     if load.get("rate_rps") is not None:
         return f"{load['rate_rps']:g} RPS asked"
-    return f"{load['threads']}t/{load['connections']}c" + (
-        f"/{load['streams']}s" if (load.get("streams") or 1) > 1 else ""
-    )
+    streams = load.get("streams")
+    many = isinstance(streams, int | float) and streams > 1
+    return f"{load['threads']}t/{load['connections']}c" + (f"/{streams}s" if many else "")
 
 
 def compare_runs(

@@ -125,7 +125,7 @@ class RunFolder:
 
     # -- opening ----------------------------------------------------------------------------
     @classmethod
-    def create(cls, out: str | os.PathLike[str], meta: Mapping[str, Any]) -> RunFolder:
+    def create(cls, out: str | os.PathLike[str], meta: Mapping[str, object]) -> RunFolder:
         """Make ``out/<run_id>/`` with an empty trial table and ``run.json``, and lock it."""
         run_id = check_run_id(str(meta["run_id"]))
         path = Path(out) / run_id
@@ -355,7 +355,9 @@ class RunFolder:
         with contextlib.suppress(RunFolderError):
             self.save_meta()
 
-    def append(self, row: Mapping[str, Any], histograms: Mapping[str, Any] | None = None) -> None:
+    def append(
+        self, row: Mapping[str, object], histograms: Mapping[str, object] | None = None
+    ) -> None:
         """Append one trial: its histograms first, then its row, each flushed and fsynced."""
         unknown = set(row) - set(TRIAL_COLUMNS)
         if unknown:
@@ -428,7 +430,7 @@ class RunFolder:
         return doc
 
     # -- what the run started ---------------------------------------------------------------
-    def record_started(self, entry: Mapping[str, Any]) -> None:
+    def record_started(self, entry: Mapping[str, object]) -> None:
         """Record something started on a host (before it can be used), fsynced.
 
         ``entry`` holds at least ``host`` (the host spec), ``what`` (``nginx`` or

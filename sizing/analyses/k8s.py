@@ -334,11 +334,11 @@ def fit_nodes(
     pod_cpus: int = 2,
     evidence: object = None,
     profiles: Sequence[CostProfile] = (),
-) -> tuple[list[NodeFit], list[dict[str, Any]]]:
+) -> tuple[list[NodeFit], list[dict[str, str]]]:
     """Every node type's fit for the target, cheapest first, and the types left out."""
     work = replace(work, environment="kubernetes")
     fits: list[NodeFit] = []
-    excluded: list[dict[str, Any]] = []
+    excluded: list[dict[str, str]] = []
     memory_mib = POD_MEMORY_BASE_MIB + POD_MEMORY_PER_WORKER_MIB * pod_cpus
     candidates = []
     for n in nodes:

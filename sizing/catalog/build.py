@@ -419,7 +419,7 @@ def _json_texts(read: dict[str, Any]) -> dict[str, str]:
     return {cell: _json(value) for cell, value in read.items()}
 
 
-def _json(value: Any) -> str:
+def _json(value: object) -> str:
     """``json.dumps(value)`` for None, a flag, a number or a text."""
     if value is None:
         return "null"

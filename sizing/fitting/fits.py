@@ -8,7 +8,7 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 from statistics import NormalDist
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -159,9 +159,40 @@ LOG_BOUND = 12.0
 SEED_TABLE = "004_2a50d35d485b581a.txt tables 'RPS for HTTP/HTTPS Requests', 'CPS for HTTP/HTTPS'"
 
 
-def seed_points(name: str = "nginx-web-server") -> list[dict[str, Any]]:
+class SeedPoint(TypedDict):
+    """One published number of seed 004: its workload, CPUs and value [requests or conns/s]."""
+
+    metric: str
+    protocol: str
+    file_bytes: int
+    cpus: int
+    value: float
+
+
+class Residual(SeedPoint):
+    """A seed point with the fit's prediction and its error [%]."""
+
+    predicted: float
+    error_pct: float
+
+
+class CostFit(TypedDict):
+    """`fit_cost_model`'s answer (see there)."""
+
+    names: list[str]
+    fixed: dict[str, float]
+    params: dict[str, float]
+    stderr: dict[str, float]
+    cov_log: list[list[float]]
+    residual_sd: float
+    residuals: list[Residual]
+    n_points: int
+    x_opt: list[float]
+
+
+def seed_points(name: str = "nginx-web-server") -> list[SeedPoint]:
     """Seed 004's RPS and CPS values, one dict per published number."""
-    out = []
+    out: list[SeedPoint] = []
     for s in reference_series(name):
         if s["metric"] not in COST_METRICS:
             continue
@@ -178,9 +209,7 @@ def seed_points(name: str = "nginx-web-server") -> list[dict[str, Any]]:
     return out
 
 
-def fit_cost_model(
-    points: list[dict[str, Any]], fixed: dict[str, float] | None = None
-) -> dict[str, Any]:
+def fit_cost_model(points: list[SeedPoint], fixed: dict[str, float] | None = None) -> CostFit:
     """Fit one coefficient set (and the test's scaling) jointly to seed-004 points.
 
     Least squares on log(predicted / published), every coefficient kept positive (fitted on
@@ -207,7 +236,7 @@ def fit_cost_model(
     held = dict(fixed or {})
     names = [n for n in _START if n not in held]
 
-    def model(logp: np.ndarray, p: dict[str, Any]) -> float:
+    def model(logp: np.ndarray, p: SeedPoint) -> float:
         params = {**held, **dict(zip(names, np.exp(logp), strict=True))}
         return seed_prediction(params, p["metric"], p["protocol"], p["file_bytes"], p["cpus"])
 
@@ -224,10 +253,11 @@ def fit_cost_model(
     cov = np.linalg.pinv(jac.T @ jac) * s2
     values = np.exp(res.x)
     stderr = values * np.sqrt(np.clip(np.diag(cov), 0, None))
-    rows = []
+    rows: list[Residual] = []
     for p, r in zip(points, res.fun, strict=True):
         pred = p["value"] * math.exp(float(r))
-        rows.append({**p, "predicted": pred, "error_pct": 100.0 * (pred / p["value"] - 1.0)})
+        error_pct = 100.0 * (pred / p["value"] - 1.0)
+        rows.append(Residual(**p, predicted=pred, error_pct=error_pct))
     return {
         "names": names,
         "fixed": held,
@@ -245,7 +275,7 @@ def fit_cost_model(
 
 
 def predict_with_interval(
-    fit: dict[str, Any], point: dict[str, Any], level: float = 0.95
+    fit: CostFit, point: SeedPoint, level: float = 0.95
 ) -> tuple[float, float, float]:
     """Point prediction and ``level`` prediction interval of a seed-004 value from ``fit``.
 
@@ -393,7 +423,7 @@ def _input_coefficients(p: dict[str, float]) -> dict[str, Any]:
     return coefs
 
 
-def _correlations(fit: dict[str, Any]) -> dict[str, float]:
+def _correlations(fit: CostFit) -> dict[str, float]:
     """The fitted coefficients' correlations of 0.05 or more (in log space), by pair."""
     names = fit["names"]
     cov = fit["cov_log"]
@@ -408,7 +438,7 @@ def _correlations(fit: dict[str, Any]) -> dict[str, float]:
     return corr
 
 
-def cost_model_doc(fit: dict[str, Any]) -> dict[str, Any]:
+def cost_model_doc(fit: CostFit) -> dict[str, Any]:
     """The stored reference cost model: fitted coefficients, estimates, scaling, residuals."""
     p, se = fit["params"], fit["stderr"]
     coefs = {**_fitted_coefficients(p, se), **_input_coefficients(p)}

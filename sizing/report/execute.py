@@ -96,7 +96,7 @@ def notebook_parameters(notebook: str) -> dict[str, Any]:
     InputError
         When the notebook does not exist.
     """
-    import nbformat
+    import nbformat  # the Jupyter stack loads only when a notebook is read or run
 
     src = NOTEBOOKS_DIR / f"{notebook}.ipynb"
     if not src.is_file():
@@ -176,7 +176,7 @@ def execute(
     With ``progress``, this process's stderr gets a progress bar with an ETA per cell; the
     kernel's own stderr goes to ``<out>.kernel.log``.
     """
-    import papermill as pm
+    import papermill as pm  # Jupyter: seconds of imports, only when a report runs
     from jupyter_client.kernelspec import NoSuchKernel
 
     src = NOTEBOOKS_DIR / f"{notebook}.ipynb"
@@ -239,7 +239,7 @@ def _ipc_kernel_manager(socket_dir: Path) -> type:
     notebooks' folder), would leave sockets among the notebooks while a report runs, and
     Jupyter's runtime folder may lie deeper than the 107 characters a socket's path may have.
     """
-    from jupyter_client.manager import AsyncKernelManager
+    from jupyter_client.manager import AsyncKernelManager  # Jupyter: only to run a report
     from traitlets import CaselessStrEnum, default
 
     class IPCKernelManager(AsyncKernelManager):
@@ -273,7 +273,7 @@ def _stderr_to(path: Path) -> Iterator[None]:
 
 def to_html(ipynb: str | Path, html: str | Path, *, show_code: bool = False) -> Path:
     """Render an executed notebook as one self-contained HTML page."""
-    import nbformat
+    import nbformat  # Jupyter: only to render a report
     from nbconvert import HTMLExporter
 
     nb = nbformat.read(str(ipynb), as_version=4)
