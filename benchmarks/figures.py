@@ -14,13 +14,14 @@ import ast
 import subprocess
 import sys
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("sizing", "runners", "trialtable")
 
 
-def _functions(tree: ast.AST):
+def _functions(tree: ast.AST) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
     return (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))
 
 
@@ -94,7 +95,11 @@ def output_lines() -> dict[str, int]:
     """The README's lines and the default answer's."""
     answer = subprocess.run(
         [sys.executable, "-m", "sizing", "recommend", "--rps", "1e6"],
-        cwd=ROOT, capture_output=True, text=True, check=True, timeout=300,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
     ).stdout
     return {
         "README lines": len((ROOT / "README.md").read_text().splitlines()),
