@@ -87,7 +87,7 @@ class Importer(ABC):
     tool: ClassVar[str]
 
     @abstractmethod
-    def parse(self, text: str, where: str, options: Mapping[str, Any]) -> Imported:
+    def parse(self, text: str, where: str, options: Mapping[str, object]) -> Imported:
         """The measurement in ``text`` (a whole file); `ImportRefused` when there is none.
 
         Parameters
@@ -125,7 +125,7 @@ def json_value(text: str, where: str) -> Any:
         raise refuse(where, f"is not JSON ({str(exc)[:80]})") from None
 
 
-def number(value: Any, where: str, name: str, high: float = math.inf) -> float:
+def number(value: object, where: str, name: str, high: float = math.inf) -> float:
     """``value`` as a finite number in [0, ``high``], or `ImportRefused` naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         try:
@@ -137,7 +137,7 @@ def number(value: Any, where: str, name: str, high: float = math.inf) -> float:
     return float(value)
 
 
-def latency_us(ms: Any, where: str) -> int:
+def latency_us(ms: object, where: str) -> int:
     """A latency in milliseconds as whole microseconds (`MAX_LATENCY_US` at most)."""
     return round(number(ms, where, "latency", MAX_LATENCY_US / 1000.0) * 1000.0)
 
@@ -217,3 +217,17 @@ def from_summary(
         rps=rps,
     )
     return Imported(measurement=m, exact=SUMMARY_EXACT, approximated=approximated)
+
+
+@dataclass
+class Tally:
+    """A per-request file's requests counted as read: a 1 us histogram and errors by kind."""
+
+    histogram_us: dict[int, int] = field(default_factory=dict)
+    errors: dict[str, int] = field(default_factory=dict)
+
+    def add(self, us: int, kind: str | None) -> None:
+        """Count one request of ``us`` microseconds, and its error kind (None: none)."""
+        self.histogram_us[us] = self.histogram_us.get(us, 0) + 1
+        if kind:
+            self.errors[kind] = self.errors.get(kind, 0) + 1

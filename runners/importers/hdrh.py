@@ -16,7 +16,6 @@ import math
 import re
 import zlib
 from collections.abc import Mapping
-from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
@@ -61,7 +60,7 @@ class HdrhLog(Importer):
     name = "hdrh"
     tool = "hdrhistogram"
 
-    def parse(self, text: str, where: str, options: Mapping[str, Any]) -> Imported:
+    def parse(self, text: str, where: str, options: Mapping[str, object]) -> Imported:
         """All intervals of the log added into one histogram in microseconds."""
         scale = UNITS[str(options.get("unit") or "us")]
         hist: dict[int, int] = {}

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Mapping
-from typing import Any
 
 from runners.importers.base import (
     LATENCY_COLUMNS,
     Imported,
     Importer,
+    Tally,
     error_kind,
     from_requests,
     latency_us,
@@ -42,14 +42,13 @@ class Hey(Importer):
     name = "hey"
     tool = "hey"
 
-    def parse(self, text: str, where: str, options: Mapping[str, Any]) -> Imported:
+    def parse(self, text: str, where: str, options: Mapping[str, object]) -> Imported:
         """Every request line into a histogram (0.1 ms steps, stored in us)."""
         rows = lines(text, where)
         header = next(rows, (1, ""))[1]
         if tuple(c.strip() for c in header.split(",")) != HEADER:
             raise refuse(f"{where}:1", "is not hey's CSV header (" + ",".join(HEADER) + ")")
-        hist: dict[int, int] = {}
-        errors: dict[str, int] = {}
+        tally = Tally()
         end = 0.0
         for n, line in rows:
             at = f"{where}:{n}"
@@ -57,16 +56,13 @@ class Hey(Importer):
             if len(cells) != len(HEADER):
                 raise refuse(at, f"has {len(cells)} fields, hey writes {len(HEADER)}")
             us = latency_us(number(cells[0], at, "response-time") * 1000.0, at)
-            hist[us] = hist.get(us, 0) + 1
             end = max(end, number(cells[7], at, "offset", 1e9) + us / 1e6)
-            kind = error_kind(int(number(cells[6], at, "status-code", 999)), "")
-            if kind:
-                errors[kind] = errors.get(kind, 0) + 1
-        if not hist:
+            tally.add(us, error_kind(int(number(cells[6], at, "status-code", 999)), ""))
+        if not tally.histogram_us:
             raise refuse(where, "holds a header and no requests")
         step = "to hey's 0.1 ms resolution"
         return Imported(
-            measurement=from_requests(hist, errors, end),
+            measurement=from_requests(tally.histogram_us, tally.errors, end),
             exact=("requests", "error_rate"),
             approximated={
                 **{c: step for c in LATENCY_COLUMNS.values()},

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
 
 from runners.importers.base import (
     PER_REQUEST_EXACT,
     Imported,
     Importer,
+    Tally,
     error_kind,
     from_requests,
     iso_utc,
@@ -39,10 +39,9 @@ class K6Json(Importer):
     name = "k6"
     tool = "k6"
 
-    def parse(self, text: str, where: str, options: Mapping[str, Any]) -> Imported:
+    def parse(self, text: str, where: str, options: Mapping[str, object]) -> Imported:
         """Every ``http_req_duration`` point into a 1 us histogram."""
-        hist: dict[int, int] = {}
-        errors: dict[str, int] = {}
+        tally = Tally()
         read = 0
         first, last = math.inf, -math.inf
         for n, line in lines(text, where):
@@ -59,20 +58,17 @@ class K6Json(Importer):
             if doc.get("metric") != DURATION:
                 continue
             us = latency_us(data.get("value"), at)
-            hist[us] = hist.get(us, 0) + 1
             t = rfc3339(data.get("time"), at)
             first, last = min(first, t), max(last, t)
             tags = data.get("tags")
             tags = tags if isinstance(tags, dict) else {}
             status = str(tags.get("status", "0"))
             code = int(status) if status.isdigit() and len(status) < 4 else 0
-            kind = error_kind(code, str(tags.get("error", "")))
-            if kind:
-                errors[kind] = errors.get(kind, 0) + 1
-        if not hist:
+            tally.add(us, error_kind(code, str(tags.get("error", ""))))
+        if not tally.histogram_us:
             raise refuse(where, f"holds no {DURATION} points (not k6 --out json?)")
         return Imported(
-            measurement=from_requests(hist, errors, last - first, read),
+            measurement=from_requests(tally.histogram_us, tally.errors, last - first, read),
             exact=PER_REQUEST_EXACT,
             approximated={
                 "duration_s": "from the first sample to the last (k6 stamps each at its end)",

@@ -43,7 +43,7 @@ class K6Summary(Importer):
     name = "k6-summary"
     tool = "k6"
 
-    def parse(self, text: str, where: str, options: Mapping[str, Any]) -> Imported:
+    def parse(self, text: str, where: str, options: Mapping[str, object]) -> Imported:
         """``http_reqs`` and ``http_req_duration`` as one trial."""
         doc = json_value(text, where)
         if not isinstance(doc, dict):

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterator, Mapping
 
 from runners.importers.base import Imported, Importer, from_summary, number, refuse
 
@@ -28,7 +27,7 @@ class Locust(Importer):
     name = "locust"
     tool = "locust"
 
-    def parse(self, text: str, where: str, options: Mapping[str, Any]) -> Imported:
+    def parse(self, text: str, where: str, options: Mapping[str, object]) -> Imported:
         """The ``Aggregated`` row as one trial."""
         reader = csv.DictReader(io.StringIO(text, newline=""))
         try:
@@ -63,7 +62,7 @@ class Locust(Importer):
         )
 
 
-def _rows(reader: csv.DictReader[str]) -> Any:
+def _rows(reader: csv.DictReader[str]) -> Iterator[dict[str, str]]:
     for n, row in enumerate(reader):
         if n >= MAX_ROWS:
             raise csv.Error(f"more than {MAX_ROWS} rows")

@@ -12,13 +12,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
 
 from runners.importers.base import (
     MAX_LATENCY_US,
     PER_REQUEST_EXACT,
     Imported,
     Importer,
+    Tally,
     error_kind,
     from_requests,
     iso_utc,
@@ -29,7 +29,7 @@ from runners.importers.base import (
 )
 
 
-def rfc3339(text: Any, where: str) -> float:
+def rfc3339(text: object, where: str) -> float:
     """An RFC 3339 time (nanoseconds allowed) as seconds since the epoch."""
     if not isinstance(text, str) or not 19 <= len(text) <= 40:
         raise refuse(where, f"timestamp {str(text)[:40]!r} is not an RFC 3339 time")
@@ -53,10 +53,9 @@ class Vegeta(Importer):
     name = "vegeta"
     tool = "vegeta"
 
-    def parse(self, text: str, where: str, options: Mapping[str, Any]) -> Imported:
+    def parse(self, text: str, where: str, options: Mapping[str, object]) -> Imported:
         """Every result line into a 1 us histogram, errors by status and message."""
-        hist: dict[int, int] = {}
-        errors: dict[str, int] = {}
+        tally = Tally()
         first, last = math.inf, -math.inf
         for n, line in lines(text, where):
             at = f"{where}:{n}"
@@ -64,16 +63,14 @@ class Vegeta(Importer):
             if not isinstance(r, dict) or "latency" not in r or "code" not in r:
                 raise refuse(at, 'is not a vegeta result ({... "code", "latency" ...})')
             us = round(number(r["latency"], at, "latency", MAX_LATENCY_US * 1000.0) / 1000.0)
-            hist[us] = hist.get(us, 0) + 1
             sent = rfc3339(r.get("timestamp"), at)
             first, last = min(first, sent), max(last, sent + us / 1e6)
-            kind = error_kind(int(number(r["code"], at, "code", 999)), str(r.get("error") or ""))
-            if kind:
-                errors[kind] = errors.get(kind, 0) + 1
-        if not hist:
+            code = int(number(r["code"], at, "code", 999))
+            tally.add(us, error_kind(code, str(r.get("error") or "")))
+        if not tally.histogram_us:
             raise refuse(where, "holds no vegeta results")
         return Imported(
-            measurement=from_requests(hist, errors, last - first),
+            measurement=from_requests(tally.histogram_us, tally.errors, last - first),
             exact=(*PER_REQUEST_EXACT, "duration_s", "rps"),
             approximated={},
             started_at=iso_utc(first),
