@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypedDict
 
 from sizing.catalog.egress import egress_cost
 from sizing.catalog.load import Instance
@@ -106,9 +106,24 @@ def _pick(spec: BaselineSpec, catalog: list[Instance], rec: Recommendation) -> I
     return rows[0]
 
 
+class FleetNumbers(TypedDict):
+    """A fleet's count, cost [USD], capacity [RPS] and whether it keeps the rules."""
+
+    count: int | None
+    count_per_zone: list[int] | None
+    hourly_cost_usd: float
+    monthly_cost_usd: float
+    egress_monthly_usd: float | None
+    total_monthly_usd: float
+    usd_per_million_requests: float
+    fleet_capacity_rps: float
+    p_meets_target: float
+    keeps_rules: bool
+
+
 def _fleet(
     rec: Recommendation, cap: Capacity, count: int | None, price: float, egress: float | None
-) -> dict[str, Any]:
+) -> FleetNumbers:
     """A fleet's numbers under the recommendation's rules (``egress`` [USD/month])."""
     r = rec.rules
     capacity = math.nan if count is None else count * cap.capacity_rps
@@ -171,7 +186,7 @@ def compare_to_baseline(
     per = cap.quantile(1.0 - rec.confidence) if at_conf else cap.capacity_rps
     needed = count_for(rec.target_rps, per * (1.0 - rec.headroom), rec.rules)
     count = spec.count if spec.count is not None else needed
-    base = {
+    base: dict[str, Any] = {
         "instance_type": inst.instance_type,
         "provider": inst.provider,
         "region": inst.region,
@@ -189,7 +204,7 @@ def compare_to_baseline(
     for o in rec.options if top is None else rec.options[:top]:
         i = o.capacity.instance
         n = o.count_at_confidence if at_conf and o.count_at_confidence else o.count
-        row = {
+        row: dict[str, Any] = {
             "instance_type": i.instance_type,
             "provider": i.provider,
             "region": i.region,
