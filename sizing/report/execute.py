@@ -102,7 +102,7 @@ def notebook_parameters(notebook: str) -> dict[str, Any]:
     if not src.is_file():
         raise InputError(f"no notebook {notebook!r} in {NOTEBOOKS_DIR}")
     nb = nbformat.read(str(src), as_version=4)
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for cell in nb.cells:
         if "parameters" in cell.metadata.get("tags", []):
             for node in ast.parse(cell.source).body:
@@ -118,7 +118,7 @@ _FALSE = {"false", "0", "no", "off", ""}
 _KINDS = {"bool": "true or false", "int": "an integer", "float": "a number"}
 
 
-def coerce_parameters(notebook: str, given: Mapping[str, Any]) -> dict[str, Any]:
+def coerce_parameters(notebook: str, given: Mapping[str, object]) -> dict[str, object]:
     """Check parameter names against the notebook and give text values the default's type.
 
     A name that is not in the notebook's ``parameters`` cell is refused (names become code in
@@ -131,7 +131,7 @@ def coerce_parameters(notebook: str, given: Mapping[str, Any]) -> dict[str, Any]
         For an unknown name (the message lists the valid ones) or a value of the wrong type.
     """
     defaults = notebook_parameters(notebook)
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for name, value in given.items():
         if name not in defaults:
             raise InputError(
@@ -165,7 +165,7 @@ def coerce_parameters(notebook: str, given: Mapping[str, Any]) -> dict[str, Any]
 
 def execute(
     notebook: str,
-    parameters: Mapping[str, Any],
+    parameters: Mapping[str, object],
     out_ipynb: str | Path,
     *,
     kernel: str = KERNEL_NAME,
@@ -289,7 +289,7 @@ def to_html(ipynb: str | Path, html: str | Path, *, show_code: bool = False) -> 
     return write_atomic(html, body, inputs=[ipynb])
 
 
-def no_answer_page(parameters: Mapping[str, Any], reason: str, html: str | Path) -> Path:
+def no_answer_page(parameters: Mapping[str, object], reason: str, html: str | Path) -> Path:
     """A one-page report for a request with no answer: why, what to loosen, the request.
 
     Parameters
@@ -393,7 +393,7 @@ def _print(html: Path, out: Path, timeout_s: float) -> Path:
 
 
 def build_report(
-    parameters: Mapping[str, Any],
+    parameters: Mapping[str, object],
     out_dir: str | Path,
     *,
     notebook: str = "sizing_report",
