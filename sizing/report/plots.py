@@ -26,7 +26,7 @@ TEMPLATE = "plotly_white"
 _DASH_SLA = {"dash": "dash", "color": "firebrick"}
 
 
-def text(value: Any) -> str:
+def text(value: object) -> str:
     """A user-supplied string made safe for plotly labels (plotly reads a subset of HTML)."""
     return html.escape(str(value), quote=False)
 
@@ -156,7 +156,7 @@ def plateau_figure(
     return fig
 
 
-def latency_throughput_figure(trials: Any, sla_p99_ms: float) -> go.Figure:
+def latency_throughput_figure(trials: pd.DataFrame, sla_p99_ms: float) -> go.Figure:
     """p99 latency against RPS, one line per vCPU count, with the SLA line.
 
     Parameters

@@ -36,6 +36,7 @@ from sizing.fleet.recommend import (
 from sizing.paths import FITS_PATH
 from sizing.report.sources import cited, name_sources, other_sources
 from sizing.units import fmt_rps, fmt_sig, fmt_usd, fmt_usd_small
+from sizing.workload.value import Workload
 
 if TYPE_CHECKING:  # a figure is only passed through
     import plotly.graph_objects as go
@@ -76,7 +77,7 @@ def plural(n: int, word: str) -> str:
     return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
-def sizes_text(work: Any) -> str:
+def sizes_text(work: Workload) -> str:
     """The response size, or the size mix with each size's share of requests.
 
     ``"1 KiB responses"``; ``"1 KiB (70%) and 50 KiB (30%) responses"``.
@@ -768,7 +769,7 @@ def tidy_table(df: pd.DataFrame, *, digits: int = 3, table_id: str | None = None
     their underscores replaced by spaces.
     """
 
-    def cell(v: Any) -> str:
+    def cell(v: object) -> str:
         if isinstance(v, bool):
             return "yes" if v else "no"
         if isinstance(v, numbers.Integral):
