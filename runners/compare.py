@@ -97,7 +97,7 @@ class Stat:
     n: int
     values: tuple[float, ...]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, float | int | None]:
         """JSON-ready (NaN as None)."""
         return {
             "mean": _num(self.mean),
@@ -428,7 +428,7 @@ def _best(s: Setting) -> str:
     return f"{s.rps.mean:,.0f} RPS ({_load_name(s.load)})"
 
 
-def _ci(stat: dict[str, Any] | None, fmt: str = ",.0f") -> str:
+def _ci(stat: Mapping[str, object] | None, fmt: str = ",.0f") -> str:
     if stat is None or stat["mean"] is None:
         return "-"
     if stat["ci_low"] is None:

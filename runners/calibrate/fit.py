@@ -790,5 +790,5 @@ _HOST_KEYS = (
 PROBE_CHANGE = 1.25
 
 
-def _host_facts(host: dict[str, Any]) -> dict[str, Any]:
+def _host_facts(host: Mapping[str, object]) -> dict[str, object]:
     return {k: host[k] for k in _HOST_KEYS if k in host}
