@@ -326,6 +326,11 @@ def _left_out(n: Instance, pricing: str, pod_cpus: int) -> str:
     return ""
 
 
+def _left(n: Instance, reason: str) -> dict[str, str]:
+    """A node type left out, and why."""
+    return {"node_type": n.instance_type, "region": n.region, "reason": reason}
+
+
 def fit_nodes(
     target_rps: float,
     nodes: Sequence[Instance],
@@ -339,93 +344,91 @@ def fit_nodes(
     work = replace(work, environment="kubernetes")
     fits: list[NodeFit] = []
     excluded: list[dict[str, str]] = []
-    memory_mib = POD_MEMORY_BASE_MIB + POD_MEMORY_PER_WORKER_MIB * pod_cpus
     candidates = []
     for n in nodes:
         why = _left_out(n, rules.pricing, pod_cpus)
         if why:
-            excluded.append({"node_type": n.instance_type, "region": n.region, "reason": why})
+            excluded.append(_left(n, why))
         else:
             candidates.append(n)
     pod_shapes = [replace(n, vcpus=pod_cpus) for n in candidates]
     node_caps = capacities(candidates, work, evidence, profiles)
     pod_caps = capacities(pod_shapes, work, evidence, profiles)
     for n, node_cap, pod in zip(candidates, node_caps, pod_caps, strict=True):
-        price = n.price(rules.pricing)
-        assert price is not None
-        if pod.cpu_sla_rps <= 0 or pod.cpu_peak_rps <= 0:
-            excluded.append(
-                {"node_type": n.instance_type, "region": n.region, "reason": "misses the SLA"}
-            )
-            continue
-        # A pod whose CPU would carry more than the node's NIC gets the NIC's share.
-        net_usable = node_cap.network_rps * (1.0 - rules.headroom)
-        target_pod = min(pod.cpu_sla_rps * (1.0 - rules.headroom), net_usable)
-        if not target_pod > 0:
-            excluded.append(
-                {"node_type": n.instance_type, "region": n.region, "reason": "no network"}
-            )
-            continue
-        # The pod runs at the SLA utilisation of its CPUs at its SLA load (measured evidence
-        # moves the load, not the utilisation).
-        cores_per_request = pod_cpus * pod.max_utilization / pod.cpu_sla_rps
-        request = math.ceil(target_pod * cores_per_request * 1000.0) / 1000.0
-        cpu_at_sla = min(pod.cpu_sla_rps, node_cap.network_rps) * cores_per_request
-        alloc_cpu = n.vcpus - reserved_cpu(n.vcpus) - DAEMONSET_CPU
-        alloc_mem = (
-            n.memory_gib - reserved_memory_gib(n.memory_gib) - DAEMONSET_MEMORY_GIB
-        ) - EVICTION_MEMORY_GIB
-        limits = {
-            "cpu": math.floor(alloc_cpu / max(request, 0.001) + 1e-9),
-            "memory": math.floor(alloc_mem * 1024 / memory_mib + 1e-9),
-            "max pods": MAX_PODS_PER_NODE,
-            "network": math.floor(net_usable / target_pod + 1e-9),
-        }
-        limited_by, ppn = min(limits.items(), key=lambda kv: kv[1])
-        if ppn < 1:
-            excluded.append(
-                {
-                    "node_type": n.instance_type,
-                    "region": n.region,
-                    "reason": f"no pod fits ({limited_by})",
-                }
-            )
-            continue
-        # Each pod's capacity: its CPU under the SLA, or its share of the node's NIC.
-        share = node_cap.network_rps / ppn
-        pod = replace(pod, capacity_rps=min(pod.cpu_sla_rps, share), network_rps=share)
-        # At the request's confidence: each pod at the 1 - confidence quantile of its capacity.
-        usable = min(pod.quantile(1.0 - rules.confidence) * (1.0 - rules.headroom), target_pod)
-        replicas = count_for(target_rps, usable, rules)
-        need = min_instances(target_rps, usable)
-        if replicas is None or need is None:
-            excluded.append(
-                {"node_type": n.instance_type, "region": n.region, "reason": "too many pods"}
-            )
-            continue
-        per_zone_nodes = [math.ceil(z / ppn) for z in per_zone(replicas, rules.zones)]
-        fits.append(
-            NodeFit(
-                node=n,
-                pod=pod,
-                node_cap=node_cap,
-                pod_target_rps=target_pod,
-                cpu_request=request,
-                cpu_at_sla=cpu_at_sla,
-                memory_mib=memory_mib,
-                replicas=replicas,
-                min_available=need,
-                pods_per_node=ppn,
-                limited_by=limited_by,
-                nodes=sum(per_zone_nodes),
-                nodes_per_zone=per_zone_nodes,
-                price=price,
-                p_meet=p_meet(replicas, pod, target_rps, rules),
-                confidence=rules.confidence,
-            )
-        )
+        fit = _fit_node(n, node_cap, pod, target_rps, rules, pod_cpus)
+        if isinstance(fit, str):
+            excluded.append(_left(n, fit))
+        else:
+            fits.append(fit)
     fits.sort(key=lambda f: (f.hourly_cost_usd, f.nodes, f.node.provider, f.node.instance_type))
     return fits, excluded
+
+
+def _fit_node(
+    n: Instance,
+    node_cap: Capacity,
+    pod: Capacity,
+    target_rps: float,
+    rules: FleetRules,
+    pod_cpus: int,
+) -> NodeFit | str:
+    """One node type's fit for the target, or why it is left out."""
+    memory_mib = POD_MEMORY_BASE_MIB + POD_MEMORY_PER_WORKER_MIB * pod_cpus
+    price = n.price(rules.pricing)
+    assert price is not None
+    if pod.cpu_sla_rps <= 0 or pod.cpu_peak_rps <= 0:
+        return "misses the SLA"
+    # A pod whose CPU would carry more than the node's NIC gets the NIC's share.
+    net_usable = node_cap.network_rps * (1.0 - rules.headroom)
+    target_pod = min(pod.cpu_sla_rps * (1.0 - rules.headroom), net_usable)
+    if not target_pod > 0:
+        return "no network"
+    # The pod runs at the SLA utilisation of its CPUs at its SLA load (measured evidence
+    # moves the load, not the utilisation).
+    cores_per_request = pod_cpus * pod.max_utilization / pod.cpu_sla_rps
+    request = math.ceil(target_pod * cores_per_request * 1000.0) / 1000.0
+    cpu_at_sla = min(pod.cpu_sla_rps, node_cap.network_rps) * cores_per_request
+    alloc_cpu = n.vcpus - reserved_cpu(n.vcpus) - DAEMONSET_CPU
+    alloc_mem = (
+        n.memory_gib - reserved_memory_gib(n.memory_gib) - DAEMONSET_MEMORY_GIB
+    ) - EVICTION_MEMORY_GIB
+    limits = {
+        "cpu": math.floor(alloc_cpu / max(request, 0.001) + 1e-9),
+        "memory": math.floor(alloc_mem * 1024 / memory_mib + 1e-9),
+        "max pods": MAX_PODS_PER_NODE,
+        "network": math.floor(net_usable / target_pod + 1e-9),
+    }
+    limited_by, ppn = min(limits.items(), key=lambda kv: kv[1])
+    if ppn < 1:
+        return f"no pod fits ({limited_by})"
+    # Each pod's capacity: its CPU under the SLA, or its share of the node's NIC.
+    share = node_cap.network_rps / ppn
+    pod = replace(pod, capacity_rps=min(pod.cpu_sla_rps, share), network_rps=share)
+    # At the request's confidence: each pod at the 1 - confidence quantile of its capacity.
+    usable = min(pod.quantile(1.0 - rules.confidence) * (1.0 - rules.headroom), target_pod)
+    replicas = count_for(target_rps, usable, rules)
+    need = min_instances(target_rps, usable)
+    if replicas is None or need is None:
+        return "too many pods"
+    per_zone_nodes = [math.ceil(z / ppn) for z in per_zone(replicas, rules.zones)]
+    return NodeFit(
+        node=n,
+        pod=pod,
+        node_cap=node_cap,
+        pod_target_rps=target_pod,
+        cpu_request=request,
+        cpu_at_sla=cpu_at_sla,
+        memory_mib=memory_mib,
+        replicas=replicas,
+        min_available=need,
+        pods_per_node=ppn,
+        limited_by=limited_by,
+        nodes=sum(per_zone_nodes),
+        nodes_per_zone=per_zone_nodes,
+        price=price,
+        p_meet=p_meet(replicas, pod, target_rps, rules),
+        confidence=rules.confidence,
+    )
 
 
 def manifests(
