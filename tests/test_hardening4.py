@@ -5,12 +5,19 @@ Each test failed before the fix it names.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from sizing.cli.main import main as sizing_main
+from tests.conftest import interruptible
 
 LINE = '127.0.0.{n} - - [01/Jan/2026:00:00:{s:02d} {zone}] "GET /a HTTP/1.1" 200 {size} "-" "ua"\n'
 
@@ -74,3 +81,86 @@ def test_the_largest_size_a_reader_accepts_round_trips(tmp_path, capsys):
     code = sizing_main(["recommend", "--rps", "1e4", "--workload", str(out), "--format", "json"])
     assert code in (0, 1), capsys.readouterr().err  # 1: no type serves 8 PiB responses
     assert "error" not in capsys.readouterr().err
+
+
+# -- processes ------------------------------------------------------------------------------
+def _generators_in(folder: Path) -> list[int]:
+    """Pids of the processes whose current folder is a client work folder in ``folder``."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            with contextlib.suppress(OSError):
+                cwd = Path(os.readlink(d / "cwd"))
+                if cwd.parent == folder.resolve() and cwd.name.startswith("nginx-sizing-load."):
+                    out.append(int(d.name))
+    return out
+
+
+def _await(condition, what: str, bound_s: float) -> None:
+    """Poll ``condition`` until it holds; fail after ``bound_s`` (a generous bound)."""
+    deadline = time.monotonic() + bound_s
+    while not condition():
+        assert time.monotonic() < deadline, f"{what}: not after {bound_s:g} s"
+        time.sleep(0.05)
+
+
+def _start(argv: list[str], out: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "runners", *argv, "--out", str(out), "--quiet"],
+        cwd=Path(__file__).resolve().parents[1],
+        preexec_fn=interruptible,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _interrupt_in_trial(proc, own_tmpdir: Path, times: int = 1) -> str:
+    """Wait for a trial's load, Ctrl-C ``times``; the stderr, once the command ended.
+
+    The trials last 60 s: an exit awaited for at most 45 s is one that did not wait for the
+    trial's end (before: Ctrl-C took effect only when the trial ended).
+    """
+    try:
+        _await(lambda: _generators_in(own_tmpdir) or proc.poll() is not None, "load", 120)
+        assert proc.poll() is None, proc.communicate()
+        for _ in range(times):
+            proc.send_signal(signal.SIGINT)
+        _await(lambda: proc.poll() is not None, "exit after Ctrl-C", 45)
+        return proc.communicate()[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+def test_ctrl_c_ends_a_trial_at_once_and_the_run_resumes(tmp_path, own_tmpdir, leaves_no_nginx):
+    """Ctrl-C stops the trial's load now, drops the partial trial, and the run resumes.
+
+    Before, wrk (in ``timeout``'s own process group) outlived the kill of the command's
+    group and held its output open: Ctrl-C waited for the trial's end.
+    """
+    argv = ["sweep", "--connections", "2,3", "--duration", "60s", "--warmup", "0"]
+    err = _interrupt_in_trial(_start(argv, tmp_path), own_tmpdir)
+    (run,) = tmp_path.iterdir()
+    assert err.strip().splitlines() == [
+        f"python -m runners: interrupted; finished trials are kept in run {run.name} "
+        f"(continue with --resume {run.name})"
+    ]
+    assert not _generators_in(own_tmpdir)
+    assert len((run / "trials.csv").read_text().splitlines()) == 1  # the partial trial dropped
+    assert json.loads((run / "run.json").read_text())["status"] == "interrupted"
+    # Resumed, it measures the dropped trial again; Ctrl-C twice in a row stops it too.
+    err = _interrupt_in_trial(_start([*argv, "--resume", run.name], tmp_path), own_tmpdir, 2)
+    assert "interrupted" in err and "Traceback" not in err
+    assert not _generators_in(own_tmpdir)
+    assert len((run / "trials.csv").read_text().splitlines()) == 1
+
+
+def test_ctrl_c_ends_an_ab_pair_at_once(tmp_path, own_tmpdir, leaves_no_nginx):
+    """Both trials of an ``ab`` pair run in threads: Ctrl-C stops their commands too."""
+    argv = ["ab", "--ab-directive", "gzip on;", "--connections", "2", "--duration", "60s"]
+    err = _interrupt_in_trial(_start(argv, tmp_path), own_tmpdir)
+    runs = sorted(d.name for d in tmp_path.iterdir())
+    assert len(runs) == 2 and all(r in err for r in runs), err
+    assert not _generators_in(own_tmpdir)
