@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from runners.errors import RunnerError
+from runners.errors import BadInput, RunnerError
 from runners.tools import SEARCH_DIRS, TOOLS
 
 _SPEC = re.compile(
@@ -59,10 +59,10 @@ class HostSpec:
             return cls("netns", m["name"])
         m = _SPEC.match(text)
         if not m:
-            raise RunnerError(f"host {text!r} is not 'local', 'netns:NAME' or '[user@]host[:port]'")
+            raise BadInput(f"host {text!r} is not 'local', 'netns:NAME' or '[user@]host[:port]'")
         port = int(m["port"]) if m["port"] else None
         if port is not None and not 0 < port < 65536:
-            raise RunnerError(f"host {text!r}: port {port} is outside 1-65535")
+            raise BadInput(f"host {text!r}: port {port} is outside 1-65535")
         return cls("ssh", m["host"].strip("[]"), m["user"], port)
 
     def __str__(self) -> str:
@@ -310,7 +310,7 @@ class SSHHost(Host):
         if ssh_config:
             ssh_config = os.path.expanduser(ssh_config)
             if not os.path.isfile(ssh_config):
-                raise RunnerError(f"ssh config {ssh_config} does not exist")
+                raise BadInput(f"ssh config {ssh_config} does not exist")
         config = Config(runtime_ssh_path=ssh_config) if ssh_config else Config()
         self.conn = Connection(
             spec.host,

@@ -25,7 +25,7 @@ from runners import clients as many
 from runners import jwt, loadgen, window
 from runners.cputime import TIMES_MARKER, times_seconds
 from runners.deploy.nginx import Deployment, NginxHost, is_ip, stop_leftovers
-from runners.errors import BadHosts, RunnerError
+from runners.errors import BadHosts, BadInput, RunnerError
 from runners.hosts import (
     Host,
     HostSpec,
@@ -238,7 +238,7 @@ class Session:
         self.target = self._target_address(server_spec)
         too_many = [v for v in plan.vcpus if v > len(self.server_facts["cpus_allowed"])]
         if too_many:
-            raise RunnerError(
+            raise BadInput(
                 f"--vcpus {max(too_many)}: {self.server.name} has only "
                 f"{len(self.server_facts['cpus_allowed'])} CPUs for nginx"
             )

@@ -257,7 +257,7 @@ def test_inventory_file(tmp_path):
     assert p.returncode == 2 and "field 'server'" in p.stderr
     inv.write_text('ssh_config = "~/no/such/config"\nserver = "u@h"\n')
     p = runners_cli("facts", "--inventory", str(inv))
-    assert p.returncode == 1 and "does not exist" in p.stderr
+    assert p.returncode == 2 and "does not exist" in p.stderr
     inv.write_text('server = "local\n')
     p = runners_cli("facts", "--inventory", str(inv))
-    assert p.returncode == 1 and "not valid TOML" in p.stderr
+    assert p.returncode == 2 and "not valid TOML" in p.stderr
