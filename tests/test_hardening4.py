@@ -164,3 +164,39 @@ def test_ctrl_c_ends_an_ab_pair_at_once(tmp_path, own_tmpdir, leaves_no_nginx):
     runs = sorted(d.name for d in tmp_path.iterdir())
     assert len(runs) == 2 and all(r in err for r in runs), err
     assert not _generators_in(own_tmpdir)
+
+
+# -- exit codes -----------------------------------------------------------------------------
+SIM_SWEEP = ["sweep", "--server", "sim", "--quiet"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["cleanup", "no-such-run"], "no run 'no-such-run'"),
+        ([*SIM_SWEEP, "--resume", "no-such-run"], "no run 'no-such-run'"),
+        ([*SIM_SWEEP, "--connections", "7", "--resume", "RUN"], "planned with other settings"),
+        (["sweep", "--server", "a b", "--quiet"], "host 'a b' is not"),
+        (["sweep", "--inventory", "NOFILE", "--quiet"], "cannot read inventory"),
+        (["sweep", "--server", "h", "--ssh-config", "NOFILE", "--quiet"], "does not exist"),
+        (["sweep", "--vcpus", "4096", "--quiet"], "CPUs for nginx"),
+        ([*SIM_SWEEP, "--cooldown", "1e8s"], "longer than 86,400 s"),
+        (["calibrate", "--settings", "warp"], "unknown setting 'warp'"),
+        (["calibrate", "--resume", "nope"], "no campaign 'nope'"),
+    ],
+)
+def test_runners_answer_bad_input_with_exit_2(argv, message, tmp_path, capsys):
+    """Each answered exit 1, as a fault of a host or a trial would."""
+    from runners.cli.main import main as runners_main
+
+    assert runners_main([*SIM_SWEEP, "--out", str(tmp_path)]) == 0
+    (run,) = tmp_path.iterdir()
+    argv = [a.replace("RUN", run.name).replace("NOFILE", str(tmp_path / "none")) for a in argv]
+    capsys.readouterr()
+    try:
+        code = runners_main([*argv, "--out", str(tmp_path)])
+    except SystemExit as exc:  # argparse's own refusals
+        code = exc.code
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
