@@ -391,7 +391,7 @@ class SSHHost(Host):
         except BaseException:
             self._drop_shell()  # interrupted mid-command: the shell's state is unknown
             raise
-        if result.exited == 124 and self._shell.closed:
+        if result.exited == 124 and (self._shell is None or self._shell.closed):
             self._shell = None  # timed out: the shell was closed with its command
         return result
 

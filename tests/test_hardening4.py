@@ -200,3 +200,38 @@ def test_runners_answer_bad_input_with_exit_2(argv, message, tmp_path, capsys):
     assert code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
+
+
+def test_an_interrupt_stops_commands_in_other_threads_and_their_own_groups(tmp_path):
+    """``timeout`` puts its command in a process group of its own: the session is killed."""
+    import threading
+
+    from runners.hosts import LocalHost, side_by_side
+
+    host = LocalHost()
+    marker = tmp_path / "started"
+    script = f"echo $$ > {marker}.$1; exec timeout 120 sleep 120"
+
+    def running() -> list[int]:
+        return [int(p.read_text()) for p in tmp_path.glob("started.*") if p.read_text().strip()]
+
+    def sleepers() -> list[int]:
+        """The live processes of the commands' sessions (timeout and its sleep)."""
+        out = []
+        for d in Path("/proc").iterdir():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                fields = (d / "stat").read_bytes().rpartition(b")")[2].split()
+                if int(fields[3]) in running() and fields[0] != b"Z":  # alive, in a session
+                    out.append(int(d.name))  # of the commands
+        return out
+
+    def interrupt_once_running() -> None:
+        _await(lambda: len(running()) == 2 and len(sleepers()) >= 4, "both commands", 60)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt_once_running, daemon=True).start()
+    calls = [lambda i=i: host.run(["sh", "-c", script, "sh", str(i)], check=False) for i in (1, 2)]
+    with pytest.raises(KeyboardInterrupt):
+        side_by_side(calls, [host])
+    _await(lambda: not sleepers(), "every process of both commands killed", 30)
+    assert host.run(["true"]).ok  # the host runs commands again
