@@ -7,5 +7,9 @@ class RunnerError(RuntimeError):
     """A host, program or trial problem; the message names the host and what to do."""
 
 
-class BadHosts(RunnerError):
+class BadInput(RunnerError):
+    """Input the user gave that cannot be used: a plan, host, run or file (exit code 2)."""
+
+
+class BadHosts(BadInput):
     """Client hosts a run cannot use, found before any load (bad input: exit status 2)."""

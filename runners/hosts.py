@@ -18,12 +18,13 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from runners.errors import RunnerError
+from runners.errors import BadInput, RunnerError
 from runners.tools import SEARCH_DIRS, TOOLS
 
 _SPEC = re.compile(
@@ -35,6 +36,8 @@ _NETNS = re.compile(r"^netns:(?P<name>[A-Za-z0-9_.-]+)$")
 #: Longest wait for one command [s]: 2e6 s (23 days), under the 2**31 ms that poll() and
 #: the SSH library's timers take; a longer trial (``--duration 1e9s``) waits this long.
 MAX_WAIT_S = 2e6
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -56,10 +59,10 @@ class HostSpec:
             return cls("netns", m["name"])
         m = _SPEC.match(text)
         if not m:
-            raise RunnerError(f"host {text!r} is not 'local', 'netns:NAME' or '[user@]host[:port]'")
+            raise BadInput(f"host {text!r} is not 'local', 'netns:NAME' or '[user@]host[:port]'")
         port = int(m["port"]) if m["port"] else None
         if port is not None and not 0 < port < 65536:
-            raise RunnerError(f"host {text!r}: port {port} is outside 1-65535")
+            raise BadInput(f"host {text!r}: port {port} is outside 1-65535")
         return cls("ssh", m["host"].strip("[]"), m["user"], port)
 
     def __str__(self) -> str:
@@ -120,7 +123,10 @@ class Host:
         """
         if timeout is not None and not timeout <= MAX_WAIT_S:  # also inf and NaN
             timeout = MAX_WAIT_S  # a wait the system's timers can hold (poll takes int ms)
-        result = self._exec(list(argv), timeout)
+        if getattr(self, "_interrupted", False):
+            result = Result("", "interrupted", 130)  # see `interrupt`: start nothing more
+        else:
+            result = self._exec(list(argv), timeout)
         if check and not result.ok:
             detail = _last_line(result.stderr) or _last_line(result.stdout) or "no output"
             raise RunnerError(
@@ -152,6 +158,23 @@ class Host:
     def close(self) -> None:
         """Release the connection, if any."""
 
+    def interrupt(self) -> None:
+        """Stop the commands running on this host now; start none until `resume`.
+
+        Called from the main thread on Ctrl-C while other threads wait on commands here:
+        their commands end at once (with exit 130 for one not yet started), not with their
+        trials.
+        """
+        self._interrupted = True
+        self._stop_running()
+
+    def resume(self) -> None:
+        """Run commands again (after `interrupt`)."""
+        self._interrupted = False
+
+    def _stop_running(self) -> None:
+        """Stop the commands that run now (each kind of host its own way)."""
+
     def _exec(self, argv: list[str], timeout: float | None) -> Result:
         raise NotImplementedError
 
@@ -161,12 +184,14 @@ class LocalHost(Host):
 
     def __init__(self, spec: HostSpec | None = None) -> None:
         self.spec = spec or HostSpec("local")
+        self._running: set[subprocess.Popen[str]] = set()
+        self._lock = threading.Lock()
 
     def _exec(self, argv: list[str], timeout: float | None) -> Result:
         if self.spec.kind == "netns":
             argv = ["ip", "netns", "exec", self.spec.host, *argv]
         try:
-            # Its own process group, so a timeout or Ctrl-C stops the command's children too.
+            # Its own session, so a timeout or Ctrl-C stops the command's children too.
             proc = subprocess.Popen(
                 argv,
                 stdout=subprocess.PIPE,
@@ -177,21 +202,83 @@ class LocalHost(Host):
             )
         except FileNotFoundError:
             return Result("", f"{argv[0]}: not found", 127)
+        with self._lock:
+            self._running.add(proc)
         try:
             out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            _kill_group(proc)
+            _kill_session(proc)
             return Result("", f"timed out after {timeout:g} s", 124)
         except BaseException:
-            _kill_group(proc)
+            _kill_session(proc)
             raise
+        finally:
+            with self._lock:
+                self._running.discard(proc)
         return Result(out, err, proc.returncode)
 
+    def _stop_running(self) -> None:
+        with self._lock:
+            running = list(self._running)
+        for proc in running:
+            _kill_members(proc.pid)
 
-def _kill_group(proc: subprocess.Popen[str]) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
+
+def side_by_side(calls: Sequence[Callable[[], T]], hosts: Iterable[Host]) -> list[Future[T]]:
+    """Run ``calls`` at the same time, each in a thread; their futures, all done.
+
+    A Ctrl-C (or any exception) while waiting interrupts ``hosts`` first (`Host.interrupt`),
+    so the threads end with their commands stopped, not after them, then propagates.
+    """
+    hosts = list(hosts)
+    pool = ThreadPoolExecutor(len(calls))
+    try:
+        futures = [pool.submit(call) for call in calls]
+        wait(futures)
+    except BaseException:
+        for host in hosts:
+            host.interrupt()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        for host in hosts:
+            host.resume()
+    return futures
+
+
+def _kill_session(proc: subprocess.Popen[str]) -> None:
+    """Kill every process of ``proc``'s session, then collect its output."""
+    _kill_members(proc.pid)
     proc.communicate()
+
+
+def _kill_members(sid: int) -> None:
+    """SIGKILL every process of session ``sid`` (a command started with its own session).
+
+    Its process group is not enough: ``timeout`` puts the load generator in a group of its
+    own, which then outlived the command (and held its output open for the whole trial).
+    """
+    for _ in range(2):  # a child forked during the first pass is found in the second
+        members = [pid for pid in _pids() if _session_of(pid) == sid]
+        for pid in members:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        if not members:
+            return
+
+
+def _pids() -> list[int]:
+    return [int(d) for d in os.listdir("/proc") if d.isdigit()]
+
+
+def _session_of(pid: int) -> int | None:
+    """The session id of ``pid`` (``/proc/PID/stat`` field 6), None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rpartition(b")")[2].split()
+        return int(fields[3])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 class SSHHost(Host):
@@ -223,7 +310,7 @@ class SSHHost(Host):
         if ssh_config:
             ssh_config = os.path.expanduser(ssh_config)
             if not os.path.isfile(ssh_config):
-                raise RunnerError(f"ssh config {ssh_config} does not exist")
+                raise BadInput(f"ssh config {ssh_config} does not exist")
         config = Config(runtime_ssh_path=ssh_config) if ssh_config else Config()
         self.conn = Connection(
             spec.host,
@@ -304,9 +391,14 @@ class SSHHost(Host):
         except BaseException:
             self._drop_shell()  # interrupted mid-command: the shell's state is unknown
             raise
-        if result.exited == 124 and self._shell.closed:
+        if result.exited == 124 and (self._shell is None or self._shell.closed):
             self._shell = None  # timed out: the shell was closed with its command
         return result
+
+    def _stop_running(self) -> None:
+        # The shell's command ends on its host (by its ``timeout`` wrapper, or by the
+        # session's cleanup of its work folder); here the wait for it ends.
+        self._drop_shell()
 
     def _drop_shell(self) -> None:
         if self._shell is not None:
@@ -372,6 +464,8 @@ class _Shell:
         out, err = bytearray(), bytearray()
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
+            if self.channel.closed:
+                raise EOFError("the remote shell was closed")
             while self.channel.recv_ready():
                 out += self.channel.recv(65536)
             while self.channel.recv_stderr_ready():

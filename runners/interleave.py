@@ -25,17 +25,18 @@ bootstrap interval at ``--confidence``: B is worse when the interval's lower bou
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 import statistics
 import sys
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import IO, Any
 
 from runners.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from runners.hosts import side_by_side
 
 #: Errors per response above which a trial gives no cost.
 MAX_ERROR_RATE = 0.01
@@ -294,8 +295,8 @@ def _together(
             raise
         return row
 
-    with ThreadPoolExecutor(len(sessions)) as pool:
-        futures = [pool.submit(one, s) for s in sessions]
+    hosts = {id(h): h for s in sessions for h in s.hosts.distinct()}.values()
+    futures = side_by_side([functools.partial(one, s) for s in sessions], hosts)
     errors = [f.exception() for f in futures]
     own = [e for e in errors if e is not None and not isinstance(e, threading.BrokenBarrierError)]
     if own:

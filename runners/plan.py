@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from runners import loadgen
-from runners.errors import RunnerError
+from runners.errors import BadInput
 from runners.hosts import HostSpec
 from runners.names import DEFAULT_OUT
 from runners.scenario import Scenario
@@ -90,7 +90,7 @@ class Plan:
     def __post_init__(self) -> None:
         self.generator().check(self.http_version)
         if self.streams < 1 or (self.streams > 1 and self.http_version != "2"):
-            raise RunnerError("streams must be 1, or more than 1 only over HTTP/2")
+            raise BadInput("streams must be 1, or more than 1 only over HTTP/2")
         if not self.scenario.keepalive and self.load_generator == "h2load":
             raise loadgen.UnsupportedLoad(
                 f"h2load does not reconnect after the server closes a connection; the "
@@ -99,29 +99,29 @@ class Plan:
         for name in ("vcpus", "threads", "connections"):
             values = getattr(self, name)
             if not values or any(int(v) < 1 for v in values):
-                raise RunnerError(f"{name} must be a non-empty list of positive integers")
+                raise BadInput(f"{name} must be a non-empty list of positive integers")
         if self.duration_s < 1 or self.warmup_s < 0 or self.timeout_s < 1:
-            raise RunnerError("wrk needs a duration >= 1 s, a warm-up >= 0 s and a timeout >= 1 s")
+            raise BadInput("wrk needs a duration >= 1 s, a warm-up >= 0 s and a timeout >= 1 s")
         if self.cooldown_s < 0:
-            raise RunnerError("the cooldown cannot be negative")
+            raise BadInput("the cooldown cannot be negative")
         if not self.clients:
-            raise RunnerError("at least one client host is needed")
+            raise BadInput("at least one client host is needed")
         specs = [str(HostSpec.parse(c)) for c in self.clients]
         if len(set(specs)) != len(specs):
-            raise RunnerError(f"a client host is listed twice: {', '.join(self.clients)}")
+            raise BadInput(f"a client host is listed twice: {', '.join(self.clients)}")
         if self.client_weights and (
             len(self.client_weights) != len(self.clients)
             or not all(0 < w < float("inf") for w in self.client_weights)
         ):
-            raise RunnerError("client weights must be one positive number per client")
+            raise BadInput("client weights must be one positive number per client")
         HostSpec.parse(self.server)
         if not self.settings():
-            raise RunnerError(
+            raise BadInput(
                 "no setting to run: every --connections value is below every --threads value "
                 "(wrk needs connections >= threads)"
             )
         if not 0 < self.saturation <= 1 or not 0 <= self.max_error_rate < 1:
-            raise RunnerError("saturation must be in (0, 1] and max error rate in [0, 1)")
+            raise BadInput("saturation must be in (0, 1] and max error rate in [0, 1)")
 
     def settings(self) -> list[tuple[int, int, int]]:
         """The grid in run order (vCPUs outermost, so nginx restarts once per count).

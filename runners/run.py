@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from runners.errors import RunnerError
+from runners.errors import BadInput, RunnerError
 from runners.hosts import Host, connect
 from runners.plan import Access, Plan
 from trialtable.errors import RunFolderError
@@ -151,7 +151,12 @@ def open_run(
             **extra,
         }
         return plan, Run(RunFolder.create(out, meta))
-    folder = RunFolder.open(out, resume)
+    try:
+        folder = RunFolder.open(out, resume)
+    except RunInUse:
+        raise
+    except RunFolderError as exc:  # no such run, or one that cannot be resumed
+        raise BadInput(str(exc)) from None
     try:
         return _check_resumed(folder, plan, resume, sim, extra), Run(folder)
     except BaseException:
@@ -165,27 +170,28 @@ def _check_resumed(
     """The stored plan, when it and ``extra`` match what the resumed run was planned with."""
     meta = folder.meta
     if not isinstance(meta.get("simulated", False), bool):
-        raise RunnerError(
+        raise BadInput(
             f"run {resume}: run.json field 'simulated' is {meta.get('simulated')!r}, "
             "not true or false"
         )
     if bool(meta.get("simulated")) != (sim is not None):
         held = "simulated" if meta.get("simulated") else "measured"
         way = "with --server sim" if held == "simulated" else "against real hosts"
-        raise RunnerError(f"run {resume} holds {held} trials; resume it {way}")
+        raise BadInput(f"run {resume} holds {held} trials; resume it {way}")
     if sim is not None and meta.get("sim") != json.loads(json.dumps(sim.to_dict())):
-        raise RunnerError(
+        raise BadInput(
             f"run {resume} simulated another server (--seed/--sim-*); resume it with the same "
             "options"
         )
     try:
         stored = Plan.from_dict(meta["plan"])
     except (TypeError, ValueError, KeyError, AttributeError, RunnerError) as exc:
-        raise folder.error("run.json", f"has a plan this version cannot use ({exc})") from None
+        error = folder.error("run.json", f"has a plan this version cannot use ({exc})")
+        raise BadInput(str(error)) from None
     if stored != plan or any(meta.get(k) != v for k, v in extra.items()):
         diff = _differences(stored.to_dict(), plan.to_dict())
         diff += [k for k, v in extra.items() if meta.get(k) != v]
-        raise RunnerError(
+        raise BadInput(
             f"run {resume} was planned with other settings ({', '.join(diff)}); resume it "
             "with the same options, or start a new run"
         )
@@ -297,7 +303,7 @@ def cleanup(
     if run_id is not None:
         check_run_id(run_id)
         if not os.path.isfile(os.path.join(out, run_id, "run.json")):
-            raise RunnerError(f"no run {run_id!r} in {out}")
+            raise BadInput(f"no run {run_id!r} in {out}")
         runs = [Path(out) / run_id]
     else:
         try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from runners.errors import RunnerError
+from runners.errors import BadInput
 from trialtable.profile import PROXIED
 from trialtable.schema import PROTOCOLS, SCENARIOS
 from trialtable.tls import KEYS, SHORT_TLS_KEYS
@@ -69,26 +69,26 @@ class Scenario:
 
     def __post_init__(self) -> None:
         if self.name not in SCENARIOS:
-            raise RunnerError(f"unknown scenario {self.name!r}; expected one of {SCENARIOS}")
+            raise BadInput(f"unknown scenario {self.name!r}; expected one of {SCENARIOS}")
         if self.protocol not in PROTOCOLS:
-            raise RunnerError(f"unknown protocol {self.protocol!r}; expected http or https")
+            raise BadInput(f"unknown protocol {self.protocol!r}; expected http or https")
         if self.tls_key not in SHORT_TLS_KEYS:
-            raise RunnerError(
+            raise BadInput(
                 f"unknown TLS key {self.tls_key!r}; expected {' or '.join(SHORT_TLS_KEYS)}"
             )
         if self.file_bytes < 0:
-            raise RunnerError(f"file size {self.file_bytes} is negative")
+            raise BadInput(f"file size {self.file_bytes} is negative")
         if self.name == "cps" and self.file_bytes != 0:
-            raise RunnerError("the cps scenario serves a 0-byte response; drop --file-size")
+            raise BadInput("the cps scenario serves a 0-byte response; drop --file-size")
         if self.tls_resumption and self.protocol != "https":
-            raise RunnerError("TLS session resumption needs --protocol https")
+            raise BadInput("TLS session resumption needs --protocol https")
         if self.jwt and not self.proxied:
-            raise RunnerError(
+            raise BadInput(
                 "--jwt is for the reverse_proxy and api_gateway scenarios (nginx checks the "
                 "token before proxying)"
             )
         if not 1 <= self.upstreams <= MAX_UPSTREAMS:
-            raise RunnerError(
+            raise BadInput(
                 f"--upstreams must be from 1 to {MAX_UPSTREAMS} (got {self.upstreams})"
             )
 
@@ -137,7 +137,7 @@ class Scenario:
 def make_scenario(name: str = "static", file_bytes: int | None = None, **kw: Any) -> Scenario:
     """A `Scenario` with the scenario's default file size when none is given."""
     if name not in DEFAULT_FILE_BYTES:
-        raise RunnerError(f"unknown scenario {name!r}; expected one of {SCENARIOS}")
+        raise BadInput(f"unknown scenario {name!r}; expected one of {SCENARIOS}")
     return Scenario(
         name, file_bytes=DEFAULT_FILE_BYTES[name] if file_bytes is None else file_bytes, **kw
     )

@@ -18,16 +18,23 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import IO, Any
 
 from runners import clients as many
 from runners import jwt, loadgen, window
 from runners.cputime import TIMES_MARKER, times_seconds
-from runners.deploy.nginx import Deployment, NginxHost, is_ip
-from runners.errors import BadHosts, RunnerError
-from runners.hosts import Host, HostSpec, Result, connect, facts, require_tools
+from runners.deploy.nginx import Deployment, NginxHost, is_ip, stop_leftovers
+from runners.errors import BadHosts, BadInput, RunnerError
+from runners.hosts import (
+    Host,
+    HostSpec,
+    Result,
+    connect,
+    facts,
+    require_tools,
+    side_by_side,
+)
 from runners.plan import Access, Plan
 from runners.run import Run
 from runners.scenario import response_size_problem
@@ -231,7 +238,7 @@ class Session:
         self.target = self._target_address(server_spec)
         too_many = [v for v in plan.vcpus if v > len(self.server_facts["cpus_allowed"])]
         if too_many:
-            raise RunnerError(
+            raise BadInput(
                 f"--vcpus {max(too_many)}: {self.server.name} has only "
                 f"{len(self.server_facts['cpus_allowed'])} CPUs for nginx"
             )
@@ -471,8 +478,8 @@ class Session:
 
         if len(self.clients) == 1:
             return [one(0)]
-        with ThreadPoolExecutor(len(self.clients)) as pool:
-            return list(pool.map(one, range(len(self.clients))))
+        calls = [functools.partial(one, i) for i in range(len(self.clients))]
+        return [f.result() for f in side_by_side(calls, self.hosts.distinct())]
 
     def _limit(self, seconds: int) -> int:
         """Longest wait for a client's command of a ``seconds`` long run [s]."""
@@ -783,8 +790,9 @@ class Session:
                     step()
 
     def _remove_workdir(self, client: _Client) -> None:
-        out = client.host.run(["rm", "-rf", "--", client.workdir], check=False)
-        if out.ok:
+        """Stop the client's load generators (an interrupted trial's) and remove its folder."""
+        done, _ = stop_leftovers(client.host, client.workdir, [])
+        if done:
             self.run.removed(client.host.name, client.workdir)
             client.workdir = ""
 

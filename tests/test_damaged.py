@@ -139,7 +139,7 @@ def test_resume_says_what_is_wrong_or_repairs(pristine, tmp_path, case):
         assert len(lines) == 3  # the header and both settings, whole
         assert json.loads((run / "run.json").read_text())["status"] == "complete"
         return
-    assert p.returncode == 1, p.stderr
+    assert p.returncode == 2, p.stderr  # the run given to --resume is bad input
     err = p.stderr.strip()
     assert len(err.splitlines()) == 1 and "Traceback" not in err, err
     assert str(run) in err and message in err, err
@@ -155,7 +155,7 @@ def test_resume_names_a_bad_value(pristine, tmp_path):
     with path.open("w", newline="") as fh:
         csv.writer(fh, lineterminator="\n").writerows(rows)
     p = runners_cli("sweep", *SWEEP, "--out", str(run.parent), "--resume", run.name)
-    assert p.returncode == 1
+    assert p.returncode == 2
     assert "trials.csv:2: column vcpus: 'two' is not an integer" in p.stderr
 
 
@@ -164,7 +164,7 @@ def test_an_empty_table_with_histograms_is_not_restarted(pristine, tmp_path):
     (run / "trials.csv").write_bytes(b"")
     (run / "histograms.jsonl").write_text('{"trial_id": "x-0001", "clients": {}}\n')
     p = runners_cli("sweep", *SWEEP, "--out", str(run.parent), "--resume", run.name)
-    assert p.returncode == 1 and "the table was lost" in p.stderr
+    assert p.returncode == 2 and "the table was lost" in p.stderr
     assert (run / "trials.csv").read_bytes() == b""
 
 

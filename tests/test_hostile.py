@@ -151,7 +151,7 @@ def test_a_planted_lock_link_truncates_nothing(tmp_path):
     (run / "run.lock").unlink()
     (run / "run.lock").symlink_to(victim)
     p = runners_cli(*SIM, "--out", str(out), "--resume", run.name)
-    assert p.returncode == 1
+    assert p.returncode == 2
     assert "run.lock" in one_line(p.stderr, "python -m runners: error: ")
     q = runners_cli("cleanup", run.name, "--out", str(out))
     assert q.returncode == 0 and "Traceback" not in q.stderr
@@ -176,7 +176,7 @@ def test_state_files_that_are_links_or_pipes_are_refused(tmp_path):
     (run / "histograms.jsonl").unlink()
     (run / "histograms.jsonl").symlink_to(victim)
     p = runners_cli(*SIM, "--out", str(out), "--resume", run.name)
-    assert p.returncode == 1
+    assert p.returncode == 2
     assert "symbolic link" in one_line(p.stderr, "python -m runners: error: ")
     assert victim.read_text() == "precious\n"
 

@@ -9,6 +9,8 @@ import pytest
 
 from runners import interleave
 from runners.cli.main import main as runners_main
+from runners.hosts import LocalHost
+from runners.session import Hosts
 from tests.conftest import runners_cli
 
 # Per-pair B/A nginx CPU per request, recorded on the project's 2-core machine (static 1 KB,
@@ -93,6 +95,7 @@ class _FakeSession:
 
     def __init__(self, name: str, log: list[str], fail: str = "") -> None:
         self.name, self.log, self.fail = name, log, fail
+        self.hosts = Hosts(LocalHost(), [])
 
     def trial(self, vcpus, threads, connections, *, ready):
         self.log.append(f"warm {self.name}")

@@ -130,7 +130,7 @@ def test_cleanup_touches_only_what_the_project_made(tmp_path):
     assert "left alone" in p.stderr
     assert victim.is_dir()
     p = runners_cli("cleanup", "no-such-run", "--out", str(tmp_path))
-    assert p.returncode == 1 and "no run 'no-such-run'" in p.stderr
+    assert p.returncode == 2 and "no run 'no-such-run'" in p.stderr
 
 
 def _small_files(limit: int):

@@ -352,7 +352,7 @@ def test_sweep_on_the_simulator(tmp_path):
         "--resume",
         run.name,
     )
-    assert again.returncode == 1 and "holds simulated trials" in again.stderr
+    assert again.returncode == 2 and "holds simulated trials" in again.stderr
 
 
 def test_progress_lines_bound_the_time_left(tmp_path):

@@ -203,17 +203,17 @@ def test_faults_during_a_trial_keep_finished_trials(tmp_path, fault, own_tmpdir,
             1,
             'nginx -t rejected the server config on local: unknown directive "bogus_directive"',
         ),
-        (["--vcpus", "512"], 1, "has only"),
+        (["--vcpus", "512"], 2, "has only"),
         (["--vcpus", "0"], 2, "expected positive integers"),
         (["--duration", "1.5s"], 2, "whole seconds"),
-        (["--server", "a b"], 1, "is not 'local'"),
+        (["--server", "a b"], 2, "is not 'local'"),
         (["--file-size", "big"], 2, "is not a size"),
-        (["--scenario", "cps", "--file-size", "1KB"], 1, "0-byte response"),
-        (["--resume", "no-such-run"], 1, "no run 'no-such-run'"),
-        (["--client", "local", "--client", "local"], 1, "listed twice"),
-        (["--inventory", "/nonexistent.toml"], 1, "cannot read inventory"),
-        (["--threads", "4", "--connections", "2"], 1, "no setting to run"),
-        (["--sim-sigma", "0.1"], 1, "need --server sim"),
+        (["--scenario", "cps", "--file-size", "1KB"], 2, "0-byte response"),
+        (["--resume", "no-such-run"], 2, "no run 'no-such-run'"),
+        (["--client", "local", "--client", "local"], 2, "listed twice"),
+        (["--inventory", "/nonexistent.toml"], 2, "cannot read inventory"),
+        (["--threads", "4", "--connections", "2"], 2, "no setting to run"),
+        (["--sim-sigma", "0.1"], 2, "need --server sim"),
     ],
 )
 def test_bad_input_is_one_line(tmp_path, args, code, message, leaves_no_nginx):
@@ -257,7 +257,7 @@ def test_inventory_file(tmp_path):
     assert p.returncode == 2 and "field 'server'" in p.stderr
     inv.write_text('ssh_config = "~/no/such/config"\nserver = "u@h"\n')
     p = runners_cli("facts", "--inventory", str(inv))
-    assert p.returncode == 1 and "does not exist" in p.stderr
+    assert p.returncode == 2 and "does not exist" in p.stderr
     inv.write_text('server = "local\n')
     p = runners_cli("facts", "--inventory", str(inv))
-    assert p.returncode == 1 and "not valid TOML" in p.stderr
+    assert p.returncode == 2 and "not valid TOML" in p.stderr

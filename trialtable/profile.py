@@ -41,6 +41,7 @@ Request and connection costs include the packet path they were measured over: se
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 import os
@@ -401,6 +402,17 @@ def _number(value: object) -> bool:
     )
 
 
+def _utc_time(value: object) -> bool:
+    """Whether ``value`` is a real UTC time ``YYYY-mm-ddTHH:MM:SSZ`` (month 13 is not)."""
+    if not isinstance(value, str) or not _CREATED.fullmatch(value):
+        return False
+    try:
+        datetime.datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ")
+    except ValueError:
+        return False
+    return True
+
+
 def from_dict(d: object, where: str = "profile") -> Profile:
     """Validate a decoded JSON document and return the `Profile`.
 
@@ -413,7 +425,7 @@ def from_dict(d: object, where: str = "profile") -> Profile:
     missing = [k for k in _REQUIRED if k not in d]
     if missing:
         raise _fail(where, f"missing keys: {', '.join(missing)}")
-    if not isinstance(d["created"], str) or not _CREATED.match(d["created"]):
+    if not _utc_time(d["created"]):
         raise _fail(where, f"created {d['created']!r} is not a UTC time YYYY-mm-ddTHH:MM:SSZ")
     if not isinstance(d["cpu_model"], str):
         raise _fail(where, "cpu_model must be a string")

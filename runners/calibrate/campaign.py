@@ -50,7 +50,7 @@ from runners.calibrate.settings import (
     retired_settings,
     scaling_settings,
 )
-from runners.errors import RunnerError
+from runners.errors import BadInput, RunnerError
 from runners.hosts import Host, HostSpec, connect, facts, parse_cpu_list
 from runners.run import cleanup
 from runners.store import load_trials
@@ -226,24 +226,24 @@ class Campaign:
     def open(cls, out: str | os.PathLike[str], cid: str, options: CalibrateOptions) -> Campaign:
         """Reopen campaign ``cid`` to resume it; its options must match."""
         if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$", cid):
-            raise RunnerError(f"campaign id {cid!r} is not a plain folder name")
+            raise BadInput(f"campaign id {cid!r} is not a plain folder name")
         path = Path(out) / cid
         try:
             data = read_bounded(path / "campaign.json", 16 * MB, regular_only=True, follow=False)
             meta = loads_json(data)
         except FileNotFoundError:
-            raise RunnerError(f"no campaign {cid!r} in {out} (no campaign.json)") from None
+            raise BadInput(f"no campaign {cid!r} in {out} (no campaign.json)") from None
         except OSError as exc:
-            raise RunnerError(f"cannot read {path / 'campaign.json'}: it {exc.strerror}") from None
+            raise BadInput(f"cannot read {path / 'campaign.json'}: it {exc.strerror}") from None
         except (ValueError, RecursionError) as exc:
-            raise RunnerError(f"cannot read {path / 'campaign.json'}: {exc}") from None
+            raise BadInput(f"cannot read {path / 'campaign.json'}: {exc}") from None
         if not isinstance(meta, dict):
-            raise RunnerError(f"cannot read {path / 'campaign.json'}: not a JSON object")
+            raise BadInput(f"cannot read {path / 'campaign.json'}: not a JSON object")
         stored = meta.get("options", {})
         # A key the campaign did not store yet (an option added since) is not a difference.
         diff = [k for k, v in options.to_dict().items() if k in stored and stored[k] != v]
         if diff:
-            raise RunnerError(
+            raise BadInput(
                 f"campaign {cid} was run with other options ({', '.join(diff)}); resume it "
                 "with the same options"
             )

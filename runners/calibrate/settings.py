@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from runners import loadgen
-from runners.errors import RunnerError
+from runners.errors import BadInput
 from runners.hosts import HostSpec
 from runners.scenario import Scenario
 from runners.tools import TOOLS
@@ -164,22 +164,22 @@ class CalibrateOptions:
 
     def __post_init__(self) -> None:
         if self.repeats is not None and not 1 <= self.repeats <= 20:
-            raise RunnerError(f"--repeats must be between 1 and 20 (got {self.repeats})")
+            raise BadInput(f"--repeats must be between 1 and 20 (got {self.repeats})")
         if self.extra_rounds is not None and not 0 <= self.extra_rounds <= 10:
-            raise RunnerError(f"--extra-rounds must be between 0 and 10 (got {self.extra_rounds})")
+            raise BadInput(f"--extra-rounds must be between 0 and 10 (got {self.extra_rounds})")
         if not self.sla_p99_ms > 0 or not math.isfinite(self.sla_p99_ms):
-            raise RunnerError("--sla-p99 must be a positive duration")
+            raise BadInput("--sla-p99 must be a positive duration")
         # The campaign loads a closed loop over HTTP/1.1 (raises UnsupportedLoad otherwise).
         loadgen.get(self.load_generator).check("1.1", loadgen.CLOSED)
         known = {s.name for s in fit_settings()}
         unknown = [n for n in self.only if n not in known and not n.startswith("scaling_")]
         if unknown:
-            raise RunnerError(
+            raise BadInput(
                 f"unknown setting {unknown[0]!r}; known: {', '.join(sorted(known))}, "
                 "scaling_N_workers"
             )
         if self.max_workers is not None and self.max_workers < 1:
-            raise RunnerError("--max-workers must be at least 1")
+            raise BadInput("--max-workers must be at least 1")
         HostSpec.parse(self.server)
         for c in self.clients:
             HostSpec.parse(c)

@@ -31,7 +31,7 @@ from runners.cli.options import (
     tool_option,
     wildcard_problem,
 )
-from runners.errors import BadHosts, RunnerError
+from runners.errors import BadHosts, BadInput, RunnerError
 from runners.loadgen import UnsupportedLoad
 from runners.names import AB_MEASURES, AB_SCHEDULES, STRATEGY_NAMES
 from trialtable.errors import RunFolderError
@@ -42,6 +42,7 @@ from trialtable.tls import KEYS, SHORT_TLS_KEYS, TLS_KEYS, tls_key
 from trialtable.values import (
     DEFAULT_PROTOCOL,
     MAX_COUNT,
+    MAX_TRIAL_SECONDS,
     Parser,
     float_between,
     format_option,
@@ -99,9 +100,15 @@ def _seconds0(text: str) -> int:
 
 
 def _seconds_float(text: str) -> float:
+    """A pause: 0, or a duration up to `MAX_TRIAL_SECONDS` (a trial's longest) [s]."""
     if text.strip() in ("0", "0s"):
         return 0.0
-    return parse_duration_ms(text) / 1000.0
+    seconds = parse_duration_ms(text) / 1000.0
+    if seconds > MAX_TRIAL_SECONDS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is longer than {MAX_TRIAL_SECONDS:,} s (one day), the longest pause"
+        )
+    return seconds
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -326,10 +333,10 @@ def _simulator(args: argparse.Namespace, hosts: dict[str, Any]) -> Any:
     }
     if hosts["server"] != "sim":
         if params:
-            raise RunnerError("--sim-lambda/--sim-sigma/--sim-kappa need --server sim")
+            raise BadInput("--sim-lambda/--sim-sigma/--sim-kappa need --server sim")
         return None
     if hosts["clients"] != ("local",):
-        raise RunnerError("--server sim simulates its own load generator; drop --client")
+        raise BadInput("--server sim simulates its own load generator; drop --client")
     return SimServer(seed=args.seed, **params)
 
 
@@ -398,11 +405,11 @@ def _hosts(args: argparse.Namespace) -> dict[str, Any]:
         try:
             inv = tomllib.loads(read_bounded(args.inventory, INVENTORY_MAX_BYTES).decode("utf-8"))
         except OSError as exc:
-            raise RunnerError(f"cannot read inventory {args.inventory}: {exc.strerror}") from None
+            raise BadInput(f"cannot read inventory {args.inventory}: {exc.strerror}") from None
         except UnicodeDecodeError:
-            raise RunnerError(f"inventory {args.inventory} is not UTF-8 text") from None
+            raise BadInput(f"inventory {args.inventory} is not UTF-8 text") from None
         except tomllib.TOMLDecodeError as exc:
-            raise RunnerError(f"inventory {args.inventory} is not valid TOML: {exc}") from None
+            raise BadInput(f"inventory {args.inventory} is not valid TOML: {exc}") from None
         where = f"inventory {args.inventory}"
         unknown = set(inv) - set(INVENTORY.fields)
         if unknown:
@@ -718,7 +725,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cli_imports.main(args)
         command = {"sweep": _sweep, "search": _search, "facts": _facts, "cleanup": _cleanup}
         return command[args.command](args)
-    except (UnsupportedLoad, BadHosts) as exc:
+    except BadInput as exc:  # UnsupportedLoad and BadHosts too
         print(f"{parser.prog}: error: {printable(str(exc))}", file=sys.stderr)
         return 2
     except (RunnerError, RunFolderError) as exc:
@@ -859,6 +866,9 @@ def _ab(args: Any) -> int:
         )
         values = ratios(a, b)
         verdict = judge(values, args.fail_if_worse, args.confidence)
+    except BadInput as exc:
+        print(f"{prog}: error: {printable(str(exc))}", file=sys.stderr)
+        return 2
     except (RunnerError, RunFolderError, ValueError) as exc:
         print(f"{prog}: error: {printable(str(exc))}", file=sys.stderr)
         return 3

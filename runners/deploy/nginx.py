@@ -180,7 +180,9 @@ _STOP_BODY = r"""
 # is still START (the same process, not a recycled pid); otherwise it is reported (LEFT).
 dir=$1 masters=$2; shift 2
 if [ -n "$dir" ]; then
-  for d in /proc/[0-9]*; do
+  # One grep finds the nginx masters; only their command lines are read one by one.
+  for d in $(grep -alF "master process" /proc/[0-9]*/cmdline 2>/dev/null); do
+    d=${d%/cmdline}
     case "$(tr '\0' ' ' < "$d/cmdline" 2>/dev/null)" in
       *"master process"*" -p $dir "*|*"master process"*" -p $dir/"*|*"master process"*" -p $dir")
         masters="$masters ${d#/proc/}";;
@@ -251,7 +253,7 @@ case "${1##*/}" in
     gens= here=$(cd "$1" 2>/dev/null && pwd -P) || here=$1
     for d in /proc/[0-9]*; do
       [ -O "$d" ] || continue
-      [ "$(readlink "$d/cwd" 2>/dev/null)" = "$here" ] && gens="$gens ${d#/proc/}"
+      [ "$d/cwd" -ef "$here" ] && gens="$gens ${d#/proc/}"  # a test builtin: no fork
     done
     if [ -n "$gens" ]; then
       kill -TERM $gens 2>/dev/null

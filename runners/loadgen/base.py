@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from runners.errors import RunnerError
+from runners.errors import BadInput, RunnerError
 from trialtable.schema import HTTP_VERSIONS as HTTP_VERSIONS  # re-exported
 
 ERROR_KINDS = ("connect", "read", "write", "status", "timeout")
@@ -23,7 +23,7 @@ PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p999": 99.9}
 CLOSED, OPEN = "closed", "open"
 
 
-class UnsupportedLoad(RunnerError):
+class UnsupportedLoad(BadInput):
     """A load generator asked for something it cannot do, or not available (bad arguments)."""
 
 

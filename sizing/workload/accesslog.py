@@ -97,7 +97,7 @@ from sizing.workload.distinct import EXACT_CAP, Distinct, K
 from trialtable.fields import Field, FieldError, Fields
 from trialtable.files import FileRefused, read_bounded, write_atomic
 from trialtable.pathargs import INPUT_FILE, OUTPUT_FILE, path_arg
-from trialtable.values import float_between, parse_size
+from trialtable.values import MAX_SIZE_BYTES, float_between, parse_size
 
 #: Version of the workload file's schema.
 FORMAT = 1
@@ -491,6 +491,8 @@ _VERSIONS = {
 _TLS_NAMES = (b"SSLv3", b"TLSv1", b"TLSv1.1", b"TLSv1.2", b"TLSv1.3")
 #: Latest second a log may name (9999-12-31T23:59:59Z) [s since 1970].
 _MAX_SECOND = 253402300799
+#: Farthest a time zone lies from UTC [s]: 14 hours (UTC-12:00 to UTC+14:00 are in use).
+_MAX_ZONE_S = 14 * 3600
 
 
 def _second(text: bytes, kind: str) -> int | None:
@@ -507,10 +509,17 @@ def _second(text: bytes, kind: str) -> int | None:
                 int(text[7:11]), month, int(text[0:2]),
                 int(text[12:14]), int(text[15:17]), int(text[18:20]), tzinfo=UTC,
             )  # fmt: skip
-            offset = (int(text[22:24]) * 60 + int(text[24:26])) * 60
+            hours, minutes = int(text[22:24]), int(text[24:26])
+            offset = (hours * 60 + minutes) * 60
+            if minutes > 59 or offset > _MAX_ZONE_S:
+                return None
             sec = int(t.timestamp()) - (offset if text[21:22] == b"+" else -offset)
         else:
-            sec = int(datetime.fromisoformat(text.decode("ascii")).timestamp())
+            when = datetime.fromisoformat(text.decode("ascii"))
+            zone = when.utcoffset()
+            if zone is not None and abs(zone.total_seconds()) > _MAX_ZONE_S:
+                return None
+            sec = int(when.timestamp())
     except (ValueError, OverflowError):
         return None
     return sec if 0 <= sec <= _MAX_SECOND else None
@@ -605,30 +614,25 @@ class Tally:
                 {"file": stats.path, "line": line, "reason": reason, "text": _example_text(text)}
             )
 
-    def _find_examples(self, block: bytes, stats: FileStats, base: int, bad: set[bytes]) -> None:
-        """Show the malformed lines of ``block`` until `EXAMPLES` are shown."""
+    def _find_examples(
+        self, block: bytes, stats: FileStats, base: int, bad: dict[int, tuple[set[bytes], str]]
+    ) -> None:
+        """Show the malformed lines of ``block`` until `EXAMPLES` are shown.
+
+        ``bad``: per column index, the values that make a line malformed and the reason.
+        """
         match = self.fmt.regex.match
         for i, line in enumerate(block.split(b"\n")[:-1], start=base + 1):
             if len(self.examples) >= EXAMPLES:
                 return
             m = match(line)
-            if m is None:
+            reason = "does not match the log format" if m is None else ""
+            for col, (values, why) in bad.items():
+                if m is not None and not reason and m.group(col + 1) in values:
+                    reason = why
+            if reason:
                 self.examples.append(
-                    {
-                        "file": stats.path,
-                        "line": i,
-                        "reason": "does not match the log format",
-                        "text": _example_text(line),
-                    }
-                )
-            elif bad and m.group(self.ti + 1) in bad:
-                self.examples.append(
-                    {
-                        "file": stats.path,
-                        "line": i,
-                        "reason": "time out of range",
-                        "text": _example_text(line),
-                    }
+                    {"file": stats.path, "line": i, "reason": reason, "text": _example_text(line)}
                 )
 
     def _block(self, block: bytes, stats: FileStats) -> None:
@@ -641,25 +645,28 @@ class Tally:
         # Times first: a line with an impossible time is malformed.
         times: Counter[bytes] = Counter(cols[self.ti]) if matches else Counter()
         minutes: dict[bytes, int] = {}
-        bad = set()
+        bad_times = set()
         for t, n in times.items():
             sec = self._time(t)
             if sec is None or not self._add_second(sec, n):
-                bad.add(t)
+                bad_times.add(t)
             else:
                 minutes[t] = sec // 60
+        bad = {self.ti: (bad_times, "time out of range")}
+        if self.si is not None and matches:
+            # A size no response can have (above MAX_SIZE_BYTES) is no size a reader accepts.
+            sizes = {v for v in set(cols[self.si]) if v != b"-" and int(v) > MAX_SIZE_BYTES}
+            bad[self.si] = (sizes, "size out of range")
+        bad = {col: found for col, found in bad.items() if found[0]}
         if unmatched:
             stats.malformed += unmatched
             self.reasons["does not match the log format"] += unmatched
+        for col, (values, reason) in bad.items():
+            kept = [m for m in matches if (m[col] if self.ngroups > 1 else m) not in values]
+            stats.malformed += len(matches) - len(kept)
+            self.reasons[reason] += len(matches) - len(kept)
+            matches = kept
         if bad:
-            dropped = sum(times[t] for t in bad)
-            stats.malformed += dropped
-            self.reasons["time out of range"] += dropped
-            ti = self.ti
-            if self.ngroups > 1:
-                matches = [m for m in matches if m[ti] not in bad]
-            else:
-                matches = [m for m in matches if m not in bad]
             cols = self._transpose(matches)
         if (unmatched or bad) and len(self.examples) < EXAMPLES:
             self._find_examples(block, stats, base, bad)
@@ -786,10 +793,15 @@ class Tally:
         malformed = sum(f.malformed for f in self.files)
         names = ", ".join(f.path for f in self.files)
         if not self.timed or self.first is None or self.last is None:
-            hint = ""
+            hint, why = "", "does not match the log format"
             if self.examples:
                 ex = self.examples[0]
                 hint = f"; line {ex['line']}: {ex['text'][:80]}"
+                why = ex["reason"]
+            if why != "does not match the log format":  # the format matched; a value did not
+                raise InputError(
+                    f"no line of {names} is usable ({lines:,} lines read{hint}: {why})"
+                )
             raise InputError(
                 f"no line of {names} matches the log format ({lines:,} lines read{hint}); give "
                 "the server's log_format with --log-format"
