@@ -41,8 +41,7 @@ from sizing.catalog.egress import egress_cost
 from sizing.catalog.load import Instance
 from sizing.errors import Infeasible, InputError
 from sizing.fleet.counts import min_instances_array
-from sizing.fleet.recommend import HOURS_PER_MONTH, Recommendation, sustained
-from sizing.fleet.recommend import _shape as shape_of
+from sizing.fleet.recommend import HOURS_PER_MONTH, Recommendation, shape_of, sustained
 from sizing.model.capacity import Capacity, Workload, instance_capacities, instance_capacity
 from sizing.model.platforms import match_cpu_text, platform_of
 from sizing.pipeline import Answer, size
