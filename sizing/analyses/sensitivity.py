@@ -26,6 +26,7 @@ from sizing.errors import Infeasible
 from sizing.fleet.engine import answer
 from sizing.fleet.recommend import Recommendation, RowTable
 from sizing.model import capacity as _capacity
+from sizing.model.capacity import Evidence
 from sizing.model.costmodel import (
     Coefficient,
     cpu_us_per_request,
@@ -34,6 +35,7 @@ from sizing.model.costmodel import (
 )
 from sizing.model.inputs import ModelInputs
 from sizing.model.platforms import platform_of
+from sizing.workload.value import Workload
 
 __all__ = [
     "Sensitivity",
@@ -207,7 +209,16 @@ def uncertain_inputs(
         standard errors or estimated ranges), the per-core speed of each CPU platform of the
         cheapest options, the estimated base latency, and each measured family's level.
     """
-    work = rec.workload
+    return [
+        *_coefficient_inputs(rec.workload, min_share),
+        *_platform_inputs(rec, families_of_top),
+        *_constant_inputs(),
+        *_measured_inputs(rec.evidence),
+    ]
+
+
+def _coefficient_inputs(work: Workload, min_share: float) -> list[UncertainInput]:
+    """The cost coefficients that make up at least ``min_share`` of the workload's CPU time."""
     ref = reference_profile()
     cost = cpu_us_per_request(work, ref)
     # The coefficients the answer uses: the current stack's where it has them.
@@ -231,6 +242,13 @@ def uncertain_inputs(
                 at=partial(_coefficient_at, name),
             )
         )
+    return out
+
+
+def _platform_inputs(rec: Recommendation, families_of_top: int) -> list[UncertainInput]:
+    """The speed of each CPU platform of the ``families_of_top`` cheapest options."""
+    work = rec.workload
+    out: list[UncertainInput] = []
     seen: set[str] = set()
     for o in rec.options[:families_of_top]:
         if o.capacity.measured == "own":
@@ -276,6 +294,12 @@ def uncertain_inputs(
                 at=partial(_core_speed_at, plat.platform_id),
             )
         )
+    return out
+
+
+def _constant_inputs() -> list[UncertainInput]:
+    """The estimated model constants with a range (`CONSTANT_RANGES`)."""
+    out: list[UncertainInput] = []
     for name, (lo, hi, why) in CONSTANT_RANGES.items():
         v = _capacity.ESTIMATES[name][0]
         out.append(
@@ -291,7 +315,12 @@ def uncertain_inputs(
                 at=partial(_constant_at, name),
             )
         )
-    ev = rec.evidence
+    return out
+
+
+def _measured_inputs(ev: Evidence | None) -> list[UncertainInput]:
+    """The level of each family measured by runs, over its 95% range."""
+    out: list[UncertainInput] = []
     for cal in getattr(ev, "calibrations", []) or []:
         sd = float(getattr(cal, "k_sd", 0.0) or 0.0)
         if sd <= 0:

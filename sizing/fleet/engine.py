@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from sizing.catalog.egress import egress_cost, traffic
@@ -49,6 +49,10 @@ __all__ = [
 
 #: Why a row is screened out (0: kept), in the order the rules are tried.
 GROUP, BURSTABLE, NO_BASELINE, NO_PRICE = 1, 2, 3, 4
+#: A table's rows, opaque to the engine: a list of ints (`sizing.fleet.recommend.RowTable`)
+#: or an int array (`sizing.fleet.columnar.ColumnTable`); and one of them.
+Rows = Any
+Row = Any
 #: One shape's counts: the count, the count at the confidence [instances] and their chances.
 Counts = tuple[int | None, int | None, float, float]
 
@@ -87,31 +91,33 @@ class CandidateTable(Protocol):
     def screen(self, q: FleetQuestion) -> Screen:
         """The reason code of each row: `GROUP`, `BURSTABLE`, `NO_BASELINE`, `NO_PRICE`."""
 
-    def prune(self, rows: Any, q: FleetQuestion) -> tuple[Any, Any, int]:
+    def prune(
+        self, rows: Rows, q: FleetQuestion
+    ) -> tuple[Rows, Callable[[], Iterable[tuple[Row, Row]]], int]:
         """Kept rows, a callable yielding ``(dropped row, dominating row)``, and their count."""
 
-    def shapes(self, rows: Any) -> tuple[list[Instance], Any]:
+    def shapes(self, rows: Rows) -> tuple[list[Instance], Rows]:
         """One row of each shape among ``rows``, and each row's place in that list."""
 
-    def split(self, rows: Any, shape: Any, ok: Sequence[bool]) -> tuple[Any, Any, Any, Any]:
+    def split(self, rows: Rows, shape: Rows, ok: Sequence[bool]) -> tuple[Rows, Rows, Rows, Rows]:
         """Rows (and their shapes) whose shape is ``ok``, then those whose shape is not."""
 
-    def wheres(self, rows: Any) -> tuple[list[tuple[str, str]], Any]:
+    def wheres(self, rows: Rows) -> tuple[list[tuple[str, str]], Rows]:
         """Each (provider, region) of ``rows`` in the order first met, and each row's place."""
 
-    def rank(self, q: FleetQuestion, found: Ranking) -> Any:
+    def rank(self, q: FleetQuestion, found: Ranking) -> Rows:
         """The order of the option rows by `rank_key`."""
 
-    def regions(self, rows: Any) -> dict[str, set[str]]:
+    def regions(self, rows: Rows) -> dict[str, set[str]]:
         """Provider -> the regions of ``rows``, providers in the order first met."""
 
-    def instance(self, row: Any) -> Instance:
+    def instance(self, row: Row) -> Instance:
         """The row as an `Instance`."""
 
-    def names(self, row: Any) -> tuple[str, str]:
+    def names(self, row: Row) -> tuple[str, str]:
         """The row's instance type and region."""
 
-    def finish(self, rec: Recommendation, found: Ranking, order: Any) -> Recommendation:
+    def finish(self, rec: Recommendation, found: Ranking, order: Rows) -> Recommendation:
         """The answer as the table hands it out (a columnar one reads its totals by column)."""
 
 
@@ -185,8 +191,6 @@ def sustained(cap: Capacity) -> Capacity:
     A shared-core type may burst above ``cpu_baseline`` vCPUs only for a while (credits, or
     a share of the host), so its CPU capacity is scaled by ``cpu_baseline / vcpus``.
     """
-    from dataclasses import replace
-
     inst = cap.instance
     if not inst.burstable or inst.cpu_baseline is None:
         return cap
@@ -269,66 +273,88 @@ def answer(q: FleetQuestion, table: CandidateTable) -> Recommendation:
         When no instance type can meet the target within the limits.
     """
     screen = table.screen(q)
-    kept, dominated, n_dominated = screen.candidates, None, 0
+    kept, dominated = screen.candidates, Pairs(list, 0)
     if q.prune and q.evidence is None:
-        kept, dominated, n_dominated = table.prune(kept, q)
-    regions = table.regions(kept)
-    notes = notes_of(q, screen, regions)
+        kept, dropped, n_dropped = table.prune(kept, q)
+        dominated = Pairs(dropped, n_dropped)
+    notes = notes_of(q, screen, table.regions(kept))
     if not len(kept):
         raise Infeasible("; ".join([_no_candidate(q, screen), *notes]))
     reps, shape = table.shapes(kept)
     found_caps = instance_capacities(reps, q.workload, q.evidence, q.profiles, q.model)
     caps = [sustained(c) for c in found_caps]
     counts = [shape_counts(q, cap) for cap in caps]
-    ok = [c[0] is not None for c in counts]
-    at, at_shape, bad, bad_shape = table.split(kept, shape, ok)
+    at, at_shape, bad, bad_shape = table.split(kept, shape, [c[0] is not None for c in counts])
     if not len(at):
         raise Infeasible(_no_option(q, caps))
     wheres, where = table.wheres(at)
-    monthly_gib = traffic(q.target_rps, wire_bytes_per_request(q.workload))[1]
-    priced = {
-        w: egress_cost(
-            *w, monthly_gib, clients=q.clients, zones=q.rules.zones, prices=q.egress_prices
-        )
-        for w in wheres
-    }
+    priced = _egress(q, wheres)
     egress = [priced[w] for w in wheres]
     usd = [0.0 if e["usd_month"] is None else float(e["usd_month"]) for e in egress]
     found = Ranking(at, at_shape, where, counts, usd)
     order = table.rank(q, found)
-    notes += traffic_notes(priced, q.clients, q.rules.zones)
 
     def make_options(start: int, stop: int) -> list[Option]:
         return [_option(q, table, found, caps, egress, order[j]) for j in range(start, stop)]
 
-    def excluded_rows() -> Iterable[dict[str, Any]]:
-        for row, code, group in screen.excluded():
-            yield _row(table.names(row), screen_reason(code, group, q.rules.pricing))
-        for row, best in dominated() if dominated is not None else ():
-            reason = dominated_reason(table.names(best)[0], q.rules.pricing)
-            yield _row(table.names(row), reason)
+    def infeasible() -> Iterable[tuple[Any, str]]:
         for row, s in zip(bad, bad_shape, strict=True):
-            yield _row(table.names(row), infeasible_reason(caps[s], q.rules.limit))
+            yield row, infeasible_reason(caps[s], q.rules.limit)
 
-    n_excluded = screen.n_excluded + n_dominated + len(bad)
     rec = Recommendation(
         q.target_rps,
         q.workload,
         q.rules.headroom,
         q.rules.redundancy,
         Lazy(len(order), make_options),
-        Lazy(n_excluded, _once(excluded_rows)),
+        _excluded(q, table, screen, dominated, Pairs(infeasible, len(bad))),
         q.evidence,
         q.rules.confidence,
         q.rules,
         q.sort,
         profiles=q.profiles,
-        notes=notes,
+        notes=notes + traffic_notes(priced, q.clients, q.rules.zones),
         include_families=q.include_families,
         growth=q.growth,
         question=q,
     )
     return finish(table.finish(rec, found, order))
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """Rows made when read: ``make()`` yields ``n`` pairs (a row and what to say of it)."""
+
+    make: Callable[[], Iterable[tuple[Any, Any]]]
+    n: int
+
+
+def _excluded(
+    q: FleetQuestion, table: CandidateTable, screen: Screen, dominated: Pairs, infeasible: Pairs
+) -> Lazy[dict[str, Any]]:
+    """The excluded rows, made when read: screened out, dominated, then infeasible."""
+    pricing = q.rules.pricing
+
+    def rows() -> Iterable[dict[str, Any]]:
+        for row, code, group in screen.excluded():
+            yield _row(table.names(row), screen_reason(code, group, pricing))
+        for row, best in dominated.make():
+            yield _row(table.names(row), dominated_reason(table.names(best)[0], pricing))
+        for row, reason in infeasible.make():
+            yield _row(table.names(row), reason)
+
+    return Lazy(screen.n_excluded + dominated.n + infeasible.n, _once(rows))
+
+
+def _egress(q: FleetQuestion, wheres: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Any]:
+    """The month's traffic priced in each (provider, region) of ``wheres``."""
+    monthly_gib = traffic(q.target_rps, wire_bytes_per_request(q.workload))[1]
+    return {
+        w: egress_cost(
+            *w, monthly_gib, clients=q.clients, zones=q.rules.zones, prices=q.egress_prices
+        )
+        for w in wheres
+    }
 
 
 def _row(names: tuple[str, str], reason: str) -> dict[str, Any]:
