@@ -352,7 +352,7 @@ def _cheapest_after(
     curves: tuple[np.ndarray, ...],
     z: np.ndarray,
     residual_sd: float,
-    rules: tuple[Any, ...],
+    rules: tuple[float, float, int, float, int | None],
 ) -> np.ndarray:
     """The cheapest cost at the confidence of ``rows`` at each draw, once measured [USD/h].
 
