@@ -6,8 +6,9 @@ the explorer all call `size` and only render its answer, so the decision a perso
 explorer.
 
 ``size`` reads the catalog files and filters, the CPU profiles and the run folders the
-request names, counts every instance type's fleet (`sizing.fleet.recommend.recommend`), the
-mixed fleet when asked (`sizing.fleet.mix`) and decides (`sizing.fleet.decision`).
+request names, asks the request's `sizing.fleet.question.FleetQuestion` once of the fleet
+engine (`sizing.fleet.engine.answer`: every instance type's fleet, the mixed fleet when asked,
+the decision).
 """
 
 from __future__ import annotations
@@ -16,14 +17,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sizing.catalog.load import DEFAULT_CATALOG, Instance, load_catalog, select_instances
-from sizing.catalog.load import _norm as norm_values
+from sizing.catalog.load import (
+    DEFAULT_CATALOG,
+    Instance,
+    load_catalog,
+    norm_values,
+    select_instances,
+)
 from sizing.evidence.profiles import load_profiles
 from sizing.evidence.runs_check import require_used_runs
-from sizing.fleet.recommend import Option, Recommendation, recommend
+from sizing.fleet.engine import answer
+from sizing.fleet.question import FleetQuestion, included_groups
+from sizing.fleet.recommend import Option, Recommendation, RowTable
 from sizing.request import SizingRequest
+from sizing.workload.value import Workload
 
-__all__ = ["Answer", "instances_of", "size"]
+__all__ = ["Answer", "instances_of", "question_of", "size"]
 
 
 @dataclass(frozen=True)
@@ -91,8 +100,12 @@ def instances_of(request: SizingRequest) -> list[Instance]:
     return items
 
 
-def evidence_of(request: SizingRequest, instances: Sequence[Instance] = ()) -> tuple[Any, str]:
+def evidence_of(
+    request: SizingRequest, instances: Sequence[Instance] = (), work: Workload | None = None
+) -> tuple[Any, str]:
     """The measured evidence of the request's runs (None without runs) and its warning.
+
+    ``work`` is the request's workload when already resolved.
 
     Raises
     ------
@@ -112,30 +125,32 @@ def evidence_of(request: SizingRequest, instances: Sequence[Instance] = ()) -> t
         # Match labels against the whole catalog when the selection lacks one: a filter must
         # not hide the measured type.
         catalog = catalog_for(series, instances, lambda: load_catalog(list(request.catalog)))
-        evidence = build_evidence(series, catalog, request.workload())
+        evidence = build_evidence(series, catalog, work or request.workload())
     if costs:
-        evidence = conf_evidence(costs, evidence, request.workload())
+        evidence = conf_evidence(costs, evidence, work or request.workload())
     warning = require_used_runs(
         evidence, list(request.runs), allow_unused=request.allow_unused_runs
     )
     return evidence, warning
 
 
-def _fleet_options(request: SizingRequest) -> dict[str, Any]:
-    """The keyword options both recommend paths take from a request (one list)."""
-    rules = request.rules()
-    return {
-        "zones": rules.zones,
-        "zone_loss": rules.zone_loss,
-        "pricing": rules.pricing,
-        "spot_reserve": request.spot_reserve,
-        "sort": request.sort,
-        "burstable": request.burstable,
-        "mix": request.mix,
-        "clients": request.clients,
-        "include_families": request.family_groups(),
-        "growth": request.growth_rate(),
-    }
+def question_of(
+    request: SizingRequest, work: Workload, profiles: Sequence[Any] = (), evidence: Any = None
+) -> FleetQuestion:
+    """The fleet question of a request: its workload ``work`` (resolved), rules and flags."""
+    return FleetQuestion(
+        request.rps,
+        work,
+        request.rules(),
+        sort=request.sort,
+        burstable=request.burstable,
+        mix=request.mix,
+        clients=request.clients,
+        include_families=included_groups(request.family_groups()),
+        growth=request.growth_rate(),
+        profiles=tuple(profiles),
+        evidence=evidence,
+    )
 
 
 def size(request: SizingRequest) -> Answer:
@@ -158,6 +173,8 @@ def size(request: SizingRequest) -> Answer:
     Infeasible
         When nothing meets the target, or runs were given and none is used.
     """
+    work = request.workload()
+    profiles = load_profiles(request.profiles)
     if _by_columns(request):
         # numpy on this path only: the whole catalog kept as columns (sizing.fleet.columnar).
         from sizing.catalog.columns import load_columns
@@ -168,36 +185,12 @@ def size(request: SizingRequest) -> Answer:
             rows = columnar.select_rows(
                 cols, request.providers or None, request.arch or None, request.families or None
             )
-            rules = request.rules()
-            rec = columnar.recommend_columns(
-                request.rps,
-                cols,
-                rows,
-                request.workload(),
-                rules.headroom,
-                rules.redundancy,
-                rules.max_count,
-                rules.confidence,
-                load_profiles(request.profiles),
-                **_fleet_options(request),
-            )
+            q = question_of(request, work, profiles)
+            rec = columnar.recommend_columns(q, cols, rows)
             return _answer(request, rec, "", columnar.instances_of(cols, rows))
     instances = instances_of(request)
-    profiles = load_profiles(request.profiles)
-    evidence, warning = evidence_of(request, instances)
-    rules = request.rules()
-    rec = recommend(
-        request.rps,
-        instances,
-        request.workload(),
-        rules.headroom,
-        rules.redundancy,
-        rules.max_count,
-        evidence,
-        rules.confidence,
-        profiles=profiles,
-        **_fleet_options(request),
-    )
+    evidence, warning = evidence_of(request, instances, work)
+    rec = answer(question_of(request, work, profiles, evidence), RowTable(instances))
     return _answer(request, rec, warning, tuple(instances))
 
 
@@ -215,7 +208,7 @@ def _answer(
     if request.pricing == "spot" and rec.options:  # the chosen option's interruption risk
         from sizing.catalog.spot import spot_note
 
-        rules = request.rules()
+        rules = rec.rules
         note = spot_note(rec.options[0], rules.confidence, rules.spot_reserve)
         if note:
             rec.notes.append(note)
@@ -226,7 +219,7 @@ def _by_columns(request: SizingRequest) -> bool:
     """Whether the request is answered from the catalog's columns (`sizing.fleet.columnar`).
 
     Yes for every region of the shipped catalog, with no catalog file of the user's and no runs
-    (`sizing.fleet.columnar.recommend_columns` itself answers burst rates by rows).
+    (`sizing.fleet.columnar.ColumnTable`).
     """
     return (
         not request.runs

@@ -621,14 +621,9 @@ class SizingRequest:
 
     def check(self) -> None:
         """Raise `InputError` for a value out of range (the message names it)."""
-        rps = self.rps
-        if not (
-            isinstance(rps, int | float)
-            and not isinstance(rps, bool)
-            and math.isfinite(rps)
-            and rps > 0
-        ):
-            raise InputError(f"target RPS must be a positive finite number, got {rps!r}")
+        from sizing.fleet.question import check_target_rps
+
+        check_target_rps(self.rps)
         for name in ("pricing", "sort", "network", "clients"):
             allowed = _meta(name)["choices"]
             if getattr(self, name) not in allowed:

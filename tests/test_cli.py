@@ -107,21 +107,25 @@ def test_json_and_csv_formats(capsys):
 def test_arguments_reach_the_library(monkeypatch, capsys):
     seen = {}
 
-    def fake(target, instances, work, headroom, redundancy, max_count, evidence, confidence, **kw):
-        seen.update(kw)
+    def fake(q, table):  # the fleet question the engine is asked, and its rows
+        rules = q.rules
         seen.update(
-            target=target,
-            n=len(instances),
-            work=work,
-            headroom=headroom,
-            redundancy=redundancy,
-            max_count=max_count,
-            evidence=evidence,
-            confidence=confidence,
+            target=q.target_rps,
+            n=len(table.rows),
+            work=q.workload,
+            headroom=rules.headroom,
+            redundancy=rules.redundancy,
+            max_count=rules.max_count,
+            evidence=q.evidence,
+            confidence=rules.confidence,
+            zones=rules.zones,
+            pricing=rules.pricing,
+            mix=q.mix,
+            profiles=list(q.profiles),
         )
         raise cli.Infeasible("stop")
 
-    monkeypatch.setattr(importlib.import_module("sizing.pipeline"), "recommend", fake)
+    monkeypatch.setattr(importlib.import_module("sizing.pipeline"), "answer", fake)
     code = cli.main(
         [
             "recommend",

@@ -64,6 +64,7 @@ def _both(shipped: Any, **kw: Any) -> tuple[Any, Any]:
     import numpy as np
 
     from sizing.fleet.columnar import recommend_columns
+    from sizing.fleet.question import question
     from sizing.fleet.recommend import recommend
     from sizing.workload.value import Workload
 
@@ -71,7 +72,7 @@ def _both(shipped: Any, **kw: Any) -> tuple[Any, Any]:
     work = kw.pop("workload", Workload())
     target = kw.pop("target_rps", 1e6)
     by_rows = recommend(target, rows, work, **kw)
-    by_cols = recommend_columns(target, cols, np.arange(cols.n), work, **kw)
+    by_cols = recommend_columns(question(target, work, **kw), cols, np.arange(cols.n))
     return by_rows, by_cols
 
 
@@ -129,13 +130,14 @@ def test_the_columns_answer_with_a_profile_and_a_mix(shipped):
 def test_filtered_rows_answer_as_the_filtered_catalog_does(shipped):
     from sizing.catalog.load import filter_catalog
     from sizing.fleet.columnar import recommend_columns, select_rows
+    from sizing.fleet.question import question
     from sizing.fleet.recommend import recommend
 
     _, _, cols, rows = shipped
     picked = select_rows(cols, provider="GCP", arch="arm64,x86_64", family=None)
     expected = filter_catalog(rows, provider="GCP", arch="arm64,x86_64")
     assert [cols.instance(r) for r in picked] == expected
-    by_cols = recommend_columns(2e5, cols, picked)
+    by_cols = recommend_columns(question(2e5), cols, picked)
     assert by_cols.to_dict() == recommend(2e5, expected).to_dict()
     for bad in ({"provider": "nowhere"}, {"arch": "sparc"}, {"family": "c7g,zz9"}):
         with pytest.raises(InputError) as by_rows_error:
@@ -149,13 +151,14 @@ def test_an_infeasible_target_gives_the_rows_message(shipped):
     import numpy as np
 
     from sizing.fleet.columnar import recommend_columns
+    from sizing.fleet.question import question
     from sizing.fleet.recommend import recommend
 
     _, _, cols, rows = shipped
     with pytest.raises(Infeasible) as by_rows:
         recommend(1e12, rows, max_count=2)
     with pytest.raises(Infeasible) as by_cols:
-        recommend_columns(1e12, cols, np.arange(cols.n), max_count=2)
+        recommend_columns(question(1e12, max_count=2), cols, np.arange(cols.n))
     assert "no instance type meets" in str(by_rows.value)
     assert str(by_cols.value) == str(by_rows.value)
 
@@ -164,10 +167,12 @@ def test_options_are_made_only_when_read(shipped, monkeypatch):
     import numpy as np
 
     from sizing.fleet import columnar
+    from sizing.fleet.lazy import Lazy
+    from sizing.fleet.question import question
 
     _, _, cols, _ = shipped
     made: list[tuple[int, int]] = []
-    real = columnar.Lazy.__init__
+    real = Lazy.__init__
 
     def counting(self: Any, n: int, make: Any) -> None:
         def wrapped(start: int, stop: int) -> Any:
@@ -176,8 +181,8 @@ def test_options_are_made_only_when_read(shipped, monkeypatch):
 
         real(self, n, wrapped)
 
-    monkeypatch.setattr(columnar.Lazy, "__init__", counting)
-    rec = columnar.recommend_columns(1e6, cols, np.arange(cols.n))
+    monkeypatch.setattr(Lazy, "__init__", counting)
+    rec = columnar.recommend_columns(question(1e6), cols, np.arange(cols.n))
     doc = rec.to_dict(top=10)
     assert len(doc["options"]) == 10
     assert sum(stop - start for start, stop in made) < 100  # of thousands of options
@@ -185,7 +190,7 @@ def test_options_are_made_only_when_read(shipped, monkeypatch):
 
 
 def test_a_lazy_list_behaves_as_a_list():
-    from sizing.fleet.columnar import Lazy
+    from sizing.fleet.lazy import Lazy
 
     calls: list[tuple[int, int]] = []
 

@@ -71,7 +71,7 @@ def test_zone_loss_keeps_the_target_with_the_headroom(zones, zone_loss, redundan
 def _each(one):
     """`instance_capacities` made of a per-instance replacement for `instance_capacity`."""
 
-    def many(insts, work, evidence=None, profiles=()):
+    def many(insts, work, evidence=None, profiles=(), model=None):
         return [one(inst, work, evidence, profiles) for inst in insts]
 
     return many
@@ -179,7 +179,7 @@ def test_sort_at_confidence_prefers_the_surer_type(monkeypatch):
         cap.rel_sd = 0.05 if inst.family == "sure" else 0.5
         return cap
 
-    module = importlib.import_module("sizing.fleet.recommend")
+    module = importlib.import_module("sizing.fleet.engine")
     monkeypatch.setattr(module, "instance_capacities", _each(fake))
     monkeypatch.setattr(importlib.import_module("sizing.fleet.decision"), "instance_capacity", fake)
     by_cost = recommend(1e6, [sure, wild], sort="cost")
@@ -438,7 +438,7 @@ def test_pruning_keeps_the_optimum_when_capacity_rests_on_the_platform(monkeypat
         return replace(cap, cpu_sla_rps=cpu, network_rps=net, capacity_rps=min(cpu, net))
 
     monkeypatch.setattr(
-        importlib.import_module("sizing.fleet.recommend"), "instance_capacities", _each(by_platform)
+        importlib.import_module("sizing.fleet.engine"), "instance_capacities", _each(by_platform)
     )
     monkeypatch.setattr(
         importlib.import_module("sizing.fleet.decision"), "instance_capacity", by_platform

@@ -146,7 +146,7 @@ def test_probability_and_confidence_count():
     counts = [count_at_confidence(target, cap, 0.2, 0, c) for c in (0.5, 0.9, 0.99)]
     assert counts == sorted(counts) and counts[0] < counts[-1]
     # At confidence 0.5 the pessimistic capacity is the point value: the point count.
-    rec = recommend(target, [inst], HTTP, 0.2, 0, confidence=0.5)
+    rec = recommend(target, [inst], HTTP, headroom=0.2, redundancy=0, confidence=0.5)
     assert rec.options[0].count_at_confidence == rec.options[0].count
     opt = rec.to_dict()["options"][0]
     lo, hi = opt["capacity_interval_rps"]
@@ -374,7 +374,8 @@ def test_one_unrepeated_trial_is_not_certain():
     assert cap.measured == "own" and cap.rel_sd >= SINGLE_TRIAL_SD[0]
     assert any("one unrepeated trial" in b for b in cap.basis)
     # With the target at the measured value the fleet is not sure to meet it.
-    rec = recommend(cap.capacity_rps * 0.8 * 3, [inst], HTTP, 0.2, 0, evidence=ev)
+    target = cap.capacity_rps * 0.8 * 3
+    rec = recommend(target, [inst], HTTP, headroom=0.2, redundancy=0, evidence=ev)
     assert rec.options[0].p_meets_target < 0.99
 
 

@@ -41,9 +41,9 @@ def test_recommend_is_the_exact_optimum(target, work, headroom, redundancy):
         target,
         steady,
         work,
-        headroom,
-        redundancy,
-        max_count,
+        headroom=headroom,
+        redundancy=redundancy,
+        max_count=max_count,
         prune=False,
         include_families=("all",),
         clients="vpc",  # one zone: no transfer charge, the compute cost alone ranks

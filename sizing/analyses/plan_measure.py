@@ -41,8 +41,8 @@ from sizing.catalog.egress import egress_cost
 from sizing.catalog.load import Instance
 from sizing.errors import Infeasible, InputError
 from sizing.fleet.counts import min_instances_array
-from sizing.fleet.recommend import HOURS_PER_MONTH, Recommendation, sustained
-from sizing.fleet.recommend import _shape as shape_of
+from sizing.fleet.question import check_target_rps
+from sizing.fleet.recommend import HOURS_PER_MONTH, Recommendation, shape_of, sustained
 from sizing.model.capacity import Capacity, Workload, instance_capacities, instance_capacity
 from sizing.model.platforms import match_cpu_text, platform_of
 from sizing.pipeline import Answer, size
@@ -193,6 +193,23 @@ def _calibrate_command(inst: Instance) -> str:
     )
 
 
+def _check(
+    target_rps: float, rules: tuple[float, int, float], residual_sd: float, draws: int
+) -> None:
+    """Raise `InputError` for a bad argument of `plan_measurements`.
+
+    ``rules`` are the headroom [1], the redundancy [instances] and the confidence [0-1].
+    """
+    headroom, redundancy, confidence = rules
+    check_target_rps(target_rps)
+    if not 0 < confidence < 1:
+        raise InputError(f"confidence must be in (0, 1), got {confidence!r}")
+    if not 0 <= headroom < 1 or redundancy < 0:
+        raise InputError("headroom must be in [0, 1) and redundancy >= 0")
+    if not 0 <= residual_sd < 5 or not 100 <= draws <= 1_000_000:
+        raise InputError("residual sd must be in [0, 5) and draws in [100, 1000000]")
+
+
 def plan_measurements(
     target_rps: float,
     instances: Iterable[Instance],
@@ -246,14 +263,7 @@ def plan_measurements(
     Infeasible
         When no instance type can meet the target.
     """
-    if not (math.isfinite(target_rps) and target_rps > 0):
-        raise InputError(f"target RPS must be a positive finite number, got {target_rps!r}")
-    if not 0 < confidence < 1:
-        raise InputError(f"confidence must be in (0, 1), got {confidence!r}")
-    if not 0 <= headroom < 1 or redundancy < 0:
-        raise InputError("headroom must be in [0, 1) and redundancy >= 0")
-    if not 0 <= residual_sd < 5 or not 100 <= draws <= 1_000_000:
-        raise InputError("residual sd must be in [0, 5) and draws in [100, 1000000]")
+    _check(target_rps, (headroom, redundancy, confidence), residual_sd, draws)
     work = workload or Workload()
     insts = list(instances)
     if not insts:
@@ -296,29 +306,8 @@ def plan_measurements(
     labels = [f"{i.provider}/{i.instance_type}" for i in insts]
     candidates = []
     for (pid, name), mem, rest in zip(keys, members, rests, strict=True):
-        mine = np.full(draws, math.inf)
-        # Types alike in everything the cost curve uses but the price (one type in many
-        # regions) have the same counts at every draw: the cheapest of them alone counts.
-        # (With egress, alike also in what the fleet pays whatever its count.)
-        cheapest: dict[tuple[float, float, float, float], int] = {}
-        for k in mem[useful[mem]].tolist():
-            like = cheapest.setdefault((cpu[k], net[k], sd[k], fixed[k]), k)
-            if price[k] < price[like]:
-                cheapest[(cpu[k], net[k], sd[k], fixed[k])] = k
-        distinct = np.array(list(cheapest.values()), dtype=int)
-        for start in range(0, len(distinct), _BLOCK):
-            block = distinct[start : start + _BLOCK]
-            cost = _cost_curves(
-                cpu[block],
-                net[block],
-                sd[block],
-                price[block],
-                z,
-                residual_sd,
-                *rules,
-                fixed[block],
-            )
-            mine = np.minimum(mine, cost.min(axis=0))
+        curves = (cpu, net, sd, price, fixed)
+        mine = _cheapest_after(mem[useful[mem]], curves, z, residual_sd, rules)
         after = np.minimum(rest, mine)
         saving = float(now.min()) - after
         finite = bool(np.isfinite(saving).all())
@@ -356,6 +345,46 @@ def plan_measurements(
             f"leaves a log-sd of {residual_sd:g}; platforms are treated as independent",
         ],
     )
+
+
+def _cheapest_after(
+    rows: np.ndarray,
+    curves: tuple[np.ndarray, ...],
+    z: np.ndarray,
+    residual_sd: float,
+    rules: tuple[float, float, int, float, int | None],
+) -> np.ndarray:
+    """The cheapest cost at the confidence of ``rows`` at each draw, once measured [USD/h].
+
+    ``curves`` are every row's CPU and network capacity [1/s], log-sd, price [USD/h] and
+    fixed cost [USD/h]; ``rules`` the target, headroom, redundancy, z at the confidence and
+    max count of `_fleet_cost`.
+    """
+    cpu, net, sd, price, fixed = curves
+    mine = np.full(len(z), math.inf)
+    # Types alike in everything the cost curve uses but the price (one type in many
+    # regions) have the same counts at every draw: the cheapest of them alone counts.
+    # (With egress, alike also in what the fleet pays whatever its count.)
+    cheapest: dict[tuple[float, float, float, float], int] = {}
+    for k in rows.tolist():
+        like = cheapest.setdefault((cpu[k], net[k], sd[k], fixed[k]), k)
+        if price[k] < price[like]:
+            cheapest[(cpu[k], net[k], sd[k], fixed[k])] = k
+    distinct = np.array(list(cheapest.values()), dtype=int)
+    for start in range(0, len(distinct), _BLOCK):
+        block = distinct[start : start + _BLOCK]
+        cost = _cost_curves(
+            cpu[block],
+            net[block],
+            sd[block],
+            price[block],
+            z,
+            residual_sd,
+            *rules,
+            fixed[block],
+        )
+        mine = np.minimum(mine, cost.min(axis=0))
+    return mine
 
 
 def _group_rows(
@@ -491,7 +520,7 @@ def fleet_egress(request: SizingRequest, rec: Recommendation) -> Callable[[Insta
     `sizing.fleet.counts.Option.egress_monthly_usd`.
     """
     monthly_gib, clients = rec.traffic["monthly_gib"], rec.traffic["clients"]
-    zones = request.rules().zones
+    zones = rec.rules.zones
     priced: dict[tuple[str, str], float] = {}
 
     def egress(inst: Instance) -> float:
@@ -536,11 +565,12 @@ def plan_for(
             have.update(zip(new, map(sustained, found), strict=True))
         return [have[shape] for shape in shapes]
 
-    rules = request.rules()
+    q = rec.question  # the answer's own question: its rules, not the request's again
+    rules = q.rules
     plan = plan_measurements(
-        request.rps,
+        q.target_rps,
         [inst for inst in answer.instances if not inst.burstable],
-        rec.workload,
+        q.workload,
         headroom=rules.headroom,
         redundancy=rules.redundancy,
         max_count=rules.max_count,

@@ -8,36 +8,34 @@ confidence (the cheapest option's count that keeps the headroom with that probab
 its price). The result is the data of a tornado chart.
 
 `uncertain_inputs` lists the inputs; a new input of the model is one more `UncertainInput`
-with a function that applies it. Imports numpy and the standard library only.
+with a function that gives the `sizing.model.inputs.ModelInputs` of a value. Each end is the
+answer's own question (`Recommendation.question`: every flag of the headline) asked again
+with those model inputs; nothing of the model's modules is assigned.
 """
 
 from __future__ import annotations
 
-import contextlib
-import importlib
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
 from sizing.catalog.load import Instance
 from sizing.errors import Infeasible
-from sizing.fleet.recommend import Recommendation
+from sizing.fleet.engine import answer
+from sizing.fleet.recommend import Recommendation, RowTable
 from sizing.model import capacity as _capacity
-from sizing.model.capacity import Capacity, Evidence
+from sizing.model.capacity import Evidence
 from sizing.model.costmodel import (
     Coefficient,
-    CostProfile,
     cpu_us_per_request,
     current_stack_coefficients,
     reference_profile,
 )
-from sizing.model.platforms import Platform, platform_of
+from sizing.model.inputs import ModelInputs
+from sizing.model.platforms import platform_of
 from sizing.workload.value import Workload
-
-# The module, not the function `sizing.fleet.recommend` that the package exports under that name.
-_recommend = importlib.import_module("sizing.fleet.recommend")
 
 __all__ = [
     "Sensitivity",
@@ -75,9 +73,8 @@ class UncertainInput:
         Unit of ``low``/``high``/``value`` (``x`` for a multiplier).
     source : str
         Where the range comes from.
-    apply : callable
-        ``apply(v)`` returns a context manager under which the model uses ``v`` for this
-        input.
+    at : callable
+        ``at(v)`` is the `ModelInputs` with this input at ``v`` (every other at its point).
     """
 
     key: str
@@ -88,7 +85,7 @@ class UncertainInput:
     value: float
     unit: str
     source: str
-    apply: Callable[[float], contextlib.AbstractContextManager[None]]
+    at: Callable[[float], ModelInputs]
 
 
 @dataclass(frozen=True)
@@ -161,103 +158,26 @@ def cost_at_confidence(rec: Recommendation) -> tuple[float, str]:
 # ----------------------------------------------------------------------------- inputs
 
 
-@contextlib.contextmanager
-def _patched(name: str, value: Any) -> Iterator[None]:
-    """Let `sizing.model.capacity` see ``value`` under ``name`` for the duration."""
-    space = vars(_capacity)
-    original = space[name]
-    space[name] = value
-    try:
-        yield
-    finally:
-        space[name] = original
+def _coefficient_at(name: str, v: float) -> ModelInputs:
+    return ModelInputs(coefficients=((name, v),))
 
 
-def _coefficient_set(name: str, v: float) -> contextlib.AbstractContextManager[None]:
-    current = current_stack_coefficients()
-    if name in current:  # the answer takes it from the current stack, not the reference
-        c = current[name]
-        moved_current = {**current, name: replace(c, value=v, stderr=_scaled_sd(c, v))}
-        return _patched("current_stack_coefficients", lambda: moved_current)
-    ref = reference_profile()
-    coefs = dict(ref.coefficients)
-    c = coefs[name]
-    coefs[name] = replace(c, value=v, stderr=_scaled_sd(c, v))
-    moved = replace(ref, coefficients=coefs)
-    return _patched("reference_profile", lambda: moved)
+def _core_speed_at(platform_id: str, v: float) -> ModelInputs:
+    return ModelInputs(core_speeds=((platform_id, v),))
 
 
-def _scaled_sd(c: Coefficient, v: float) -> float:
-    """The same relative error at ``v``: moving the value alone must not widen the spread."""
-    return c.stderr * (v / c.value) if c.value else c.stderr
-
-
-def _platform_speed(platform_id: str, v: float) -> contextlib.AbstractContextManager[None]:
-    original = platform_of
-
-    def moved(inst: Instance) -> Platform:
-        plat = original(inst)
-        return replace(plat, core_speed=v) if plat.platform_id == platform_id else plat
-
-    return _patched("platform_of", moved)
-
-
-@contextlib.contextmanager
-def _cloud_speed_set(platform_id: str, base: float, v: float) -> Iterator[None]:
+def _cloud_speed_at(platform_id: str, base: float, v: float) -> ModelInputs:
     """The fitted per-vCPU speed of one platform scaled to ``v`` (from ``base``)."""
-    original = _capacity.cloud_speed
-
-    def moved(plat: Platform, tpc: int, work: Workload) -> tuple[float, float, str] | None:
-        got = original(plat, tpc, work)
-        if got is None or plat.platform_id != platform_id:
-            return got
-        return got[0] * v / base, got[1], got[2]
-
-    with _patched("cloud_speed", moved):
-        yield
+    return ModelInputs(cloud_speeds=((platform_id, v / base),))
 
 
-@contextlib.contextmanager
-def _constant_set(name: str, value: float) -> Iterator[None]:
-    old = _capacity.ESTIMATES[name]
-    _capacity.ESTIMATES[name] = (value, old[1])
-    try:
-        yield
-    finally:
-        _capacity.ESTIMATES[name] = old
+def _constant_at(name: str, v: float) -> ModelInputs:
+    return ModelInputs(estimates=((name, v),))
 
 
-@contextlib.contextmanager
-def _measured_scaled(family: str, scale: float) -> Iterator[None]:
-    """Scale the measured capacity of one family (measurements are already at the SLA)."""
-    space = vars(_recommend)
-    original: Callable[
-        [Sequence[Instance], Workload, Evidence | None, Sequence[CostProfile]], list[Capacity]
-    ]
-    original = space["instance_capacities"]
-
-    def scaled(
-        insts: Sequence[Instance],
-        work: Workload,
-        evidence: Evidence | None = None,
-        profiles: Sequence[CostProfile] = (),
-    ) -> list[Capacity]:
-        caps = original(insts, work, evidence, profiles)
-        for i, cap in enumerate(caps):
-            if cap.measured and cap.instance.family == family:
-                cpu = cap.cpu_sla_rps * scale
-                caps[i] = replace(cap, cpu_sla_rps=cpu, capacity_rps=min(cpu, cap.network_rps))
-        return caps
-
-    space["instance_capacities"] = scaled
-    try:
-        yield
-    finally:
-        space["instance_capacities"] = original
-
-
-def _measured_at(family: str, point: float, v: float) -> contextlib.AbstractContextManager[None]:
-    return _measured_scaled(family, v / point)
+def _measured_at(family: str, point: float, v: float) -> ModelInputs:
+    """The measured capacity of one family scaled (measurements are already at the SLA)."""
+    return ModelInputs(measured=((family, v / point),))
 
 
 def _kind(c: Coefficient) -> str:
@@ -289,7 +209,16 @@ def uncertain_inputs(
         standard errors or estimated ranges), the per-core speed of each CPU platform of the
         cheapest options, the estimated base latency, and each measured family's level.
     """
-    work = rec.workload
+    return [
+        *_coefficient_inputs(rec.workload, min_share),
+        *_platform_inputs(rec, families_of_top),
+        *_constant_inputs(),
+        *_measured_inputs(rec.evidence),
+    ]
+
+
+def _coefficient_inputs(work: Workload, min_share: float) -> list[UncertainInput]:
+    """The cost coefficients that make up at least ``min_share`` of the workload's CPU time."""
     ref = reference_profile()
     cost = cpu_us_per_request(work, ref)
     # The coefficients the answer uses: the current stack's where it has them.
@@ -310,9 +239,16 @@ def uncertain_inputs(
                 value=c.value,
                 unit=c.unit,
                 source=c.source,
-                apply=partial(_coefficient_set, name),
+                at=partial(_coefficient_at, name),
             )
         )
+    return out
+
+
+def _platform_inputs(rec: Recommendation, families_of_top: int) -> list[UncertainInput]:
+    """The speed of each CPU platform of the ``families_of_top`` cheapest options."""
+    work = rec.workload
+    out: list[UncertainInput] = []
     seen: set[str] = set()
     for o in rec.options[:families_of_top]:
         if o.capacity.measured == "own":
@@ -338,7 +274,7 @@ def uncertain_inputs(
                     value=speed,
                     unit="x reference core",
                     source=why,
-                    apply=partial(_cloud_speed_set, plat.platform_id, speed),
+                    at=partial(_cloud_speed_at, plat.platform_id, speed),
                 )
             )
             continue
@@ -355,9 +291,15 @@ def uncertain_inputs(
                 value=plat.core_speed,
                 unit="x reference core",
                 source=plat.source,
-                apply=partial(_platform_speed, plat.platform_id),
+                at=partial(_core_speed_at, plat.platform_id),
             )
         )
+    return out
+
+
+def _constant_inputs() -> list[UncertainInput]:
+    """The estimated model constants with a range (`CONSTANT_RANGES`)."""
+    out: list[UncertainInput] = []
     for name, (lo, hi, why) in CONSTANT_RANGES.items():
         v = _capacity.ESTIMATES[name][0]
         out.append(
@@ -370,10 +312,15 @@ def uncertain_inputs(
                 value=v,
                 unit="ms",
                 source=why,
-                apply=partial(_constant_set, name),
+                at=partial(_constant_at, name),
             )
         )
-    ev = rec.evidence
+    return out
+
+
+def _measured_inputs(ev: Evidence | None) -> list[UncertainInput]:
+    """The level of each family measured by runs, over its 95% range."""
+    out: list[UncertainInput] = []
     for cal in getattr(ev, "calibrations", []) or []:
         sd = float(getattr(cal, "k_sd", 0.0) or 0.0)
         if sd <= 0:
@@ -389,7 +336,7 @@ def uncertain_inputs(
                 value=k,
                 unit="x model",
                 source=f"runs {', '.join(cal.series.runs)} (95% range of the measured level)",
-                apply=partial(_measured_at, cal.family, k),
+                at=partial(_measured_at, cal.family, k),
             )
         )
     return out
@@ -400,54 +347,36 @@ def sensitivity(
     instances: Sequence[Instance],
     *,
     inputs: Sequence[UncertainInput] | None = None,
-    max_count: int | None = None,
 ) -> list[Sensitivity]:
     """Fleet cost at the confidence with each uncertain input at its low and high end.
 
     Parameters
     ----------
     rec : Recommendation
-        The answer at every input's point value (its target, workload, headroom, redundancy,
-        evidence and confidence are reused).
+        The answer at every input's point value; its question (``rec.question``: target,
+        workload, fleet rules, pricing, sort, families, burstable types, evidence, profiles)
+        is asked again at each end.
     instances : sequence of Instance
         The candidates ``rec`` was computed from.
     inputs : sequence of UncertainInput, optional
         What to move; `uncertain_inputs` of ``rec`` by default.
-    max_count : int, optional
-        As given to `sizing.fleet.recommend.recommend`.
 
     Returns
     -------
     list of Sensitivity
         Largest swing first.
     """
+    # The cheapest fleet at the confidence reads the options, not the mix: not solved again.
+    asked = replace(rec.question, mix=1)
+    table = RowTable(instances)
     rows = []
     for inp in uncertain_inputs(rec) if inputs is None else inputs:
         ends: list[tuple[float | None, str]] = []
         for v in (inp.low, inp.high):
-            with inp.apply(v):
-                try:
-                    r = _recommend.recommend(
-                        rec.target_rps,
-                        instances,
-                        rec.workload,
-                        rec.headroom,
-                        rec.redundancy,
-                        max_count,
-                        rec.evidence,
-                        rec.confidence,
-                        profiles=rec.profiles,
-                        zones=rec.rules.zones,
-                        zone_loss=rec.rules.zone_loss,
-                        pricing=rec.rules.pricing,
-                        spot_reserve=rec.rules.spot_reserve,
-                        sort=rec.sort,
-                        clients=rec.traffic.get("clients", "internet"),
-                        include_families=rec.include_families,
-                    )
-                    ends.append(cost_at_confidence(r))
-                except Infeasible:
-                    ends.append((None, "none meets the target"))
+            try:
+                ends.append(cost_at_confidence(answer(replace(asked, model=inp.at(v)), table)))
+            except Infeasible:
+                ends.append((None, "none meets the target"))
         rows.append(Sensitivity(inp, ends[0][0], ends[1][0], ends[0][1], ends[1][1]))
     rows.sort(key=lambda s: (-s.swing, s.input.key))
     return rows

@@ -609,13 +609,13 @@ def select_instances(
         For a filter value no instance has (the message lists the known ones).
     """
     user = [i for path in extra for i in read_catalog(path)]
-    wanted = _norm(region)
+    wanted = norm_values(region)
     if wanted is not None and "all" in wanted:
         if len(wanted) > 1:
             raise InputError("--region all cannot be combined with other regions")
         regions: set[str] | None = None
     elif wanted is None:
-        named = sorted(_norm(provider) or ())
+        named = sorted(norm_values(provider) or ())
         regions = set(default_regions(named)) | {i.region for i in user}
     else:
         known = {r.lower(): r for r in [*catalog_regions(base), *(i.region for i in user)]}
@@ -623,8 +623,8 @@ def select_instances(
         unpriced_region(unknown)
         if unknown:
             raise InputError(
-                f"unknown region {_listing(unknown)}; expected all or one of: "
-                + _listing(sorted(set(known.values())))
+                f"unknown region {listing(unknown)}; expected all or one of: "
+                + listing(sorted(set(known.values())))
             )
         regions = {known[w] for w in wanted}
     items = load_catalog((), base, regions)
@@ -655,13 +655,14 @@ def unpriced_region(regions: Sequence[str]) -> None:
             )
 
 
-def _listing(values: Sequence[str], limit: int = 40) -> str:
+def listing(values: Sequence[str], limit: int = 40) -> str:
     """``a, b, c`` (control characters escaped), cut after ``limit`` values."""
     shown = ", ".join(clean(v) for v in values[:limit])
     return shown + (f" and {len(values) - limit} more" if len(values) > limit else "")
 
 
-def _norm(values: str | Sequence[str] | None) -> set[str] | None:
+def norm_values(values: str | Sequence[str] | None) -> set[str] | None:
+    """The values of a filter, comma lists split, lower case (None for none)."""
     if values is None:
         return None
     if isinstance(values, str):
@@ -686,10 +687,10 @@ def filter_catalog(
     """
     items = list(instances)
     filters = {
-        "provider": _norm(provider),
-        "region": _norm(region),
-        "arch": _norm(arch),
-        "family": _norm(family),
+        "provider": norm_values(provider),
+        "region": norm_values(region),
+        "arch": norm_values(arch),
+        "family": norm_values(family),
     }
     for field, wanted in filters.items():
         if wanted is None:
@@ -698,7 +699,7 @@ def filter_catalog(
         unknown = sorted(wanted - known)
         if unknown:
             raise InputError(
-                f"unknown {field} {_listing(unknown)}; expected one of: {_listing(sorted(known))}"
+                f"unknown {field} {listing(unknown)}; expected one of: {listing(sorted(known))}"
             )
         items = [i for i in items if str(getattr(i, field)).lower() in wanted]
     return items

@@ -373,6 +373,9 @@ class Recommendation:
 
     #: Traffic growth as (the text given, factor per month), or None.
     growth: tuple[str, float] | None = None
+    #: The question this answers (`sizing.fleet.question.FleetQuestion`, which imports this
+    #: module), when the engine made it.
+    question: Any = None
 
     def option_dicts(self, opts: Sequence[Option]) -> list[dict[str, Any]]:
         """The options' rows, with when each must grow when a growth rate is set."""

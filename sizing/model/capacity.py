@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from functools import cache
+from functools import cache, partial
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -38,6 +38,7 @@ from sizing.model.costmodel import (
     reference_profile,
     scaling_efficiency,
 )
+from sizing.model.inputs import POINT, ModelInputs
 from sizing.model.platforms import Platform, ht_nginx, platform_by_text, platform_of
 from sizing.workload.value import PROTOCOLS, SCENARIOS, Workload
 from trialtable.profile import PROXIED
@@ -223,7 +224,12 @@ SERVICE_CV2 = (
 )
 
 
-def sla_utilization(per_worker_rps: float, sla_p99_ms: float, service_cv2: float = -1.0) -> float:
+def sla_utilization(
+    per_worker_rps: float,
+    sla_p99_ms: float,
+    service_cv2: float = -1.0,
+    base_latency_ms: float | None = None,
+) -> float:
     """Highest utilization at which p99 stays under the SLA, one M/G/1 queue per worker.
 
     Each worker serves its share of requests with mean service time ``S = 1/mu``. The waiting
@@ -241,12 +247,15 @@ def sla_utilization(per_worker_rps: float, sla_p99_ms: float, service_cv2: float
         SLA [ms].
     service_cv2 : float
         Squared coefficient of variation of the service time [1]; negative: `SERVICE_CV2`.
+    base_latency_ms : float, optional
+        p99 outside NGINX's queue [ms]; default ``ESTIMATES["base_latency_ms"]``.
     """
     cv2 = SERVICE_CV2[0] if service_cv2 < 0 else service_cv2
+    base = ESTIMATES["base_latency_ms"][0] if base_latency_ms is None else base_latency_ms
     if per_worker_rps <= 0:
         return 0.0
     s_ms = 1000.0 / per_worker_rps
-    budget = sla_p99_ms - ESTIMATES["base_latency_ms"][0] - s_ms
+    budget = sla_p99_ms - base - s_ms
     if budget <= 0:
         return 0.0
 
@@ -401,31 +410,36 @@ HT_USER_GAIN = (
 
 
 @cache
-def reference_request_us(scenario: str, file_bytes: int) -> float:
+def reference_request_us(scenario: str, file_bytes: int, model: ModelInputs = POINT) -> float:
     """The cost model's CPU time of a reference request on the reference core [us].
 
     Plain HTTP, connections kept alive, ``file_bytes`` B, no network or environment terms:
-    the request ``runners features`` measures in the same pairs as each feature.
+    the request ``runners features`` measures in the same pairs as each feature; the
+    coefficients as ``model`` moves them.
     """
     work = Workload(
         scenario=scenario, protocol="http", file_bytes=file_bytes, requests_per_connection=math.inf
     )
-    return cpu_us_per_request(work, current_stack(reference_profile()), over_nic=False).us
+    return cpu_us_per_request(work, current_stack(reference_profile(), model), over_nic=False).us
 
 
-def features_profile(prof: CostProfile, work: Workload) -> tuple[CostProfile, dict[str, float]]:
+def features_profile(
+    prof: CostProfile, work: Workload, model: ModelInputs = POINT
+) -> tuple[CostProfile, dict[str, float]]:
     """``prof`` with the workload's measured configuration features, on the reference core.
 
     Returns the profile and each feature coefficient's user-space share (for the thread
     gain). A feature without a measured cost is left out (`cpu_us_per_request` widens the
-    range for it).
+    range for it). Features cost relative to the reference request as ``model`` moves it.
     """
     if not work.features:
         return prof, {}
     from sizing.model.features import feature_coefficients
 
     coefs, share, _ = feature_coefficients(
-        dict(work.features), reference_request_us, proxied=work.scenario in PROXIED
+        dict(work.features),
+        partial(reference_request_us, model=model),
+        proxied=work.scenario in PROXIED,
     )
     return replace(prof, coefficients={**prof.coefficients, **coefs}), share
 
@@ -533,7 +547,7 @@ OPENSSL_HANDSHAKE_FACTOR = (
 HANDSHAKES = ("handshake_full_rsa2048_us", "handshake_full_ecdsa_p256_us")
 
 
-def current_stack(ref: CostProfile) -> CostProfile:
+def current_stack(ref: CostProfile, model: ModelInputs = POINT) -> CostProfile:
     """The reference with its 2015 build's crypto moved to a current one.
 
     Full handshakes x`OPENSSL_HANDSHAKE_FACTOR`; TLS's per-byte cost as the project's runs
@@ -542,7 +556,7 @@ def current_stack(ref: CostProfile) -> CostProfile:
     """
     f, lo, hi, why = OPENSSL_HANDSHAKE_FACTOR
     rel = max(math.log(hi / f), math.log(f / lo)) / 1.96
-    coefs = dict(ref.coefficients) | current_stack_coefficients()
+    coefs = model.coefficients_of(dict(ref.coefficients) | current_stack_coefficients())
     for name in HANDSHAKES:
         c = coefs[name]
         value = c.value * f
@@ -611,18 +625,19 @@ def _cpu_part(
     profiles: Sequence[CostProfile],
     over_nic: bool,
     cloud: bool,
+    model: ModelInputs = POINT,
 ) -> _CpuPart:
     """The per-platform half of `model_capacity`: speed, CPU time per request, spread."""
     tpc = plat.threads_per_core
     # On-the-fly gzip is user-space compute, which no static-serving measurement places:
     # a gzip-bound workload keeps the CoreMark speeds (and the thread gain fitted for them).
     gzip_bound = work.gzip >= GZIP_BOUND
-    fitted = None if gzip_bound else cloud_speed(plat, tpc, work)
+    fitted = None if gzip_bound else model.cloud_speed(plat, cloud_speed(plat, tpc, work))
     core = fitted[0] if fitted else plat.vcpu_speed(tpc)
     base_gain = static_thread_gain(tpc, fitted is not None)
     core *= 2.0 / base_gain if tpc == 2 else 1.0
-    ref = jwt_profile(current_stack(reference_profile()), plat, work, core)
-    ref, user_share = features_profile(ref, work)
+    ref = jwt_profile(current_stack(reference_profile(), model), plat, work, core)
+    ref, user_share = features_profile(ref, work, model)
     if work.protocol == "https" and math.isfinite(work.requests_per_connection):
         ref = crypto_profile(ref, plat, core)
     prof = _matching_profile(plat, profiles)
@@ -634,7 +649,7 @@ def _cpu_part(
         share = {(2, 1): 2.0 / ht, (1, 2): ht / 2.0}.get((host_tpc, tpc), 1.0)
         speed = share
         speed_sd = 0.0 if share == 1.0 else THREAD_SHARE_SD[0]
-        host_speed = cloud_speed(plat, host_tpc, work)
+        host_speed = model.cloud_speed(plat, cloud_speed(plat, host_tpc, work))
         ref_speed = host_speed[0] if host_speed else plat.vcpu_speed(host_tpc)
         # A profile from `runners calibrate` measured a VM: only the difference between the
         # target environment and a VM's is added.
@@ -729,14 +744,17 @@ def _cpu_part(
     )
 
 
-def _per_vcpus(part: _CpuPart, vcpus: int, work: Workload) -> tuple[Any, ...]:
+def _per_vcpus(
+    part: _CpuPart, vcpus: int, work: Workload, model: ModelInputs = POINT
+) -> tuple[Any, ...]:
     """The half of `model_capacity` that depends on the vCPU count: scaling, SLA, spread."""
+    base = model.estimate("base_latency_ms", ESTIMATES["base_latency_ms"][0])
     sigma, sigma_sd = part.sigma, part.sigma_sd
     large, large_sd = large_scaling(vcpus)
     eff = scaling_efficiency(vcpus, sigma, cap=True) * large
     per_worker = part.per_vcpu
     cpu_peak = vcpus * eff * per_worker
-    rho = sla_utilization(per_worker * eff, work.sla_p99_ms, part.cv2)
+    rho = sla_utilization(per_worker * eff, work.sla_p99_ms, part.cv2, base)
     cpu_sla = cpu_peak * rho
     seed_eff = eff / large
     eff_sd = (
@@ -765,7 +783,7 @@ def _per_vcpus(part: _CpuPart, vcpus: int, work: Workload) -> tuple[Any, ...]:
         workers += f"; x{large:.2f} past {costmodel.SEED_MAX_WORKERS} workers ({LARGE_SCALING[1]})"
     derating = (
         f"estimate: SLA derating to {rho:.1%} of peak (M/G/1 per worker, service cv^2 "
-        f"{part.cv2:.2f}, base latency {ESTIMATES['base_latency_ms'][0]:g} ms)"
+        f"{part.cv2:.2f}, base latency {base:g} ms)"
     )
     return cpu_peak, rho, cpu_sla, rel_sd, workers, derating, width_line(rel_sd, terms)
 
@@ -810,6 +828,7 @@ def model_capacities(
     work: Workload,
     profiles: Sequence[CostProfile] = (),
     over_nic: bool = True,
+    model: ModelInputs = POINT,
 ) -> list[Capacity]:
     """`model_capacity` of each instance, in one pass that shares what instances share.
 
@@ -829,6 +848,8 @@ def model_capacities(
         Measured CPU profiles (see `model_capacity`).
     over_nic : bool
         The instances answer over a NIC (see `model_capacity`).
+    model : ModelInputs
+        Uncertain inputs moved from their point values (`sizing.model.inputs`).
     """
     plats: dict[tuple[Any, ...], Platform] = {}
     cloud_providers = set(provider_names())
@@ -841,16 +862,16 @@ def model_capacities(
         pkey = (inst.cpu, inst.arch, inst.family, inst.threads_per_core)
         plat = plats.get(pkey)
         if plat is None:
-            plat = plats[pkey] = platform_of(inst)
+            plat = plats[pkey] = model.platform(platform_of(inst))
         # A provider module's rows are cloud VMs (the virtual-NIC term); rows of a provider
         # without one (a user's own catalog) are not.
         cloud = inst.provider in cloud_providers
         part = parts.get((plat, cloud))
         if part is None:
-            part = parts[(plat, cloud)] = _cpu_part(plat, work, profiles, over_nic, cloud)
+            part = parts[(plat, cloud)] = _cpu_part(plat, work, profiles, over_nic, cloud, model)
         found = sized.get((plat, cloud, inst.vcpus))
         if found is None:
-            found = sized[(plat, cloud, inst.vcpus)] = _per_vcpus(part, inst.vcpus, work)
+            found = sized[(plat, cloud, inst.vcpus)] = _per_vcpus(part, inst.vcpus, work, model)
         cpu_peak, rho, cpu_sla, rel_sd, workers, derating, width = found
         net, gbps, net_line = _network_cap(inst, work, wire, packets if cloud else 0.0)
         capacity = min(cpu_sla, net)
@@ -925,9 +946,20 @@ def instance_capacities(
     work: Workload,
     evidence: Evidence | None = None,
     profiles: Sequence[CostProfile] = (),
+    model: ModelInputs = POINT,
 ) -> list[Capacity]:
-    """`instance_capacity` of each instance, the model's part in one shared pass."""
-    caps = model_capacities(instances, work, profiles)
+    """`instance_capacity` of each instance, the model's part in one shared pass.
+
+    ``model`` moves uncertain inputs from their point values (`sizing.model.inputs`), a
+    measured family's level among them.
+    """
+    caps = model_capacities(instances, work, profiles, model=model)
     if evidence is not None:
         caps = [evidence.apply(cap, work) for cap in caps]
+    if model.measured:  # measurements are already at the SLA: the level scales it
+        for i, cap in enumerate(caps):
+            scale = model.measured_factor(cap.instance.family)
+            if cap.measured and scale != 1.0:
+                cpu = cap.cpu_sla_rps * scale
+                caps[i] = replace(cap, cpu_sla_rps=cpu, capacity_rps=min(cpu, cap.network_rps))
     return caps
