@@ -602,7 +602,8 @@ class SizingRequest:
         "cost-at-confidence",
         "--sort",
         "rank by the cost of the count at --confidence (cost-at-confidence, the default) or "
-        "of the point estimate (cost)",
+        "of the point estimate (cost), or by the point estimate's gCO2e per million requests "
+        "(carbon)",
         choices=SORTS,
         commands=FLEET,
     )

@@ -20,6 +20,7 @@ from sizing.catalog.load import PRICING_COLUMNS
 from sizing.catalog.rows import HOURS_PER_MONTH
 from sizing.errors import InputError
 from sizing.model.capacity import ESTIMATES, Capacity, Workload
+from sizing.model.carbon import Carbon, fleet_carbon, option_fields
 from sizing.model.costmodel import CostProfile
 from sizing.units import CONFIDENCE_RANGE
 from sizing.vocabulary import SORTS as SORTS  # re-exported
@@ -293,6 +294,12 @@ class Option:
         usd = (self.egress or {}).get("usd_month")
         return 0.0 if usd is None else float(usd)
 
+    def carbon(self) -> Carbon:
+        """The point-estimate fleet's emissions at its CPU load (`sizing.model.carbon`)."""
+        cap = self.capacity
+        load = self.utilization * cap.capacity_rps / cap.cpu_peak_rps if cap.cpu_peak_rps else 1.0
+        return fleet_carbon(cap.instance, self.count, load)
+
     def to_dict(self, target_rps: float) -> dict[str, Any]:
         """JSON-ready row."""
         inst = self.capacity.instance
@@ -347,6 +354,9 @@ class Option:
             "burstable": inst.burstable,
             "egress": self.egress,
             "basis": list(cap.basis),
+            **option_fields(
+                inst, target_rps, cap.cpu_peak_rps, self.count, self.count_at_confidence
+            ),
         }
 
 

@@ -653,6 +653,11 @@ def _sort_key(sort: str) -> Any:
             *by_cost(o),
         )
 
+    def by_carbon(o: Option) -> tuple[Any, ...]:
+        return (o.carbon().g_per_hour, *by_cost(o))
+
+    if sort == "carbon":
+        return by_carbon
     return by_conf if sort == "cost-at-confidence" else by_cost
 
 
