@@ -233,5 +233,4 @@ def _by_columns(request: SizingRequest) -> bool:
         and not request.catalog
         and not request.prices
         and norm_values(request.regions) == {"all"}
-        and request.sort != "carbon"  # ranked by rows (sizing.model.carbon)
     )

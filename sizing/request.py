@@ -507,7 +507,8 @@ class SizingRequest:
         None,
         "--spot-reserve",
         "with spot prices: fraction of the fleet that may be reclaimed at once, kept as "
-        "extra instances (default 20%%, an estimate)",
+        "extra instances (default: for AWS types the Spot Advisor lists, the spares their "
+        "interruption band calls for at --confidence; 20%% for others, an estimate)",
         parse=parse_fraction,
         metavar="FRACTION",
         commands=FLEET,

@@ -285,6 +285,8 @@ def recommend_columns(
     if work.burst_network:
         # The columns prune on baseline rates; burst rates are the provider's rules, per row.
         return rows_path()
+    if sort == "carbon" or (pricing == "spot" and spot_reserve is None):
+        return rows_path()  # ranked by grams (sizing.model.carbon), spares by band (fleet.spot)
     c = cols.cols
     tables = cols.tables
     every = len(rows) == cols.n  # no filter: the columns as they are, no copies

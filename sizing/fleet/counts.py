@@ -280,6 +280,8 @@ class Option:
     rules: FleetRules = field(default_factory=FleetRules)
     p_meets_at_confidence: float = math.nan
     egress: dict[str, Any] | None = None
+    #: Spot spares from the type's interruption band (`sizing.fleet.spot`), or None.
+    spot: dict[str, Any] | None = None
 
     @property
     def hourly_cost_at_confidence_usd(self) -> float:
@@ -357,6 +359,7 @@ class Option:
             **option_fields(
                 inst, target_rps, cap.cpu_peak_rps, self.count, self.count_at_confidence
             ),
+            **({"spot": self.spot} if self.spot else {}),
         }
 
 

@@ -442,6 +442,10 @@ def recommend(
             )
         o.egress = priced[where]
     notes += _traffic_notes(priced, clients, zones)
+    if pricing == "spot" and spot_reserve is None:  # spares from each type's band
+        from sizing.fleet.spot import band_spares
+
+        band_spares(options, target_rps, headroom)
     options.sort(key=_sort_key(sort))
     return _finish(
         Recommendation(

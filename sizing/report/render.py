@@ -216,7 +216,12 @@ def _header_lines(doc: dict[str, Any]) -> list[str]:
             if pricing == "spot" or doc.get("spot_reserve")
             else ""
         )
-
+        + (
+            f" (spares by interruption band at {doc['confidence']:.0%} for AWS types the "
+            "Spot Advisor lists)"
+            if any(o.get("spot") for o in doc.get("options", []))
+            else ""
+        )
     )
     return [
         f"Target {doc['target_rps']:,.0f} RPS, p99 <= {doc['sla_p99_ms']:g} ms, "
