@@ -94,3 +94,16 @@ def test_options_carry_grams_and_sort_carbon_ranks_by_them():
     assert "gCO2e per million requests" in doc["decision"]["text"]
     cheapest = size(SizingRequest(rps=2e5)).to_dict(top=1)["options"][0]
     assert cheapest["gco2e_per_mreq_at_confidence"] >= grams[0]
+
+
+def test_the_columns_rank_by_carbon_as_the_rows_do(monkeypatch):
+    from sizing import pipeline
+
+    request = SizingRequest(rps=1e6, regions="all", sort="carbon")
+    answer = size(request)
+    assert type(answer.recommendation).__name__ == "ColumnarRecommendation"
+    monkeypatch.setattr(pipeline, "_by_columns", lambda request: False)
+    by_rows = size(request)
+    assert answer.decision == by_rows.decision
+    excluded = by_rows.recommendation.excluded
+    assert answer.to_dict(top=10) == {**by_rows.to_dict(top=10), "excluded": excluded}

@@ -41,6 +41,7 @@ from sizing.fleet.counts import (
     p_meet,
 )
 from sizing.model.capacity import Capacity, Workload, instance_capacities, wire_bytes_per_request
+from sizing.model.carbon import option_g_per_hour
 from sizing.model.costmodel import CostProfile
 
 T = TypeVar("T")
@@ -285,8 +286,8 @@ def recommend_columns(
     if work.burst_network:
         # The columns prune on baseline rates; burst rates are the provider's rules, per row.
         return rows_path()
-    if sort == "carbon" or (pricing == "spot" and spot_reserve is None):
-        return rows_path()  # ranked by grams (sizing.model.carbon), spares by band (fleet.spot)
+    if pricing == "spot" and spot_reserve is None:
+        return rows_path()  # spares by each row's interruption band (sizing.fleet.spot)
     c = cols.cols
     tables = cols.tables
     every = len(rows) == cols.n  # no filter: the columns as they are, no copies
@@ -458,6 +459,22 @@ def recommend_columns(
     if sort == "cost-at-confidence":
         at_conf = np.where(n_conf_opt >= 0, n_conf_opt * p_opt, math.inf)
         keys.append(at_conf + egress / HOURS_PER_MONTH)
+    if sort == "carbon":  # grams per hour of the point count, as `Option.carbon` gives them
+        cap_rps = np.array([0.0 if k is None else k.capacity_rps for k in caps])[option_shape]
+        peak = np.array([0.0 if k is None else k.cpu_peak_rps for k in caps])[option_shape]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            load = np.where(peak > 0, target_rps / (n_opt * cap_rps) * cap_rps / peak, 1.0)
+        pr = zip(provider[options_at].tolist(), region[options_at].tolist(), strict=True)
+        keys.append(
+            option_g_per_hour(
+                [(tables["provider"][p], tables["region"][r]) for p, r in pr],
+                [tables["instance_type"][t] for t in types[options_at].tolist()],
+                [caps[k].instance for k in option_shape.tolist()],
+                vcpus[options_at],
+                n_opt,
+                load,
+            )
+        )
     ranked = np.lexsort(keys)
     ranked_rows = rows[options_at[ranked]]
     ranked_shape = option_shape[ranked]

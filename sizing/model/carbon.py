@@ -295,6 +295,46 @@ def fleet_carbon(inst: Instance, count: int, cpu_utilization: float) -> Carbon:
     )
 
 
+def option_g_per_hour(
+    places: list[tuple[str, str]],
+    types: list[str],
+    shapes: list[Instance],
+    vcpus: Any,
+    count: Any,
+    load: Any,
+) -> Any:
+    """`Carbon.g_per_hour` of many fleets at once, the same float operations element-wise.
+
+    Parameters
+    ----------
+    places : list of (str, str)
+        Each fleet's provider and region.
+    types : list of str
+        Each fleet's instance type.
+    shapes : list of Instance
+        A row of each fleet's CPU (its provider, CPU text, family, architecture).
+    vcpus, count, load : numpy.ndarray
+        vCPUs per instance, instances, and the CPU load (`Option.carbon`'s) of each fleet.
+
+    Returns
+    -------
+    numpy.ndarray
+        gCO2e/h of each fleet.
+    """
+    import numpy as np
+
+    power = [_power_of(s.provider, _platform_id(s)) for s in shapes]
+    lo = np.array([p[0] for p in power])
+    hi = np.array([p[1] for p in power])
+    pue = np.array([PUE.get(p, (PUE_FALLBACK, ""))[0] for p, _ in places])
+    factor = np.array([grid_of(p, r)[0] for p, r in places])
+    kg = np.array([_embodied_of(p, t)[0] for (p, _), t in zip(places, types, strict=True)])
+    u = np.where(np.isfinite(load), np.clip(load, 0.0, 1.0), 1.0)
+    watts = lo + u * (hi - lo)
+    n = count * vcpus
+    return n * watts * pue * factor + n * kg * 1000.0 / LIFESPAN_HOURS
+
+
 def cpu_load(target_rps: float, count: int, cpu_peak_rps: float) -> float:
     """The CPU load a fleet of ``count`` runs at when serving ``target_rps`` [1]."""
     if count <= 0 or not cpu_peak_rps > 0:
