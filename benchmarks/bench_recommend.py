@@ -10,6 +10,10 @@ command                                                     goal
 ==========================================================  =================================
 ``recommend --rps 1e6``                                     <= 2 x import numpy
 ``recommend --rps 1e6 --region all``                        <= 3 x
+``recommend --rps 1e6 --region all --provider azure``       <= 3 x (57 regions, 1,023 sizes,
+                                                            built into the cache on first use)
+``recommend --rps 1e6 --region all --sort carbon``          <= 3 x
+``recommend --rps 1e6 --region all --pricing spot``         <= 3 x (spares per band, by rows)
 ``recommend --rps 1e6 --protocol http --runs DIR``          <= 3 x (a simulated run of c7g,
                                                             made here, ``--allow-simulated``)
 ``plan-measurements --rps 1e6``                             <= 3 x
@@ -52,6 +56,9 @@ NUMPY = "import numpy"
 RATIO_GOALS = {
     "recommend": 2.0,
     "recommend --region all": 3.0,
+    "--region all --provider azure": 3.0,
+    "--region all --sort carbon": 3.0,
+    "--region all --pricing spot": 3.0,
     "recommend --runs DIR": 3.0,
     "plan-measurements": 3.0,
     "catalog build": 5.0,
@@ -136,6 +143,9 @@ def commands(tmp: Path, upstream: Path | None) -> dict[str, tuple[list[str], dic
         NUMPY: ([PY, "-c", "import numpy"], env),
         "recommend": (REC, env),
         "recommend --region all": ([*REC, "--region", "all"], env),
+        "--region all --provider azure": ([*REC, "--region", "all", "--provider", "azure"], env),
+        "--region all --sort carbon": ([*REC, "--region", "all", "--sort", "carbon"], env),
+        "--region all --pricing spot": ([*REC, "--region", "all", "--pricing", "spot"], env),
         "recommend --runs DIR": (
             [*REC, "--protocol", "http", "--runs", str(run), "--allow-simulated"],
             env,

@@ -150,6 +150,7 @@ def question_of(
         growth=request.growth_rate(),
         profiles=tuple(profiles),
         evidence=evidence,
+        band_spares=request.pricing == "spot" and request.spot_reserve is None,
     )
 
 
@@ -218,11 +219,13 @@ def _answer(
 def _by_columns(request: SizingRequest) -> bool:
     """Whether the request is answered from the catalog's columns (`sizing.fleet.columnar`).
 
-    Yes for every region of the shipped catalog, with no catalog file of the user's and no runs
+    Yes for every region of the shipped catalog, with no catalog file of the user's, no runs
+    and no spot spares counted by each row's interruption band
     (`sizing.fleet.columnar.ColumnTable`).
     """
     return (
         not request.runs
+        and not (request.pricing == "spot" and request.spot_reserve is None)  # spares by row
         and not request.catalog
         and not request.prices
         and norm_values(request.regions) == {"all"}

@@ -507,7 +507,8 @@ class SizingRequest:
         None,
         "--spot-reserve",
         "with spot prices: fraction of the fleet that may be reclaimed at once, kept as "
-        "extra instances (default 20%%, an estimate)",
+        "extra instances (default: for AWS types the Spot Advisor lists, the spares their "
+        "interruption band calls for at --confidence; 20%% for others, an estimate)",
         parse=parse_fraction,
         metavar="FRACTION",
         commands=FLEET,
@@ -602,7 +603,8 @@ class SizingRequest:
         "cost-at-confidence",
         "--sort",
         "rank by the cost of the count at --confidence (cost-at-confidence, the default) or "
-        "of the point estimate (cost)",
+        "of the point estimate (cost), or by the point estimate's gCO2e per million requests "
+        "(carbon)",
         choices=SORTS,
         commands=FLEET,
     )

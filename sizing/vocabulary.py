@@ -10,5 +10,6 @@ PRICINGS = ("on-demand", "spot", "1y", "3y")
 NETWORKS = ("baseline", "burst")
 #: Where clients are: on the internet (egress priced) or in the same VPC.
 CLIENTS = ("internet", "vpc")
-#: How options are ranked: by cost at the confidence, or by the point estimate's cost.
-SORTS = ("cost-at-confidence", "cost")
+#: How options are ranked: by cost at the confidence, by the point estimate's cost, or by the
+#: point estimate's grams of CO2e per request (`sizing.model.carbon`).
+SORTS = ("cost-at-confidence", "cost", "carbon")

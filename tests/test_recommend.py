@@ -149,14 +149,15 @@ def test_more_vcpus_never_lose_capacity():
 
 
 def test_large_instances_are_not_far_worse_per_vcpu():
-    # Per vCPU, the largest size keeps at least 3/4 of the smallest size's CPU capacity of the
-    # same family (the seed's contention, held past its 36 workers, costs at most 1 - 1/1.2).
+    # Per vCPU, the largest size keeps at least 0.55 of the smallest size's CPU capacity of the
+    # same family: the seed's contention, held past its 36 workers, costs at most 1 - 1/1.2,
+    # and the estimate past 36 workers (capacity.LARGE_SCALING) at most 1 - 0.76.
     work = Workload()
     for fam in {i.family for i in CATALOG}:
         sizes = sorted((i for i in CATALOG if i.family == fam), key=lambda i: i.vcpus)
         small, large = (instance_capacity(i, work) for i in (sizes[0], sizes[-1]))
         per = [c.cpu_sla_rps / c.instance.vcpus for c in (small, large)]
-        assert per[1] >= 0.75 * per[0], fam
+        assert per[1] >= 0.55 * per[0], fam
         assert large.rel_sd >= small.rel_sd
 
 

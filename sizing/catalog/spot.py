@@ -84,17 +84,32 @@ def spares_for(count: int, rate: float, confidence: float) -> int:
 
     Each of ``count + spares`` instances is interrupted independently with probability
     ``rate`` (a month's share); the smallest ``spares`` for which at least ``count`` survive
-    with probability ``confidence`` (binomial).
+    with probability ``confidence`` (binomial). One more spare never lowers that probability,
+    so the smallest is found by doubling, then bisection (at most ``10 x count + 10``).
     """
     if not 0 <= rate < 1 or not 0 < confidence < 1 or count < 1:
         raise ValueError("rate in [0, 1), confidence in (0, 1), count >= 1")
-    for spares in range(0, 10 * count + 10):
-        n = count + spares
-        # P(survivors >= count) = P(interrupted <= spares)
-        p = sum(math.comb(n, k) * rate**k * (1 - rate) ** (n - k) for k in range(spares + 1))
-        if p >= confidence:
-            return spares
-    return 10 * count + 10
+    if rate == 0:
+        return 0
+    from scipy.special import bdtr  # P(X <= k) of a binomial, stable for large n
+
+    def held(spares: int) -> bool:  # P(interrupted <= spares of count + spares)
+        return bool(bdtr(spares, count + spares, rate) >= confidence)
+
+    limit = 10 * count + 10
+    hi = 1
+    while not held(hi):
+        if hi >= limit:
+            return limit
+        hi = min(hi * 2, limit)
+    lo = 0
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if held(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
 
 
 def spot_note(option: Any, confidence: float, reserve: float) -> str:
@@ -115,6 +130,20 @@ def spot_note(option: Any, confidence: float, reserve: float) -> str:
     found = spot_table().get((inst.region, inst.instance_type))
     if found is None:
         return ""
+    held = getattr(option, "spot", None)
+    if held:  # the count already holds the band's spares (sizing.fleet.spot)
+        return (
+            f"spot: {inst.instance_type} in {inst.region} saves {found.savings_pct}% and is "
+            f"interrupted {BAND_LABELS[found.band]} of instances a month ({source()}); the "
+            f"point-estimate count of {option.count} holds {held['basis']}"
+            + (
+                f"; the count at {confidence:.0%}, {option.count_at_confidence}, holds "
+                f"{held['spares_at_confidence']}"
+                if held.get("spares_at_confidence") is not None
+                and option.count_at_confidence != option.count
+                else ""
+            )
+        )
     rate = found.interruption_rate
     kept = option.count - math.floor(option.count * (1.0 - reserve) + 1e-9)
     spares = spares_for(max(1, option.count - kept), rate, confidence)

@@ -103,7 +103,12 @@ def recommend_columns(q: FleetQuestion, cols: Columns, rows: np.ndarray) -> Reco
     ------
     Infeasible
         When no instance type can meet the target within the limits.
+    ValueError
+        For spot spares by each row's interruption band (``q.band_spares``): they are counted
+        by rows (`sizing.fleet.recommend.RowTable`), the columns count a flat reserve.
     """
+    if q.band_spares:
+        raise ValueError("spot spares by interruption band are counted by rows, not columns")
     return answer(q, ColumnTable(cols, rows))
 
 
@@ -284,6 +289,8 @@ class ColumnTable:
         ]
         if q.sort == "cost-at-confidence":
             keys.append(np.where(n_conf >= 0, n_conf * price, math.inf) + fixed)
+        if found.lead is not None:  # ranked first (np.lexsort's last key leads)
+            keys.append(np.asarray(found.lead, dtype=float))
         return np.lexsort(keys)
 
     def regions(self, rows: np.ndarray) -> dict[str, set[str]]:

@@ -20,6 +20,7 @@ from sizing.catalog.load import PRICING_COLUMNS
 from sizing.catalog.rows import HOURS_PER_MONTH
 from sizing.errors import InputError
 from sizing.model.capacity import ESTIMATES, Capacity, Workload
+from sizing.model.carbon import Carbon, fleet_carbon, option_fields
 from sizing.model.costmodel import CostProfile
 from sizing.units import CONFIDENCE_RANGE
 from sizing.vocabulary import SORTS as SORTS  # re-exported
@@ -279,6 +280,8 @@ class Option:
     rules: FleetRules = field(default_factory=FleetRules)
     p_meets_at_confidence: float = math.nan
     egress: dict[str, Any] | None = None
+    #: Spot spares from the type's interruption band (`sizing.fleet.spot`), or None.
+    spot: dict[str, Any] | None = None
 
     @property
     def hourly_cost_at_confidence_usd(self) -> float:
@@ -292,6 +295,12 @@ class Option:
         """The month's data transfer cost (0 when not priced) [USD/month]."""
         usd = (self.egress or {}).get("usd_month")
         return 0.0 if usd is None else float(usd)
+
+    def carbon(self) -> Carbon:
+        """The point-estimate fleet's emissions at its CPU load (`sizing.model.carbon`)."""
+        cap = self.capacity
+        load = self.utilization * cap.capacity_rps / cap.cpu_peak_rps if cap.cpu_peak_rps else 1.0
+        return fleet_carbon(cap.instance, self.count, load)
 
     def to_dict(self, target_rps: float) -> dict[str, Any]:
         """JSON-ready row."""
@@ -347,6 +356,10 @@ class Option:
             "burstable": inst.burstable,
             "egress": self.egress,
             "basis": list(cap.basis),
+            **option_fields(
+                inst, target_rps, cap.cpu_peak_rps, self.count, self.count_at_confidence
+            ),
+            **({"spot": self.spot} if self.spot else {}),
         }
 
 

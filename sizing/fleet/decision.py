@@ -24,6 +24,7 @@ from sizing.fleet.counts import (
     usd_per_million,
 )
 from sizing.model.capacity import Capacity, instance_capacity
+from sizing.model.carbon import Carbon, cpu_load, fleet_carbon
 
 
 def _count(rec: Recommendation, cap: Capacity, rules: FleetRules, scale: float = 1.0) -> int | None:
@@ -121,6 +122,9 @@ def decide(rec: Recommendation) -> dict[str, Any]:
             hourly + best.egress_monthly_usd / HOURS_PER_MONTH, rec.target_rps
         ),
     }
+    doc["carbon"] = carbon_words(
+        fleet_carbon(inst, n, cpu_load(rec.target_rps, n, best.capacity.cpu_peak_rps)), rec
+    )
     if rec.growth is not None:
         from sizing.fleet.growth import describe, growth_fields
 
@@ -164,6 +168,28 @@ def decide(rec: Recommendation) -> dict[str, Any]:
     doc["headline"] = headline(doc, rec)
     doc["text"] = decision_text(doc, rec)
     return doc
+
+
+def carbon_words(c: Carbon, rec: Recommendation) -> dict[str, Any]:
+    """The chosen fleet's emissions as numbers and one sentence (`sizing.model.carbon`)."""
+    g = c.per_million(rec.target_rps)
+    text = (
+        f"Carbon: {g:.3g} gCO2e per million requests at the target "
+        f"({c.operational_g_per_hour:,.0f} g/hour operational at {c.cpu_utilization:.0%} CPU, "
+        f"{c.watts_per_vcpu:.2f} W per vCPU, grid {c.grid_kg_per_kwh * 1000:,.0f} gCO2e/kWh; "
+        f"{c.embodied_g_per_hour:,.0f} g/hour embodied; Cloud Carbon Footprint's coefficients"
+        + ("; some stand-ins, marked as estimates in --format json" if c.estimate else "")
+        + ")"
+    )
+    return {
+        "gco2e_per_mreq": g,
+        "g_per_hour": c.g_per_hour,
+        "operational_g_per_hour": c.operational_g_per_hour,
+        "embodied_g_per_hour": c.embodied_g_per_hour,
+        "estimate": c.estimate,
+        "basis": list(c.basis),
+        "text": text,
+    }
 
 
 def _egress_words(doc: dict[str, Any], rec: Recommendation) -> str:
@@ -239,6 +265,8 @@ def decision_text(doc: dict[str, Any], rec: Recommendation) -> str:
     if more:
         text = "; ".join(more)
         out.append(text[0].upper() + text[1:])
+    if doc.get("carbon"):
+        out.append(doc["carbon"]["text"].removesuffix("."))
     r = rec.rules
     if r.redundancy == 0 and r.zone_loss == 0:
         out.append(

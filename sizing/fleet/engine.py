@@ -33,7 +33,9 @@ from sizing.fleet.counts import (
 from sizing.fleet.decision import decide
 from sizing.fleet.lazy import Lazy
 from sizing.fleet.question import FleetQuestion
+from sizing.fleet.spot import band_spares
 from sizing.model.capacity import Capacity, instance_capacities, wire_bytes_per_request
+from sizing.model.carbon import option_g_per_hour
 
 __all__ = [
     "BURSTABLE",
@@ -130,6 +132,8 @@ class Ranking:
     where: Any
     counts: list[Counts]
     egress_usd_month: list[float]
+    #: A key ranked before the cost (``--sort carbon``: each option row's gCO2e/h), or None.
+    lead: Any = None
 
 
 def rank_key(
@@ -162,7 +166,8 @@ def sort_key(sort: str) -> Callable[[Option], tuple[Any, ...]]:
         cost = rank_key(
             sort, (o.count, o.count_at_confidence), o.unit_price_usd_hour, o.egress_monthly_usd
         )
-        return (*cost, o.count, inst.provider, inst.region, inst.instance_type)
+        lead = (o.carbon().g_per_hour,) if sort == "carbon" else ()
+        return (*lead, *cost, o.count, inst.provider, inst.region, inst.instance_type)
 
     return key
 
@@ -292,6 +297,8 @@ def answer(q: FleetQuestion, table: CandidateTable) -> Recommendation:
     egress = [priced[w] for w in wheres]
     usd = [0.0 if e["usd_month"] is None else float(e["usd_month"]) for e in egress]
     found = Ranking(at, at_shape, where, counts, usd)
+    if q.sort == "carbon":
+        found = replace(found, lead=carbon_lead(q, table, found, caps))
     order = table.rank(q, found)
 
     def make_options(start: int, stop: int) -> list[Option]:
@@ -318,7 +325,33 @@ def answer(q: FleetQuestion, table: CandidateTable) -> Recommendation:
         growth=q.growth,
         question=q,
     )
+    if q.band_spares:  # counts by each row's interruption band, then ranked again
+        rec.options = sorted(
+            band_spares(list(rec.options), q.target_rps, q.rules.headroom), key=sort_key(q.sort)
+        )
     return finish(table.finish(rec, found, order))
+
+
+def carbon_lead(
+    q: FleetQuestion, table: CandidateTable, found: Ranking, caps: Sequence[Capacity]
+) -> Any:
+    """Each option row's gCO2e/h at its point count and CPU load (`Option.carbon`'s)."""
+    import numpy as np  # --sort carbon only: the default answer never imports numpy
+
+    shapes = [caps[int(s)].instance for s in found.shape]
+    names = [table.names(r) for r in found.rows]
+    n = np.array([found.counts[int(s)][0] for s in found.shape], dtype=float)
+    peak = np.array([caps[int(s)].cpu_peak_rps for s in found.shape], dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        load = np.where(peak > 0, q.target_rps / (n * peak), 1.0)
+    return option_g_per_hour(
+        [(s.provider, region) for s, (_, region) in zip(shapes, names, strict=True)],
+        [t for t, _ in names],
+        shapes,
+        np.array([s.vcpus for s in shapes], dtype=float),
+        n,
+        load,
+    )
 
 
 @dataclass(frozen=True)

@@ -81,6 +81,9 @@ class FleetQuestion:
     model : ModelInputs
         The capacity model's uncertain inputs moved from their point values (none by default;
         `sizing.analyses.sensitivity` moves one at a time).
+    band_spares : bool
+        Spot spares from each AWS type's interruption band (`sizing.fleet.spot`) instead of
+        the flat reserve: spot prices and no reserve given.
     """
 
     target_rps: float
@@ -97,6 +100,7 @@ class FleetQuestion:
     profiles: tuple[CostProfile, ...] = ()
     evidence: Any = field(default=None, compare=False)
     model: ModelInputs = POINT
+    band_spares: bool = False
 
     def __post_init__(self) -> None:
         check_target_rps(self.target_rps)
@@ -146,6 +150,7 @@ def question(target_rps: float, workload: Workload | None = None, **options: Any
     if rules.get("spot_reserve") is None:
         spot = rules.get("pricing") == "spot"
         rules["spot_reserve"] = DEFAULT_SPOT_RESERVE if spot else 0.0
+        options.setdefault("band_spares", spot)
     included = included_groups(options.pop("include_families", ()))
     if "profiles" in options:
         options["profiles"] = tuple(options["profiles"])

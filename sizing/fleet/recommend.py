@@ -262,7 +262,8 @@ class RowTable:
             price = inst.price(q.rules.pricing)
             usd = found.egress_usd_month[found.where[j]]
             cost = rank_key(q.sort, (n, n_conf), price or math.nan, usd)
-            return (*cost, n, inst.provider, inst.region, inst.instance_type)
+            lead = () if found.lead is None else (float(found.lead[j]),)
+            return (*lead, *cost, n, inst.provider, inst.region, inst.instance_type)
 
         return sorted(range(len(found.rows)), key=key)
 

@@ -747,7 +747,26 @@ def _cpu_part(
 def _per_vcpus(
     part: _CpuPart, vcpus: int, work: Workload, model: ModelInputs = POINT
 ) -> tuple[Any, ...]:
-    """The half of `model_capacity` that depends on the vCPU count: scaling, SLA, spread."""
+    """The half of `model_capacity` that depends on the vCPU count: scaling, SLA, spread.
+
+    Past `costmodel.SEED_MAX_WORKERS` workers, where each added worker costs every worker
+    some speed (`large_scaling`), NGINX is run with the worker count of the table's points
+    (or all vCPUs) that serves most under the SLA: more vCPUs never serve less.
+    """
+    best = _at_workers(part, vcpus, work, model)
+    for workers in (costmodel.SEED_MAX_WORKERS, *sorted(LARGE_SCALING[0])):
+        if workers < vcpus:
+            alt = _at_workers(part, workers, work, model)
+            if alt[2] > best[2]:
+                note = f"; {workers} of the {vcpus} vCPUs run workers (more serve less)"
+                best = (*alt[:4], alt[4] + note, *alt[5:])
+    return best
+
+
+def _at_workers(
+    part: _CpuPart, vcpus: int, work: Workload, model: ModelInputs = POINT
+) -> tuple[Any, ...]:
+    """`_per_vcpus` with ``vcpus`` workers, one per vCPU."""
     base = model.estimate("base_latency_ms", ESTIMATES["base_latency_ms"][0])
     sigma, sigma_sd = part.sigma, part.sigma_sd
     large, large_sd = large_scaling(vcpus)

@@ -144,6 +144,7 @@ def _option_row(i: int, o: dict[str, Any], doc: dict[str, Any]) -> list[str]:
         "-" if egress is None else f"{egress:,.0f}",
         f"{hourly:.3f}",
         fmt_usd_small(per_m).lstrip("$"),
+        _grams(o, doc),
         fmt_rps(cap),
         f"{doc['target_rps'] / (n * cap):.0%}" if n and cap else "-",
         o["binding_constraint"] + {"own": "*", "carried": "+"}.get(o["measured"], ""),
@@ -152,12 +153,22 @@ def _option_row(i: int, o: dict[str, Any], doc: dict[str, Any]) -> list[str]:
     ]
 
 
+def _grams(o: dict[str, Any], doc: dict[str, Any]) -> str:
+    """An option's gCO2e per million requests at the count the ranking buys ("-": none)."""
+    at_conf = doc.get("sort") == "cost-at-confidence" and o.get("count_at_confidence")
+    g = o.get("gco2e_per_mreq_at_confidence" if at_conf else "gco2e_per_mreq")
+    if g is None:
+        return "-"
+    return f"{g:,.0f}" if g >= 10 else f"{g:.2g}"
+
+
 def options_lines(doc: dict[str, Any], top: int) -> list[str]:
     """The options table with its heading: the total bill leads, at the ranking's count."""
     conf = f"{doc['confidence']:.0%}"
     at_conf = doc.get("sort") == "cost-at-confidence"
+    first = "least CO2e per request" if doc.get("sort") == "carbon" else "cheapest total bill"
     head = (
-        "Options, cheapest total bill first ("
+        f"Options, {first} first ("
         + (
             f"the count that keeps the headroom with {conf} confidence"
             if at_conf
@@ -180,13 +191,14 @@ def options_lines(doc: dict[str, Any], top: int) -> list[str]:
         "egress $/mo",
         "$/hour",
         "$/M req",
+        "gCO2e/M",
         "RPS/inst",
         "util",
         "binds",
         "P(meet)",
         "point n",
     ]
-    return [head, table(headers, rows, {0, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15})]
+    return [head, table(headers, rows, {0, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 16})]
 
 
 def _header_lines(doc: dict[str, Any]) -> list[str]:
@@ -202,6 +214,12 @@ def _header_lines(doc: dict[str, Any]) -> list[str]:
         + (
             f", spot reserve {doc['spot_reserve']:.0%}"
             if pricing == "spot" or doc.get("spot_reserve")
+            else ""
+        )
+        + (
+            f" (spares by interruption band at {doc['confidence']:.0%} for AWS types the "
+            "Spot Advisor lists)"
+            if any(o.get("spot") for o in doc.get("options", []))
             else ""
         )
     )

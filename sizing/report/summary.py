@@ -413,13 +413,22 @@ def summary_html(s: DecisionSummary, side_html: str = "") -> str:
 <dt>Where</dt><dd>{_e(_where(c, s))}; {plural(c.vcpus, "vCPU")} {_e(c.arch)} each</dd>
 <dt>How sure</dt><dd>{sure}</dd>
 <dt>Limit, basis</dt><dd>{_e(c.binding)}; {_e(c.evidence)}</dd>
-<dt>Runner-up</dt><dd>{runner}</dd>
+<dt>Runner-up</dt><dd>{runner}</dd>{_carbon_line(d)}
 <dt>Rests on</dt><dd>{basis}; {s.options} instance types qualify</dd>{against}
 </dl>
 </div>
 <div class="ns-side">{side_html}{extra}</div>
 <div class="ns-text-row">{text}</div>
 </div>"""
+
+
+def _carbon_line(decision: Mapping[str, Any]) -> str:
+    """The decision card's carbon line ('' when the decision has none)."""
+    c = decision.get("carbon")
+    if not c:
+        return ""
+    text = str(c["text"]).removeprefix("Carbon: ")
+    return f"\n<dt>Carbon</dt><dd>{_e(text)}</dd>"
 
 
 def options_heading(rec: Recommendation) -> str:
@@ -476,6 +485,7 @@ def options_table(rec: Recommendation, top: int = 10) -> Styler:
                 "$/M req.": fmt_usd_small(
                     usd_per_million(hourly + (egress or 0.0) / HOURS_PER_MONTH, rec.target_rps)
                 ),
+                "gCO2e/M req.": _grams(o, n, rec.target_rps),
                 "RPS/instance": fmt_rps(cap),
                 "Load": f"{rec.target_rps / (n * cap):.0%}" if n and cap else "-",
                 "P(meet)": f"{p:.0%}",
@@ -483,8 +493,17 @@ def options_table(rec: Recommendation, top: int = 10) -> Styler:
             }
         )
     df = pd.DataFrame(rows)
-    left = [1, 2, 12]
+    left = [1, 2, 13]
     return _styled(df, "options-table", left, highlight_first=True)
+
+
+def _grams(o: Option, n: int, target_rps: float) -> str:
+    """gCO2e per million requests of ``n`` instances of an option (`sizing.model.carbon`)."""
+    from sizing.model.carbon import cpu_load, fleet_carbon
+
+    inst = o.capacity.instance
+    c = fleet_carbon(inst, n, cpu_load(target_rps, n, o.capacity.cpu_peak_rps))
+    return fmt_sig(c.per_million(target_rps))
 
 
 def _styled(

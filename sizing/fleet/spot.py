@@ -1,0 +1,95 @@
+"""Spot spares from each type's interruption band, in place of a flat reserve.
+
+For an AWS type the Spot Advisor lists in its region (`sizing.catalog.spot`), the fleet is the
+count the rules need without a spot reserve (``n0``: headroom, zones, redundancy) plus the
+spares a binomial over the band's monthly interruption share calls for, so that at least
+``n0`` instances keep running with the request's confidence (`sizing.catalog.spot.spares_for`,
+the band's upper share, 30% for the open top band). Other types keep the flat reserve.
+
+Used when the request prices spot and gives no ``--spot-reserve`` of its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from sizing.catalog.spot import BAND_LABELS, Spot, spares_for, spot_table
+from sizing.fleet.counts import FleetRules, Option, count_for, p_meet
+
+
+def _with_spares(
+    target_rps: float, usable_rps: float, rules: FleetRules, spot: Spot
+) -> tuple[int, int, FleetRules] | None:
+    """The count, its spares and the rules that hold it (None: no fleet within the limit)."""
+    bare = replace(rules, spot_reserve=0.0)
+    n0 = count_for(target_rps, usable_rps, bare)
+    if n0 is None:
+        return None
+    spares = spares_for(n0, spot.interruption_rate, rules.confidence)
+    n = n0 + spares
+    if n > rules.limit:
+        return None
+    # survivors(n) with this reserve is floor(n x n0 / n) = n0 before the redundancy.
+    return n, spares, replace(bare, spot_reserve=spares / n)
+
+
+def band_spares(options: list[Option], target_rps: float, headroom: float) -> list[Option]:
+    """``options`` with each listed AWS type's count set by its interruption band.
+
+    Parameters
+    ----------
+    options : list of Option
+        Counted with the flat reserve; changed in place where the band applies.
+    target_rps : float
+        Requests per second to serve [1/s].
+    headroom : float
+        Spare fraction of every instance's capacity [1].
+
+    Returns
+    -------
+    list of Option
+        The same list.
+    """
+    table = spot_table()
+    for o in options:
+        inst, cap = o.capacity.instance, o.capacity
+        spot = table.get((inst.region, inst.instance_type)) if inst.provider == "aws" else None
+        if spot is None:
+            continue
+        rules = o.rules
+        point = _with_spares(target_rps, cap.capacity_rps * (1.0 - headroom), rules, spot)
+        if point is None:
+            continue
+        n, spares, held = point
+        q = cap.quantile(1.0 - rules.confidence) * (1.0 - headroom)
+        conf = _with_spares(target_rps, q, rules, spot)
+        o.count, o.rules = n, held
+        o.utilization = target_rps / (n * cap.capacity_rps)
+        o.hourly_cost_usd = n * o.unit_price_usd_hour
+        o.p_meets_target = p_meet(n, cap, target_rps, held)
+        o.count_at_confidence = None if conf is None else conf[0]
+        o.p_meets_at_confidence = (
+            float("nan") if conf is None else p_meet(conf[0], cap, target_rps, conf[2])
+        )
+        o.spot = spot_fields(spot, spares, None if conf is None else conf[1], rules.confidence)
+    return options
+
+
+def spot_fields(
+    spot: Spot, spares: int, spares_at_confidence: int | None, confidence: float
+) -> dict[str, Any]:
+    """What an option's JSON says of its spot spares."""
+    return {
+        "savings_pct": spot.savings_pct,
+        "interruption_band": BAND_LABELS[spot.band],
+        "interruption_rate": spot.interruption_rate,
+        "spares": spares,
+        "spares_at_confidence": spares_at_confidence,
+        "basis": (
+            f"{spares} spare(s) so that the count the rules need keeps running with "
+            f"{confidence:.0%} confidence when each instance is interrupted with probability "
+            f"{spot.interruption_rate:.0%} (binomial; band {BAND_LABELS[spot.band]} a month, "
+            "AWS Spot Instance Advisor)"
+        ),
+    }
