@@ -420,7 +420,7 @@ def test_no_price_under_the_pricing_model_is_said(capsys):
     err = capsys.readouterr().err
     assert (
         "no candidate instance type has a 3y price" in err
-        and "on-demand and spot prices only" in err
+        and "AWS on-demand and spot," in err
     )
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from sizing.catalog.egress import egress_cost, traffic
-from sizing.catalog.load import Instance, listing
+from sizing.catalog.load import PRICING_COLUMNS, Instance, listing
 from sizing.catalog.providers import FAMILY_GROUPS
 from sizing.errors import Infeasible
 from sizing.fleet.counts import (
@@ -437,14 +437,22 @@ def _option(
     )
 
 
+#: The prices the shipped catalog's rows carry, by provider.
+SHIPPED_PRICES = (
+    "shipped prices: AWS on-demand and spot, GCP on-demand, spot, 1y and 3y, Azure on-demand"
+)
+
+
 def _no_candidate(q: FleetQuestion, screen: Screen) -> str:
     """Why no row is left after screening and pruning."""
     pricing = q.rules.pricing
     if any(priced for _, priced in screen.given.values()):
         return "no candidate instance type is left"
+    unpriced = ", ".join(p.upper() for p in sorted(screen.given))
+    column = PRICING_COLUMNS[pricing]
     return f"no candidate instance type has a {pricing} price" + (
-        " (the shipped AWS rows carry on-demand and spot prices only; a --catalog or "
-        "--prices file may add commit_1y_usd_hour and commit_3y_usd_hour)"
+        f" ({unpriced} rows have none; {SHIPPED_PRICES}; a --catalog or "
+        f"--prices file may add {column})"
         if pricing != "on-demand"
         else ""
     )
@@ -504,9 +512,8 @@ def notes_of(q: FleetQuestion, screen: Screen, regions: dict[str, set[str]]) -> 
         if prov not in regions and not priced:
             notes.append(
                 f"--pricing {pricing} leaves out {prov.upper()}: none of its {n} rows carries "
-                f"a {pricing} price (the shipped AWS rows carry on-demand and spot prices only; "
-                "a --catalog or --prices file "
-                "may add them)"
+                f"a {pricing} price ({SHIPPED_PRICES}; a --catalog or --prices file may add "
+                "them)"
             )
     counts = {p: len(r) for p, r in regions.items()}
     if len(counts) > 1 and len(set(counts.values())) > 1:
