@@ -7,13 +7,16 @@ import contextlib
 import gc
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sizing.catalog import providers
 from sizing.cli.common import catalog_rows
 from sizing.errors import InputError, printable
 from sizing.report.render import render_catalog
 from trialtable.pathargs import INPUT_FILE, INPUT_FOLDER, OUTPUT_FILE, path_arg
+
+if TYPE_CHECKING:
+    from sizing.catalog.rows import BuildResult
 
 
 def add_parser(sub: Any) -> None:
@@ -27,7 +30,8 @@ def add_parser(sub: Any) -> None:
         choices=("list", "build", "update"),
         default="list",
         help="list (default) or build the catalog from the providers' public files; update: "
-        "one AWS region's prices from AWS's public offer file (--provider aws --region R)",
+        "one AWS or Azure region's prices from the provider's public prices "
+        "(--provider aws|azure --region R)",
     )
     cat.add_argument(
         "--provider", help="only these providers, e.g. aws,gcp (comma list; default: all)"
@@ -78,13 +82,14 @@ def add_parser(sub: Any) -> None:
         "--out",
         type=path_arg(OUTPUT_FILE),
         metavar="FILE",
-        help="build, update: the catalog CSV to write (update: default aws-REGION.csv)",
+        help="build, update: the catalog CSV to write (update: default PROVIDER-REGION.csv)",
     )
     cat.add_argument(
         "--offer",
         type=path_arg(INPUT_FILE),
         metavar="FILE_OR_URL",
-        help="update: the AWS offer CSV to read (default: AWS's public URL for the region)",
+        help="update: the AWS offer CSV, or the Azure Retail Prices API's first page (URL or a "
+        "saved whole answer), to read (default: the provider's public URL for the region)",
     )
 
 
@@ -106,28 +111,54 @@ def _no_cycle_collection() -> Iterator[None]:
 
 
 def _update(args: argparse.Namespace) -> int:
-    """``catalog update``: one AWS region's catalog from its offer file."""
-    import re
-
+    """``catalog update``: one AWS or Azure region's catalog from the provider's public prices."""
     from sizing.catalog.build import iter_summary, write_catalog
-    from sizing.catalog.offer import default_out, offer_url, update_aws
 
-    if (args.provider or "").lower() != "aws":
-        raise InputError("catalog update needs --provider aws (Azure and GCP: not yet)")
+    provider = (args.provider or "").lower()
+    if provider not in ("aws", "azure"):
+        raise InputError("catalog update needs --provider aws or azure (GCP: not yet)")
     region = (args.region or "").strip().lower()
-    if not re.fullmatch(r"[a-z]{2}(-[a-z]+)+-\d{1,2}", region):
-        raise InputError(
-            f"catalog update needs --region as AWS names it, e.g. eu-central-1, "
-            f"got {printable(args.region or '')!r}"
-        )
     with _no_cycle_collection():
-        result = update_aws(region, args.offer or offer_url(region))
-        paths = write_catalog(result, args.out or default_out(region))
+        if provider == "azure":
+            result, out = _update_azure(region, args)
+        else:
+            result, out = _update_aws(region, args)
+        paths = write_catalog(result, out)
     for line in iter_summary(result):
         print(line)
     for p in paths:
         print(p)
     return 0
+
+
+def _update_aws(region: str, args: argparse.Namespace) -> tuple[BuildResult, Path]:
+    """The rows of one AWS region from its offer file, and where they go."""
+    import re
+
+    from sizing.catalog.offer import default_out, offer_url, update_aws
+
+    if not re.fullmatch(r"[a-z]{2}(-[a-z]+)+-\d{1,2}", region):
+        raise InputError(
+            f"catalog update needs --region as AWS names it, e.g. eu-central-1, "
+            f"got {printable(args.region or '')!r}"
+        )
+    out = Path(args.out or default_out(region))
+    return update_aws(region, args.offer or offer_url(region)), out
+
+
+def _update_azure(region: str, args: argparse.Namespace) -> tuple[BuildResult, Path]:
+    """The rows of one Azure region from the Retail Prices API, and where they go."""
+    import re
+
+    from sizing.catalog.retail import default_out, region_url, update_azure
+
+    if not re.fullmatch(r"[a-z][a-z0-9]{2,39}", region):
+        raise InputError(
+            f"catalog update needs --region as Azure names it, e.g. westeurope, "
+            f"got {printable(args.region or '')!r}"
+        )
+    out = Path(args.out or default_out(region))
+    return update_azure(region, args.offer or region_url(region)), out
 
 
 def run(args: argparse.Namespace) -> int:
