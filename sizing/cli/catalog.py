@@ -115,8 +115,13 @@ def _update(args: argparse.Namespace) -> int:
     from sizing.catalog.build import iter_summary, write_catalog
 
     provider = (args.provider or "").lower()
+    if provider == "gcp":
+        raise InputError(
+            "catalog update --provider gcp: Google's Cloud Billing Catalog API needs an API "
+            "key, so GCP prices are not fetched; rebuild them from pricing.yml with catalog build"
+        )
     if provider not in ("aws", "azure"):
-        raise InputError("catalog update needs --provider aws or azure (GCP: not yet)")
+        raise InputError("catalog update needs --provider aws or azure")
     region = (args.region or "").strip().lower()
     with _no_cycle_collection():
         if provider == "azure":
