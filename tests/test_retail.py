@@ -155,9 +155,3 @@ def test_a_bad_file_is_one_line_and_the_old_catalog_stays(text, problem, tmp_pat
 def test_a_region_not_named_as_azure_names_it_is_refused(capsys):
     assert main(["catalog", "update", "--provider", "azure", "--region", "West Europe"]) == 2
     assert "as Azure names it" in capsys.readouterr().err
-
-
-def test_gcp_says_in_one_line_why_it_is_not_fetched(capsys):
-    assert main(["catalog", "update", "--provider", "gcp", "--region", "us-central1"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert "needs an API key" in err and "\n" not in err

@@ -145,7 +145,7 @@ def read_offer(source: str) -> tuple[dict[str, float], str]:
     return out
 
 
-def _row(inst: Instance, region: str, price: float, source: str) -> dict[str, str]:
+def shaped_row(inst: Instance, region: str, price: float, source: str) -> dict[str, str]:
     """A catalog row (`BUILD_COLUMNS` as text) of a shipped row moved to ``region``."""
     row: dict[str, str] = {}
     for col in BUILD_COLUMNS:
@@ -185,7 +185,7 @@ def update_aws(region: str, offer: str, date_hint: str = "") -> BuildResult:
             result.excluded.append(("aws", name, f"not in the shipped {SHAPE_REGION} catalog"))
             continue
         source = source_base + f"Linux on-demand, shared tenancy); shape: {inst.source}"
-        row = _row(inst, region, prices[name], source[:2000])
+        row = shaped_row(inst, region, prices[name], source[:2000])
         row["source_date"] = date or date_hint
         result.rows.append(row)
     if not result.rows:

@@ -96,7 +96,7 @@ class Instance(Protocol):
 #: Modules of `sizing.catalog` that are not providers.
 NOT_PROVIDERS = frozenset(
     {"build", "cache", "columns", "egress", "load", "offer", "prices", "providers", "rows", "spot"}
-) | {"retail"}
+) | {"retail", "skus"}
 #: Every name a provider module must define.
 CONTRACT = (
     "NAME",

@@ -31,7 +31,7 @@ def add_parser(sub: Any) -> None:
         default="list",
         help="list (default) or build the catalog from the providers' public files; update: "
         "one AWS or Azure region's prices from the provider's public prices "
-        "(--provider aws|azure --region R)",
+        "(--provider aws|azure --region R; gcp from a saved SKU list, --from FILE)",
     )
     cat.add_argument(
         "--provider", help="only these providers, e.g. aws,gcp (comma list; default: all)"
@@ -85,6 +85,14 @@ def add_parser(sub: Any) -> None:
         help="build, update: the catalog CSV to write (update: default PROVIDER-REGION.csv)",
     )
     cat.add_argument(
+        "--from",
+        dest="from_file",
+        type=path_arg(INPUT_FILE),
+        metavar="FILE",
+        help="update --provider gcp: a saved Cloud Billing Catalog answer of Compute Engine's "
+        "SKUs (its API needs a key, so it is not fetched)",
+    )
+    cat.add_argument(
         "--offer",
         type=path_arg(INPUT_FILE),
         metavar="FILE_OR_URL",
@@ -115,16 +123,18 @@ def _update(args: argparse.Namespace) -> int:
     from sizing.catalog.build import iter_summary, write_catalog
 
     provider = (args.provider or "").lower()
-    if provider == "gcp":
+    if provider == "gcp" and not args.from_file:
         raise InputError(
             "catalog update --provider gcp: Google's Cloud Billing Catalog API needs an API "
-            "key, so GCP prices are not fetched; rebuild them from pricing.yml with catalog build"
+            "key, so it is not fetched; save its Compute Engine SKU list and add --from FILE"
         )
-    if provider not in ("aws", "azure"):
-        raise InputError("catalog update needs --provider aws or azure")
+    if provider not in ("aws", "azure", "gcp"):
+        raise InputError("catalog update needs --provider aws, azure or gcp")
     region = (args.region or "").strip().lower()
     with _no_cycle_collection():
-        if provider == "azure":
+        if provider == "gcp":
+            result, out = _update_gcp(region, args)
+        elif provider == "azure":
             result, out = _update_azure(region, args)
         else:
             result, out = _update_aws(region, args)
@@ -164,6 +174,21 @@ def _update_azure(region: str, args: argparse.Namespace) -> tuple[BuildResult, P
         )
     out = Path(args.out or default_out(region))
     return update_azure(region, args.offer or region_url(region)), out
+
+
+def _update_gcp(region: str, args: argparse.Namespace) -> tuple[BuildResult, Path]:
+    """The rows of one GCP region from a saved Cloud Billing Catalog SKU list."""
+    import re
+
+    from sizing.catalog.skus import default_out, update_gcp
+
+    if not re.fullmatch(r"[a-z]+-[a-z]+\d{1,2}", region):
+        raise InputError(
+            f"catalog update needs --region as GCP names it, e.g. europe-west3, "
+            f"got {printable(args.region or '')!r}"
+        )
+    out = Path(args.out or default_out(region))
+    return update_gcp(region, args.from_file), out
 
 
 def run(args: argparse.Namespace) -> int:
