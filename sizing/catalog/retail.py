@@ -190,7 +190,8 @@ def update_azure(region: str, first: str) -> BuildResult:
     """The catalog rows of one Azure region from the Retail Prices API (first page URL or file)."""
     prices, date = read_retail(first, region)
     shapes = _shapes()
-    base = f"Azure Retail Prices API {first} (effective {date or 'unknown'}, Linux consumption)"
+    when = date or "unknown"
+    base = f"Azure Retail Prices API {printable(first)} (effective {when}, Linux consumption)"
     result = BuildResult()
     for name in sorted(prices["on-demand"]):
         shape = shapes.get(name)

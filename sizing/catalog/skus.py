@@ -115,7 +115,8 @@ def update_gcp(region: str, path: str) -> BuildResult:
     prices = read_skus(path, region)
     shapes = [i for i in load_catalog((), DEFAULT_CATALOG, {SHAPE_REGION}) if i.provider == "gcp"]
     result = BuildResult()
-    base = f"Cloud Billing Catalog SKUs {path} (on-demand, vCPUs x core + GiB x RAM price)"
+    how = "on-demand, vCPUs x core + GiB x RAM price"
+    base = f"Cloud Billing Catalog SKUs {printable(path)} ({how})"
     for inst in sorted(shapes, key=lambda i: i.instance_type):
         series = inst.instance_type.split("-")[0]
         core, ram = prices.get((series, "Core")), prices.get((series, "Ram"))
