@@ -137,7 +137,7 @@ def family_of(size: str) -> str:
 # ----------------------------------------------------------------------------- build
 
 
-def _csv_rows(path: Path) -> list[dict[str, str]]:
+def extract_rows(path: Path) -> list[dict[str, str]]:
     """The rows of an extract (its ``#`` comment lines skipped), or InputError."""
     text = read_upstream(path)
     lines = [line for line in text.splitlines() if not line.startswith("#")]
@@ -147,7 +147,7 @@ def _csv_rows(path: Path) -> list[dict[str, str]]:
         raise InputError(f"{path}: malformed CSV: {exc}") from None
 
 
-def _comment(path: Path) -> str:
+def source_comment(path: Path) -> str:
     """The first ``#`` line of an extract, without its mark: where the extract comes from."""
     for line in read_upstream(path).splitlines()[:1]:
         if line.startswith("#"):
@@ -158,7 +158,7 @@ def _comment(path: Path) -> str:
 def read_bandwidth(folder: Path) -> dict[str, float]:
     """Published "Max Network Bandwidth" per size [Gbit/s] from ``bandwidth.csv``."""
     out: dict[str, float] = {}
-    for i, row in enumerate(_csv_rows(folder / "bandwidth.csv"), start=3):
+    for i, row in enumerate(extract_rows(folder / "bandwidth.csv"), start=3):
         try:
             mbps = float(row["max_network_mbps"])
         except (KeyError, TypeError, ValueError):
@@ -213,7 +213,8 @@ def regions() -> tuple[str, ...]:
     return ()
 
 
-def _exclusion(size: dict[str, str], priced: bool) -> str:
+def exclusion(size: dict[str, str], priced: bool) -> str:
+    """Why a size is left out of the catalog ("" when it is kept); ``priced``: has a price."""
     series, _, _ = parse_size(size["size"])
     if series.startswith("N") or size["family"].strip().startswith(("N", "Standard N")):
         return "GPU, FPGA or ML accelerator"
@@ -228,12 +229,12 @@ def _exclusion(size: dict[str, str], priced: bool) -> str:
 
 def build_azure(folder: Path) -> BuildResult:
     """Catalog rows for every priced, active Azure size and region of the extracts."""
-    sizes = {s["size"]: s for s in _csv_rows(folder / "sizes.csv")}
+    sizes = {s["size"]: s for s in extract_rows(folder / "sizes.csv")}
     if not sizes:
         raise InputError(f"{folder / 'sizes.csv'}: no sizes")
     regions, prices = read_prices(folder / "prices.csv")
     bandwidth = read_bandwidth(folder)
-    source = f"{_comment(folder / 'sizes.csv')}; {_comment(folder / 'prices.csv')}"
+    source = f"{source_comment(folder / 'sizes.csv')}; {source_comment(folder / 'prices.csv')}"
     date = re.search(r"generated at (\d{4}-\d\d-\d\d)", source)
     result = BuildResult()
     result.inputs = [folder / name for name in FILES]
@@ -241,11 +242,11 @@ def build_azure(folder: Path) -> BuildResult:
         result.excluded.append((NAME, name, "priced, but not in the SpareCores size table"))
     for name, size in sizes.items():
         cells = prices.get(name, [])
-        reason = _exclusion(size, any(cells))
+        reason = exclusion(size, any(cells))
         if reason:
             result.excluded.append((NAME, name, reason))
             continue
-        shared = _shared_row(size, bandwidth, source)
+        shared = shared_row(size, bandwidth, source)
         shared["source_date"] = date.group(1) if date else ""
         for region, cell in zip(regions, cells, strict=True):
             if cell:
@@ -258,7 +259,7 @@ def build_azure(folder: Path) -> BuildResult:
     return result
 
 
-def _shared_row(size: dict[str, str], bandwidth: dict[str, float], source: str) -> dict[str, str]:
+def shared_row(size: dict[str, str], bandwidth: dict[str, float], source: str) -> dict[str, str]:
     """What every region's row of one size shares (its region and price left empty)."""
     name, vcpus = size["size"], int(size["vcpus"])
     _, letters, version = parse_size(name)

@@ -176,13 +176,13 @@ def read_retail(first: str, region: str) -> tuple[dict[str, dict[str, float]], s
 def _shapes() -> dict[str, dict[str, str]]:
     """Each size's row of the bundled Azure build, region and price empty (`azure.build`)."""
     folder = azure.FOLDER
-    sizes = azure._csv_rows(folder / "sizes.csv")
+    sizes = azure.extract_rows(folder / "sizes.csv")
     bandwidth = azure.read_bandwidth(folder)
-    source = f"{azure._comment(folder / 'sizes.csv')} (shape)"
+    source = f"{azure.source_comment(folder / 'sizes.csv')} (shape)"
     return {
-        s["size"]: azure._shared_row(s, bandwidth, source)
+        s["size"]: azure.shared_row(s, bandwidth, source)
         for s in sizes
-        if not azure._exclusion(s, priced=True)
+        if not azure.exclusion(s, priced=True)
     }
 
 
