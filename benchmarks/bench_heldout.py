@@ -28,6 +28,9 @@ measured alone, taking its share; an access log to a container's stdout named as
 What a row leaves unknown (`unknowns`: its CPU, its environment) widens its range by a term
 fitted on the fitted data, and the table names each row's widest term.
 
+``--trace ROW_ID`` prints one row's prediction term by term instead (each CPU term, the
+platform speed and its source, the SLA derating, the caps).
+
 Nothing here or in the data file is read by any fit (``tests/test_heldout.py`` checks that
 only ``benchmarks/`` and ``tests/`` name the file).
 """
@@ -150,32 +153,62 @@ def _catalog() -> dict[str, Any]:
     return out
 
 
-def predict(
-    row: dict[str, str], catalog: dict[str, Any], configured: bool = True
-) -> dict[str, Any]:
-    """The model's peak capacity and 95% range for one row, with the row's figures."""
-    from sizing.model.capacity import instance_capacity
+def sized_as(row: dict[str, str], catalog: dict[str, Any], configured: bool = True) -> Any:
+    """The instance and workload a row is sized as (see the module's docstring)."""
     from sizing.workload.value import Workload
 
     inst = catalog[row["model_instance"]]
-    vcpus = int(row["vcpus_nginx"])
-    mapped = row["instance_type"] != row["model_instance"]
-    if mapped:
-        changes: dict[str, Any] = {"vcpus": vcpus, "instance_type": row["row_id"]}
+    if row["instance_type"] != row["model_instance"]:
+        changes: dict[str, Any] = {"vcpus": int(row["vcpus_nginx"]), "instance_type": row["row_id"]}
         if row.get("link_gbps"):
             changes.update(network_gbps=float(row["link_gbps"]), network_burst_gbps=None)
         inst = dataclasses.replace(inst, **changes)
-    same_vm = same_host(row)
     work = Workload(
         scenario=(SCENARIO if configured else SCENARIO_PLAIN)[row["scenario"]],
         protocol=row["protocol"],
         file_bytes=int(row["body_bytes"]),
         # A client on the same host reaches NGINX over loopback: no pod network path, no NIC.
-        environment="bare-metal" if same_vm else row["environment"],
+        environment="bare-metal" if same_host(row) else row["environment"],
         features=features_of(row) if configured else (),
         uncosted=uncosted_of(row) if configured else (),
         burst_network=True,
     )
+    return inst, work
+
+
+def trace(row_id: str, configured: bool = True) -> list[str]:
+    """One row's prediction term by term: the answer's own basis lines, then the peak.
+
+    Each CPU term [us per request on the reference core] with its coefficient, the platform
+    speed [reference cores per vCPU] and where it comes from, the SLA derating and the caps,
+    as `instance_capacity` states them. Raises KeyError for a row that is not in the data.
+    """
+    from sizing.model.capacity import instance_capacity
+
+    rows = {r["row_id"]: r for r in load_rows()}
+    if row_id not in rows:
+        raise KeyError(row_id)
+    inst, work = sized_as(rows[row_id], _catalog(), configured)
+    cap = instance_capacity(inst, work)
+    vcpu_us = inst.vcpus * 1e6 / cap.cpu_peak_rps
+    return [
+        *cap.basis,
+        f"peak: {cap.cpu_peak_rps:,.0f} RPS on the CPU ({cap.cpu_us_per_request:.1f} us on the "
+        f"reference core = {vcpu_us:.1f} us of one of {inst.vcpus} vCPUs per request), "
+        f"{cap.network_rps:,.0f} RPS on the network",
+    ]
+
+
+def predict(
+    row: dict[str, str], catalog: dict[str, Any], configured: bool = True
+) -> dict[str, Any]:
+    """The model's peak capacity and 95% range for one row, with the row's figures."""
+    from sizing.model.capacity import instance_capacity
+
+    vcpus = int(row["vcpus_nginx"])
+    mapped = row["instance_type"] != row["model_instance"]
+    same_vm = same_host(row)
+    inst, work = sized_as(row, catalog, configured)
     cap = instance_capacity(inst, work)
     cpu, net = cap.cpu_peak_rps, cap.network_rps
     terms = {"model": cap.rel_sd}
@@ -268,6 +301,16 @@ def run(path: Path = DATA, configured: bool = True) -> dict[str, Any]:
 
 def main() -> int:
     configured = "--no-features" not in sys.argv[1:]
+    if "--trace" in sys.argv[1:]:
+        at = sys.argv.index("--trace")
+        row_id = sys.argv[at + 1] if at + 1 < len(sys.argv) else ""
+        try:
+            lines = trace(row_id, configured)
+        except KeyError:
+            print(f"bench_heldout: no row {row_id!r} in {DATA.name}", file=sys.stderr)
+            return 2
+        print("\n".join(lines))
+        return 0
     out = run(configured=configured)
     print(
         f"{'row':<26} {'published':>10} {'predicted':>10} {'ratio':>6} {'95% range':>19} "

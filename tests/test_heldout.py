@@ -181,3 +181,28 @@ def test_a_program_sharing_the_machine_takes_its_measured_share() -> None:
     assert shared == pytest.approx(1 / (1 / 1e5 + 1 / other))
     assert shared < min(1e5, other)
     assert bench.with_colocated(1e5, by_id["ec2bench-2xl-c5"]) == 1e5
+
+
+def test_a_row_is_traced_term_by_term() -> None:
+    bench = _bench()
+    lines = bench.trace("monolake-c5a-http-128")
+    text = "\n".join(lines)
+    for term in ("proxy_request_us", "body_us", "request_us", "reference cores per vCPU",
+                 "SLA derating", "RPS on the network"):  # fmt: skip
+        assert term in text
+    assert lines[-1].startswith("peak: ")
+    with pytest.raises(KeyError):
+        bench.trace("no-such-row")
+
+
+def test_an_unknown_row_to_trace_is_one_line_and_exit_2() -> None:
+    out = subprocess.run(
+        [sys.executable, str(BENCH), "--trace", "no-such-row"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert out.returncode == 2
+    assert out.stderr.count("\n") == 1 and "no-such-row" in out.stderr
