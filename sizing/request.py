@@ -67,7 +67,7 @@ __all__ = [
 #: Subcommands that size a fleet from a request.
 SIZING = frozenset({"recommend", "report", "plan-measurements", "compare", "k8s"})
 #: Those that also take the fleet rules of zones, pricing and sort.
-FLEET = frozenset({"recommend", "report", "compare", "k8s"})
+FLEET = frozenset({"recommend", "report", "compare", "k8s", "plan-measurements"})
 #: Those that show a table of options and may solve a mixed fleet.
 TABLES = frozenset({"recommend", "report"})
 #: The workload's traffic knobs are also ``fit``'s (its cost breakdown).

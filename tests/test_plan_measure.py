@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, replace
 
+import numpy as np
 import pytest
 
-from sizing.analyses.plan_measure import plan_measurements
+from sizing.analyses.plan_measure import DEFAULT_SEED, Draws, PlanInputs, plan_measurements
 from sizing.catalog.load import Instance
 from sizing.errors import InputError
+from sizing.fleet.question import question
 from sizing.model.capacity import Workload
 from tests.conftest import sizing_cli
 
@@ -72,8 +75,9 @@ def _catalog() -> list[Instance]:
     return out
 
 
-def _plan(**kw):
-    return plan_measurements(5e5, _catalog(), Workload(), capacity=_capacity, **kw)
+def _plan(seed=DEFAULT_SEED, **rules):
+    q = question(5e5, Workload(), **rules)
+    return plan_measurements(q, _catalog(), Draws(seed=seed), PlanInputs(capacity=_capacity))
 
 
 def test_no_uncertainty_no_value():
@@ -129,7 +133,9 @@ def test_bad_arguments():
     with pytest.raises(InputError):
         _plan(confidence=1.5)
     with pytest.raises(InputError):
-        plan_measurements(-1, _catalog(), capacity=_capacity)
+        question(-1)
+    with pytest.raises(InputError):
+        Draws(draws=10)
 
 
 def test_cli_on_the_shipped_catalog():
@@ -163,7 +169,7 @@ def test_commands_prefer_a_host_sure_to_run_the_platform():
     CPU["mixed"], MODEL["mixed"] = "Intel Xeon Ice Lake / Intel Xeon Cascade Lake", (9_000.0, 0.3)
     try:
         catalog = _catalog() + [_inst("mixed", n, 0.01 * n) for n in (2, 4)]
-        plan = plan_measurements(5e5, catalog, Workload(), capacity=_capacity)
+        plan = plan_measurements(question(5e5), catalog, inputs=PlanInputs(capacity=_capacity))
         ice = next(c for c in plan.candidates if c.platform_id == "ice_lake")
         assert any("mixed" in t for t in ice.instance_types)
         assert ice.measure_on.family == "a" and ice.measure_on.vcpus == 2
@@ -179,20 +185,20 @@ def _brute_force(target, insts, caps, work, draws, residual_sd=0.05, confidence=
     import numpy as np
 
     from sizing.analyses import plan_measure as pm
+    from sizing.fleet.counts import FleetRules
 
     z = np.random.default_rng(pm.DEFAULT_SEED).standard_normal(draws)
-    rules = (target, 0.2, 0, NormalDist().inv_cdf(1.0 - confidence), None)
+    costing = pm.Costing(target, FleetRules(), NormalDist().inv_cdf(1.0 - confidence))
     cpu, net, sd = (
         np.array([getattr(c, f) for c in caps]) for f in ("cpu_sla_rps", "network_rps", "rel_sd")
     )
-    price = np.array([i.price_usd_hour for i in insts])
-    now = pm._fleet_cost(cpu, net, sd, price, *rules)
+    curves = pm.Curves(cpu, net, sd, np.array([i.price_usd_hour for i in insts]))
+    now = pm._fleet_cost(cpu, sd, curves, costing)
     pid = np.array([c.platform.platform_id for c in caps])
     out = {}
     for p in sorted(set(pid.tolist())):
-        mine = pm._cost_curves(
-            cpu[pid == p], net[pid == p], sd[pid == p], price[pid == p], z, residual_sd, *rules
-        ).min(axis=0)
+        rows = curves.rows(np.flatnonzero(pid == p))
+        mine = pm._cost_curves(rows, z, residual_sd, costing).min(axis=0)
         rest = now[pid != p].min() if (pid != p).any() else math.inf
         after = np.minimum(rest, mine)
         out[p] = (float((now.min() - after).mean()), float(np.mean(mine <= after)))
@@ -211,7 +217,9 @@ def test_types_left_out_of_the_draws_change_nothing(target, work):
 
     insts = [i for i in select_instances() if not i.burstable]
     caps = instance_capacities(insts, work)
-    plan = plan_measurements(target, insts, work, draws=300, capacities=lambda i, w: caps)
+    plan = plan_measurements(
+        question(target, work), insts, Draws(draws=300), PlanInputs(capacities=lambda i, w: caps)
+    )
     want = _brute_force(target, insts, caps, work, 300)
     got = {c.platform_id: (c.value_usd_hour, c.p_best) for c in plan.candidates}
     assert got == want
@@ -237,15 +245,105 @@ def test_plan_for_prices_every_row_as_the_model_does(fields):
     if "profiles" in fields:
         fields = {"profiles": tuple(str(DATA_DIR / "profiles" / f) for f in fields["profiles"])}
     request = SizingRequest(rps=1e6, **fields)
-    answer, plan = plan_for(request, draws=300)
+    answer, plan = plan_for(request, Draws(draws=300))
     rec = answer.recommendation
     insts = [i for i in answer.instances if not i.burstable]
     again = plan_measurements(
-        1e6,
+        rec.question,
         insts,
-        rec.workload,
-        draws=300,
-        capacities=lambda i, w: instance_capacities(i, w, rec.evidence, rec.profiles),
-        egress=fleet_egress(request, rec),
+        Draws(draws=300),
+        PlanInputs(
+            capacities=lambda i, w: instance_capacities(i, w, rec.evidence, rec.profiles),
+            egress=fleet_egress(request, rec),
+        ),
     )
     assert plan.to_dict() == again.to_dict()
+
+
+def _random_rules(rng):
+    from sizing.fleet.counts import FleetRules
+
+    zones = int(rng.integers(1, 7))
+    return FleetRules(
+        headroom=0.0,
+        redundancy=int(rng.integers(0, 4)),
+        zones=zones,
+        zone_loss=int(rng.integers(0, zones)),
+        spot_reserve=float(rng.choice([0.0, 0.1, 0.2, 0.37])),
+        max_count=[None, 3, 40, 10**4][int(rng.integers(0, 4))],
+        confidence=float(rng.choice([0.5, 0.9, 0.95])),
+    )
+
+
+def _random_usable(rng, target):
+    odd = [0.0, -1.0, math.inf, math.nan, 1e-300, 1.0, target, target / 3, target / 7]
+    exact = [target / k for k in rng.integers(1, 500, 6).tolist()]
+    return np.array(odd + exact + (target / rng.uniform(0.5, 2000, 20)).tolist())
+
+
+def test_vector_counts_equal_the_scalar_rule():
+    """Every rule of the question (zones, zone loss, redundancy, spot reserve, max count), and
+    spot spares by band, counted element-wise as the engine counts one type."""
+    from sizing.fleet.counts import count_for, count_for_array
+    from sizing.fleet.spot import count_with_spares_array, with_spares
+
+    rng = np.random.default_rng(29)
+    for _ in range(150):
+        rules = _random_rules(rng)
+        target = float(rng.choice([1.0, 1e6, 1e6 + 1, 7e6, 2.5e5]))
+        usable = _random_usable(rng, target)
+        want = [count_for(target, u, rules) for u in usable.tolist()]
+        got = count_for_array(target, usable, rules)
+        assert got.tolist() == [math.inf if n is None else n for n in want], rules
+        rate = rng.choice([0.0, 0.05, 0.1, 0.15, 0.2, 0.3], len(usable))
+        bare = replace(rules, spot_reserve=0.0)
+        n0 = [count_for(target, u, bare) for u in usable.tolist()]
+        band = [
+            None if n is None else with_spares(n, r, rules) for n, r in zip(n0, rate, strict=True)
+        ]
+        got = count_with_spares_array(target, usable, rules, rate)
+        assert got.tolist() == [math.inf if n is None else n for n in band], rules
+
+
+def test_vector_cost_equals_the_engines_count_at_confidence():
+    """`_fleet_cost` of a capacity is the engine's count at the confidence times the price."""
+    from statistics import NormalDist
+
+    from sizing.analyses import plan_measure as pm
+    from sizing.fleet.counts import count_for
+
+    rng = np.random.default_rng(11)
+    for _ in range(60):
+        rules = replace(_random_rules(rng), headroom=float(rng.choice([0.0, 0.2, 0.35])))
+        cpu = rng.uniform(1e3, 1e6, 30)
+        net, sd = rng.uniform(1e3, 2e6, 30), rng.uniform(0.0, 0.6, 30)
+        z = NormalDist().inv_cdf(1.0 - rules.confidence)
+        got = pm._fleet_cost(cpu, sd, pm.Curves(cpu, net, sd, 0.37), pm.Costing(1e6, rules, z))
+        for k in range(30):
+            usable = min(cpu[k] * math.exp(z * sd[k]), net[k]) * (1.0 - rules.headroom)
+            n = count_for(1e6, usable, rules)
+            assert got[k] == (math.inf if n is None else n * 0.37)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"zones": 3, "zone_loss": 1},
+        {"pricing": "spot", "spot_reserve": 0.2},
+        {"pricing": "spot"},
+        {"pricing": "3y", "providers": "gcp"},
+    ],
+    ids=["zones-3-loss-1", "spot-reserve", "spot-bands", "3y-gcp"],
+)
+def test_cheapest_now_is_recommends_decision(fields):
+    """The plan asks the answer's question: its cheapest fleet now is the decision's."""
+    from sizing.analyses.plan_measure import plan_for
+    from sizing.request import SizingRequest
+
+    answer, plan = plan_for(SizingRequest(rps=1e6, **fields), Draws(draws=100))
+    best = answer.recommendation.options[0]
+    inst = best.capacity.instance
+    assert plan.best_now == f"{inst.provider}/{inst.instance_type}"
+    assert answer.decision.startswith(f"Buy {best.count_at_confidence} x {inst.instance_type} ")
+    total = best.hourly_cost_at_confidence_usd + best.egress_monthly_usd / 730
+    assert plan.cost_now_usd_hour == pytest.approx(total, rel=1e-12)

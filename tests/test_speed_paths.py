@@ -184,10 +184,21 @@ def test_batch_capacities_with_a_profile_and_duplicates_and_edge_rows():
 
 
 def _scalar_cost(usable: float, target: float, redundancy: int, price: float, max_count: Any):
-    from sizing.fleet.counts import fleet_count
+    from sizing.fleet.counts import FleetRules, count_for
 
-    n = fleet_count(target, usable, redundancy) if usable > 0 else None
-    return n * price if n is not None and (max_count is None or n <= max_count) else math.inf
+    rules = FleetRules(headroom=0.0, redundancy=redundancy, max_count=max_count)
+    n = count_for(target, usable, rules)
+    return math.inf if n is None else n * price
+
+
+def _vector_cost(usable: Any, target: float, redundancy: int, price: float, max_count: Any):
+    from sizing.analyses.plan_measure import Costing, Curves, _fleet_cost
+    from sizing.fleet.counts import FleetRules
+
+    rules = FleetRules(headroom=0.0, redundancy=redundancy, max_count=max_count)
+    return _fleet_cost(
+        usable, 0.0, Curves(usable, math.inf, 0.0, price), Costing(target, rules, 0.0)
+    )
 
 
 @settings(max_examples=200, deadline=None)
@@ -207,12 +218,8 @@ def _scalar_cost(usable: float, target: float, redundancy: int, price: float, ma
 def test_vectorised_fleet_cost_equals_the_scalar_count(usable, target, redundancy, max_count):
     import numpy as np
 
-    from sizing.analyses.plan_measure import _fleet_cost
-
     price = 0.37
-    got = _fleet_cost(
-        np.array(usable), math.inf, 0.0, price, target, 0.0, redundancy, 0.0, max_count
-    )
+    got = _vector_cost(np.array(usable), target, redundancy, price, max_count)
     want = [_scalar_cost(u, target, redundancy, price, max_count) for u in usable]
     assert got.tolist() == want
 
@@ -220,10 +227,8 @@ def test_vectorised_fleet_cost_equals_the_scalar_count(usable, target, redundanc
 def test_vectorised_fleet_cost_at_exact_multiples():
     import numpy as np
 
-    from sizing.analyses.plan_measure import _fleet_cost
-
     usable = [1e6 / k for k in range(1, 200)] + [1e6 / k * (1 + 1e-16) for k in range(1, 50)]
-    got = _fleet_cost(np.array(usable), math.inf, 0.0, 1.0, 1e6, 0.0, 0, 0.0, None)
+    got = _vector_cost(np.array(usable), 1e6, 0, 1.0, None)
     assert got.tolist() == [_scalar_cost(u, 1e6, 0, 1.0, None) for u in usable]
 
 

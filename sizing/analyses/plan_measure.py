@@ -39,10 +39,12 @@ import numpy as np
 
 from sizing.catalog.egress import egress_cost
 from sizing.catalog.load import Instance
+from sizing.catalog.spot import spot_table
 from sizing.errors import Infeasible, InputError
-from sizing.fleet.counts import min_instances_array
-from sizing.fleet.question import check_target_rps
+from sizing.fleet.counts import FleetRules, count_for_array
+from sizing.fleet.question import FleetQuestion
 from sizing.fleet.recommend import HOURS_PER_MONTH, Recommendation, shape_of, sustained
+from sizing.fleet.spot import count_with_spares_array
 from sizing.model.capacity import Capacity, Workload, instance_capacities, instance_capacity
 from sizing.model.platforms import match_cpu_text, platform_of
 from sizing.pipeline import Answer, size
@@ -147,36 +149,78 @@ class MeasurementPlan:
         }
 
 
-def _fleet_cost(
-    cpu_rps: np.ndarray,
-    network_rps: Any,
-    rel_sd: Any,
-    price: Any,
-    target_rps: float,
-    headroom: float,
-    redundancy: int,
-    z_conf: float,
-    max_count: int | None,
-    fixed: Any = 0.0,
-) -> np.ndarray:
+@dataclass(frozen=True)
+class Curves:
+    """What the cost at the confidence reads of each row (arrays that broadcast together).
+
+    Attributes
+    ----------
+    cpu, net : array_like
+        CPU capacity under the SLA and network cap [1/s].
+    sd : array_like
+        Log-sd of the CPU capacity [1].
+    price : array_like
+        Unit price under the question's pricing (`sizing.catalog.load.PRICING_COLUMNS`) [USD/h].
+    fixed : array_like
+        What the fleet pays whatever its count (its region's egress) [USD/h].
+    rate : array_like
+        Spot interruption share of the row's band (`sizing.fleet.spot`); NaN where the flat
+        spot reserve of the rules applies [1].
+    """
+
+    cpu: Any
+    net: Any
+    sd: Any
+    price: Any
+    fixed: Any = 0.0
+    rate: Any = math.nan
+
+    def rows(self, idx: np.ndarray) -> Curves:
+        """Rows ``idx`` as a column (one row per type, broadcast against the draws)."""
+        return Curves(
+            *(
+                np.asarray(v, dtype=float)[idx][:, None] if np.ndim(v) else v
+                for v in (self.cpu, self.net, self.sd, self.price, self.fixed, self.rate)
+            )
+        )
+
+
+@dataclass(frozen=True)
+class Costing:
+    """How a fleet is counted: the question's target [1/s] and rules, and z at the confidence."""
+
+    target_rps: float
+    rules: FleetRules
+    z_conf: float
+
+
+def _fleet_cost(cpu_rps: Any, rel_sd: Any, curves: Curves, costing: Costing) -> np.ndarray:
     """Hourly cost of the count at the confidence, per value of the CPU capacity [USD/h].
 
-    ``network_rps``, ``rel_sd``, ``price`` and ``fixed`` (what the fleet pays whatever its
-    count: the request's egress from the type's region) are numbers or arrays that broadcast
-    against ``cpu_rps``. The capacity at the confidence is the CPU's at ``exp(z_conf * rel_sd)``,
-    network capped, less the headroom; the count is `sizing.fleet.counts.min_instances_array`
-    of it plus ``redundancy``, so each element equals the scalar `sizing.fleet.counts.
-    fleet_count`'s (tests/test_speed_paths.py); inf where no count within ``max_count`` does.
+    ``cpu_rps`` and ``rel_sd`` broadcast against ``curves``' network cap, price, fixed cost and
+    band rate. The capacity at the confidence is the CPU's at ``exp(z_conf * rel_sd)``, network
+    capped, less the headroom; the count is `sizing.fleet.counts.count_for_array` of it under
+    the question's rules (zones, zone loss, redundancy, spot reserve, max count), or, where a
+    row has a band rate, `sizing.fleet.spot.count_with_spares_array`: each element equals the
+    scalar count of `sizing.fleet.engine` (tests/test_plan_measure.py); inf where no count does.
     """
+    rules = costing.rules
     sd = np.asarray(rel_sd, dtype=float)
     # math.exp, as the scalar path (numpy's exp may differ in the last digit), once per spread
     spreads, which = np.unique(sd.ravel(), return_inverse=True)
-    factor = np.array([math.exp(z_conf * r) for r in spreads.tolist()])[which].reshape(sd.shape)
-    q = np.minimum(cpu_rps * factor, network_rps) * (1.0 - headroom)
-    n = min_instances_array(target_rps, q) + redundancy
-    ok = np.isfinite(n) if max_count is None else n <= max_count
+    exp = [math.exp(costing.z_conf * r) for r in spreads.tolist()]
+    factor = np.array(exp)[which].reshape(sd.shape)
+    q = np.minimum(cpu_rps * factor, curves.net) * (1.0 - rules.headroom)
+    n = count_for_array(costing.target_rps, q, rules)
+    rate = np.asarray(curves.rate, dtype=float)
+    if not np.isnan(rate).all():
+        flat = np.isnan(rate)
+        bands = count_with_spares_array(costing.target_rps, q, rules, np.where(flat, 0.0, rate))
+        n = np.where(flat, n, bands)
     with np.errstate(invalid="ignore"):
-        return np.where(ok, n * np.asarray(price, dtype=float) + fixed, math.inf)
+        return np.where(
+            np.isfinite(n), n * np.asarray(curves.price, dtype=float) + curves.fixed, math.inf
+        )
 
 
 def _runs_one_platform(inst: Instance) -> bool:
@@ -193,97 +237,117 @@ def _calibrate_command(inst: Instance) -> str:
     )
 
 
-def _check(
-    target_rps: float, rules: tuple[float, int, float], residual_sd: float, draws: int
-) -> None:
-    """Raise `InputError` for a bad argument of `plan_measurements`.
+@dataclass(frozen=True)
+class Draws:
+    """The Monte Carlo of a measurement's outcome (checked when made).
 
-    ``rules`` are the headroom [1], the redundancy [instances] and the confidence [0-1].
+    Attributes
+    ----------
+    residual_sd : float
+        Log-sd of the capacity left after a measurement (repeat noise, host-to-host spread);
+        never more than the spread before it [1].
+    draws : int
+        Draws of the measurement's outcome.
+    seed : int
+        Seed of the draws (the same draws for every platform).
     """
-    headroom, redundancy, confidence = rules
-    check_target_rps(target_rps)
-    if not 0 < confidence < 1:
-        raise InputError(f"confidence must be in (0, 1), got {confidence!r}")
-    if not 0 <= headroom < 1 or redundancy < 0:
-        raise InputError("headroom must be in [0, 1) and redundancy >= 0")
-    if not 0 <= residual_sd < 5 or not 100 <= draws <= 1_000_000:
-        raise InputError("residual sd must be in [0, 5) and draws in [100, 1000000]")
+
+    residual_sd: float = 0.05
+    draws: int = DEFAULT_DRAWS
+    seed: int = DEFAULT_SEED
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.residual_sd < 5 or not 100 <= self.draws <= 1_000_000:
+            raise InputError("residual sd must be in [0, 5) and draws in [100, 1000000]")
+
+
+@dataclass(frozen=True)
+class PlanInputs:
+    """Where the plan's numbers come from (injectable for tests).
+
+    Attributes
+    ----------
+    capacity : callable
+        The capacity model of one instance type.
+    group : callable
+        The platform grouping (`platform_key`).
+    capacities : callable, optional
+        The capacity model for all instances at once (`sizing.model.capacity.
+        instance_capacities`); when given, used instead of ``capacity``.
+    egress : callable, optional
+        What a fleet of the type pays per hour whatever its count (`fleet_egress`) [USD/h];
+        it enters every fleet's cost, so the cheapest fleet is the one `recommend` decides
+        on. None: compute only.
+    """
+
+    capacity: Callable[[Instance, Workload], Capacity] = instance_capacity
+    group: Callable[[Instance], tuple[str, str]] = platform_key
+    capacities: Callable[[list[Instance], Workload], list[Capacity]] | None = None
+    egress: Callable[[Instance], float] | None = None
+
+
+def _curves(q: FleetQuestion, insts: list[Instance], caps: list[Any], inputs: PlanInputs) -> Curves:
+    """Every row's numbers under the question: its pricing, egress and spot bands."""
+    pricing = q.rules.pricing
+    table = spot_table() if q.band_spares else {}
+    bands = [table.get((i.region, i.instance_type)) if i.provider == "aws" else None for i in insts]
+    return Curves(
+        cpu=np.array([c.cpu_sla_rps for c in caps], dtype=float),
+        net=np.array([c.network_rps for c in caps], dtype=float),
+        sd=np.array([c.rel_sd for c in caps], dtype=float),
+        price=np.array([i.price(pricing) for i in insts], dtype=float),
+        fixed=np.array([inputs.egress(i) if inputs.egress else 0.0 for i in insts], dtype=float),
+        rate=np.array([math.nan if b is None else b.interruption_rate for b in bands]),
+    )
 
 
 def plan_measurements(
-    target_rps: float,
+    q: FleetQuestion,
     instances: Iterable[Instance],
-    workload: Workload | None = None,
-    *,
-    headroom: float = 0.2,
-    redundancy: int = 0,
-    max_count: int | None = None,
-    confidence: float = 0.95,
-    residual_sd: float = 0.05,
-    draws: int = DEFAULT_DRAWS,
-    seed: int = DEFAULT_SEED,
-    capacity: Callable[[Instance, Workload], Capacity] = instance_capacity,
-    group: Callable[[Instance], tuple[str, str]] = platform_key,
-    capacities: Callable[[list[Instance], Workload], list[Capacity]] | None = None,
-    egress: Callable[[Instance], float] | None = None,
+    draws: Draws = Draws(),
+    inputs: PlanInputs = PlanInputs(),
 ) -> MeasurementPlan:
     """Rank CPU platforms by the expected saving of measuring them.
 
     Parameters
     ----------
-    target_rps : float
-        Requests per second the fleet must serve [1/s].
+    q : FleetQuestion
+        The question `recommend` answers: target, workload and every rule (headroom,
+        redundancy, zones and zone loss, pricing, spot reserve or spares by band, max count,
+        confidence).
     instances : iterable of Instance
-        Candidate instance types (already filtered).
-    workload : Workload
-        What is served.
-    headroom, redundancy, max_count, confidence
-        As for `sizing.fleet.recommend.recommend`.
-    residual_sd : float
-        Log-sd of the capacity left after a measurement (repeat noise, host-to-host spread);
-        never more than the spread before it.
-    draws : int
-        Monte Carlo draws of the measurement's outcome.
-    seed : int
-        Seed of the draws (the same draws for every platform).
-    capacity, group : callables
-        The capacity model and the platform grouping (injectable for tests).
-    capacities : callable, optional
-        The capacity model for all instances at once (`sizing.model.capacity.
-        instance_capacities`); when given, used instead of ``capacity``.
-    egress : callable, optional
-        What a fleet of the type pays per hour whatever its count (the request's egress from
-        its region) [USD/h]; it enters every fleet's cost, so the cheapest fleet is the one
-        `recommend` decides on. None: compute only.
+        Candidate instance types (already screened; rows without a price under the
+        question's pricing are left out).
+    draws : Draws
+        The Monte Carlo of the measurement's outcome.
+    inputs : PlanInputs
+        The capacity model, grouping and egress.
 
     Raises
     ------
     InputError
-        For a bad argument.
+        For no instance types.
     Infeasible
         When no instance type can meet the target.
     """
-    _check(target_rps, (headroom, redundancy, confidence), residual_sd, draws)
-    work = workload or Workload()
-    insts = list(instances)
+    insts = [i for i in instances if i.price(q.rules.pricing) is not None]
     if not insts:
         raise InputError("no instance types to compare (check the filters)")
     from statistics import NormalDist
 
-    z_conf = NormalDist().inv_cdf(1.0 - confidence)
-    z = np.random.default_rng(seed).standard_normal(draws)
-    caps = capacities(insts, work) if capacities else [capacity(i, work) for i in insts]
-    cpu = np.array([c.cpu_sla_rps for c in caps], dtype=float)
-    net = np.array([c.network_rps for c in caps], dtype=float)
-    sd = np.array([c.rel_sd for c in caps], dtype=float)
-    price = np.array([i.price_usd_hour for i in insts], dtype=float)
-    fixed = np.array([egress(i) if egress else 0.0 for i in insts], dtype=float)
-    rules = (target_rps, headroom, redundancy, z_conf, max_count)
-    now = _fleet_cost(cpu, net, sd, price, *rules, fixed)
+    costing = Costing(q.target_rps, q.rules, NormalDist().inv_cdf(1.0 - q.rules.confidence))
+    z = np.random.default_rng(draws.seed).standard_normal(draws.draws)
+    work = q.workload
+    caps = (
+        inputs.capacities(insts, work)
+        if inputs.capacities
+        else [inputs.capacity(i, work) for i in insts]
+    )
+    curves = _curves(q, insts, caps, inputs)
+    now = _fleet_cost(curves.cpu, curves.sd, curves, costing)
     if not np.isfinite(now).any():
-        raise Infeasible(f"no instance type meets {target_rps:,.0f} RPS")
-    best_now = int(np.argmin(now))
-    keys, members = _group_rows(insts, caps, group)
+        raise Infeasible(f"no instance type meets {q.target_rps:,.0f} RPS")
+    keys, members = _group_rows(insts, caps, inputs.group)
     group_now = np.array([now[m].min() for m in members])
     # What a group's draws compete with: the cheapest fleet of every other group, as today.
     rests = [
@@ -293,96 +357,103 @@ def plan_measurements(
     # A type whose cost at its largest draw (its capacity nudged up, so that no rounding can
     # lift the bound above a draw's cost) exceeds that is never the cheapest after: it is
     # left out of the curves, which changes neither the costs after nor P(best).
-    top = np.round(z.max() * np.maximum(sd, 0.0) / 1e-3) * 1e-3
-    bound = _fleet_cost(
-        cpu * np.exp(top) * (1.0 + 1e-9), net, np.minimum(residual_sd, sd), price, *rules, fixed
-    )
+    top = np.round(z.max() * np.maximum(curves.sd, 0.0) / 1e-3) * 1e-3
+    lifted = curves.cpu * np.exp(top) * (1.0 + 1e-9)
+    bound = _fleet_cost(lifted, np.minimum(draws.residual_sd, curves.sd), curves, costing)
     rest_of_row = np.empty(len(insts))
     for g, mem in enumerate(members):
         rest_of_row[mem] = rests[g]
     useful = np.isfinite(bound) & (bound <= rest_of_row)
-    single = _single_platform_rows(insts)
-    vcpus = np.array([i.vcpus for i in insts])
-    labels = [f"{i.provider}/{i.instance_type}" for i in insts]
+    pick = _Picker(insts, curves.price)
     candidates = []
-    for (pid, name), mem, rest in zip(keys, members, rests, strict=True):
-        curves = (cpu, net, sd, price, fixed)
-        mine = _cheapest_after(mem[useful[mem]], curves, z, residual_sd, rules)
+    for key, mem, rest in zip(keys, members, rests, strict=True):
+        mine = _cheapest_after(mem[useful[mem]], curves, z, draws.residual_sd, costing)
         after = np.minimum(rest, mine)
-        saving = float(now.min()) - after
-        finite = bool(np.isfinite(saving).all())
-        measure_on = insts[_measure_on(mem, single, vcpus, price, insts)]
         candidates.append(
-            Candidate(
-                platform_id=pid,
-                name=name,
-                instance_types=sorted(labels[k] for k in mem.tolist()),
-                rel_sd=float(sd[mem].max()),
-                value_usd_hour=float(saving.mean()) if finite else math.nan,
-                value_se_usd_hour=float(saving.std(ddof=1) / math.sqrt(draws))
-                if finite
-                else math.nan,
-                p_best=float(np.mean(mine <= after)),
-                cost_now_usd_hour=float(now[mem].min()),
-                measure_on=measure_on,
-                command=_calibrate_command(measure_on),
-            )
+            _candidate(key, mem, (float(now.min()) - after, mine <= after), now, curves, pick)
         )
     candidates.sort(key=lambda c: (-c.value_usd_hour, c.platform_id))
+    best_now = int(np.argmin(now))
     best = insts[best_now]
     return MeasurementPlan(
-        target_rps=target_rps,
-        confidence=confidence,
+        target_rps=q.target_rps,
+        confidence=q.rules.confidence,
         cost_now_usd_hour=float(now.min()),
         best_now=f"{best.provider}/{best.instance_type}",
-        egress_now_usd_hour=float(fixed[best_now]),
+        egress_now_usd_hour=float(curves.fixed[best_now]),
         candidates=candidates,
-        draws=draws,
-        seed=seed,
+        draws=draws.draws,
+        seed=draws.seed,
         notes=[
             "value = cost at confidence now - expected cost at confidence after the platform "
-            f"is measured (preposterior Monte Carlo, {draws} draws, seed {seed}); a measurement "
-            f"leaves a log-sd of {residual_sd:g}; platforms are treated as independent",
+            f"is measured (preposterior Monte Carlo, {draws.draws} draws, seed {draws.seed}); a "
+            f"measurement leaves a log-sd of {draws.residual_sd:g}; platforms are treated as "
+            "independent",
         ],
     )
 
 
-def _cheapest_after(
-    rows: np.ndarray,
-    curves: tuple[np.ndarray, ...],
-    z: np.ndarray,
-    residual_sd: float,
-    rules: tuple[float, float, int, float, int | None],
-) -> np.ndarray:
-    """The cheapest cost at the confidence of ``rows`` at each draw, once measured [USD/h].
+class _Picker:
+    """Where to measure a group and the labels of its rows (computed once for all groups)."""
 
-    ``curves`` are every row's CPU and network capacity [1/s], log-sd, price [USD/h] and
-    fixed cost [USD/h]; ``rules`` the target, headroom, redundancy, z at the confidence and
-    max count of `_fleet_cost`.
-    """
-    cpu, net, sd, price, fixed = curves
+    def __init__(self, insts: list[Instance], price: np.ndarray) -> None:
+        self.insts, self.price = insts, price
+        self.single = _single_platform_rows(insts)
+        self.vcpus = np.array([i.vcpus for i in insts])
+        self.labels = [f"{i.provider}/{i.instance_type}" for i in insts]
+
+    def measure_on(self, mem: np.ndarray) -> Instance:
+        """The instance type to measure the group ``mem`` on (`_measure_on`)."""
+        return self.insts[_measure_on(mem, self.single, self.vcpus, self.price, self.insts)]
+
+
+def _candidate(
+    key: tuple[str, str],
+    mem: np.ndarray,
+    after: tuple[np.ndarray, np.ndarray],
+    now: np.ndarray,
+    curves: Curves,
+    pick: _Picker,
+) -> Candidate:
+    """One group's `Candidate` from its saving at each draw [USD/h] and whether it is best."""
+    saving, best = after
+    finite = bool(np.isfinite(saving).all())
+    draws = len(saving)
+    measure_on = pick.measure_on(mem)
+    return Candidate(
+        platform_id=key[0],
+        name=key[1],
+        instance_types=sorted(pick.labels[k] for k in mem.tolist()),
+        rel_sd=float(curves.sd[mem].max()),
+        value_usd_hour=float(saving.mean()) if finite else math.nan,
+        value_se_usd_hour=float(saving.std(ddof=1) / math.sqrt(draws)) if finite else math.nan,
+        p_best=float(np.mean(best)),
+        cost_now_usd_hour=float(now[mem].min()),
+        measure_on=measure_on,
+        command=_calibrate_command(measure_on),
+    )
+
+
+def _cheapest_after(
+    rows: np.ndarray, curves: Curves, z: np.ndarray, residual_sd: float, costing: Costing
+) -> np.ndarray:
+    """The cheapest cost at the confidence of ``rows`` at each draw, once measured [USD/h]."""
     mine = np.full(len(z), math.inf)
     # Types alike in everything the cost curve uses but the price (one type in many
     # regions) have the same counts at every draw: the cheapest of them alone counts.
-    # (With egress, alike also in what the fleet pays whatever its count.)
-    cheapest: dict[tuple[float, float, float, float], int] = {}
+    # (With egress or spot bands, alike also in what the fleet pays whatever its count
+    # and in the band.)
+    cpu, net, sd, price, fixed = curves.cpu, curves.net, curves.sd, curves.price, curves.fixed
+    rate = np.nan_to_num(np.asarray(curves.rate, dtype=float) + np.zeros(len(cpu)), nan=-1.0)
+    cheapest: dict[tuple[float, ...], int] = {}
     for k in rows.tolist():
-        like = cheapest.setdefault((cpu[k], net[k], sd[k], fixed[k]), k)
+        alike = (cpu[k], net[k], sd[k], fixed[k], rate[k])
+        like = cheapest.setdefault(alike, k)
         if price[k] < price[like]:
-            cheapest[(cpu[k], net[k], sd[k], fixed[k])] = k
+            cheapest[alike] = k
     distinct = np.array(list(cheapest.values()), dtype=int)
     for start in range(0, len(distinct), _BLOCK):
-        block = distinct[start : start + _BLOCK]
-        cost = _cost_curves(
-            cpu[block],
-            net[block],
-            sd[block],
-            price[block],
-            z,
-            residual_sd,
-            *rules,
-            fixed[block],
-        )
+        cost = _cost_curves(curves.rows(distinct[start : start + _BLOCK]), z, residual_sd, costing)
         mine = np.minimum(mine, cost.min(axis=0))
     return mine
 
@@ -442,41 +513,17 @@ def _measure_on(
 _BLOCK = 64
 
 
-def _cost_curves(
-    cpu_sla_rps: np.ndarray,
-    network_rps: np.ndarray,
-    rel_sd: np.ndarray,
-    price: np.ndarray,
-    z: np.ndarray,
-    residual_sd: float,
-    target_rps: float,
-    headroom: float,
-    redundancy: int,
-    z_conf: float,
-    max_count: int | None,
-    fixed: np.ndarray | float = 0.0,
-) -> np.ndarray:
+def _cost_curves(curves: Curves, z: np.ndarray, residual_sd: float, costing: Costing) -> np.ndarray:
     """Cost at the confidence for each type (rows) and each draw of its measured capacity.
 
-    Each type's capacity once measured is its point value times ``exp(rel_sd * Z)``, rounded
-    to a grid of 0.1% on the log scale (fleet counts are step functions of it); the measured
-    capacity keeps a log-sd of ``min(residual_sd, rel_sd)`` [USD/h].
+    ``curves`` hold one row per type as a column (`Curves.rows`). Each type's capacity once
+    measured is its point value times ``exp(rel_sd * Z)``, rounded to a grid of 0.1% on the
+    log scale (fleet counts are step functions of it); the measured capacity keeps a log-sd
+    of ``min(residual_sd, rel_sd)`` [USD/h].
     """
-    rel = rel_sd[:, None]
-    grid = np.round(z[None, :] * np.maximum(rel, 0.0) / 1e-3).astype(int)
-    cpu = cpu_sla_rps[:, None] * np.exp(grid * 1e-3)
-    return _fleet_cost(
-        cpu,
-        network_rps[:, None],
-        np.minimum(residual_sd, rel),
-        price[:, None],
-        target_rps,
-        headroom,
-        redundancy,
-        z_conf,
-        max_count,
-        np.asarray(fixed, dtype=float)[:, None] if np.ndim(fixed) else fixed,
-    )
+    grid = np.round(z[None, :] * np.maximum(curves.sd, 0.0) / 1e-3).astype(int)
+    cpu = curves.cpu * np.exp(grid * 1e-3)
+    return _fleet_cost(cpu, np.minimum(residual_sd, curves.sd), curves, costing)
 
 
 def render(plan: MeasurementPlan, top: int = 5, decision: str = "") -> str:
@@ -533,27 +580,22 @@ def fleet_egress(request: SizingRequest, rec: Recommendation) -> Callable[[Insta
     return egress
 
 
-def plan_for(
-    request: SizingRequest,
-    *,
-    residual_sd: float = 0.05,
-    draws: int = DEFAULT_DRAWS,
-    seed: int = DEFAULT_SEED,
-) -> tuple[Answer, MeasurementPlan]:
+def plan_for(request: SizingRequest, draws: Draws = Draws()) -> tuple[Answer, MeasurementPlan]:
     """The request's answer (`sizing.pipeline.size`) and the platforms worth measuring for it.
 
-    The plan prices the same catalog rows, evidence and profiles as the answer; burstable
-    types are left out as the answer leaves them out (their burst is not sustained capacity).
+    The plan asks the answer's own question (`sizing.fleet.counts.Recommendation.question`:
+    every rule of it) of the answer's rows priced under its pricing, burstable types as the
+    answer counts them, with the same evidence, profiles and model inputs.
     """
     answer = size(request)
     rec = answer.recommendation
+    q = rec.question  # the answer's own question: its rules, not the request's again
 
     def capacities(insts: list[Instance], w: Workload) -> list[Capacity]:
         # The answer's options hold the capacity of their rows, and of every row of the same
         # shape (a type in other regions); every other shape's is computed once, as the
-        # answer computes them. Burstable types are not among ``insts``, so `sustained`
-        # changes none. Rows of one shape share one object: the plan reads only its numbers
-        # and platform.
+        # answer computes them (a burstable type's at its sustained baseline). Rows of one
+        # shape share one object: the plan reads only its numbers and platform.
         have = {shape_of(o.capacity.instance): o.capacity for o in rec.options}
         shapes = [shape_of(i) for i in insts]
         new: dict[tuple[Any, ...], Instance] = {}
@@ -561,24 +603,16 @@ def plan_for(
             if shape not in have:
                 new.setdefault(shape, inst)
         if new:
-            found = instance_capacities(list(new.values()), w, rec.evidence, rec.profiles)
+            found = instance_capacities(list(new.values()), w, rec.evidence, rec.profiles, q.model)
             have.update(zip(new, map(sustained, found), strict=True))
         return [have[shape] for shape in shapes]
 
-    q = rec.question  # the answer's own question: its rules, not the request's again
-    rules = q.rules
-    plan = plan_measurements(
-        q.target_rps,
-        [inst for inst in answer.instances if not inst.burstable],
-        q.workload,
-        headroom=rules.headroom,
-        redundancy=rules.redundancy,
-        max_count=rules.max_count,
-        confidence=rules.confidence,
-        residual_sd=residual_sd,
-        draws=draws,
-        seed=seed,
-        capacities=capacities,
-        egress=fleet_egress(request, rec),
-    )
-    return answer, plan
+    # Burstable types as the answer counts them: at their sustained baseline with
+    # --burstable, else left out (their burst is not sustained capacity).
+    rows = [
+        i
+        for i in answer.instances
+        if not i.burstable or (q.burstable and i.cpu_baseline is not None)
+    ]
+    inputs = PlanInputs(capacities=capacities, egress=fleet_egress(request, rec))
+    return answer, plan_measurements(q, rows, draws, inputs)

@@ -34,15 +34,12 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Rank CPU platforms by the value of measuring them; print the ranking."""
-    from sizing.analyses.plan_measure import plan_for, render
+    from sizing.analyses.plan_measure import Draws, plan_for, render
 
     # --top here is the number of commands to print, not a field of the request.
     fields = argparse.Namespace(**{k: v for k, v in vars(args).items() if k != "top"})
     answer, plan = plan_for(
-        SizingRequest.from_args(fields),
-        residual_sd=args.residual_sd,
-        draws=args.draws,
-        seed=args.seed,
+        SizingRequest.from_args(fields), Draws(args.residual_sd, args.draws, args.seed)
     )
     if args.format == "json":
         print(json_text({"decision": answer.decision, **plan.to_dict()}, indent=1))

@@ -198,8 +198,14 @@ def count_for(target_rps: float, usable_rps: float, rules: FleetRules) -> int | 
     rules' limit does.
     """
     m = min_instances(target_rps, usable_rps)
-    if m is None:
-        return None
+    return None if m is None else count_of_min(m, rules)
+
+
+def count_of_min(m: int, rules: FleetRules) -> int | None:
+    """Smallest fleet whose `survivors` are at least ``m`` instances (None: above the limit).
+
+    A binary search over at most ``log2(MAX_FLEET)`` steps.
+    """
     lo, limit = max(rules.zones, m + rules.redundancy), rules.limit
     if lo > limit or survivors(limit, rules) < m:
         return None
@@ -216,6 +222,38 @@ def count_for(target_rps: float, usable_rps: float, rules: FleetRules) -> int | 
         else:
             lo = mid + 1
     return lo
+
+
+def count_for_array(target_rps: float, usable_rps: ArrayLike, rules: FleetRules) -> np.ndarray:
+    """`count_for` of every element of ``usable_rps`` at once: inf where it is None.
+
+    `min_instances_array`, then `count_of_min` of each distinct count (the same rule, once per
+    value); with one zone and no spot reserve that is ``m + redundancy`` within the limit.
+
+    Parameters
+    ----------
+    target_rps : float
+        Requests per second to serve [1/s].
+    usable_rps : array_like
+        What one instance serves with the headroom kept, any shape [1/s].
+    rules : FleetRules
+        The rules the fleet must survive.
+
+    Returns
+    -------
+    numpy.ndarray
+        Instances needed, as floats of ``usable_rps``'s shape (inf: no such fleet) [1].
+    """
+    import numpy as np
+
+    m = min_instances_array(target_rps, usable_rps)
+    if rules.zones == 1 and rules.spot_reserve == 0:
+        n = m + rules.redundancy
+        return np.where(n <= rules.limit, n, math.inf)
+    values, which = np.unique(m, return_inverse=True)
+    counts = [count_of_min(int(v), rules) if math.isfinite(v) else None for v in values.tolist()]
+    found = np.array([math.inf if c is None else float(c) for c in counts])
+    return found[which].reshape(m.shape)
 
 
 def usd_per_million(hourly_cost_usd: float, target_rps: float) -> float:

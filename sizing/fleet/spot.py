@@ -11,11 +11,16 @@ Used when the request prices spot and gives no ``--spot-reserve`` of its own.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sizing.catalog.spot import BAND_LABELS, Spot, spares_for, spot_table
-from sizing.fleet.counts import FleetRules, Option, count_for, p_meet
+from sizing.fleet.counts import FleetRules, Option, count_for, count_for_array, p_meet
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import ArrayLike
 
 
 def _with_spares(
@@ -26,12 +31,65 @@ def _with_spares(
     n0 = count_for(target_rps, usable_rps, bare)
     if n0 is None:
         return None
-    spares = spares_for(n0, spot.interruption_rate, rules.confidence)
-    n = n0 + spares
-    if n > rules.limit:
+    n = with_spares(n0, spot.interruption_rate, rules)
+    if n is None:
         return None
+    spares = n - n0
     # survivors(n) with this reserve is floor(n x n0 / n) = n0 before the redundancy.
     return n, spares, replace(bare, spot_reserve=spares / n)
+
+
+def with_spares(count: int, rate: float, rules: FleetRules) -> int | None:
+    """``count`` plus the spares its band calls for (None: above the rules' limit) [instances].
+
+    Parameters
+    ----------
+    count : int
+        The count the rules need without a spot reserve [instances].
+    rate : float
+        The band's share interrupted a month (`Spot.interruption_rate`) [1].
+    rules : FleetRules
+        Their confidence and limit.
+    """
+    n = count + spares_for(count, rate, rules.confidence)
+    return None if n > rules.limit else n
+
+
+def count_with_spares_array(
+    target_rps: float, usable_rps: ArrayLike, rules: FleetRules, rate: ArrayLike
+) -> np.ndarray:
+    """Each element's count with spot spares by its band (`_with_spares`' count) [instances].
+
+    Parameters
+    ----------
+    target_rps : float
+        Requests per second to serve [1/s].
+    usable_rps : array_like
+        What one instance serves with the headroom kept [1/s].
+    rules : FleetRules
+        The rules (their spot reserve is replaced by the spares).
+    rate : array_like
+        The band's share interrupted a month (`Spot.interruption_rate`), broadcast against
+        ``usable_rps`` [1].
+
+    Returns
+    -------
+    numpy.ndarray
+        The counts as floats (inf: no fleet within the limit): `with_spares` of each
+        distinct ``(count without a reserve, rate)`` pair once.
+    """
+    import numpy as np
+
+    n0 = count_for_array(target_rps, usable_rps, replace(rules, spot_reserve=0.0))
+    n0, rates = np.broadcast_arrays(n0, np.asarray(rate, dtype=float))
+    pairs, which = np.unique(
+        np.stack([n0.ravel(), rates.ravel()], axis=1), axis=0, return_inverse=True
+    )
+    found = []
+    for n, r in pairs.tolist():
+        total = with_spares(int(n), r, rules) if math.isfinite(n) else None
+        found.append(math.inf if total is None else float(total))
+    return np.array(found)[which.ravel()].reshape(n0.shape)
 
 
 def band_spares(options: list[Option], target_rps: float, headroom: float) -> list[Option]:
