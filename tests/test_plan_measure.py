@@ -237,7 +237,7 @@ def test_types_left_out_of_the_draws_change_nothing(target, work):
 )
 def test_plan_for_prices_every_row_as_the_model_does(fields):
     """plan_for reuses the answer's capacities: the plan equals one from the model's own."""
-    from sizing.analyses.plan_measure import fleet_egress, plan_for
+    from sizing.analyses.plan_measure import fleet_egress, plan_for, screened
     from sizing.model.capacity import instance_capacities
     from sizing.paths import DATA_DIR
     from sizing.request import SizingRequest
@@ -247,7 +247,7 @@ def test_plan_for_prices_every_row_as_the_model_does(fields):
     request = SizingRequest(rps=1e6, **fields)
     answer, plan = plan_for(request, Draws(draws=300))
     rec = answer.recommendation
-    insts = [i for i in answer.instances if not i.burstable]
+    insts = screened(rec.question, answer.instances)
     again = plan_measurements(
         rec.question,
         insts,

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 import shlex
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,7 +43,7 @@ from sizing.catalog.spot import spot_table
 from sizing.errors import Infeasible, InputError
 from sizing.fleet.counts import FleetRules, count_for_array
 from sizing.fleet.question import FleetQuestion
-from sizing.fleet.recommend import HOURS_PER_MONTH, Recommendation, shape_of, sustained
+from sizing.fleet.recommend import HOURS_PER_MONTH, Recommendation, RowTable, shape_of, sustained
 from sizing.fleet.spot import count_with_spares_array
 from sizing.model.capacity import Capacity, Workload, instance_capacities, instance_capacity
 from sizing.model.platforms import match_cpu_text, platform_of
@@ -607,12 +607,15 @@ def plan_for(request: SizingRequest, draws: Draws = Draws()) -> tuple[Answer, Me
             have.update(zip(new, map(sustained, found), strict=True))
         return [have[shape] for shape in shapes]
 
-    # Burstable types as the answer counts them: at their sustained baseline with
-    # --burstable, else left out (their burst is not sustained capacity).
-    rows = [
-        i
-        for i in answer.instances
-        if not i.burstable or (q.burstable and i.cpu_baseline is not None)
-    ]
     inputs = PlanInputs(capacities=capacities, egress=fleet_egress(request, rec))
-    return answer, plan_measurements(q, rows, draws, inputs)
+    return answer, plan_measurements(q, screened(q, answer.instances), draws, inputs)
+
+
+def screened(q: FleetQuestion, instances: Sequence[Instance]) -> list[Instance]:
+    """The rows the answer screens in (`sizing.fleet.recommend.RowTable.screen`).
+
+    Family groups it leaves out stay out; burstable types as it counts them (at their
+    sustained baseline with --burstable, else left out); rows without the question's price out.
+    """
+    table = RowTable(list(instances))
+    return [table.rows[k] for k in table.screen(q).candidates]
