@@ -87,7 +87,9 @@ def parts(
     ``before_start``: from the trial's call to the common start (nginx CPU sample, the lead);
     ``start_skew``: the last client's start after the common start; ``run_beyond``: the
     longest client's run (stamps) beyond the duration (its start-up and report); ``after``:
-    from the last client's end to the trial's return (second sample, parse, storing).
+    from the last client's end to the trial's return (second sample, parse, storing);
+    ``coordinator``: before + skew + after, and its share of a trial whose longest client
+    ran exactly the duration [%].
     """
     if not windows:
         return {}
@@ -103,7 +105,14 @@ def parts(
             )
         )
     names = ("before_start_s", "start_skew_s", "run_beyond_s", "after_s")
-    return {n: round(statistics.median(r[i] for r in rows), 3) for i, n in enumerate(names)}
+    out = {n: round(statistics.median(r[i] for r in rows), 3) for i, n in enumerate(names)}
+    # The coordinator's own part: the trial's wall less its longest client's run, i.e. the
+    # overhead with the clients' run matched to the duration (their start-up and report,
+    # eight copies on the same CPUs here, are the load generators', not the coordinator's).
+    own = statistics.median(r[0] + r[1] + r[3] for r in rows)
+    out["coordinator_s"] = round(own, 3)
+    out["coordinator_pct"] = round(100 * own / (duration_s + own), 2)
+    return out
 
 
 def offsets_s(clients: tuple[str, ...]) -> float:
@@ -157,6 +166,8 @@ def main() -> int:
         )
     print(
         f"{args.clients} clients, median per trial: {split}\n"
+        f"the coordinator's own part (the clients' run matched to {args.duration} s): "
+        f"{many.get('coordinator_s', 0):.3f} s = {many.get('coordinator_pct', 0):.2f}%\n"
         f"coordinating {args.clients} clients adds {added:+.3f} s per trial; their clock "
         f"offsets take {clock_s:.3f} s once; load average {load0:.2f} -> {load1:.2f}; "
         f"goal <= 5%: {'met' if result['met'] else 'NOT met'}"

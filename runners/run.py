@@ -86,12 +86,19 @@ class Run:
         )
         self.folder.save_meta()
 
-    def record_windows(self, trial_id: str, start_s: float, clients: list[dict[str, Any]]) -> None:
-        """Add a trial's common start [s since the epoch] and each client's window and offset."""
+    def record_windows(
+        self, trial_id: str, start_s: float, clients: list[dict[str, Any]], *, save: bool = True
+    ) -> None:
+        """Add a trial's common start [s since the epoch] and each client's window and offset.
+
+        ``save=False`` leaves the saving to the next record (one write of ``run.json``
+        for a trial's windows and commands).
+        """
         self.folder.meta.setdefault("windows", []).append(
             {"trial_id": trial_id, "common_start_s": round(start_s, 6), "clients": clients}
         )
-        self.folder.save_meta()
+        if save:
+            self.folder.save_meta()
 
     @contextlib.contextmanager
     def status(self) -> Iterator[None]:

@@ -137,6 +137,26 @@ class _Measured:
 
 
 @dataclass
+class _Ran:
+    """What a trial's measured part gave, before parsing and judging.
+
+    ``alive``: nginx ran throughout; ``cpu0``, ``cpu1``: its CPU time before and after [s];
+    ``outputs``: each client's (stdout, stderr, exit status), none when nginx was down
+    before; ``start_s``: the clients' common start [s since the epoch] (None for one
+    client); ``parsed``: each client's `Session._parse` answer when already parsed;
+    ``problems``: why the trial is invalid for the measuring itself.
+    """
+
+    alive: bool
+    cpu0: float
+    cpu1: float
+    outputs: list[tuple[str, str, int]]
+    start_s: float | None
+    parsed: list[loadgen.Measurement | str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass
 class _Client:
     host: Host
     spec: HostSpec
@@ -465,21 +485,73 @@ class Session:
         limit = self._limit(seconds)
 
         def one(i: int) -> tuple[str, str, int]:
-            client = self.clients[i]
-            try:
-                r = client.host.run(
-                    self._wrapped(client, argvs[i], limit), check=False, timeout=limit
-                )
-            except RunnerError as exc:  # the connection is lost: the trial judges the client
-                if len(self.clients) == 1:
-                    raise
-                return "", str(exc), LOST_EXIT
-            return self._collected(client, r, loads[i] if loads else None, limit)
+            return self._run_one(self.clients[i], argvs[i], limit, loads[i] if loads else None)
 
         if len(self.clients) == 1:
             return [one(0)]
         calls = [functools.partial(one, i) for i in range(len(self.clients))]
         return [f.result() for f in side_by_side(calls, self.hosts.distinct())]
+
+    def _run_one(
+        self, client: _Client, argv: Sequence[str], limit: int, load: loadgen.Load | None
+    ) -> tuple[str, str, int]:
+        """One client's (stdout, stderr, exit status); a lost connection is the client's."""
+        try:
+            r = client.host.run(self._wrapped(client, argv, limit), check=False, timeout=limit)
+        except RunnerError as exc:  # the connection is lost: the trial judges the client
+            if len(self.clients) == 1:
+                raise
+            return "", str(exc), LOST_EXIT
+        return self._collected(client, r, load, limit)
+
+    def _run_many(
+        self, argvs: list[list[str]], seconds: int, loads: Sequence[loadgen.Load]
+    ) -> _Ran:
+        """Several clients from one common start, nginx sampled around them, no serial step.
+
+        The first sample is taken during the lead to the common start, beside the clients
+        waiting for it; the second by the thread of the last client to end, as it ends; each
+        client's output is parsed in its own thread as it arrives.
+        """
+        assert self.deployment is not None
+        deployment, clients, limit = self.deployment, list(self.clients), self._limit(seconds)
+        start_s = self._common_start(argvs)
+        assert start_s is not None
+        lock, pending = threading.Lock(), [len(clients)]
+        samples: dict[str, tuple[bool, float]] = {}
+        ran: dict[int, tuple[tuple[str, str, int], loadgen.Measurement | str]] = {}
+        sampled_at = [math.nan]
+
+        def before() -> None:
+            samples["before"] = deployment.sample()
+            sampled_at[0] = time.time()
+
+        def one(i: int) -> None:
+            try:
+                out = self._run_one(clients[i], argvs[i], limit, loads[i])
+            finally:
+                with lock:
+                    pending[0] -= 1
+                    last = pending[0] == 0
+                if last:  # every client has ended: the second sample, now
+                    samples["after"] = deployment.sample()
+            ran[i] = out, self._parse(clients[i], out, loads[i])
+
+        calls: list[Callable[[], None]] = [before]
+        calls += [functools.partial(one, i) for i in range(len(clients))]
+        for f in side_by_side(calls, self.hosts.distinct()):
+            f.result()
+        (alive0, cpu0), (alive1, cpu1) = samples["before"], samples["after"]
+        late = window.sample_problem(sampled_at[0], start_s, seconds)
+        return _Ran(
+            alive0 and alive1,
+            cpu0,
+            cpu1,
+            [ran[i][0] for i in range(len(clients))],
+            start_s,
+            [ran[i][1] for i in range(len(clients))],
+            [late] if late else [],
+        )
 
     def _limit(self, seconds: int) -> int:
         """Longest wait for a client's command of a ``seconds`` long run [s]."""
@@ -511,14 +583,12 @@ class Session:
 
     def _measure(
         self, argvs: Sequence[list[str]], seconds: int, loads: Sequence[loadgen.Load]
-    ) -> tuple[bool, float, float, list[tuple[str, str, int]], float | None]:
+    ) -> _Ran:
         """Sample nginx, run the clients, sample again.
 
-        Returns whether nginx ran throughout, its CPU time before and after [s], each
-        client's (stdout, stderr, exit status) (none when nginx was down before), and the
-        clients' common start [s since the epoch] (None for one client). With one
-        client on the server's own connection the three are one remote command
-        (`Deployment.run_sampled`); else the samples and the clients are separate commands.
+        With one client on the server's own connection the three are one remote command
+        (`Deployment.run_sampled`); with several, the clients start together and are parsed
+        as they end (`_run_many`); else the samples and the client are separate commands.
         """
         assert self.deployment is not None
         if len(self.clients) == 1 and self.clients[0].host is self.server:
@@ -527,18 +597,18 @@ class Session:
                 self._wrapped(client, argvs[0], limit), timeout=limit
             )
             if r is None:
-                return False, cpu0, cpu0, [], None
+                return _Ran(False, cpu0, cpu0, [], None)
             outputs = [self._collected(client, r, loads[0], limit)]
             alive1, cpu1 = after if after is not None else self.deployment.sample()
-            return alive and alive1, cpu0, cpu1, outputs, None
+            return _Ran(alive and alive1, cpu0, cpu1, outputs, None)
+        if len(self.clients) > 1 and all(c.offset is not None for c in self.clients):
+            return self._run_many(list(argvs), seconds, loads)
         alive, cpu0 = self.deployment.sample()
         if not alive:
-            return False, cpu0, cpu0, [], None
-        argvs = list(argvs)
-        start_s = self._common_start(argvs)  # set now: the clients start next
+            return _Ran(False, cpu0, cpu0, [], None)
         outputs = self._run_clients(argvs, seconds, loads)
         alive, cpu1 = self.deployment.sample()
-        return alive, cpu0, cpu1, outputs, start_s
+        return _Ran(alive, cpu0, cpu1, outputs, None)
 
     def trial(
         self,
@@ -576,21 +646,27 @@ class Session:
         if ready is not None:
             ready()
         started_at = utc_now()
-        alive, cpu0, cpu1, outputs, start_s = self._measure(argvs, seconds, loads)
-        if not alive:
+        ran = self._measure(argvs, seconds, loads)
+        if not ran.alive:
             tail = self.deployment.error_log_tail()
             raise RunnerError(
                 f"nginx on {self.server.name} exited during trial {trial_id}"
                 + (f" (error.log: {tail})" if tail else "")
             )
-        kept, results, gone = self._results(trial_id, outputs, loads)
-        outputs, argvs = [outputs[i] for i in kept], [argvs[i] for i in kept]
-        measured = _Measured(results, outputs, [loads[i] for i in kept], cpu1 - cpu0, rate_rps)
+        parsed = ran.parsed or [
+            self._parse(c, out, load)
+            for c, out, load in zip(self.clients, ran.outputs, loads, strict=True)
+        ]
+        kept, results, gone = self._results(trial_id, parsed)
+        outputs, argvs = [ran.outputs[i] for i in kept], [argvs[i] for i in kept]
+        measured = _Measured(
+            results, outputs, [loads[i] for i in kept], ran.cpu1 - ran.cpu0, rate_rps
+        )
         ids = self._ids(trial_id, started_at, kind)
         row = self._row(ids, measured, vcpus, threads, connections)
-        invalidate(row, [*lost, *gone])
-        if start_s is not None:
-            self._check_windows(row, measured, start_s, seconds)
+        invalidate(row, [*lost, *gone, *ran.problems])
+        if ran.start_s is not None:
+            self._check_windows(row, measured, ran.start_s, seconds)
         self._store(row, results, argvs)
         if self.plan.cooldown_s > 0:
             time.sleep(self.plan.cooldown_s)
@@ -634,27 +710,27 @@ class Session:
         return self._drop(trial_id, failed, "warm-up")
 
     def _results(
-        self,
-        trial_id: str,
-        outputs: Sequence[tuple[str, str, int]],
-        loads: Sequence[loadgen.Load],
+        self, trial_id: str, parsed: Sequence[loadgen.Measurement | str]
     ) -> tuple[list[int], list[loadgen.Measurement], list[str]]:
-        """Each client's parsed output: the clients kept, their results, why others were lost."""
-        gen = self.generator
-        results: dict[int, loadgen.Measurement] = {}
-        failed: dict[int, str] = {}
-        for i, ((out, err, _), client, load) in enumerate(
-            zip(outputs, self.clients, loads, strict=True)
-        ):
-            try:
-                results[i] = gen.parse(out, load)
-            except RunnerError as exc:
-                detail = str(exc)
-                if last := _last_words(err):
-                    detail = f"{detail}; {last}"
-                failed[i] = f"{gen.name} on {client.host.name}: {detail}"
+        """The clients kept, their results, why others were lost (from `_parse`'s answers)."""
+        results = {i: p for i, p in enumerate(parsed) if not isinstance(p, str)}
+        failed = {i: p for i, p in enumerate(parsed) if isinstance(p, str)}
         gone = self._drop(trial_id, failed, "trial")
         return sorted(results), [results[i] for i in sorted(results)], gone
+
+    def _parse(
+        self, client: _Client, output: tuple[str, str, int], load: loadgen.Load
+    ) -> loadgen.Measurement | str:
+        """A client's parsed output, or why it gave none (one line naming the client)."""
+        gen = self.generator
+        out, err, _ = output
+        try:
+            return gen.parse(out, load)
+        except RunnerError as exc:
+            detail = str(exc)
+            if last := _last_words(err):
+                detail = f"{detail}; {last}"
+            return f"{gen.name} on {client.host.name}: {detail}"
 
     def _drop(self, trial_id: str, failed: dict[int, str], part: str) -> list[str]:
         """Leave the clients that failed out of this trial and the next; the trial's reasons.
@@ -730,7 +806,10 @@ class Session:
             for (_, err, _), c, r, load in parts
         ]
         invalidate(row, window.window_problems(windows, start_s, seconds, measured.rate_rps))
-        self.run.record_windows(str(row["trial_id"]), start_s, [w.to_dict() for w in windows])
+        # Saved with the trial's commands (`_store`): one write of run.json per trial.
+        self.run.record_windows(
+            str(row["trial_id"]), start_s, [w.to_dict() for w in windows], save=False
+        )
         p99 = {
             w.host: r.latency_ms.get("p99", math.nan)
             for w, r in zip(windows, measured.results, strict=True)

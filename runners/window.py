@@ -179,3 +179,16 @@ def window_problems(
     if starts and ends and min(ends) <= max(starts):
         out.append("the clients' windows do not overlap")
     return out
+
+
+def sample_problem(sampled_s: float, start_s: float, duration_s: float) -> str | None:
+    """Why nginx's first CPU sample, taken during the lead, misses part of the window.
+
+    ``sampled_s``: when the sample's answer arrived [s since the epoch, coordinator clock];
+    it may come after the common start by as much as a client may start late (what nginx
+    used before the sample is then left out of the trial's server CPU).
+    """
+    late = max(LATE_S, LATE_FRACTION * duration_s)
+    if not math.isfinite(sampled_s) or sampled_s <= start_s + late:
+        return None
+    return f"nginx's CPU was sampled {sampled_s - start_s:.1f} s after the common start"

@@ -66,6 +66,17 @@ def test_the_barrier_waits_for_the_start_on_the_clients_clock():
     assert shifted.start_s == pytest.approx(w.start_s - 100.0)
 
 
+def test_a_first_sample_answered_late_into_the_window_is_a_problem():
+    # nginx's first CPU sample is taken during the lead: answered before the start, or
+    # after it by no more than a client may start late, it covers the whole window.
+    assert window.sample_problem(99.9, 100.0, 10) is None
+    assert window.sample_problem(100.4, 100.0, 10) is None  # within 5% of 10 s
+    assert window.sample_problem(float("nan"), 100.0, 10) is None  # never answered: raises
+    assert window.sample_problem(101.2, 100.0, 10) == (
+        "nginx's CPU was sampled 1.2 s after the common start"
+    )
+
+
 # -- real clients in network namespaces ---------------------------------------------------
 
 
@@ -101,8 +112,26 @@ def _sweep(tmp_path: Path, made: netns.Bridge):
 def test_four_clients_in_namespaces_share_one_window_and_a_late_one_is_caught(
     tmp_path, server_and_four_clients, leaves_no_nginx, monkeypatch
 ):
+    from runners.deploy.nginx import Deployment
+
+    sampled: list[float] = []
+    sample = Deployment.sample
+
+    def stamped(self):
+        sampled.append(time.time())
+        return sample(self)
+
+    monkeypatch.setattr(Deployment, "sample", stamped)
     row, meta = _sweep(tmp_path / "aligned", server_and_four_clients)
+    monkeypatch.setattr(Deployment, "sample", sample)
     (trial,) = meta["windows"]
+    (command,) = meta["commands"]  # saved with the windows, in one write
+    assert command["trial_id"] == trial["trial_id"]
+    # nginx is sampled once during the clients' run-up and once after the last one ended.
+    first, second = sampled[-2:]
+    assert first < min(c["end_s"] for c in trial["clients"])
+    assert second >= max(c["end_s"] for c in trial["clients"])
+    assert row["server_cpu_pct"] > 0
     clients = trial["clients"]
     assert tuple(c["host"] for c in clients) == server_and_four_clients.client_hosts
     assert all(abs(c["offset_s"]) < 1.0 for c in clients)  # one machine, one clock
