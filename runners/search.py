@@ -29,7 +29,7 @@ import statistics
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import IO, Any, ClassVar, Protocol
 
 from runners.errors import RunnerError
@@ -179,6 +179,41 @@ class SearchResult:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class Question:
+    """What one search asks: the vCPU count, how to search, the scenario, simulated or not."""
+
+    vcpus: int
+    options: SearchOptions
+    scenario: str
+    simulated: bool
+
+
+@dataclass(frozen=True)
+class Findings:
+    """What a search found: every trial, the confirmations, and the setting it answers at.
+
+    Attributes
+    ----------
+    rows : list of dict
+        Every trial row, in the order run.
+    confirms : list of dict
+        The confirmation trials at the answer (the best passing trial for ``grid``).
+    threads : int or None
+        Load generator threads at the answer.
+    load : float or None
+        Connections per client, or the rate [1/s], at the answer.
+    notes : list of str
+        What the search saw on the way.
+    """
+
+    rows: list[dict[str, Any]]
+    confirms: list[dict[str, Any]]
+    threads: int | None
+    load: float | None
+    notes: list[str]
+
+
 def _passes(row: dict[str, Any], sla_p99_ms: float | None = None) -> bool:
     sla = float(row["sla_p99_ms"]) if sla_p99_ms is None else sla_p99_ms
     return bool(row["valid"]) and float(row["latency_p99_ms"]) <= sla
@@ -277,34 +312,17 @@ class Strategy(ABC):
         t = f"{threads} thread{'s' if threads != 1 else ''}"
         return f"{t} x {load:g} connection{'s' if load != 1 else ''}"
 
-    def result(
-        self,
-        vcpus: int,
-        options: SearchOptions,
-        scenario: str,
-        simulated: bool,
-        rows: list[dict[str, Any]],
-        confirms: list[dict[str, Any]],
-        threads: int | None,
-        load: float | None,
-        notes: list[str],
-    ) -> SearchResult:
+    def result(self, asked: Question, found: Findings) -> SearchResult:
         """The answer from the trials, confirmations and notes."""
-        searched = [r for r in rows if r["kind"] != "search-confirm"]
-        notes = non_monotonic(searched, self.load_key, options.sla_p99_ms) + notes
-        passing = [r for r in confirms if _passes(r, options.sla_p99_ms)]
+        options = asked.options
+        searched = [r for r in found.rows if r["kind"] != "search-confirm"]
+        notes = non_monotonic(searched, self.load_key, options.sla_p99_ms) + found.notes
+        passing = [r for r in found.confirms if _passes(r, options.sla_p99_ms)]
         return _result(
-            vcpus,
-            options,
-            scenario,
-            simulated,
-            rows,
-            confirms,
-            threads,
-            load,
-            notes,
+            asked,
+            replace(found, notes=notes),
             rate=self.load_key == "rate_rps",
-            confirmed=majority_passed(len(passing), len(confirms)),
+            confirmed=majority_passed(len(passing), len(found.confirms)),
         )
 
 
@@ -338,52 +356,62 @@ class Adaptive(Strategy):
         self, target: Target, vcpus: int, options: SearchOptions, *, scenario: str, simulated: bool
     ) -> SearchResult:
         """Ramp, refine the bracket, confirm (see the module's description)."""
-        rows: list[dict[str, Any]] = []
-        key = self.load_key
-
-        def run(threads: int, load: float, kind: str, seconds: int | None = None) -> dict[str, Any]:
-            row = self.trial(
-                target, vcpus, threads, load, kind, seconds or options.duration_s, options
-            )
-            rows.append(row)
-            return row
-
+        asked = Question(vcpus, options, scenario, simulated)
+        walk = _Walk(self, target, asked)
         threads = max(1, target.max_threads(vcpus))
+        start = self._start(walk, threads)
+        if start is None:
+            return self.result(asked, Findings(walk.rows, [], threads, None, walk.notes))
+        threads, load, lo = start
+        lo, hi = self._ramp(walk, threads, load, lo)
+        lo, hi = self._refine(walk, threads, lo, hi)
+        top = self.top(options)
+        if hi is None and float(lo[self.load_key]) >= top:
+            walk.notes.append(
+                f"every trial passed up to --max-connections {top:g}; the SLA was not "
+                "reached, so the answer is a lower bound"
+            )
+        confirms, chosen = self._confirm(walk, threads)
+        return self.result(asked, Findings(walk.rows, confirms, threads, chosen, walk.notes))
+
+    def _start(self, walk: _Walk, threads: int) -> tuple[int, float, dict[str, Any]] | None:
+        """The first passing trial, stepping down if needed: (threads, next load, row).
+
+        None when even the lightest settings failed (the notes say what was tried).
+        """
+        options = walk.asked.options
         load = self.first_load(threads, options)
         top = self.top(options)
-        lo: dict[str, Any] | None = None
+        first = walk.run(threads, load, "search-ramp")
+        if _passes(first, options.sla_p99_ms):
+            return threads, min(top, load * 4) if load < top else load, first
+        tried = [f"{self.load_key} {load:g}: {_why(first)}"]
+        for t, lighter in self.step_down(threads, load):
+            row = walk.run(t, lighter, "search-ramp")
+            if _passes(row, options.sla_p99_ms):
+                walk.notes.append(
+                    f"the lightest load failed ({tried[0]}); stepped down to "
+                    f"{self.describe(t, lighter)}, which passed"
+                )
+                return t, min(top, lighter * 4) if lighter < top else lighter, row
+            tried.append(f"{self.describe(t, lighter)}: {_why(row)}")
+        walk.notes.append(
+            f"failed already at the lightest load ({tried[0]}); stepped down to "
+            + "; ".join(tried[1:])
+            if len(tried) > 1
+            else f"failed already at the lightest load ({tried[0]})"
+        )
+        return None
+
+    def _ramp(
+        self, walk: _Walk, threads: int, load: float, lo: dict[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """Load x4 from ``load`` to the first fail: (last pass, first fail or None)."""
+        options = walk.asked.options
+        top = self.top(options)
         hi: dict[str, Any] | None = None
-        notes: list[str] = []
-        first = run(threads, load, "search-ramp")
-        if not _passes(first, options.sla_p99_ms):
-            tried = [f"{key} {load:g}: {_why(first)}"]
-            for t, lighter in self.step_down(threads, load):
-                row = run(t, lighter, "search-ramp")
-                if _passes(row, options.sla_p99_ms):
-                    threads, load, lo = t, lighter, row
-                    notes.append(
-                        f"the lightest load failed ({tried[0]}); stepped down to "
-                        f"{self.describe(t, lighter)}, which passed"
-                    )
-                    break
-                tried.append(f"{self.describe(t, lighter)}: {_why(row)}")
-            else:
-                notes.append(
-                    f"failed already at the lightest load ({tried[0]}); stepped down to "
-                    + "; ".join(tried[1:])
-                    if len(tried) > 1
-                    else f"failed already at the lightest load ({tried[0]})"
-                )
-                return self.result(
-                    vcpus, options, scenario, simulated, rows, [], threads, None, notes
-                )
-            if load < top:
-                load = min(top, load * 4)
-        else:
-            lo = first
-            load = min(top, load * 4) if load < top else load
-        while lo is not None and float(lo[key]) < top and len(rows) < options.max_trials:
-            row = run(threads, load, "search-ramp")
+        while float(lo[self.load_key]) < top and len(walk.rows) < options.max_trials:
+            row = walk.run(threads, load, "search-ramp")
             if not _passes(row, options.sla_p99_ms):
                 hi = row
                 break
@@ -391,8 +419,14 @@ class Adaptive(Strategy):
             if load >= top:
                 break
             load = min(top, load * 4)
-        assert lo is not None
-        while hi is not None and len(rows) < options.max_trials:
+        return lo, hi
+
+    def _refine(
+        self, walk: _Walk, threads: int, lo: dict[str, Any], hi: dict[str, Any] | None
+    ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """Split the bracket (pass, fail) until it is narrow or the pass is near the SLA."""
+        options, key = walk.asked.options, self.load_key
+        while hi is not None and len(walk.rows) < options.max_trials:
             a, b = float(lo[key]), float(hi[key])
             width = b - a
             near_sla = float(lo["latency_p99_ms"]) >= 0.5 * options.sla_p99_ms
@@ -402,21 +436,23 @@ class Adaptive(Strategy):
             nxt = self.rounded(_split(lo, hi, key, options.sla_p99_ms))
             if nxt <= a or nxt >= b:
                 break
-            row = run(threads, nxt, "search-refine")
+            row = walk.run(threads, nxt, "search-refine")
             if _passes(row, options.sla_p99_ms):
                 lo = row
             else:
                 hi = row
-        if hi is None and float(lo[key]) >= top:
-            notes.append(
-                f"every trial passed up to --max-connections {top:g}; the SLA was not "
-                "reached, so the answer is a lower bound"
-            )
-        # Confirm at the answer; step back to the next passing load if most confirmations fail.
+        return lo, hi
+
+    def _confirm(self, walk: _Walk, threads: int) -> tuple[list[dict[str, Any]], float | None]:
+        """Confirm at the answer; step back to the next passing load if most confirmations fail.
+
+        Returns the last batch of confirmations and the load they ran at.
+        """
+        options, key = walk.asked.options, self.load_key
         candidates = sorted(
             {
                 float(r[key])
-                for r in rows
+                for r in walk.rows
                 if _passes(r, options.sla_p99_ms) and int(r["threads"]) == threads
             },
             reverse=True,
@@ -425,19 +461,45 @@ class Adaptive(Strategy):
         chosen = None
         for step, answer in enumerate(candidates[:3]):
             batch = [
-                run(threads, answer, "search-confirm", options.confirm_duration_s)
+                walk.run(threads, answer, "search-confirm", options.confirm_duration_s)
                 for _ in range(options.confirm)
             ]
             confirms, chosen = batch, answer
             if majority_passed(sum(_passes(r, options.sla_p99_ms) for r in batch), len(batch)):
                 break
-            notes.append(
+            walk.notes.append(
                 f"confirmation at {key} {answer:g} failed in most repeats; "
                 + ("stepped back" if step < 2 and len(candidates) > step + 1 else "gave up")
             )
-        return self.result(
-            vcpus, options, scenario, simulated, rows, confirms, threads, chosen, notes
+        return confirms, chosen
+
+
+@dataclass
+class _Walk:
+    """One adaptive search under way: what it asks, and the trials and notes so far."""
+
+    strategy: Adaptive
+    target: Target
+    asked: Question
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def run(
+        self, threads: int, load: float, kind: str, seconds: int | None = None
+    ) -> dict[str, Any]:
+        """Run one trial (search trials' duration unless ``seconds``) and keep its row."""
+        options = self.asked.options
+        row = self.strategy.trial(
+            self.target,
+            self.asked.vcpus,
+            threads,
+            load,
+            kind,
+            seconds or options.duration_s,
+            options,
         )
+        self.rows.append(row)
+        return row
 
 
 class Rate(Adaptive):
@@ -518,32 +580,13 @@ class Grid(Strategy):
                     [r for r in rows if int(r["threads"]) == t], "connections", options.sla_p99_ms
                 )
             ]
+        asked = Question(vcpus, options, scenario, simulated)
         if not passing:
-            return _result(
-                vcpus,
-                options,
-                scenario,
-                simulated,
-                rows,
-                [],
-                None,
-                None,
-                [*notes, "no grid trial met the SLA"],
-                confirmed=False,
-            )
+            found = Findings(rows, [], None, None, [*notes, "no grid trial met the SLA"])
+            return _result(asked, found, confirmed=False)
         best = max(passing, key=lambda r: float(r["rps"]))
-        return _result(
-            vcpus,
-            options,
-            scenario,
-            simulated,
-            rows,
-            [best],
-            int(best["threads"]),
-            float(best["connections"]),
-            notes,
-            confirmed=True,
-        )
+        found = Findings(rows, [best], int(best["threads"]), float(best["connections"]), notes)
+        return _result(asked, found, confirmed=True)
 
 
 STRATEGIES: dict[str, Strategy] = {s.name: s for s in (Adaptive(), Grid(), Rate())}
@@ -587,19 +630,9 @@ def _split(lo: dict[str, Any], hi: dict[str, Any], key: str, sla: float) -> floa
 
 
 def _result(
-    vcpus: int,
-    options: SearchOptions,
-    scenario: str,
-    simulated: bool,
-    rows: list[dict[str, Any]],
-    confirms: list[dict[str, Any]],
-    threads: int | None,
-    load: float | None,
-    notes: list[str],
-    *,
-    confirmed: bool,
-    rate: bool = False,
+    asked: Question, found: Findings, *, confirmed: bool, rate: bool = False
 ) -> SearchResult:
+    options, rows, confirms, load = asked.options, found.rows, found.confirms, found.load
     passing = [r for r in confirms if _passes(r, options.sla_p99_ms)]
     if confirms and passing:
         mean, low, high = _ci95([float(r["rps"]) for r in confirms])
@@ -608,14 +641,14 @@ def _result(
     else:
         mean = low = high = p99 = err = None  # type: ignore[assignment]
     return SearchResult(
-        vcpus=vcpus,
-        scenario=scenario,
+        vcpus=asked.vcpus,
+        scenario=asked.scenario,
         strategy=options.strategy,
         sla_p99_ms=options.sla_p99_ms,
         max_rps_under_sla=mean,
         ci95_low=None if low is None or not math.isfinite(low) else low,
         ci95_high=None if high is None or not math.isfinite(high) else high,
-        threads=threads,
+        threads=found.threads,
         connections=None if rate or load is None else int(load),
         rate_rps=load if rate else None,
         latency_p99_ms=p99,
@@ -625,10 +658,10 @@ def _result(
             sum(float(r["duration_s"]) + float(r.get("warmup_s") or 0) for r in rows)
         ),
         confirmed=confirmed,
-        non_monotonic=any("fell" in n or "passed above" in n for n in notes),
-        notes=notes,
+        non_monotonic=any("fell" in n or "passed above" in n for n in found.notes),
+        notes=found.notes,
         trial_ids=[str(r["trial_id"]) for r in rows],
-        simulated=simulated,
+        simulated=asked.simulated,
     )
 
 

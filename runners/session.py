@@ -38,7 +38,7 @@ from runners.hosts import (
 from runners.plan import Access, Plan
 from runners.run import Run
 from runners.scenario import response_size_problem
-from runners.trial import invalidate, trial_row
+from runners.trial import CpuUse, Judging, TrialSetting, invalidate, trial_row
 from trialtable.schema import utc_now
 
 
@@ -781,17 +781,17 @@ class Session:
             ids,
             plan.scenario,
             merged,
-            vcpus=vcpus,
-            threads=threads,
-            connections=connections,
-            rate_rps=measured.rate_rps,
-            warmup_s=plan.warmup_s,
-            client_cpu_pct=max(client_pcts) if client_pcts else math.nan,
-            server_cpu_pct=100.0 * measured.server_cpu_s / merged.duration_s,
-            sla_p99_ms=plan.sla_p99_ms,
-            max_error_rate=plan.max_error_rate,
-            saturated=saturated,
-            size_problem=functools.partial(response_size_problem, plan.scenario),
+            TrialSetting(vcpus, threads, connections, measured.rate_rps, plan.warmup_s),
+            CpuUse(
+                max(client_pcts) if client_pcts else math.nan,
+                100.0 * measured.server_cpu_s / merged.duration_s,
+                saturated,
+            ),
+            Judging(
+                plan.sla_p99_ms,
+                plan.max_error_rate,
+                functools.partial(response_size_problem, plan.scenario),
+            ),
         )
 
     def _check_windows(

@@ -26,7 +26,7 @@ from runners.errors import RunnerError
 from runners.loadgen.base import ERROR_KINDS, Measurement, saturation_note
 from runners.run import Run
 from runners.scenario import Scenario
-from runners.trial import trial_row
+from runners.trial import CpuUse, Judging, TrialSetting, trial_row
 from trialtable.folder import RunFolder
 from trialtable.schema import utc_now
 
@@ -224,16 +224,9 @@ class SimTarget:
             ids,
             self.scenario,
             measured,
-            vcpus=vcpus,
-            threads=threads,
-            connections=connections,
-            rate_rps=rate_rps,
-            warmup_s=0,
-            client_cpu_pct=m["client_cpu_pct"],
-            server_cpu_pct=m["server_cpu_pct"],
-            sla_p99_ms=self.sla_p99_ms,
-            max_error_rate=self.max_error_rate,
-            saturated=[note] if note else [],
+            TrialSetting(vcpus, threads, connections, rate_rps, warmup_s=0),
+            CpuUse(m["client_cpu_pct"], m["server_cpu_pct"], [note] if note else []),
+            Judging(self.sla_p99_ms, self.max_error_rate),
         )
         self.store.append(row)
         return row

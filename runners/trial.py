@@ -4,27 +4,76 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from runners.loadgen.base import ERROR_KINDS, Measurement
+
+
+@dataclass(frozen=True)
+class TrialSetting:
+    """The setting one trial ran at.
+
+    Attributes
+    ----------
+    vcpus, threads, connections : int
+        Server vCPUs, load-generator threads and open connections (all clients).
+    rate_rps : float or None
+        The constant rate asked (open loop) [1/s]; None for a closed loop.
+    warmup_s : float
+        Warm-up before the measurement [s].
+    """
+
+    vcpus: int
+    threads: int
+    connections: int
+    rate_rps: float | None
+    warmup_s: float
+
+
+@dataclass(frozen=True)
+class CpuUse:
+    """How busy the hosts were during one trial.
+
+    Attributes
+    ----------
+    client_cpu_pct, server_cpu_pct : float
+        CPU used by the load generator (the busiest client) and by the server [%].
+    saturated : sequence of str
+        One note per saturated load generator.
+    """
+
+    client_cpu_pct: float
+    server_cpu_pct: float
+    saturated: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
+class Judging:
+    """What a trial must meet to count and to pass.
+
+    Attributes
+    ----------
+    sla_p99_ms : float
+        The SLA on p99 latency [ms].
+    max_error_rate : float
+        The largest fraction of errors a valid trial may have.
+    size_problem : callable, optional
+        Bytes per response -> why they do not fit the scenario, or None.
+    """
+
+    sla_p99_ms: float
+    max_error_rate: float
+    size_problem: Callable[[float], str | None] | None = None
 
 
 def trial_row(
     ids: Mapping[str, Any],
     scenario: Any,
     m: Measurement,
-    *,
-    vcpus: int,
-    threads: int,
-    connections: int,
-    rate_rps: float | None,
-    warmup_s: float,
-    client_cpu_pct: float,
-    server_cpu_pct: float,
-    sla_p99_ms: float,
-    max_error_rate: float,
-    saturated: Sequence[str] = (),
-    size_problem: Callable[[float], str | None] | None = None,
+    setting: TrialSetting,
+    cpu: CpuUse,
+    judging: Judging,
 ) -> dict[str, Any]:
     """One row of the trial table from a measurement, judged valid or not.
 
@@ -37,14 +86,18 @@ def trial_row(
         What was served.
     m : runners.loadgen.Measurement
         The (merged) measurement.
-    saturated : sequence of str
-        One note per saturated load generator.
-    size_problem : callable, optional
-        Bytes per response -> why they do not fit the scenario, or None.
+    setting : TrialSetting
+        What the trial ran at.
+    cpu : CpuUse
+        How busy client and server were, and which load generators saturated.
+    judging : Judging
+        The SLA, the error bound and the response-size check.
 
     A trial is invalid with no responses, errors above ``max_error_rate``, a wrong response
     size, a saturated load generator, or (constant rate) under 95% of the rate asked.
     """
+    rate_rps, max_error_rate = setting.rate_rps, judging.max_error_rate
+    size_problem, saturated, sla_p99_ms = judging.size_problem, cpu.saturated, judging.sla_p99_ms
     per_response = m.bytes / m.requests if m.requests else math.nan
     error_rate = m.error_count / max(m.requests, 1)
     reasons = []
@@ -62,7 +115,7 @@ def trial_row(
     valid = not reasons
     return {
         **ids,
-        "vcpus": vcpus,
+        "vcpus": setting.vcpus,
         "scenario": scenario.name,
         "protocol": scenario.protocol,
         "file_bytes": scenario.file_bytes,
@@ -71,10 +124,10 @@ def trial_row(
         "tls_resumption": scenario.tls_resumption,
         "jwt": scenario.jwt,
         "upstreams": scenario.upstreams if scenario.proxied else None,
-        "threads": threads,
-        "connections": connections,
+        "threads": setting.threads,
+        "connections": setting.connections,
         "rate_rps": rate_rps,
-        "warmup_s": warmup_s,
+        "warmup_s": setting.warmup_s,
         "duration_s": m.duration_s,
         "requests": m.requests,
         "rps": m.rps,
@@ -89,8 +142,8 @@ def trial_row(
         "latency_p999_ms": m.latency_ms.get("p999"),
         "latency_max_ms": m.latency_ms.get("max"),
         "latency_mean_ms": m.latency_ms.get("mean"),
-        "client_cpu_pct": client_cpu_pct,
-        "server_cpu_pct": server_cpu_pct,
+        "client_cpu_pct": cpu.client_cpu_pct,
+        "server_cpu_pct": cpu.server_cpu_pct,
         "sla_p99_ms": sla_p99_ms,
         "meets_sla": valid and p99 <= sla_p99_ms,
         "valid": valid,

@@ -46,17 +46,25 @@ def _latencies(name: str) -> list[int]:
         return sorted(int(ln.split("\t")[2]) for ln in f if int(ln.split("\t")[1]) > 0)
 
 
+def _load(**settings):
+    """An h2load run's settings: one thread, HTTP/2 and a dead port unless told."""
+    return loadgen.Load(
+        **{"url": "http://127.0.0.1:1/", "threads": 1, "http_version": "2", **settings}
+    )
+
+
 def test_command_closed_loop_http2():
-    argv = h2load.command(
+    load = loadgen.Load(
         "https://127.0.0.1:20000/body.bin",
         connections=16,
         threads=2,
         streams=8,
         duration_s=10,
-        warmup_s=1,
+        http_version="2",
         headers=("Accept-Encoding: gzip",),
         cpus=(1,),
     )
+    argv = h2load.command(load, warmup_s=1)
     assert argv == [
         "taskset",
         "-c",
@@ -79,18 +87,16 @@ def test_command_closed_loop_http2():
 
 
 def test_command_open_loop_splits_the_rate_over_connections():
-    argv = h2load.command("http://127.0.0.1:1/", connections=8, duration_s=3, rate_rps=4000)
+    argv = h2load.command(_load(connections=8, duration_s=3, rate_rps=4000))
     assert "--rps=500" in argv
     assert argv[argv.index("-m") + 1] == "1"
     assert "--warm-up-time" not in argv
-    odd = h2load.command("http://127.0.0.1:1/", connections=3, duration_s=3, rate_rps=1000)
+    odd = h2load.command(_load(connections=3, duration_s=3, rate_rps=1000))
     assert "--rps=333.333" in odd
 
 
 def test_command_http1_never_pipelines():
-    argv = h2load.command(
-        "http://127.0.0.1:1/", connections=4, duration_s=1, streams=10, http_version="1.1"
-    )
+    argv = h2load.command(_load(connections=4, duration_s=1, streams=10, http_version="1.1"))
     assert "--h1" in argv
     assert argv[argv.index("-m") + 1] == "1"
 
@@ -109,7 +115,7 @@ def test_command_http1_never_pipelines():
 def test_command_refuses_bad_settings(kwargs):
     kwargs = {"duration_s": 1, **kwargs}
     with pytest.raises(RunnerError):
-        h2load.command("http://127.0.0.1:1/", **kwargs)
+        h2load.command(_load(**kwargs))
 
 
 @pytest.mark.parametrize(

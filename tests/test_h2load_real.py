@@ -52,6 +52,11 @@ def _run(argv: list[str], seconds: int) -> tuple[str, wrk.Measurement]:
     return out.stdout, h2load.parse(out.stdout)
 
 
+def _load(url, **settings):
+    """An h2load run's settings: one thread and HTTP/2 unless told."""
+    return loadgen.Load(url, **{"threads": 1, "http_version": "2", **settings})
+
+
 @pytest.fixture
 def private_tmp():
     """Fail if a run through the wrapper leaves its per-request log behind."""
@@ -61,10 +66,7 @@ def private_tmp():
 
 def test_http2_over_tls_closed_loop(ports, private_tmp):
     argv = h2load.command(
-        f"https://127.0.0.1:{ports[0]}/body.bin",
-        connections=4,
-        streams=4,
-        duration_s=1,
+        _load(f"https://127.0.0.1:{ports[0]}/body.bin", connections=4, streams=4, duration_s=1),
         warmup_s=1,
     )
     text, r = _run(argv, 2)
@@ -81,7 +83,7 @@ def test_http1_and_h2c(ports, private_tmp):
         (f"http://127.0.0.1:{ports[2]}/body.bin", "1.1", "http/1.1"),
         (f"http://127.0.0.1:{ports[1]}/body.bin", "2", "h2c"),
     ):
-        argv = h2load.command(url, connections=2, duration_s=1, http_version=version)
+        argv = h2load.command(_load(url, connections=2, duration_s=1, http_version=version))
         text, r = _run(argv, 1)
         assert f"Application protocol: {proto}" in text
         assert r.requests == sum(r.histogram_us.values()) > 0 and r.error_count == 0
@@ -90,7 +92,7 @@ def test_http1_and_h2c(ports, private_tmp):
 def test_open_loop_holds_a_low_rate(ports, private_tmp):
     """200 req/s over 2 connections for 2 s: h2load never sends more than the schedule."""
     argv = h2load.command(
-        f"https://127.0.0.1:{ports[0]}/body.bin", connections=2, duration_s=2, rate_rps=200
+        _load(f"https://127.0.0.1:{ports[0]}/body.bin", connections=2, duration_s=2, rate_rps=200)
     )
     assert "--rps=100" in argv
     _, r = _run(argv, 2)
@@ -102,7 +104,7 @@ def test_open_loop_holds_a_low_rate(ports, private_tmp):
 
 def test_two_clients_side_by_side_merge_exactly(ports, private_tmp):
     argv = h2load.command(
-        f"http://127.0.0.1:{ports[1]}/body.bin", connections=2, streams=2, duration_s=1
+        _load(f"http://127.0.0.1:{ports[1]}/body.bin", connections=2, streams=2, duration_s=1)
     )
     with ThreadPoolExecutor(2) as pool:
         (_, a), (_, b) = pool.map(lambda _: _run(argv, 1), range(2))
@@ -115,6 +117,6 @@ def test_two_clients_side_by_side_merge_exactly(ports, private_tmp):
 
 
 def test_refused_connection_is_counted_not_crashed(private_tmp):
-    argv = h2load.command(f"http://127.0.0.1:{free_port()}/", connections=2, duration_s=1)
+    argv = h2load.command(_load(f"http://127.0.0.1:{free_port()}/", connections=2, duration_s=1))
     _, r = _run(argv, 1)
     assert r.requests == 0 and r.errors["connect"] == 2

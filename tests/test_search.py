@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from runners.errors import RunnerError
-from runners.loadgen import wrk
+from runners.loadgen import Load, wrk
 from runners.search import SearchOptions, _passes, non_monotonic, run_search, search
 from runners.sim import SimServer, SimTarget
 from runners.store import load_trials
@@ -207,9 +207,7 @@ def test_parse_wrk2_recorded_output():
     assert r.latency_ms["max"] == pytest.approx(12.503)
     with pytest.raises(RunnerError, match="--latency"):
         wrk.parse_wrk2(WRK2.read_text().split("  Detailed")[0])
-    argv = wrk.command(
-        "http://h/", threads=2, connections=64, duration_s=5, rate_rps=2000.4, wrk="wrk2"
-    )
+    argv = wrk.command(Load("http://h/", 2, 64, 5, rate_rps=2000.4), binary="wrk2")
     assert argv[0] == "wrk2" and argv[argv.index("-R") + 1] == "2000"
 
 

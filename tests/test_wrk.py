@@ -165,19 +165,19 @@ def test_merge_refuses_text_results():
 
 
 def test_command_quoting_and_pinning():
-    argv = wrk.command(
+    load = loadgen.Load(
         "https://10.0.0.1:8443/body.bin",
         threads=2,
         connections=64,
         duration_s=10,
         headers=("Connection: close",),
-        script="/tmp/a b.lua",
         cpus=(1, 3),
     )
+    argv = wrk.command(load, script="/tmp/a b.lua")
     assert argv[:3] == ["taskset", "-c", "1,3"]
     assert argv[argv.index("-H") + 1] == "Connection: close"
     assert argv[argv.index("-s") + 1] == "/tmp/a b.lua"
     assert argv[-1] == "https://10.0.0.1:8443/body.bin"
     assert "-d" in argv and argv[argv.index("-d") + 1] == "10s"
     with pytest.raises(RunnerError, match="connections >= threads"):
-        wrk.command("http://x/", threads=4, connections=2, duration_s=1)
+        wrk.command(loadgen.Load("http://x/", threads=4, connections=2, duration_s=1))

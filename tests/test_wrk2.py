@@ -8,14 +8,14 @@ import pytest
 
 from runners import loadgen
 from runners.errors import RunnerError
-from runners.loadgen import wrk2
+from runners.loadgen import Load, wrk2
 
 EXAMPLE = Path(__file__).parent / "data" / "wrk2" / "readme-example.txt"
 
 
 def test_command_is_wrk2_at_a_constant_rate():
     argv = wrk2.command(
-        "http://127.0.0.1:1/x", threads=2, connections=64, duration_s=5, rate_rps=1999.6, cpus=(1,)
+        Load("http://127.0.0.1:1/x", 2, 64, 5, rate_rps=1999.6, cpus=(1,)),
     )
     assert argv[:4] == ["taskset", "-c", "1", "wrk2"]
     assert argv[argv.index("-R") + 1] == "2000"
@@ -25,7 +25,7 @@ def test_command_is_wrk2_at_a_constant_rate():
 @pytest.mark.parametrize("rate", [0.0, -5.0, float("nan"), float("inf")])
 def test_command_refuses_a_bad_rate(rate):
     with pytest.raises(RunnerError, match="positive rate"):
-        wrk2.command("http://h/", threads=1, connections=1, duration_s=1, rate_rps=rate)
+        wrk2.command(Load("http://h/", 1, 1, 1, rate_rps=rate))
 
 
 def test_parse_gives_an_exact_us_histogram_that_merges():

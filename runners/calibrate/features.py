@@ -35,7 +35,7 @@ from runners.deploy.conf import ConfExtra
 from runners.deploy.nginx import Deployment, NginxHost
 from runners.errors import RunnerError
 from runners.hosts import Host, LocalHost, facts
-from runners.loadgen import wrk
+from runners.loadgen import Load, wrk
 from runners.scenario import Scenario
 from trialtable.features import FEATURE_COST_COLUMNS, FEATURE_NAMES, MEASURED, NOT_MEASURED
 from trialtable.files import write_atomic
@@ -238,14 +238,8 @@ def run_trial(bench: Bench, dep: Deployment, settings: Settings, seconds: int) -
     """Load ``dep`` for ``seconds`` s with wrk; its workers' CPU time per request."""
     assert dep.port is not None
     url = f"http://127.0.0.1:{dep.port}{dep.scenario.path}"
-    argv = wrk.command(
-        url,
-        threads=1,
-        connections=settings.connections,
-        duration_s=seconds,
-        cpus=bench.wrk_cpus,
-        wrk=bench.wrk,
-    )
+    load = Load(url, 1, settings.connections, seconds, cpus=bench.wrk_cpus)
+    argv = wrk.command(load, binary=bench.wrk)
     pids = dep.pids()
     u0, k0 = read_ticks(bench.host, pids)
     r = bench.host.run(argv, check=False, timeout=seconds + 60, what="wrk")

@@ -20,7 +20,7 @@ from typing import Any
 from runners.importers import get
 from runners.importers.base import Imported, Importer, ImportRefused, refuse
 from runners.scenario import make_scenario
-from runners.trial import invalidate, trial_row
+from runners.trial import CpuUse, Judging, TrialSetting, invalidate, trial_row
 from trialtable.fields import printable
 from trialtable.files import MB, read_bounded
 from trialtable.folder import RunFolder, new_run_id
@@ -165,15 +165,9 @@ def _row(
         ids,
         scenario,
         m,
-        vcpus=setting.vcpus or 0,
-        threads=0,
-        connections=0,
-        rate_rps=None,
-        warmup_s=0.0,
-        client_cpu_pct=math.nan,
-        server_cpu_pct=math.nan,
-        sla_p99_ms=setting.sla_p99_ms,
-        max_error_rate=setting.max_error_rate,
+        TrialSetting(setting.vcpus or 0, 0, 0, None, warmup_s=0.0),
+        CpuUse(math.nan, math.nan),
+        Judging(setting.sla_p99_ms, setting.max_error_rate),
     )
     row.update(vcpus=setting.vcpus, threads=None, connections=imported.connections)
     row["connections"] = row["connections"] or setting.connections

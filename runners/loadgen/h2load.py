@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from runners.cputime import TIMES_MARKER
@@ -130,74 +130,51 @@ class Summary:
         return out
 
 
-def command(
-    url: str,
-    *,
-    connections: int,
-    duration_s: int,
-    threads: int = 1,
-    streams: int = 1,
-    warmup_s: int = 0,
-    rate_rps: float | None = None,
-    http_version: str = "2",
-    headers: Sequence[str] = (),
-    cpus: Sequence[int] = (),
-    h2load: str = TOOLS["h2load"],
-) -> list[str]:
-    """The argv of one timed h2load run, pinned with ``taskset`` when ``cpus`` is given.
+def command(load: Load, *, binary: str = TOOLS["h2load"], warmup_s: int = 0) -> list[str]:
+    """The argv of one timed h2load run, pinned with ``taskset`` when the load names CPUs.
 
     The per-request log is added by `WRAPPER` (``--log-file``), which runs this argv.
 
     Parameters
     ----------
-    url : str
-        Target URL (``https://`` negotiates HTTP/2 with ALPN; ``http://`` speaks h2c with
-        prior knowledge, or HTTP/1.1 with ``http_version="1.1"``).
-    connections : int
-        Connections (h2load's clients), at least ``threads``.
-    duration_s, warmup_s : int
-        Measured duration and the warm-up before it (not measured) [s].
-    threads : int
-        Native threads.
-    streams : int
-        Concurrent streams per connection (``-m``) over HTTP/2; always 1 over HTTP/1.1 (no
-        pipelining).
-    rate_rps : float, optional
-        Open loop: the total rate of this h2load [1/s], split evenly over its connections.
-    http_version : str
-        ``"2"`` or ``"1.1"`` (``--h1``).
-    headers : sequence of str
-        Extra request headers (``Name: value``).
-    cpus : sequence of int
-        CPUs to pin h2load to; empty for no pinning.
-    h2load : str
+    load : Load
+        The URL (``https://`` negotiates HTTP/2 with ALPN; ``http://`` speaks h2c with prior
+        knowledge, or HTTP/1.1 with ``http_version="1.1"``, ``--h1``); native threads and
+        connections (h2load's clients, at least ``threads``); the measured duration [s];
+        concurrent streams per connection (``-m``) over HTTP/2, always 1 over HTTP/1.1 (no
+        pipelining); in an open loop, the total rate of this h2load [1/s], split evenly over
+        its connections; extra headers; CPUs to pin to. Its socket timeout is not used.
+    binary : str
         The h2load binary.
+    warmup_s : int
+        Warm-up before the measured duration (not measured) [s].
     """
+    threads, connections, rate_rps = load.threads, load.connections, load.rate_rps
     if threads < 1 or connections < threads:
         raise RunnerError(
             f"h2load needs threads >= 1 and connections >= threads (got {threads}, {connections})"
         )
-    if http_version not in HTTP_VERSIONS:
-        raise RunnerError(f"unknown HTTP version {http_version!r}; expected 1.1 or 2")
-    if duration_s < 1 or warmup_s < 0:
+    if load.http_version not in HTTP_VERSIONS:
+        raise RunnerError(f"unknown HTTP version {load.http_version!r}; expected 1.1 or 2")
+    if load.duration_s < 1 or warmup_s < 0:
         raise RunnerError("h2load needs a duration >= 1 s and a warm-up >= 0 s")
     if rate_rps is not None and not (math.isfinite(rate_rps) and rate_rps > 0):
         raise RunnerError(f"the rate must be a positive number of requests/s (got {rate_rps})")
-    m = 1 if http_version == "1.1" else streams
+    m = 1 if load.http_version == "1.1" else load.streams
     if m < 1:
         raise RunnerError(f"streams per connection must be at least 1 (got {m})")
-    argv = [h2load, "-t", str(threads), "-c", str(connections), "-m", str(m)]
-    argv += ["-D", str(duration_s)]
+    argv = [binary, "-t", str(threads), "-c", str(connections), "-m", str(m)]
+    argv += ["-D", str(load.duration_s)]
     if warmup_s > 0:
         argv += ["--warm-up-time", str(warmup_s)]
     if rate_rps is not None:
         argv.append(f"--rps={rate_rps / connections:.6g}")
-    if http_version == "1.1":
+    if load.http_version == "1.1":
         argv.append("--h1")
-    for header in headers:
+    for header in load.headers:
         argv += ["-H", header]
-    argv.append(url)
-    return pin(argv, cpus)
+    argv.append(load.url)
+    return pin(argv, load.cpus)
 
 
 _SIZE = r"([0-9.]+)(us|ms|s)"
@@ -333,18 +310,7 @@ class H2load(LoadGenerator):
 
     def command(self, load: Load, *, binary: str, workdir: str) -> list[str]:
         """``sh -c WRAPPER sh <h2load argv>`` for a measured run; h2load alone for a warm-up."""
-        argv = command(
-            load.url,
-            connections=load.connections,
-            duration_s=load.duration_s,
-            threads=load.threads,
-            streams=load.streams,
-            rate_rps=load.rate_rps,
-            http_version=load.http_version,
-            headers=load.headers,
-            cpus=load.cpus,
-            h2load=binary,
-        )
+        argv = command(load, binary=binary)
         if not load.record:
             return argv
         return ["sh", "-c", WRAPPER, "sh", workdir, *argv]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 
 from runners.errors import RunnerError
@@ -44,54 +44,37 @@ REPORTER = Path(__file__).resolve().parents[1] / "report.lua"
 JSON_MARKER = "NGINX_SIZING_JSON "
 
 
-def command(
-    url: str,
-    *,
-    threads: int,
-    connections: int,
-    duration_s: int,
-    timeout_s: int = 2,
-    headers: Sequence[str] = (),
-    script: str | None = None,
-    cpus: Sequence[int] = (),
-    wrk: str = TOOLS["wrk"],
-    rate_rps: float | None = None,
-) -> list[str]:
-    """The argv of one wrk run, pinned with ``taskset`` when ``cpus`` is given.
+def command(load: Load, *, binary: str = TOOLS["wrk"], script: str | None = None) -> list[str]:
+    """The argv of one wrk run, pinned with ``taskset`` when the load names CPUs.
 
     Parameters
     ----------
-    url : str
-        Target URL.
-    threads, connections : int
-        wrk threads and total open connections (``connections >= threads``).
-    duration_s, timeout_s : int
-        Run length and socket timeout [s]; wrk accepts whole seconds only.
-    headers : sequence of str
-        Extra request headers, e.g. ``"Connection: close"``.
+    load : Load
+        URL, threads and total open connections (``connections >= threads``), run length and
+        socket timeout [s] (wrk accepts whole seconds only), extra headers, CPUs to pin to,
+        and a constant rate for wrk2 (``-R``, open loop) [1/s]. Its HTTP version and streams
+        are not used (wrk speaks HTTP/1.1 without pipelining).
+    binary : str
+        The wrk binary (a wrk2 binary when the load has a rate).
     script : str, optional
         Path of a Lua script on the client host.
-    cpus : sequence of int
-        CPUs to pin wrk to; empty for no pinning.
-    wrk : str
-        The wrk binary (a wrk2 binary when ``rate_rps`` is given).
-    rate_rps : float, optional
-        Constant request rate for wrk2 (``-R``), open loop [1/s].
     """
-    if threads < 1 or connections < threads:
+    if load.threads < 1 or load.connections < load.threads:
         raise RunnerError(
-            f"wrk needs threads >= 1 and connections >= threads (got {threads}, {connections})"
+            "wrk needs threads >= 1 and connections >= threads "
+            f"(got {load.threads}, {load.connections})"
         )
-    argv = [wrk, "-t", str(threads), "-c", str(connections), "-d", f"{duration_s}s"]
-    if rate_rps is not None:
-        argv += ["-R", str(max(1, round(rate_rps)))]
-    argv += ["--timeout", f"{timeout_s}s", "--latency"]
-    for header in headers:
+    argv = [binary, "-t", str(load.threads), "-c", str(load.connections)]
+    argv += ["-d", f"{load.duration_s}s"]
+    if load.rate_rps is not None:
+        argv += ["-R", str(max(1, round(load.rate_rps)))]
+    argv += ["--timeout", f"{load.timeout_s}s", "--latency"]
+    for header in load.headers:
         argv += ["-H", header]
     if script:
         argv += ["-s", script]
-    argv.append(url)
-    return pin(argv, cpus)
+    argv.append(load.url)
+    return pin(argv, load.cpus)
 
 
 def parse_json(text: str) -> Measurement:
@@ -228,18 +211,8 @@ class Wrk(LoadGenerator):
 
     def command(self, load: Load, *, binary: str, workdir: str) -> list[str]:
         """Wrk's argv; the reporter only for measured closed-loop runs."""
-        return command(
-            load.url,
-            threads=load.threads,
-            connections=load.connections,
-            duration_s=load.duration_s,
-            timeout_s=load.timeout_s,
-            headers=load.headers,
-            script=f"{workdir}/report.lua" if load.record and load.mode == CLOSED else None,
-            cpus=load.cpus,
-            wrk=binary,
-            rate_rps=load.rate_rps,
-        )
+        script = f"{workdir}/report.lua" if load.record and load.mode == CLOSED else None
+        return command(load, binary=binary, script=script)
 
     def parse(self, stdout: str, load: Load) -> Measurement:
         """The reporter's JSON (closed loop) or wrk2's spectrum (open loop)."""

@@ -11,7 +11,7 @@ generator).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from runners.errors import RunnerError
 from runners.loadgen import wrk
@@ -25,36 +25,16 @@ HTTP_VERSIONS = ("1.1",)
 __all__ = ["GENERATOR", "HTTP_VERSIONS", "NAME", "Wrk2", "command", "parse", "rate_shortfall"]
 
 
-def command(
-    url: str,
-    *,
-    threads: int,
-    connections: int,
-    duration_s: int,
-    rate_rps: float,
-    timeout_s: int = 2,
-    headers: Sequence[str] = (),
-    cpus: Sequence[int] = (),
-    wrk2: str = TOOLS["wrk2"],
-) -> list[str]:
-    """The argv of one wrk2 run at ``rate_rps`` requests/s in total [1/s].
+def command(load: Load, *, binary: str = TOOLS["wrk2"]) -> list[str]:
+    """The argv of one wrk2 run at the load's ``rate_rps`` requests/s in total [1/s].
 
     wrk2 takes whole requests per second (at least 1) and whole seconds; it prints its own
     percentile spectrum, so no Lua reporter is used.
     """
-    if not (math.isfinite(rate_rps) and rate_rps > 0):
+    rate_rps = load.rate_rps
+    if rate_rps is None or not (math.isfinite(rate_rps) and rate_rps > 0):
         raise RunnerError(f"wrk2 needs a positive rate (got {rate_rps})")
-    return wrk.command(
-        url,
-        threads=threads,
-        connections=connections,
-        duration_s=duration_s,
-        timeout_s=timeout_s,
-        headers=headers,
-        cpus=cpus,
-        wrk=wrk2,
-        rate_rps=rate_rps,
-    )
+    return wrk.command(load, binary=binary)
 
 
 def parse(text: str) -> Measurement:
@@ -77,17 +57,7 @@ class Wrk2(LoadGenerator):
         """wrk2's argv at the load's rate."""
         if load.rate_rps is None:
             raise RunnerError("wrk2 runs at a constant rate only (use --strategy rate)")
-        return command(
-            load.url,
-            threads=load.threads,
-            connections=load.connections,
-            duration_s=load.duration_s,
-            rate_rps=load.rate_rps,
-            timeout_s=load.timeout_s,
-            headers=load.headers,
-            cpus=load.cpus,
-            wrk2=binary,
-        )
+        return command(load, binary=binary)
 
     def parse(self, stdout: str, load: Load) -> Measurement:
         """Counts, errors and the percentile spectrum's histogram."""

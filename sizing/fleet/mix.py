@@ -180,6 +180,139 @@ def _loss_sets(zones: int, loss: int) -> list[tuple[int, ...]]:
     return list(itertools.combinations(range(zones), loss)) or [()]
 
 
+@dataclass(frozen=True)
+class _Layout:
+    """Where each variable of the program sits: ``x`` (types x zones), ``y`` alike, then ``m``."""
+
+    n_t: int
+    n_z: int
+    n_m: int
+
+    @property
+    def n_x(self) -> int:
+        """Number of ``x`` (and of ``y``) variables."""
+        return self.n_t * self.n_z
+
+    @property
+    def n_var(self) -> int:
+        """Number of variables in all."""
+        return 2 * self.n_x + self.n_m
+
+    def xi(self, t: int, z: int) -> int:
+        """Index of ``x[t, z]``."""
+        return t * self.n_z + z
+
+    def yi(self, t: int, z: int) -> int:
+        """Index of ``y[t, z]``."""
+        return self.n_x + t * self.n_z + z
+
+    def row(self) -> np.ndarray:
+        """An empty constraint row."""
+        return np.zeros(self.n_var)
+
+
+@dataclass
+class _Constraints:
+    """Constraint rows with their bounds, in the order they are added."""
+
+    rows: list[np.ndarray]
+    lo: list[float]
+    hi: list[float]
+
+    def add(self, row: np.ndarray, low: float, high: float) -> None:
+        """Append ``low <= row @ v <= high``."""
+        self.rows.append(row)
+        self.lo.append(low)
+        self.hi.append(high)
+
+
+def _objective(types: list[TypeSpec], lay: _Layout) -> np.ndarray:
+    """Hourly price of each ``x`` variable (0 for the others) [USD/h]."""
+    cost = np.zeros(lay.n_var)
+    for t, spec in enumerate(types):
+        for z in range(lay.n_z):
+            # A tie-break far below a cent (earlier zones, earlier types first): fleets of one
+            # cost are told apart, so the same request gets the same answer.
+            cost[lay.xi(t, z)] = spec.price * (1.0 + 1e-7 * (t * lay.n_z + z + 1))
+    return cost
+
+
+def _upper_counts(capacity: list[float], target: float, rules: FleetRules) -> list[int]:
+    """Per type, an upper bound on its instances in one zone."""
+    keep = 1.0 - rules.spot_reserve
+    cmax = max(capacity)
+    return [
+        min(math.ceil(target / (keep * c)) + rules.redundancy * math.ceil(cmax / c) + 1, 10**6)
+        for c in capacity
+    ]
+
+
+def _zone_constraints(
+    lay: _Layout,
+    capacity: list[float],
+    upper: list[int],
+    bounds: tuple[float, int],
+    out: _Constraints,
+) -> None:
+    """Links ``x`` to ``y``, then per zone: at most K types, one instance, balance, order.
+
+    ``bounds`` is (target [1/s], K the most types per zone).
+    """
+    target, max_types = bounds
+    n_t, n_z = lay.n_t, lay.n_z
+    for t in range(n_t):
+        for z in range(n_z):
+            r = lay.row()
+            r[lay.xi(t, z)], r[lay.yi(t, z)] = 1.0, -float(upper[t])
+            out.add(r, -np.inf, 0.0)
+    for z in range(n_z):
+        r = lay.row()
+        for t in range(n_t):
+            r[lay.yi(t, z)] = 1.0
+        out.add(r, -np.inf, float(max_types))
+        r = lay.row()
+        for t in range(n_t):
+            r[lay.xi(t, z)] = 1.0
+        out.add(r, 1.0, np.inf)
+        if n_z > 1:  # balanced: every zone carries at least half its share of the target
+            r = lay.row()
+            for t in range(n_t):
+                r[lay.xi(t, z)] = capacity[t]
+            out.add(r, target / (2 * n_z), np.inf)
+        if z + 1 < n_z:  # zones are interchangeable: order them by size (symmetry breaking)
+            r = lay.row()
+            for t in range(n_t):
+                r[lay.xi(t, z)], r[lay.xi(t, z + 1)] = 1.0, -1.0
+            out.add(r, 0.0, np.inf)
+
+
+def _loss_constraints(
+    lay: _Layout,
+    capacity: list[float],
+    target: float,
+    rules: FleetRules,
+    out: _Constraints,
+) -> None:
+    """Per loss scenario: what outlives the lost zones, spot and redundancy carries the target."""
+    keep = 1.0 - rules.spot_reserve
+    for s, lost in enumerate(_loss_sets(lay.n_z, rules.zone_loss)):
+        r = lay.row()
+        for t in range(lay.n_t):
+            for z in range(lay.n_z):
+                if z not in lost:
+                    r[lay.xi(t, z)] = keep * capacity[t]
+        if lay.n_m:
+            m = 2 * lay.n_x + s
+            r[m] = -float(rules.redundancy)
+            for t in range(lay.n_t):
+                for z in range(lay.n_z):
+                    if z not in lost:
+                        rm = lay.row()
+                        rm[m], rm[lay.yi(t, z)] = 1.0, -capacity[t]
+                        out.add(rm, 0.0, np.inf)
+        out.add(r, target, np.inf)
+
+
 def solve_mix(
     types: list[TypeSpec],
     capacity: list[float],
@@ -193,99 +326,32 @@ def solve_mix(
     """
     from scipy.optimize import Bounds, LinearConstraint, milp
 
-    n_t, n_z = len(types), rules.zones
-    loss = _loss_sets(n_z, rules.zone_loss)
-    n_x = n_t * n_z
-    n_m = len(loss) if rules.redundancy > 0 else 0
-    n_var = 2 * n_x + n_m
-
-    def xi(t: int, z: int) -> int:
-        return t * n_z + z
-
-    def yi(t: int, z: int) -> int:
-        return n_x + t * n_z + z
-
-    cost = np.zeros(n_var)
-    for t, spec in enumerate(types):
-        for z in range(n_z):
-            # A tie-break far below a cent (earlier zones, earlier types first): fleets of one
-            # cost are told apart, so the same request gets the same answer.
-            cost[xi(t, z)] = spec.price * (1.0 + 1e-7 * (t * n_z + z + 1))
-    keep = 1.0 - rules.spot_reserve
-    cmax = max(capacity)
-    upper = [
-        min(math.ceil(target / (keep * c)) + rules.redundancy * math.ceil(cmax / c) + 1, 10**6)
-        for c in capacity
-    ]
-    rows: list[np.ndarray] = []
-    lo: list[float] = []
-    hi: list[float] = []
-
-    def add(row: np.ndarray, low: float, high: float) -> None:
-        rows.append(row)
-        lo.append(low)
-        hi.append(high)
-
-    for t in range(n_t):
-        for z in range(n_z):
-            r = np.zeros(n_var)
-            r[xi(t, z)], r[yi(t, z)] = 1.0, -float(upper[t])
-            add(r, -np.inf, 0.0)
-    for z in range(n_z):
-        r = np.zeros(n_var)
-        for t in range(n_t):
-            r[yi(t, z)] = 1.0
-        add(r, -np.inf, float(max_types))
-        r = np.zeros(n_var)
-        for t in range(n_t):
-            r[xi(t, z)] = 1.0
-        add(r, 1.0, np.inf)
-        if n_z > 1:  # balanced: every zone carries at least half its share of the target
-            r = np.zeros(n_var)
-            for t in range(n_t):
-                r[xi(t, z)] = capacity[t]
-            add(r, target / (2 * n_z), np.inf)
-        if z + 1 < n_z:  # zones are interchangeable: order them by size (symmetry breaking)
-            r = np.zeros(n_var)
-            for t in range(n_t):
-                r[xi(t, z)], r[xi(t, z + 1)] = 1.0, -1.0
-            add(r, 0.0, np.inf)
-    for s, lost in enumerate(loss):
-        r = np.zeros(n_var)
-        for t in range(n_t):
-            for z in range(n_z):
-                if z not in lost:
-                    r[xi(t, z)] = keep * capacity[t]
-        if n_m:
-            m = 2 * n_x + s
-            r[m] = -float(rules.redundancy)
-            for t in range(n_t):
-                for z in range(n_z):
-                    if z not in lost:
-                        rm = np.zeros(n_var)
-                        rm[m], rm[yi(t, z)] = 1.0, -capacity[t]
-                        add(rm, 0.0, np.inf)
-        add(r, target, np.inf)
-    integrality = np.concatenate([np.ones(2 * n_x), np.zeros(n_m)])
+    loss = _loss_sets(rules.zones, rules.zone_loss)
+    lay = _Layout(len(types), rules.zones, len(loss) if rules.redundancy > 0 else 0)
+    upper = _upper_counts(capacity, target, rules)
+    out = _Constraints([], [], [])
+    _zone_constraints(lay, capacity, upper, (target, max_types), out)
+    _loss_constraints(lay, capacity, target, rules, out)
+    integrality = np.concatenate([np.ones(2 * lay.n_x), np.zeros(lay.n_m)])
     ub = np.concatenate(
         [
-            np.repeat(np.array(upper, dtype=float), n_z),
-            np.ones(n_x),
-            np.full(n_m, cmax),
+            np.repeat(np.array(upper, dtype=float), lay.n_z),
+            np.ones(lay.n_x),
+            np.full(lay.n_m, max(capacity)),
         ]
     )
     with solver_output_discarded():
         res = milp(
-            cost,
-            constraints=LinearConstraint(np.array(rows), np.array(lo), np.array(hi)),
+            _objective(types, lay),
+            constraints=LinearConstraint(np.array(out.rows), np.array(out.lo), np.array(out.hi)),
             integrality=integrality,
-            bounds=Bounds(np.zeros(n_var), ub),
+            bounds=Bounds(np.zeros(lay.n_var), ub),
             options={"node_limit": NODE_LIMIT, "time_limit": TIME_LIMIT_S, "mip_rel_gap": 1e-9},
         )
     if res.x is None or res.status not in (0, 1):
         return None
-    x = np.asarray(res.x[:n_x], dtype=np.float64)  # scipy's result is untyped
-    return np.rint(x).astype(int).reshape(n_t, n_z)
+    x = np.asarray(res.x[: lay.n_x], dtype=np.float64)  # scipy's result is untyped
+    return np.rint(x).astype(int).reshape(lay.n_t, lay.n_z)
 
 
 def _flush_c_stdio() -> None:

@@ -619,15 +619,24 @@ class _CpuPart:
     profile: str
 
 
-def _cpu_part(
-    plat: Platform,
-    work: Workload,
-    profiles: Sequence[CostProfile],
-    over_nic: bool,
-    cloud: bool,
-    model: ModelInputs = POINT,
-) -> _CpuPart:
-    """The per-platform half of `model_capacity`: speed, CPU time per request, spread."""
+@dataclass
+class _Speed:
+    """Where a platform's speed and CPU-time basis come from: a profile, a fit or CoreMark."""
+
+    speed: float
+    speed_sd: float
+    line: str
+    fallback: CostProfile | None
+    sigma: float
+    sigma_sd: float
+    used: CostProfile
+    notes: list[str]
+
+
+def _reference(
+    plat: Platform, work: Workload, model: ModelInputs
+) -> tuple[tuple[float, float, str] | None, float, CostProfile, dict[str, float]]:
+    """Fitted cloud speed (None if none or gzip-bound), base thread gain, reference, user share."""
     tpc = plat.threads_per_core
     # On-the-fly gzip is user-space compute, which no static-serving measurement places:
     # a gzip-bound workload keeps the CoreMark speeds (and the thread gain fitted for them).
@@ -640,36 +649,49 @@ def _cpu_part(
     ref, user_share = features_profile(ref, work, model)
     if work.protocol == "https" and math.isfinite(work.requests_per_connection):
         ref = crypto_profile(ref, plat, core)
-    prof = _matching_profile(plat, profiles)
+    return fitted, base_gain, ref, user_share
+
+
+def _profile_speed(
+    plat: Platform, work: Workload, model: ModelInputs, prof: CostProfile, ref: CostProfile
+) -> _Speed:
+    """Speed from a measured profile, converted to this instance's vCPU."""
+    tpc = plat.threads_per_core
+    # One worker of the profile = one vCPU of its host; convert to this instance's vCPU.
+    host_tpc = prof.threads_per_core or tpc
+    ht = ht_nginx()[0]
+    share = {(2, 1): 2.0 / ht, (1, 2): ht / 2.0}.get((host_tpc, tpc), 1.0)
+    speed = share
+    speed_sd = 0.0 if share == 1.0 else THREAD_SHARE_SD[0]
+    host_speed = model.cloud_speed(plat, cloud_speed(plat, host_tpc, work))
+    ref_speed = host_speed[0] if host_speed else plat.vcpu_speed(host_tpc)
+    # A profile from `runners calibrate` measured a VM: only the difference between the
+    # target environment and a VM's is added.
+    fallback = _scaled(
+        environment_profile(ref, work, relative_to="vm"),
+        1.0 / ref_speed,
+        f"reference / {ref_speed:.2f} ({plat.name})",
+    )
+    speed_line = (
+        f"profile {prof.name} ({prof.cpu_model}, measured over {prof.measured_over}; "
+        f"{prof.source})"
+        + (
+            f"; x{share:.2f} for {tpc} thread(s) per core vs {host_tpc} ({THREAD_SHARE_SD[1]})"
+            if share != 1
+            else ""
+        )
+    )
+    return _Speed(speed, speed_sd, speed_line, fallback, prof.sigma, prof.sigma_stderr, prof, [])
+
+
+def _platform_speed(
+    plat: Platform, work: Workload, fitted: tuple[float, float, str] | None, ref: CostProfile
+) -> _Speed:
+    """Speed from the published cloud fit, or else from CoreMark."""
+    tpc = plat.threads_per_core
+    gzip_bound = work.gzip >= GZIP_BOUND
     notes: list[str] = []
-    if prof is not None:
-        # One worker of the profile = one vCPU of its host; convert to this instance's vCPU.
-        host_tpc = prof.threads_per_core or tpc
-        ht = ht_nginx()[0]
-        share = {(2, 1): 2.0 / ht, (1, 2): ht / 2.0}.get((host_tpc, tpc), 1.0)
-        speed = share
-        speed_sd = 0.0 if share == 1.0 else THREAD_SHARE_SD[0]
-        host_speed = model.cloud_speed(plat, cloud_speed(plat, host_tpc, work))
-        ref_speed = host_speed[0] if host_speed else plat.vcpu_speed(host_tpc)
-        # A profile from `runners calibrate` measured a VM: only the difference between the
-        # target environment and a VM's is added.
-        fallback = _scaled(
-            environment_profile(ref, work, relative_to="vm"),
-            1.0 / ref_speed,
-            f"reference / {ref_speed:.2f} ({plat.name})",
-        )
-        speed_line = (
-            f"profile {prof.name} ({prof.cpu_model}, measured over {prof.measured_over}; "
-            f"{prof.source})"
-            + (
-                f"; x{share:.2f} for {tpc} thread(s) per core vs {host_tpc} ({THREAD_SHARE_SD[1]})"
-                if share != 1
-                else ""
-            )
-        )
-        sigma, sigma_sd = prof.sigma, prof.sigma_stderr
-        used = prof
-    elif fitted is not None:
+    if fitted is not None:
         speed, speed_sd, speed_line = fitted
         fallback = None
         sigma, sigma_sd = ref.sigma, ref.sigma_stderr
@@ -691,35 +713,32 @@ def _cpu_part(
             f"per core ({plat.core_speed_low:.2f}-{plat.core_speed_high:.2f}), a vCPU is "
             f"{vcpu_kind}: {speed:.2f} per vCPU; {plat.source}"
         )
-    cost = cpu_us_per_request(
-        work,
-        used,
-        fallback,
-        over_nic=over_nic,
-        virtual_nic=cloud and cloud_model() is None,
-    )
-    notes += cost.notes
-    if tpc == 2 and user_share:
-        factor, why = thread_gain(cost, user_share, base_gain)
-        speed, speed_line = speed * factor, speed_line + (f"; {why}" if why else "")
+    return _Speed(speed, speed_sd, speed_line, fallback, sigma, sigma_sd, used, notes)
+
+
+def _size_cv2(work: Workload, used: CostProfile, fallback: CostProfile | None) -> float:
+    """Squared coefficient of variation of the service time over the response sizes."""
     if len(work.sizes) > 1:
         per_size = [
             (w, cpu_us_per_request(replace(work, size_mix=(), file_bytes=b), used, fallback).us)
             for b, w in work.sizes
         ]
-        cv2 = service_cv2(work, per_size)
-    else:
-        cv2 = SERVICE_CV2[0]
+        return service_cv2(work, per_size)
+    return SERVICE_CV2[0]
+
+
+def _head(work: Workload, cost: costmodel.Cost, basis: str, speed_line: str) -> list[str]:
+    """The capacity's basis lines: workload, CPU time per request by term, sources, speed."""
     # Each term's contribution [us per request], with the coefficient it comes from.
     terms = ", ".join(
         f"{k} {v:.2f} us"
         + (f" ({cost.sources[k].value:.3g} {cost.sources[k].unit})" if k in cost.sources else "")
         for k, v in sorted(cost.terms.items(), key=lambda t: -t[1])
     )
-    head = [
+    return [
         f"workload: {work.describe()}",
         f"CPU time per request {cost.us:.1f} us on "
-        + (f"one worker of profile {used.name}" if prof is not None else "the reference core")
+        + basis
         + f" (+-{cost.rel_sd:.0%}), each coefficient times its amount: {terms}",
         *[
             f"{c.name} = {c.value:.3g} {c.unit}"
@@ -729,16 +748,48 @@ def _cpu_part(
         ],
         speed_line,
     ]
+
+
+def _cpu_part(
+    plat: Platform,
+    work: Workload,
+    profiles: Sequence[CostProfile],
+    over_nic: bool,
+    cloud: bool,
+    model: ModelInputs = POINT,
+) -> _CpuPart:
+    """The per-platform half of `model_capacity`: speed, CPU time per request, spread."""
+    tpc = plat.threads_per_core
+    fitted, base_gain, ref, user_share = _reference(plat, work, model)
+    prof = _matching_profile(plat, profiles)
+    if prof is not None:
+        src = _profile_speed(plat, work, model, prof, ref)
+    else:
+        src = _platform_speed(plat, work, fitted, ref)
+    used, fallback, notes = src.used, src.fallback, src.notes
+    cost = cpu_us_per_request(
+        work,
+        used,
+        fallback,
+        over_nic=over_nic,
+        virtual_nic=cloud and cloud_model() is None,
+    )
+    notes += cost.notes
+    speed, speed_line = src.speed, src.line
+    if tpc == 2 and user_share:
+        factor, why = thread_gain(cost, user_share, base_gain)
+        speed, speed_line = speed * factor, speed_line + (f"; {why}" if why else "")
+    basis = f"one worker of profile {used.name}" if prof is not None else "the reference core"
     return _CpuPart(
         plat=plat,
         speed=speed,
-        speed_sd=speed_sd,
+        speed_sd=src.speed_sd,
         cost=cost,
-        sigma=sigma,
-        sigma_sd=sigma_sd,
-        cv2=cv2,
+        sigma=src.sigma,
+        sigma_sd=src.sigma_sd,
+        cv2=_size_cv2(work, used, fallback),
         per_vcpu=1e6 * speed / cost.us,
-        head=head,
+        head=_head(work, cost, basis, speed_line),
         notes=notes,
         profile=prof.name if prof is not None else "",
     )
