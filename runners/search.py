@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import IO, Any, ClassVar, Protocol
 
-from runners.errors import RunnerError
+from runners.errors import BadInput, RunnerError
 from runners.loadgen import CLOSED, OPEN
 from runners.names import STRATEGY_NAMES
 from runners.plan import DEFAULT_OUT, Access, Plan
@@ -134,20 +134,20 @@ class SearchOptions:
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGY_NAMES:
-            raise RunnerError(f"unknown strategy {self.strategy!r}; expected {STRATEGY_NAMES}")
+            raise BadInput(f"unknown strategy {self.strategy!r}; expected {STRATEGY_NAMES}")
         if not 3 <= self.confirm <= len(_T95):
-            raise RunnerError(
+            raise BadInput(
                 f"confirmation needs at least 3 and at most {len(_T95)} trials (--confirm)"
             )
         if self.max_connections < 1 or self.duration_s < 1 or self.confirm_duration_s < 1:
-            raise RunnerError("durations and --max-connections must be positive")
+            raise BadInput("durations and --max-connections must be positive")
         if not 1 <= self.start_rate_rps <= RANGES["rate_rps"][1]:
-            raise RunnerError(
+            raise BadInput(
                 f"--start-rate must be a finite rate from 1 to {RANGES['rate_rps'][1]:g} "
                 f"(what a trial row holds), got {self.start_rate_rps}"
             )
         if self.start_connections is not None and self.start_connections < 1:
-            raise RunnerError("--start-connections must be at least 1")
+            raise BadInput("--start-connections must be at least 1")
 
 
 @dataclass

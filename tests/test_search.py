@@ -252,15 +252,15 @@ def test_cli_search_sim_json(tmp_path):
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
-        (["--server", "sim", "--confirm", "2"], 1, "at least 3"),
-        (["--server", "sim", "--confirm", "31"], 1, "at most 30"),
+        (["--server", "sim", "--confirm", "2"], 2, "at least 3"),
+        (["--server", "sim", "--confirm", "31"], 2, "at most 30"),
         (["--server", "sim", "--strategy", "bogus"], 2, "invalid choice"),
-        (["--sim-lambda", "5"], 1, "need --server sim"),
-        (["--server", "sim", "--client", "h2"], 1, "drop --client"),
+        (["--sim-lambda", "5"], 2, "need --server sim"),
+        (["--server", "sim", "--client", "h2"], 2, "drop --client"),
         (["--strategy", "rate", "--wrk2", "/nonexistent/wrk2"], 1, "/nonexistent/wrk2 on local"),
         (["--server", "sim", "--sla-p99", "5"], 2, "not a duration with a unit"),
-        (["--server", "sim", "--start-rate", "nan", "--strategy", "rate"], 1, "--start-rate"),
-        (["--server", "sim", "--start-rate", "0", "--strategy", "rate"], 1, "--start-rate"),
+        (["--server", "sim", "--start-rate", "nan", "--strategy", "rate"], 2, "--start-rate"),
+        (["--server", "sim", "--start-rate", "0", "--strategy", "rate"], 2, "--start-rate"),
     ],
 )
 def test_cli_search_bad_input(tmp_path, args, code, message, leaves_no_nginx):
