@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -118,8 +119,28 @@ def _no_cycle_collection() -> Iterator[None]:
             gc.enable()
 
 
+#: How each provider names a region: the pattern, the provider's name and an example.
+REGION_NAMES = {
+    "aws": (r"[a-z]{2}(-[a-z]+)+-\d{1,2}", "AWS", "eu-central-1"),
+    "azure": (r"[a-z][a-z0-9]{2,39}", "Azure", "westeurope"),
+    "gcp": (r"[a-z]+-[a-z]+\d{1,2}", "GCP", "europe-west3"),
+}
+
+
+def _region(provider: str, given: str | None) -> str:
+    """``--region`` checked against how ``provider`` names its regions, or InputError."""
+    region = (given or "").strip().lower()
+    pattern, name, example = REGION_NAMES[provider]
+    if not re.fullmatch(pattern, region):
+        raise InputError(
+            f"catalog update needs --region as {name} names it, e.g. {example}, "
+            f"got {printable(given or '')!r}"
+        )
+    return region
+
+
 def _update(args: argparse.Namespace) -> int:
-    """``catalog update``: one AWS or Azure region's catalog from the provider's public prices."""
+    """``catalog update``: one AWS, Azure or GCP region's catalog from the provider's prices."""
     from sizing.catalog.build import iter_summary, write_catalog
 
     provider = (args.provider or "").lower()
@@ -130,7 +151,7 @@ def _update(args: argparse.Namespace) -> int:
         )
     if provider not in ("aws", "azure", "gcp"):
         raise InputError("catalog update needs --provider aws, azure or gcp")
-    region = (args.region or "").strip().lower()
+    region = _region(provider, args.region)
     with _no_cycle_collection():
         if provider == "gcp":
             result, out = _update_gcp(region, args)
@@ -148,45 +169,24 @@ def _update(args: argparse.Namespace) -> int:
 
 def _update_aws(region: str, args: argparse.Namespace) -> tuple[BuildResult, Path]:
     """The rows of one AWS region from its offer file, and where they go."""
-    import re
-
     from sizing.catalog.offer import default_out, offer_url, update_aws
 
-    if not re.fullmatch(r"[a-z]{2}(-[a-z]+)+-\d{1,2}", region):
-        raise InputError(
-            f"catalog update needs --region as AWS names it, e.g. eu-central-1, "
-            f"got {printable(args.region or '')!r}"
-        )
     out = Path(args.out or default_out(region))
     return update_aws(region, args.offer or offer_url(region)), out
 
 
 def _update_azure(region: str, args: argparse.Namespace) -> tuple[BuildResult, Path]:
     """The rows of one Azure region from the Retail Prices API, and where they go."""
-    import re
-
     from sizing.catalog.retail import default_out, region_url, update_azure
 
-    if not re.fullmatch(r"[a-z][a-z0-9]{2,39}", region):
-        raise InputError(
-            f"catalog update needs --region as Azure names it, e.g. westeurope, "
-            f"got {printable(args.region or '')!r}"
-        )
     out = Path(args.out or default_out(region))
     return update_azure(region, args.offer or region_url(region)), out
 
 
 def _update_gcp(region: str, args: argparse.Namespace) -> tuple[BuildResult, Path]:
     """The rows of one GCP region from a saved Cloud Billing Catalog SKU list."""
-    import re
-
     from sizing.catalog.skus import default_out, update_gcp
 
-    if not re.fullmatch(r"[a-z]+-[a-z]+\d{1,2}", region):
-        raise InputError(
-            f"catalog update needs --region as GCP names it, e.g. europe-west3, "
-            f"got {printable(args.region or '')!r}"
-        )
     out = Path(args.out or default_out(region))
     return update_gcp(region, args.from_file), out
 
