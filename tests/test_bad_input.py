@@ -416,7 +416,7 @@ def test_search_start_rate_beyond_a_rows_range_is_refused(capfd, tmp_path):
         str(tmp_path),
         "--quiet",
     )
-    assert code == 1 and out == ""
+    assert code == 2 and out == ""
     assert "--start-rate" in one_line(err, "python -m runners")
 
 

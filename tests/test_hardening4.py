@@ -229,9 +229,16 @@ def test_an_interrupt_stops_commands_in_other_threads_and_their_own_groups(tmp_p
         _await(lambda: len(running()) == 2 and len(sleepers()) >= 4, "both commands", 60)
         os.kill(os.getpid(), signal.SIGINT)
 
-    threading.Thread(target=interrupt_once_running, daemon=True).start()
-    calls = [lambda i=i: host.run(["sh", "-c", script, "sh", str(i)], check=False) for i in (1, 2)]
-    with pytest.raises(KeyboardInterrupt):
-        side_by_side(calls, [host])
+    # A pytest-xdist worker ignores SIGINT: the test sets Python's own handler for its span.
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        threading.Thread(target=interrupt_once_running, daemon=True).start()
+        calls = [
+            lambda i=i: host.run(["sh", "-c", script, "sh", str(i)], check=False) for i in (1, 2)
+        ]
+        with pytest.raises(KeyboardInterrupt):
+            side_by_side(calls, [host])
+    finally:
+        signal.signal(signal.SIGINT, before)
     _await(lambda: not sleepers(), "every process of both commands killed", 30)
     assert host.run(["true"]).ok  # the host runs commands again

@@ -427,7 +427,12 @@ def _carbon_line(decision: Mapping[str, Any]) -> str:
     c = decision.get("carbon")
     if not c:
         return ""
-    text = str(c["text"]).removeprefix("Carbon: ")
+    text = (
+        f"{fmt_sig(c['gco2e_per_mreq'])} gCO2e per million requests "
+        f"({c['operational_g_per_hour']:.0f} g/h operational, "
+        f"{c['embodied_g_per_hour']:.0f} g/h embodied; Cloud Carbon Footprint"
+        + (", with estimates)" if c.get("estimate") else ")")
+    )
     return f"\n<dt>Carbon</dt><dd>{_e(text)}</dd>"
 
 
@@ -485,7 +490,7 @@ def options_table(rec: Recommendation, top: int = 10) -> Styler:
                 "$/M req.": fmt_usd_small(
                     usd_per_million(hourly + (egress or 0.0) / HOURS_PER_MONTH, rec.target_rps)
                 ),
-                "gCO2e/M req.": _grams(o, n, rec.target_rps),
+                "gCO2e/M": _grams(o, n, rec.target_rps),
                 "RPS/instance": fmt_rps(cap),
                 "Load": f"{rec.target_rps / (n * cap):.0%}" if n and cap else "-",
                 "P(meet)": f"{p:.0%}",
