@@ -150,7 +150,7 @@ def question_of(
         growth=request.growth_rate(),
         profiles=tuple(profiles),
         evidence=evidence,
-        band_spares=request.pricing == "spot" and request.spot_reserve is None,
+        band_spares=_band_spares(request),
     )
 
 
@@ -216,6 +216,11 @@ def _answer(
     return Answer(request, rec, decision, warning, instances)
 
 
+def _band_spares(request: SizingRequest) -> bool:
+    """Whether spot spares follow each AWS type's interruption band (no reserve given)."""
+    return request.pricing == "spot" and request.spot_reserve is None
+
+
 def _by_columns(request: SizingRequest) -> bool:
     """Whether the request is answered from the catalog's columns (`sizing.fleet.columnar`).
 
@@ -225,7 +230,7 @@ def _by_columns(request: SizingRequest) -> bool:
     """
     return (
         not request.runs
-        and not (request.pricing == "spot" and request.spot_reserve is None)  # spares by row
+        and not _band_spares(request)  # spot spares by each row's band: counted by rows
         and not request.catalog
         and not request.prices
         and norm_values(request.regions) == {"all"}
