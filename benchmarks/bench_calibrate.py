@@ -184,6 +184,10 @@ def main() -> int:
         return 2
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(args.refit or args.keep or tmp)
+        if args.refit and not out.is_dir():
+            print(f"bench_calibrate: --refit {out}: no such folder", file=sys.stderr)
+            return 2
+        out.mkdir(parents=True, exist_ok=True)  # a new --keep folder is made
         kept = sorted(p.name for p in out.iterdir() if (p / "campaign.json").is_file())
         if len(kept) > 1 or (args.refit and not kept):
             print(f"bench_calibrate: {out} holds {len(kept)} campaigns, not 1", file=sys.stderr)
