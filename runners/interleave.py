@@ -1,18 +1,20 @@
 """A paired A/B comparison: two nginx configurations measured side by side in one session.
 
-``python -m runners ab [SWEEP OPTIONS] --ab-directive TEXT [--pairs N] [--schedule together]``
+``python -m runners ab [SWEEP OPTIONS] --ab-directive TEXT [--pairs N] [--schedule together]``,
+or ``--nginx-conf FILE [--nginx-conf-a FILE]`` in place of ``--ab-directive``.
 
 Two separately run sweeps on a shared machine differ by the machine's drift (other work,
 frequency, caches), which can be far larger than the change under test. Here configuration A
-(the sweep options) and B (A plus the ``--ab-directive`` lines in nginx's ``http`` block) each
-get a private nginx on the same host, pinned to the same CPUs, with the same load generator
-placement. With ``--schedule together`` (the default) a pair's two trials run at the same
-time, each nginx loaded by its own load generator, their measured parts started together
-after both warm-ups: both see the same interference from other work at the same moment, so
-it cancels in the pair's ratio. With ``alternate`` they run one after the other (A B, B A,
-...), which cancels only drift slower than a pair. Each nginx is restarted before each pair
-after the first: two processes of one configuration can differ by a steady few percent,
-which restarts turn into noise the interval shows.
+(the sweep options) and B (A plus the ``--ab-directive`` lines in nginx's ``http`` block; or
+your own nginx.conf, rewritten as ``runners sweep --nginx-conf`` does, against the reference or
+against ``--nginx-conf-a``) each get a private nginx on the same host, pinned to the same CPUs,
+with the same load generator placement. With ``--schedule together`` (the default) a pair's two
+trials run at the same time, each nginx loaded by its own load generator, their measured parts
+started together after both warm-ups: both see the same interference from other work at the
+same moment, so it cancels in the pair's ratio. With ``alternate`` they run one after the other
+(A B, B A, ...), which cancels only drift slower than a pair. Each nginx is restarted before
+each pair after the first: two processes of one configuration can differ by a steady few
+percent, which restarts turn into noise the interval shows.
 
 The measure of a trial is its server CPU time per request [us] (``cpu``, the default: it does
 not fall when other processes take the CPU away from nginx) or its requests per second

@@ -1,10 +1,13 @@
 """``conf-cost.json``: what a user's own nginx.conf costs against the reference, in a run folder.
 
-``python -m runners sweep --nginx-conf FILE`` writes it into the run folder of the user's
-config (`runners.cli.confsweep`); ``python -m sizing recommend --runs RUN`` reads it
-(`sizing.evidence.confcost`). The ratio is the median over interleaved pairs of the user
-config's nginx CPU time per request over the reference config's, measured on the same host
-at the same time, with its seeded bootstrap interval.
+``python -m runners sweep --nginx-conf FILE`` (and ``ab --nginx-conf``) writes it into the run
+folder of the user's config (`runners.cli.confsweep`); ``python -m sizing recommend --runs RUN``
+reads it (`sizing.evidence.confcost`). The ratio (``method: pairs``) is the median over
+interleaved pairs of the user config's nginx CPU time per request over the reference config's,
+measured on the same host at the same time, with its seeded bootstrap interval; or
+(``method: search``, from ``runners search --nginx-conf``, `runners.cli.confsearch`) the
+reference's capacity under the p99 SLA over the user config's, searched one after the other
+on the same host, with an interval from both searches' confirmation trials.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from trialtable.files import read_bounded
 CONF_COST_FILE = "conf-cost.json"
 KIND = "nginx-conf-cost"
 MAX_BYTES = 1024 * 1024
+#: How a ratio was measured: interleaved pairs, or two searches under the SLA.
+METHODS = ("pairs", "search")
 #: The widest ratio taken as a measurement (a config 1,000x the reference is an error).
 RATIO_RANGE = (1e-3, 1e3)
 
@@ -36,13 +41,15 @@ class ConfCost:
     ratio, ratio_low, ratio_high : float
         Median CPU time per request, the user's over the reference's [1], and its interval.
     pairs : int
-        Pairs measured.
+        Pairs measured (``method`` search: confirmation trials of each search).
     scenario, protocol : str
         The reference's scenario and protocol.
     file_bytes : int
         The reference's body size [B].
     nginx_conf : str
         The configuration measured.
+    method : str
+        ``pairs`` (CPU time per request) or ``search`` (capacity under the SLA).
     """
 
     run_id: str
@@ -55,6 +62,7 @@ class ConfCost:
     protocol: str
     file_bytes: int
     nginx_conf: str
+    method: str = "pairs"
 
 
 def _number(d: dict[str, object], key: str, where: str) -> float:
@@ -88,6 +96,9 @@ def read_conf_cost(run_dir: str | os.PathLike[str]) -> ConfCost | None:
     lo, hi = RATIO_RANGE
     if not all(lo <= v <= hi for v in values[:3]) or values[3] < 2:
         raise RunFolderError(f"{path}: ratio outside {lo:g}..{hi:g} or fewer than 2 pairs")
+    method = d.get("method", "pairs")
+    if method not in METHODS:
+        raise RunFolderError(f"{path}: method must be one of {', '.join(METHODS)}")
     texts = [d.get("run_id"), d.get("reference_run_id"), ref.get("scenario"), ref.get("protocol")]
     if not all(isinstance(t, str) and t.isprintable() and len(t) < 200 for t in texts):
         raise RunFolderError(f"{path}: run ids, scenario and protocol must be short text")
@@ -102,4 +113,5 @@ def read_conf_cost(run_dir: str | os.PathLike[str]) -> ConfCost | None:
         str(texts[3]),
         int(_number(ref, "file_bytes", str(path))),
         "".join(ch if ch.isprintable() else "?" for ch in str(d.get("nginx_conf", ""))[:500]),
+        str(method),
     )

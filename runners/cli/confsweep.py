@@ -29,7 +29,8 @@ from runners.loadgen import UnsupportedLoad
 from trialtable.confcost import CONF_COST_FILE, KIND
 from trialtable.files import write_atomic
 from trialtable.pathargs import INPUT_FILE, path_arg
-from trialtable.values import int_between
+from trialtable.tls import tls_key
+from trialtable.values import int_between, printable
 
 PROG = "python -m runners sweep"
 #: Pairs of trials by default.
@@ -46,12 +47,9 @@ class Parts:
 
 def add_options(p: argparse.ArgumentParser) -> None:
     """``--nginx-conf`` and ``--pairs`` on the sweep parser."""
-    p.add_argument(
-        "--nginx-conf",
-        type=path_arg(INPUT_FILE),
-        default=None,
-        metavar="FILE",
-        help="measure your own nginx.conf (rewritten to run privately on loopback) against the "
+    conf_option(
+        p,
+        "measure your own nginx.conf (rewritten to run privately on loopback) against the "
         "reference config of the other options, in interleaved pairs; the cost ratio goes "
         "into the run for `python -m sizing recommend --runs`",
     )
@@ -64,28 +62,44 @@ def add_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _checked(args: argparse.Namespace, parts: Parts) -> tuple[Any, Any, UserConf, dict[str, Any]]:
-    """Plans A (reference) and B (the user's config), the config read, the hosts; or refuse."""
-    from runners.cli.options import directive_problem
+def conf_option(p: argparse.ArgumentParser, text: str, flag: str = "--nginx-conf") -> None:
+    """A ``--nginx-conf``-like option: an nginx.conf file to read and run (help ``text``)."""
+    p.add_argument(flag, type=path_arg(INPUT_FILE), default=None, metavar="FILE", help=text)
 
-    hosts = parts.hosts(args)
+
+def real_only(args: argparse.Namespace, hosts: dict[str, Any]) -> None:
+    """Refuse what a run of a user's config cannot be: simulated, resumed, or many settings."""
     if hosts["server"] == "sim" or args.resume:
         raise UnsupportedLoad(
             "--nginx-conf measures real nginx: --server sim and --resume do not apply"
         )
-    if len(args.vcpus) != 1 or len(args.threads) != 1 or len(args.connections) != 1:
-        raise UnsupportedLoad(
-            "--nginx-conf measures one setting: one --vcpus, --threads and --connections"
-        )
-    conf = read_user_conf(os.path.abspath(args.nginx_conf))
-    plan = parts.plan(args, hosts, None, threads=args.threads, connections=args.connections)
-    # Every listen of the rewritten config, by the rule --target-address follows.
+    if len(args.vcpus) != 1:
+        raise UnsupportedLoad("--nginx-conf measures one setting: one --vcpus")
+
+
+def user_plan(
+    plan: Any, path: str, allow_wildcard: bool, label: str = "conf"
+) -> tuple[Any, UserConf]:
+    """``plan`` running the user's config at ``path`` instead of its scenario's config.
+
+    The config is read and checked (`runners.deploy.userconf`); its every ``listen``, as
+    rewritten, follows the rule ``--target-address`` follows; a ``load_module`` of a module
+    this host lacks is refused (a remote server's modules are checked when it is set up).
+
+    Raises
+    ------
+    UnsupportedLoad, UserConfError
+        One line naming the file (and line): bad input, exit 2.
+    """
+    from runners.cli.options import directive_problem
+
+    conf = read_user_conf(os.path.abspath(path))
     address = plan.target_address or "127.0.0.1"
     ports = list(range(20000, 20000 + len(conf.slots)))
     text = conf.render(ConfTarget("/run", address, ports, [0], ["127.0.0.1:9"]))
-    problem = directive_problem(text, args.allow_wildcard_address)
+    problem = directive_problem(text, allow_wildcard)
     if problem:
-        raise UnsupportedLoad(f"{args.nginx_conf}: {problem}")
+        raise UnsupportedLoad(f"{path}: {problem}")
     if plan.server == "local":
         _check_modules(conf, plan.nginx)
     scenario = replace(
@@ -98,8 +112,21 @@ def _checked(args: argparse.Namespace, parts: Parts) -> tuple[Any, Any, UserConf
         jwt=False,
         nginx_conf=conf.path,
     )
-    label = (plan.label + "-conf") if plan.label else "conf"
-    return plan, replace(plan, scenario=scenario, label=label), conf, hosts
+    label = f"{plan.label}-{label}" if plan.label else label
+    if conf.key.note:  # the run's key: the user's certificate's type, or why not
+        print(printable(conf.key.note), file=sys.stderr)
+    return replace(plan, scenario=scenario, label=label), conf
+
+
+def _checked(args: argparse.Namespace, parts: Parts) -> tuple[Any, Any, UserConf, dict[str, Any]]:
+    """Plans A (reference) and B (the user's config), the config read, the hosts; or refuse."""
+    hosts = parts.hosts(args)
+    real_only(args, hosts)
+    if len(args.threads) != 1 or len(args.connections) != 1:
+        raise UnsupportedLoad("--nginx-conf measures one setting: one --threads and --connections")
+    plan = parts.plan(args, hosts, None, threads=args.threads, connections=args.connections)
+    plan_b, conf = user_plan(plan, args.nginx_conf, args.allow_wildcard_address)
+    return plan, plan_b, conf, hosts
 
 
 def _check_modules(conf: UserConf, nginx: str) -> None:
@@ -124,7 +151,6 @@ def main(args: argparse.Namespace, parts: Parts) -> int:
     from runners.interleave import PairSettings, judge, ratios, render, run_pairs
     from runners.plan import Access
     from trialtable.errors import RunFolderError
-    from trialtable.values import printable
 
     try:
         plan_a, plan_b, conf, hosts = _checked(args, parts)
@@ -149,29 +175,75 @@ def main(args: argparse.Namespace, parts: Parts) -> int:
     except (RunnerError, RunFolderError, ValueError) as exc:
         print(f"{PROG}: error: {printable(str(exc))}", file=sys.stderr)
         return 1
-    doc = _document(plan_a, plan_b, conf, ids, values, verdict.to_dict())
-    write_atomic(Path(args.out) / ids[1] / CONF_COST_FILE, json.dumps(doc, indent=1) + "\n")
+    doc = cost_document((plan_a, plan_b), conf, ids, pairs_measured(values, verdict.to_dict()))
+    stored = store_cost(args.out, doc)
     if args.format == "json":
         print(json.dumps(doc, indent=1))
     else:
         print(
-            f"{conf.path}: {len(conf.files)} file(s) read, served over {plan_b.scenario.protocol}"
+            f"{printable(conf.path)}: {len(conf.files)} file(s) read, served over "
+            f"{plan_b.scenario.protocol}"
         )
         print(render(verdict, "cpu", ids, values).split("\nWORSE")[0].split("\npass")[0])
-        print(f"cost ratio stored in {Path(args.out) / ids[1] / CONF_COST_FILE}")
+        print(f"cost ratio stored in {stored}")
     return 0
 
 
-def _document(
-    plan_a: Any,
-    plan_b: Any,
-    conf: UserConf,
+def ab_plans(args: argparse.Namespace, hosts: dict[str, Any], plan: Any) -> tuple[Any, Any, Any]:
+    """Plans A and B of ``runners ab`` and B's config read (None for ``--ab-directive``).
+
+    A is ``plan`` (the reference config of the options) or ``--nginx-conf-a FILE``; B is A
+    plus the ``--ab-directive`` lines, or ``--nginx-conf FILE``.
+
+    Raises
+    ------
+    UnsupportedLoad, UserConfError
+        Bad input (exit 2), one line.
+    """
+    from runners.interleave import with_directives
+
+    if bool(args.ab_directive) == bool(args.nginx_conf):
+        raise UnsupportedLoad("ab needs one B: --ab-directive lines or --nginx-conf FILE")
+    if not args.nginx_conf:
+        if args.nginx_conf_a:
+            raise UnsupportedLoad("--nginx-conf-a is A against B's --nginx-conf: give both")
+        return plan, with_directives(plan, args.ab_directive), None
+    real_only(args, hosts)
+    allow = args.allow_wildcard_address
+    plan_a = user_plan(plan, args.nginx_conf_a, allow)[0] if args.nginx_conf_a else plan
+    plan_b, conf = user_plan(plan, args.nginx_conf, allow, label="conf-B")
+    return plan_a, plan_b, conf
+
+
+def ab_cost(
+    args: argparse.Namespace,
+    plans: tuple[Any, Any],
+    conf: UserConf | None,
     ids: tuple[str, str],
-    values: list[float],
-    verdict: dict[str, Any],
+    measured: tuple[list[float], Any],
+) -> Path | None:
+    """``runners ab --nginx-conf``: B's ``conf-cost.json`` when A is the reference; its path.
+
+    Only the ``cpu`` measure against the reference (not ``--nginx-conf-a``) is a cost ratio
+    `python -m sizing recommend --runs` can carry; ``measured`` is the pairs' ratios and
+    their `runners.interleave.Verdict`.
+    """
+    if conf is None or args.nginx_conf_a or args.measure != "cpu":
+        return None
+    values, verdict = measured
+    return store_cost(
+        args.out, cost_document(plans, conf, ids, pairs_measured(values, verdict.to_dict()))
+    )
+
+
+def cost_document(
+    plans: tuple[Any, Any], conf: UserConf, ids: tuple[str, str], measured: dict[str, Any]
 ) -> dict[str, Any]:
-    """``conf-cost.json``: the ratio, its interval and pairs, what it compares, and where."""
-    ref = plan_a.scenario
+    """``conf-cost.json``: what ``measured`` (the ratio, its interval, how) compares, where.
+
+    ``plans`` and ``ids`` are the reference's and the user config's (A, B).
+    """
+    ref = plans[0].scenario
     return {
         "kind": KIND,
         "run_id": ids[1],
@@ -180,7 +252,19 @@ def _document(
         "nginx_conf": conf.path,
         "files": list(conf.files),
         "reference": {"scenario": ref.name, "protocol": ref.protocol, "file_bytes": ref.file_bytes},
-        "served_protocol": plan_b.scenario.protocol,
+        "served_protocol": plans[1].scenario.protocol,
+        "tls_key": (conf.key.name or tls_key(plans[1].scenario.tls_key).name)
+        if plans[1].scenario.protocol == "https"
+        else None,
+        **measured,
+        "vcpus": plans[0].vcpus[0],
+    }
+
+
+def pairs_measured(values: list[float], verdict: dict[str, Any]) -> dict[str, Any]:
+    """The measured part of `cost_document` from interleaved pairs (`runners.interleave`)."""
+    return {
+        "method": "pairs",
         "measure": "nginx CPU time per request, yours / the reference's",
         "ratio": verdict["median"],
         "ratio_low": verdict["low"],
@@ -188,5 +272,11 @@ def _document(
         "confidence": verdict["confidence"],
         "pairs": len(values),
         "ratios": values,
-        "vcpus": plan_a.vcpus[0],
     }
+
+
+def store_cost(out: str, doc: dict[str, Any]) -> Path:
+    """Write ``doc`` as the user config's run's ``conf-cost.json``; its path."""
+    path = Path(out) / doc["run_id"] / CONF_COST_FILE
+    write_atomic(path, json.dumps(doc, indent=1) + "\n")
+    return path

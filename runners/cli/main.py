@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from runners.cli import calibrate as cli_calibrate
 from runners.cli import compare as cli_compare
+from runners.cli import confsearch as cli_confsearch
 from runners.cli import confsweep as cli_confsweep
 from runners.cli import features as cli_features
 from runners.cli import imports as cli_imports
@@ -183,6 +184,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="first rate of the wrk2 ramp (default 1000)",
     )
     tool_option(se, "wrk2")
+    cli_confsweep.conf_option(
+        se,
+        "search your own nginx.conf (rewritten as sweep --nginx-conf does) after the reference "
+        "config of the other options; the capacities' ratio goes into your run for "
+        "`python -m sizing recommend --runs`",
+    )
     format_option(se)
 
     fa = sub.add_parser("facts", help="check tools and print host facts as JSON")
@@ -597,6 +604,9 @@ def _search(args: argparse.Namespace) -> int:
         max_connections=args.max_connections,
         start_rate_rps=args.start_rate,
     )
+    if args.nginx_conf:
+        asked = cli_confsearch.Asked(plan, options, hosts, _print_trial)
+        return cli_confsearch.main(args, asked)
     run_id, results = run_search(
         plan,
         options,
@@ -772,17 +782,23 @@ def _add_ab_parser(sub: Any) -> Any:
     """Add the ``ab`` subcommand (paired, interleaved A/B) to the runners' subparsers."""
     p = sub.add_parser(
         "ab",
-        help="A/B: the sweep options (A) and A plus --ab-directive (B), measured alternately "
-        "in one session; exit 1 when B is slower than A beyond --fail-if-worse",
+        help="A/B: the sweep options (A) and A plus --ab-directive or your --nginx-conf (B), "
+        "measured in interleaved pairs in one session; exit 1 when B is slower than A beyond "
+        "--fail-if-worse",
         doc_from=("runners.interleave", 1),
     )
     _trial_options(p, duration=1, what="each trial", warmup=0, cooldown=0.2)
     p.add_argument(
         "--ab-directive",
         action="append",
-        required=True,
         metavar="TEXT",
         help="directive B adds to A's http block (repeat for several)",
+    )
+    cli_confsweep.conf_option(
+        p, "B is your own nginx.conf (rewritten as sweep --nginx-conf does) instead"
+    )
+    cli_confsweep.conf_option(
+        p, "with --nginx-conf: A is this nginx.conf, not the reference", "--nginx-conf-a"
     )
     p.add_argument(
         "--pairs",
@@ -838,7 +854,7 @@ def _add_ab_parser(sub: Any) -> Any:
 
 def _ab(args: Any) -> int:
     """``python -m runners ab``: 0 pass, 1 B worse, 2 bad input, 3 measurement failed."""
-    from runners.interleave import PairSettings, judge, ratios, render, run_pairs, with_directives
+    from runners.interleave import PairSettings, judge, ratios, render, run_pairs
     from runners.plan import Access
 
     prog = "python -m runners ab"
@@ -849,6 +865,7 @@ def _ab(args: Any) -> int:
         if len(args.vcpus) != 1:
             raise UnsupportedLoad("ab takes one --vcpus value")
         plan = _plan(args, hosts, None, threads=(args.threads,), connections=(args.connections,))
+        plan, plan_b, conf = cli_confsweep.ab_plans(args, hosts, plan)
     except (UnsupportedLoad, RunnerError) as exc:
         print(f"{prog}: error: {printable(str(exc))}", file=sys.stderr)
         return 2
@@ -858,7 +875,7 @@ def _ab(args: Any) -> int:
         )
         a, b, ids = run_pairs(
             plan,
-            with_directives(plan, args.ab_directive),
+            plan_b,
             settings,
             args.out,
             progress=None if args.quiet else sys.stderr,
@@ -872,6 +889,7 @@ def _ab(args: Any) -> int:
     except (RunnerError, RunFolderError, ValueError) as exc:
         print(f"{prog}: error: {printable(str(exc))}", file=sys.stderr)
         return 3
+    stored = cli_confsweep.ab_cost(args, (plan, plan_b), conf, ids, (values, verdict))
     if args.format == "json":
         doc = {
             "runs": {"a": ids[0], "b": ids[1]},
@@ -882,4 +900,6 @@ def _ab(args: Any) -> int:
         print(json.dumps({**doc, **verdict.to_dict()}, indent=1))
     else:
         print(render(verdict, args.measure, ids, values, args.schedule))
+        if stored:
+            print(f"cost ratio stored in {stored}")
     return 1 if verdict.worse else 0

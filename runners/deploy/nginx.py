@@ -27,6 +27,7 @@ from runners.deploy.conf import (
     render_upstream_conf,
 )
 from runners.deploy.userconf import UserConfError, read_user_conf
+from runners.deploy.userkey import CERT_KEYS
 from runners.errors import RunnerError
 from runners.hosts import Host, Result
 from runners.scenario import Scenario
@@ -524,6 +525,12 @@ class Deployment:
             )
         self.jwt_config = jwt.JwtConfig(modules, script, self.jwt_public_key)
 
+    def _newkey(self) -> tuple[str, ...]:
+        """``openssl req -newkey`` arguments of the run's key: a user config's key type."""
+        if self.user_conf is not None and self.user_conf.key.name:
+            return CERT_KEYS[self.user_conf.key.name]
+        return tls_key(self.scenario.tls_key).newkey
+
     def _make_prefix(self, inst: NginxInstance, what: str, *, cert: bool = False) -> str:
         """A new prefix for ``inst`` on its host, recorded before its content is written.
 
@@ -542,7 +549,7 @@ class Deployment:
             raise RunnerError(
                 f"{what} failed on {host.name}: {detail[-1] if detail else 'no output'}"
             )
-        newkey = tls_key(s.tls_key).newkey if cert else ()
+        newkey = self._newkey() if cert else ()
         out = host.sh(
             _CONTENT,
             str(s.file_bytes),

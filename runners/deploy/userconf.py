@@ -33,12 +33,13 @@ from typing import Any
 import crossplane
 
 from runners.deploy.conf import ConfTarget, hostport
-from runners.errors import RunnerError
+from runners.deploy.userkey import CertKey, cert_key
+from runners.errors import BadInput
 from trialtable.errors import ConfError
 from trialtable.nginxconf import DATA_BLOCKS, Statement, load
 
 
-class UserConfError(RunnerError):
+class UserConfError(BadInput):
     """A user configuration that cannot run in the sandbox (bad input: exit 2)."""
 
 
@@ -148,6 +149,8 @@ class UserConf:
         Module file names it loads (checked on the host).
     needs_cert : bool
         Whether any directive reads a certificate or key.
+    key : CertKey
+        The run's key: the type of the loaded server's certificate (`runners.deploy.userkey`).
     """
 
     path: str
@@ -159,6 +162,7 @@ class UserConf:
     upstreams: list[str] = field(default_factory=list)
     modules: tuple[str, ...] = ()
     needs_cert: bool = False
+    key: CertKey = field(default_factory=CertKey)
 
     def render(self, out: ConfTarget) -> str:
         """The nginx.conf that runs this configuration in ``out.prefix``."""
@@ -167,6 +171,8 @@ class UserConf:
             *out.main_lines(workers_only=True),
             f"pid {out.prefix}/nginx.pid;",
         ]
+        if self.key.name:
+            head.insert(1, f"# the run's certificate key: {self.key.name}")
         if not any(s.name == "error_log" for s in self.statements):
             head.append(f"error_log {out.prefix}/error.log warn;")
         rewriter = _Rewriter(self, out)
@@ -272,7 +278,33 @@ def read_user_conf(path: str) -> UserConf:
     conf.upstreams = conf.upstreams or ([] if not _proxies(config.statements) else ["stub"])
     if conf.target < 0:
         raise UserConfError(f"{path}: no http server listens (nothing to load)")
+    if conf.https:
+        conf.key = cert_key(_target_certs(config.statements, os.path.dirname(str(path))))
     return conf
+
+
+def _target_certs(stmts: list[Statement], base: str) -> list[tuple[str, str]]:
+    """``(path, where)`` of the loaded server's ``ssl_certificate`` lines (else the http's).
+
+    The loaded server is the first ``http`` server that listens; a relative path is read
+    from the main file's folder, as nginx reads it.
+    """
+    for http in (s.block for s in stmts if s.name == "http" and s.block):
+        servers = [s.block for s in http if s.name == "server" and s.block]
+        target = next((b for b in servers if any(x.name == "listen" for x in b)), [])
+        for scope in (target, http):
+            inline = ("data:", "$")  # nothing to read: kept as written, and said so
+            certs = [
+                (
+                    c.args[0] if c.args[0].startswith(inline) else os.path.join(base, c.args[0]),
+                    c.where,
+                )
+                for c in scope
+                if c.name == "ssl_certificate" and c.args
+            ]
+            if certs:
+                return certs
+    return []
 
 
 def _proxies(stmts: list[Statement]) -> bool:

@@ -100,11 +100,21 @@ class ConfEvidence:
             return cap
         cpu = cap.cpu_sla_rps / c.ratio
         sd = math.log(c.ratio_high / c.ratio_low) / (2 * 1.96)
+        how = (
+            "nginx CPU time per request"
+            if c.method == "pairs"
+            else "capacity under the p99 SLA (its inverse)"
+        )
+        runs = (
+            f"{c.pairs} interleaved pairs on one host"
+            if c.method == "pairs"
+            else f"two searches one after the other on one host, {c.pairs} confirmations each"
+        )
         line = (
             f"measured: your nginx.conf ({c.nginx_conf}) costs x{c.ratio:.2f} (95% "
-            f"{c.ratio_low:.2f}-{c.ratio_high:.2f}) the reference {c.scenario} config's nginx "
-            f"CPU time per request, runs {c.run_id} against {c.reference_run_id} ({c.pairs} "
-            "interleaved pairs on one host); the CPU capacity is divided by it on every platform"
+            f"{c.ratio_low:.2f}-{c.ratio_high:.2f}) the reference {c.scenario} config's {how}, "
+            f"runs {c.run_id} against {c.reference_run_id} ({runs}); the CPU capacity is "
+            "divided by it on every platform"
         )
         binding = "latency" if cpu <= 0 else "network" if cap.network_rps < cpu else "cpu"
         return replace(
