@@ -8,6 +8,10 @@ default) and your config (B) each get a private nginx pinned to the same CPUs an
 in interleaved pairs; the median of B's CPU time per request over A's, with its bootstrap
 interval, is written into B's run folder as ``conf-cost.json``, where
 ``python -m sizing recommend --runs RUN`` reads it (`sizing.evidence.confcost`).
+
+`user_plan` is the one way a command turns its plan into a run of the user's config: ``runners
+ab --nginx-conf`` (`ab_plans`) and ``runners search --nginx-conf`` (`runners.cli.confsearch`)
+read, rewrite and refuse through it, and write ``conf-cost.json`` through `cost_document`.
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ include loops and unknown modules refused) and checks what cannot run in the san
 - every ``proxy_pass`` target and ``upstream`` server on the deployment's stub upstream
   (its nginx file servers on 127.0.0.1), ``resolver`` dropped;
 - ``root`` and ``alias`` on the prefix's content, logs, pid, temporary and cache folders in
-  the prefix, certificates and keys replaced by the deployment's own, secrets a TLS server
+  the prefix, certificates and keys replaced by the deployment's own (of the key type of the
+  loaded server's certificate: `runners.deploy.userkey`), secrets a TLS server
   would read (DH parameters, CRLs, password and ticket key files) dropped or replaced;
 - the main context's ``user``, ``pid``, ``worker_processes``, ``worker_cpu_affinity``,
   ``daemon``, ``master_process``, ``lock_file`` and ``working_directory`` set by the run.
