@@ -137,7 +137,7 @@ def cert_key(certs: list[tuple[str, str]]) -> CertKey:
     name, path, where = min(found, key=lambda f: _rank(f[0]))
     return CertKey(
         name,
-        f"{where}: the run's key is {name}, the type of {path!r}'s public key"
+        f"{where}: the run's key is {name}, the type of the public key in {path!r}"
         + (f" (of {len(found)} certificates: ECDSA first, then Ed25519)" if len(found) > 1 else ""),
     )
 
