@@ -164,7 +164,7 @@ def test_recommend_runs_reads_a_searched_ratio(tmp_path):
         "recommend", "--rps", "2e5", "--provider", "aws", "--runs", str(run), "--explain"
     )
     assert p.returncode == 0, p.stderr
-    assert "capacity under the p99 SLA" in p.stdout and "two searches" in p.stdout
+    assert "capacities under the p99 SLA" in p.stdout and "two searches" in p.stdout
     (run / "conf-cost.json").write_text(json.dumps({**doc, "method": "guess"}))
     p = sizing_cli("recommend", "--rps", "2e5", "--runs", str(run))
     assert p.returncode == 2 and "method must be one of" in p.stderr

@@ -103,7 +103,7 @@ class ConfEvidence:
         how = (
             "nginx CPU time per request"
             if c.method == "pairs"
-            else "capacity under the p99 SLA (its inverse)"
+            else "cost, from their capacities under the p99 SLA (the reference's over yours)"
         )
         runs = (
             f"{c.pairs} interleaved pairs on one host"
