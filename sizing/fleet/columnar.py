@@ -20,8 +20,10 @@ compare both).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 import numpy as np
@@ -47,6 +49,7 @@ __all__ = [
 GROUP_NAMES = ("", *FAMILY_GROUPS, "one-size")
 
 
+@dataclass(frozen=True)
 class ColumnarRecommendation(Recommendation):
     """A `Recommendation` whose options are made when read (see the module docstring).
 
@@ -54,19 +57,17 @@ class ColumnarRecommendation(Recommendation):
     `sizing.fleet.counts.vcpus_by_family` come from the columns.
     """
 
-    regions_of_options: list[str]
-    by_family: Callable[[], list[dict[str, Any]]]
+    #: The regions of every option, sorted.
+    regions_of_options: list[str] = dataclasses.field(default_factory=list)
+    #: `sizing.fleet.counts.vcpus_by_family` of every option, made when called.
+    by_family: Callable[[], list[dict[str, Any]]] = list
 
     def to_dict(self, top: int | None = None) -> dict[str, Any]:
         """JSON-ready document, the same as `Recommendation.to_dict`'s."""
         if top is None:
             return super().to_dict(top)
-        every = self.options
-        self.options = every[:top]  # the document's other fields come from the columns
-        try:
-            doc = super().to_dict(top)
-        finally:
-            self.options = every
+        # The first ``top`` options only: the document's other fields come from the columns.
+        doc = Recommendation.to_dict(replace(self, options=self.options[:top]), top)
         doc["regions"] = list(self.regions_of_options)
         doc["vcpus_by_family"] = self.by_family()
         return doc
@@ -317,16 +318,17 @@ class ColumnTable:
 
     def finish(self, rec: Recommendation, found: Ranking, order: Any) -> Recommendation:
         """``rec`` as a `ColumnarRecommendation`: its regions and totals read by column."""
-        out = ColumnarRecommendation.__new__(ColumnarRecommendation)
-        out.__dict__.update(rec.__dict__)
         ranked = self.rows[found.rows[order]]
         n = np.array([c[0] or 0 for c in found.counts], dtype=np.int64)[found.shape[order]]
-        out.regions_of_options = sorted(
+        regions = sorted(
             self.tables["region"][r] for r in np.unique(self.cols.cols["region"][ranked])
         )
         pricing = rec.rules.pricing
-        out.by_family = lambda: _by_family(self.cols, ranked, n, pricing)
-        return out
+        return ColumnarRecommendation(
+            **{f.name: getattr(rec, f.name) for f in dataclasses.fields(rec)},
+            regions_of_options=regions,
+            by_family=lambda: _by_family(self.cols, ranked, n, pricing),
+        )
 
 
 def _by_family(
