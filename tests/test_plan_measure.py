@@ -347,3 +347,44 @@ def test_cheapest_now_is_recommends_decision(fields):
     assert answer.decision.startswith(f"Buy {best.count_at_confidence} x {inst.instance_type} ")
     total = best.hourly_cost_at_confidence_usd + best.egress_monthly_usd / 730
     assert plan.cost_now_usd_hour == pytest.approx(total, rel=1e-12)
+
+
+def test_vector_cost_equals_the_engines_point_count():
+    """Under ``--sort cost`` `_fleet_cost` is the engine's point count times the price."""
+    from sizing.analyses import plan_measure as pm
+    from sizing.fleet.counts import count_for
+
+    rng = np.random.default_rng(13)
+    for _ in range(40):
+        rules = replace(_random_rules(rng), headroom=float(rng.choice([0.0, 0.2, 0.35])))
+        cpu = rng.uniform(1e3, 1e6, 30)
+        net, sd = rng.uniform(1e3, 2e6, 30), rng.uniform(0.0, 0.6, 30)
+        costing = pm.Costing(1e6, rules, -1.6, "cost")
+        got = pm._fleet_cost(cpu, sd, pm.Curves(cpu, net, sd, 0.37, 0.5), costing)
+        for k in range(30):
+            n = count_for(1e6, min(cpu[k], net[k]) * (1.0 - rules.headroom), rules)
+            assert got[k] == (math.inf if n is None else n * 0.37 + 0.5)
+
+
+@pytest.mark.parametrize("fields", [{}, {"zones": 3, "zone_loss": 1}], ids=["default", "zones"])
+def test_sort_cost_ranks_by_the_point_count(fields):
+    """Under ``--sort cost`` the cheapest fleet now is the decision's, counted at its point."""
+    from sizing.analyses.plan_measure import plan_for, render
+    from sizing.request import SizingRequest
+
+    answer, plan = plan_for(SizingRequest(rps=1e6, sort="cost", **fields), Draws(draws=100))
+    best = answer.recommendation.options[0]
+    inst = best.capacity.instance
+    assert plan.best_now == f"{inst.provider}/{inst.instance_type}" and plan.sort == "cost"
+    assert answer.decision.startswith(f"Buy {best.count} x {inst.instance_type} ")
+    total = best.hourly_cost_usd + best.egress_monthly_usd / 730
+    assert plan.cost_now_usd_hour == pytest.approx(total, rel=1e-12)
+    text = render(plan)
+    assert "Cheapest fleet now at its point estimate (--sort cost)" in text
+    assert "value = point cost now" in text and "at confidence" not in text
+
+
+def test_sort_carbon_is_refused_in_one_line():
+    p = sizing_cli("plan-measurements", "--rps", "1e6", "--sort", "carbon")
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert p.stderr.count("\n") == 1 and "--sort carbon is not supported" in p.stderr

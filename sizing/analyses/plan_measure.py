@@ -42,6 +42,7 @@ from sizing.catalog.load import Instance
 from sizing.catalog.spot import spot_table
 from sizing.errors import Infeasible, InputError
 from sizing.fleet.counts import FleetRules, count_for_array
+from sizing.fleet.engine import at_confidence, rank_costs
 from sizing.fleet.question import FleetQuestion
 from sizing.fleet.recommend import HOURS_PER_MONTH, Recommendation, RowTable, shape_of, sustained
 from sizing.fleet.spot import count_with_spares_array
@@ -51,6 +52,8 @@ from sizing.pipeline import Answer, size
 from sizing.request import SizingRequest
 
 DEFAULT_DRAWS = 4000
+#: The sorts that rank by a cost (`sizing.fleet.engine.rank_key`), the ones a plan values.
+DOLLAR_SORTS = ("cost-at-confidence", "cost")
 DEFAULT_SEED = 20261121
 
 
@@ -133,12 +136,15 @@ class MeasurementPlan:
     seed: int
     notes: list[str] = field(default_factory=list)
     egress_now_usd_hour: float = 0.0
+    #: The question's sort: the cost it ranks by (`sizing.fleet.engine.rank_key`).
+    sort: str = "cost-at-confidence"
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for JSON output."""
         return {
             "target_rps": self.target_rps,
             "confidence": self.confidence,
+            "sort": self.sort,
             "cost_now_usd_hour": self.cost_now_usd_hour,
             "best_now": self.best_now,
             "egress_now_usd_hour": self.egress_now_usd_hour,
@@ -187,40 +193,77 @@ class Curves:
 
 @dataclass(frozen=True)
 class Costing:
-    """How a fleet is counted: the question's target [1/s] and rules, and z at the confidence."""
+    """How a fleet is counted and ranked: the question's target [1/s], rules, z and sort.
+
+    ``z_conf`` is the normal quantile at ``1 - confidence``. ``sort`` is the question's: as in
+    `sizing.fleet.engine.rank_key`, ``cost-at-confidence`` ranks by the count at the
+    confidence, the other sorts by the point count.
+    """
 
     target_rps: float
     rules: FleetRules
     z_conf: float
+    sort: str = "cost-at-confidence"
 
 
 def _fleet_cost(cpu_rps: Any, rel_sd: Any, curves: Curves, costing: Costing) -> np.ndarray:
-    """Hourly cost of the count at the confidence, per value of the CPU capacity [USD/h].
+    """Hourly cost of the count the sort ranks by, per value of the CPU capacity [USD/h].
 
-    ``cpu_rps`` and ``rel_sd`` broadcast against ``curves``' network cap, price, fixed cost and
-    band rate. The capacity at the confidence is the CPU's at ``exp(z_conf * rel_sd)``, network
-    capped, less the headroom; the count is `sizing.fleet.counts.count_for_array` of it under
-    the question's rules (zones, zone loss, redundancy, spot reserve, max count), or, where a
-    row has a band rate, `sizing.fleet.spot.count_with_spares_array`: each element equals the
-    scalar count of `sizing.fleet.engine` (tests/test_plan_measure.py); inf where no count does.
+    The count is `_fleet_count`'s; its cost the engine's ranking cost
+    (`sizing.fleet.engine.rank_costs`), inf where no count keeps the target.
+    """
+    n = _fleet_count(cpu_rps, rel_sd, curves, costing)
+    price = np.asarray(curves.price, dtype=float)
+    cost: np.ndarray = rank_costs(costing.sort, (n, n), price, curves.fixed)[0]
+    return cost
+
+
+def _fleet_count(cpu_rps: Any, rel_sd: Any, curves: Curves, costing: Costing) -> np.ndarray:
+    """The count the sort ranks by, per value of the CPU capacity [instances] (inf: none).
+
+    ``cpu_rps`` and ``rel_sd`` broadcast against ``curves``' network cap and band rate. Ranked
+    at the confidence, the capacity is the CPU's at ``exp(z_conf * rel_sd)``, network capped,
+    less the headroom (by the point count: the CPU's itself); the count is
+    `sizing.fleet.counts.count_for_array` of it under the question's rules (zones, zone loss,
+    redundancy, spot reserve, max count), or, where a row has a band rate,
+    `sizing.fleet.spot.count_with_spares_array`: each element equals the scalar count of
+    `sizing.fleet.engine` (tests/test_plan_measure.py).
     """
     rules = costing.rules
-    sd = np.asarray(rel_sd, dtype=float)
-    # math.exp, as the scalar path (numpy's exp may differ in the last digit), once per spread
-    spreads, which = np.unique(sd.ravel(), return_inverse=True)
-    exp = [math.exp(costing.z_conf * r) for r in spreads.tolist()]
-    factor = np.array(exp)[which].reshape(sd.shape)
-    q = np.minimum(cpu_rps * factor, curves.net) * (1.0 - rules.headroom)
-    n = count_for_array(costing.target_rps, q, rules)
+    cpu = np.asarray(cpu_rps, dtype=float)
+    if at_confidence(costing.sort):
+        sd = np.asarray(rel_sd, dtype=float)
+        # math.exp, as the scalar path (numpy's exp may differ in the last digit), once per
+        # spread
+        spreads, which = np.unique(sd.ravel(), return_inverse=True)
+        exp = [math.exp(costing.z_conf * r) for r in spreads.tolist()]
+        cpu = cpu * np.array(exp)[which].reshape(sd.shape)
+    q = np.minimum(cpu, curves.net) * (1.0 - rules.headroom)
+    n: np.ndarray = count_for_array(costing.target_rps, q, rules)
     rate = np.asarray(curves.rate, dtype=float)
     if not np.isnan(rate).all():
         flat = np.isnan(rate)
         bands = count_with_spares_array(costing.target_rps, q, rules, np.where(flat, 0.0, rate))
         n = np.where(flat, n, bands)
-    with np.errstate(invalid="ignore"):
-        return np.where(
-            np.isfinite(n), n * np.asarray(curves.price, dtype=float) + curves.fixed, math.inf
-        )
+    return n
+
+
+def _best_now(insts: list[Instance], now: np.ndarray, curves: Curves, costing: Costing) -> int:
+    """The row the engine ranks first (`sizing.fleet.engine.sort_key`).
+
+    The least cost ``now``, then fewer instances, then provider, region and name.
+    """
+    tied = np.flatnonzero(now == now.min())
+    if len(tied) == 1:
+        return int(tied[0])
+    rows = curves.rows(tied)
+    n = _fleet_count(rows.cpu, rows.sd, rows, costing).ravel()
+
+    def key(j: int) -> tuple[Any, ...]:
+        inst = insts[int(tied[j])]
+        return (n[j], inst.provider, inst.region, inst.instance_type)
+
+    return int(tied[min(range(len(tied)), key=key)])
 
 
 def _runs_one_platform(inst: Instance) -> bool:
@@ -301,6 +344,21 @@ def _curves(q: FleetQuestion, insts: list[Instance], caps: list[Any], inputs: Pl
     )
 
 
+def check_sort(sort: str) -> None:
+    """Refuse a sort that ranks by no cost (``carbon``): a plan values dollars.
+
+    Raises
+    ------
+    InputError
+        For such a sort.
+    """
+    if sort not in DOLLAR_SORTS:
+        raise InputError(
+            f"plan-measurements values a measurement in dollars: --sort {sort} is not "
+            f"supported (use --sort {' or '.join(DOLLAR_SORTS)})"
+        )
+
+
 def plan_measurements(
     q: FleetQuestion,
     instances: Iterable[Instance],
@@ -326,16 +384,18 @@ def plan_measurements(
     Raises
     ------
     InputError
-        For no instance types.
+        For no instance types, or a sort that ranks by no cost (``carbon``).
     Infeasible
         When no instance type can meet the target.
     """
+    check_sort(q.sort)
     insts = [i for i in instances if i.price(q.rules.pricing) is not None]
     if not insts:
         raise InputError("no instance types to compare (check the filters)")
     from statistics import NormalDist
 
-    costing = Costing(q.target_rps, q.rules, NormalDist().inv_cdf(1.0 - q.rules.confidence))
+    z_conf = NormalDist().inv_cdf(1.0 - q.rules.confidence)
+    costing = Costing(q.target_rps, q.rules, z_conf, q.sort)
     z = np.random.default_rng(draws.seed).standard_normal(draws.draws)
     work = q.workload
     caps = (
@@ -373,7 +433,7 @@ def plan_measurements(
             _candidate(key, mem, (float(now.min()) - after, mine <= after), now, curves, pick)
         )
     candidates.sort(key=lambda c: (-c.value_usd_hour, c.platform_id))
-    best_now = int(np.argmin(now))
+    best_now = _best_now(insts, now, curves, costing)
     best = insts[best_now]
     return MeasurementPlan(
         target_rps=q.target_rps,
@@ -384,13 +444,26 @@ def plan_measurements(
         candidates=candidates,
         draws=draws.draws,
         seed=draws.seed,
-        notes=[
-            "value = cost at confidence now - expected cost at confidence after the platform "
-            f"is measured (preposterior Monte Carlo, {draws.draws} draws, seed {draws.seed}); a "
-            f"measurement leaves a log-sd of {draws.residual_sd:g}; platforms are treated as "
-            "independent",
-        ],
+        notes=[_value_note(q.sort, draws)],
+        sort=q.sort,
     )
+
+
+def _value_note(sort: str, draws: Draws) -> str:
+    """What the value is, in the words of the cost the question's sort ranks by."""
+    cost = "cost at confidence" if at_confidence(sort) else "point cost"
+    return (
+        f"value = {cost} now - expected {cost} after the platform is measured (preposterior "
+        f"Monte Carlo, {draws.draws} draws, seed {draws.seed}); a measurement leaves a log-sd "
+        f"of {draws.residual_sd:g}; platforms are treated as independent"
+    )
+
+
+def _ranked_by(plan: MeasurementPlan) -> str:
+    """How the plan's fleets are ranked (the question's sort)."""
+    if at_confidence(plan.sort):
+        return f"at {plan.confidence:.0%} confidence"
+    return f"at its point estimate (--sort {plan.sort})"
 
 
 class _Picker:
@@ -530,7 +603,7 @@ def render(plan: MeasurementPlan, top: int = 5, decision: str = "") -> str:
     """The ranking as text with the commands for the top platforms (after ``decision``)."""
     lines = [
         *([decision, ""] if decision else []),
-        f"Cheapest fleet now at {plan.confidence:.0%} confidence: {plan.best_now}, "
+        f"Cheapest fleet now {_ranked_by(plan)}: {plan.best_now}, "
         f"${plan.cost_now_usd_hour:,.2f}/hour (${plan.cost_now_usd_hour * 730:,.0f}/month)"
         + (
             f", of which ${plan.egress_now_usd_hour:,.2f}/hour egress (every fleet's cost "
@@ -587,6 +660,7 @@ def plan_for(request: SizingRequest, draws: Draws = Draws()) -> tuple[Answer, Me
     every rule of it) of the answer's rows priced under its pricing, burstable types as the
     answer counts them, with the same evidence, profiles and model inputs.
     """
+    check_sort(request.sort)
     answer = size(request)
     rec = answer.recommendation
     q = rec.question  # the answer's own question: its rules, not the request's again

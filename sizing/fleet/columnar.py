@@ -33,7 +33,16 @@ from sizing.catalog.load import PRICING_COLUMNS, Instance, listing, norm_values
 from sizing.catalog.providers import FAMILY_GROUPS, ONE_SIZE_MIN_VCPUS, family_group, provider_of
 from sizing.errors import InputError
 from sizing.fleet.counts import HOURS_PER_MONTH, Recommendation
-from sizing.fleet.engine import BURSTABLE, GROUP, NO_BASELINE, NO_PRICE, Ranking, Screen, answer
+from sizing.fleet.engine import (
+    BURSTABLE,
+    GROUP,
+    NO_BASELINE,
+    NO_PRICE,
+    Ranking,
+    Screen,
+    answer,
+    rank_costs,
+)
 from sizing.fleet.lazy import Lazy
 from sizing.fleet.question import FleetQuestion
 
@@ -277,19 +286,17 @@ class ColumnTable:
         """See `sizing.fleet.engine.CandidateTable`: `sizing.fleet.engine.rank_key` by column."""
         rows = found.rows
         n = np.array([c[0] or 0 for c in found.counts], dtype=np.int64)[found.shape]
-        n_conf = np.array([-1 if c[1] is None else c[1] for c in found.counts], dtype=np.int64)
-        n_conf = n_conf[found.shape]
+        n_conf = np.array([math.inf if c[1] is None else c[1] for c in found.counts])
         price = self.value(PRICING_COLUMNS[q.rules.pricing])[rows]
         fixed = np.array(found.egress_usd_month)[found.where] / HOURS_PER_MONTH
+        costs = rank_costs(q.sort, (n, n_conf[found.shape]), price, fixed)
         keys = [
             self.col("instance_type")[rows].astype(np.int64),
             self.col("region")[rows].astype(np.int64),
             self.col("provider")[rows].astype(np.int64),
             n,
-            n * price + fixed,
+            *reversed(costs),  # np.lexsort's last key leads
         ]
-        if q.sort == "cost-at-confidence":
-            keys.append(np.where(n_conf >= 0, n_conf * price, math.inf) + fixed)
         if found.lead is not None:  # ranked first (np.lexsort's last key leads)
             keys.append(np.asarray(found.lead, dtype=float))
         return np.lexsort(keys)

@@ -45,6 +45,8 @@ __all__ = [
     "CandidateTable",
     "Screen",
     "answer",
+    "at_confidence",
+    "rank_costs",
     "rank_key",
     "sort_key",
 ]
@@ -153,9 +155,44 @@ def rank_key(
     n, n_conf = counts
     fixed = egress_usd_month / HOURS_PER_MONTH
     total = n * price + fixed
-    if sort != "cost-at-confidence":
+    if not at_confidence(sort):
         return (total,)
     return ((math.inf if n_conf is None else n_conf * price) + fixed, total)
+
+
+def at_confidence(sort: str) -> bool:
+    """Whether ``sort`` ranks by the count at the confidence (else by the point count)."""
+    return sort == "cost-at-confidence"
+
+
+def rank_costs(sort: str, counts: tuple[Any, Any], price: Any, fixed: Any) -> tuple[Any, ...]:
+    """`rank_key` of many options at once: the same float operations element-wise.
+
+    Parameters
+    ----------
+    counts : (numpy.ndarray, numpy.ndarray)
+        The counts and the counts at the confidence [instances], inf where there is none
+        (only the one the sort reads is used when it reads one).
+    price : array_like
+        The unit prices [USD/h].
+    fixed : array_like
+        What each fleet pays whatever its count (its region's egress) [USD/h].
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        The keys in `rank_key`'s order [USD/h]; inf where the count is.
+    """
+    import numpy as np  # the columns' and plan-measurements' paths only
+
+    def cost(count: Any) -> Any:
+        with np.errstate(invalid="ignore"):
+            return np.where(np.isfinite(count), count * price, math.inf) + fixed
+
+    n, n_conf = counts
+    if not at_confidence(sort):
+        return (cost(n),)
+    return (cost(n_conf), cost(n))
 
 
 def sort_key(sort: str) -> Callable[[Option], tuple[Any, ...]]:
