@@ -14,7 +14,7 @@ the decision).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sizing.catalog.load import (
@@ -200,19 +200,22 @@ def _answer(
 ) -> Answer:
     """The answer, its decision the first sentence of the recommendation's text."""
     decision = rec.decision["headline"] + "." if rec.decision else ""
+    notes: list[str] = []
     reading = request.configuration()
     if reading is not None:  # what the configuration gave, in every rendering's notes
         from sizing.model.features import shipped_feature_costs
         from sizing.workload.conf.reading import answer_notes
 
-        rec.notes.extend(answer_notes(reading, set(shipped_feature_costs())))
+        notes.extend(answer_notes(reading, set(shipped_feature_costs())))
     if request.pricing == "spot" and rec.options:  # the chosen option's interruption risk
         from sizing.catalog.spot import spot_note
 
         rules = rec.rules
         note = spot_note(rec.options[0], rules.confidence, rules.spot_reserve)
         if note:
-            rec.notes.append(note)
+            notes.append(note)
+    if notes:  # a new answer with the notes added (the engine's is frozen)
+        rec = replace(rec, notes=(*rec.notes, *notes))
     return Answer(request, rec, decision, warning, instances)
 
 

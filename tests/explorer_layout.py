@@ -24,8 +24,9 @@ WIDTHS = (1280, 1440, 1600, 1920)
 HEIGHT = 1000
 
 #: The explorer's boxes: each control (its label, box, and whether the browser finds the
-#: control itself at three points across it once scrolled into view), the boxes no control
-#: may overlap, the output area and how far its content overflows it.
+#: control itself at three points across it once scrolled into view; its label's box and the
+#: box of what it labels), the boxes no control may overlap, the output area and how far its
+#: content overflows it.
 _GEOMETRY_JS = """
 const first = document.querySelector('.jp-OutputArea-output .widget-slider');
 if (!first) return null;
@@ -44,7 +45,9 @@ const controls = Array.from(out.querySelectorAll(
     return !!e && c.contains(e);
   });
   const label = c.querySelector('.widget-label');
-  return {label: label ? label.innerText : c.className, box: box(c), seen: seen};
+  const body = Array.from(c.children).find(e => e !== label && e.getBoundingClientRect().width);
+  return {label: label ? label.innerText : c.className, box: box(c), seen: seen,
+          label_box: label ? box(label) : null, body: body ? box(body) : null};
 });
 const others = [];
 const name = (what, e) => others.push({what: what, box: box(e)});
@@ -113,6 +116,7 @@ def _check_fits(d: Any, state: str, width: int) -> dict[str, Any]:
     assert g["browser"] > 150, f"{where}: the file browser is not open ({g['browser']:.0f} px)"
     assert len(g["controls"]) >= 13, (where, [c["label"] for c in g["controls"]])
     out = g["out"]
+    _check_labels(g["controls"], where)
     for c in g["controls"]:
         b, label = c["box"], c["label"]
         assert b["width"] >= CONTROL_WIDTH_PX - 0.5, f"{where}: {label} is {b['width']:.0f} px"
@@ -127,6 +131,18 @@ def _check_fits(d: Any, state: str, width: int) -> dict[str, Any]:
     for t in g["tables"]:  # a table wider than its box scrolls inside it
         assert t["scroll"] <= t["client"] + 1 or t["overflow_x"] == "auto", (where, t)
     return g
+
+
+def _check_labels(controls: list[dict[str, Any]], where: str) -> None:
+    """Fail unless every label sits beside what it labels, all of one width."""
+    widths = set()
+    for c in controls:
+        label, body, name = c["label_box"], c["body"], c["label"]
+        assert label and body, f"{where}: {name} has no label or nothing beside it"
+        assert label["right"] <= body["left"] + 0.5, f"{where}: {name}'s label is not beside it"
+        assert label["top"] < body["bottom"] and body["top"] < label["bottom"], (where, name)
+        widths.add(round(label["width"]))
+    assert len(widths) == 1, f"{where}: labels of widths {sorted(widths)} px"
 
 
 def check_explorer_fits(d: Any, watch: Any) -> None:

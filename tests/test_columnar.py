@@ -303,3 +303,18 @@ def test_spot_spares_by_band_are_counted_by_rows_only(shipped):
     assert q.band_spares
     with pytest.raises(ValueError, match="by rows"):
         recommend_columns(q, cols, np.arange(cols.n))
+
+
+def test_an_answer_is_frozen(shipped):
+    import dataclasses
+
+    for rec in _both(shipped, target_rps=1e5, mix=2):
+        doc = rec.to_dict(top=3)  # the columns' document reads the first options only
+        assert len(rec.options) > 3 and rec.decision is not None and rec.mix is not None
+        assert doc["decision"] == rec.decision and doc["traffic"] == rec.traffic
+        for name, value in (("decision", None), ("traffic", {}), ("mix", None), ("notes", ())):
+            with pytest.raises(dataclasses.FrozenInstanceError):
+                setattr(rec, name, value)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            rec.options[0].count = 1
+        assert dataclasses.replace(rec, notes=("added",)).notes == ("added",) != rec.notes

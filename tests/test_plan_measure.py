@@ -177,7 +177,7 @@ def test_commands_prefer_a_host_sure_to_run_the_platform():
         del CPU["mixed"], MODEL["mixed"]
 
 
-def _brute_force(target, insts, caps, work, draws, residual_sd=0.05, confidence=0.95):
+def _brute_force(target, insts, caps, draws, sort="cost-at-confidence", residual_sd=0.05):
     """Values and P(best) with every type's cost curve drawn (no type left out), per platform."""
     import math
     from statistics import NormalDist
@@ -188,11 +188,13 @@ def _brute_force(target, insts, caps, work, draws, residual_sd=0.05, confidence=
     from sizing.fleet.counts import FleetRules
 
     z = np.random.default_rng(pm.DEFAULT_SEED).standard_normal(draws)
-    costing = pm.Costing(target, FleetRules(), NormalDist().inv_cdf(1.0 - confidence))
-    cpu, net, sd = (
-        np.array([getattr(c, f) for c in caps]) for f in ("cpu_sla_rps", "network_rps", "rel_sd")
+    costing = pm.Costing(target, FleetRules(), NormalDist().inv_cdf(1.0 - 0.95), sort)
+    cpu, net, sd, peak = (
+        np.array([getattr(c, f) for c in caps])
+        for f in ("cpu_sla_rps", "network_rps", "rel_sd", "cpu_peak_rps")
     )
-    curves = pm.Curves(cpu, net, sd, np.array([i.price_usd_hour for i in insts]))
+    price = np.array([i.price_usd_hour for i in insts])
+    curves = pm.Curves(cpu, net, sd, price, peak=peak, insts=insts if sort == "carbon" else ())
     now = pm._fleet_cost(cpu, sd, curves, costing)
     pid = np.array([c.platform.platform_id for c in caps])
     out = {}
@@ -206,10 +208,16 @@ def _brute_force(target, insts, caps, work, draws, residual_sd=0.05, confidence=
 
 
 @pytest.mark.parametrize(
-    ("target", "work"),
-    [(1e6, Workload()), (2e5, Workload(protocol="http")), (3e7, Workload())],
+    ("target", "work", "sort"),
+    [
+        (1e6, Workload(), "cost-at-confidence"),
+        (2e5, Workload(protocol="http"), "cost-at-confidence"),
+        (3e7, Workload(), "cost-at-confidence"),
+        (2e5, Workload(protocol="http"), "cost"),
+        (1e6, Workload(), "carbon"),
+    ],
 )
-def test_types_left_out_of_the_draws_change_nothing(target, work):
+def test_types_left_out_of_the_draws_change_nothing(target, work, sort):
     """Types whose cost at their best draw cannot beat the other platforms skip the Monte
     Carlo: values and P(best) equal a pass that draws every type."""
     from sizing.catalog.load import select_instances
@@ -218,9 +226,12 @@ def test_types_left_out_of_the_draws_change_nothing(target, work):
     insts = [i for i in select_instances() if not i.burstable]
     caps = instance_capacities(insts, work)
     plan = plan_measurements(
-        question(target, work), insts, Draws(draws=300), PlanInputs(capacities=lambda i, w: caps)
+        question(target, work, sort=sort),
+        insts,
+        Draws(draws=300),
+        PlanInputs(capacities=lambda i, w: caps),
     )
-    want = _brute_force(target, insts, caps, work, 300)
+    want = _brute_force(target, insts, caps, 300, sort)
     got = {c.platform_id: (c.value_usd_hour, c.p_best) for c in plan.candidates}
     assert got == want
     assert any(v > 0 for v, _ in got.values())
@@ -347,3 +358,56 @@ def test_cheapest_now_is_recommends_decision(fields):
     assert answer.decision.startswith(f"Buy {best.count_at_confidence} x {inst.instance_type} ")
     total = best.hourly_cost_at_confidence_usd + best.egress_monthly_usd / 730
     assert plan.cost_now_usd_hour == pytest.approx(total, rel=1e-12)
+
+
+def test_vector_cost_equals_the_engines_point_count():
+    """Under ``--sort cost`` `_fleet_cost` is the engine's point count times the price."""
+    from sizing.analyses import plan_measure as pm
+    from sizing.fleet.counts import count_for
+
+    rng = np.random.default_rng(13)
+    for _ in range(40):
+        rules = replace(_random_rules(rng), headroom=float(rng.choice([0.0, 0.2, 0.35])))
+        cpu = rng.uniform(1e3, 1e6, 30)
+        net, sd = rng.uniform(1e3, 2e6, 30), rng.uniform(0.0, 0.6, 30)
+        costing = pm.Costing(1e6, rules, -1.6, "cost")
+        got = pm._fleet_cost(cpu, sd, pm.Curves(cpu, net, sd, 0.37, 0.5), costing)
+        for k in range(30):
+            n = count_for(1e6, min(cpu[k], net[k]) * (1.0 - rules.headroom), rules)
+            assert got[k] == (math.inf if n is None else n * 0.37 + 0.5)
+
+
+@pytest.mark.parametrize("fields", [{}, {"zones": 3, "zone_loss": 1}], ids=["default", "zones"])
+def test_sort_cost_ranks_by_the_point_count(fields):
+    """Under ``--sort cost`` the cheapest fleet now is the decision's, counted at its point."""
+    from sizing.analyses.plan_measure import plan_for, render
+    from sizing.request import SizingRequest
+
+    answer, plan = plan_for(SizingRequest(rps=1e6, sort="cost", **fields), Draws(draws=100))
+    best = answer.recommendation.options[0]
+    inst = best.capacity.instance
+    assert plan.best_now == f"{inst.provider}/{inst.instance_type}" and plan.sort == "cost"
+    assert answer.decision.startswith(f"Buy {best.count} x {inst.instance_type} ")
+    total = best.hourly_cost_usd + best.egress_monthly_usd / 730
+    assert plan.cost_now_usd_hour == pytest.approx(total, rel=1e-12)
+    text = render(plan)
+    assert "Cheapest fleet now at its point estimate (--sort cost)" in text
+    assert "value = point cost now" in text and "at confidence" not in text
+
+
+def test_sort_carbon_ranks_by_the_engines_carbon():
+    """Under ``--sort carbon`` the least fleet now is the decision's, in gCO2e/h throughout."""
+    from sizing.analyses.plan_measure import plan_for, render
+    from sizing.request import SizingRequest
+
+    answer, plan = plan_for(SizingRequest(rps=1e6, sort="carbon"), Draws(draws=200))
+    best = answer.recommendation.options[0]
+    inst = best.capacity.instance
+    assert plan.best_now == f"{inst.provider}/{inst.instance_type}"
+    assert plan.cost_now_usd_hour == pytest.approx(best.carbon().g_per_hour, rel=1e-12)
+    doc = plan.to_dict()
+    assert doc["sort"] == "carbon" and "carbon_now_gco2e_hour" in doc
+    assert not any("usd" in k for k in [*doc, *doc["candidates"][0]])
+    text = render(plan)
+    assert "Lowest-carbon fleet now at its point estimate (--sort carbon)" in text
+    assert "$" not in text.split("Measure next")[0]

@@ -24,7 +24,13 @@ after, so its draws are not computed (the values and P(best) are the same either
 
 Platforms are assumed independent (measuring one does not inform another), and only the
 contracted `sizing.model.capacity.Capacity` fields are used: ``cpu_sla_rps``, ``network_rps``,
-``rel_sd`` (the network cap is known, so a network-bound type gains nothing).
+``rel_sd`` (the network cap is known, so a network-bound type gains nothing), and under
+``--sort carbon`` ``cpu_peak_rps``.
+
+The fleets are ranked as the engine ranks them for the question's sort
+(`sizing.fleet.engine.rank_key`): by the cost of the count at the confidence (the default),
+of the point count (``--sort cost``), or by the point count's gCO2e/h (``--sort carbon``, whose
+values are in gCO2e/h); "cost" above is that number.
 """
 
 from __future__ import annotations
@@ -42,10 +48,12 @@ from sizing.catalog.load import Instance
 from sizing.catalog.spot import spot_table
 from sizing.errors import Infeasible, InputError
 from sizing.fleet.counts import FleetRules, count_for_array
+from sizing.fleet.engine import at_confidence, rank_costs
 from sizing.fleet.question import FleetQuestion
 from sizing.fleet.recommend import HOURS_PER_MONTH, Recommendation, RowTable, shape_of, sustained
 from sizing.fleet.spot import count_with_spares_array
 from sizing.model.capacity import Capacity, Workload, instance_capacities, instance_capacity
+from sizing.model.carbon import option_g_per_hour
 from sizing.model.platforms import match_cpu_text, platform_of
 from sizing.pipeline import Answer, size
 from sizing.request import SizingRequest
@@ -122,7 +130,11 @@ class Candidate:
 
 @dataclass
 class MeasurementPlan:
-    """Platforms ranked by the value of measuring them."""
+    """Platforms ranked by the value of measuring them.
+
+    Under ``--sort carbon`` the ``*_usd_hour`` numbers of the plan and its candidates are
+    gCO2e/h (`to_dict` and `render` name them so, `Unit`).
+    """
 
     target_rps: float
     confidence: float
@@ -133,12 +145,15 @@ class MeasurementPlan:
     seed: int
     notes: list[str] = field(default_factory=list)
     egress_now_usd_hour: float = 0.0
+    #: The question's sort: the cost it ranks by (`sizing.fleet.engine.rank_key`).
+    sort: str = "cost-at-confidence"
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data for JSON output."""
-        return {
+        """Plain data for JSON output (the values' keys name their unit, `Unit`)."""
+        doc = {
             "target_rps": self.target_rps,
             "confidence": self.confidence,
+            "sort": self.sort,
             "cost_now_usd_hour": self.cost_now_usd_hour,
             "best_now": self.best_now,
             "egress_now_usd_hour": self.egress_now_usd_hour,
@@ -147,6 +162,7 @@ class MeasurementPlan:
             "candidates": [c.to_dict() for c in self.candidates],
             "notes": self.notes,
         }
+        return _in_unit(doc, Unit.of(self.sort))
 
 
 @dataclass(frozen=True)
@@ -166,6 +182,10 @@ class Curves:
     rate : array_like
         Spot interruption share of the row's band (`sizing.fleet.spot`); NaN where the flat
         spot reserve of the rules applies [1].
+    peak : array_like
+        CPU capacity at full load (``--sort carbon``: the fleet's CPU load) [1/s].
+    insts : sequence of Instance
+        The rows (``--sort carbon``: their power, grid and embodied carbon), or empty.
     """
 
     cpu: Any
@@ -174,53 +194,128 @@ class Curves:
     price: Any
     fixed: Any = 0.0
     rate: Any = math.nan
+    peak: Any = math.nan
+    insts: Sequence[Instance] = ()
 
     def rows(self, idx: np.ndarray) -> Curves:
         """Rows ``idx`` as a column (one row per type, broadcast against the draws)."""
+
+        def col(v: Any) -> Any:
+            return np.asarray(v, dtype=float)[idx][:, None] if np.ndim(v) else v
+
         return Curves(
-            *(
-                np.asarray(v, dtype=float)[idx][:, None] if np.ndim(v) else v
-                for v in (self.cpu, self.net, self.sd, self.price, self.fixed, self.rate)
-            )
+            col(self.cpu),
+            col(self.net),
+            col(self.sd),
+            col(self.price),
+            col(self.fixed),
+            col(self.rate),
+            col(self.peak),
+            [self.insts[k] for k in idx.tolist()] if len(self.insts) else (),
         )
 
 
 @dataclass(frozen=True)
 class Costing:
-    """How a fleet is counted: the question's target [1/s] and rules, and z at the confidence."""
+    """How a fleet is counted and ranked: the question's target [1/s], rules, z and sort.
+
+    ``z_conf`` is the normal quantile at ``1 - confidence``. ``sort`` is the question's: as in
+    `sizing.fleet.engine.rank_key`, ``cost-at-confidence`` ranks by the count at the
+    confidence, the other sorts by the point count.
+    """
 
     target_rps: float
     rules: FleetRules
     z_conf: float
+    sort: str = "cost-at-confidence"
 
 
 def _fleet_cost(cpu_rps: Any, rel_sd: Any, curves: Curves, costing: Costing) -> np.ndarray:
-    """Hourly cost of the count at the confidence, per value of the CPU capacity [USD/h].
+    """Hourly cost of the count the sort ranks by, per value of the CPU capacity [USD/h].
 
-    ``cpu_rps`` and ``rel_sd`` broadcast against ``curves``' network cap, price, fixed cost and
-    band rate. The capacity at the confidence is the CPU's at ``exp(z_conf * rel_sd)``, network
-    capped, less the headroom; the count is `sizing.fleet.counts.count_for_array` of it under
-    the question's rules (zones, zone loss, redundancy, spot reserve, max count), or, where a
-    row has a band rate, `sizing.fleet.spot.count_with_spares_array`: each element equals the
-    scalar count of `sizing.fleet.engine` (tests/test_plan_measure.py); inf where no count does.
+    The count is `_fleet_count`'s; its cost the engine's ranking cost
+    (`sizing.fleet.engine.rank_costs`), inf where no count keeps the target.
+    """
+    n = _fleet_count(cpu_rps, rel_sd, curves, costing)
+    if costing.sort == "carbon":
+        return _fleet_carbon(cpu_rps, n, curves, costing.target_rps)
+    price = np.asarray(curves.price, dtype=float)
+    cost: np.ndarray = rank_costs(costing.sort, (n, n), price, curves.fixed)[0]
+    return cost
+
+
+def _fleet_carbon(cpu_rps: Any, n: np.ndarray, curves: Curves, target_rps: float) -> np.ndarray:
+    """The gCO2e/h of fleets of ``n`` (`sizing.fleet.engine.carbon_lead`'s), inf where no count.
+
+    The CPU's peak scales with its capacity under the SLA (one platform speed), so a fleet's
+    CPU load is the target over ``n`` times the row's peak at ``cpu_rps``.
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = np.where(curves.cpu > 0, cpu_rps / curves.cpu, 1.0)
+        peak = np.broadcast_to(curves.peak * scale, n.shape)
+        load = np.where(peak > 0, target_rps / (n * peak), 1.0)
+        insts = curves.insts
+        g = option_g_per_hour(
+            [(i.provider, i.region) for i in insts],
+            [i.instance_type for i in insts],
+            list(insts),
+            np.array([i.vcpus for i in insts], dtype=float),
+            n.T,  # rows last: the rows' own numbers broadcast against the draws
+            load.T,
+        ).T
+        out: np.ndarray = np.where(np.isfinite(n), g, math.inf)
+    return out
+
+
+def _fleet_count(cpu_rps: Any, rel_sd: Any, curves: Curves, costing: Costing) -> np.ndarray:
+    """The count the sort ranks by, per value of the CPU capacity [instances] (inf: none).
+
+    ``cpu_rps`` and ``rel_sd`` broadcast against ``curves``' network cap and band rate. Ranked
+    at the confidence, the capacity is the CPU's at ``exp(z_conf * rel_sd)``, network capped,
+    less the headroom (by the point count: the CPU's itself); the count is
+    `sizing.fleet.counts.count_for_array` of it under the question's rules (zones, zone loss,
+    redundancy, spot reserve, max count), or, where a row has a band rate,
+    `sizing.fleet.spot.count_with_spares_array`: each element equals the scalar count of
+    `sizing.fleet.engine` (tests/test_plan_measure.py).
     """
     rules = costing.rules
-    sd = np.asarray(rel_sd, dtype=float)
-    # math.exp, as the scalar path (numpy's exp may differ in the last digit), once per spread
-    spreads, which = np.unique(sd.ravel(), return_inverse=True)
-    exp = [math.exp(costing.z_conf * r) for r in spreads.tolist()]
-    factor = np.array(exp)[which].reshape(sd.shape)
-    q = np.minimum(cpu_rps * factor, curves.net) * (1.0 - rules.headroom)
-    n = count_for_array(costing.target_rps, q, rules)
+    cpu = np.asarray(cpu_rps, dtype=float)
+    if at_confidence(costing.sort):
+        sd = np.asarray(rel_sd, dtype=float)
+        # math.exp, as the scalar path (numpy's exp may differ in the last digit), once per
+        # spread
+        spreads, which = np.unique(sd.ravel(), return_inverse=True)
+        exp = [math.exp(costing.z_conf * r) for r in spreads.tolist()]
+        cpu = cpu * np.array(exp)[which].reshape(sd.shape)
+    q = np.minimum(cpu, curves.net) * (1.0 - rules.headroom)
+    n: np.ndarray = count_for_array(costing.target_rps, q, rules)
     rate = np.asarray(curves.rate, dtype=float)
     if not np.isnan(rate).all():
         flat = np.isnan(rate)
         bands = count_with_spares_array(costing.target_rps, q, rules, np.where(flat, 0.0, rate))
         n = np.where(flat, n, bands)
-    with np.errstate(invalid="ignore"):
-        return np.where(
-            np.isfinite(n), n * np.asarray(curves.price, dtype=float) + curves.fixed, math.inf
-        )
+    return n
+
+
+def _best_now(insts: list[Instance], now: np.ndarray, curves: Curves, costing: Costing) -> int:
+    """The row the engine ranks first (`sizing.fleet.engine.sort_key`).
+
+    The least ``now`` (cost, or gCO2e/h under ``--sort carbon`` and then the point cost),
+    then fewer instances, then provider, region and name.
+    """
+    tied = np.flatnonzero(now == now.min())
+    if len(tied) == 1:
+        return int(tied[0])
+    rows = curves.rows(tied)
+    n = _fleet_count(rows.cpu, rows.sd, rows, costing).ravel()
+    cost = rank_costs("cost", (n, n), np.ravel(rows.price), np.ravel(rows.fixed))[0]
+
+    def key(j: int) -> tuple[Any, ...]:
+        inst = insts[int(tied[j])]
+        lead = (cost[j],) if costing.sort == "carbon" else ()
+        return (*lead, n[j], inst.provider, inst.region, inst.instance_type)
+
+    return int(tied[min(range(len(tied)), key=key)])
 
 
 def _runs_one_platform(inst: Instance) -> bool:
@@ -288,7 +383,7 @@ class PlanInputs:
 
 def _curves(q: FleetQuestion, insts: list[Instance], caps: list[Any], inputs: PlanInputs) -> Curves:
     """Every row's numbers under the question: its pricing, egress and spot bands."""
-    pricing = q.rules.pricing
+    pricing, carbon = q.rules.pricing, q.sort == "carbon"
     table = spot_table() if q.band_spares else {}
     bands = [table.get((i.region, i.instance_type)) if i.provider == "aws" else None for i in insts]
     return Curves(
@@ -298,6 +393,8 @@ def _curves(q: FleetQuestion, insts: list[Instance], caps: list[Any], inputs: Pl
         price=np.array([i.price(pricing) for i in insts], dtype=float),
         fixed=np.array([inputs.egress(i) if inputs.egress else 0.0 for i in insts], dtype=float),
         rate=np.array([math.nan if b is None else b.interruption_rate for b in bands]),
+        peak=np.array([c.cpu_peak_rps for c in caps], dtype=float) if carbon else math.nan,
+        insts=insts if carbon else (),
     )
 
 
@@ -335,7 +432,8 @@ def plan_measurements(
         raise InputError("no instance types to compare (check the filters)")
     from statistics import NormalDist
 
-    costing = Costing(q.target_rps, q.rules, NormalDist().inv_cdf(1.0 - q.rules.confidence))
+    z_conf = NormalDist().inv_cdf(1.0 - q.rules.confidence)
+    costing = Costing(q.target_rps, q.rules, z_conf, q.sort)
     z = np.random.default_rng(draws.seed).standard_normal(draws.draws)
     work = q.workload
     caps = (
@@ -373,7 +471,7 @@ def plan_measurements(
             _candidate(key, mem, (float(now.min()) - after, mine <= after), now, curves, pick)
         )
     candidates.sort(key=lambda c: (-c.value_usd_hour, c.platform_id))
-    best_now = int(np.argmin(now))
+    best_now = _best_now(insts, now, curves, costing)
     best = insts[best_now]
     return MeasurementPlan(
         target_rps=q.target_rps,
@@ -384,13 +482,42 @@ def plan_measurements(
         candidates=candidates,
         draws=draws.draws,
         seed=draws.seed,
-        notes=[
-            "value = cost at confidence now - expected cost at confidence after the platform "
-            f"is measured (preposterior Monte Carlo, {draws.draws} draws, seed {draws.seed}); a "
-            f"measurement leaves a log-sd of {draws.residual_sd:g}; platforms are treated as "
-            "independent",
-        ],
+        notes=[_value_note(q.sort, draws)],
+        sort=q.sort,
     )
+
+
+def _value_note(sort: str, draws: Draws) -> str:
+    """What the value is, in the words of the cost the question's sort ranks by."""
+    cost = "cost at confidence" if at_confidence(sort) else "point cost"
+    if sort == "carbon":
+        cost = "gCO2e/h of the point count"
+    return (
+        f"value = {cost} now - expected {cost} after the platform is measured (preposterior "
+        f"Monte Carlo, {draws.draws} draws, seed {draws.seed}); a measurement leaves a log-sd "
+        f"of {draws.residual_sd:g}; platforms are treated as independent"
+    )
+
+
+def _ranked_by(plan: MeasurementPlan) -> str:
+    """How the plan's fleets are ranked (the question's sort)."""
+    if at_confidence(plan.sort):
+        return f"at {plan.confidence:.0%} confidence"
+    return f"at its point estimate (--sort {plan.sort})"
+
+
+def _in_unit(doc: dict[str, Any], unit: Unit) -> dict[str, Any]:
+    """``doc`` with its ``usd`` keys named for ``unit`` (`MeasurementPlan.to_dict`)."""
+    if unit.key == "usd":
+        return doc
+
+    def named(d: dict[str, Any]) -> dict[str, Any]:
+        return {k.replace("usd", unit.key).replace("cost_", "carbon_"): v for k, v in d.items()}
+
+    doc = named(doc)
+    doc["candidates"] = [named(c) for c in doc["candidates"]]
+    doc.pop("egress_now_gco2e_hour", None)  # dollars: not a carbon number
+    return doc
 
 
 class _Picker:
@@ -437,17 +564,21 @@ def _candidate(
 def _cheapest_after(
     rows: np.ndarray, curves: Curves, z: np.ndarray, residual_sd: float, costing: Costing
 ) -> np.ndarray:
-    """The cheapest cost at the confidence of ``rows`` at each draw, once measured [USD/h]."""
+    """The least cost the sort ranks by of ``rows`` at each draw, once measured [USD/h].
+
+    (gCO2e/h under ``--sort carbon``.)
+    """
     mine = np.full(len(z), math.inf)
     # Types alike in everything the cost curve uses but the price (one type in many
     # regions) have the same counts at every draw: the cheapest of them alone counts.
     # (With egress or spot bands, alike also in what the fleet pays whatever its count
-    # and in the band.)
+    # and in the band.) Ranked by carbon, each row's grid and power are its own: none alike.
     cpu, net, sd, price, fixed = curves.cpu, curves.net, curves.sd, curves.price, curves.fixed
     rate = np.nan_to_num(np.asarray(curves.rate, dtype=float) + np.zeros(len(cpu)), nan=-1.0)
+    own = costing.sort == "carbon"
     cheapest: dict[tuple[float, ...], int] = {}
     for k in rows.tolist():
-        alike = (cpu[k], net[k], sd[k], fixed[k], rate[k])
+        alike = (cpu[k], net[k], sd[k], fixed[k], rate[k], k if own else -1)
         like = cheapest.setdefault(alike, k)
         if price[k] < price[like]:
             cheapest[alike] = k
@@ -527,36 +658,79 @@ def _cost_curves(curves: Curves, z: np.ndarray, residual_sd: float, costing: Cos
 
 
 def render(plan: MeasurementPlan, top: int = 5, decision: str = "") -> str:
-    """The ranking as text with the commands for the top platforms (after ``decision``)."""
+    """The ranking as text with the commands for the top platforms (after ``decision``).
+
+    In dollars, or in gCO2e under ``--sort carbon`` (`Unit`).
+    """
+    u = Unit.of(plan.sort)
     lines = [
         *([decision, ""] if decision else []),
-        f"Cheapest fleet now at {plan.confidence:.0%} confidence: {plan.best_now}, "
-        f"${plan.cost_now_usd_hour:,.2f}/hour (${plan.cost_now_usd_hour * 730:,.0f}/month)"
+        f"{u.best} fleet now {_ranked_by(plan)}: {plan.best_now}, "
+        f"{u.hourly(plan.cost_now_usd_hour)}/hour ({u.monthly(plan.cost_now_usd_hour)}/month)"
         + (
             f", of which ${plan.egress_now_usd_hour:,.2f}/hour egress (every fleet's cost "
             "below holds its region's egress)"
-            if plan.egress_now_usd_hour
+            if plan.egress_now_usd_hour and u.key == "usd"
             else ""
         ),
         "",
-        f"{'rank':>4}  {'platform':<44} {'sd':>5} {'value $/h':>10} {'+-':>6} "
-        f"{'$/month':>9} {'P(best)':>7} {'now $/h':>9}",
+        f"{'rank':>4}  {'platform':<44} {'sd':>5} {f'value {u.per_hour}':>10} {'+-':>6} "
+        f"{u.per_month:>9} {'P(best)':>7} {f'now {u.per_hour}':>9}",
     ]
     for n, c in enumerate(plan.candidates, 1):
         now = f"{c.cost_now_usd_hour:,.2f}" if math.isfinite(c.cost_now_usd_hour) else "-"
         lines.append(
             f"{n:>4}  {c.name[:44]:<44} {c.rel_sd:>5.2f} {c.value_usd_hour:>10,.2f} "
-            f"{c.value_se_usd_hour:>6.2f} {c.value_usd_hour * 730:>9,.0f} {c.p_best:>7.0%} "
-            f"{now:>9}"
+            f"{c.value_se_usd_hour:>6.2f} {c.value_usd_hour * 730 / u.month_divisor:>9,.0f} "
+            f"{c.p_best:>7.0%} {now:>9}"
         )
     lines += ["", "Measure next (exact commands):"]
     for c in plan.candidates[:top]:
         if c.value_usd_hour <= 0:
             break
-        lines.append(f"  {c.name}: expected saving ${c.value_usd_hour:,.2f}/hour")
+        lines.append(f"  {c.name}: expected {u.saving} {u.hourly(c.value_usd_hour)}/hour")
         lines.append(f"    {c.command}")
     lines += ["", *[f"note: {n}" for n in plan.notes]]
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """What a plan's values are in: USD, or gCO2e under ``--sort carbon`` (per hour).
+
+    Attributes
+    ----------
+    key : str
+        The JSON keys' unit (``usd`` or ``gco2e``).
+    best, saving : str
+        The words for the least fleet and for a value.
+    per_hour, per_month : str
+        The table's column units.
+    month_divisor : float
+        A month's amount in the monthly column's unit (1: dollars or grams).
+    """
+
+    key: str
+    best: str
+    saving: str
+    per_hour: str
+    per_month: str
+    month_divisor: float
+
+    @staticmethod
+    def of(sort: str) -> Unit:
+        """The unit of the cost ``sort`` ranks by."""
+        if sort == "carbon":
+            return Unit("gco2e", "Lowest-carbon", "cut of", "g/h", "g/month", 1.0)
+        return Unit("usd", "Cheapest", "saving", "$/h", "$/month", 1.0)
+
+    def hourly(self, x: float) -> str:
+        """An amount per hour, as the render writes it (without "/hour")."""
+        return f"${x:,.2f}" if self.key == "usd" else f"{x:,.2f} gCO2e"
+
+    def monthly(self, x: float) -> str:
+        """An hourly amount over a 730-hour month (without "/month")."""
+        return f"${x * 730:,.0f}" if self.key == "usd" else f"{x * 730 / 1000:,.0f} kg CO2e"
 
 
 def fleet_egress(request: SizingRequest, rec: Recommendation) -> Callable[[Instance], float]:

@@ -20,8 +20,10 @@ compare both).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 import numpy as np
@@ -31,7 +33,16 @@ from sizing.catalog.load import PRICING_COLUMNS, Instance, listing, norm_values
 from sizing.catalog.providers import FAMILY_GROUPS, ONE_SIZE_MIN_VCPUS, family_group, provider_of
 from sizing.errors import InputError
 from sizing.fleet.counts import HOURS_PER_MONTH, Recommendation
-from sizing.fleet.engine import BURSTABLE, GROUP, NO_BASELINE, NO_PRICE, Ranking, Screen, answer
+from sizing.fleet.engine import (
+    BURSTABLE,
+    GROUP,
+    NO_BASELINE,
+    NO_PRICE,
+    Ranking,
+    Screen,
+    answer,
+    rank_costs,
+)
 from sizing.fleet.lazy import Lazy
 from sizing.fleet.question import FleetQuestion
 
@@ -47,6 +58,7 @@ __all__ = [
 GROUP_NAMES = ("", *FAMILY_GROUPS, "one-size")
 
 
+@dataclass(frozen=True)
 class ColumnarRecommendation(Recommendation):
     """A `Recommendation` whose options are made when read (see the module docstring).
 
@@ -54,19 +66,17 @@ class ColumnarRecommendation(Recommendation):
     `sizing.fleet.counts.vcpus_by_family` come from the columns.
     """
 
-    regions_of_options: list[str]
-    by_family: Callable[[], list[dict[str, Any]]]
+    #: The regions of every option, sorted.
+    regions_of_options: list[str] = dataclasses.field(default_factory=list)
+    #: `sizing.fleet.counts.vcpus_by_family` of every option, made when called.
+    by_family: Callable[[], list[dict[str, Any]]] = list
 
     def to_dict(self, top: int | None = None) -> dict[str, Any]:
         """JSON-ready document, the same as `Recommendation.to_dict`'s."""
         if top is None:
             return super().to_dict(top)
-        every = self.options
-        self.options = every[:top]  # the document's other fields come from the columns
-        try:
-            doc = super().to_dict(top)
-        finally:
-            self.options = every
+        # The first ``top`` options only: the document's other fields come from the columns.
+        doc = Recommendation.to_dict(replace(self, options=self.options[:top]), top)
         doc["regions"] = list(self.regions_of_options)
         doc["vcpus_by_family"] = self.by_family()
         return doc
@@ -276,19 +286,17 @@ class ColumnTable:
         """See `sizing.fleet.engine.CandidateTable`: `sizing.fleet.engine.rank_key` by column."""
         rows = found.rows
         n = np.array([c[0] or 0 for c in found.counts], dtype=np.int64)[found.shape]
-        n_conf = np.array([-1 if c[1] is None else c[1] for c in found.counts], dtype=np.int64)
-        n_conf = n_conf[found.shape]
+        n_conf = np.array([math.inf if c[1] is None else c[1] for c in found.counts])
         price = self.value(PRICING_COLUMNS[q.rules.pricing])[rows]
         fixed = np.array(found.egress_usd_month)[found.where] / HOURS_PER_MONTH
+        costs = rank_costs(q.sort, (n, n_conf[found.shape]), price, fixed)
         keys = [
             self.col("instance_type")[rows].astype(np.int64),
             self.col("region")[rows].astype(np.int64),
             self.col("provider")[rows].astype(np.int64),
             n,
-            n * price + fixed,
+            *reversed(costs),  # np.lexsort's last key leads
         ]
-        if q.sort == "cost-at-confidence":
-            keys.append(np.where(n_conf >= 0, n_conf * price, math.inf) + fixed)
         if found.lead is not None:  # ranked first (np.lexsort's last key leads)
             keys.append(np.asarray(found.lead, dtype=float))
         return np.lexsort(keys)
@@ -317,16 +325,17 @@ class ColumnTable:
 
     def finish(self, rec: Recommendation, found: Ranking, order: Any) -> Recommendation:
         """``rec`` as a `ColumnarRecommendation`: its regions and totals read by column."""
-        out = ColumnarRecommendation.__new__(ColumnarRecommendation)
-        out.__dict__.update(rec.__dict__)
         ranked = self.rows[found.rows[order]]
         n = np.array([c[0] or 0 for c in found.counts], dtype=np.int64)[found.shape[order]]
-        out.regions_of_options = sorted(
+        regions = sorted(
             self.tables["region"][r] for r in np.unique(self.cols.cols["region"][ranked])
         )
         pricing = rec.rules.pricing
-        out.by_family = lambda: _by_family(self.cols, ranked, n, pricing)
-        return out
+        return ColumnarRecommendation(
+            **{f.name: getattr(rec, f.name) for f in dataclasses.fields(rec)},
+            regions_of_options=regions,
+            by_family=lambda: _by_family(self.cols, ranked, n, pricing),
+        )
 
 
 def _by_family(

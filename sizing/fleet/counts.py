@@ -4,8 +4,9 @@ A count meets the `FleetRules` when the instances left after a zone loss, a spot
 ``redundancy`` failures still carry the target with the headroom kept. Every count is computed
 in integers with bounded loops; fleets above `MAX_FLEET` instances are not considered.
 
-`Option` and `Recommendation` are the answer's data; `sizing.fleet.recommend` fills them,
-`sizing.fleet.mix` and `sizing.fleet.decision` read them (both import this module, never
+`Option` and `Recommendation` are the answer's data, frozen: `sizing.fleet.engine` makes each
+once with every field (`dataclasses.replace` derives a new one), `sizing.fleet.mix` and
+`sizing.fleet.decision` read them (both import this module, never
 ``recommend``, so the package has no import cycle).
 """
 
@@ -303,9 +304,9 @@ def count_at_confidence(
     return count_for(target_rps, cap.quantile(1.0 - confidence) * (1.0 - headroom), r)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Option:
-    """One instance type's cheapest fleet for the target."""
+    """One instance type's cheapest fleet for the target (frozen)."""
 
     capacity: Capacity
     count: int
@@ -401,9 +402,13 @@ class Option:
         }
 
 
-@dataclass
+@dataclass(frozen=True)
 class Recommendation:
-    """All feasible options in the chosen order, with the inputs they answer."""
+    """All feasible options in the chosen order, with the inputs they answer (frozen).
+
+    Made once with every field by `sizing.fleet.engine.answer`; a changed answer is a new
+    value (`dataclasses.replace`), never an assignment.
+    """
 
     target_rps: float
     workload: Workload
@@ -418,7 +423,7 @@ class Recommendation:
     mix: dict[str, Any] | None = None
     decision: dict[str, Any] | None = None
     profiles: tuple[CostProfile, ...] = ()
-    notes: list[str] = field(default_factory=list)
+    notes: tuple[str, ...] = ()
     traffic: dict[str, Any] = field(default_factory=dict)
     include_families: tuple[str, ...] = ()
 

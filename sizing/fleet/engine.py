@@ -45,6 +45,8 @@ __all__ = [
     "CandidateTable",
     "Screen",
     "answer",
+    "at_confidence",
+    "rank_costs",
     "rank_key",
     "sort_key",
 ]
@@ -153,9 +155,44 @@ def rank_key(
     n, n_conf = counts
     fixed = egress_usd_month / HOURS_PER_MONTH
     total = n * price + fixed
-    if sort != "cost-at-confidence":
+    if not at_confidence(sort):
         return (total,)
     return ((math.inf if n_conf is None else n_conf * price) + fixed, total)
+
+
+def at_confidence(sort: str) -> bool:
+    """Whether ``sort`` ranks by the count at the confidence (else by the point count)."""
+    return sort == "cost-at-confidence"
+
+
+def rank_costs(sort: str, counts: tuple[Any, Any], price: Any, fixed: Any) -> tuple[Any, ...]:
+    """`rank_key` of many options at once: the same float operations element-wise.
+
+    Parameters
+    ----------
+    counts : (numpy.ndarray, numpy.ndarray)
+        The counts and the counts at the confidence [instances], inf where there is none
+        (only the one the sort reads is used when it reads one).
+    price : array_like
+        The unit prices [USD/h].
+    fixed : array_like
+        What each fleet pays whatever its count (its region's egress) [USD/h].
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        The keys in `rank_key`'s order [USD/h]; inf where the count is.
+    """
+    import numpy as np  # the columns' and plan-measurements' paths only
+
+    def cost(count: Any) -> Any:
+        with np.errstate(invalid="ignore"):
+            return np.where(np.isfinite(count), count * price, math.inf) + fixed
+
+    n, n_conf = counts
+    if not at_confidence(sort):
+        return (cost(n),)
+    return (cost(n_conf), cost(n))
 
 
 def sort_key(sort: str) -> Callable[[Option], tuple[Any, ...]]:
@@ -308,27 +345,27 @@ def answer(q: FleetQuestion, table: CandidateTable) -> Recommendation:
         for row, s in zip(bad, bad_shape, strict=True):
             yield row, infeasible_reason(caps[s], q.rules.limit)
 
+    options: list[Option] = Lazy(len(order), make_options)
+    if q.band_spares:  # counts by each row's interruption band, then ranked again
+        options = sorted(band_spares(options, q.target_rps, q.rules.headroom), key=sort_key(q.sort))
     rec = Recommendation(
         q.target_rps,
         q.workload,
         q.rules.headroom,
         q.rules.redundancy,
-        Lazy(len(order), make_options),
+        options,
         _excluded(q, table, screen, dominated, Pairs(infeasible, len(bad))),
         q.evidence,
         q.rules.confidence,
         q.rules,
         q.sort,
         profiles=q.profiles,
-        notes=notes + traffic_notes(priced, q.clients, q.rules.zones),
+        notes=(*notes, *traffic_notes(priced, q.clients, q.rules.zones)),
+        traffic=traffic_of(q),
         include_families=q.include_families,
         growth=q.growth,
         question=q,
     )
-    if q.band_spares:  # counts by each row's interruption band, then ranked again
-        rec.options = sorted(
-            band_spares(list(rec.options), q.target_rps, q.rules.headroom), key=sort_key(q.sort)
-        )
     return finish(table.finish(rec, found, order))
 
 
@@ -530,13 +567,11 @@ def notes_of(q: FleetQuestion, screen: Screen, regions: dict[str, set[str]]) -> 
     return notes
 
 
-def finish(rec: Recommendation) -> Recommendation:
-    """``rec`` with its traffic, its mix (K > 1) and its decision."""
-    q = rec.question
-    assert q is not None
+def traffic_of(q: FleetQuestion) -> dict[str, Any]:
+    """The answer's traffic: the clients, bytes per response, Gbit/s and GiB a month."""
     bytes_per_request = wire_bytes_per_request(q.workload)
     gbps, monthly_gib = traffic(q.target_rps, bytes_per_request)
-    rec.traffic = {
+    return {
         "clients": q.clients,
         "bytes_per_request": bytes_per_request,
         "gbps": gbps,
@@ -546,10 +581,15 @@ def finish(rec: Recommendation) -> Recommendation:
             "(body, headers and framing; an estimate) over a 730-hour month"
         ),
     }
+
+
+def finish(rec: Recommendation) -> Recommendation:
+    """``rec`` with its mix (K > 1) and its decision: new values, ``rec`` is not changed."""
+    q = rec.question
+    assert q is not None
     if q.mix > 1:
         # numpy and scipy are imported on the --mix path only (no cycle: mix imports counts).
         from sizing.fleet.mix import best_mix
 
-        rec.mix = best_mix(rec, q.mix)
-    rec.decision = decide(rec)
-    return rec
+        rec = replace(rec, mix=best_mix(rec, q.mix))
+    return replace(rec, decision=decide(rec))

@@ -12,6 +12,7 @@ Used when the request prices spot and gives no ``--spot-reserve`` of its own.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -92,13 +93,13 @@ def count_with_spares_array(
     return np.array(found)[which.ravel()].reshape(n0.shape)
 
 
-def band_spares(options: list[Option], target_rps: float, headroom: float) -> list[Option]:
+def band_spares(options: Iterable[Option], target_rps: float, headroom: float) -> list[Option]:
     """``options`` with each listed AWS type's count set by its interruption band.
 
     Parameters
     ----------
-    options : list of Option
-        Counted with the flat reserve; changed in place where the band applies.
+    options : iterable of Option
+        Counted with the flat reserve.
     target_rps : float
         Requests per second to serve [1/s].
     headroom : float
@@ -107,31 +108,41 @@ def band_spares(options: list[Option], target_rps: float, headroom: float) -> li
     Returns
     -------
     list of Option
-        The same list.
+        The options in the same order: a new `Option` where the band applies, the same one
+        elsewhere.
     """
     table = spot_table()
-    for o in options:
-        inst, cap = o.capacity.instance, o.capacity
-        spot = table.get((inst.region, inst.instance_type)) if inst.provider == "aws" else None
-        if spot is None:
-            continue
-        rules = o.rules
-        point = _with_spares(target_rps, cap.capacity_rps * (1.0 - headroom), rules, spot)
-        if point is None:
-            continue
-        n, spares, held = point
-        q = cap.quantile(1.0 - rules.confidence) * (1.0 - headroom)
-        conf = _with_spares(target_rps, q, rules, spot)
-        o.count, o.rules = n, held
-        o.utilization = target_rps / (n * cap.capacity_rps)
-        o.hourly_cost_usd = n * o.unit_price_usd_hour
-        o.p_meets_target = p_meet(n, cap, target_rps, held)
-        o.count_at_confidence = None if conf is None else conf[0]
-        o.p_meets_at_confidence = (
+    return [_by_band(o, table, target_rps, headroom) for o in options]
+
+
+def _by_band(
+    o: Option, table: dict[tuple[str, str], Spot], target_rps: float, headroom: float
+) -> Option:
+    """``o`` counted with the spares of its interruption band (itself when none applies)."""
+    inst, cap = o.capacity.instance, o.capacity
+    spot = table.get((inst.region, inst.instance_type)) if inst.provider == "aws" else None
+    if spot is None:
+        return o
+    rules = o.rules
+    point = _with_spares(target_rps, cap.capacity_rps * (1.0 - headroom), rules, spot)
+    if point is None:
+        return o
+    n, spares, held = point
+    q = cap.quantile(1.0 - rules.confidence) * (1.0 - headroom)
+    conf = _with_spares(target_rps, q, rules, spot)
+    return replace(
+        o,
+        count=n,
+        rules=held,
+        utilization=target_rps / (n * cap.capacity_rps),
+        hourly_cost_usd=n * o.unit_price_usd_hour,
+        p_meets_target=p_meet(n, cap, target_rps, held),
+        count_at_confidence=None if conf is None else conf[0],
+        p_meets_at_confidence=(
             float("nan") if conf is None else p_meet(conf[0], cap, target_rps, conf[2])
-        )
-        o.spot = spot_fields(spot, spares, None if conf is None else conf[1], rules.confidence)
-    return options
+        ),
+        spot=spot_fields(spot, spares, None if conf is None else conf[1], rules.confidence),
+    )
 
 
 def spot_fields(

@@ -40,9 +40,12 @@ CONTROL_WIDTH_PX = 380
 #: The decision pane's width beside the controls [px]: narrower, it moves below them.
 PANE_MIN_PX = 420
 #: The explorer's style sheet (scoped by its class): the card and its side narrow to the pane,
-#: long words wrap, a wide table scrolls inside its own box, the no-answer line wraps.
+#: long words wrap, a wide table scrolls inside its own box, the no-answer line wraps; a
+#: toggle's buttons share the room beside its label (`ROW_CLASSES` puts the label there).
 LAYOUT_CSS = """<style>
 .ns-explorer .widget-html-content{min-width:0}
+.ns-explorer .widget-toggle-buttons>div{display:flex;flex:1 1 0;min-width:0}
+.ns-explorer .widget-toggle-buttons .widget-toggle-button{flex:1 1 0;min-width:0;width:auto}
 .ns-explorer-pane{padding-left:12px;line-height:1.35;overflow-wrap:break-word;min-width:0}
 .ns-explorer-pane dt{white-space:nowrap}
 .ns-explorer-pane .ns-first{max-width:100%}
@@ -54,6 +57,9 @@ LAYOUT_CSS = """<style>
 .ns-table-box{overflow-x:auto;max-width:100%;line-height:1.35}
 .ns-table-box h4{white-space:normal;margin:8px 0}
 </style>"""
+#: The classes that lay a control out as one row, its label beside it (ipywidgets' sliders and
+#: dropdowns have them; its toggle buttons do not, and put their label above).
+ROW_CLASSES = ("widget-inline-hbox", "jupyter-widget-inline-hbox")
 
 
 @dataclass
@@ -235,6 +241,8 @@ class Explorer:
         for c in self.controls.values():
             c.style = style
             c.layout = layout
+            for name in ROW_CLASSES:  # every label beside its control, as wide as the others
+                c.add_class(name)
             c.observe(self._changed, names="value")
         # The decision beside the controls while both fit, below them when not; the controls
         # keep their width whatever the pane holds (a long reason, a wide card or table).
