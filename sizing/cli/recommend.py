@@ -11,7 +11,7 @@ from sizing.errors import InputError
 from sizing.request import SizingRequest, add_arguments
 from trialtable.output import json_text
 from trialtable.pathargs import INPUT_FILE, path_arg
-from trialtable.values import format_option
+from trialtable.values import Subcommands, format_option
 
 HELP = "cheapest fleets that meet an RPS target under a p99 SLA"
 
@@ -29,7 +29,7 @@ FROM_WORKLOAD = (
 _DEFAULTS: dict[str, Any] = {}
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: Subcommands) -> None:
     """The ``recommend`` options: the request's flags, ``--workload`` and ``--format``."""
     p = sub.add_parser("recommend", help=HELP)
     add_arguments(p, "recommend")

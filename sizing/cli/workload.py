@@ -17,6 +17,7 @@ from typing import Any
 from sizing.errors import InputError
 from sizing.request import SizingRequest
 from trialtable.pathargs import INPUT_FILE, path_arg
+from trialtable.values import Subcommands
 
 #: What a workload document read from a configuration holds (``source``).
 SOURCES = {False: "nginx.conf", True: "ingress-nginx ConfigMap"}
@@ -27,7 +28,7 @@ def _help(name: str) -> str:
     return str(f.metadata["help"])
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: Subcommands) -> None:
     """The ``workload`` subcommand: ``--from-log``, ``--from-conf`` or ``--ingress-nginx``."""
     from sizing.workload.accesslog import add_parser as add_log_parser
 
@@ -41,7 +42,7 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--location", default="", metavar="LOCATION", help=_help("conf_location"))
 
 
-def _sources(source: Any) -> None:
+def _sources(source: argparse._MutuallyExclusiveGroup) -> None:
     source.add_argument(
         "--from-conf",
         type=path_arg(INPUT_FILE),

@@ -97,7 +97,7 @@ from sizing.workload.distinct import EXACT_CAP, Distinct, K
 from trialtable.fields import Field, FieldError, Fields
 from trialtable.files import FileRefused, read_bounded, write_atomic
 from trialtable.pathargs import INPUT_FILE, OUTPUT_FILE, path_arg
-from trialtable.values import MAX_SIZE_BYTES, float_between, parse_size
+from trialtable.values import MAX_SIZE_BYTES, Subcommands, float_between, parse_size
 
 #: Version of the workload file's schema.
 FORMAT = 1
@@ -1306,7 +1306,10 @@ def request_argv(args: dict[str, Any]) -> list[str]:
 # --- command line -----------------------------------------------------------------------
 
 
-def add_parser(sub: Any, sources: Callable[[Any], None] | None = None) -> argparse.ArgumentParser:
+def add_parser(
+    sub: Subcommands,
+    sources: Callable[[argparse._MutuallyExclusiveGroup], None] | None = None,
+) -> argparse.ArgumentParser:
     """Add the ``workload`` subcommand to ``sub`` (an argparse subparsers object).
 
     ``sources`` adds other sources than ``--from-log`` to the group of which one is given
