@@ -28,6 +28,7 @@ from runners.run import Run
 from runners.scenario import Scenario
 from runners.trial import CpuUse, Judging, TrialSetting, trial_row
 from trialtable.folder import RunFolder
+from trialtable.jsonvalue import JsonObject
 from trialtable.schema import utc_now
 
 
@@ -133,7 +134,7 @@ class SimServer:
             "server_cpu_pct": 100.0 * vcpus * min(rps / self.capacity(vcpus), 1.0),
         }
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """Plain data for ``run.json``."""
         return asdict(self)
 

@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from trialtable.files import MB, FileRefused, loads_json, read_bounded, write_atomic
+from trialtable.jsonvalue import JsonObject
 from trialtable.tls import DEFAULT_TLS_KEY, HANDSHAKE_FULL
 
 SCHEMA = "nginx-sizing/cpu-profile/1"
@@ -280,7 +281,7 @@ class Coefficient:
     unit: str
     note: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """Plain data for the JSON file."""
         d: dict[str, Any] = {"value": self.value}
         # An error that was not measured is left out (readers take its absence as unknown).
@@ -313,7 +314,7 @@ class Scaling:
     rps: list[float] = field(default_factory=list)
     efficiency: list[float] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """Plain data for the JSON file."""
         return {"workers": self.workers, "rps": self.rps, "efficiency": self.efficiency}
 
@@ -367,7 +368,7 @@ class Profile:
     warnings: list[str]
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """The JSON document, with ``schema`` first."""
         d: dict[str, Any] = {
             "schema": SCHEMA,

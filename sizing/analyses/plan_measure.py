@@ -49,6 +49,7 @@ from sizing.model.capacity import Capacity, Workload, instance_capacities, insta
 from sizing.model.platforms import match_cpu_text, platform_of
 from sizing.pipeline import Answer, size
 from sizing.request import SizingRequest
+from trialtable.jsonvalue import JsonObject
 
 DEFAULT_DRAWS = 4000
 DEFAULT_SEED = 20261121
@@ -103,7 +104,7 @@ class Candidate:
     measure_on: Instance
     command: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """Plain data for JSON output."""
         return {
             "platform_id": self.platform_id,
@@ -134,7 +135,7 @@ class MeasurementPlan:
     notes: list[str] = field(default_factory=list)
     egress_now_usd_hour: float = 0.0
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """Plain data for JSON output."""
         return {
             "target_rps": self.target_rps,

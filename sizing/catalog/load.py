@@ -27,6 +27,7 @@ from sizing.paths import CATALOG_DIR
 from sizing.report.render import clean
 from trialtable.fields import Field, FieldError, Fields, csv_rows
 from trialtable.files import MB, read_bounded, write_atomic
+from trialtable.jsonvalue import JsonObject
 from trialtable.profile import ARCHES as ARCHES  # re-exported
 
 DEFAULT_CATALOG = CATALOG_DIR / "instances.csv"
@@ -162,7 +163,7 @@ class Instance:
         value = getattr(self, PRICING_COLUMNS[pricing])
         return None if value is None else float(value)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """Plain dict of the fields."""
         return asdict(self)
 

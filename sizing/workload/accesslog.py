@@ -96,6 +96,7 @@ from sizing.errors import InputError, printable
 from sizing.workload.distinct import EXACT_CAP, Distinct, K
 from trialtable.fields import Field, FieldError, Fields
 from trialtable.files import FileRefused, read_bounded, write_atomic
+from trialtable.jsonvalue import JsonObject
 from trialtable.pathargs import INPUT_FILE, OUTPUT_FILE, path_arg
 from trialtable.values import MAX_SIZE_BYTES, Subcommands, float_between, parse_size
 
@@ -328,7 +329,7 @@ class FileStats:
     malformed: int = 0
     notes: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """JSON-ready fields."""
         return {
             "path": self.path,

@@ -13,6 +13,7 @@ from typing import Any
 
 from sizing.errors import printable
 from sizing.workload.value import Workload
+from trialtable.jsonvalue import JsonObject
 
 
 @dataclass
@@ -91,7 +92,7 @@ class Reading:
     workload: Workload
     found: Found
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """JSON-ready: what was read, chosen and derived, with provenance."""
         f = self.found
         return {
