@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from sizing.catalog.load import load_catalog
+from sizing.catalog.load import Instance, load_catalog
 from sizing.errors import Infeasible, InputError
 from sizing.fleet.counts import Recommendation
 from sizing.pipeline import Answer, size
@@ -173,7 +173,7 @@ def sliders(o: SizingRequest) -> dict[str, Any]:
     }
 
 
-def pickers(o: SizingRequest, catalog: list[Any]) -> dict[str, Any]:
+def pickers(o: SizingRequest, catalog: list[Instance]) -> dict[str, Any]:
     """The request's choices as pickers; a value off the usual list is added to it."""
     import ipywidgets as w
 

@@ -20,6 +20,7 @@ import plotly.io as pio
 from sizing.model.curves import CurveFit
 
 if TYPE_CHECKING:  # the figures only read a recommendation
+    from sizing.analyses.sensitivity import Sensitivity
     from sizing.fleet.counts import Recommendation
 
 TEMPLATE = "plotly_white"
@@ -595,7 +596,7 @@ def ratio_figure(rows: pd.DataFrame, title: str) -> go.Figure:
 
 
 def tornado_figure(
-    rows: Sequence[Any], baseline_usd_hour: float, confidence: float, *, top: int = 8
+    rows: Sequence[Sensitivity], baseline_usd_hour: float, confidence: float, *, top: int = 8
 ) -> go.Figure:
     """What the fleet cost at the confidence is most sensitive to (a tornado chart).
 

@@ -1066,7 +1066,7 @@ def _number(doc: dict[str, Any], key: str, where: str, field: str | None = None)
     if value is None and not f.required:
         return None
     try:
-        return float(f.check(value, where))
+        return f.check_number(value, where)
     except FieldError:
         raise InputError(
             f"{where}: {key} is {_show(value)}; expected a number in [{f.low:g}, {f.high:g}]"
