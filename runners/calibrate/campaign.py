@@ -548,7 +548,7 @@ class _Session:
         self.steal[label] = _steal_share(before, _cpu_times(server))
         campaign.meta["steal"] = {k: v for k, v in self.steal.items() if math.isfinite(v)}
         campaign.save()
-        row = df.to_dict("records")[-1]
+        row = {str(k): v for k, v in df.to_dict("records")[-1].items()}  # column names
         eta.update(step, row)
 
     def finish(self) -> None:

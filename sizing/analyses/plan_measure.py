@@ -195,7 +195,9 @@ class Costing:
     z_conf: float
 
 
-def _fleet_cost(cpu_rps: Any, rel_sd: Any, curves: Curves, costing: Costing) -> np.ndarray:
+def _fleet_cost(
+    cpu_rps: np.ndarray, rel_sd: np.ndarray, curves: Curves, costing: Costing
+) -> np.ndarray:
     """Hourly cost of the count at the confidence, per value of the CPU capacity [USD/h].
 
     ``cpu_rps`` and ``rel_sd`` broadcast against ``curves``' network cap, price, fixed cost and
@@ -287,7 +289,9 @@ class PlanInputs:
     egress: Callable[[Instance], float] | None = None
 
 
-def _curves(q: FleetQuestion, insts: list[Instance], caps: list[Any], inputs: PlanInputs) -> Curves:
+def _curves(
+    q: FleetQuestion, insts: list[Instance], caps: list[Capacity], inputs: PlanInputs
+) -> Curves:
     """Every row's numbers under the question: its pricing, egress and spot bands."""
     pricing = q.rules.pricing
     table = spot_table() if q.band_spares else {}
@@ -460,7 +464,7 @@ def _cheapest_after(
 
 
 def _group_rows(
-    insts: list[Instance], caps: list[Any], group: Callable[[Instance], tuple[str, str]]
+    insts: list[Instance], caps: list[Capacity], group: Callable[[Instance], tuple[str, str]]
 ) -> tuple[list[tuple[str, str]], list[np.ndarray]]:
     """The groups' ``(id, name)`` in order of first appearance and each one's row indices.
 

@@ -16,14 +16,11 @@ from __future__ import annotations
 import math
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import Any, NamedTuple
 
 from sizing.catalog.rows import read_upstream
 from sizing.errors import InputError
 from sizing.paths import DATA_DIR
-
-if TYPE_CHECKING:
-    from sizing.fleet.counts import Option
 
 SPOT_FILE = DATA_DIR / "upstream" / "aws-spot" / "spot-advisor.csv"
 SOURCE_DATE = "2025-06-28"
@@ -115,7 +112,7 @@ def spares_for(count: int, rate: float, confidence: float) -> int:
     return lo
 
 
-def spot_note(option: Option, confidence: float, reserve: float) -> str:
+def spot_note(option: Any, confidence: float, reserve: float) -> str:
     """The answer's line on the chosen spot option's interruption risk ("" when not AWS).
 
     Parameters

@@ -125,7 +125,7 @@ def precompute(path: str | Path = FITS_PATH, name: str = "nginx-web-server") -> 
 STORED_DIGITS = 7
 
 
-def stored_digits(obj: Any, digits: int = STORED_DIGITS) -> Any:
+def stored_digits(obj: object, digits: int = STORED_DIGITS) -> object:
     """``obj`` with every float rounded to ``digits`` significant digits."""
     if isinstance(obj, float):
         return _sig(obj, digits)

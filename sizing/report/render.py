@@ -13,13 +13,10 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sizing.units import fmt_usd_small
 from trialtable.output import csv_cell
-
-if TYPE_CHECKING:
-    from sizing.catalog.load import Instance
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
@@ -416,7 +413,7 @@ def _rests_on(doc: dict[str, Any]) -> list[str]:
     return out
 
 
-def render_catalog(items: Sequence[Instance]) -> str:
+def render_catalog(items: Sequence[Any]) -> str:
     """The catalog listing."""
     rows = [
         [
