@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from sizing.cli.k8s import add_k8s_options
@@ -75,7 +76,9 @@ def apply_workload(args: argparse.Namespace) -> list[str]:
         return []
     from sizing.workload.accesslog import load_workload_file, workload_to_request_args
 
-    implied = workload_to_request_args(load_workload_file(path), args.workload_growth)
+    implied: Mapping[str, object] = workload_to_request_args(
+        load_workload_file(path), args.workload_growth
+    )
     taken = []
     for dest in FROM_WORKLOAD:
         key = "file_size" if dest == "file_bytes" else dest
