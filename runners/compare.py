@@ -45,6 +45,7 @@ from runners.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, resampled_mea
 from runners.names import COMPARE_GATES
 from trialtable.errors import RunFolderError
 from trialtable.files import read_bounded, write_atomic
+from trialtable.jsonvalue import JsonObject
 from trialtable.pathargs import RUN_STATE_FILES as RUN_FILES
 from trialtable.read import read_rows
 from trialtable.schema import majority_passed
@@ -286,7 +287,7 @@ def _load_name(load: Mapping[str, object]) -> str:
 
 def compare_runs(
     a: Run, b: Run, threshold: float, gates: Sequence[str] = COMPARE_GATES
-) -> dict[str, Any]:
+) -> JsonObject:
     """B against A, group by group and setting by setting.
 
     Parameters
@@ -342,7 +343,7 @@ def _compare_group(
     sb: list[Setting],
     rule: tuple[float, Sequence[str]],
     worse: list[str],
-) -> dict[str, Any]:
+) -> JsonObject:
     """One group of `compare_runs`; its findings (``rule``: threshold, gates) go to ``worse``."""
     threshold, gates = rule
     best_a, best_b = max_under_sla(sa), max_under_sla(sb)
@@ -376,7 +377,7 @@ def _compare_group(
 
 def _compare_setting(
     name: str, s: Setting, sb: list[Setting], rule: tuple[float, Sequence[str]], worse: list[str]
-) -> dict[str, Any]:
+) -> JsonObject:
     """A's setting ``s`` against B's settings of its group ``name`` (p99 at equal load)."""
     threshold, gates = rule
     match = next((t for t in sb if t.load == s.load), None)

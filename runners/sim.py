@@ -178,7 +178,7 @@ class SimTarget:
         duration_s: int = 10,
         kind: str = "sweep",
         rate_rps: float | None = None,
-    ) -> dict[str, Any]:
+    ) -> JsonObject:
         """Simulate one trial; append and return its row."""
         if connections < threads:
             raise RunnerError(f"connections ({connections}) must be >= threads ({threads})")

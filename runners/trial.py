@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runners.loadgen.base import ERROR_KINDS, Measurement
+from trialtable.jsonvalue import JsonObject
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ def trial_row(
     setting: TrialSetting,
     cpu: CpuUse,
     judging: Judging,
-) -> dict[str, Any]:
+) -> JsonObject:
     """One row of the trial table from a measurement, judged valid or not.
 
     Parameters

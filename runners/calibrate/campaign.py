@@ -56,6 +56,7 @@ from runners.run import cleanup
 from runners.store import load_trials
 from runners.sweep import Access, Plan, run_sweep
 from trialtable.files import MB, loads_json, read_bounded, write_atomic
+from trialtable.jsonvalue import JsonObject
 from trialtable.output import json_text
 from trialtable.profile import Profile, write_profile
 
@@ -257,7 +258,7 @@ class Campaign:
             where = self.path / "campaign.json"
             raise RunnerError(f"cannot write {where}: {exc.strerror}") from None
 
-    def trials(self) -> list[dict[str, Any]]:
+    def trials(self) -> list[JsonObject]:
         """Every stored trial of the campaign's runs, as dicts (empty runs are skipped).
 
         A run with a trial is complete (one trial per run), so it is read once.

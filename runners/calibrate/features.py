@@ -39,6 +39,7 @@ from runners.loadgen import Load, wrk
 from runners.scenario import Scenario
 from trialtable.features import FEATURE_COST_COLUMNS, FEATURE_NAMES, MEASURED, NOT_MEASURED
 from trialtable.files import write_atomic
+from trialtable.jsonvalue import JsonObject
 from trialtable.output import csv_cell
 
 #: Where the table is written by default (beside it, the same name with ``.md``).
@@ -393,7 +394,7 @@ def median_interval(
     return statistics.median(vals), low, high
 
 
-def row(result: Result, settings: Settings, info: dict[str, Any], when: str) -> dict[str, Any]:
+def row(result: Result, settings: Settings, info: dict[str, Any], when: str) -> JsonObject:
     """One feature's row of the table (`trialtable.features.FEATURE_COSTS`)."""
     out: dict[str, Any] = dict.fromkeys(FEATURE_COST_COLUMNS, "")
     out.update(
@@ -495,7 +496,7 @@ def write_table(
     info: dict[str, Any],
     out: Path,
     command: str,
-) -> list[dict[str, Any]]:
+) -> list[JsonObject]:
     """Write ``out`` (CSV) and its notes (``.md`` beside it); the rows."""
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     rows = [row(r, settings, info, when) for r in results]

@@ -26,6 +26,7 @@ from runners.calibrate.settings import (
     Setting,
 )
 from runners.errors import RunnerError
+from trialtable.jsonvalue import JsonObject
 from trialtable.profile import (
     COEFFICIENTS,
     SIGNED,
@@ -741,8 +742,8 @@ def _scaling(obs: Sequence[Observation], settings: Sequence[Setting]) -> tuple[S
     return Scaling(workers, [round(x, 1) for x in rps], eff), warnings
 
 
-def _measurements(obs: Sequence[Observation], settings: Sequence[Setting]) -> dict[str, Any]:
-    out = {}
+def _measurements(obs: Sequence[Observation], settings: Sequence[Setting]) -> JsonObject:
+    out: JsonObject = {}
     for s in settings:
         mine = [o for o in obs if o.setting == s.name]
         if not mine:

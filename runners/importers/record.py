@@ -24,6 +24,7 @@ from runners.trial import CpuUse, Judging, TrialSetting, invalidate, trial_row
 from trialtable.fields import printable
 from trialtable.files import MB, read_bounded
 from trialtable.folder import RunFolder, new_run_id
+from trialtable.jsonvalue import JsonObject
 from trialtable.schema import utc_now
 
 #: Largest file imported [B]; larger is refused unread.
@@ -141,13 +142,13 @@ def _version(imported: Imported, setting: Setting) -> str:
     return "unknown (the file does not say)"
 
 
-def _provenance(imported: Imported) -> dict[str, Any]:
+def _provenance(imported: Imported) -> JsonObject:
     return {"exact": list(imported.exact), "approximated": dict(imported.approximated)}
 
 
 def _row(
     importer: Importer, imported: Imported, setting: Setting, ids: dict[str, Any]
-) -> dict[str, Any]:
+) -> JsonObject:
     """One trial row of an imported measurement, judged as `trial_row` judges a trial."""
     m = imported.measurement
     scenario = make_scenario(setting.scenario, setting.file_bytes, protocol=setting.protocol)

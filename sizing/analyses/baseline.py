@@ -41,6 +41,7 @@ from sizing.model.capacity import Capacity
 from sizing.pipeline import Answer, size
 from sizing.report.render import clean, fmt_rps, table
 from sizing.units import fmt_usd_small
+from trialtable.jsonvalue import JsonObject
 
 _DIGITS = "0123456789"
 
@@ -146,7 +147,7 @@ def _fleet(
 
 def compare_to_baseline(
     rec: Recommendation, spec: BaselineSpec, catalog: list[Instance], top: int | None = 10
-) -> dict[str, Any]:
+) -> JsonObject:
     """The baseline fleet and each option relative to it.
 
     Parameters

@@ -59,6 +59,7 @@ from sizing.model.costmodel import CostProfile
 from sizing.report.render import clean
 from sizing.units import fmt_usd_small
 from sizing.workload.value import Workload
+from trialtable.jsonvalue import JsonObject
 
 #: Estimate: memory of one NGINX pod [MiB]: the master and a worker with their buffers,
 #: connection structures for a few thousand connections and the open-file cache, about 20 MiB
@@ -217,7 +218,7 @@ class NodeFit:
         """The bill: the nodes and the traffic's egress where they run [USD/month]."""
         return self.hourly_cost_usd * HOURS_PER_MONTH + (self.egress_monthly_usd or 0.0)
 
-    def row(self, target_rps: float) -> dict[str, Any]:
+    def row(self, target_rps: float) -> JsonObject:
         """JSON-ready summary."""
         n = self.node
         return {
@@ -440,7 +441,7 @@ def manifests(
     zones: int = 1,
     hpa_percent: int,
     max_replicas: int | None = None,
-) -> list[dict[str, Any]]:
+) -> list[JsonObject]:
     """The Deployment, PodDisruptionBudget and HorizontalPodAutoscaler for ``fit``."""
     check_name(name, "name")
     if namespace is not None:
@@ -476,7 +477,7 @@ def manifests(
                 "labelSelector": selector,
             }
         ]
-    deployment = {
+    deployment: JsonObject = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": meta,
@@ -486,13 +487,13 @@ def manifests(
             "template": {"metadata": {"labels": dict(meta["labels"])}, "spec": pod_spec},
         },
     }
-    pdb = {
+    pdb: JsonObject = {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
         "metadata": meta,
         "spec": {"minAvailable": fit.min_available, "selector": selector},
     }
-    hpa = {
+    hpa: JsonObject = {
         "apiVersion": "autoscaling/v2",
         "kind": "HorizontalPodAutoscaler",
         "metadata": meta,

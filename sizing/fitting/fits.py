@@ -31,6 +31,7 @@ from sizing.model.datasets import reference_series
 from sizing.paths import FITS_PATH, REFERENCE_DIR
 from sizing.units import finite_json
 from trialtable.files import write_atomic
+from trialtable.jsonvalue import JsonObject
 from trialtable.profile import cost_terms
 
 PLATEAU_MODELS = ("linear_plateau", "smooth_plateau", "power_plateau")
@@ -316,7 +317,7 @@ def _claim(claim_id: str) -> tuple[float, float, str]:
     raise KeyError(claim_id)
 
 
-def _range_coef(value: float, low: float, high: float, unit: str, source: str) -> dict[str, Any]:
+def _range_coef(value: float, low: float, high: float, unit: str, source: str) -> JsonObject:
     """A coefficient from a value and a 95% range (stderr = half the log range / 1.96)."""
     rel = max(math.log(high / value), math.log(value / low)) / 1.96 if value > 0 else 0.0
     return {
@@ -328,7 +329,7 @@ def _range_coef(value: float, low: float, high: float, unit: str, source: str) -
     }
 
 
-def _fitted_coefficients(p: dict[str, float], se: dict[str, float]) -> dict[str, Any]:
+def _fitted_coefficients(p: dict[str, float], se: dict[str, float]) -> JsonObject:
     """The coefficients fitted to the seed table, with their standard errors."""
     return {
         n: {
@@ -342,7 +343,7 @@ def _fitted_coefficients(p: dict[str, float], se: dict[str, float]) -> dict[str,
     }
 
 
-def _input_coefficients(p: dict[str, float]) -> dict[str, Any]:
+def _input_coefficients(p: dict[str, float]) -> JsonObject:
     """The coefficients set from published ratios and estimates, with their ranges."""
     coefs: dict[str, Any] = {}
     lo, hi, src = _claim("004-ecc-vs-rsa")
@@ -438,7 +439,7 @@ def _correlations(fit: CostFit) -> dict[str, float]:
     return corr
 
 
-def cost_model_doc(fit: CostFit) -> dict[str, Any]:
+def cost_model_doc(fit: CostFit) -> JsonObject:
     """The stored reference cost model: fitted coefficients, estimates, scaling, residuals."""
     p, se = fit["params"], fit["stderr"]
     coefs = {**_fitted_coefficients(p, se), **_input_coefficients(p)}
