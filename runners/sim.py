@@ -199,7 +199,7 @@ class SimTarget:
             rps=m["rps"],
         )
         note = saturation_note(m["client_cpu_pct"], threads, self.saturation, "sim")
-        ids = {
+        ids: JsonObject = {
             "run_id": self.store.run_id,
             "trial_id": f"{self.store.run_id}-{self._seq:04d}",
             "started_at": utc_now(),

@@ -12,7 +12,6 @@ import argparse
 import dataclasses
 import shlex
 from pathlib import Path
-from typing import Any
 
 from sizing.errors import InputError
 from sizing.request import SizingRequest
@@ -73,14 +72,14 @@ def run(args: argparse.Namespace) -> int:
     return accesslog.emit(args.out, doc, lines, given)
 
 
-def conf_document(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
+def conf_document(args: argparse.Namespace) -> tuple[dict[str, object], list[str]]:
     """The workload document of ``--from-conf``/``--ingress-nginx`` and lines for a person."""
     from sizing.workload.accesslog import FORMAT, KIND
     from sizing.workload.conf import read
 
     ingress = args.ingress_nginx is not None
     reading = read(args.from_conf or "", args.ingress_nginx or "", args.server, args.location)
-    doc = {
+    doc: dict[str, object] = {
         "format": FORMAT,
         "kind": KIND,
         "source": SOURCES[ingress],
