@@ -580,7 +580,7 @@ def read_profile(path: str | os.PathLike[str]) -> Profile:
     return from_dict(read_document(path), str(path))
 
 
-def read_document(path: str | os.PathLike[str]) -> dict[str, Any]:
+def read_document(path: str | os.PathLike[str]) -> JsonObject:
     """A profile file's decoded JSON, once `from_dict` has checked it (see `read_profile`)."""
     p = Path(path)
     try:
@@ -595,6 +595,8 @@ def read_document(path: str | os.PathLike[str]) -> dict[str, Any]:
         d = loads_json(text)
     except (ValueError, RecursionError) as exc:
         raise ProfileError(f"{p}: not valid JSON ({exc})") from None
+    if not isinstance(d, dict):
+        raise _fail(str(p), "is not a JSON object")  # as from_dict says it
     from_dict(d, str(p))
     return dict(d)
 
@@ -606,6 +608,6 @@ def write_profile(profile: Profile, path: str | os.PathLike[str]) -> Path:
     return write_atomic(path, json.dumps(d, indent=1, allow_nan=False) + "\n")
 
 
-def validate(d: Mapping[str, Any]) -> None:
+def validate(d: Mapping[str, object]) -> None:
     """Raise `ProfileError` if ``d`` (a decoded profile document) breaks the schema."""
     from_dict(dict(d))
