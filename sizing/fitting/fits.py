@@ -27,7 +27,7 @@ from sizing.model.costmodel import (
     seed_cost_us,
     seed_prediction,
 )
-from sizing.model.datasets import reference_series
+from sizing.model.datasets import ReferenceSeries, reference_series
 from sizing.paths import FITS_PATH, REFERENCE_DIR
 from sizing.units import finite_json
 from trialtable.files import write_atomic
@@ -39,7 +39,7 @@ PLATEAU_MODELS = ("linear_plateau", "smooth_plateau", "power_plateau")
 LINK_BOUND_FRACTION = 0.85
 
 
-def _link_bound(series: dict[str, Any], fit: curves.CurveFit) -> bool:
+def _link_bound(series: ReferenceSeries, fit: curves.CurveFit) -> bool:
     """Whether the fitted plateau of an RPS series is the reference test link."""
     if series["metric"] != "requests_per_s" or fit.model not in PLATEAU_MODELS:
         return False
