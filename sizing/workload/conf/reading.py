@@ -56,7 +56,7 @@ class Found:
         self.features[name] = self.features.get(name, 0.0) + count
         self.provenance.setdefault(name, self.at(where))
 
-    def value(self, name: str, value: Any, where: str) -> None:
+    def value(self, name: str, value: object, where: str) -> None:
         """Set the workload field ``name``, read at ``where``."""
         self.values[name] = value
         self.provenance[name] = self.at(where)
