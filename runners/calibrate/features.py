@@ -23,7 +23,7 @@ import random
 import shlex
 import statistics
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
@@ -420,7 +420,7 @@ def row(result: Result, settings: Settings, info: dict[str, Any], when: str) -> 
     return out
 
 
-def to_csv(rows: Sequence[dict[str, Any]]) -> str:
+def to_csv(rows: Sequence[Mapping[str, object]]) -> str:
     """The table as CSV text: numbers to 4 decimals, formula-like text made inert."""
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=FEATURE_COST_COLUMNS, lineterminator="\n")
@@ -430,7 +430,7 @@ def to_csv(rows: Sequence[dict[str, Any]]) -> str:
     return buf.getvalue()
 
 
-def _cell(v: Any) -> Any:
+def _cell(v: object) -> str:
     if isinstance(v, float):
         return f"{v:.4f}"
     return csv_cell(" ".join(str(v).split()))
