@@ -39,7 +39,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypedDict
 
 from sizing.catalog.egress import egress_cost
 from sizing.catalog.load import Instance
@@ -683,6 +683,23 @@ def _comments(
     return comments
 
 
+class K8sAnswer(TypedDict):
+    """`k8s_answer`'s answer: the manifests, the nodes, the autoscaler's target.
+
+    The manifests as YAML (with its comments) and as objects, the node chosen and every node
+    fitted, the autoscaler's target and its basis, the nodes left out and why.
+    """
+
+    yaml: str
+    manifests: list[JsonObject]
+    node: JsonObject
+    nodes: list[JsonObject]
+    hpa_target_percent: int
+    hpa_source: str
+    excluded: list[dict[str, str]]
+    comments: list[str]
+
+
 def k8s_answer(
     target_rps: float,
     nodes: Sequence[Instance],
@@ -690,7 +707,7 @@ def k8s_answer(
     rules: FleetRules,
     pod: Pod = Pod(),
     basis: PodBasis = PodBasis(),
-) -> dict[str, Any]:
+) -> K8sAnswer:
     """The whole answer: manifests for the node type cheapest in all, and the packing table.
 
     The node types are ranked on their total bill: the nodes plus ``basis.traffic``'s egress
