@@ -22,6 +22,7 @@ from sizing.model.curves import CurveFit
 if TYPE_CHECKING:  # the figures only read a recommendation
     from sizing.analyses.sensitivity import Sensitivity
     from sizing.fleet.counts import Recommendation
+    from sizing.model.datasets import ReferenceSeries
 
 TEMPLATE = "plotly_white"
 _DASH_SLA = {"dash": "dash", "color": "firebrick"}
@@ -113,7 +114,7 @@ def fit_figure(
 
 
 def plateau_figure(
-    series: Sequence[dict[str, Any]], link_gbps: float, wire_bytes: dict[str, float]
+    series: Sequence[ReferenceSeries], link_gbps: float, wire_bytes: dict[str, float]
 ) -> go.Figure:
     """RPS against CPUs for large responses, with the test link's RPS ceiling per series.
 
