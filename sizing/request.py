@@ -629,7 +629,7 @@ class SizingRequest:
 
         check_target_rps(self.rps)
         for name in ("pricing", "sort", "network", "clients"):
-            allowed = _meta(name)["choices"]
+            allowed = _choices(name)
             if getattr(self, name) not in allowed:
                 raise InputError(
                     f"unknown {name} {getattr(self, name)!r}; expected one of: "
@@ -802,8 +802,12 @@ class SizingRequest:
         return cls.from_parameters(given)
 
 
-def _meta(name: str) -> Mapping[str, Any]:
-    return next(f.metadata for f in dataclasses.fields(SizingRequest) if f.name == name)
+def _choices(name: str) -> tuple[str, ...]:
+    """The values field ``name``'s flag accepts (`option`'s ``choices``)."""
+    choices: tuple[str, ...] = next(
+        f.metadata for f in dataclasses.fields(SizingRequest) if f.name == name
+    )["choices"]
+    return choices
 
 
 def _param(f: dataclasses.Field[object]) -> str:
