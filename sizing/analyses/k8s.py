@@ -59,7 +59,7 @@ from sizing.model.costmodel import CostProfile
 from sizing.report.render import clean
 from sizing.units import fmt_usd_small
 from sizing.workload.value import Workload
-from trialtable.jsonvalue import JsonObject
+from trialtable.jsonvalue import JsonObject, JsonValue, as_float, as_int
 
 #: Estimate: memory of one NGINX pod [MiB]: the master and a worker with their buffers,
 #: connection structures for a few thousand connections and the open-file cache, about 20 MiB
@@ -249,7 +249,7 @@ class NodeFit:
 
 
 def measured_cpu_ratio(
-    rows: Sequence[dict[str, Any]], pod_cpus: int, sla_p99_ms: float, headroom: float
+    rows: Sequence[Mapping[str, JsonValue]], pod_cpus: int, sla_p99_ms: float, headroom: float
 ) -> tuple[float, str] | None:
     """From a run's trials: how the measured CPU at the headroom load bends from the model's.
 
@@ -276,11 +276,16 @@ def measured_cpu_ratio(
     ]
     if not good:
         return None
-    vcpus = min({int(r["vcpus"]) for r in good}, key=lambda v: (abs(v - pod_cpus), v))
+    vcpus = min({as_int(r["vcpus"]) for r in good}, key=lambda v: (abs(v - pod_cpus), v))
     pts = sorted(
-        (float(r["rps"]), float(r["server_cpu_pct"]) / 100.0, float(r["latency_p99_ms"]), r)
+        (
+            as_float(r["rps"]),
+            as_float(r["server_cpu_pct"]) / 100.0,
+            as_float(r["latency_p99_ms"]),
+            r,
+        )
         for r in good
-        if int(r["vcpus"]) == vcpus
+        if as_int(r["vcpus"]) == vcpus
     )
     ok = [p for p in pts if p[2] <= sla_p99_ms]
     if not ok:
@@ -303,7 +308,7 @@ def measured_cpu_ratio(
     return cpu / ((1.0 - headroom) * sla_cpu), src
 
 
-def _same_workload(row: dict[str, Any], work: Workload) -> bool:
+def _same_workload(row: Mapping[str, JsonValue], work: Workload) -> bool:
     """Whether a trial measured ``work``: scenario, protocol, HTTP version and body size."""
     return (
         row.get("scenario") == work.scenario
