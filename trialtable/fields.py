@@ -96,7 +96,7 @@ class Field:
             f"{where}: field {self.name!r}: expected {self.expected()}, got {shown!r}"
         )
 
-    def parse(self, raw: str | None, where: str) -> Any:
+    def parse(self, raw: str | None, where: str) -> FieldValue:
         """The value of one text (a CSV cell), checked; None for an empty optional field.
 
         Raises
