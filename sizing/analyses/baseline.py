@@ -360,7 +360,15 @@ def render_baseline(doc: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def against_on_demand(answer: Answer) -> dict[str, Any] | None:
+class AgainstOnDemand(TypedDict):
+    """A plan against on-demand: the on-demand decision, the difference [USD/month], a line."""
+
+    on_demand: JsonObject
+    difference_monthly_usd: float
+    text: str
+
+
+def against_on_demand(answer: Answer) -> AgainstOnDemand | None:
     """The answer's plan against the same request at on-demand prices, on the total bill.
 
     A spot or committed price lowers the instances' cost, but the plan it picks may sit where

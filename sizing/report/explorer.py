@@ -122,7 +122,8 @@ def decision_html(result: ExploreResult) -> str:
     from sizing.analyses.baseline import against_on_demand
 
     # A spot or committed plan against on-demand on the total bill, as the terminal and report.
-    against = (against_on_demand(result.answer) or {}).get("text", "")
+    other = against_on_demand(result.answer)
+    against = other["text"] if other is not None else ""
     s = summary.decision_summary(result.answer.recommendation, against=against)
     return f'<div class="ns-explorer-pane">{summary.summary_html(s)}</div>'
 
