@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # numpy loads only when a bootstrap runs
+    import numpy as np
+    from numpy.typing import NDArray
 
 #: Resamples of every percentile bootstrap interval the runners print (`compare`'s ratio of
 #: means, `interleave`'s median ratio). A bound at the 2.5% point is an order statistic of the
@@ -22,7 +26,9 @@ BOOTSTRAP_SEED = 20261124
 CHUNK_VALUES = 1 << 20
 
 
-def resampled_means(rng: Any, values: Any, resamples: int = BOOTSTRAP_RESAMPLES) -> Any:
+def resampled_means(
+    rng: np.random.Generator, values: NDArray[np.float64], resamples: int = BOOTSTRAP_RESAMPLES
+) -> NDArray[np.float64]:
     """Means of ``resamples`` resamples (with replacement) of ``values``, drawn in chunks.
 
     Parameters

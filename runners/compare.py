@@ -37,7 +37,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -69,6 +69,63 @@ LOAD_COLUMNS = ("threads", "connections", "streams", "rate_rps")
 LEVEL = 0.95
 #: Largest run.json read for a run's label [B].
 RUN_JSON_MAX_BYTES = 16 * 1024 * 1024
+
+
+#: A `Stat` as JSON: ``mean``, ``ci_low``, ``ci_high`` (None where not finite) and ``n``.
+StatDoc = dict[str, float | int | None]
+
+
+class RunSide(TypedDict):
+    """One run of a comparison: its id, label and invalid trials left out."""
+
+    run: str
+    label: str
+    invalid_trials: int
+
+
+class SettingComparison(TypedDict):
+    """A's setting against B's at the same load: RPS and p99 [ms], ratios B/A."""
+
+    load: str
+    a_rps: StatDoc
+    b_rps: StatDoc | None
+    rps_ratio: float | None
+    rps_ratio_ci: list[float | None]
+    a_p99_ms: StatDoc
+    b_p99_ms: StatDoc | None
+    b_p99_at_a_load_ms: float | None
+    p99_ratio_at_equal_load: float | None
+    a_meets_sla: bool
+    b_meets_sla: bool | None
+
+
+class GroupComparison(TypedDict):
+    """One group of settings: max RPS under the SLA of each run, the ratio, each setting."""
+
+    group: str
+    a_max_rps_under_sla: StatDoc | None
+    b_max_rps_under_sla: StatDoc | None
+    a_max_at: str | None
+    b_max_at: str | None
+    max_rps_ratio: float | None
+    max_rps_ratio_ci: list[float | None]
+    settings: list[SettingComparison]
+    curves: dict[str, list[tuple[float, float]]]
+
+
+class Comparison(TypedDict):
+    """`compare_runs`'s answer: B against A, group by group, and the verdict."""
+
+    a: RunSide
+    b: RunSide
+    threshold: float
+    gates: list[str]
+    interval: str
+    only_in_a: list[str]
+    only_in_b: list[str]
+    groups: list[GroupComparison]
+    worse: list[str]
+    verdict: str
 
 
 class CompareError(ValueError):
@@ -286,7 +343,7 @@ def _load_name(load: Mapping[str, object]) -> str:
 
 def compare_runs(
     a: Run, b: Run, threshold: float, gates: Sequence[str] = COMPARE_GATES
-) -> dict[str, Any]:
+) -> Comparison:
     """B against A, group by group and setting by setting.
 
     Parameters
@@ -342,7 +399,7 @@ def _compare_group(
     sb: list[Setting],
     rule: tuple[float, Sequence[str]],
     worse: list[str],
-) -> dict[str, Any]:
+) -> GroupComparison:
     """One group of `compare_runs`; its findings (``rule``: threshold, gates) go to ``worse``."""
     threshold, gates = rule
     best_a, best_b = max_under_sla(sa), max_under_sla(sb)
@@ -376,7 +433,7 @@ def _compare_group(
 
 def _compare_setting(
     name: str, s: Setting, sb: list[Setting], rule: tuple[float, Sequence[str]], worse: list[str]
-) -> dict[str, Any]:
+) -> SettingComparison:
     """A's setting ``s`` against B's settings of its group ``name`` (p99 at equal load)."""
     threshold, gates = rule
     match = next((t for t in sb if t.load == s.load), None)
@@ -445,7 +502,7 @@ def _ratio(value: float | None, ci: Sequence[float | None] = (None, None)) -> st
     return out
 
 
-def render(doc: dict[str, Any]) -> str:
+def render(doc: Comparison) -> str:
     """The comparison as text: per group max RPS under the SLA, per setting p99."""
     out = [
         f"A: {printable(doc['a']['label'])}",
@@ -473,14 +530,11 @@ def render(doc: dict[str, Any]) -> str:
                     f"({_ratio(s['p99_ratio_at_equal_load'])})"
                 )
             )
-    for side in ("a", "b"):
-        if doc[f"only_in_{side}"]:
-            out.append(
-                f"only in {side.upper()} (not compared): "
-                + printable(", ".join(doc[f"only_in_{side}"]))
-            )
-        if doc[side]["invalid_trials"]:
-            out.append(f"{side.upper()}: {doc[side]['invalid_trials']} invalid trial(s) left out")
+    for side, run, only in (("a", doc["a"], doc["only_in_a"]), ("b", doc["b"], doc["only_in_b"])):
+        if only:
+            out.append(f"only in {side.upper()} (not compared): " + printable(", ".join(only)))
+        if run["invalid_trials"]:
+            out.append(f"{side.upper()}: {run['invalid_trials']} invalid trial(s) left out")
     out.append("")
     if doc["worse"]:
         out.append(f"WORSE: B is worse than A beyond {doc['threshold']:.1%}:")
@@ -492,7 +546,7 @@ def render(doc: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def html_report(doc: dict[str, Any], history: Sequence[Run] = ()) -> str:
+def html_report(doc: Comparison, history: Sequence[Run] = ()) -> str:
     """A standalone HTML page: both curves (p99 vs RPS), the RPS ratio, and a history.
 
     Plotly is embedded (offline); every label from a run is HTML-escaped, in the page and in
@@ -518,33 +572,33 @@ def html_report(doc: dict[str, Any], history: Sequence[Run] = ()) -> str:
             cols=2,
             subplot_titles=("p99 vs throughput", "B/A RPS per setting (95% bootstrap)"),
         )
-        for side, colour in (("a", "#1f77b4"), ("b", "#d62728")):
+        for side, colour, run in (("a", "#1f77b4", doc["a"]), ("b", "#d62728", doc["b"])):
             pts = sorted(g["curves"][side])
             fig.add_trace(
                 go.Scatter(
                     x=[p[0] for p in pts],
                     y=[p[1] for p in pts],
                     mode="lines+markers",
-                    name=esc(f"{side.upper()}: {doc[side]['label']}"),
+                    name=esc(f"{side.upper()}: {run['label']}"),
                     line={"color": colour},
                 ),
                 row=1,
                 col=1,
             )
-        rows = [s for s in g["settings"] if s["rps_ratio"] is not None]
+        rows = [
+            (s["load"], r, s["rps_ratio_ci"])
+            for s in g["settings"]
+            if (r := s["rps_ratio"]) is not None
+        ]
         fig.add_trace(
             go.Bar(
-                x=[esc(s["load"]) for s in rows],
-                y=[s["rps_ratio"] for s in rows],
+                x=[esc(load) for load, _, _ in rows],
+                y=[r for _, r, _ in rows],
                 error_y={
                     "type": "data",
                     "symmetric": False,
-                    "array": [
-                        (s["rps_ratio_ci"][1] or s["rps_ratio"]) - s["rps_ratio"] for s in rows
-                    ],
-                    "arrayminus": [
-                        s["rps_ratio"] - (s["rps_ratio_ci"][0] or s["rps_ratio"]) for s in rows
-                    ],
+                    "array": [(ci[1] or r) - r for _, r, ci in rows],
+                    "arrayminus": [r - (ci[0] or r) for _, r, ci in rows],
                 },
                 name="B/A RPS",
                 marker={"color": "#7f7f7f"},

@@ -22,10 +22,13 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from runners.errors import BadInput, RunnerError
 from runners.tools import SEARCH_DIRS, TOOLS
+
+if TYPE_CHECKING:  # paramiko loads only when an SSH host is used
+    import paramiko
 
 _SPEC = re.compile(
     r"^(?:(?P<user>[^@\s:]+)@)?(?P<host>\[[^\]]+\]|[^@\s:\[\]]+)(?::(?P<port>\d+))?$"
@@ -440,7 +443,7 @@ class _Shell:
     uses one, ends it there.
     """
 
-    def __init__(self, transport: Any) -> None:
+    def __init__(self, transport: paramiko.Transport) -> None:
         self.token = os.urandom(16).hex()
         self.channel = transport.open_session()
         self.channel.exec_command("exec sh")
@@ -502,7 +505,9 @@ class _HostKeyPolicy:
     def __init__(self, name: str, accept: bool, known_hosts: str) -> None:
         self.name, self.accept, self.known_hosts = name, accept, known_hosts
 
-    def missing_host_key(self, client: Any, hostname: str, key: Any) -> None:
+    def missing_host_key(
+        self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey
+    ) -> None:
         fingerprint = key.fingerprint
         if not self.accept:
             raise _UnknownHostKey(

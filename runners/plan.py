@@ -11,6 +11,7 @@ from runners.hosts import HostSpec
 from runners.names import DEFAULT_OUT
 from runners.scenario import Scenario
 from runners.tools import TOOLS
+from trialtable.jsonvalue import JsonObject
 
 __all__ = ["DEFAULT_OUT", "Access", "Plan"]
 
@@ -140,7 +141,7 @@ class Plan:
         """Tool name (a key of `TOOLS`) -> the binary the user chose (name or path)."""
         return {name: str(getattr(self, name)) for name in TOOLS}
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """Plain data for ``run.json``."""
         d = asdict(self)
         d["scenario"] = self.scenario.to_dict()

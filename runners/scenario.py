@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from runners.errors import BadInput
+from trialtable.jsonvalue import JsonObject
 from trialtable.profile import PROXIED
 from trialtable.schema import PROTOCOLS, SCENARIOS
 from trialtable.tls import KEYS, SHORT_TLS_KEYS
@@ -122,7 +123,7 @@ class Scenario:
             out.append("Accept-Encoding: gzip")
         return tuple(out)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """Plain data for ``run.json``."""
         d = asdict(self)
         d["directives"] = list(self.directives)

@@ -28,6 +28,7 @@ from runners.run import Run
 from runners.scenario import Scenario
 from runners.trial import CpuUse, Judging, TrialSetting, trial_row
 from trialtable.folder import RunFolder
+from trialtable.jsonvalue import JsonObject
 from trialtable.schema import utc_now
 
 
@@ -133,7 +134,7 @@ class SimServer:
             "server_cpu_pct": 100.0 * vcpus * min(rps / self.capacity(vcpus), 1.0),
         }
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """Plain data for ``run.json``."""
         return asdict(self)
 
@@ -177,7 +178,7 @@ class SimTarget:
         duration_s: int = 10,
         kind: str = "sweep",
         rate_rps: float | None = None,
-    ) -> dict[str, Any]:
+    ) -> JsonObject:
         """Simulate one trial; append and return its row."""
         if connections < threads:
             raise RunnerError(f"connections ({connections}) must be >= threads ({threads})")
@@ -198,7 +199,7 @@ class SimTarget:
             rps=m["rps"],
         )
         note = saturation_note(m["client_cpu_pct"], threads, self.saturation, "sim")
-        ids = {
+        ids: JsonObject = {
             "run_id": self.store.run_id,
             "trial_id": f"{self.store.run_id}-{self._seq:04d}",
             "started_at": utc_now(),

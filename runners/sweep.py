@@ -10,7 +10,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterator
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING
 
 from runners import loadgen
 from runners.plan import DEFAULT_OUT, Access, Plan
@@ -18,6 +18,11 @@ from runners.run import Progress, Run, name_run, open_run, stop_left_behind
 from runners.scenario import make_scenario
 from runners.session import Session, connect_hosts
 from runners.store import load_trials
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from runners.sim import SimServer, SimTarget
 
 # Plan, Access and make_scenario are re-exported: a sweep is written with them (notebooks).
 __all__ = ["Access", "Plan", "make_scenario", "run_sweep", "target_for"]
@@ -28,12 +33,12 @@ def target_for(
     plan: Plan,
     run: Run,
     *,
-    sim: Any = None,
+    sim: SimServer | None = None,
     access: Access | None = None,
     log: IO[str] | None = None,
     mode: str = loadgen.CLOSED,
     sla_p99_ms: float | None = None,
-) -> Iterator[Any]:
+) -> Iterator[SimTarget | Session]:
     """What trials run on: the simulated server, or a `Session` on the plan's hosts.
 
     For real hosts, what an earlier (killed) process of this run left behind is stopped
@@ -65,8 +70,8 @@ def run_sweep(
     resume: str | None = None,
     access: Access | None = None,
     progress: IO[str] | None = sys.stderr,
-    sim: Any = None,
-) -> Any:
+    sim: SimServer | None = None,
+) -> pd.DataFrame:
     """Run every setting of ``plan`` not already in the run; return its trials as a DataFrame.
 
     Parameters

@@ -5,9 +5,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from runners.loadgen.base import ERROR_KINDS, Measurement
+from trialtable.jsonvalue import JsonObject, JsonValue
+
+if TYPE_CHECKING:
+    from runners.scenario import Scenario
 
 
 @dataclass(frozen=True)
@@ -68,13 +72,13 @@ class Judging:
 
 
 def trial_row(
-    ids: Mapping[str, Any],
-    scenario: Any,
+    ids: Mapping[str, JsonValue],
+    scenario: Scenario,
     m: Measurement,
     setting: TrialSetting,
     cpu: CpuUse,
     judging: Judging,
-) -> dict[str, Any]:
+) -> JsonObject:
     """One row of the trial table from a measurement, judged valid or not.
 
     Parameters
@@ -151,7 +155,7 @@ def trial_row(
     }
 
 
-def invalidate(row: dict[str, Any], reasons: Sequence[str]) -> None:
+def invalidate(row: JsonObject, reasons: Sequence[str]) -> None:
     """Add ``reasons`` to a judged row: it becomes invalid and no longer meets its SLA."""
     if not reasons:
         return

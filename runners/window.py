@@ -20,7 +20,8 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+
+from trialtable.jsonvalue import JsonObject
 
 #: Stamps a client writes on standard error around its load generator.
 START_MARKER, END_MARKER = "NGINX_SIZING_WINDOW_START", "NGINX_SIZING_WINDOW_END"
@@ -86,7 +87,7 @@ class Window:
     rps: float
     asked_rps: float | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """The window as ``run.json`` records it (times rounded to the microsecond)."""
         return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in asdict(self).items()}
 

@@ -23,7 +23,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sizing.errors import InputError
 from sizing.units import (
@@ -55,6 +55,8 @@ from trialtable.values import number_or_percent
 if TYPE_CHECKING:
     from sizing.fleet.counts import FleetRules
     from sizing.workload.conf.reading import Reading
+
+_T = TypeVar("_T")
 
 __all__ = [
     "COMMANDS",
@@ -180,21 +182,21 @@ def _text(text: str) -> str:
 
 
 def option(
-    default: Any,
+    default: _T,
     flag: str | None,
     help: str,
     *,
     param: str | None = None,
-    parse: Callable[[str], Any] = _text,
+    parse: Callable[[str], object] = _text,
     kind: str = "value",
     choices: Iterable[str] | None = None,
     metavar: str | None = None,
     commands: frozenset[str] = SIZING,
-    cli_default: Any = dataclasses.MISSING,
+    cli_default: object = dataclasses.MISSING,
     required: bool = False,
-    param_default: Any = dataclasses.MISSING,
+    param_default: object = dataclasses.MISSING,
     exclusive: str | None = None,
-) -> Any:
+) -> _T:
     """A request field with its command-line and notebook metadata.
 
     Parameters
@@ -627,7 +629,7 @@ class SizingRequest:
 
         check_target_rps(self.rps)
         for name in ("pricing", "sort", "network", "clients"):
-            allowed = _meta(name)["choices"]
+            allowed = _choices(name)
             if getattr(self, name) not in allowed:
                 raise InputError(
                     f"unknown {name} {getattr(self, name)!r}; expected one of: "
@@ -757,15 +759,15 @@ class SizingRequest:
 
     # -- notebook parameters -------------------------------------------------------------------
 
-    def to_parameters(self) -> dict[str, Any]:
+    def to_parameters(self) -> dict[str, object]:
         """One JSON-able value per notebook parameter (see `from_parameters`)."""
-        out: dict[str, Any] = {}
+        out: dict[str, object] = {}
         for f in dataclasses.fields(self):
             out[_param(f)] = _to_json(getattr(self, f.name))
         return out
 
     @classmethod
-    def from_parameters(cls, given: Mapping[str, Any]) -> SizingRequest:
+    def from_parameters(cls, given: Mapping[str, object]) -> SizingRequest:
         """The request from notebook parameters (names not of the request are ignored).
 
         Values are JSON values as `to_parameters` writes them, or text (``papermill -p``,
@@ -788,7 +790,7 @@ class SizingRequest:
         return cls(**values)
 
     @classmethod
-    def from_dict(cls, given: Mapping[str, Any]) -> SizingRequest:
+    def from_dict(cls, given: Mapping[str, object]) -> SizingRequest:
         """As `from_parameters`, refusing names that are not parameters of the request."""
         known = parameter_names()
         unknown = sorted(set(given) - set(known))
@@ -800,11 +802,15 @@ class SizingRequest:
         return cls.from_parameters(given)
 
 
-def _meta(name: str) -> Mapping[str, Any]:
-    return next(f.metadata for f in dataclasses.fields(SizingRequest) if f.name == name)
+def _choices(name: str) -> tuple[str, ...]:
+    """The values field ``name``'s flag accepts (`option`'s ``choices``)."""
+    choices: tuple[str, ...] = next(
+        f.metadata for f in dataclasses.fields(SizingRequest) if f.name == name
+    )["choices"]
+    return choices
 
 
-def _param(f: dataclasses.Field[Any]) -> str:
+def _param(f: dataclasses.Field[object]) -> str:
     return str(f.metadata["param"] or f.name)
 
 
@@ -825,7 +831,7 @@ def _split(name: str, value: Any) -> dict[str, Any]:
     return {name: value}
 
 
-def _to_json(value: Any) -> Any:
+def _to_json(value: object) -> object:
     if isinstance(value, float) and math.isinf(value):
         return None  # unlimited requests per connection
     if isinstance(value, tuple):

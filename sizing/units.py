@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import Any
 
 from trialtable.values import (
     DEFAULT_PROTOCOL,
@@ -104,7 +103,7 @@ def fmt_usd_small(value: float | None, digits: int = 3) -> str:
     return f"${value:,.{decimals}f}"
 
 
-def finite_json(obj: Any) -> Any:
+def finite_json(obj: object) -> object:
     """Replace non-finite floats (inf AICc, nan LOO) with None so the JSON is standard."""
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None

@@ -16,7 +16,7 @@ import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 from trialtable.files import read_bounded
 
@@ -25,6 +25,9 @@ from trialtable.files import read_bounded
 MAX_NUMBER_TEXT = 64
 
 _INTEGER = re.compile(r"[-+]?[0-9]+")
+
+#: The value of one field once checked: text, a number, a flag, or None (empty).
+FieldValue: TypeAlias = str | int | float | bool | None
 
 TRUE_WORDS = ("true", "1", "yes")
 FALSE_WORDS = ("false", "0", "no")
@@ -93,7 +96,7 @@ class Field:
             f"{where}: field {self.name!r}: expected {self.expected()}, got {shown!r}"
         )
 
-    def parse(self, raw: str | None, where: str) -> Any:
+    def parse(self, raw: str | None, where: str) -> FieldValue:
         """The value of one text (a CSV cell), checked; None for an empty optional field.
 
         Raises
@@ -123,7 +126,7 @@ class Field:
             raise self._refuse(where, raw) from None
         return self.check(value, where)
 
-    def check(self, value: Any, where: str) -> Any:
+    def check(self, value: object, where: str) -> FieldValue:
         """A value already typed (read from JSON or TOML), checked as `parse` checks text."""
         if self.kind == "str":
             if not isinstance(value, str):
@@ -155,6 +158,13 @@ class Field:
                 raise self._refuse(where, value)
             return int(value)
         return float(value)
+
+    def check_number(self, value: object, where: str) -> float:
+        """`check` of a number field's value (int or float), as a float."""
+        checked = self.check(value, where)
+        if isinstance(checked, bool) or not isinstance(checked, int | float):
+            raise self._refuse(where, value)  # a text or flag field's value
+        return float(checked)
 
 
 class Fields:
@@ -190,13 +200,13 @@ class Fields:
         return {n: self.fields[n].parse(row.get(n), where) for n in wanted}
 
     def check_row(
-        self, row: Mapping[str, Any], where: str, names: Iterable[str] | None = None
-    ) -> dict[str, Any]:
+        self, row: Mapping[str, object], where: str, names: Iterable[str] | None = None
+    ) -> dict[str, FieldValue]:
         """Check the typed values ``names`` (default: every field present) of one row.
 
         A missing or None value passes only for a field that is not required.
         """
-        out: dict[str, Any] = {}
+        out: dict[str, FieldValue] = {}
         for n in self.fields if names is None else names:
             f = self.fields[n]
             value = row.get(n)

@@ -32,7 +32,8 @@ import stat
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+
+from trialtable.jsonvalue import JsonValue
 
 MB = 1024 * 1024
 
@@ -186,7 +187,7 @@ def _read_pipe(fd: int, limit: int, timeout: float) -> bytes:
     return b"".join(chunks)
 
 
-def loads_json(data: bytes | str) -> Any:
+def loads_json(data: bytes | str) -> JsonValue:
     """JSON text as Python data, with every number finite and of a sane length.
 
     Raises ``ValueError`` (``json.JSONDecodeError`` for malformed text) for ``NaN`` or
@@ -210,7 +211,10 @@ def loads_json(data: bytes | str) -> Any:
 
     if isinstance(data, bytes):
         data = data.decode("utf-8")
-    return json.loads(data, parse_int=_int, parse_float=_float, parse_constant=_constant)
+    value: JsonValue = json.loads(
+        data, parse_int=_int, parse_float=_float, parse_constant=_constant
+    )
+    return value
 
 
 def check_output(

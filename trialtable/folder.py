@@ -31,7 +31,7 @@ import re
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from trialtable.errors import RunFolderError
 from trialtable.fields import Field, FieldError, Fields, printable
@@ -87,6 +87,16 @@ def cell(value: object) -> str:
     if isinstance(value, str):
         return str(csv_cell(value))  # a label such as =HYPERLINK(...) stays text
     return str(value)
+
+
+class TrialHistograms(TypedDict):
+    """One line of ``histograms.jsonl``: each client's latency histogram of one trial.
+
+    ``clients`` maps a client host to its ``[latency_us, count]`` pairs.
+    """
+
+    trial_id: str
+    clients: dict[str, list[list[float]]]
 
 
 class RunFolder:
@@ -389,7 +399,7 @@ class RunFolder:
         text = _read_state(self.trials_path, TRIALS_MAX_BYTES).decode("utf-8")
         return list(csv.DictReader(io.StringIO(text, newline="")))
 
-    def histograms(self) -> Iterator[dict[str, Any]]:
+    def histograms(self) -> Iterator[TrialHistograms]:
         """Each trial's per-client histograms: ``{"trial_id", "clients": {host: pairs}}``.
 
         Every pair is checked against `HISTOGRAM` (latency and count in range).
@@ -404,11 +414,12 @@ class RunFolder:
             if line.strip():
                 yield self._histogram(line, f"histograms.jsonl:{n}:")
 
-    def _histogram(self, line: str, where: str) -> dict[str, Any]:
+    def _histogram(self, line: str, where: str) -> TrialHistograms:
         try:
             doc = json.loads(line)
         except (ValueError, RecursionError):
             raise self.error(where, "is not a JSON line") from None
+        checked: TrialHistograms = doc  # returned once every check below holds
         if not (isinstance(doc, dict) and isinstance(doc.get("trial_id"), str)):
             raise self.error(where, 'is not {"trial_id": ..., "clients": {...}}')
         clients = doc.get("clients")
@@ -427,7 +438,7 @@ class RunFolder:
                     HISTOGRAM["count"].check(pair[1], "")
         except FieldError as exc:
             raise self.error(where, str(exc).removeprefix(": ")) from None
-        return doc
+        return checked
 
     # -- what the run started ---------------------------------------------------------------
     def record_started(self, entry: Mapping[str, object]) -> None:

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Required, TypedDict
 
 import crossplane
 import crossplane.analyzer
@@ -192,7 +192,16 @@ def _lexing(text: str) -> Iterator[None]:
         crossplane.parser.lex = saved
 
 
-def _statements(payload: list[dict[str, Any]], path: str) -> list[Statement]:
+class ParsedStatement(TypedDict, total=False):
+    """One statement as ``crossplane.parse`` gives it: directive, arguments, line, block."""
+
+    directive: Required[str]
+    args: Required[list[str]]
+    line: Required[int]
+    block: list[ParsedStatement]
+
+
+def _statements(payload: list[ParsedStatement], path: str) -> list[Statement]:
     out = []
     for s in payload:
         block = s.get("block")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 _T = TypeVar("_T")
 
@@ -43,7 +43,7 @@ def csv_row(values: Iterable[_T]) -> list[_T | str]:
     return [csv_cell(v) for v in values]
 
 
-def finite(obj: Any) -> Any:
+def finite(obj: object) -> object:
     """``obj`` with every non-finite float (in dicts, lists and tuples) replaced by None."""
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None

@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from trialtable.files import MB, FileRefused, loads_json, read_bounded, write_atomic
+from trialtable.jsonvalue import JsonObject
 from trialtable.tls import DEFAULT_TLS_KEY, HANDSHAKE_FULL
 
 SCHEMA = "nginx-sizing/cpu-profile/1"
@@ -280,7 +281,7 @@ class Coefficient:
     unit: str
     note: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """Plain data for the JSON file."""
         d: dict[str, Any] = {"value": self.value}
         # An error that was not measured is left out (readers take its absence as unknown).
@@ -313,7 +314,7 @@ class Scaling:
     rps: list[float] = field(default_factory=list)
     efficiency: list[float] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """Plain data for the JSON file."""
         return {"workers": self.workers, "rps": self.rps, "efficiency": self.efficiency}
 
@@ -367,7 +368,7 @@ class Profile:
     warnings: list[str]
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """The JSON document, with ``schema`` first."""
         d: dict[str, Any] = {
             "schema": SCHEMA,
@@ -579,7 +580,7 @@ def read_profile(path: str | os.PathLike[str]) -> Profile:
     return from_dict(read_document(path), str(path))
 
 
-def read_document(path: str | os.PathLike[str]) -> dict[str, Any]:
+def read_document(path: str | os.PathLike[str]) -> JsonObject:
     """A profile file's decoded JSON, once `from_dict` has checked it (see `read_profile`)."""
     p = Path(path)
     try:
@@ -594,6 +595,8 @@ def read_document(path: str | os.PathLike[str]) -> dict[str, Any]:
         d = loads_json(text)
     except (ValueError, RecursionError) as exc:
         raise ProfileError(f"{p}: not valid JSON ({exc})") from None
+    if not isinstance(d, dict):
+        raise _fail(str(p), "is not a JSON object")  # as from_dict says it
     from_dict(d, str(p))
     return dict(d)
 
@@ -605,6 +608,6 @@ def write_profile(profile: Profile, path: str | os.PathLike[str]) -> Path:
     return write_atomic(path, json.dumps(d, indent=1, allow_nan=False) + "\n")
 
 
-def validate(d: Mapping[str, Any]) -> None:
+def validate(d: Mapping[str, object]) -> None:
     """Raise `ProfileError` if ``d`` (a decoded profile document) breaks the schema."""
     from_dict(dict(d))

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trialtable.errors import RunFolderError
-from trialtable.fields import Field, FieldError, Fields
+from trialtable.fields import Field, FieldError, Fields, FieldValue
 from trialtable.files import MB, read_bounded
 from trialtable.schema import ADDED_DEFAULTS, BY_NAME, COLUMNS, FALSE, TRIAL_COLUMNS, TRUE
 
@@ -235,7 +235,7 @@ def _bad_field(folder: Path, line: int, name: str, text: str, expected: str) -> 
     return _error(folder, f"trials.csv:{line}:", f"column {name}: {text[:40]!r} is not {expected}")
 
 
-def _value(folder: Path, line: int, name: str, text: str) -> Any:
+def _value(folder: Path, line: int, name: str, text: str) -> FieldValue:
     kind = BY_NAME[name].kind
     if kind == "str":
         return text

@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 import math
 import re
-from collections.abc import Callable
-from typing import Any, NoReturn, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn, TypeAlias, TypeVar
 
 from trialtable.fields import printable as printable  # messages of both CLIs escape by it
 from trialtable.pathargs import check_namespace
@@ -65,12 +65,16 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {printable(message)}\n")
 
     def parse_known_args(  # type: ignore[override]
-        self, args: Any = None, namespace: argparse.Namespace | None = None
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> tuple[argparse.Namespace, list[str]]:
         """Parse, then check every declared path (`trialtable.pathargs`) before work starts."""
         parsed, extras = super().parse_known_args(args, namespace)
         check_namespace(self, parsed)
         return parsed, extras
+
+
+#: What ``add_subparsers(parser_class=Parser)`` returns: each subcommand adds its parser to it.
+Subcommands: TypeAlias = "argparse._SubParsersAction[Parser]"
 
 
 def format_option(p: argparse.ArgumentParser, formats: tuple[str, ...] = ("table", "json")) -> None:

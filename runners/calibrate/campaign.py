@@ -28,7 +28,7 @@ import os
 import re
 import secrets
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -56,6 +56,7 @@ from runners.run import cleanup
 from runners.store import load_trials
 from runners.sweep import Access, Plan, run_sweep
 from trialtable.files import MB, loads_json, read_bounded, write_atomic
+from trialtable.jsonvalue import JsonObject, JsonValue, as_float, as_int
 from trialtable.output import json_text
 from trialtable.profile import Profile, write_profile
 
@@ -257,7 +258,7 @@ class Campaign:
             where = self.path / "campaign.json"
             raise RunnerError(f"cannot write {where}: {exc.strerror}") from None
 
-    def trials(self) -> list[dict[str, Any]]:
+    def trials(self) -> list[JsonObject]:
         """Every stored trial of the campaign's runs, as dicts (empty runs are skipped).
 
         A run with a trial is complete (one trial per run), so it is read once.
@@ -283,7 +284,7 @@ class _Step:
     round_: int
 
 
-def _connections(setting: Setting, done: list[dict[str, Any]], sla_ms: float) -> int:
+def _connections(setting: Setting, done: Sequence[Mapping[str, JsonValue]], sla_ms: float) -> int:
     """Connections per worker for the next round, from this setting's earlier trials.
 
     Halved after a p99 over the SLA from a busy worker, doubled after a far lower p99 from an
@@ -291,9 +292,9 @@ def _connections(setting: Setting, done: list[dict[str, Any]], sla_ms: float) ->
     """
     c = setting.connections
     for row in done:
-        c = int(row["connections"]) // max(1, setting.vcpus)
-        p99 = float(row["latency_p99_ms"])
-        share = float(row["server_cpu_pct"]) / (100.0 * setting.vcpus)
+        c = as_int(row["connections"]) // max(1, setting.vcpus)
+        p99 = as_float(row["latency_p99_ms"])
+        share = as_float(row["server_cpu_pct"]) / (100.0 * setting.vcpus)
         if not math.isfinite(p99) or (p99 > sla_ms and share >= MIN_WORKER_SHARE):
             # Queueing at a busy worker: fewer connections. A p99 over the SLA with the worker
             # mostly idle comes from elsewhere (a competing process, delayed ACKs of large
@@ -548,7 +549,7 @@ class _Session:
         self.steal[label] = _steal_share(before, _cpu_times(server))
         campaign.meta["steal"] = {k: v for k, v in self.steal.items() if math.isfinite(v)}
         campaign.save()
-        row = df.to_dict("records")[-1]
+        row = {str(k): v for k, v in df.to_dict("records")[-1].items()}  # column names
         eta.update(step, row)
 
     def finish(self) -> None:
@@ -658,7 +659,7 @@ class _Eta:
     def skip(self) -> None:
         self.done += 1
 
-    def update(self, step: _Step, row: dict[str, Any]) -> None:
+    def update(self, step: _Step, row: Mapping[str, JsonValue]) -> None:
         self.done += 1
         self.measured += 1
         if self.stream is None:
@@ -669,8 +670,8 @@ class _Eta:
         us = cpu_us(row)
         print(
             f"[{self.done}/{self.total}] {step.setting.name} round {step.round_ + 1}: "
-            f"{float(row['rps']):,.0f} rps, {us:,.1f} us CPU/request, "
-            f"p99 {float(row['latency_p99_ms']):.2f} ms"
+            f"{as_float(row['rps']):,.0f} rps, {us:,.1f} us CPU/request, "
+            f"p99 {as_float(row['latency_p99_ms']):.2f} ms"
             f"{'' if row['valid'] else ' (invalid: ' + str(row['invalid_reason']) + ')'}; "
             f"ETA {int(eta // 60)}:{int(eta % 60):02d}",
             file=self.stream,

@@ -23,7 +23,7 @@ import random
 import shlex
 import statistics
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
@@ -39,6 +39,7 @@ from runners.loadgen import Load, wrk
 from runners.scenario import Scenario
 from trialtable.features import FEATURE_COST_COLUMNS, FEATURE_NAMES, MEASURED, NOT_MEASURED
 from trialtable.files import write_atomic
+from trialtable.jsonvalue import JsonObject
 from trialtable.output import csv_cell
 
 #: Where the table is written by default (beside it, the same name with ``.md``).
@@ -393,7 +394,7 @@ def median_interval(
     return statistics.median(vals), low, high
 
 
-def row(result: Result, settings: Settings, info: dict[str, Any], when: str) -> dict[str, Any]:
+def row(result: Result, settings: Settings, info: dict[str, Any], when: str) -> JsonObject:
     """One feature's row of the table (`trialtable.features.FEATURE_COSTS`)."""
     out: dict[str, Any] = dict.fromkeys(FEATURE_COST_COLUMNS, "")
     out.update(
@@ -419,7 +420,7 @@ def row(result: Result, settings: Settings, info: dict[str, Any], when: str) -> 
     return out
 
 
-def to_csv(rows: Sequence[dict[str, Any]]) -> str:
+def to_csv(rows: Sequence[Mapping[str, object]]) -> str:
     """The table as CSV text: numbers to 4 decimals, formula-like text made inert."""
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=FEATURE_COST_COLUMNS, lineterminator="\n")
@@ -429,7 +430,7 @@ def to_csv(rows: Sequence[dict[str, Any]]) -> str:
     return buf.getvalue()
 
 
-def _cell(v: Any) -> Any:
+def _cell(v: object) -> str:
     if isinstance(v, float):
         return f"{v:.4f}"
     return csv_cell(" ".join(str(v).split()))
@@ -495,7 +496,7 @@ def write_table(
     info: dict[str, Any],
     out: Path,
     command: str,
-) -> list[dict[str, Any]]:
+) -> list[JsonObject]:
     """Write ``out`` (CSV) and its notes (``.md`` beside it); the rows."""
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     rows = [row(r, settings, info, when) for r in results]

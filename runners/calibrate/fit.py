@@ -26,6 +26,7 @@ from runners.calibrate.settings import (
     Setting,
 )
 from runners.errors import RunnerError
+from trialtable.jsonvalue import JsonObject, JsonValue, as_float
 from trialtable.profile import (
     COEFFICIENTS,
     SIGNED,
@@ -58,14 +59,14 @@ KEEP_UNIDENTIFIED = frozenset(
 )
 
 
-def cpu_us(row: dict[str, Any]) -> float:
+def cpu_us(row: Mapping[str, JsonValue]) -> float:
     """Server CPU time per request of one trial [us]: CPU share x trial time / requests."""
-    requests = float(row["requests"])
-    cpu_s = float(row["server_cpu_pct"]) / 100.0 * float(row["duration_s"])
+    requests = as_float(row["requests"])
+    cpu_s = as_float(row["server_cpu_pct"]) / 100.0 * as_float(row["duration_s"])
     return cpu_s / requests * 1e6 if requests > 0 and math.isfinite(cpu_s) else math.nan
 
 
-def _usable(row: dict[str, Any]) -> bool:
+def _usable(row: Mapping[str, JsonValue]) -> bool:
     """Valid, or invalid only because the load generator was saturated.
 
     The server's CPU time per request is measured all the same.
@@ -103,17 +104,17 @@ class Observation:
         return self.worker_share < MIN_WORKER_SHARE and not self.bound_by
 
 
-def _client_share(row: dict[str, Any]) -> float:
+def _client_share(row: Mapping[str, JsonValue]) -> float:
     """The load generator's CPU time over what its threads could use [1] (NaN if unknown)."""
     try:
-        threads = max(1.0, float(row.get("threads") or 1))
-        return float(row["client_cpu_pct"]) / (100.0 * threads)
+        threads = max(1.0, as_float(row.get("threads") or 1))
+        return as_float(row["client_cpu_pct"]) / (100.0 * threads)
     except (KeyError, TypeError, ValueError):
         return math.nan
 
 
 def observations(
-    rows: Sequence[dict[str, Any]],
+    rows: Sequence[Mapping[str, JsonValue]],
     settings: Sequence[Setting],
     sla_ms: float,
     same_host: bool = True,
@@ -138,13 +139,13 @@ def observations(
         if not math.isfinite(us) or us <= 0:
             warnings.append(f"{row['trial_id']} ({s.name}) not used: no server CPU time")
             continue
-        share = float(row["server_cpu_pct"]) / (100.0 * s.vcpus)
+        share = as_float(row["server_cpu_pct"]) / (100.0 * s.vcpus)
         o = Observation(
             s.name,
             int(m.group(2)) - 1,
             us,
-            float(row["rps"]),
-            float(row["latency_p99_ms"]),
+            as_float(row["rps"]),
+            as_float(row["latency_p99_ms"]),
             bool(row["meets_sla"]),
             share,
             run_id=str(row["run_id"]),
@@ -379,7 +380,7 @@ def _separable(names: Sequence[str], rows: Sequence[dict[str, float]]) -> list[s
 
 
 def unpinned(
-    rows: Sequence[dict[str, Any]], settings: Sequence[Setting], options: CalibrateOptions
+    rows: Sequence[Mapping[str, JsonValue]], settings: Sequence[Setting], options: CalibrateOptions
 ) -> tuple[list[str], list[str]]:
     """Coefficients not yet pinned, and the one-worker settings that measure them.
 
@@ -541,7 +542,7 @@ def _droppable(loose: set[str], fitted: set[str], rows: Sequence[dict[str, float
 
 
 def build_profile(
-    rows: Sequence[dict[str, Any]],
+    rows: Sequence[Mapping[str, JsonValue]],
     settings: Sequence[Setting],
     *,
     configs: dict[str, str],
@@ -693,14 +694,16 @@ def _weights(
     return out
 
 
-def _wire_bodies(rows: Sequence[dict[str, Any]], settings: Sequence[Setting]) -> dict[str, float]:
+def _wire_bodies(
+    rows: Sequence[Mapping[str, JsonValue]], settings: Sequence[Setting]
+) -> dict[str, float]:
     """Body bytes sent per response for gzip settings.
 
     Bytes per response minus the headers of the HTTP 0-byte setting (250 B when that was
     not measured).
     """
     header = [
-        float(r["bytes_per_response"])
+        as_float(r["bytes_per_response"])
         for r in rows
         if str(r.get("instance_label", "")).startswith("calibrate-static_http_0B-")
     ]
@@ -709,7 +712,7 @@ def _wire_bodies(rows: Sequence[dict[str, Any]], settings: Sequence[Setting]) ->
     for s in settings:
         if s.scenario.gzip:
             sizes = [
-                float(r["bytes_per_response"])
+                as_float(r["bytes_per_response"])
                 for r in rows
                 if str(r.get("instance_label", "")).startswith(f"calibrate-{s.name}-")
             ]
@@ -741,8 +744,8 @@ def _scaling(obs: Sequence[Observation], settings: Sequence[Setting]) -> tuple[S
     return Scaling(workers, [round(x, 1) for x in rps], eff), warnings
 
 
-def _measurements(obs: Sequence[Observation], settings: Sequence[Setting]) -> dict[str, Any]:
-    out = {}
+def _measurements(obs: Sequence[Observation], settings: Sequence[Setting]) -> JsonObject:
+    out: JsonObject = {}
     for s in settings:
         mine = [o for o in obs if o.setting == s.name]
         if not mine:

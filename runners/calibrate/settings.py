@@ -18,6 +18,7 @@ from runners.errors import BadInput
 from runners.hosts import HostSpec
 from runners.scenario import Scenario
 from runners.tools import TOOLS
+from trialtable.jsonvalue import JsonObject
 
 KB = 1024
 GZIP_BYTES = 16 * KB
@@ -211,7 +212,7 @@ class CalibrateOptions:
         """Pause after each trial [s]."""
         return 0.2 if self.quick else 0.5
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """Plain data for ``campaign.json``."""
         return {
             "server": self.server,

@@ -18,12 +18,13 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from runners.errors import RunnerError
 from runners.loadgen.base import ERROR_KINDS, Measurement, latency_summary
 from trialtable.fields import printable
 from trialtable.files import loads_json
+from trialtable.jsonvalue import JsonValue
 
 #: Longest line read from an imported file [characters]; a longer one is refused.
 MAX_LINE_CHARS = 1 << 20
@@ -115,7 +116,7 @@ def lines(text: str, where: str) -> Iterator[tuple[int, str]]:
             yield n, line
 
 
-def json_value(text: str, where: str) -> Any:
+def json_value(text: str, where: str) -> JsonValue:
     """One JSON document, numbers finite (`trialtable.files.loads_json`), or `ImportRefused`."""
     try:
         return loads_json(text)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
 
 from runners.importers.base import (
     Imported,
@@ -22,12 +21,13 @@ from runners.importers.base import (
     number,
     refuse,
 )
+from trialtable.jsonvalue import JsonValue
 
 #: Trial column key -> k6's trend statistic.
 TREND_STATS = {"p50": "med", "p90": "p(90)", "p99": "p(99)", "p999": "p(99.9)"}
 
 
-def _metric(doc: Mapping[str, Any], name: str, where: str) -> Mapping[str, Any]:
+def _metric(doc: Mapping[str, JsonValue], name: str, where: str) -> Mapping[str, JsonValue]:
     metrics = doc.get("metrics")
     got = metrics.get(name) if isinstance(metrics, dict) else None
     if isinstance(got, dict) and isinstance(got.get("values"), dict):

@@ -15,7 +15,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from runners.importers import get
 from runners.importers.base import Imported, Importer, ImportRefused, refuse
@@ -24,6 +24,7 @@ from runners.trial import CpuUse, Judging, TrialSetting, invalidate, trial_row
 from trialtable.fields import printable
 from trialtable.files import MB, read_bounded
 from trialtable.folder import RunFolder, new_run_id
+from trialtable.jsonvalue import JsonObject
 from trialtable.schema import utc_now
 
 #: Largest file imported [B]; larger is refused unread.
@@ -70,7 +71,15 @@ class Setting:
     unit: str = "us"
 
 
-def read_file(path: str) -> tuple[str, dict[str, Any]]:
+class FileIdentity(TypedDict):
+    """An imported file's name (escaped), size [B] and SHA-256."""
+
+    name: str
+    bytes: int
+    sha256: str
+
+
+def read_file(path: str) -> tuple[str, FileIdentity]:
     """A file's text and its identity (name, bytes, SHA-256); `ImportRefused` if unreadable."""
     name = os.path.basename(path) or path
     try:
@@ -141,13 +150,11 @@ def _version(imported: Imported, setting: Setting) -> str:
     return "unknown (the file does not say)"
 
 
-def _provenance(imported: Imported) -> dict[str, Any]:
+def _provenance(imported: Imported) -> JsonObject:
     return {"exact": list(imported.exact), "approximated": dict(imported.approximated)}
 
 
-def _row(
-    importer: Importer, imported: Imported, setting: Setting, ids: dict[str, Any]
-) -> dict[str, Any]:
+def _row(importer: Importer, imported: Imported, setting: Setting, ids: JsonObject) -> JsonObject:
     """One trial row of an imported measurement, judged as `trial_row` judges a trial."""
     m = imported.measurement
     scenario = make_scenario(setting.scenario, setting.file_bytes, protocol=setting.protocol)

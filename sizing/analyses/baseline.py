@@ -41,6 +41,7 @@ from sizing.model.capacity import Capacity
 from sizing.pipeline import Answer, size
 from sizing.report.render import clean, fmt_rps, table
 from sizing.units import fmt_usd_small
+from trialtable.jsonvalue import JsonObject
 
 _DIGITS = "0123456789"
 
@@ -146,7 +147,7 @@ def _fleet(
 
 def compare_to_baseline(
     rec: Recommendation, spec: BaselineSpec, catalog: list[Instance], top: int | None = 10
-) -> dict[str, Any]:
+) -> JsonObject:
     """The baseline fleet and each option relative to it.
 
     Parameters
@@ -359,7 +360,15 @@ def render_baseline(doc: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def against_on_demand(answer: Answer) -> dict[str, Any] | None:
+class AgainstOnDemand(TypedDict):
+    """A plan against on-demand: the on-demand decision, the difference [USD/month], a line."""
+
+    on_demand: JsonObject
+    difference_monthly_usd: float
+    text: str
+
+
+def against_on_demand(answer: Answer) -> AgainstOnDemand | None:
     """The answer's plan against the same request at on-demand prices, on the total bill.
 
     A spot or committed price lowers the instances' cost, but the plan it picks may sit where

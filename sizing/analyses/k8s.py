@@ -39,7 +39,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypedDict
 
 from sizing.catalog.egress import egress_cost
 from sizing.catalog.load import Instance
@@ -59,6 +59,7 @@ from sizing.model.costmodel import CostProfile
 from sizing.report.render import clean
 from sizing.units import fmt_usd_small
 from sizing.workload.value import Workload
+from trialtable.jsonvalue import JsonObject, JsonValue, as_float, as_int
 
 #: Estimate: memory of one NGINX pod [MiB]: the master and a worker with their buffers,
 #: connection structures for a few thousand connections and the open-file cache, about 20 MiB
@@ -217,7 +218,7 @@ class NodeFit:
         """The bill: the nodes and the traffic's egress where they run [USD/month]."""
         return self.hourly_cost_usd * HOURS_PER_MONTH + (self.egress_monthly_usd or 0.0)
 
-    def row(self, target_rps: float) -> dict[str, Any]:
+    def row(self, target_rps: float) -> JsonObject:
         """JSON-ready summary."""
         n = self.node
         return {
@@ -248,7 +249,7 @@ class NodeFit:
 
 
 def measured_cpu_ratio(
-    rows: Sequence[dict[str, Any]], pod_cpus: int, sla_p99_ms: float, headroom: float
+    rows: Sequence[Mapping[str, JsonValue]], pod_cpus: int, sla_p99_ms: float, headroom: float
 ) -> tuple[float, str] | None:
     """From a run's trials: how the measured CPU at the headroom load bends from the model's.
 
@@ -275,11 +276,16 @@ def measured_cpu_ratio(
     ]
     if not good:
         return None
-    vcpus = min({int(r["vcpus"]) for r in good}, key=lambda v: (abs(v - pod_cpus), v))
+    vcpus = min({as_int(r["vcpus"]) for r in good}, key=lambda v: (abs(v - pod_cpus), v))
     pts = sorted(
-        (float(r["rps"]), float(r["server_cpu_pct"]) / 100.0, float(r["latency_p99_ms"]), r)
+        (
+            as_float(r["rps"]),
+            as_float(r["server_cpu_pct"]) / 100.0,
+            as_float(r["latency_p99_ms"]),
+            r,
+        )
         for r in good
-        if int(r["vcpus"]) == vcpus
+        if as_int(r["vcpus"]) == vcpus
     )
     ok = [p for p in pts if p[2] <= sla_p99_ms]
     if not ok:
@@ -302,7 +308,7 @@ def measured_cpu_ratio(
     return cpu / ((1.0 - headroom) * sla_cpu), src
 
 
-def _same_workload(row: dict[str, Any], work: Workload) -> bool:
+def _same_workload(row: Mapping[str, JsonValue], work: Workload) -> bool:
     """Whether a trial measured ``work``: scenario, protocol, HTTP version and body size."""
     return (
         row.get("scenario") == work.scenario
@@ -440,7 +446,7 @@ def manifests(
     zones: int = 1,
     hpa_percent: int,
     max_replicas: int | None = None,
-) -> list[dict[str, Any]]:
+) -> list[JsonObject]:
     """The Deployment, PodDisruptionBudget and HorizontalPodAutoscaler for ``fit``."""
     check_name(name, "name")
     if namespace is not None:
@@ -476,7 +482,7 @@ def manifests(
                 "labelSelector": selector,
             }
         ]
-    deployment = {
+    deployment: JsonObject = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": meta,
@@ -486,13 +492,13 @@ def manifests(
             "template": {"metadata": {"labels": dict(meta["labels"])}, "spec": pod_spec},
         },
     }
-    pdb = {
+    pdb: JsonObject = {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
         "metadata": meta,
         "spec": {"minAvailable": fit.min_available, "selector": selector},
     }
-    hpa = {
+    hpa: JsonObject = {
         "apiVersion": "autoscaling/v2",
         "kind": "HorizontalPodAutoscaler",
         "metadata": meta,
@@ -682,6 +688,23 @@ def _comments(
     return comments
 
 
+class K8sAnswer(TypedDict):
+    """`k8s_answer`'s answer: the manifests, the nodes, the autoscaler's target.
+
+    The manifests as YAML (with its comments) and as objects, the node chosen and every node
+    fitted, the autoscaler's target and its basis, the nodes left out and why.
+    """
+
+    yaml: str
+    manifests: list[JsonObject]
+    node: JsonObject
+    nodes: list[JsonObject]
+    hpa_target_percent: int
+    hpa_source: str
+    excluded: list[dict[str, str]]
+    comments: list[str]
+
+
 def k8s_answer(
     target_rps: float,
     nodes: Sequence[Instance],
@@ -689,7 +712,7 @@ def k8s_answer(
     rules: FleetRules,
     pod: Pod = Pod(),
     basis: PodBasis = PodBasis(),
-) -> dict[str, Any]:
+) -> K8sAnswer:
     """The whole answer: manifests for the node type cheapest in all, and the packing table.
 
     The node types are ranked on their total bill: the nodes plus ``basis.traffic``'s egress

@@ -57,6 +57,7 @@ from sizing.model.carbon import option_g_per_hour
 from sizing.model.platforms import match_cpu_text, platform_of
 from sizing.pipeline import Answer, size
 from sizing.request import SizingRequest
+from trialtable.jsonvalue import JsonObject
 
 DEFAULT_DRAWS = 4000
 DEFAULT_SEED = 20261121
@@ -111,7 +112,7 @@ class Candidate:
     measure_on: Instance
     command: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """Plain data for JSON output."""
         return {
             "platform_id": self.platform_id,
@@ -148,9 +149,9 @@ class MeasurementPlan:
     #: The question's sort: the cost it ranks by (`sizing.fleet.engine.rank_key`).
     sort: str = "cost-at-confidence"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """Plain data for JSON output (the values' keys name their unit, `Unit`)."""
-        doc = {
+        doc: JsonObject = {
             "target_rps": self.target_rps,
             "confidence": self.confidence,
             "sort": self.sort,
@@ -230,7 +231,9 @@ class Costing:
     sort: str = "cost-at-confidence"
 
 
-def _fleet_cost(cpu_rps: Any, rel_sd: Any, curves: Curves, costing: Costing) -> np.ndarray:
+def _fleet_cost(
+    cpu_rps: np.ndarray, rel_sd: np.ndarray, curves: Curves, costing: Costing
+) -> np.ndarray:
     """Hourly cost of the count the sort ranks by, per value of the CPU capacity [USD/h].
 
     The count is `_fleet_count`'s; its cost the engine's ranking cost
@@ -381,7 +384,9 @@ class PlanInputs:
     egress: Callable[[Instance], float] | None = None
 
 
-def _curves(q: FleetQuestion, insts: list[Instance], caps: list[Any], inputs: PlanInputs) -> Curves:
+def _curves(
+    q: FleetQuestion, insts: list[Instance], caps: list[Capacity], inputs: PlanInputs
+) -> Curves:
     """Every row's numbers under the question: its pricing, egress and spot bands."""
     pricing, carbon = q.rules.pricing, q.sort == "carbon"
     table = spot_table() if q.band_spares else {}
@@ -506,16 +511,18 @@ def _ranked_by(plan: MeasurementPlan) -> str:
     return f"at its point estimate (--sort {plan.sort})"
 
 
-def _in_unit(doc: dict[str, Any], unit: Unit) -> dict[str, Any]:
+def _in_unit(doc: JsonObject, unit: Unit) -> JsonObject:
     """``doc`` with its ``usd`` keys named for ``unit`` (`MeasurementPlan.to_dict`)."""
     if unit.key == "usd":
         return doc
 
-    def named(d: dict[str, Any]) -> dict[str, Any]:
+    def named(d: JsonObject) -> JsonObject:
         return {k.replace("usd", unit.key).replace("cost_", "carbon_"): v for k, v in d.items()}
 
     doc = named(doc)
-    doc["candidates"] = [named(c) for c in doc["candidates"]]
+    cands = doc["candidates"]
+    if isinstance(cands, list):
+        doc["candidates"] = [named(c) if isinstance(c, dict) else c for c in cands]
     doc.pop("egress_now_gco2e_hour", None)  # dollars: not a carbon number
     return doc
 
@@ -590,7 +597,7 @@ def _cheapest_after(
 
 
 def _group_rows(
-    insts: list[Instance], caps: list[Any], group: Callable[[Instance], tuple[str, str]]
+    insts: list[Instance], caps: list[Capacity], group: Callable[[Instance], tuple[str, str]]
 ) -> tuple[list[tuple[str, str]], list[np.ndarray]]:
     """The groups' ``(id, name)`` in order of first appearance and each one's row indices.
 

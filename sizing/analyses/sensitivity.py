@@ -19,7 +19,6 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any
 
 from sizing.catalog.load import Instance
 from sizing.errors import Infeasible
@@ -36,6 +35,7 @@ from sizing.model.costmodel import (
 from sizing.model.inputs import ModelInputs
 from sizing.model.platforms import platform_of
 from sizing.workload.value import Workload
+from trialtable.jsonvalue import JsonObject
 
 __all__ = [
     "Sensitivity",
@@ -116,7 +116,7 @@ class Sensitivity:
             return math.inf
         return abs(self.cost_high - self.cost_low)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """JSON-ready row."""
         i = self.input
         return {

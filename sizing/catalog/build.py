@@ -54,7 +54,7 @@ from sizing.catalog.load import (
 )
 from sizing.catalog.rows import BUILD_COLUMNS, EGRESS_COLUMNS, BuildResult
 from sizing.errors import InputError
-from trialtable.fields import MAX_NUMBER_TEXT, Field
+from trialtable.fields import MAX_NUMBER_TEXT, Field, FieldValue
 from trialtable.files import check_output, write_atomic
 from trialtable.output import FORMULA_PREFIXES, csv_cell, csv_row
 
@@ -392,7 +392,7 @@ _CANONICAL = re.compile(
 )
 
 
-def _json_column(read: dict[str, Any], col: Sequence[str], kind: str) -> Sequence[str]:
+def _json_column(read: dict[str, FieldValue], col: Sequence[str], kind: str) -> Sequence[str]:
     """The JSON text of the value each cell of ``col`` reads as (``read``), in order."""
     if kind == "float":
         same = set(_CANONICAL.findall("\n".join(read)))
@@ -406,7 +406,7 @@ def _json_column(read: dict[str, Any], col: Sequence[str], kind: str) -> Sequenc
     return list(map(texts.__getitem__, col))
 
 
-def _json_texts(read: dict[str, Any]) -> dict[str, str]:
+def _json_texts(read: dict[str, FieldValue]) -> dict[str, str]:
     """The JSON text of the value read from each cell."""
     values = list(read.values())
     kinds = set(map(type, values))
@@ -466,7 +466,7 @@ def _read_cells(field: Field, distinct: set[str]) -> dict[str, Any] | None:
     return read
 
 
-def _plain_numbers(field: Field, texts: list[str]) -> list[Any] | None:
+def _plain_numbers(field: Field, texts: list[str]) -> list[float] | None:
     """The numbers `Field.parse` reads from ``texts``, or None if it may read any otherwise.
 
     Integers are plain ASCII digits only; no text is longer than `MAX_NUMBER_TEXT`; every
@@ -474,7 +474,7 @@ def _plain_numbers(field: Field, texts: list[str]) -> list[Any] | None:
     """
     if max(map(len, texts)) > MAX_NUMBER_TEXT:
         return None
-    numbers: list[Any]
+    numbers: list[float]
     if field.kind == "int":
         digits = "".join(texts)
         if not (digits.isascii() and digits.isdigit()):

@@ -24,13 +24,14 @@ import os
 from array import array
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
 from sizing.catalog import cache as _cache
 from sizing.catalog import load as _load
 from sizing.catalog.load import FIELD_NAMES, LIKE_FIELDS, SHAPE_FIELDS, Instance, compact_path
+from trialtable.fields import FieldValue
 
 COLUMNS_SCHEMA = "nginx-sizing/catalog-columns/4"
 #: Text columns.
@@ -62,7 +63,28 @@ def _packed(codes: list[int], size: int) -> tuple[str, bytes]:
     return kind, array(kind, codes).tobytes()
 
 
-def _columns_value(items: Sequence[Instance]) -> dict[str, Any]:
+class ColumnsValue(TypedDict):
+    """The plain data (`marshal`-able) the cache keeps for checked rows.
+
+    Attributes
+    ----------
+    rows : int
+        Rows [1].
+    tables : dict of str to list
+        Each field's distinct values, sorted, None last.
+    cols : dict of str to (str, bytes)
+        Each field's (and ``_shape``'s, ``_like``'s) codes, packed by `_packed`.
+    files : dict of str to str
+        Each provider's catalog file.
+    """
+
+    rows: int
+    tables: dict[str, list[FieldValue]]
+    cols: dict[str, tuple[str, bytes]]
+    files: dict[str, str]
+
+
+def _columns_value(items: Sequence[Instance]) -> ColumnsValue:
     """The plain data (`marshal`-able) the cache keeps for checked rows, in their order."""
     tables: dict[str, list[Any]] = {}
     cols: dict[str, tuple[str, bytes]] = {}
@@ -100,7 +122,7 @@ class Columns:
         The catalog file every row comes from.
     """
 
-    def __init__(self, value: dict[str, Any], catalog_file: str) -> None:
+    def __init__(self, value: ColumnsValue, catalog_file: str) -> None:
         self.n = int(value["rows"])
         self.tables: dict[str, list[Any]] = value["tables"]
         self.cols: dict[str, np.ndarray] = {}
@@ -135,7 +157,7 @@ class Columns:
         codes = self.cols[field]
         return int(codes.max()) + 1 if len(codes) else 0
 
-    def values(self, field: str, rows: Any = None) -> np.ndarray:
+    def values(self, field: str, rows: np.ndarray | None = None) -> np.ndarray:
         """A number or yes/no column's values (NaN for an empty field), of ``rows`` if given."""
         table = self._numbers.get(field)
         if table is None:
@@ -151,10 +173,10 @@ class Columns:
         inst = self._made.get(int(row))
         return inst if inst is not None else self.instances([row])[0]
 
-    def instances(self, rows: Any) -> list[Instance]:
+    def instances(self, rows: Sequence[int] | np.ndarray) -> list[Instance]:
         """`instance` of each of ``rows`` (made a column at a time)."""
-        rows = np.asarray(rows, dtype=np.int64)
-        todo = [r for r in rows.tolist() if r not in self._made]
+        picked = np.asarray(rows, dtype=np.int64)
+        todo = [r for r in picked.tolist() if r not in self._made]
         if todo:
             at = np.array(todo, dtype=np.int64)
             by_field = []
@@ -170,7 +192,7 @@ class Columns:
             make = _load._instance
             for k, r in enumerate(todo):
                 self._made[r] = make([column[k] for column in by_field])
-        return [self._made[r] for r in rows.tolist()]
+        return [self._made[r] for r in picked.tolist()]
 
 
 def load_columns(csv_path: str | Path) -> Columns | None:

@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from sizing.catalog.rows import HOURS_PER_MONTH
 from sizing.errors import InputError
@@ -192,6 +192,24 @@ def cross_zone_share(zones: int) -> float:
     return (zones - 1) / zones if zones > 1 else 0.0
 
 
+class EgressCost(TypedDict):
+    """`egress_cost`'s answer: the volume billed, its price, what it rests on.
+
+    ``basis`` (one line) is set on every answer once the price is known or found missing.
+    """
+
+    clients: str
+    kind: str
+    monthly_gib: float
+    share: float
+    billed_gib: float
+    usd_month: float | None
+    usd_per_gib_marginal: float | None
+    source: str
+    source_date: str
+    basis: NotRequired[str]
+
+
 def egress_cost(
     provider: str,
     region: str,
@@ -199,7 +217,7 @@ def egress_cost(
     clients: str = "internet",
     zones: int = 1,
     prices: dict[tuple[str, str, str], Prices] | None = None,
-) -> dict[str, Any]:
+) -> EgressCost:
     """The month's data transfer cost of a fleet in one region, with what it rests on.
 
     Parameters
@@ -228,7 +246,7 @@ def egress_cost(
     kind = "internet" if clients == "internet" else "inter-zone"
     share = 1.0 if clients == "internet" else cross_zone_share(zones)
     billed = monthly_gib * share
-    out: dict[str, Any] = {
+    out: EgressCost = {
         "clients": clients,
         "kind": kind,
         "monthly_gib": monthly_gib,
@@ -240,19 +258,18 @@ def egress_cost(
         "source_date": "",
     }
     if share == 0.0:
-        out.update(usd_month=0.0, basis="clients in the fleet's one zone: no transfer charge")
+        out["usd_month"] = 0.0
+        out["basis"] = "clients in the fleet's one zone: no transfer charge"
         return out
     found = table.get((provider, region, kind))
     if found is None:
         out["basis"] = f"no {kind} transfer price for {provider} {region} in the egress table"
         return out
     last = next((t for t in found.tiers if t.from_gib <= billed < t.to_gib), found.tiers[-1])
-    out.update(
-        usd_month=found.monthly_usd(billed),
-        usd_per_gib_marginal=last.usd_per_gib,
-        source=found.source,
-        source_date=found.source_date,
-    )
+    out["usd_month"] = found.monthly_usd(billed)
+    out["usd_per_gib_marginal"] = last.usd_per_gib
+    out["source"] = found.source
+    out["source_date"] = found.source_date
     if kind == "internet":
         out["basis"] = (
             f"internet egress {billed:,.0f} GiB/month in {provider} {region}'s tiers "

@@ -25,8 +25,9 @@ from sizing.catalog.rows import BUILD_COLUMNS, COLUMNS
 from sizing.errors import InputError
 from sizing.paths import CATALOG_DIR
 from sizing.report.render import clean
-from trialtable.fields import Field, FieldError, Fields, csv_rows
+from trialtable.fields import Field, FieldError, Fields, FieldValue, csv_rows
 from trialtable.files import MB, read_bounded, write_atomic
+from trialtable.jsonvalue import JsonObject
 from trialtable.profile import ARCHES as ARCHES  # re-exported
 
 DEFAULT_CATALOG = CATALOG_DIR / "instances.csv"
@@ -162,7 +163,7 @@ class Instance:
         value = getattr(self, PRICING_COLUMNS[pricing])
         return None if value is None else float(value)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """Plain dict of the fields."""
         return asdict(self)
 
@@ -211,7 +212,7 @@ def _cached_ok(cached: object) -> bool:
     )
 
 
-def _cached_rows(data: bytes) -> list[list[Any]]:
+def _cached_rows(data: bytes) -> list[list[FieldValue]]:
     """The rows one group's cache bytes hold; ValueError when any is not typed as its fields."""
     try:
         rows = marshal.loads(data)
@@ -425,7 +426,7 @@ def _read_compact(
         return None
 
 
-def _instance(values: list[Any]) -> Instance:
+def _instance(values: Sequence[FieldValue]) -> Instance:
     """An `Instance` of checked values in `FIELD_NAMES` order, without the keyword call.
 
     The same object ``Instance(**dict(zip(FIELD_NAMES, values)))`` makes (the class has no

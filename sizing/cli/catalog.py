@@ -8,19 +8,20 @@ import gc
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sizing.catalog import providers
 from sizing.cli.common import catalog_rows
 from sizing.errors import InputError, printable
 from sizing.report.render import render_catalog
 from trialtable.pathargs import INPUT_FILE, INPUT_FOLDER, OUTPUT_FILE, path_arg
+from trialtable.values import Subcommands
 
 if TYPE_CHECKING:
     from sizing.catalog.rows import BuildResult
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: Subcommands) -> None:
     """The ``catalog`` options."""
     cat = sub.add_parser(
         "catalog", help="list the instance catalog (filtered), or build it from upstream files"

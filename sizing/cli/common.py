@@ -7,9 +7,12 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sizing.errors import InputError
+
+if TYPE_CHECKING:
+    from sizing.catalog.load import Instance
 
 
 def progress_wanted() -> bool:
@@ -61,7 +64,7 @@ def require_out_folder(path: str) -> None:
         raise InputError(f"--out: {problem}")
 
 
-def catalog_rows(args: argparse.Namespace) -> list[Any]:
+def catalog_rows(args: argparse.Namespace) -> list[Instance]:
     """The catalog rows ``catalog list`` filters to (its own flags, not a sizing request)."""
     from sizing.catalog.load import select_instances
 

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 from sizing.request import SizingRequest, add_arguments
-from trialtable.values import format_option
+from trialtable.values import Subcommands, format_option
 
 HELP = "every option of a request against what you run today (--baseline)"
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: Subcommands) -> None:
     """The ``compare`` options: the request's flags, ``--baseline`` and ``--format``."""
     p = sub.add_parser("compare", help=HELP)
     p.add_argument(

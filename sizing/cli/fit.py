@@ -13,14 +13,14 @@ from sizing.report.render import table as _table
 from sizing.request import SizingRequest, add_arguments
 from trialtable.output import terminal
 from trialtable.pathargs import RUN_FOLDER, path_arg
-from trialtable.values import format_option
+from trialtable.values import Subcommands, format_option
 
 if TYPE_CHECKING:
     from sizing.model.costmodel import Cost
     from sizing.workload.value import Workload
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: Subcommands) -> None:
     """The ``fit`` options: what to fit, and the workload whose cost is broken down."""
     fit = sub.add_parser("fit", help="fit scaling curves to a reference dataset")
     fit.add_argument(

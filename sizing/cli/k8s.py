@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 from sizing.request import SizingRequest, add_arguments
 from trialtable.pathargs import OUTPUT_FILE, path_arg
+from trialtable.values import Subcommands
 
 #: Largest value of a Kubernetes int32 field (``maxReplicas``, ``replicas``).
 INT32_MAX = 2**31 - 1
@@ -35,7 +35,7 @@ def add_k8s_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: Subcommands) -> None:
     """The ``k8s`` options: the request's flags and the pods'."""
     p = sub.add_parser("k8s", help=HELP)
     add_arguments(p, "k8s")

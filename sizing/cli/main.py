@@ -13,12 +13,12 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from sizing.cli.common import progress_bar as _progress_bar
 from sizing.errors import Infeasible, InputError, ReportError, printable
 from sizing.units import Parser as _Parser
 from sizing.units import parse_duration_ms, parse_size
+from trialtable.values import Subcommands
 
 __all__ = ["COMMANDS", "build_parser", "main", "parse_duration_ms", "parse_size"]
 _ = _progress_bar  # re-exported: the progress bar of long subcommands
@@ -42,9 +42,9 @@ _ADDERS: tuple[tuple[tuple[str, ...], str, str], ...] = (
 _CHOICES = "{" + ",".join(name for names, _, _ in _ADDERS for name in names) + "}"
 
 
-def _function(module: str, name: str) -> Callable[..., Any]:
-    """``module.name``, the module imported on first use."""
-    function: Callable[..., Any] = getattr(importlib.import_module(module), name)
+def _adder(module: str, name: str) -> Callable[[Subcommands], None]:
+    """``module.name``, a function that adds a subcommand's parser, imported on first use."""
+    function: Callable[[Subcommands], None] = getattr(importlib.import_module(module), name)
     return function
 
 
@@ -65,12 +65,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     if only is None:
         sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
         for _, module, name in _ADDERS:
-            _function(module, name)(sub)
+            _adder(module, name)(sub)
         return parser
     sub = parser.add_subparsers(
         dest="command", required=True, parser_class=_Parser, metavar=_CHOICES
     )
-    _function(*only)(sub)
+    _adder(*only)(sub)
     return parser
 
 
@@ -78,8 +78,10 @@ def _runner(module: str, name: str) -> Callable[[argparse.Namespace], int]:
     """A command's run function, its module imported when the command runs."""
 
     def run(args: argparse.Namespace) -> int:
-        code: int = _function(module, name)(args)
-        return code
+        command: Callable[[argparse.Namespace], int] = getattr(
+            importlib.import_module(module), name
+        )
+        return command(args)
 
     run.__qualname__ = run.__name__ = f"{module}.{name}"
     return run

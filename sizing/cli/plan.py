@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from sizing.request import SizingRequest, add_arguments
 from sizing.units import int_at_least
 from trialtable.output import json_text
-from trialtable.values import format_option, int_between
+from trialtable.values import Subcommands, format_option, int_between
 
 HELP = "which CPU platform, measured, would most lower the fleet's cost at confidence"
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: Subcommands) -> None:
     """The ``plan-measurements`` options: the request's flags and the Monte Carlo's."""
     p = sub.add_parser("plan-measurements", help=HELP)
     add_arguments(p, "plan-measurements")

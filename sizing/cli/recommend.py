@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from sizing.cli.k8s import add_k8s_options
@@ -11,7 +12,7 @@ from sizing.errors import InputError
 from sizing.request import SizingRequest, add_arguments
 from trialtable.output import json_text
 from trialtable.pathargs import INPUT_FILE, path_arg
-from trialtable.values import format_option
+from trialtable.values import Subcommands, format_option
 
 HELP = "cheapest fleets that meet an RPS target under a p99 SLA"
 
@@ -29,7 +30,7 @@ FROM_WORKLOAD = (
 _DEFAULTS: dict[str, Any] = {}
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: Subcommands) -> None:
     """The ``recommend`` options: the request's flags, ``--workload`` and ``--format``."""
     p = sub.add_parser("recommend", help=HELP)
     add_arguments(p, "recommend")
@@ -75,7 +76,9 @@ def apply_workload(args: argparse.Namespace) -> list[str]:
         return []
     from sizing.workload.accesslog import load_workload_file, workload_to_request_args
 
-    implied = workload_to_request_args(load_workload_file(path), args.workload_growth)
+    implied: Mapping[str, object] = workload_to_request_args(
+        load_workload_file(path), args.workload_growth
+    )
     taken = []
     for dest in FROM_WORKLOAD:
         key = "file_size" if dest == "file_bytes" else dest

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from sizing.cli.common import require_out_folder
 from sizing.paths import REFERENCE_DIR
 from sizing.report.render import table as _table
 from trialtable.pathargs import INPUT_FILE, OUTPUT_FILE, path_arg
+from trialtable.values import Subcommands
 
 
-def add_parsers(sub: Any) -> None:
+def add_parsers(sub: Subcommands) -> None:
     """The ``reference`` and ``precompute`` options."""
     ref = sub.add_parser("reference", help="list or show the published reference datasets")
     ref.add_argument("--list", action="store_true", help="list datasets, rows and sources")

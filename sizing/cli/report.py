@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from sizing.cli.common import progress_wanted, require_out_folder
 from sizing.request import SizingRequest, add_arguments
 from trialtable.pathargs import OUTPUT_FOLDER, path_arg
+from trialtable.values import Subcommands
 
 HELP = "execute the sizing report notebook and write HTML"
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: Subcommands) -> None:
     """The ``report`` options: the request's flags, where to write and how."""
     p = sub.add_parser("report", help=HELP)
     add_arguments(p, "report")

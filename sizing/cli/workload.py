@@ -12,11 +12,11 @@ import argparse
 import dataclasses
 import shlex
 from pathlib import Path
-from typing import Any
 
 from sizing.errors import InputError
 from sizing.request import SizingRequest
 from trialtable.pathargs import INPUT_FILE, path_arg
+from trialtable.values import Subcommands
 
 #: What a workload document read from a configuration holds (``source``).
 SOURCES = {False: "nginx.conf", True: "ingress-nginx ConfigMap"}
@@ -27,7 +27,7 @@ def _help(name: str) -> str:
     return str(f.metadata["help"])
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: Subcommands) -> None:
     """The ``workload`` subcommand: ``--from-log``, ``--from-conf`` or ``--ingress-nginx``."""
     from sizing.workload.accesslog import add_parser as add_log_parser
 
@@ -41,7 +41,7 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--location", default="", metavar="LOCATION", help=_help("conf_location"))
 
 
-def _sources(source: Any) -> None:
+def _sources(source: argparse._MutuallyExclusiveGroup) -> None:
     source.add_argument(
         "--from-conf",
         type=path_arg(INPUT_FILE),
@@ -72,14 +72,14 @@ def run(args: argparse.Namespace) -> int:
     return accesslog.emit(args.out, doc, lines, given)
 
 
-def conf_document(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
+def conf_document(args: argparse.Namespace) -> tuple[dict[str, object], list[str]]:
     """The workload document of ``--from-conf``/``--ingress-nginx`` and lines for a person."""
     from sizing.workload.accesslog import FORMAT, KIND
     from sizing.workload.conf import read
 
     ingress = args.ingress_nginx is not None
     reading = read(args.from_conf or "", args.ingress_nginx or "", args.server, args.location)
-    doc = {
+    doc: dict[str, object] = {
         "format": FORMAT,
         "kind": KIND,
         "source": SOURCES[ingress],

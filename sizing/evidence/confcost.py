@@ -15,13 +15,16 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sizing.errors import InputError
 from sizing.model.capacity import Capacity
 from sizing.workload.value import Workload
 from trialtable.confcost import ConfCost, read_conf_cost
 from trialtable.errors import RunFolderError
+
+if TYPE_CHECKING:
+    from sizing.evidence.measured import Calibration, Evidence
 
 
 def split_runs(dirs: Sequence[str]) -> tuple[list[ConfCost], list[str]]:
@@ -62,11 +65,11 @@ class ConfEvidence:
     """
 
     cost: ConfCost | None
-    inner: Any = None
+    inner: Evidence | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
-    def calibrations(self) -> list[Any]:
+    def calibrations(self) -> list[Calibration]:
         """The other runs' calibrations."""
         return list(getattr(self.inner, "calibrations", []) or [])
 
@@ -128,7 +131,9 @@ class ConfEvidence:
         )
 
 
-def conf_evidence(costs: Sequence[ConfCost], inner: Any, work: Workload) -> ConfEvidence:
+def conf_evidence(
+    costs: Sequence[ConfCost], inner: Evidence | None, work: Workload
+) -> ConfEvidence:
     """The ratio that fits ``work`` (the reference's workload, no features of its own).
 
     Raises

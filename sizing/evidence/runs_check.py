@@ -7,20 +7,26 @@ answer is the model's alone: that must be said loudly, not in a footer.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sizing.errors import Infeasible
+
+if TYPE_CHECKING:
+    from sizing.evidence.confcost import ConfEvidence
+    from sizing.evidence.measured import Evidence
 
 __all__ = ["require_used_runs"]
 
 
-def require_used_runs(evidence: Any, run_dirs: Sequence[str], *, allow_unused: bool) -> str:
+def require_used_runs(
+    evidence: Evidence | ConfEvidence | None, run_dirs: Sequence[str], *, allow_unused: bool
+) -> str:
     """Check that ``evidence`` rests on at least one of ``run_dirs``.
 
     Parameters
     ----------
-    evidence : sizing.evidence.measured.Evidence or None
-        What `sizing.evidence.measured.build_evidence` made of the runs.
+    evidence : sizing.evidence.measured.Evidence, ConfEvidence or None
+        What `sizing.evidence.measured.build_evidence` (and `conf_evidence`) made of the runs.
     run_dirs : sequence of str
         The run folders given.
     allow_unused : bool

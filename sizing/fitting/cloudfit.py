@@ -626,7 +626,7 @@ def precompute_cloud_model(path: str | Path | None = None) -> Path:
     return p
 
 
-def _rounded(value: Any) -> Any:
+def _rounded(value: object) -> object:
     """Floats to 4 significant digits (the file is read by people and diffed)."""
     if isinstance(value, float):
         return float(f"{value:.4g}")

@@ -27,10 +27,11 @@ from sizing.model.costmodel import (
     seed_cost_us,
     seed_prediction,
 )
-from sizing.model.datasets import reference_series
+from sizing.model.datasets import ReferenceSeries, reference_series
 from sizing.paths import FITS_PATH, REFERENCE_DIR
 from sizing.units import finite_json
 from trialtable.files import write_atomic
+from trialtable.jsonvalue import JsonObject
 from trialtable.profile import cost_terms
 
 PLATEAU_MODELS = ("linear_plateau", "smooth_plateau", "power_plateau")
@@ -38,7 +39,7 @@ PLATEAU_MODELS = ("linear_plateau", "smooth_plateau", "power_plateau")
 LINK_BOUND_FRACTION = 0.85
 
 
-def _link_bound(series: dict[str, Any], fit: curves.CurveFit) -> bool:
+def _link_bound(series: ReferenceSeries, fit: curves.CurveFit) -> bool:
     """Whether the fitted plateau of an RPS series is the reference test link."""
     if series["metric"] != "requests_per_s" or fit.model not in PLATEAU_MODELS:
         return False
@@ -125,7 +126,7 @@ def precompute(path: str | Path = FITS_PATH, name: str = "nginx-web-server") -> 
 STORED_DIGITS = 7
 
 
-def stored_digits(obj: Any, digits: int = STORED_DIGITS) -> Any:
+def stored_digits(obj: object, digits: int = STORED_DIGITS) -> object:
     """``obj`` with every float rounded to ``digits`` significant digits."""
     if isinstance(obj, float):
         return _sig(obj, digits)
@@ -316,7 +317,7 @@ def _claim(claim_id: str) -> tuple[float, float, str]:
     raise KeyError(claim_id)
 
 
-def _range_coef(value: float, low: float, high: float, unit: str, source: str) -> dict[str, Any]:
+def _range_coef(value: float, low: float, high: float, unit: str, source: str) -> JsonObject:
     """A coefficient from a value and a 95% range (stderr = half the log range / 1.96)."""
     rel = max(math.log(high / value), math.log(value / low)) / 1.96 if value > 0 else 0.0
     return {
@@ -328,7 +329,7 @@ def _range_coef(value: float, low: float, high: float, unit: str, source: str) -
     }
 
 
-def _fitted_coefficients(p: dict[str, float], se: dict[str, float]) -> dict[str, Any]:
+def _fitted_coefficients(p: dict[str, float], se: dict[str, float]) -> JsonObject:
     """The coefficients fitted to the seed table, with their standard errors."""
     return {
         n: {
@@ -342,7 +343,7 @@ def _fitted_coefficients(p: dict[str, float], se: dict[str, float]) -> dict[str,
     }
 
 
-def _input_coefficients(p: dict[str, float]) -> dict[str, Any]:
+def _input_coefficients(p: dict[str, float]) -> JsonObject:
     """The coefficients set from published ratios and estimates, with their ranges."""
     coefs: dict[str, Any] = {}
     lo, hi, src = _claim("004-ecc-vs-rsa")
@@ -438,7 +439,7 @@ def _correlations(fit: CostFit) -> dict[str, float]:
     return corr
 
 
-def cost_model_doc(fit: CostFit) -> dict[str, Any]:
+def cost_model_doc(fit: CostFit) -> JsonObject:
     """The stored reference cost model: fitted coefficients, estimates, scaling, residuals."""
     p, se = fit["params"], fit["stderr"]
     coefs = {**_fitted_coefficients(p, se), **_input_coefficients(p)}

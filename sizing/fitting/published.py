@@ -8,7 +8,7 @@ shows which of the published figures the model reproduces and how prices moved s
 from __future__ import annotations
 
 import csv
-from typing import Any
+from typing import TypedDict
 
 from sizing.catalog.load import Instance
 from sizing.model.capacity import SCENARIOS, Workload, instance_capacity
@@ -43,9 +43,34 @@ def _seed_prices() -> dict[str, float]:
         return {r["instance_type"]: float(r["price_usd_per_hour"]) for r in csv.DictReader(fh)}
 
 
+class SizeRatio(TypedDict):
+    """One size of a claim: its vCPUs and the recomputed ratio [1]."""
+
+    vcpus: int
+    ratio: float
+
+
+class RecomputedClaim(TypedDict):
+    """A published family comparison next to the same comparison recomputed by the model."""
+
+    claim_id: str
+    comparison: str
+    kind: str
+    scenario: str
+    sizes: str
+    published_low: float
+    published_high: float
+    recomputed_low: float
+    recomputed_high: float
+    recomputed_cpu_only: float
+    per_size: list[SizeRatio]
+    role: str
+    source: str
+
+
 def recompute_claims(
     instances: list[Instance], region: str | None = None, *, seed_prices: bool = False
-) -> list[dict[str, Any]]:
+) -> list[RecomputedClaim]:
     """Each family comparison of ``relative-claims.csv`` next to its recomputed value.
 
     Parameters
@@ -72,7 +97,7 @@ def recompute_claims(
     with (REFERENCE_DIR / "relative-claims.csv").open(newline="") as fh:
         claims = list(csv.DictReader(fh))
     published = _seed_prices() if seed_prices else {}
-    out = []
+    out: list[RecomputedClaim] = []
     for c in claims:
         kind = METRICS.get(c["metric"])
         if kind is None or c["scenario"] not in SCENARIOS or not c["file_bytes"]:
@@ -81,7 +106,9 @@ def recompute_claims(
         # Seed 000 served its 53 KB file gzip-compressed in every test.
         gzip = 1.0 if c["source"].startswith("000_") else 0.0
         work = Workload(c["scenario"], c["protocol"], int(c["file_bytes"]), sla, gzip=gzip)
-        ratios, cpu_ratios, per_size = [], [], []
+        ratios: list[float] = []
+        cpu_ratios: list[float] = []
+        per_size: list[SizeRatio] = []
         for v in _sizes(c["sizes"]):
             subject = _pick(instances, c["subject"], v, region)
             baseline = _pick(instances, c["baseline"], v, region)

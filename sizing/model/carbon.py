@@ -28,13 +28,18 @@ import math
 import statistics
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sizing.catalog.load import Instance
 from sizing.catalog.rows import read_upstream
 from sizing.errors import InputError
 from sizing.model.platforms import platform_of
 from sizing.paths import DATA_DIR
+from trialtable.jsonvalue import JsonObject
+
+if TYPE_CHECKING:  # numpy loads only when many fleets are weighed at once
+    import numpy as np
+    from numpy.typing import NDArray
 
 CCF_DIR = DATA_DIR / "upstream" / "ccf"
 CCF = "Cloud Carbon Footprint"
@@ -299,10 +304,10 @@ def option_g_per_hour(
     places: list[tuple[str, str]],
     types: list[str],
     shapes: list[Instance],
-    vcpus: Any,
-    count: Any,
-    load: Any,
-) -> Any:
+    vcpus: NDArray[np.float64],
+    count: NDArray[np.float64],
+    load: NDArray[np.float64],
+) -> NDArray[np.float64]:
     """`Carbon.g_per_hour` of many fleets at once, the same float operations element-wise.
 
     Parameters
@@ -332,7 +337,8 @@ def option_g_per_hour(
     u = np.where(np.isfinite(load), np.clip(load, 0.0, 1.0), 1.0)
     watts = lo + u * (hi - lo)
     n = count * vcpus
-    return n * watts * pue * factor + n * kg * 1000.0 / LIFESPAN_HOURS
+    grams: NDArray[np.float64] = n * watts * pue * factor + n * kg * 1000.0 / LIFESPAN_HOURS
+    return grams
 
 
 def cpu_load(target_rps: float, count: int, cpu_peak_rps: float) -> float:
@@ -348,7 +354,7 @@ def option_fields(
     cpu_peak_rps: float,
     count: int,
     count_at_confidence: int | None,
-) -> dict[str, Any]:
+) -> JsonObject:
     """An option's carbon columns: per million requests at its count and at the confidence.
 
     Returns

@@ -17,6 +17,7 @@ from typing import Any
 
 from sizing.errors import InputError
 from sizing.paths import DATA_DIR
+from trialtable.jsonvalue import JsonObject
 
 __all__ = [
     "CLASSES",
@@ -258,7 +259,7 @@ class CloudModel:
             stand_in_sd=other.stand_in_sd,
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """JSON-ready form."""
         return {
             "format": "nginx-sizing/cloud-model/1",

@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from trialtable.jsonvalue import JsonObject
+
 FloatArray = NDArray[np.float64]
 
 
@@ -524,7 +526,7 @@ class CurveFit:
             errs.append(abs(float(sub.predict(xa[i : i + 1])[0]) - ya[i]) / ya[i])
         return float(100.0 * np.mean(errs))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """Plain summary: model, formula, params, stderr, quality (JSON-ready)."""
         return {
             "model": self.model,

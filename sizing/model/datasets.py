@@ -10,7 +10,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from sizing.errors import InputError
 from sizing.paths import REFERENCE_DIR
@@ -27,6 +27,28 @@ class DatasetInfo:
     name: str
     filename: str
     description: str
+
+
+class DatasetListing(TypedDict):
+    """`list_reference`'s line of one dataset: its name, file, rows, sources, description."""
+
+    name: str
+    file: str
+    rows: int
+    sources: list[str]
+    description: str
+
+
+class ReferenceSeries(TypedDict):
+    """One fit-ready series of a scaling dataset: values ``y`` by CPU count ``x``."""
+
+    metric: str
+    protocol: str
+    file_size: str
+    file_bytes: int
+    x: list[float]
+    y: list[float]
+    source: str
 
 
 REFERENCE_DATASETS: dict[str, DatasetInfo] = {
@@ -90,9 +112,9 @@ def load_reference(name: str) -> pd.DataFrame:
     return frame
 
 
-def list_reference() -> list[dict[str, Any]]:
+def list_reference() -> list[DatasetListing]:
     """Describe every reference dataset: name, file, rows, sources and description."""
-    out: list[dict[str, Any]] = []
+    out: list[DatasetListing] = []
     for info in REFERENCE_DATASETS.values():
         path = REFERENCE_DIR / info.filename
         with path.open(newline="") as fh:
@@ -110,7 +132,7 @@ def list_reference() -> list[dict[str, Any]]:
     return out
 
 
-def reference_series(name: str = "nginx-web-server") -> list[dict[str, Any]]:
+def reference_series(name: str = "nginx-web-server") -> list[ReferenceSeries]:
     """Split a scaling dataset into fit-ready series.
 
     Returns
@@ -123,7 +145,7 @@ def reference_series(name: str = "nginx-web-server") -> list[dict[str, Any]]:
     missing = [c for c in (*SERIES_KEYS, "cpus", "value") if c not in frame.columns]
     if missing:
         raise InputError(f"dataset {name!r} is not a scaling table (missing {missing})")
-    out: list[dict[str, Any]] = []
+    out: list[ReferenceSeries] = []
     for key, grp in frame.groupby(list(SERIES_KEYS), sort=False):
         grp = grp.sort_values("cpus")
         metric, protocol, file_size, file_bytes = key
@@ -238,17 +260,17 @@ def load_runs(dirs: list[str] | tuple[str, ...], allow_simulated: bool = False) 
     return pd.concat(frames, ignore_index=True)
 
 
-def _missing(value: Any) -> bool:
+def _missing(value: object) -> bool:
     """Whether a cell is empty: None, or NaN (a frame's empty number)."""
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def _flag(value: Any) -> bool:
+def _flag(value: object) -> bool:
     """A flag cell as the frame's ``astype(bool)`` reads it (None is false, NaN true)."""
     return bool(value) if value is not None else False
 
 
-def _key(values: tuple[Any, ...]) -> tuple[tuple[int, Any], ...]:
+def _key(values: tuple[object, ...]) -> tuple[tuple[int, object], ...]:
     """Sort key of a group: empty cells last in each column, as ``groupby(dropna=False)``."""
     return tuple((1, 0) if _missing(v) else (0, v) for v in values)
 

@@ -88,7 +88,7 @@ table, tr, .js-plotly-plot, .plotly-graph-div, .ns-card, .jp-OutputArea-child,
 """
 
 
-def notebook_parameters(notebook: str) -> dict[str, Any]:
+def notebook_parameters(notebook: str) -> dict[str, object]:
     """The names and default values of a notebook's ``parameters`` cell.
 
     Raises

@@ -15,15 +15,20 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
-from sizing.catalog.load import load_catalog
+from sizing.catalog.load import Instance, load_catalog
 from sizing.errors import Infeasible, InputError
 from sizing.fleet.counts import Recommendation
 from sizing.pipeline import Answer, size
 from sizing.request import SizingRequest
 from sizing.vocabulary import CLIENTS
 from sizing.workload.value import PROTOCOLS, SCENARIOS
+
+if TYPE_CHECKING:  # ipywidgets loads only when the explorer is shown
+    from ipywidgets import Widget
+
+_T = TypeVar("_T")
 
 __all__ = ["ExploreResult", "Explorer", "decision_html", "explore"]
 
@@ -123,17 +128,18 @@ def decision_html(result: ExploreResult) -> str:
     from sizing.analyses.baseline import against_on_demand
 
     # A spot or committed plan against on-demand on the total bill, as the terminal and report.
-    against = (against_on_demand(result.answer) or {}).get("text", "")
+    other = against_on_demand(result.answer)
+    against = other["text"] if other is not None else ""
     s = summary.decision_summary(result.answer.recommendation, against=against)
     return f'<div class="ns-explorer-pane">{summary.summary_html(s)}</div>'
 
 
-def _with(options: list[tuple[str, Any]], value: Any, label: str) -> list[tuple[str, Any]]:
+def _with(options: list[tuple[str, _T]], value: _T, label: str) -> list[tuple[str, _T]]:
     """``options`` with ``value`` among them (as ``label``): the request's own stays shown."""
     return options if value in [v for _, v in options] else [*options, (label, value)]
 
 
-def sliders(o: SizingRequest) -> dict[str, Any]:
+def sliders(o: SizingRequest) -> dict[str, Widget]:
     """The request's numbers as sliders, each range widened to hold the request's value."""
     import ipywidgets as w
 
@@ -179,7 +185,7 @@ def sliders(o: SizingRequest) -> dict[str, Any]:
     }
 
 
-def pickers(o: SizingRequest, catalog: list[Any]) -> dict[str, Any]:
+def pickers(o: SizingRequest, catalog: list[Instance]) -> dict[str, Widget]:
     """The request's choices as pickers; a value off the usual list is added to it."""
     import ipywidgets as w
 
@@ -237,7 +243,7 @@ class Explorer:
         self.catalog = load_catalog(list(o.catalog))
         style = {"description_width": "110px"}
         layout = w.Layout(width=f"{CONTROL_WIDTH_PX}px")
-        self.controls: dict[str, Any] = {**sliders(o), **pickers(o, self.catalog)}
+        self.controls: dict[str, Widget] = {**sliders(o), **pickers(o, self.catalog)}
         for c in self.controls.values():
             c.style = style
             c.layout = layout
@@ -275,10 +281,10 @@ class Explorer:
         """The request the widgets show now."""
         return self.request.replace(**{k: c.value for k, c in self.controls.items()})
 
-    def _changed(self, _change: Any) -> None:
+    def _changed(self, _change: object) -> None:
         self.refresh()
 
-    def _families_changed(self, _change: Any) -> None:
+    def _families_changed(self, _change: object) -> None:
         if not self._quiet and self.rec is not None:
             self._draw_charts(self.rec)
 

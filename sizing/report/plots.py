@@ -20,7 +20,9 @@ import plotly.io as pio
 from sizing.model.curves import CurveFit
 
 if TYPE_CHECKING:  # the figures only read a recommendation
+    from sizing.analyses.sensitivity import Sensitivity
     from sizing.fleet.counts import Recommendation
+    from sizing.model.datasets import ReferenceSeries
 
 TEMPLATE = "plotly_white"
 _DASH_SLA = {"dash": "dash", "color": "firebrick"}
@@ -112,7 +114,7 @@ def fit_figure(
 
 
 def plateau_figure(
-    series: Sequence[dict[str, Any]], link_gbps: float, wire_bytes: dict[str, float]
+    series: Sequence[ReferenceSeries], link_gbps: float, wire_bytes: dict[str, float]
 ) -> go.Figure:
     """RPS against CPUs for large responses, with the test link's RPS ceiling per series.
 
@@ -595,7 +597,7 @@ def ratio_figure(rows: pd.DataFrame, title: str) -> go.Figure:
 
 
 def tornado_figure(
-    rows: Sequence[Any], baseline_usd_hour: float, confidence: float, *, top: int = 8
+    rows: Sequence[Sensitivity], baseline_usd_hour: float, confidence: float, *, top: int = 8
 ) -> go.Figure:
     """What the fleet cost at the confidence is most sensitive to (a tornado chart).
 

@@ -41,6 +41,8 @@ from sizing.workload.value import Workload
 if TYPE_CHECKING:  # a figure is only passed through
     import plotly.graph_objects as go
 
+    from sizing.analyses.sensitivity import Sensitivity
+
 __all__ = [
     "NO_MATH",
     "DecisionSummary",
@@ -566,7 +568,7 @@ def families_table(rec: Recommendation, top: int = 10) -> Styler:
     return _styled(pd.DataFrame(rows), "families-table", [0, 1, 2, 3])
 
 
-def sensitivity_table(rows: Sequence[Any], cost_now: float) -> Styler:
+def sensitivity_table(rows: Sequence[Sensitivity], cost_now: float) -> Styler:
     """The tornado chart's numbers: each input's range and the fleet cost at each end."""
 
     def end(cost: float | None, choice: str) -> str:

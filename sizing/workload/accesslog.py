@@ -85,7 +85,7 @@ import sys
 from array import array
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from heapq import nlargest
@@ -94,10 +94,22 @@ from typing import Any
 
 from sizing.errors import InputError, printable
 from sizing.workload.distinct import EXACT_CAP, Distinct, K
+from sizing.workload.document import (
+    BusiestMinute,
+    FileRecord,
+    MalformedExample,
+    PerConnection,
+    RequestArgs,
+    SizeBucket,
+    SizeMix,
+    Status,
+    Tls,
+    WorkloadDocument,
+)
 from trialtable.fields import Field, FieldError, Fields
 from trialtable.files import FileRefused, read_bounded, write_atomic
 from trialtable.pathargs import INPUT_FILE, OUTPUT_FILE, path_arg
-from trialtable.values import MAX_SIZE_BYTES, float_between, parse_size
+from trialtable.values import MAX_SIZE_BYTES, Subcommands, float_between, parse_size
 
 #: Version of the workload file's schema.
 FORMAT = 1
@@ -328,7 +340,7 @@ class FileStats:
     malformed: int = 0
     notes: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> FileRecord:
         """JSON-ready fields."""
         return {
             "path": self.path,
@@ -583,7 +595,7 @@ class Tally:
         self.sketched = False  # a minute's distinct addresses were estimated by a sketch
         self.files: list[FileStats] = []
         self.reasons: Counter[str] = Counter()
-        self.examples: list[dict[str, Any]] = []
+        self.examples: list[MalformedExample] = []
 
     # -- files --
 
@@ -781,7 +793,7 @@ class Tally:
 
     # -- the document --
 
-    def result(self, peak_percentile: float) -> dict[str, Any]:
+    def result(self, peak_percentile: float) -> WorkloadDocument:
         """The workload document (see the module's description of the schema).
 
         Raises
@@ -823,7 +835,7 @@ class Tally:
                     minutes.append((total, hour * 3600 + m * 60, max(part)))
         rates[0] += span - covered
         peak = _nearest_rank(rates, peak_percentile)
-        busiest = [
+        busiest: list[BusiestMinute] = [
             {
                 "start": _iso(start),
                 "requests": total,
@@ -832,7 +844,7 @@ class Tally:
             }
             for total, start, top in nlargest(5, minutes)
         ]
-        doc: dict[str, Any] = {
+        doc: WorkloadDocument = {
             "format": FORMAT,
             "kind": KIND,
             "log_format": self.fmt.text,
@@ -867,13 +879,13 @@ class Tally:
         }
         return doc
 
-    def _size_mix(self) -> dict[str, Any] | None:
+    def _size_mix(self) -> SizeMix | None:
         total = sum(self.size_count)
         if self.si is None or not total:
             return None
         lows = (0, *SIZE_EDGES)
         highs: tuple[int | None, ...] = (*SIZE_EDGES, None)
-        buckets = [
+        buckets: list[SizeBucket] = [
             {
                 "from_bytes": lows[i],
                 "to_bytes": highs[i],
@@ -912,7 +924,7 @@ class Tally:
             "buckets": buckets,
         }
 
-    def _per_connection(self) -> dict[str, Any] | None:
+    def _per_connection(self) -> PerConnection | None:
         if self.cri is not None:
             if not self.new_connections:
                 return None
@@ -938,7 +950,7 @@ class Tally:
             ),
         }
 
-    def _tls(self) -> dict[str, Any]:
+    def _tls(self) -> Tls:
         share: float | None = None
         if self.tls_known:
             share = self.tls_yes / self.tls_known
@@ -959,7 +971,7 @@ class Tally:
             "protocols": _shares(self.tls_protocols),
         }
 
-    def _status(self) -> dict[str, Any] | None:
+    def _status(self) -> Status | None:
         total = sum(self.status.values())
         if not total:
             return None
@@ -1000,7 +1012,7 @@ def _size_word(n: int) -> str:
 
 def read_logs(
     paths: Sequence[str], log_format: str = "combined", peak_percentile: float = 99.0
-) -> dict[str, Any]:
+) -> WorkloadDocument:
     """The workload document of the access logs ``paths`` (see the module's schema).
 
     Parameters
@@ -1058,26 +1070,30 @@ WORKLOAD = Fields(
 )
 
 
-def _number(doc: dict[str, Any], key: str, where: str, field: str | None = None) -> float | None:
+def _number(
+    doc: Mapping[str, object], key: str, where: str, field: str | None = None
+) -> float | None:
     """``doc[key]`` checked against the `WORKLOAD` field ``field`` (default: ``key``)."""
     f = WORKLOAD[field or key]
     value = doc.get(key)
     if value is None and not f.required:
         return None
     try:
-        return float(f.check(value, where))
+        return f.check_number(value, where)
     except FieldError:
         raise InputError(
             f"{where}: {key} is {_show(value)}; expected a number in [{f.low:g}, {f.high:g}]"
         ) from None
 
 
-def _show(value: Any) -> str:
+def _show(value: object) -> str:
     text = json.dumps(value)
     return text if len(text) <= 40 else text[:40] + "..."
 
 
-def _object(doc: dict[str, Any], key: str, where: str, optional: bool = False) -> dict[str, Any]:
+def _object(
+    doc: Mapping[str, object], key: str, where: str, optional: bool = False
+) -> dict[str, object]:
     value = doc.get(key)
     if value is None and optional:
         return {}
@@ -1122,7 +1138,7 @@ def parse_mix(text: str) -> tuple[int, tuple[tuple[int, float], ...]]:
     return round(sum(s * w for s, w in mix)), tuple(mix)
 
 
-def validate_workload(doc: Any, where: str = "workload") -> dict[str, Any]:
+def validate_workload(doc: Any, where: str = "workload") -> WorkloadDocument:
     """``doc`` if it is a workload document of a known format with every value in range.
 
     Raises
@@ -1130,6 +1146,7 @@ def validate_workload(doc: Any, where: str = "workload") -> dict[str, Any]:
     InputError
         Naming the first field out of place, in one line.
     """
+    checked: WorkloadDocument = doc  # returned once every check below holds
     if not isinstance(doc, dict):
         raise InputError(f"{where}: expected a JSON object (a workload file), got {_show(doc)}")
     if doc.get("source") in ("nginx.conf", "ingress-nginx ConfigMap"):
@@ -1175,10 +1192,10 @@ def validate_workload(doc: Any, where: str = "workload") -> dict[str, Any]:
         for name in part:
             _number(part, name, f"{where}: status: {key}", "share")
     _number(doc, "upstream_share", where)
-    return doc
+    return checked
 
 
-def load_workload_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+def load_workload_file(path: str | os.PathLike[str]) -> WorkloadDocument:
     """Read and validate the workload file ``path`` (at most `MAX_WORKLOAD_BYTES`).
 
     Returns
@@ -1231,7 +1248,7 @@ def parse_growth(value: float | str) -> float:
     return factor
 
 
-def workload_to_request_args(workload: dict[str, Any], growth: float | str = 1.0) -> dict[str, Any]:
+def workload_to_request_args(workload: WorkloadDocument, growth: float | str = 1.0) -> RequestArgs:
     """The ``recommend`` arguments a validated workload document implies.
 
     Parameters
@@ -1264,7 +1281,7 @@ def workload_to_request_args(workload: dict[str, Any], growth: float | str = 1.0
             f"{100 - rps['percentile']:g}% of the seconds logged have a request; read the logs "
             "again with a lower --peak-percentile"
         )
-    out: dict[str, Any] = {"rps": rps["peak"] * factor, "growth": factor}
+    out: RequestArgs = {"rps": rps["peak"] * factor, "growth": factor}
     mix = workload.get("size_mix")
     if mix:
         out["file_size"] = parse_mix(mix["spec"])
@@ -1274,10 +1291,11 @@ def workload_to_request_args(workload: dict[str, Any], growth: float | str = 1.0
         out["requests_per_connection"] = float(rpc["value"])
         out["requests_per_connection_estimate"] = bool(rpc["estimate"])
     tls = workload.get("tls") or {}
-    if tls.get("resumption") is not None:
-        out["tls_resumption"] = float(tls["resumption"])
-    if tls.get("share") is not None:
-        out["protocol"] = "https" if tls["share"] >= 0.5 else "http"
+    resumption, share = tls.get("resumption"), tls.get("share")
+    if resumption is not None:
+        out["tls_resumption"] = float(resumption)
+    if share is not None:
+        out["protocol"] = "https" if share >= 0.5 else "http"
     versions = workload.get("http_versions") or {}
     known = sum(v for k, v in versions.items() if k != "other")
     if known > 0:
@@ -1287,7 +1305,7 @@ def workload_to_request_args(workload: dict[str, Any], growth: float | str = 1.0
     return out
 
 
-def request_argv(args: dict[str, Any]) -> list[str]:
+def request_argv(args: RequestArgs) -> list[str]:
     """``recommend``'s command-line options for `workload_to_request_args`'s result."""
     argv = ["--rps", repr(float(args["rps"]))]
     if "file_size_text" in args:
@@ -1306,7 +1324,10 @@ def request_argv(args: dict[str, Any]) -> list[str]:
 # --- command line -----------------------------------------------------------------------
 
 
-def add_parser(sub: Any, sources: Callable[[Any], None] | None = None) -> argparse.ArgumentParser:
+def add_parser(
+    sub: Subcommands,
+    sources: Callable[[argparse._MutuallyExclusiveGroup], None] | None = None,
+) -> argparse.ArgumentParser:
     """Add the ``workload`` subcommand to ``sub`` (an argparse subparsers object).
 
     ``sources`` adds other sources than ``--from-log`` to the group of which one is given
@@ -1358,7 +1379,7 @@ def _pct(x: float) -> str:
     return f"{x:.1%}"
 
 
-def summary(doc: dict[str, Any]) -> list[str]:
+def summary(doc: WorkloadDocument) -> list[str]:
     """Lines for a person: what the workload file holds (every quoted value escaped)."""
     prov = doc["provenance"]
     rps = doc["rps"]
@@ -1385,7 +1406,7 @@ def summary(doc: dict[str, Any]) -> list[str]:
             f"requests per connection: {rpc['value']:,.2f}"
             + (" (an estimate: one connection per client and minute)" if rpc["estimate"] else "")
         )
-    tls = doc["tls"]
+    tls = doc["tls"] or Tls()  # a document read from logs always has its tls part
     if tls["share"] is not None:
         line = f"TLS: {_pct(tls['share'])} of requests"
         if tls["resumption"] is not None:
@@ -1437,7 +1458,9 @@ def run(args: argparse.Namespace) -> int:
     return emit(args.out, doc, lines, args.from_log)
 
 
-def emit(out: str | None, doc: dict[str, Any], lines: list[str], inputs: Sequence[str] = ()) -> int:
+def emit(
+    out: str | None, doc: Mapping[str, object], lines: list[str], inputs: Sequence[str] = ()
+) -> int:
     """The workload document on standard output (lines on stderr), or written to ``out``.
 
     ``inputs`` are the files the document was read from: ``out`` may be none of them.

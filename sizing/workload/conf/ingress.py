@@ -17,6 +17,7 @@ The ConfigMap is read with ``yaml.safe_load`` (data, never code), at most `MAX_B
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 from sizing.errors import InputError
@@ -131,7 +132,7 @@ def derive_ingress(path: str | os.PathLike[str]) -> Reading:
     return Reading(where, (where,), chosen, workload, found)
 
 
-def _ingress_values(data: dict[str, str], found: Found, at: Any) -> None:
+def _ingress_values(data: dict[str, str], found: Found, at: Callable[[str], str]) -> None:
     """Keep-alive, HTTP/2, TLS resumption, gzip, access log and upstream keep-alive."""
     if _flag(data, "use-http2"):
         found.value("http_version", "2", at("use-http2"))

@@ -13,6 +13,7 @@ from typing import Any
 
 from sizing.errors import printable
 from sizing.workload.value import Workload
+from trialtable.jsonvalue import JsonObject
 
 
 @dataclass
@@ -55,7 +56,7 @@ class Found:
         self.features[name] = self.features.get(name, 0.0) + count
         self.provenance.setdefault(name, self.at(where))
 
-    def value(self, name: str, value: Any, where: str) -> None:
+    def value(self, name: str, value: object, where: str) -> None:
         """Set the workload field ``name``, read at ``where``."""
         self.values[name] = value
         self.provenance[name] = self.at(where)
@@ -91,7 +92,7 @@ class Reading:
     workload: Workload
     found: Found
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """JSON-ready: what was read, chosen and derived, with provenance."""
         f = self.found
         return {
