@@ -45,6 +45,12 @@ FEATURES: tuple[Feature, ...] = (
         ("access_log",),
     ),
     Feature(
+        "access_log_container",
+        "one access-log line per request to a container runtime's stdout (access_log "
+        "/dev/stdout in a container: a pipe the runtime's shim copies to its log reader)",
+        ("access_log",),
+    ),
+    Feature(
         "proxy_keepalive",
         "the request proxied over a kept-alive upstream connection",
         ("proxy_pass", "keepalive", "proxy_http_version"),

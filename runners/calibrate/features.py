@@ -30,20 +30,32 @@ from typing import IO, Any
 
 from runners import jwt
 from runners.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from runners.calibrate import logpath
 from runners.cputime import stat_user_system
+from runners.deploy import container
 from runners.deploy.conf import ConfExtra
+from runners.deploy.container import Containerd, ContainerDeployment, Flood, FloodSettings
 from runners.deploy.nginx import Deployment, NginxHost
-from runners.errors import RunnerError
+from runners.errors import BadInput, RunnerError
 from runners.hosts import Host, LocalHost, facts
 from runners.loadgen import Load, wrk
 from runners.scenario import Scenario
-from trialtable.features import FEATURE_COST_COLUMNS, FEATURE_NAMES, MEASURED, NOT_MEASURED
+from trialtable.features import (
+    FEATURE_COST_COLUMNS,
+    FEATURE_COSTS,
+    FEATURE_NAMES,
+    MEASURED,
+    NOT_MEASURED,
+)
+from trialtable.fields import FieldError
 from trialtable.files import write_atomic
 from trialtable.jsonvalue import JsonObject
 from trialtable.output import csv_cell
 
 #: Where the table is written by default (beside it, the same name with ``.md``).
 DEFAULT_OUT = Path("data/reference/feature-costs.csv")
+#: The container log path's table, beside the feature-cost table (`runners.calibrate.logpath`).
+LOG_PATH_FILE = "container-log-path.csv"
 #: Errors per response above which a trial gives no cost.
 MAX_ERROR_RATE = 0.01
 #: The Lua modules, in load order (the Lua module needs the development kit first).
@@ -53,6 +65,8 @@ NJS_MODULES = ("ngx_http_js_module.so",)
 NJS_SCRIPT = "features.js"
 #: The Debian packages whose versions the notes record.
 PACKAGES = ("nginx", "libnginx-mod-http-lua", "libnginx-mod-http-js", "lua-resty-core")
+#: Each flood of the container log path: lines, bytes a line (one write() each).
+FLOOD = FloodSettings(lines=400_000, line_bytes=100)
 #: A minimal Lua handler: one variable read (a real handler does more; the model says so).
 LUA_MINIMAL = "local _ = ngx.var.uri"
 
@@ -100,12 +114,16 @@ class Setup:
         Dynamic module files the feature needs, in load order.
     extra : ConfExtra
         The feature's own config lines.
+    runtime : str
+        ``containerd``: both nginx run in a container of a private containerd (the feature
+        and its reference alike); "": on the host.
     """
 
     reference: str = "static"
     scenario: str = "static"
     modules: tuple[str, ...] = ()
     extra: ConfExtra = field(default_factory=ConfExtra)
+    runtime: str = ""
 
 
 def setups(file_bytes: int, path: str) -> dict[str, Setup]:
@@ -123,6 +141,9 @@ def setups(file_bytes: int, path: str) -> dict[str, Setup]:
         "access_log": Setup(extra=ConfExtra(server=("access_log access.log;",))),
         "access_log_buffered": Setup(
             extra=ConfExtra(server=("access_log access.log combined buffer=64k flush=1s;",))
+        ),
+        "access_log_container": Setup(
+            extra=ConfExtra(server=("access_log /dev/stdout;",)), runtime="containerd"
         ),
         "proxy_keepalive": Setup(scenario=proxy),
         "proxy_new_connection": Setup(scenario=proxy, extra=ConfExtra(upstream_keepalive=False)),
@@ -186,11 +207,16 @@ def njs_script(file_bytes: int) -> str:
 
 @dataclass
 class Trial:
-    """One trial: requests and the workers' CPU time per request [us]."""
+    """One trial: requests and the workers' CPU time per request [us].
+
+    ``side`` holds, for a feature run in a container, the log path's processes (``shim``,
+    ``reader``, ``containerd``): their (user, kernel) CPU time per request [us].
+    """
 
     requests: int
     user_us: float
     kernel_us: float
+    side: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -202,6 +228,9 @@ class Result:
     ref: list[Trial] = field(default_factory=list)
     on: list[Trial] = field(default_factory=list)
     note: str = ""
+    floods: list[Flood] = field(default_factory=list)
+    line_bytes: float = math.nan
+    runtime_version: str = ""
 
     @property
     def measured(self) -> bool:
@@ -225,14 +254,19 @@ _STAT = 'for p; do cat "/proc/$p/stat" 2>/dev/null || echo "GONE $p"; done'
 
 def read_ticks(host: Host, pids: Sequence[int]) -> tuple[int, int]:
     """The pids' summed (user, kernel) CPU time [clock ticks]; `RunnerError` if one is gone."""
+    each = read_ticks_each(host, pids)
+    return sum(u for u, _ in each), sum(k for _, k in each)
+
+
+def read_ticks_each(host: Host, pids: Sequence[int]) -> list[tuple[int, int]]:
+    """Each pid's (user, kernel) CPU time [clock ticks], in order; `RunnerError` if one is gone."""
     out = host.sh(_STAT, *map(str, pids), what="reading nginx's CPU time")
-    user = kernel = 0
+    each = []
     for line in out.stdout.splitlines():
         if line.startswith("GONE "):
-            raise RunnerError(f"nginx process {line.split()[1]} stopped during the trial")
-        u, k = stat_user_system(line)
-        user, kernel = user + u, kernel + k
-    return user, kernel
+            raise RunnerError(f"process {line.split()[1]} stopped during the trial")
+        each.append(stat_user_system(line))
+    return each
 
 
 def run_trial(bench: Bench, dep: Deployment, settings: Settings, seconds: int) -> Trial:
@@ -242,9 +276,10 @@ def run_trial(bench: Bench, dep: Deployment, settings: Settings, seconds: int) -
     load = Load(url, 1, settings.connections, seconds, cpus=bench.wrk_cpus)
     argv = wrk.command(load, binary=bench.wrk)
     pids = dep.pids()
-    u0, k0 = read_ticks(bench.host, pids)
+    side = dep.side_pids() if isinstance(dep, ContainerDeployment) else {}
+    before = read_ticks_each(bench.host, [*pids, *side.values()])
     r = bench.host.run(argv, check=False, timeout=seconds + 60, what="wrk")
-    u1, k1 = read_ticks(bench.host, pids)
+    after = read_ticks_each(bench.host, [*pids, *side.values()])
     m = wrk.parse_text(r.stdout)
     if m.requests <= 0 or m.error_count > MAX_ERROR_RATE * m.requests:
         raise RunnerError(
@@ -252,12 +287,27 @@ def run_trial(bench: Bench, dep: Deployment, settings: Settings, seconds: int) -
             f"({dep.error_log_tail() or 'nothing in the error log'})"
         )
     per = 1e6 / bench.nginx.clk_tck / m.requests
-    return Trial(m.requests, (u1 - u0) * per, (k1 - k0) * per)
+    used = [
+        ((u1 - u0) * per, (k1 - k0) * per) for (u0, k0), (u1, k1) in zip(before, after, strict=True)
+    ]
+    n = len(pids)
+    return Trial(
+        m.requests,
+        sum(u for u, _ in used[:n]),
+        sum(k for _, k in used[:n]),
+        dict(zip(side, used[n:], strict=True)),
+    )
 
 
-def _deployment(bench: Bench, scenario: Scenario, setup: Setup | None) -> Deployment:
-    """A private nginx for ``scenario`` (with ``setup``'s lines), started on the bench CPU."""
-    dep = Deployment(bench.nginx, scenario)
+def _deployment(
+    bench: Bench, scenario: Scenario, setup: Setup | None, runtime: Containerd | None
+) -> Deployment:
+    """A private nginx for ``scenario`` (with ``setup``'s lines), in ``runtime`` if given."""
+    dep = (
+        ContainerDeployment(bench.nginx, scenario, runtime)
+        if runtime is not None
+        else Deployment(bench.nginx, scenario)
+    )
     if setup is not None:
         loads = tuple(f"load_module {bench.modules_dir.rstrip('/')}/{m};" for m in setup.modules)
         dep.extra = replace(setup.extra, main=loads + setup.extra.main)
@@ -285,15 +335,45 @@ def missing_modules(bench: Bench, setup: Setup) -> list[str]:
 
 def measure(bench: Bench, name: str, settings: Settings, say: Callable[[str], None]) -> Result:
     """One feature's interleaved pairs; a `Result` with a note when it cannot run here."""
-    ref_scn = Scenario(protocol="http", file_bytes=settings.file_bytes)
-    setup = setups(settings.file_bytes, ref_scn.path)[name]
+    setup = setups(settings.file_bytes, Scenario(protocol="http").path)[name]
     result = Result(name, setup.reference)
     missing = missing_modules(bench, setup)
     if missing:
         result.note = f"module not installed: {', '.join(missing)}"
         return result
-    ref_dep = _deployment(bench, replace(ref_scn, name=setup.reference), None)
-    on_dep = _deployment(bench, replace(ref_scn, name=setup.scenario), setup)
+    if not setup.runtime:
+        _pairs(bench, result, setup, settings, say, None)
+        return result
+    absent = container.missing(bench.host)
+    if absent:
+        result.note = f"not measured, containerd absent: needs {', '.join(absent)}"
+        return result
+    try:
+        with Containerd(bench.host) as runtime:
+            result.runtime_version = runtime.version()
+            _pairs(bench, result, setup, settings, say, runtime)
+    except RunnerError as exc:
+        result.note = f"did not run here: {exc}"
+        result.ref, result.on, result.floods = [], [], []
+    return result
+
+
+def _pairs(
+    bench: Bench,
+    result: Result,
+    setup: Setup,
+    settings: Settings,
+    say: Callable[[str], None],
+    runtime: Containerd | None,
+) -> None:
+    """Run the interleaved pairs into ``result`` (in ``runtime``'s containers if given).
+
+    In containers, a flood of the log path (`Containerd.flood`) follows each pair.
+    """
+    ref_scn = Scenario(protocol="http", file_bytes=settings.file_bytes)
+    ref_dep = _deployment(bench, replace(ref_scn, name=setup.reference), None, runtime)
+    on_dep = _deployment(bench, replace(ref_scn, name=setup.scenario), setup, runtime)
+    name = result.feature
     with ref_dep, on_dep:
         try:
             _start(bench, ref_dep, settings, False)
@@ -307,10 +387,14 @@ def measure(bench: Bench, name: str, settings: Settings, say: Callable[[str], No
                     f"{name} pair {i + 1}/{settings.pairs}: extra user "
                     f"{f.user_us - r.user_us:+.2f} us, kernel {f.kernel_us - r.kernel_us:+.2f} us"
                 )
+                if runtime is not None:
+                    result.floods.append(runtime.flood(FLOOD, settings.cpu, bench.nginx.clk_tck))
+                    say(f"{name} flood {i + 1}: {result.floods[-1].lines_per_s:,.0f} lines/s")
+            if isinstance(on_dep, ContainerDeployment):
+                result.line_bytes = container.mean_line_bytes(bench.host, on_dep.stdout_path())
         except RunnerError as exc:
             result.note = f"did not run here: {exc}"
-            result.ref, result.on = [], []
-    return result
+            result.ref, result.on, result.floods = [], [], []
 
 
 def open_bench(host: Host, cpu: int) -> tuple[Bench, dict[str, Any]]:
@@ -446,7 +530,7 @@ def notes_md(
         "# Feature costs measured on this host",
         "",
         f"- Command: `{command}`",
-        f"- Date (UTC): {rows[0]['measured_at'] if rows else ''}",
+        f"- Date (UTC): {max((str(r['measured_at']) for r in rows), default='')}",
         f"- Host CPU: {info.get('cpu_model', '')} ({info.get('cores', '?')} CPUs online), "
         f"kernel {info.get('kernel', '')}",
         f"- nginx: {info.get('nginx_version', '')}; OpenSSL: {info.get('openssl_version', '')}; "
@@ -467,6 +551,17 @@ def notes_md(
         "stime = kernel; clock ticks), per request; a feature's cost is the median over pairs "
         "of (feature on - reference), its spread the seeded percentile bootstrap 95% interval "
         "of that median (`*_low_us`, `*_high_us`)",
+        *(
+            [
+                "- access_log_container: both nginx (reference and feature) run in containers "
+                "of a private containerd (`ctr run --rm --net-host --rootfs`, the host's /usr "
+                "and /etc mounted read-only), the feature with `access_log /dev/stdout`; the row "
+                "is the nginx worker's own extra, the runtime's CPU per line (shim, reader) and "
+                f"the path's line rate are in {LOG_PATH_FILE}"
+            ]
+            if any(r["feature"] == "access_log_container" for r in rows)
+            else []
+        ),
         "- Lua and njs rows measure a minimal handler (one variable read or a fixed response): "
         "real handlers do more",
         "- Over loopback the sender's kernel time includes delivering each segment to the "
@@ -497,12 +592,75 @@ def write_table(
     out: Path,
     command: str,
 ) -> list[JsonObject]:
-    """Write ``out`` (CSV) and its notes (``.md`` beside it); the rows."""
+    """Write ``out`` (CSV) and its notes (``.md`` beside it); this run's rows.
+
+    Rows of features this run did not measure are kept as ``out`` had them (with the notes of
+    their run). A feature run in containers also appends its log path's rows to
+    `LOG_PATH_FILE` beside ``out`` (`runners.calibrate.logpath`).
+    """
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     rows = [row(r, settings, info, when) for r in results]
-    write_atomic(out, to_csv(rows))
-    write_atomic(out.with_suffix(".md"), notes_md(rows, settings, info, command))
+    kept, earlier = earlier_table(out, {r.feature for r in results})
+    table = sorted([*kept, *rows], key=lambda r: FEATURE_NAMES.index(r["feature"]))
+    write_atomic(out, to_csv(table))
+    notes = notes_md(table, settings, info, command) + earlier
+    write_atomic(out.with_suffix(".md"), notes)
+    for r in results:
+        new = logpath.rows(r.on, settings.seconds, r.floods, _log_path_common(r, info, when))
+        if new:
+            logpath.append(out.parent / LOG_PATH_FILE, new, command)
     return rows
+
+
+def _log_path_common(result: Result, info: dict[str, Any], when: str) -> dict[str, Any]:
+    """The columns every log-path row of ``result`` shares."""
+    return {
+        "measured_at": when,
+        "line_bytes": result.line_bytes if math.isfinite(result.line_bytes) else None,
+        "path": logpath.PATH_MEASURED,
+        "cpu_model": info.get("cpu_model", ""),
+        "cpus": info.get("cores", 1),
+        "containerd_version": result.runtime_version,
+        "nginx_version": info.get("nginx_version", ""),
+        "loadavg": f"{info.get('loadavg_before', '')} -> {info.get('loadavg_after', '')}",
+    }
+
+
+def earlier_table(out: Path, measured: set[str]) -> tuple[list[dict[str, Any]], str]:
+    """The rows of ``out`` for features not in ``measured``, and their run's notes.
+
+    Returns the kept rows (typed as `row` makes them) and, when any are kept, the notes of
+    ``out``'s ``.md`` (its header lines and earlier runs) under "Earlier runs"; `BadInput`
+    when ``out`` exists but is not a feature-cost table.
+    """
+    if not out.exists():
+        return [], ""
+    try:
+        reader = csv.DictReader(io.StringIO(out.read_text(encoding="utf-8")))
+        if tuple(reader.fieldnames or ()) != FEATURE_COST_COLUMNS:
+            raise FieldError(f"{out}:1: not a feature-cost table (other columns)")
+        kept = [
+            FEATURE_COSTS.parse_row(r, f"{out}:{i}")
+            for i, r in enumerate(reader, start=2)
+            if r.get("feature") not in measured
+        ]
+    except (OSError, UnicodeDecodeError, FieldError) as exc:
+        raise BadInput(f"--out {out}: cannot keep its other rows: {exc}") from None
+    kept = [{k: "" if v is None else v for k, v in r.items()} for r in kept]
+    md = out.with_suffix(".md")
+    if not kept or not md.exists():
+        return kept, ""
+    return kept, _earlier_notes(md.read_text(encoding="utf-8"), kept)
+
+
+def _earlier_notes(md: str, kept: Sequence[dict[str, Any]]) -> str:
+    """The notes of the run(s) whose rows are kept: ``md``'s bullets and earlier sections."""
+    head, _, rest = md.partition("\n| feature |")
+    bullets = [ln for ln in head.splitlines() if ln.startswith("- ")]
+    _, mark, older = rest.partition("\n## Earlier runs")
+    names = ", ".join(str(r["feature"]) for r in kept)
+    text = ["", "## Earlier runs", "", f"Rows kept from earlier runs: {names}.", "", *bullets]
+    return "\n".join(text) + "\n" + (older.split("\n", 1)[1].lstrip("\n") if mark else "")
 
 
 def command_line(argv: Sequence[str]) -> str:

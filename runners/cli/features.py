@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from runners.errors import BadInput
 from trialtable.features import FEATURE_NAMES, MEASURED
 from trialtable.files import out_folder_problem
 from trialtable.pathargs import OUTPUT_FILE, path_arg
@@ -72,12 +73,19 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
     """Run the campaign, write the table, print one line per feature."""
     from runners.calibrate import features as campaign
+    from runners.calibrate import logpath
 
     out = Path(args.out)
     problem = out_folder_problem(out.parent if str(out.parent) else Path("."))
     if problem:
         print(f"python -m runners features: error: --out: {problem}", file=sys.stderr)
         return 2
+    # The tables a run adds to are read before any load: a bad one is bad input now.
+    campaign.earlier_table(out, set(args.only))
+    try:
+        logpath.read_table(out.parent / campaign.LOG_PATH_FILE)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise BadInput(f"{out.parent / campaign.LOG_PATH_FILE}: {exc}") from None
     settings = campaign.Settings(
         features=args.only,
         pairs=args.pairs,
@@ -100,4 +108,6 @@ def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
         else:
             print(f"{r['feature']}: not measured: {r['note']}")
     print(f"wrote {out} and {out.with_suffix('.md')}")
+    if "access_log_container" in args.only and (out.parent / campaign.LOG_PATH_FILE).exists():
+        print(f"the container log path's rows: {out.parent / campaign.LOG_PATH_FILE}")
     return 0

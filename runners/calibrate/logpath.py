@@ -1,0 +1,217 @@
+"""The container log path's own cost and line rate: ``data/reference/container-log-path.csv``.
+
+``python -m runners features --only access_log_container`` runs nginx in containers of a
+private containerd (`runners.deploy.container`) and, after each pair, floods the log path
+with one ``write()`` per line from a writer in a container. This module turns those trials
+into rows: per log line, the user and kernel CPU time of ``containerd-shim-runc-v2``, of the
+reader (``ctr``) and of the daemon, at nginx's request rate (``nginx``) and at the highest
+rate the path took (``flood``), with the lines per second and the CPUs each process kept
+busy. A run appends its rows; the notes beside the table (``.md``) are made from every row,
+with the spread over runs.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from runners.deploy.container import Flood
+from trialtable.fields import Field, FieldError, Fields
+from trialtable.files import write_atomic
+from trialtable.output import csv_cell
+
+#: The log path's processes, in the order the table lists them.
+PROCESSES = ("shim", "reader", "containerd")
+#: What the path measured is, and is not, in words (the table's ``path`` column).
+PATH_MEASURED = (
+    "nginx write() to a pipe; containerd-shim-runc-v2 copies it to a FIFO; ctr run copies "
+    "the FIFO to a file (no CRI logger: kubelet's per-line timestamped writes not included)"
+)
+
+#: The fields of the table, one row per run, measurement and process.
+LOG_PATH = Fields(
+    "container log path",
+    (
+        Field("measured_at", "str", max_len=40),
+        Field("measurement", "str", choices=("nginx", "flood")),
+        Field("process", "str", choices=PROCESSES),
+        Field("trials", "int", "trials", 1, 10_000),
+        Field("lines_per_s", "float", "lines/s", 0.0, 1e9),
+        Field("line_bytes", "float", "B", 0.0, 1e6, required=False),
+        Field("user_us", "float", "us/line", 0.0, 1e5),
+        Field("kernel_us", "float", "us/line", 0.0, 1e5),
+        Field("total_min_us", "float", "us/line", 0.0, 1e5),
+        Field("total_max_us", "float", "us/line", 0.0, 1e5),
+        Field("cpu_share", "float", "CPUs", 0.0, 1e4),
+        Field("path", "str", max_len=300),
+        Field("cpu_model", "str", required=False, max_len=200),
+        Field("cpus", "int", "CPUs", 1, 1 << 16),
+        Field("containerd_version", "str", required=False, max_len=200),
+        Field("nginx_version", "str", required=False, max_len=200),
+        Field("loadavg", "str", required=False, max_len=100),
+    ),
+)
+LOG_PATH_COLUMNS = tuple(f.name for f in LOG_PATH)
+
+
+def _row(
+    measurement: str,
+    process: str,
+    per_line: Sequence[tuple[float, float]],
+    rates: Sequence[float],
+    common: dict[str, Any],
+) -> dict[str, Any]:
+    """One row: medians over trials of a process's (user, kernel) CPU per line [us]."""
+    totals = [u + k for u, k in per_line]
+    rate = statistics.median(rates)
+    user = statistics.median(u for u, _ in per_line)
+    kernel = statistics.median(k for _, k in per_line)
+    return {
+        **common,
+        "measurement": measurement,
+        "process": process,
+        "trials": len(per_line),
+        "lines_per_s": rate,
+        "user_us": user,
+        "kernel_us": kernel,
+        "total_min_us": min(totals),
+        "total_max_us": max(totals),
+        "cpu_share": statistics.median(t * r / 1e6 for t, r in zip(totals, rates, strict=True)),
+    }
+
+
+def rows(
+    on: Sequence[Any], seconds: float, floods: Sequence[Flood], common: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The run's rows, from the feature's trials and the floods.
+
+    ``on`` holds `features.Trial` values of ``seconds`` s each; ``common`` the columns every
+    row shares (date, host, versions).
+    """
+    out = []
+    if on and all(t.side for t in on):
+        rates = [t.requests / seconds for t in on]
+        for p in PROCESSES:
+            out.append(_row("nginx", p, [t.side[p] for t in on], rates, common))
+    if floods:
+        rates = [f.lines_per_s for f in floods]
+        flood_common = {**common, "line_bytes": floods[0].line_bytes}
+        for p in PROCESSES:
+            out.append(_row("flood", p, [f.side[p] for f in floods], rates, flood_common))
+    return out
+
+
+def read_table(path: Path) -> list[dict[str, Any]]:
+    """The rows already in ``path`` (none when it is missing), checked."""
+    if not path.exists():
+        return []
+    text = path.read_text(encoding="utf-8")
+    reader = csv.DictReader(io.StringIO(text))
+    if tuple(reader.fieldnames or ()) != LOG_PATH_COLUMNS:
+        raise FieldError(f"{path}:1: not a container log-path table (other columns)")
+    return [LOG_PATH.parse_row(r, f"{path}:{i}") for i, r in enumerate(reader, start=2)]
+
+
+def to_csv(table: Sequence[dict[str, Any]]) -> str:
+    """The table as CSV text: numbers to 4 decimals, formula-like text made inert."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=LOG_PATH_COLUMNS, lineterminator="\n")
+    w.writeheader()
+    for r in table:
+        w.writerow({k: _cell(r.get(k)) for k in LOG_PATH_COLUMNS})
+    return buf.getvalue()
+
+
+def _cell(v: Any) -> Any:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:.4f}"
+    return csv_cell(" ".join(str(v).split()))
+
+
+def spread(table: Sequence[dict[str, Any]]) -> list[str]:
+    """Per measurement and process, the runs' CPU per line and rate: median, min..max."""
+    out = []
+    for m in ("nginx", "flood"):
+        for p in PROCESSES:
+            got = [r for r in table if r["measurement"] == m and r["process"] == p]
+            if not got:
+                continue
+            cpu = [r["user_us"] + r["kernel_us"] for r in got]
+            rate = [r["lines_per_s"] for r in got]
+            med = statistics.median(cpu)
+            rel = (max(cpu) - min(cpu)) / med if med > 0 else 0.0
+            out.append(
+                f"| {m} | {p} | {len(got)} | {med:.3f} ({min(cpu):.3f}..{max(cpu):.3f}, "
+                f"{rel:.0%}) | {statistics.median(rate):,.0f} ({min(rate):,.0f}.."
+                f"{max(rate):,.0f}) |"
+            )
+    return out
+
+
+def notes_md(table: Sequence[dict[str, Any]], command: str) -> str:
+    """The notes beside the table: what was measured and how, every row, the spread."""
+    lines = [
+        "# The container log path: CPU per access-log line and line rate",
+        "",
+        f"- Command (appends one run's rows): `{command}`",
+        f"- Path: {PATH_MEASURED}",
+        "- Setup: a private containerd (own root, state, socket and config; CRI plugin off); "
+        "nginx as the container's init (`ctr run --rm --net-host --rootfs`, the host's /usr "
+        "and /etc mounted read-only), one worker pinned to the measured CPU, "
+        "`access_log /dev/stdout` (the combined format)",
+        "- `nginx`: during the feature's trials (wrk on loopback, one line per request); "
+        "`lines_per_s` is that trial's request rate, not the path's limit",
+        "- `flood`: a writer in a container (`yes | dd bs=LINE iflag=fullblock`: one write() "
+        "a line) pinned to the same CPU, as fast as the path takes it; `lines_per_s` from "
+        "the writer's start to the last byte in the reader's file. A process whose "
+        "`cpu_share` is near 1 is the path's limit (each copies one stream in one goroutine); "
+        "below that the writer or the host's other work was",
+        "- CPU time: /proc/PID/stat of exactly the shim, the reader (ctr) and the daemon "
+        "(utime = user, stime = kernel; clock ticks), per line; each row the median over "
+        "its trials, `total_*` the smallest and largest trial",
+        "- The shim and the reader batch: the more lines wait in the pipe, the less CPU each "
+        "line costs, so per-line costs at nginx's rate exceed those of the flood",
+        "",
+        "| run (UTC) | measurement | process | trials | lines/s | B/line | user us | "
+        "kernel us | total us (min..max) | CPUs busy | load average |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in table:
+        size = "" if r.get("line_bytes") is None else f"{r['line_bytes']:.0f}"
+        lines.append(
+            f"| {r['measured_at']} | {r['measurement']} | {r['process']} | {r['trials']} | "
+            f"{r['lines_per_s']:,.0f} | {size} | {r['user_us']:.3f} | {r['kernel_us']:.3f} | "
+            f"{r['total_min_us']:.3f}..{r['total_max_us']:.3f} | {r['cpu_share']:.2f} | "
+            f"{r['loadavg']} |"
+        )
+    lines += [
+        "",
+        "## Spread over runs",
+        "",
+        "| measurement | process | runs | CPU us/line: median (min..max, range/median) | "
+        "lines/s: median (min..max) |",
+        "|---|---|---|---|---|",
+        *spread(table),
+    ]
+    hosts = sorted(
+        {
+            f"{r['cpu_model']} ({r['cpus']} CPUs), {r['containerd_version']}, {r['nginx_version']}"
+            for r in table
+        }
+    )
+    lines += ["", "Hosts and versions: " + "; ".join(hosts)] if hosts else []
+    return "\n".join(lines) + "\n"
+
+
+def append(out: Path, new: Sequence[dict[str, Any]], command: str) -> list[dict[str, Any]]:
+    """Append ``new`` to the table at ``out``; rewrite its notes (``.md``); all rows."""
+    table = [*read_table(out), *(LOG_PATH.check_row(r, "new row") for r in new)]
+    write_atomic(out, to_csv(table))
+    write_atomic(out.with_suffix(".md"), notes_md(table, command))
+    return table

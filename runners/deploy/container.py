@@ -1,0 +1,440 @@
+"""A private containerd, and a private nginx in one of its containers (stdout: the log path).
+
+`Containerd` starts containerd with its own folder (``mktemp -d``: root, state, socket,
+config, FIFOs, runc's state), so no system containerd is read or touched; its CRI plugin is
+off (no kubelet here). `ContainerDeployment` is a `Deployment` whose server runs as
+``ctr run --rm --net-host --rootfs`` in that containerd: a root folder of read-only bind
+mounts of the host's ``/usr`` and ``/etc`` (with the host's ``/bin``, ``/lib``... links),
+the deployment's prefix mounted read-write at the same path, no image and no registry. nginx
+runs in the foreground as the container's init, so an ``access_log /dev/stdout`` line goes
+nginx ``write()`` -> a pipe -> ``containerd-shim-runc-v2`` (copies it) -> a FIFO -> ``ctr``
+(copies it) -> a file in the prefix. That is the path of ``ctr run`` and of containerd's
+client-side I/O; the kubelet's path differs in its last step (containerd's CRI logger reads
+the FIFO line by line and writes each line with a timestamp), which is not measured here.
+
+containerd 1.6 puts each shim's socket under ``/run/containerd/s`` whatever the daemon's
+folders are; the shim removes it when it exits.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from runners.cputime import stat_user_system
+from runners.deploy.nginx import Deployment, NginxHost, NginxInstance, NginxProcess
+from runners.errors import RunnerError
+from runners.hosts import Host
+from runners.scenario import Scenario
+
+#: The programs the container path needs on the host.
+CONTAINERD_TOOLS = ("containerd", "ctr", "containerd-shim-runc-v2", "runc")
+#: containerd's namespace for the project's containers.
+NAMESPACE = "nginx-sizing"
+#: The file the reader (``ctr``) copies the container's stdout to, in the prefix.
+STDOUT_FILE = "container-stdout.log"
+
+# Which of the tools are missing (one a line), and whether this user is root.
+_MISSING = r"""
+for t; do command -v "$t" >/dev/null 2>&1 || echo "MISSING $t"; done
+[ "$(id -u)" = 0 ] || echo NOT_ROOT
+exit 0
+"""
+
+# A private containerd: its folder (printed first), the container root folder, the config,
+# the daemon in a session of its own; waits for its socket.
+_START = r"""
+set -e
+umask 022
+d=$(mktemp -d "${TMPDIR:-/tmp}/nginx-sizing-ctr.XXXXXXXX")
+echo "$d"
+mkdir -p "$d/root" "$d/state" "$d/fifo" "$d/runc" "$d/rootfs/usr" "$d/rootfs/etc" "$d/rootfs/tmp"
+for x in bin lib lib64 sbin; do
+  if [ -L "/$x" ]; then ln -s "$(readlink "/$x")" "$d/rootfs/$x"
+  elif [ -d "/$x" ]; then mkdir -p "$d/rootfs/$x"; echo "MOUNT /$x"; fi
+done
+cat > "$d/config.toml" <<EOF
+version = 2
+root = "$d/root"
+state = "$d/state"
+disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.internal.v1.opt"]
+[grpc]
+  address = "$d/containerd.sock"
+[ttrpc]
+  address = "$d/containerd.sock.ttrpc"
+EOF
+setsid "$1" --config "$d/config.toml" > "$d/containerd.log" 2>&1 < /dev/null &
+echo "PID $!"
+i=0
+while [ ! -S "$d/containerd.sock" ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i+1)); done
+[ -S "$d/containerd.sock" ] && echo READY && exit 0
+echo NOT_READY
+tail -n 3 "$d/containerd.log"
+"""
+
+# Stop the daemon (TERM, KILL after 5 s) once no task of ours runs; remove its folder unless
+# something is still mounted under it.
+_STOP = r"""
+d=$1 pid=$2 ctr=$3
+for t in $("$ctr" -a "$d/containerd.sock" -n @NS@ task ls -q 2>/dev/null); do
+  "$ctr" -a "$d/containerd.sock" -n @NS@ task kill -s KILL "$t" >/dev/null 2>&1
+done
+if [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null; then
+  i=0
+  # Alive and not a zombie (its parent, the host's init, may be slow to reap it).
+  while s=$(sed 's/.*) \(.\).*/\1/' "/proc/$pid/stat" 2>/dev/null) && [ "$s" != Z ] \
+    && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+  kill -KILL "$pid" 2>/dev/null
+fi
+if grep -qF " $d/" /proc/mounts; then echo "MOUNTED $d"; exit 0; fi
+rm -rf -- "$d"
+exit 0
+""".replace("@NS@", NAMESPACE)
+
+# Test the config on the host (the paths are the same inside), start nginx as the container's
+# init in the foreground, wait for its workers; print its host pids, the shim's and ctr's.
+_RUN = r"""
+d=$1 ctr=$2 nginx=$3 p=$4 conf=$5 id=$6 want=$7
+shift 7
+umask 022
+out=$("$nginx" -t -q -p "$p" -c "$conf" 2>&1) || { echo TEST_FAILED; echo "$out"; exit 0; }
+set -- "$@" --mount "type=bind,src=$p,dst=$p,options=rbind:rw"
+setsid "$ctr" -a "$d/containerd.sock" -n @NS@ run --rm --net-host --rootfs \
+  --fifo-dir "$d/fifo" --runc-root "$d/runc" "$@" "$d/rootfs" "$id" \
+  "$nginx" -p "$p" -c "$conf" -e "$p/error.log" -g 'daemon off;' \
+  > "$p/@OUT@" 2> "$p/ctr.err" < /dev/null &
+reader=$!
+echo "READER $reader"
+i=0 m=
+while [ $i -lt 1500 ]; do
+  m=$("$ctr" -a "$d/containerd.sock" -n @NS@ task ls 2>/dev/null |
+    awk -v id="$id" '$1 == id {print $2}')
+  [ -n "$m" ] && [ "$m" != 0 ] && break
+  kill -0 "$reader" 2>/dev/null || break
+  sleep 0.02; i=$((i+1)); m=
+done
+if [ -z "$m" ]; then
+  echo NOT_STARTED; tail -q -n 3 "$p/ctr.err" "$p/error.log" 2>/dev/null
+  kill -KILL "$reader" 2>/dev/null; exit 0
+fi
+i=0
+while :; do
+  w=$(cat "/proc/$m/task/$m/children" 2>/dev/null)
+  set -- $w
+  if [ $# -ge "$want" ] || [ $i -ge 1500 ] || ! kill -0 "$m" 2>/dev/null; then break; fi
+  sleep 0.02; i=$((i+1))
+done
+if [ $# -lt "$want" ]; then
+  echo NOT_STARTED; tail -n 3 "$p/error.log" 2>/dev/null
+  kill -KILL "$m" 2>/dev/null; exit 0
+fi
+echo "SHIM $(sed 's/.*) . \([0-9]*\).*/\1/' "/proc/$m/stat")"
+echo STARTED "$m" $w
+""".replace("@NS@", NAMESPACE).replace("@OUT@", STDOUT_FILE)
+
+
+# A flood of the log path: a container whose init waits for "go", then writes $n lines of
+# $len bytes, one write() each (dd), as fast as the path takes them, on CPU $cpu. The host
+# side reads the shim's, the reader's and the daemon's CPU time, says go, waits until the
+# reader's file holds every byte, reads them again; then ends the container.
+_FLOOD = r"""
+d=$1 ctr=$2 id=$3 n=$4 len=$5 cpu=$6 daemon=$7
+shift 7
+w=$d/flood
+rm -rf -- "$w" && mkdir -p "$w" || exit 1
+line=$(printf "%*s" $((len - 1)) "" | tr " " x)
+# runc finds a bare name before the container's mounts hold it: full paths.
+ts=$(command -v taskset) || { echo "NOT_STARTED taskset not found"; exit 0; }
+setsid "$ctr" -a "$d/containerd.sock" -n @NS@ run --rm --net-host --rootfs \
+  --fifo-dir "$d/fifo" --runc-root "$d/runc" "$@" \
+  --mount "type=bind,src=$w,dst=$w,options=rbind:rw" "$d/rootfs" "$id" \
+  "$ts" -c "$cpu" /bin/sh -c 'while [ ! -e "$1/go" ]; do sleep 0.01; done
+yes "$2" | dd bs="$3" iflag=fullblock count="$4" status=none; exec sleep 100000' \
+  sh "$w" "$line" "$len" "$n" > "$w/out" 2> "$w/ctr.err" < /dev/null &
+reader=$!
+i=0 m=
+while [ $i -lt 1500 ] && kill -0 "$reader" 2>/dev/null; do
+  m=$("$ctr" -a "$d/containerd.sock" -n @NS@ task ls 2>/dev/null |
+    awk -v id="$id" '$1 == id {print $2}')
+  [ -n "$m" ] && [ "$m" != 0 ] && break
+  sleep 0.02; i=$((i+1)); m=
+done
+[ -n "$m" ] || { echo NOT_STARTED; tail -n 3 "$w/ctr.err"; kill -KILL "$reader"; exit 0; }
+shim=$(sed 's/.*) . \([0-9]*\).*/\1/' "/proc/$m/stat")
+stats() { for p in "$shim" "$reader" "$@"; do echo "STAT $(cat "/proc/$p/stat")"; done; }
+want=$((n * len))
+stats "$daemon"; echo "T0 $(date +%s%N)"
+: > "$w/go"
+i=0
+while [ "$(stat -c %s "$w/out")" -lt "$want" ] && [ $i -lt 30000 ]; do sleep 0.002; i=$((i+1)); done
+echo "T1 $(date +%s%N)"; stats "$daemon"
+echo "BYTES $(stat -c %s "$w/out")"
+kill -KILL "$m"
+i=0
+while kill -0 "$reader" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+kill -KILL "$reader" 2>/dev/null
+rm -rf -- "$w"
+exit 0
+""".replace("@NS@", NAMESPACE)
+
+
+@dataclass(frozen=True)
+class FloodSettings:
+    """One flood of the log path: how many lines, and bytes a line (newline included)."""
+
+    lines: int = 400_000
+    line_bytes: int = 100
+
+
+@dataclass(frozen=True)
+class Flood:
+    """What one flood measured.
+
+    Attributes
+    ----------
+    lines : int
+        Lines the reader's file received.
+    line_bytes : int
+        Bytes a line (one ``write()`` each) [B].
+    seconds : float
+        From "go" to the last byte in the reader's file [s].
+    side : dict of str to (float, float)
+        ``shim``, ``reader``, ``containerd`` -> (user, kernel) CPU time per line [us].
+    """
+
+    lines: int
+    line_bytes: int
+    seconds: float
+    side: dict[str, tuple[float, float]]
+
+    @property
+    def lines_per_s(self) -> float:
+        """Lines through the path per second [1/s]."""
+        return self.lines / self.seconds if self.seconds > 0 else math.nan
+
+    def cpu_share(self, name: str) -> float:
+        """CPUs ``name`` kept busy during the flood (its CPU time over the wall time) [1]."""
+        user, kernel = self.side[name]
+        return (user + kernel) * self.lines / 1e6 / self.seconds if self.seconds > 0 else math.nan
+
+
+def read_flood(text: str, flood: FloodSettings, clk_tck: int) -> Flood:
+    """A `Flood` from `_FLOOD`'s output; `RunnerError` when it did not run through."""
+    lines = text.strip().splitlines()
+    if not lines or lines[0].startswith("NOT_STARTED"):
+        detail = " ".join(lines[1:]) or "no output"
+        raise RunnerError(f"the log-path flood's container did not start: {detail}")
+    tags = {ln.split(" ", 1)[0]: ln.split(" ", 1)[1] for ln in lines if " " in ln}
+    stat_lines = [ln.split(" ", 1)[1] for ln in lines if ln.startswith("STAT ")]
+    need = ("T0", "T1", "BYTES")
+    if any(k not in tags for k in need) or len(stat_lines) != 6:
+        raise RunnerError("the log-path flood stopped before its second reading")
+    got = int(tags["BYTES"])
+    if got < flood.lines * flood.line_bytes:
+        raise RunnerError(f"the log path delivered {got} of {flood.lines * flood.line_bytes} B")
+    seconds = (int(tags["T1"]) - int(tags["T0"])) / 1e9
+    per = 1e6 / clk_tck / flood.lines
+    side = {}
+    names = ("shim", "reader", "containerd")
+    for name, a, b in zip(names, stat_lines[:3], stat_lines[3:], strict=True):
+        (u0, k0), (u1, k1) = stat_user_system(a), stat_user_system(b)
+        side[name] = ((u1 - u0) * per, (k1 - k0) * per)
+    return Flood(flood.lines, flood.line_bytes, seconds, side)
+
+
+def mean_line_bytes(host: Host, path: str) -> float:
+    """Mean bytes a line of the file at ``path`` (NaN when it is empty or unreadable)."""
+    out = host.run(["wc", "-lc", path], check=False).stdout.split()
+    try:
+        lines, size = int(out[0]), int(out[1])
+    except (IndexError, ValueError):
+        return math.nan
+    return size / lines if lines else math.nan
+
+
+def missing(host: Host) -> list[str]:
+    """Why the container path cannot run on ``host``: missing tools, not root; [] when it can."""
+    out = host.sh(_MISSING, *CONTAINERD_TOOLS, check=False, what="looking for containerd")
+    why = [ln.split(" ", 1)[1] for ln in out.stdout.splitlines() if ln.startswith("MISSING ")]
+    if "NOT_ROOT" in out.stdout.split():
+        why.append("root (containerd runs containers as root)")
+    return why
+
+
+@dataclass
+class Containerd:
+    """A private containerd on ``host``; a context manager that stops it and removes its folder.
+
+    Attributes
+    ----------
+    host : Host
+        Where it runs (as root).
+    folder : str
+        Its own folder (root, state, socket, config, FIFOs, the container root), once started.
+    pid : int
+        The daemon's pid, once started.
+    mounts : list of str
+        Host folders that are real folders (not links to ``/usr``) and are mounted too.
+    """
+
+    host: Host
+    folder: str = ""
+    pid: int = 0
+    mounts: list[str] = field(default_factory=list)
+    _floods: int = 0
+
+    def start(self) -> None:
+        """Start the daemon and wait for its socket; `RunnerError` when it does not come up."""
+        out = self.host.sh(_START, "containerd", check=False, timeout=60, what="containerd")
+        lines = out.stdout.strip().splitlines()
+        if lines and lines[0].startswith("/"):
+            self.folder = lines[0]
+        for ln in lines[1:]:
+            if ln.startswith("PID "):
+                self.pid = int(ln.split()[1])
+            elif ln.startswith("MOUNT "):
+                self.mounts.append(ln.split(" ", 1)[1])
+        if "READY" not in lines:
+            detail = (lines[-1] if lines else "") or out.stderr.strip() or "no output"
+            raise RunnerError(f"a private containerd did not start on {self.host.name}: {detail}")
+
+    def flood(self, flood: FloodSettings, cpu: int, clk_tck: int) -> Flood:
+        """Push ``flood.lines`` lines through a new container's stdout; what it cost.
+
+        The writer runs on ``cpu``; the shim and the reader wherever the host puts them.
+        """
+        self._floods += 1
+        out = self.host.sh(
+            _FLOOD,
+            self.folder,
+            "ctr",
+            f"{NAMESPACE}-flood-{self._floods}",
+            str(flood.lines),
+            str(flood.line_bytes),
+            str(cpu),
+            str(self.pid),
+            *mount_args(self.mounts),
+            check=False,
+            timeout=180,
+            what="the log-path flood",
+        )
+        return read_flood(out.stdout, flood, clk_tck)
+
+    def version(self) -> str:
+        """``containerd --version`` (empty when it does not answer)."""
+        return self.host.run(["containerd", "--version"], check=False).stdout.strip()
+
+    def stop(self) -> None:
+        """Kill its tasks, stop the daemon, remove its folder (kept if something is mounted)."""
+        if not self.folder:
+            return
+        out = self.host.sh(_STOP, self.folder, str(self.pid or ""), "ctr", check=False, timeout=60)
+        if "MOUNTED" in out.stdout:
+            raise RunnerError(f"{self.folder} still has mounts: left in place")
+        self.folder, self.pid = "", 0
+
+    def __enter__(self) -> Containerd:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class ContainerDeployment(Deployment):
+    """A `Deployment` whose server runs in a container of ``runtime`` (upstreams do not).
+
+    `side_pids` names the processes the log path adds: the shim and the reader (``ctr``),
+    and the daemon. Stopping the master ends the container; ``ctr run --rm`` removes it.
+    """
+
+    def __init__(self, server: NginxHost, scenario: Scenario, runtime: Containerd) -> None:
+        super().__init__(server, scenario)
+        self.runtime = runtime
+        self.shim = self.reader = 0
+
+    def side_pids(self) -> dict[str, int]:
+        """The log path's processes: ``shim``, ``reader`` (ctr), ``containerd`` -> pid."""
+        if self.server is None:
+            return {}
+        return {"shim": self.shim, "reader": self.reader, "containerd": self.runtime.pid}
+
+    def stdout_path(self) -> str:
+        """The file the reader writes the container's stdout to."""
+        return f"{self.prefix}/{STDOUT_FILE}"
+
+    def _launch(
+        self, inst: NginxInstance, prefix: str, conf: str, role: str, want: int
+    ) -> NginxProcess | None:
+        if role != "server":
+            return super()._launch(inst, prefix, conf, role, want)
+        host = inst.at.host
+        conf_path = f"{prefix}/nginx.conf"
+        host.write_text(conf_path, conf)
+        out = host.sh(
+            _RUN,
+            self.runtime.folder,
+            "ctr",
+            inst.at.nginx,
+            prefix,
+            conf_path,
+            f"{NAMESPACE}-{prefix.rsplit('.', 1)[-1]}-{len(inst.pids)}",
+            str(want),
+            *mount_args(self.runtime.mounts),
+            check=False,
+            timeout=120,
+            what="starting nginx in a container",
+        )
+        return self._started(inst, prefix, conf_path, out.stdout)
+
+    def _started(
+        self, inst: NginxInstance, prefix: str, conf_path: str, stdout: str
+    ) -> NginxProcess | None:
+        """The started server from `_RUN`'s output; None when its port was taken meanwhile."""
+        lines = stdout.strip().splitlines()
+        tags = dict((ln + " ").split(" ", 1) for ln in lines)
+        if tags.get("READER", "").strip():
+            self.reader = int(tags["READER"])
+        detail = " ".join(ln for ln in lines if ln.split(" ", 1)[0] not in _TAGS)
+        if "TEST_FAILED" in tags:
+            raise RunnerError(
+                f"nginx -t rejected the server config on {inst.at.host.name}: {detail}"
+            )
+        if "STARTED" not in tags or not tags.get("SHIM", "").strip():
+            if "Address already in use" in detail:
+                return None
+            raise RunnerError(f"nginx did not start in a container: {detail or 'no output'}")
+        self.shim = int(tags["SHIM"])
+        master, *workers = (int(p) for p in tags["STARTED"].split())
+        inst.pids.update([master, *workers])
+        return NginxProcess(prefix, conf_path, master, workers)
+
+    def teardown(self) -> None:
+        """Stop nginx (which ends the container), then the reader if it is still there."""
+        try:
+            super().teardown()
+        finally:
+            if self.reader:
+                self.host.sh(_END_READER, str(self.reader), check=False, timeout=30)
+            self.shim = self.reader = 0
+
+
+#: The words `_RUN` starts its own lines with.
+_TAGS = ("READER", "SHIM", "STARTED", "TEST_FAILED", "NOT_STARTED")
+
+# The reader (ctr run) ends once the container's init has ended: wait 5 s for it, then KILL.
+_END_READER = r"""
+i=0
+while kill -0 "$1" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+kill -KILL "$1" 2>/dev/null
+exit 0
+"""
+
+
+def mount_args(extra: Sequence[str]) -> list[str]:
+    """``ctr run`` mount options: the host's ``/usr``, ``/etc`` and ``extra`` read-only."""
+    out: list[str] = []
+    for src in ("/usr", "/etc", *extra):
+        out += ["--mount", f"type=bind,src={src},dst={src},options=rbind:ro"]
+    return out
