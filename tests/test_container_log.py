@@ -124,16 +124,20 @@ def _on_trials() -> list[campaign.Trial]:
 
 def test_log_path_rows_append_and_their_notes_hold_the_spread(tmp_path):
     out = tmp_path / campaign.LOG_PATH_FILE
-    first = logpath.rows(_on_trials(), 2, [_flood(), _flood()], _common("2026-11-27T10:30:00Z"))
+    ref = [campaign.Trial(40_000, 6.5, 19.0, {}) for _ in range(3)]
+    pairs = (ref, _on_trials())
+    first = logpath.rows(pairs, 2, [_flood(), _flood()], _common("2026-11-27T10:30:00Z"))
     assert [(r["measurement"], r["process"]) for r in first] == [
-        (m, p) for m in ("nginx", "flood") for p in logpath.PROCESSES
+        ("nginx", "nginx_extra"),
+        *((m, p) for m in ("nginx", "flood") for p in logpath.PROCESSES),
     ]
-    nginx_shim = first[0]
+    assert (first[0]["user_us"], first[0]["kernel_us"]) == (0.5, 2.0)
+    nginx_shim = first[1]
     assert nginx_shim["lines_per_s"] == 20_000 and nginx_shim["user_us"] == 1.0
     assert nginx_shim["cpu_share"] == pytest.approx(5.0 * 20_000 / 1e6)
     logpath.append(out, first, "python -m runners features --only access_log_container")
-    table = logpath.append(out, first[3:], "again")
-    assert len(table) == 9
+    table = logpath.append(out, first[4:], "again")
+    assert len(table) == 10
     cells = list(csv.DictReader(io.StringIO(out.read_text())))
     assert list(cells[0]) == list(logpath.LOG_PATH_COLUMNS)
     assert cells[0]["cpu_model"].startswith("'=cmd")

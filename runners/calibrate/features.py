@@ -606,7 +606,8 @@ def write_table(
     notes = notes_md(table, settings, info, command) + earlier
     write_atomic(out.with_suffix(".md"), notes)
     for r in results:
-        new = logpath.rows(r.on, settings.seconds, r.floods, _log_path_common(r, info, when))
+        common = _log_path_common(r, info, when)
+        new = logpath.rows((r.ref, r.on), settings.seconds, r.floods, common)
         if new:
             logpath.append(out.parent / LOG_PATH_FILE, new, command)
     return rows

@@ -26,6 +26,8 @@ from trialtable.output import csv_cell
 
 #: The log path's processes, in the order the table lists them.
 PROCESSES = ("shim", "reader", "containerd")
+#: The nginx worker's own extra per line (log on - log off, per pair), listed before them.
+NGINX_EXTRA = "nginx_extra"
 #: What the path measured is, and is not, in words (the table's ``path`` column).
 PATH_MEASURED = (
     "nginx write() to a pipe; containerd-shim-runc-v2 copies it to a FIFO; ctr run copies "
@@ -38,15 +40,15 @@ LOG_PATH = Fields(
     (
         Field("measured_at", "str", max_len=40),
         Field("measurement", "str", choices=("nginx", "flood")),
-        Field("process", "str", choices=PROCESSES),
+        Field("process", "str", choices=(NGINX_EXTRA, *PROCESSES)),
         Field("trials", "int", "trials", 1, 10_000),
         Field("lines_per_s", "float", "lines/s", 0.0, 1e9),
         Field("line_bytes", "float", "B", 0.0, 1e6, required=False),
-        Field("user_us", "float", "us/line", 0.0, 1e5),
-        Field("kernel_us", "float", "us/line", 0.0, 1e5),
-        Field("total_min_us", "float", "us/line", 0.0, 1e5),
-        Field("total_max_us", "float", "us/line", 0.0, 1e5),
-        Field("cpu_share", "float", "CPUs", 0.0, 1e4),
+        Field("user_us", "float", "us/line", -1e4, 1e5),
+        Field("kernel_us", "float", "us/line", -1e4, 1e5),
+        Field("total_min_us", "float", "us/line", -1e4, 1e5),
+        Field("total_max_us", "float", "us/line", -1e4, 1e5),
+        Field("cpu_share", "float", "CPUs", -1e4, 1e4),
         Field("path", "str", max_len=300),
         Field("cpu_model", "str", required=False, max_len=200),
         Field("cpus", "int", "CPUs", 1, 1 << 16),
@@ -85,16 +87,23 @@ def _row(
 
 
 def rows(
-    on: Sequence[Any], seconds: float, floods: Sequence[Flood], common: dict[str, Any]
+    pairs: tuple[Sequence[Any], Sequence[Any]],
+    seconds: float,
+    floods: Sequence[Flood],
+    common: dict[str, Any],
 ) -> list[dict[str, Any]]:
-    """The run's rows, from the feature's trials and the floods.
+    """The run's rows, from the feature's pairs and the floods.
 
-    ``on`` holds `features.Trial` values of ``seconds`` s each; ``common`` the columns every
-    row shares (date, host, versions).
+    ``pairs`` holds the reference's and the feature's `features.Trial` values (``seconds`` s
+    each, in pair order); ``common`` the columns every row shares (date, host, versions).
     """
     out = []
-    if on and all(t.side for t in on):
+    ref, on = pairs
+    if on and len(ref) == len(on) and all(t.side for t in on):
         rates = [t.requests / seconds for t in on]
+        diffs = zip(ref, on, strict=True)
+        extra = [(f.user_us - r.user_us, f.kernel_us - r.kernel_us) for r, f in diffs]
+        out.append(_row("nginx", NGINX_EXTRA, extra, rates, common))
         for p in PROCESSES:
             out.append(_row("nginx", p, [t.side[p] for t in on], rates, common))
     if floods:
@@ -138,7 +147,7 @@ def spread(table: Sequence[dict[str, Any]]) -> list[str]:
     """Per measurement and process, the runs' CPU per line and rate: median, min..max."""
     out = []
     for m in ("nginx", "flood"):
-        for p in PROCESSES:
+        for p in (NGINX_EXTRA, *PROCESSES):
             got = [r for r in table if r["measurement"] == m and r["process"] == p]
             if not got:
                 continue
@@ -166,7 +175,8 @@ def notes_md(table: Sequence[dict[str, Any]], command: str) -> str:
         "and /etc mounted read-only), one worker pinned to the measured CPU, "
         "`access_log /dev/stdout` (the combined format)",
         "- `nginx`: during the feature's trials (wrk on loopback, one line per request); "
-        "`lines_per_s` is that trial's request rate, not the path's limit",
+        "`lines_per_s` is that trial's request rate, not the path's limit; `nginx_extra` is "
+        "the nginx worker's own extra (log on - log off in the same pair, both in containers)",
         "- `flood`: a writer in a container (`yes | dd bs=LINE iflag=fullblock`: one write() "
         "a line) pinned to the same CPU, as fast as the path takes it; `lines_per_s` from "
         "the writer's start to the last byte in the reader's file. A process whose "
