@@ -14,6 +14,7 @@ import csv
 import io
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -41,7 +42,7 @@ def _flood() -> container.Flood:
 
 def test_recorded_flood_reads_as_cpu_per_line():
     f = _flood()
-    assert f.lines == 20_000 and f.line_bytes == 100
+    assert f.lines == 20_000 and f.line_bytes == 100 and f.per_write == 1
     assert f.seconds == pytest.approx(0.347179017)
     # 2 + 6 ticks of the shim, 7 of ctr, none of the daemon, over 20 000 lines.
     assert f.side["shim"] == pytest.approx((1.0, 3.0))
@@ -108,6 +109,7 @@ def _common(when: str) -> dict:
     return {
         "measured_at": when,
         "line_bytes": 92.0,
+        "lines_per_write": 1,
         "path": logpath.PATH_MEASURED,
         "cpu_model": "=cmd|' /C calc'!A0",
         "cpus": 2,
@@ -126,18 +128,20 @@ def test_log_path_rows_append_and_their_notes_hold_the_spread(tmp_path):
     out = tmp_path / campaign.LOG_PATH_FILE
     ref = [campaign.Trial(40_000, 6.5, 19.0, {}) for _ in range(3)]
     pairs = (ref, _on_trials())
-    first = logpath.rows(pairs, 2, [_flood(), _flood()], _common("2026-11-27T10:30:00Z"))
+    floods = [_flood(), _flood(), replace(_flood(), per_write=64)]
+    first = logpath.rows(pairs, 2, floods, _common("2026-11-27T10:30:00Z"))
     assert [(r["measurement"], r["process"]) for r in first] == [
         ("nginx", "nginx_extra"),
-        *((m, p) for m in ("nginx", "flood") for p in logpath.PROCESSES),
+        *((m, p) for m in logpath.MEASUREMENTS for p in logpath.PROCESSES),
     ]
+    assert [r["lines_per_write"] for r in first[-3:]] == [64] * 3
     assert (first[0]["user_us"], first[0]["kernel_us"]) == (0.5, 2.0)
     nginx_shim = first[1]
     assert nginx_shim["lines_per_s"] == 20_000 and nginx_shim["user_us"] == 1.0
     assert nginx_shim["cpu_share"] == pytest.approx(5.0 * 20_000 / 1e6)
     logpath.append(out, first, "python -m runners features --only access_log_container")
-    table = logpath.append(out, first[4:], "again")
-    assert len(table) == 10
+    table = logpath.append(out, first[4:7], "again")
+    assert len(table) == 13
     cells = list(csv.DictReader(io.StringIO(out.read_text())))
     assert list(cells[0]) == list(logpath.LOG_PATH_COLUMNS)
     assert cells[0]["cpu_model"].startswith("'=cmd")
@@ -204,7 +208,8 @@ _NO_CONTAINERD = [t for t in container.CONTAINERD_TOOLS if shutil.which(t) is No
 @pytest.mark.skipif(bool(_NO_CONTAINERD), reason=f"not installed: {', '.join(_NO_CONTAINERD)}")
 @pytest.mark.skipif(os.geteuid() != 0, reason="containerd runs containers as root")
 def test_the_container_log_path_measured_for_real(tmp_path, leaves_no_nginx, monkeypatch):
-    monkeypatch.setattr(campaign, "FLOOD", container.FloodSettings(lines=20_000))
+    small = (container.FloodSettings(lines=20_000), container.FloodSettings(20_480, 100, 64))
+    monkeypatch.setattr(campaign, "FLOODS", small)
     out = tmp_path / "costs.csv"
     argv = ["features", "--only", "access_log_container", "--pairs", "2", "--seconds", "1"]
     assert runners_main([*argv, "--out", str(out)]) == 0
@@ -214,6 +219,7 @@ def test_the_container_log_path_measured_for_real(tmp_path, leaves_no_nginx, mon
     load_feature_costs(out)  # valid, measured or not (a busy host may refuse a trial)
     if rows[0]["status"] == "measured":
         table = logpath.read_table(tmp_path / campaign.LOG_PATH_FILE)
-        assert {(r["measurement"], r["trials"]) for r in table} == {("nginx", 2), ("flood", 2)}
+        kinds = {(r["measurement"], r["trials"]) for r in table}
+        assert kinds == {("nginx", 2), ("flood", 2), ("flood_batched", 2)}
         assert all(r["line_bytes"] and r["line_bytes"] > 50 for r in table)
     assert not list(Path(os.environ.get("TMPDIR", "/tmp")).glob("nginx-sizing-ctr.*"))

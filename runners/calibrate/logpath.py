@@ -24,6 +24,8 @@ from trialtable.fields import Field, FieldError, Fields
 from trialtable.files import write_atomic
 from trialtable.output import csv_cell
 
+#: nginx's trials, the floods of one line a write() and of many (`FLOOD_BATCHED`).
+MEASUREMENTS = ("nginx", "flood", "flood_batched")
 #: The log path's processes, in the order the table lists them.
 PROCESSES = ("shim", "reader", "containerd")
 #: The nginx worker's own extra per line (log on - log off, per pair), listed before them.
@@ -39,11 +41,12 @@ LOG_PATH = Fields(
     "container log path",
     (
         Field("measured_at", "str", max_len=40),
-        Field("measurement", "str", choices=("nginx", "flood")),
+        Field("measurement", "str", choices=MEASUREMENTS),
         Field("process", "str", choices=(NGINX_EXTRA, *PROCESSES)),
         Field("trials", "int", "trials", 1, 10_000),
         Field("lines_per_s", "float", "lines/s", 0.0, 1e9),
         Field("line_bytes", "float", "B", 0.0, 1e6, required=False),
+        Field("lines_per_write", "int", "lines", 1, 1_000_000),
         Field("user_us", "float", "us/line", -1e4, 1e5),
         Field("kernel_us", "float", "us/line", -1e4, 1e5),
         Field("total_min_us", "float", "us/line", -1e4, 1e5),
@@ -106,11 +109,14 @@ def rows(
         out.append(_row("nginx", NGINX_EXTRA, extra, rates, common))
         for p in PROCESSES:
             out.append(_row("nginx", p, [t.side[p] for t in on], rates, common))
-    if floods:
-        rates = [f.lines_per_s for f in floods]
-        flood_common = {**common, "line_bytes": floods[0].line_bytes}
+    for kind in ("flood", "flood_batched"):
+        got = [f for f in floods if (f.per_write > 1) == (kind == "flood_batched")]
+        if not got:
+            continue
+        rates = [f.lines_per_s for f in got]
+        each = {**common, "line_bytes": got[0].line_bytes, "lines_per_write": got[0].per_write}
         for p in PROCESSES:
-            out.append(_row("flood", p, [f.side[p] for f in floods], rates, flood_common))
+            out.append(_row(kind, p, [f.side[p] for f in got], rates, each))
     return out
 
 
@@ -146,7 +152,7 @@ def _cell(v: Any) -> Any:
 def spread(table: Sequence[dict[str, Any]]) -> list[str]:
     """Per measurement and process, the runs' CPU per line and rate: median, min..max."""
     out = []
-    for m in ("nginx", "flood"):
+    for m in MEASUREMENTS:
         for p in (NGINX_EXTRA, *PROCESSES):
             got = [r for r in table if r["measurement"] == m and r["process"] == p]
             if not got:
@@ -178,25 +184,28 @@ def notes_md(table: Sequence[dict[str, Any]], command: str) -> str:
         "`lines_per_s` is that trial's request rate, not the path's limit; `nginx_extra` is "
         "the nginx worker's own extra (log on - log off in the same pair, both in containers)",
         "- `flood`: a writer in a container (`yes | dd bs=LINE iflag=fullblock`: one write() "
-        "a line) pinned to the same CPU, as fast as the path takes it; `lines_per_s` from "
-        "the writer's start to the last byte in the reader's file. A process whose "
-        "`cpu_share` is near 1 is the path's limit (each copies one stream in one goroutine); "
-        "below that the writer or the host's other work was",
+        "a line, as nginx logs) pinned to the same CPU, as fast as the path takes it; "
+        "`lines_per_s` from the writer's start to the last byte in the reader's file. "
+        "`flood_batched`: the same with many lines a write(), so the writer does less and "
+        "the shim and reader are loaded harder. A process whose `cpu_share` is near 1 is the "
+        "path's limit (each copies one stream in one goroutine); below that the writer or "
+        "the host's other work was",
         "- CPU time: /proc/PID/stat of exactly the shim, the reader (ctr) and the daemon "
         "(utime = user, stime = kernel; clock ticks), per line; each row the median over "
         "its trials, `total_*` the smallest and largest trial",
         "- The shim and the reader batch: the more lines wait in the pipe, the less CPU each "
         "line costs, so per-line costs at nginx's rate exceed those of the flood",
         "",
-        "| run (UTC) | measurement | process | trials | lines/s | B/line | user us | "
-        "kernel us | total us (min..max) | CPUs busy | load average |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| run (UTC) | measurement | process | trials | lines/s | B/line | lines/write | "
+        "user us | kernel us | total us (min..max) | CPUs busy | load average |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in table:
         size = "" if r.get("line_bytes") is None else f"{r['line_bytes']:.0f}"
         lines.append(
             f"| {r['measured_at']} | {r['measurement']} | {r['process']} | {r['trials']} | "
-            f"{r['lines_per_s']:,.0f} | {size} | {r['user_us']:.3f} | {r['kernel_us']:.3f} | "
+            f"{r['lines_per_s']:,.0f} | {size} | {r['lines_per_write']} | {r['user_us']:.3f} | "
+            f"{r['kernel_us']:.3f} | "
             f"{r['total_min_us']:.3f}..{r['total_max_us']:.3f} | {r['cpu_share']:.2f} | "
             f"{r['loadavg']} |"
         )
