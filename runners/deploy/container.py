@@ -167,7 +167,7 @@ want=$((n * len))
 stats "$daemon"; echo "T0 $(date +%s%N)"
 : > "$w/go"
 i=0
-while [ "$(stat -c %s "$w/out")" -lt "$want" ] && [ $i -lt 30000 ]; do sleep 0.002; i=$((i+1)); done
+while [ "$(stat -c %s "$w/out")" -lt "$want" ] && [ $i -lt 6000 ]; do sleep 0.01; i=$((i+1)); done
 echo "T1 $(date +%s%N)"; stats "$daemon"
 echo "BYTES $(stat -c %s "$w/out")"
 kill -KILL "$m"
