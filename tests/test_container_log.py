@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import shutil
+import tarfile
 from dataclasses import replace
 from pathlib import Path
 
@@ -22,7 +24,7 @@ import pytest
 from runners.calibrate import features as campaign
 from runners.calibrate import logpath
 from runners.cli.main import main as runners_main
-from runners.deploy import container
+from runners.deploy import container, cri
 from runners.deploy.nginx import NginxHost, NginxInstance
 from runners.errors import RunnerError
 from runners.hosts import LocalHost
@@ -102,6 +104,28 @@ def test_mount_args_are_read_only_binds():
     assert "src=/lib64,dst=/lib64" in args[-1]
 
 
+def test_cri_messages_encode_as_protobuf_and_read_back():
+    # RunPodSandboxRequest{config{metadata{name}, log_directory}} and a map entry answer.
+    msg = cri.encode([(1, [(1, [(1, "nginx")]), (3, "/p")])])
+    assert msg == b"\x0a\x0d\x0a\x07\x0a\x05nginx\x1a\x02/p"
+    assert cri.first_text(cri.delimited(msg, 1)[0], 3) == "/p"
+    answer = cri.encode([(2, [(1, "info"), (2, '{"pid": 42}')]), (2, [(1, "x"), (2, "y")])])
+    entries = {cri.first_text(e, 1): cri.first_text(e, 2) for e in cri.delimited(answer, 2)}
+    assert entries == {"info": '{"pid": 42}', "x": "y"}
+    assert cri.encode([(2, True), (5, 300)]) == b"\x10\x01\x28\xac\x02"
+
+
+def test_pod_image_is_an_oci_archive_of_the_hosts_sleep(tmp_path):
+    cri.pod_image(tmp_path / "pod.tar")
+    with tarfile.open(tmp_path / "pod.tar") as tar:
+        names = tar.getnames()
+        index = json.load(tar.extractfile("index.json"))  # type: ignore[arg-type]
+    assert {"oci-layout", "index.json"} <= set(names)
+    entry = index["manifests"][0]
+    assert entry["annotations"]["io.containerd.image.name"] == cri.IMAGE
+    assert f"blobs/sha256/{entry['digest'].split(':')[1]}" in names
+
+
 # ----------------------------------------------------------------------------- the tables
 
 
@@ -110,7 +134,7 @@ def _common(when: str) -> dict:
         "measured_at": when,
         "line_bytes": 92.0,
         "lines_per_write": 1,
-        "path": logpath.PATH_MEASURED,
+        "path": logpath.PATHS["ctr"],
         "cpu_model": "=cmd|' /C calc'!A0",
         "cpus": 2,
         "containerd_version": "containerd 1.6.20",
@@ -167,6 +191,7 @@ def test_an_only_run_keeps_the_other_rows_and_their_notes(tmp_path):
     before = {r["feature"]: r for r in csv.DictReader(io.StringIO(out.read_text()))}
     ref = [campaign.Trial(40_000, 6.0, 20.0, {}) for _ in range(3)]
     result = campaign.Result("access_log_container", ref=ref, on=_on_trials())
+    result.container_path = "cri"
     info = {"cpu_model": "AMD EPYC", "nginx_version": "nginx version: nginx/1.22.1"}
     campaign.write_table([result], campaign.Settings(), info, out, "python -m runners features")
     after = list(csv.DictReader(io.StringIO(out.read_text())))

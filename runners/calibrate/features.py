@@ -35,6 +35,7 @@ from runners.cputime import stat_user_system
 from runners.deploy import container
 from runners.deploy.conf import ConfExtra
 from runners.deploy.container import Containerd, ContainerDeployment, Flood, FloodSettings
+from runners.deploy.cri import CriContainerd, CriDeployment
 from runners.deploy.nginx import Deployment, NginxHost
 from runners.errors import BadInput, RunnerError
 from runners.hosts import Host, LocalHost, facts
@@ -92,6 +93,9 @@ class Settings:
         Response body size [B].
     cpu : int
         The CPU both nginx are pinned to; wrk runs on the others.
+    container_path : str
+        For a feature run in containers: ``cri`` (pods made over containerd's CRI API, the
+        kubelet's log path) or ``ctr`` (``ctr run``, whose reader copies the FIFO in blocks).
     """
 
     features: tuple[str, ...] = FEATURE_NAMES
@@ -100,6 +104,7 @@ class Settings:
     connections: int = 16
     file_bytes: int = 1024
     cpu: int = 0
+    container_path: str = "cri"
 
 
 @dataclass(frozen=True)
@@ -234,6 +239,7 @@ class Result:
     floods: list[Flood] = field(default_factory=list)
     line_bytes: float = math.nan
     runtime_version: str = ""
+    container_path: str = ""
 
     @property
     def measured(self) -> bool:
@@ -306,11 +312,13 @@ def _deployment(
     bench: Bench, scenario: Scenario, setup: Setup | None, runtime: Containerd | None
 ) -> Deployment:
     """A private nginx for ``scenario`` (with ``setup``'s lines), in ``runtime`` if given."""
-    dep = (
-        ContainerDeployment(bench.nginx, scenario, runtime)
-        if runtime is not None
-        else Deployment(bench.nginx, scenario)
-    )
+    dep: Deployment
+    if isinstance(runtime, CriContainerd):
+        dep = CriDeployment(bench.nginx, scenario, runtime)
+    elif runtime is not None:
+        dep = ContainerDeployment(bench.nginx, scenario, runtime)
+    else:
+        dep = Deployment(bench.nginx, scenario)
     if setup is not None:
         loads = tuple(f"load_module {bench.modules_dir.rstrip('/')}/{m};" for m in setup.modules)
         dep.extra = replace(setup.extra, main=loads + setup.extra.main)
@@ -351,8 +359,10 @@ def measure(bench: Bench, name: str, settings: Settings, say: Callable[[str], No
     if absent:
         result.note = f"not measured, containerd absent: needs {', '.join(absent)}"
         return result
+    result.container_path = settings.container_path
     try:
-        with Containerd(bench.host) as runtime:
+        cri = settings.container_path == "cri"
+        with CriContainerd(bench.host) if cri else Containerd(bench.host) as runtime:
             result.runtime_version = runtime.version()
             _pairs(bench, result, setup, settings, say, runtime)
     except RunnerError as exc:
@@ -639,7 +649,7 @@ def _log_path_common(result: Result, info: dict[str, Any], when: str) -> dict[st
         "measured_at": when,
         "line_bytes": result.line_bytes if math.isfinite(result.line_bytes) else None,
         "lines_per_write": 1,
-        "path": logpath.PATH_MEASURED,
+        "path": logpath.PATHS.get(result.container_path, ""),
         "cpu_model": info.get("cpu_model", ""),
         "cpus": info.get("cores", 1),
         "containerd_version": result.runtime_version,

@@ -30,11 +30,18 @@ MEASUREMENTS = ("nginx", "flood", "flood_batched")
 PROCESSES = ("shim", "reader", "containerd")
 #: The nginx worker's own extra per line (log on - log off, per pair), listed before them.
 NGINX_EXTRA = "nginx_extra"
-#: What the path measured is, and is not, in words (the table's ``path`` column).
-PATH_MEASURED = (
-    "nginx write() to a pipe; containerd-shim-runc-v2 copies it to a FIFO; ctr run copies "
-    "the FIFO to a file (no CRI logger: kubelet's per-line timestamped writes not included)"
-)
+#: Each path in words (the table's ``path`` column), by `features.Settings.container_path`.
+PATHS = {
+    "cri": (
+        "CRI (the kubelet's path, pods made over containerd's CRI API): nginx write() to a "
+        "pipe; containerd-shim-runc-v2 copies it to a FIFO; the containerd daemon's CRI "
+        "logger reads it line by line and writes each line with a timestamp to the log file"
+    ),
+    "ctr": (
+        "ctr run: nginx write() to a pipe; containerd-shim-runc-v2 copies it to a FIFO; ctr "
+        "copies the FIFO to a file in blocks (no CRI logger: no per-line timestamped writes)"
+    ),
+}
 
 #: The fields of the table, one row per run, measurement and process.
 LOG_PATH = Fields(
@@ -175,7 +182,7 @@ def notes_md(table: Sequence[dict[str, Any]], command: str) -> str:
         "# The container log path: CPU per access-log line and line rate",
         "",
         f"- Command (appends one run's rows): `{command}`",
-        f"- Path: {PATH_MEASURED}",
+        *(f"- Path `{k}`: {v}" for k, v in PATHS.items()),
         "- Setup: a private containerd (own root, state, socket and config; CRI plugin off); "
         "nginx as the container's init (`ctr run --rm --net-host --rootfs`, the host's /usr "
         "and /etc mounted read-only), one worker pinned to the measured CPU, "
@@ -190,9 +197,10 @@ def notes_md(table: Sequence[dict[str, Any]], command: str) -> str:
         "the shim and reader are loaded harder. A process whose `cpu_share` is near 1 is the "
         "path's limit (each copies one stream in one goroutine); below that the writer or "
         "the host's other work was",
-        "- CPU time: /proc/PID/stat of exactly the shim, the reader (ctr) and the daemon "
+        "- CPU time: /proc/PID/stat of exactly the shim, the reader and the daemon "
         "(utime = user, stime = kernel; clock ticks), per line; each row the median over "
-        "its trials, `total_*` the smallest and largest trial",
+        "its trials, `total_*` the smallest and largest trial. On the CRI path the reader "
+        "is the daemon (its CRI logger): `reader` and `containerd` are the same process",
         "- The shim and the reader batch: the more lines wait in the pipe, the less CPU each "
         "line costs, so per-line costs at nginx's rate exceed those of the flood",
         "",

@@ -61,6 +61,13 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--cpu", type=int_between(0, 4095), default=0, help="CPU nginx is pinned to")
     p.add_argument(
+        "--container-path",
+        choices=("cri", "ctr"),
+        default="cri",
+        help="access_log_container: pods over containerd's CRI API (the kubelet's log path, "
+        "needs grpcio) or ctr run (default cri)",
+    )
+    p.add_argument(
         "--out",
         type=path_arg(OUTPUT_FILE),
         default="data/reference/feature-costs.csv",
@@ -93,6 +100,7 @@ def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
         connections=args.connections,
         file_bytes=args.file_size,
         cpu=args.cpu,
+        container_path=args.container_path,
     )
     results, info = campaign.run_campaign(settings)
     command = campaign.command_line(argv if argv is not None else sys.argv[1:])

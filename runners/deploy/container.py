@@ -54,15 +54,27 @@ for x in bin lib lib64 sbin; do
   if [ -L "/$x" ]; then ln -s "$(readlink "/$x")" "$d/rootfs/$x"
   elif [ -d "/$x" ]; then mkdir -p "$d/rootfs/$x"; echo "MOUNT /$x"; fi
 done
+# $2: the CRI plugin's sandbox image, or "" to turn the CRI plugin off.
+if [ -n "$2" ]; then off='"io.containerd.internal.v1.opt"'; else
+  off='"io.containerd.grpc.v1.cri", "io.containerd.internal.v1.opt"'; fi
+mkdir -p "$d/cni/bin" "$d/cni/conf"
 cat > "$d/config.toml" <<EOF
 version = 2
 root = "$d/root"
 state = "$d/state"
-disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.internal.v1.opt"]
+disabled_plugins = [$off]
 [grpc]
   address = "$d/containerd.sock"
 [ttrpc]
   address = "$d/containerd.sock.ttrpc"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$2"
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "$d/cni/bin"
+    conf_dir = "$d/cni/conf"
 EOF
 setsid "$1" --config "$d/config.toml" > "$d/containerd.log" 2>&1 < /dev/null &
 echo "PID $!"
@@ -87,6 +99,10 @@ if [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null; then
     && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
   kill -KILL "$pid" 2>/dev/null
 fi
+# What the CRI plugin mounted on the host under $d (a pod's /dev/shm): deepest first.
+for m in $(awk -v d="$d/" 'index($2, d) == 1 {print $2}' /proc/mounts | sort -r); do
+  umount "$m" 2>/dev/null
+done
 if grep -qF " $d/" /proc/mounts; then echo "MOUNTED $d"; exit 0; fi
 rm -rf -- "$d"
 exit 0
@@ -291,10 +307,14 @@ class Containerd:
     pid: int = 0
     mounts: list[str] = field(default_factory=list)
     _floods: int = 0
+    #: The CRI plugin's sandbox image ("": the CRI plugin off), for `runners.deploy.cri`.
+    sandbox_image: str = ""
 
     def start(self) -> None:
         """Start the daemon and wait for its socket; `RunnerError` when it does not come up."""
-        out = self.host.sh(_START, "containerd", check=False, timeout=60, what="containerd")
+        out = self.host.sh(
+            _START, "containerd", self.sandbox_image, check=False, timeout=60, what="containerd"
+        )
         lines = out.stdout.strip().splitlines()
         if lines and lines[0].startswith("/"):
             self.folder = lines[0]
