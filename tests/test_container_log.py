@@ -226,12 +226,19 @@ def test_shipped_log_path_table_reads():
 # ----------------------------------------------------------------------------- for real
 
 _NO_CONTAINERD = [t for t in container.CONTAINERD_TOOLS if shutil.which(t) is None]
+try:
+    import grpc  # noqa: F401
+
+    _NO_GRPC = ""
+except ImportError:
+    _NO_GRPC = "grpcio is not installed (the CRI path's client)"
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk is not installed")
 @pytest.mark.skipif(bool(_NO_CONTAINERD), reason=f"not installed: {', '.join(_NO_CONTAINERD)}")
 @pytest.mark.skipif(os.geteuid() != 0, reason="containerd runs containers as root")
+@pytest.mark.skipif(bool(_NO_GRPC), reason=_NO_GRPC)
 def test_the_container_log_path_measured_for_real(tmp_path, leaves_no_nginx, monkeypatch):
     small = (container.FloodSettings(lines=20_000), container.FloodSettings(20_480, 100, 64))
     monkeypatch.setattr(campaign, "FLOODS", small)

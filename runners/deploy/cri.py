@@ -268,8 +268,10 @@ f=$w/@OUT@
 stats; echo "T0 $(date +%s%N)"
 : > "$w/go"
 i=0
+# Each line gains at least 30 bytes (a timestamp, "stdout F "): count lines only from there.
+least=$((n * (len + 30)))
 while [ $i -lt 6000 ]; do
-  [ -s "$f" ] && [ "$(tail -c 1 "$f" | od -An -c | tr -d ' ')" = '\n' ] &&
+  [ "$(stat -c %s "$f" 2>/dev/null || echo 0)" -ge "$least" ] &&
     [ "$(wc -l < "$f")" -ge "$n" ] && break
   sleep 0.01; i=$((i+1))
 done
