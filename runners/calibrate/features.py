@@ -584,10 +584,11 @@ def notes_md(
         *(
             [
                 "- access_log_container: both nginx (reference and feature) run in containers "
-                "of a private containerd (`ctr run --rm --net-host --rootfs`, the host's /usr "
-                "and /etc mounted read-only), the feature with `access_log /dev/stdout`; the row "
-                "is the nginx worker's own extra, the runtime's CPU per line (shim, reader) and "
-                f"the path's line rate are in {LOG_PATH_FILE}"
+                "of a private containerd (pods made over its CRI API, as a kubelet makes them; "
+                "`--container-path ctr`: `ctr run --rootfs`), the host's /usr and /etc mounted "
+                "read-only, the node's network, the feature with `access_log /dev/stdout`; the "
+                "row is the nginx worker's own extra, the runtime's CPU per line (shim, reader) "
+                f"and the path's line rate are in {LOG_PATH_FILE}"
             ]
             if any(r["feature"] == "access_log_container" for r in rows)
             else []

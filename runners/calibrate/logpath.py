@@ -183,10 +183,11 @@ def notes_md(table: Sequence[dict[str, Any]], command: str) -> str:
         "",
         f"- Command (appends one run's rows): `{command}`",
         *(f"- Path `{k}`: {v}" for k, v in PATHS.items()),
-        "- Setup: a private containerd (own root, state, socket and config; CRI plugin off); "
-        "nginx as the container's init (`ctr run --rm --net-host --rootfs`, the host's /usr "
-        "and /etc mounted read-only), one worker pinned to the measured CPU, "
-        "`access_log /dev/stdout` (the combined format)",
+        "- Setup: a private containerd (own root, state, socket and config); nginx as the "
+        "container's init, in a pod made over the CRI API (path `cri`) or by `ctr run "
+        "--rootfs` (path `ctr`), the host's /usr and /etc mounted read-only, the node's "
+        "network, one worker pinned to the measured CPU, `access_log /dev/stdout` (the "
+        "combined format)",
         "- `nginx`: during the feature's trials (wrk on loopback, one line per request); "
         "`lines_per_s` is that trial's request rate, not the path's limit; `nginx_extra` is "
         "the nginx worker's own extra (log on - log off in the same pair, both in containers)",

@@ -8,9 +8,9 @@ mounts of the host's ``/usr`` and ``/etc`` (with the host's ``/bin``, ``/lib``..
 the deployment's prefix mounted read-write at the same path, no image and no registry. nginx
 runs in the foreground as the container's init, so an ``access_log /dev/stdout`` line goes
 nginx ``write()`` -> a pipe -> ``containerd-shim-runc-v2`` (copies it) -> a FIFO -> ``ctr``
-(copies it) -> a file in the prefix. That is the path of ``ctr run`` and of containerd's
-client-side I/O; the kubelet's path differs in its last step (containerd's CRI logger reads
-the FIFO line by line and writes each line with a timestamp), which is not measured here.
+(copies it) -> a file in the prefix. That is the path of ``ctr run``; the kubelet's path
+differs in its last step (containerd's CRI logger reads the FIFO line by line and writes each
+line with a timestamp): `runners.deploy.cri` makes that one.
 
 containerd 1.6 puts each shim's socket under ``/run/containerd/s`` whatever the daemon's
 folders are; the shim removes it when it exits.
