@@ -132,6 +132,7 @@ def test_pod_image_is_an_oci_archive_of_the_hosts_sleep(tmp_path):
 def _common(when: str) -> dict:
     return {
         "measured_at": when,
+        "container_path": "ctr",
         "line_bytes": 92.0,
         "lines_per_write": 1,
         "path": logpath.PATHS["ctr"],
@@ -170,7 +171,7 @@ def test_log_path_rows_append_and_their_notes_hold_the_spread(tmp_path):
     assert list(cells[0]) == list(logpath.LOG_PATH_COLUMNS)
     assert cells[0]["cpu_model"].startswith("'=cmd")
     notes = out.with_suffix(".md").read_text()
-    assert "| flood | shim | 2 |" in notes and "## Spread over runs" in notes
+    assert "| ctr | flood | shim | 2 |" in notes and "## Spread over runs" in notes
     assert "CRI logger" in notes
 
 

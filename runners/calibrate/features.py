@@ -648,6 +648,7 @@ def _log_path_common(result: Result, info: dict[str, Any], when: str) -> dict[st
     """The columns every log-path row of ``result`` shares."""
     return {
         "measured_at": when,
+        "container_path": result.container_path,
         "line_bytes": result.line_bytes if math.isfinite(result.line_bytes) else None,
         "lines_per_write": 1,
         "path": logpath.PATHS.get(result.container_path, ""),

@@ -48,6 +48,7 @@ LOG_PATH = Fields(
     "container log path",
     (
         Field("measured_at", "str", max_len=40),
+        Field("container_path", "str", choices=tuple(PATHS)),
         Field("measurement", "str", choices=MEASUREMENTS),
         Field("process", "str", choices=(NGINX_EXTRA, *PROCESSES)),
         Field("trials", "int", "trials", 1, 10_000),
@@ -157,23 +158,30 @@ def _cell(v: Any) -> Any:
 
 
 def spread(table: Sequence[dict[str, Any]]) -> list[str]:
-    """Per measurement and process, the runs' CPU per line and rate: median, min..max."""
+    """Per path, measurement and process, the runs' CPU per line and rate: median, min..max."""
     out = []
-    for m in MEASUREMENTS:
-        for p in (NGINX_EXTRA, *PROCESSES):
-            got = [r for r in table if r["measurement"] == m and r["process"] == p]
-            if not got:
-                continue
-            cpu = [r["user_us"] + r["kernel_us"] for r in got]
-            rate = [r["lines_per_s"] for r in got]
-            med = statistics.median(cpu)
-            rel = (max(cpu) - min(cpu)) / med if med > 0 else 0.0
-            out.append(
-                f"| {m} | {p} | {len(got)} | {med:.3f} ({min(cpu):.3f}..{max(cpu):.3f}, "
-                f"{rel:.0%}) | {statistics.median(rate):,.0f} ({min(rate):,.0f}.."
-                f"{max(rate):,.0f}) |"
-            )
+    for path in PATHS:
+        for m in MEASUREMENTS:
+            for p in (NGINX_EXTRA, *PROCESSES):
+                got = [
+                    r
+                    for r in table
+                    if (r["container_path"], r["measurement"], r["process"]) == (path, m, p)
+                ]
+                if got:
+                    out.append(_spread_line(path, m, p, got))
     return out
+
+
+def _spread_line(path: str, m: str, p: str, got: Sequence[dict[str, Any]]) -> str:
+    cpu = [r["user_us"] + r["kernel_us"] for r in got]
+    rate = [r["lines_per_s"] for r in got]
+    med = statistics.median(cpu)
+    rel = (max(cpu) - min(cpu)) / abs(med) if med else 0.0
+    return (
+        f"| {path} | {m} | {p} | {len(got)} | {med:.3f} ({min(cpu):.3f}..{max(cpu):.3f}, "
+        f"{rel:.0%}) | {statistics.median(rate):,.0f} ({min(rate):,.0f}..{max(rate):,.0f}) |"
+    )
 
 
 def notes_md(table: Sequence[dict[str, Any]], command: str) -> str:
@@ -205,14 +213,15 @@ def notes_md(table: Sequence[dict[str, Any]], command: str) -> str:
         "- The shim and the reader batch: the more lines wait in the pipe, the less CPU each "
         "line costs, so per-line costs at nginx's rate exceed those of the flood",
         "",
-        "| run (UTC) | measurement | process | trials | lines/s | B/line | lines/write | "
-        "user us | kernel us | total us (min..max) | CPUs busy | load average |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| run (UTC) | path | measurement | process | trials | lines/s | B/line | lines/write "
+        "| user us | kernel us | total us (min..max) | CPUs busy | load average |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in table:
         size = "" if r.get("line_bytes") is None else f"{r['line_bytes']:.0f}"
         lines.append(
-            f"| {r['measured_at']} | {r['measurement']} | {r['process']} | {r['trials']} | "
+            f"| {r['measured_at']} | {r['container_path']} | {r['measurement']} | {r['process']} "
+            f"| {r['trials']} | "
             f"{r['lines_per_s']:,.0f} | {size} | {r['lines_per_write']} | {r['user_us']:.3f} | "
             f"{r['kernel_us']:.3f} | "
             f"{r['total_min_us']:.3f}..{r['total_max_us']:.3f} | {r['cpu_share']:.2f} | "
@@ -222,9 +231,9 @@ def notes_md(table: Sequence[dict[str, Any]], command: str) -> str:
         "",
         "## Spread over runs",
         "",
-        "| measurement | process | runs | CPU us/line: median (min..max, range/median) | "
-        "lines/s: median (min..max) |",
-        "|---|---|---|---|---|",
+        "| path | measurement | process | runs | CPU us/line: median (min..max, range/median) "
+        "| lines/s: median (min..max) |",
+        "|---|---|---|---|---|---|",
         *spread(table),
     ]
     hosts = sorted(
