@@ -202,8 +202,12 @@ def test_an_only_run_keeps_the_other_rows_and_their_notes(tmp_path):
             assert r == before[r["feature"]]
     assert load_feature_costs(out)["access_log_container"].user_us == pytest.approx(1.0)
     notes = out.with_suffix(".md").read_text()
-    assert "## Earlier runs" in notes and "runners features --pairs 9" in notes
-    assert "access_log_container: both nginx" in notes
+    assert notes.count("## Rows measured at 2026-11-27T04:42:29Z") == 1
+    assert "runners features --pairs 9" in notes and "access_log_container: both nginx" in notes
+    # A second run of the same feature keeps the first run's notes of the other rows once.
+    campaign.write_table([result], campaign.Settings(), info, out, "python -m runners features")
+    again = out.with_suffix(".md").read_text()
+    assert again.count("## Rows measured at ") == 1 and "runners features --pairs 9" in again
     assert (tmp_path / campaign.LOG_PATH_FILE).exists()  # the trials' side costs
 
 

@@ -663,9 +663,9 @@ def _log_path_common(result: Result, info: dict[str, Any], when: str) -> dict[st
 def earlier_table(out: Path, measured: set[str]) -> tuple[list[dict[str, Any]], str]:
     """The rows of ``out`` for features not in ``measured``, and their run's notes.
 
-    Returns the kept rows (typed as `row` makes them) and, when any are kept, the notes of
-    ``out``'s ``.md`` (its header lines and earlier runs) under "Earlier runs"; `BadInput`
-    when ``out`` exists but is not a feature-cost table.
+    Returns the kept rows (typed as `row` makes them) and the notes of their runs from
+    ``out``'s ``.md`` (`_earlier_notes`); `BadInput` when ``out`` exists but is not a
+    feature-cost table.
     """
     if not out.exists():
         return [], ""
@@ -687,14 +687,29 @@ def earlier_table(out: Path, measured: set[str]) -> tuple[list[dict[str, Any]], 
     return kept, _earlier_notes(md.read_text(encoding="utf-8"), kept)
 
 
+#: The heading of an earlier run's notes in the ``.md`` (its date follows).
+RUN_OF = "## Rows measured at "
+
+
 def _earlier_notes(md: str, kept: Sequence[dict[str, Any]]) -> str:
-    """The notes of the run(s) whose rows are kept: ``md``'s bullets and earlier sections."""
+    """The notes of the runs whose rows are kept, one section per run (by ``measured_at``).
+
+    ``md``'s own header describes the run of its "Date (UTC)"; its sections, earlier runs.
+    Only the runs that still own a kept row are carried.
+    """
     head, _, rest = md.partition("\n| feature |")
     bullets = [ln for ln in head.splitlines() if ln.startswith("- ")]
-    _, mark, older = rest.partition("\n## Earlier runs")
-    names = ", ".join(str(r["feature"]) for r in kept)
-    text = ["", "## Earlier runs", "", f"Rows kept from earlier runs: {names}.", "", *bullets]
-    return "\n".join(text) + "\n" + (older.split("\n", 1)[1].lstrip("\n") if mark else "")
+    date = next((b.split(": ", 1)[1] for b in bullets if b.startswith("- Date (UTC): ")), "")
+    runs = {date: bullets} if date else {}
+    for section in rest.split("\n" + RUN_OF)[1:]:
+        when, _, body = section.partition("\n")
+        runs.setdefault(when.strip(), [ln for ln in body.splitlines() if ln.startswith("- ")])
+    text: list[str] = []
+    for when in sorted({str(r["measured_at"]) for r in kept}):
+        names = ", ".join(str(r["feature"]) for r in kept if r["measured_at"] == when)
+        notes = runs.get(when, ["- (no notes were kept for this run)"])
+        text += ["", f"{RUN_OF}{when}", "", f"- Rows: {names}", *notes]
+    return "\n".join(text) + "\n" if text else ""
 
 
 def command_line(argv: Sequence[str]) -> str:
