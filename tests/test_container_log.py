@@ -184,6 +184,14 @@ def test_a_foreign_log_path_table_is_bad_input_before_any_load(tmp_path, capsys)
     assert len(err) == 1 and "container-log-path.csv" in err[0]
 
 
+def test_a_foreign_feature_cost_table_is_bad_input_before_any_load(tmp_path, capsys):
+    out = tmp_path / "costs.csv"
+    out.write_text("feature,cost\nx,1\n")
+    assert runners_main(["features", "--only", "limit_conn", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "other columns" in err[0]
+
+
 def test_an_only_run_keeps_the_other_rows_and_their_notes(tmp_path):
     out = tmp_path / "feature-costs.csv"
     shipped = Path(__file__).parents[1] / "data" / "reference" / "feature-costs.csv"
