@@ -231,7 +231,8 @@ def test_without_containerd_the_feature_is_not_measured_and_starts_nothing(monke
 
 def test_shipped_log_path_table_reads():
     table = logpath.read_table(SHIPPED_LOG_PATH)
-    assert {r["measurement"] for r in table} == {"nginx", "flood"}
+    assert {r["measurement"] for r in table} == set(logpath.MEASUREMENTS)
+    assert {r["container_path"] for r in table} == set(logpath.PATHS)
     for r in table:
         assert r["lines_per_s"] > 0 and "CRI logger" in r["path"]
 
