@@ -20,6 +20,8 @@ import hashlib
 import io
 import json
 import os
+import platform
+import subprocess
 import tarfile
 import time
 from collections.abc import Sequence
@@ -43,8 +45,10 @@ IMAGE = "docker.io/library/nginx-sizing-pod:1"
 #: The CRI service and the namespace modes (``runtime.v1.NamespaceMode``).
 SERVICE = "/runtime.v1.RuntimeService/"
 NODE, CONTAINER = 2, 1
-#: The host files the pod image holds (its sandbox process and what the loader needs).
-POD_FILES = ("/usr/bin/sleep", "/lib/x86_64-linux-gnu/libc.so.6", "/lib64/ld-linux-x86-64.so.2")
+#: The pod's sandbox process: the host's ``sleep`` (with the libraries ``ldd`` names).
+POD_PROGRAM = "/usr/bin/sleep"
+#: OCI architecture names of the machine names `platform.machine` gives.
+OCI_ARCH = {"x86_64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
 
 Message = Sequence[tuple[int, Any]]
 
@@ -136,8 +140,15 @@ class Cri:
         self._channel.close()
 
 
+def pod_files(program: str = POD_PROGRAM) -> list[str]:
+    """``program`` and the shared libraries ``ldd`` says it loads (absolute paths)."""
+    out = subprocess.run(["ldd", program], capture_output=True, text=True, check=False).stdout
+    libs = [w for line in out.splitlines() for w in line.split() if w.startswith("/")]
+    return [program, *dict.fromkeys(libs)]
+
+
 def pod_image(path: Path) -> None:
-    """Write an OCI image archive at ``path``: one layer with `POD_FILES`, run as ``sleep``."""
+    """Write an OCI image archive at ``path``: one layer with `pod_files`, run as ``sleep``."""
     layer = io.BytesIO()
     with tarfile.open(fileobj=layer, mode="w") as tar:
         for name in ("usr", "etc", "tmp", "proc", "dev", "sys", "run", "var"):
@@ -148,7 +159,7 @@ def pod_image(path: Path) -> None:
             info = tarfile.TarInfo(link)
             info.type, info.linkname = tarfile.SYMTYPE, f"usr/{link}"
             tar.addfile(info)
-        for f in POD_FILES:
+        for f in pod_files():
             tar.add(os.path.realpath(f), arcname="usr/" + f.removeprefix("/usr/").lstrip("/"))
     blobs: dict[str, bytes] = {}
 
@@ -158,8 +169,9 @@ def pod_image(path: Path) -> None:
         return {"digest": digest, "size": len(data)}
 
     lay = blob(layer.getvalue())
+    arch = OCI_ARCH.get(platform.machine(), platform.machine())
     config = {
-        "architecture": "amd64",
+        "architecture": arch,
         "os": "linux",
         "config": {"Entrypoint": ["/usr/bin/sleep", "infinity"]},
         "rootfs": {"type": "layers", "diff_ids": [lay["digest"]]},
@@ -177,7 +189,7 @@ def pod_image(path: Path) -> None:
                 "mediaType": "application/vnd.oci.image.manifest.v1+json",
                 **blob(_json(manifest)),
                 "annotations": {"io.containerd.image.name": IMAGE},
-                "platform": {"architecture": "amd64", "os": "linux"},
+                "platform": {"architecture": arch, "os": "linux"},
             }
         ],
     }
