@@ -210,6 +210,8 @@ def notes_md(table: Sequence[dict[str, Any]], command: str) -> str:
         "(utime = user, stime = kernel; clock ticks), per line; each row the median over "
         "its trials, `total_*` the smallest and largest trial. On the CRI path the reader "
         "is the daemon (its CRI logger): `reader` and `containerd` are the same process",
+        "- B/line: bytes a line in the reader's file (on the CRI path with the logger's "
+        "timestamp and stream prefix, about 40 B more than nginx wrote)",
         "- The shim and the reader batch: the more lines wait in the pipe, the less CPU each "
         "line costs, so per-line costs at nginx's rate exceed those of the flood",
         "",
