@@ -21,10 +21,12 @@ ingress-nginx's template runs on every proxied request (`sizing.workload.conf.in
 ``--no-features`` sizes every row as the tuned reference config instead (``ingress_lua`` as
 ``api_gateway``), the model before the configuration was read, for comparison in one run.
 
-The published harness is sized as it ran (`same_host`, `with_colocated`, `uncosted_of`):
+The published harness is sized as it ran (`same_host`, `with_colocated`, `features_of`):
 runs of minutes at the providers' burst rate; a load generator on NGINX's own machine over
 loopback, taking its share (`sizing.fitting.samevm`); a program beside NGINX that the source
-measured alone, taking its share; an access log to a container's stdout named as not costed.
+measured alone, taking its share; an access log to a container's stdout priced as the
+``access_log_container`` feature with the container runtime's log path
+(`sizing.model.logpath`: its CPU per line and the cap one container's stream sets).
 What a row leaves unknown (`unknowns`: its CPU, its environment) widens its range by a term
 fitted on the fitted data, and the table names each row's widest term.
 
@@ -60,26 +62,14 @@ def features_of(row: dict[str, str]) -> tuple[tuple[str, float], ...]:
 
     names = []
     if row["access_log"].startswith("on"):
-        names.append("access_log")
+        # To a container's stdout: the runtime's log path (sizing.model.logpath) too.
+        names.append("access_log_container" if "stdout" in row["access_log"] else "access_log")
     if row["scenario"] in ("reverse_proxy", "ingress_lua"):
         kept = row["upstream_keepalive"].startswith("yes")
         names.append("proxy_keepalive" if kept else "proxy_new_connection")
     if row["lua"].startswith("yes"):
         names += [name for name, _line in LUA]
     return tuple((name, 1.0) for name in names)
-
-
-#: What the model has no measured cost for, by the text of a row's ``access_log`` column.
-STDOUT_LOG = (
-    "access_log to /dev/stdout (the container runtime copies each line: pipe, shim, "
-    "containerd's CRI logger, file; containerd/containerd#5285 found its formatting CPU-heavy "
-    "under an nginx pod; not measured here)"
-)
-
-
-def uncosted_of(row: dict[str, str]) -> tuple[str, ...]:
-    """What a row's configuration does that no measured feature costs."""
-    return (STDOUT_LOG,) if "stdout" in row["access_log"] else ()
 
 
 def same_host(row: dict[str, str]) -> bool:
@@ -170,7 +160,6 @@ def sized_as(row: dict[str, str], catalog: dict[str, Any], configured: bool = Tr
         # A client on the same host reaches NGINX over loopback: no pod network path, no NIC.
         environment="bare-metal" if same_host(row) else row["environment"],
         features=features_of(row) if configured else (),
-        uncosted=uncosted_of(row) if configured else (),
         burst_network=True,
     )
     return inst, work

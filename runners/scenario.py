@@ -89,9 +89,7 @@ class Scenario:
                 "token before proxying)"
             )
         if not 1 <= self.upstreams <= MAX_UPSTREAMS:
-            raise BadInput(
-                f"--upstreams must be from 1 to {MAX_UPSTREAMS} (got {self.upstreams})"
-            )
+            raise BadInput(f"--upstreams must be from 1 to {MAX_UPSTREAMS} (got {self.upstreams})")
 
     @property
     def keepalive(self) -> bool:

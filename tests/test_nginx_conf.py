@@ -120,7 +120,7 @@ def test_ingress_configmap():
     path = DATA / "ingress-configmap.yaml"
     r = read(ingress_nginx=str(path))
     assert dict(r.workload.features) == {
-        "access_log": 1.0,
+        "access_log_container": 1.0,  # the image's access.log is /dev/stdout
         "proxy_keepalive": 1.0,
         "lua_rewrite": 1.0,
         "lua_balancer": 1.0,
@@ -130,6 +130,23 @@ def test_ingress_configmap():
     assert "nginx.tmpl:532" in r.found.provenance["lua_balancer"]
     assert r.workload.uncosted == (f"enable-opentelemetry ({path})",)
     assert r.workload.requests_per_connection == 10000 and r.workload.http_version == "2"
+
+
+def test_an_access_log_to_stdout_is_the_container_log_path(tmp_path):
+    conf = tmp_path / "nginx.conf"
+    conf.write_text(
+        "events {}\nhttp {\n server {\n  listen 80;\n  access_log /dev/stdout;\n"
+        "  location /file { access_log /var/log/x.log; }\n }\n}\n"
+    )
+    assert features(conf) == {"access_log_container": 1.0}
+    assert features(conf, location="/file") == {"access_log": 1.0}
+    ingress = tmp_path / "cm.yaml"
+    ingress.write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"
+        "data:\n  access-log-path: /var/log/nginx/file.log\n"
+    )
+    got = dict(read(ingress_nginx=str(ingress)).workload.features)
+    assert got.get("access_log") == 1.0 and "access_log_container" not in got
 
 
 def test_ingress_without_upstream_keepalive(tmp_path):

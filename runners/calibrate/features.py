@@ -51,6 +51,7 @@ from trialtable.features import (
 from trialtable.fields import FieldError
 from trialtable.files import write_atomic
 from trialtable.jsonvalue import JsonObject
+from trialtable.logpath import CONTAINER_LOG
 from trialtable.output import csv_cell
 
 #: Where the table is written by default (beside it, the same name with ``.md``).
@@ -150,7 +151,7 @@ def setups(file_bytes: int, path: str) -> dict[str, Setup]:
         "access_log_buffered": Setup(
             extra=ConfExtra(server=("access_log access.log combined buffer=64k flush=1s;",))
         ),
-        "access_log_container": Setup(
+        CONTAINER_LOG: Setup(
             extra=ConfExtra(server=("access_log /dev/stdout;",)), runtime="containerd"
         ),
         "proxy_keepalive": Setup(scenario=proxy),
@@ -590,7 +591,7 @@ def notes_md(
                 "row is the nginx worker's own extra, the runtime's CPU per line (shim, reader) "
                 f"and the path's line rate are in {LOG_PATH_FILE}"
             ]
-            if any(r["feature"] == "access_log_container" for r in rows)
+            if any(r["feature"] == CONTAINER_LOG for r in rows)
             else []
         ),
         "- Lua and njs rows measure a minimal handler (one variable read or a fixed response): "

@@ -20,55 +20,17 @@ from pathlib import Path
 from typing import Any
 
 from runners.deploy.container import Flood
-from trialtable.fields import Field, FieldError, Fields
 from trialtable.files import write_atomic
-from trialtable.output import csv_cell
-
-#: nginx's trials, the floods of one line a write() and of many (`FLOOD_BATCHED`).
-MEASUREMENTS = ("nginx", "flood", "flood_batched")
-#: The log path's processes, in the order the table lists them.
-PROCESSES = ("shim", "reader", "containerd")
-#: The nginx worker's own extra per line (log on - log off, per pair), listed before them.
-NGINX_EXTRA = "nginx_extra"
-#: Each path in words (the table's ``path`` column), by `features.Settings.container_path`.
-PATHS = {
-    "cri": (
-        "CRI (the kubelet's path, pods made over containerd's CRI API): nginx write() to a "
-        "pipe; containerd-shim-runc-v2 copies it to a FIFO; the containerd daemon's CRI "
-        "logger reads it line by line and writes each line with a timestamp to the log file"
-    ),
-    "ctr": (
-        "ctr run: nginx write() to a pipe; containerd-shim-runc-v2 copies it to a FIFO; ctr "
-        "copies the FIFO to a file in blocks (no CRI logger: no per-line timestamped writes)"
-    ),
-}
-
-#: The fields of the table, one row per run, measurement and process.
-LOG_PATH = Fields(
-    "container log path",
-    (
-        Field("measured_at", "str", max_len=40),
-        Field("container_path", "str", choices=tuple(PATHS)),
-        Field("measurement", "str", choices=MEASUREMENTS),
-        Field("process", "str", choices=(NGINX_EXTRA, *PROCESSES)),
-        Field("trials", "int", "trials", 1, 10_000),
-        Field("lines_per_s", "float", "lines/s", 0.0, 1e9),
-        Field("line_bytes", "float", "B", 0.0, 1e6, required=False),
-        Field("lines_per_write", "int", "lines", 1, 1_000_000),
-        Field("user_us", "float", "us/line", -1e4, 1e5),
-        Field("kernel_us", "float", "us/line", -1e4, 1e5),
-        Field("total_min_us", "float", "us/line", -1e4, 1e5),
-        Field("total_max_us", "float", "us/line", -1e4, 1e5),
-        Field("cpu_share", "float", "CPUs", -1e4, 1e4),
-        Field("path", "str", max_len=300),
-        Field("cpu_model", "str", required=False, max_len=200),
-        Field("cpus", "int", "CPUs", 1, 1 << 16),
-        Field("containerd_version", "str", required=False, max_len=200),
-        Field("nginx_version", "str", required=False, max_len=200),
-        Field("loadavg", "str", required=False, max_len=100),
-    ),
+from trialtable.logpath import (
+    LOG_PATH,
+    LOG_PATH_COLUMNS,
+    MEASUREMENTS,
+    NGINX_EXTRA,
+    PATHS,
+    PROCESSES,
+    read_table,
 )
-LOG_PATH_COLUMNS = tuple(f.name for f in LOG_PATH)
+from trialtable.output import csv_cell
 
 
 def _row(
@@ -126,17 +88,6 @@ def rows(
         for p in PROCESSES:
             out.append(_row(kind, p, [f.side[p] for f in got], rates, each))
     return out
-
-
-def read_table(path: Path) -> list[dict[str, Any]]:
-    """The rows already in ``path`` (none when it is missing), checked."""
-    if not path.exists():
-        return []
-    text = path.read_text(encoding="utf-8")
-    reader = csv.DictReader(io.StringIO(text))
-    if tuple(reader.fieldnames or ()) != LOG_PATH_COLUMNS:
-        raise FieldError(f"{path}:1: not a container log-path table (other columns)")
-    return [LOG_PATH.parse_row(r, f"{path}:{i}") for i, r in enumerate(reader, start=2)]
 
 
 def to_csv(table: Sequence[dict[str, Any]]) -> str:

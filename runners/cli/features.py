@@ -14,6 +14,7 @@ from typing import Any
 from runners.errors import BadInput
 from trialtable.features import FEATURE_NAMES, MEASURED
 from trialtable.files import out_folder_problem
+from trialtable.logpath import CONTAINER_LOG
 from trialtable.pathargs import OUTPUT_FILE, path_arg
 from trialtable.values import int_between
 
@@ -116,6 +117,6 @@ def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
         else:
             print(f"{r['feature']}: not measured: {r['note']}")
     print(f"wrote {out} and {out.with_suffix('.md')}")
-    if "access_log_container" in args.only and (out.parent / campaign.LOG_PATH_FILE).exists():
+    if CONTAINER_LOG in args.only and (out.parent / campaign.LOG_PATH_FILE).exists():
         print(f"the container log path's rows: {out.parent / campaign.LOG_PATH_FILE}")
     return 0

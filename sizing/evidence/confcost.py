@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sizing.errors import InputError
-from sizing.model.capacity import Capacity
+from sizing.model.capacity import Capacity, binding
 from sizing.workload.value import Workload
 from trialtable.confcost import ConfCost, read_conf_cost
 from trialtable.errors import RunFolderError
@@ -119,12 +119,11 @@ class ConfEvidence:
             f"runs {c.run_id} against {c.reference_run_id} ({runs}); the CPU capacity is "
             "divided by it on every platform"
         )
-        binding = "latency" if cpu <= 0 else "network" if cap.network_rps < cpu else "cpu"
         return replace(
             cap,
             capacity_rps=min(cpu, cap.network_rps),
             cpu_sla_rps=cpu,
-            binding_constraint=binding,
+            binding_constraint=binding(cpu, cap.network_rps, cap.outside),
             basis=[line, *cap.basis],
             rel_sd=math.sqrt(cap.rel_sd**2 + sd**2),
             measured=cap.measured or "carried",

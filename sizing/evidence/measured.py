@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from sizing.catalog.load import Instance
 from sizing.errors import InputError
-from sizing.model.capacity import Capacity, model_capacity
+from sizing.model.capacity import Capacity, binding, model_capacity
 from sizing.model.platforms import platform_of
 from sizing.workload.value import Workload
 
@@ -331,12 +331,11 @@ class Evidence:
         else:
             return cap
         capacity = min(cpu_sla, cap.network_rps)
-        binding = "latency" if cpu_sla <= 0 else "network" if cap.network_rps < cpu_sla else "cpu"
         return replace(
             cap,
             capacity_rps=capacity,
             cpu_sla_rps=cpu_sla,
-            binding_constraint=binding,
+            binding_constraint=binding(cpu_sla, cap.network_rps, cap.outside),
             basis=basis,
             rel_sd=rel_sd,
             measured=measured,

@@ -34,7 +34,12 @@ from sizing.fleet.decision import decide
 from sizing.fleet.lazy import Lazy
 from sizing.fleet.question import FleetQuestion
 from sizing.fleet.spot import band_spares
-from sizing.model.capacity import Capacity, instance_capacities, wire_bytes_per_request
+from sizing.model.capacity import (
+    Capacity,
+    binding,
+    instance_capacities,
+    wire_bytes_per_request,
+)
 from sizing.model.carbon import option_g_per_hour
 
 __all__ = [
@@ -240,15 +245,14 @@ def sustained(cap: Capacity) -> Capacity:
     if f >= 1.0:
         return cap
     cpu_sla = cap.cpu_sla_rps * f
-    binding = cap.binding_constraint
-    if binding != "latency":
-        binding = "network" if cap.network_rps < cpu_sla else "cpu"
     return replace(
         cap,
         cpu_peak_rps=cap.cpu_peak_rps * f,
         cpu_sla_rps=cpu_sla,
         capacity_rps=min(cpu_sla, cap.network_rps),
-        binding_constraint=binding,
+        binding_constraint=binding(cpu_sla, cap.network_rps, cap.outside)
+        if cap.binding_constraint != "latency"
+        else "latency",
         basis=[
             *cap.basis,
             f"burstable: CPU capacity at the sustained baseline of {inst.cpu_baseline:g} of "

@@ -89,7 +89,8 @@ class Capacity:
     capacity_rps : float
         Requests per second under the SLA, network cap included [1/s].
     cpu_peak_rps, cpu_sla_rps, network_rps : float
-        CPU peak, CPU under the SLA, and network cap [1/s].
+        CPU peak, CPU under the SLA, and the cap outside the CPU [1/s]: the network's
+        bandwidth or packet rate, or a container's log path (``outside`` names which).
     rel_sd : float
         Log-normal sd of the CPU capacity.
     cpu_us_per_request : float
@@ -115,6 +116,7 @@ class Capacity:
     platform: Platform | None = None
     profile: str = ""
     network_gbps: float = math.nan
+    outside: str = "network"
 
     def quantile(self, p: float) -> float:
         """Capacity [1/s] at probability ``p``: log-normal CPU capacity, network capped."""
@@ -123,6 +125,13 @@ class Capacity:
     def interval(self, level: float = 0.95) -> tuple[float, float]:
         """Central ``level`` interval of the capacity [1/s]."""
         return self.quantile(0.5 - level / 2), self.quantile(0.5 + level / 2)
+
+
+def binding(cpu_sla_rps: float, outside_rps: float, outside: str = "network") -> str:
+    """The constraint that binds: ``latency`` (no load meets the SLA), ``outside`` or ``cpu``."""
+    if cpu_sla_rps <= 0:
+        return "latency"
+    return outside if outside_rps < cpu_sla_rps else "cpu"
 
 
 class Evidence(Protocol):
@@ -439,9 +448,40 @@ def features_profile(
     coefs, share, _ = feature_coefficients(
         dict(work.features),
         partial(reference_request_us, model=model),
+        table=feature_table(),
         proxied=work.scenario in PROXIED,
     )
     return replace(prof, coefficients={**prof.coefficients, **coefs}), share
+
+
+def feature_table() -> dict[str, Any]:
+    """The shipped feature costs, ``access_log_container`` with the runtime's CPU per line."""
+    from sizing.model.features import shipped_feature_costs
+    from sizing.model.logpath import shipped_log_path, with_runtime
+    from trialtable.logpath import CONTAINER_LOG
+
+    table = dict(shipped_feature_costs())
+    if CONTAINER_LOG in table:
+        table[CONTAINER_LOG] = with_runtime(table[CONTAINER_LOG], shipped_log_path())
+    return table
+
+
+def container_log_cap(work: Workload, speed: float, model: ModelInputs) -> tuple[float, str]:
+    """The cap [RPS] a container's log path sets at ``speed`` per vCPU, and its line.
+
+    ``inf`` and no line when the workload does not log to a container's stdout or nothing
+    measured the path (`sizing.model.logpath`).
+    """
+    from sizing.model.features import shipped_feature_costs
+    from sizing.model.logpath import log_cap, shipped_log_path
+    from trialtable.logpath import CONTAINER_LOG
+
+    lines = dict(work.features).get(CONTAINER_LOG, 0.0)
+    cost, lp = shipped_feature_costs().get(CONTAINER_LOG), shipped_log_path()
+    if lines <= 0 or cost is None or lp is None:
+        return math.inf, ""
+    ratio = reference_request_us(cost.reference, cost.file_bytes, model) / cost.ref_us
+    return log_cap(lp, ratio, speed, lines)
 
 
 def static_thread_gain(tpc: int, fitted: bool) -> float:
@@ -617,6 +657,7 @@ class _CpuPart:
     head: list[str]
     notes: list[str]
     profile: str
+    log_cap: tuple[float, str] = (math.inf, "")
 
 
 @dataclass
@@ -792,6 +833,7 @@ def _cpu_part(
         head=_head(work, cost, basis, speed_line),
         notes=notes,
         profile=prof.name if prof is not None else "",
+        log_cap=container_log_cap(work, src.speed, model),
     )
 
 
@@ -944,11 +986,10 @@ def model_capacities(
             found = sized[(plat, cloud, inst.vcpus)] = _per_vcpus(part, inst.vcpus, work, model)
         cpu_peak, rho, cpu_sla, rel_sd, workers, derating, width = found
         net, gbps, net_line = _network_cap(inst, work, wire, packets if cloud else 0.0)
+        outside, log_line = "network", part.log_cap[1]
+        if part.log_cap[0] < net:
+            net, outside = part.log_cap[0], "log path"
         capacity = min(cpu_sla, net)
-        if cpu_sla <= 0:
-            binding = "latency"
-        else:
-            binding = "network" if net < cpu_sla else "cpu"
         basis = [
             *part.head,
             workers,
@@ -956,6 +997,7 @@ def model_capacities(
             derating,
             width,
             net_line,
+            *([log_line] if log_line else []),
             f"catalog {inst.instance_type}: {inst.source} ({inst.source_date})",
         ]
         speed = part.speed
@@ -968,7 +1010,7 @@ def model_capacities(
                 cpu_sla_rps=cpu_sla,
                 network_rps=net,
                 max_utilization=rho,
-                binding_constraint=binding,
+                binding_constraint=binding(cpu_sla, net, outside),
                 factor=speed,
                 factor_low=speed / k95,
                 factor_high=speed * k95,
@@ -978,6 +1020,7 @@ def model_capacities(
                 platform=plat,
                 profile=part.profile,
                 network_gbps=gbps,
+                outside=outside,
             )
         )
     return out

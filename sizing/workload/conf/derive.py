@@ -21,6 +21,7 @@ from sizing.errors import InputError
 from sizing.workload.conf.load import Config, Statement
 from sizing.workload.conf.reading import Found, Reading
 from sizing.workload.value import Workload
+from trialtable.logpath import CONTAINER_LOG
 
 SOURCE = "your nginx.conf"
 
@@ -288,6 +289,10 @@ def _gzip(scope: Scope, found: Found) -> None:
     )
 
 
+#: Destinations of an access log that are the process's standard output.
+STDOUT = ("/dev/stdout", "/proc/self/fd/1", "/dev/fd/1")
+
+
 def _access_log(scope: Scope, found: Found) -> None:
     logs = scope.lookup("access_log")
     if not logs:
@@ -304,6 +309,13 @@ def _access_log(scope: Scope, found: Found) -> None:
             f" (format {name}: {chars} characters, at {fmt.where})" if fmt else f" (format {name})"
         )
         buffered = any(a.startswith(("buffer=", "gzip=")) for a in s.args[1:])
+        if s.args[0] in STDOUT:
+            found.feature(CONTAINER_LOG, 1.0, s.where)
+            found.estimates.append(
+                f"access_log to {s.args[0]} at {s.where}: priced as a container's stdout through "
+                "containerd's CRI logger (under systemd the journal reads it: not measured)"
+            )
+            continue
         found.feature("access_log_buffered" if buffered else "access_log", 1.0, s.where)
         if s.args and s.args[0].startswith("syslog:"):
             found.not_costed("access_log syslog", s.where)

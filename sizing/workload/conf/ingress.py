@@ -21,16 +21,20 @@ from collections.abc import Callable
 from typing import Any
 
 from sizing.errors import InputError
-from sizing.workload.conf.derive import GZIP_SHARE_ESTIMATE, RESUMPTION_ESTIMATE
+from sizing.workload.conf.derive import GZIP_SHARE_ESTIMATE, RESUMPTION_ESTIMATE, STDOUT
 from sizing.workload.conf.reading import Found, Reading
 from sizing.workload.value import Workload
 from trialtable.files import read_bounded
+from trialtable.logpath import CONTAINER_LOG
 
 SOURCE = "your ingress-nginx ConfigMap"
 #: Where the controller's behaviour is read.
 REPO = "kubernetes/ingress-nginx@dbb11b92ddb77bee9c35e462479129354c84f939"
 TEMPLATE = f"{REPO} rootfs/etc/nginx/template/nginx.tmpl"
 DEFAULTS_FILE = f"{REPO} internal/ingress/controller/config/config.go"
+#: The controller's default access log path (config.go:770), linked to /dev/stdout in its
+#: image (``rootfs/Dockerfile:84``: ``ln -sf /dev/stdout /var/log/nginx/access.log``).
+ACCESS_LOG = "/var/log/nginx/access.log"
 #: Largest ConfigMap read [B] (Kubernetes caps a ConfigMap at 1 MiB).
 MAX_BYTES = 1024 * 1024
 
@@ -161,7 +165,11 @@ def _ingress_values(data: dict[str, str], found: Found, at: Callable[[str], str]
     enabled = data.get("enable-access-log", "true").strip().lower() != "false"
     http_off = data.get("disable-http-access-log", "false").strip().lower() == "true"
     if enabled and not (_flag(data, "disable-access-log") or http_off):  # nginx.tmpl:361
-        found.feature("access_log", 1.0, f"{TEMPLATE}:367 ({at('disable-access-log')})")
+        # The default path, /var/log/nginx/access.log, is /dev/stdout in the controller's
+        # image (rootfs/Dockerfile:84); another path is a file.
+        path = data.get("http-access-log-path") or data.get("access-log-path") or ACCESS_LOG
+        feature = CONTAINER_LOG if path in (ACCESS_LOG, *STDOUT) else "access_log"
+        found.feature(feature, 1.0, f"{TEMPLATE}:367 ({at('disable-access-log')})")
         if _flag(data, "enable-syslog"):
             found.not_costed("access_log syslog", at("enable-syslog"))
     kept = "proxy_keepalive" if upstream > 0 else "proxy_new_connection"
