@@ -24,6 +24,7 @@ from typing import IO, Any
 from runners import clients as many
 from runners import jwt, loadgen, window
 from runners.cputime import TIMES_MARKER, times_seconds
+from runners.deploy.conf import is_wildcard
 from runners.deploy.nginx import Deployment, NginxHost, is_ip, stop_leftovers
 from runners.errors import BadHosts, BadInput, RunnerError
 from runners.hosts import (
@@ -894,7 +895,13 @@ def resolve(address: str) -> str:
         raise RunnerError(f"cannot resolve {address!r} to an address ({reason})") from None
     addrs = [str(i[4][0]) for i in infos]
     v4 = [a for a in addrs if ":" not in a]
-    return (v4 or addrs)[0]
+    found = (v4 or addrs)[0]
+    if is_wildcard(found):  # allowed only written as one, with --allow-wildcard-address
+        raise BadInput(
+            f"{address!r} resolves to the wildcard {found}: nginx would listen on every "
+            "interface; give the server's own address"
+        )
+    return found
 
 
 def _same_machine(a: HostSpec, b: HostSpec) -> bool:
