@@ -206,6 +206,9 @@ class LocalHost(Host):
             )
         except FileNotFoundError:
             return Result("", f"{argv[0]}: not found", 127)
+        # On Ctrl-C, `communicate` first waits 0.25 s for the child to end of the terminal's
+        # SIGINT; in its own session it never gets one: no wait, it is killed at once.
+        proc._sigint_wait_secs = 0.0  # type: ignore[attr-defined]
         with self._lock:
             self._running.add(proc)
             if self._interrupted:  # `interrupt` may have listed them before this one
@@ -301,7 +304,7 @@ class SSHHost(Host):
     while the shell is busy (another thread's) gets its own session, as does every command
     after the shell was lost. A command that outlives its timeout, or that Ctrl-C
     interrupts, is killed on the host with every process of its remote session
-    (`kill_sessions`), not left to the host's ``timeout`` wrapper.
+    (`_kill`), not left to the host's ``timeout`` wrapper.
     """
 
     def __init__(
@@ -445,22 +448,42 @@ class SSHHost(Host):
         with self._lock:
             running = list(self._running)
         self._end(running, kill=True)
-        self._drop_shell()
 
     def _end(self, shells: Sequence[_Shell], *, kill: bool = False) -> None:
         """Close ``shells`` (the connection's own shell is then started again when needed).
 
-        With ``kill``, first kill the processes of their remote sessions (`kill_sessions`).
+        With ``kill``, first kill the processes of their remote sessions (`_kill`).
         """
         try:
             if kill:
-                kill_sessions(self.conn.client.get_transport(), shells)
+                self._kill(shells)
         finally:
             for shell in shells:
                 with contextlib.suppress(Exception):
                     shell.close()
                 if shell is self._shell:
                     self._shell = None
+
+    def _kill(self, shells: Sequence[_Shell], timeout: float = 10.0) -> None:
+        """Kill, on the host, the processes of the remote sessions of ``shells``.
+
+        Only what is proved theirs (`_KILL_SESSIONS`); a shell that does not lead its own
+        session (``leader`` empty) is left to the host's ``timeout`` wrapper and ``cleanup``.
+        The kill runs in a new shell, kept as the connection's next one (a session costs a
+        login shell's start-up, which the commands that stop nginx would pay again).
+        """
+        leaders = [s.leader for s in shells if s.leader]
+        if not leaders:
+            return
+        with contextlib.suppress(Exception):
+            fresh = self._new_shell()
+            fresh.run(shlex.join(["sh", "-c", _KILL_SESSIONS, "sh", *leaders]), timeout)
+            # Only the thread that holds `_shell_lock` runs commands in `_shell`; this one
+            # does not use ``fresh`` again once it is there.
+            if not fresh.timed_out and (self._shell is None or self._shell in shells):
+                self._shell = fresh
+            else:
+                fresh.close()
 
     def _drop_shell(self) -> None:
         if self._shell is not None:
@@ -484,7 +507,7 @@ class _Shell:
     sshd starts the shell in a session of its own, which its commands' processes stay in
     (``timeout`` gives its command a process group of its own, not a session): the shell's
     pid, session id and start time, read once as it starts (``leader``), are what
-    `kill_sessions` needs to stop them on the host.
+    `SSHHost._kill` needs to stop them on the host.
     """
 
     def __init__(self, transport: paramiko.Transport, timeout: float = 30.0) -> None:
@@ -569,49 +592,34 @@ if [ "$4" = "$$" ]; then echo "@TOKEN@ $4:${20}"; else echo "@TOKEN@ "; fi
 """
 _LEADER = re.compile(r"[1-9]\d*:\d+")
 
-# Kill the processes of remote sessions given as SID:START. A session id is the pid of the
-# shell that made it, and Linux keeps a pid from reuse while any process is in its session:
-# this user's processes of session SID started at or after START are that shell's commands.
-# Twice, for a child forked during the first pass (zombies, already dead, are passed over).
+# Kill the processes of remote sessions given as SID:START: the shell that made the session
+# (its leader, pid SID) is still the one started at START (field 22 of its stat line), so every
+# process of session SID is one of its commands'. With pkill, in one pass (twice, for a child
+# forked meanwhile); without, by reading each process's stat line.
 _KILL_SESSIONS = r"""
 of() { s=${1##*") "}; set -- $s; state=$1 sess=$4 began=${20}; }
-for pass in 1 2; do
-  victims=
-  for d in /proc/[0-9]*; do
-    [ -O "$d" ] || continue
-    { read -r line < "$d/stat"; } 2>/dev/null || continue
-    of "$line"
-    case "$state:$began" in Z:*|*:|*:*[!0-9]*) continue;; esac
-    for t in "$@"; do
-      if [ "$sess" = "${t%%:*}" ] && [ "$began" -ge "${t#*:}" ]; then
-        victims="$victims ${d#/proc/}"
-      fi
+for t in "$@"; do
+  sid=${t%%:*}
+  { read -r line < "/proc/$sid/stat"; } 2>/dev/null || { echo "GONE $sid"; continue; }
+  of "$line"
+  if [ "$state" = Z ] || [ "$sess" != "$sid" ] || [ "$began" != "${t#*:}" ]; then
+    echo "GONE $sid"; continue
+  fi
+  if command -v pkill >/dev/null 2>&1; then
+    pkill -KILL -s "$sid"; pkill -KILL -s "$sid"
+  else
+    for pass in 1 2; do
+      for d in /proc/[0-9]*; do
+        { read -r line < "$d/stat"; } 2>/dev/null || continue
+        of "$line"
+        [ "$sess" = "$sid" ] && kill -KILL "${d#/proc/}" 2>/dev/null
+      done
     done
-  done
-  [ -n "$victims" ] || break
-  kill -KILL $victims 2>/dev/null
-  echo "KILLED$victims"
+  fi
+  echo "KILLED $sid"
 done
+exit 0
 """
-
-
-def kill_sessions(transport: Any, shells: Iterable[_Shell], timeout: float = 10.0) -> None:
-    """Kill, on their host, the processes of the remote sessions of ``shells``.
-
-    Only what is proved theirs (`_KILL_SESSIONS`); a shell that does not lead its own
-    session (``leader`` empty) is left to the host's ``timeout`` wrapper and ``cleanup``.
-    Runs in a session of its own on ``transport`` and waits for it (at most ``timeout`` [s]).
-    """
-    leaders = [s.leader for s in shells if s.leader]
-    if not leaders or transport is None or not transport.is_active():
-        return
-    with contextlib.suppress(Exception):
-        channel = transport.open_session(timeout=timeout)
-        try:
-            channel.exec_command(shlex.join(["sh", "-c", _KILL_SESSIONS, "sh", *leaders]))
-            channel.status_event.wait(timeout)
-        finally:
-            channel.close()
 
 
 class _UnknownHostKey(Exception):

@@ -113,10 +113,11 @@ def _session_members(sid: int) -> list[int]:
     return out
 
 
-def test_a_remote_sessions_processes_are_killed_only_with_their_proof():
+@pytest.mark.parametrize("path", [os.defpath, "/nonexistent"], ids=["pkill", "no-pkill"])
+def test_a_remote_sessions_processes_are_killed_only_with_their_proof(path):
     """The scripts `SSHHost` runs on its host (run here with a local ``sh``): the shell names
-    its session and start time; the kill takes that session's processes started since, with
-    ``timeout``'s own process group, and nothing of a session it cannot prove."""
+    its session and start time; the kill takes that session's processes, ``timeout``'s own
+    process group with them, and nothing of a session whose leader is not that shell."""
     import subprocess
 
     from runners.hosts import _IDENTIFY, _KILL_SESSIONS, _LEADER
@@ -140,11 +141,13 @@ def test_a_remote_sessions_processes_are_killed_only_with_their_proof():
             time.sleep(0.02)
         sid, start = leader.split(":")
         later, other = f"{sid}:{int(start) + 10**9}", f"{os.getpid()}:0"
-        kill = ["sh", "-c", _KILL_SESSIONS, "sh"]
-        assert subprocess.run([*kill, later, other], capture_output=True).stdout == b""
+        kill = ["/bin/sh", "-c", _KILL_SESSIONS, "sh"]
+        env = {"PATH": path}  # without pkill: each process's stat line read in the shell
+        done = subprocess.run([*kill, later, other], capture_output=True, text=True, env=env)
+        assert done.stdout.split() == ["GONE", sid, "GONE", str(os.getpid())]
         assert len(_session_members(shell.pid)) == 3
-        done = subprocess.run([*kill, leader], capture_output=True, text=True)
-        assert done.stdout.startswith("KILLED ") and str(shell.pid) in done.stdout.split()
+        done = subprocess.run([*kill, leader], capture_output=True, text=True, env=env)
+        assert done.stdout.split() == ["KILLED", str(shell.pid)]
         shell.wait(timeout=60)
         while _session_members(shell.pid):
             assert time.monotonic() < deadline, "the session outlived the kill"
