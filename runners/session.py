@@ -856,9 +856,12 @@ class Session:
 
     # -- tearing down -----------------------------------------------------------------------
     def close(self) -> None:
-        """Stop and remove everything this session started (connections stay open)."""
+        """Stop and remove everything this session started (connections stay open).
+
+        Each step runs even if an earlier one fails (a lost connection, say). Again, it finds
+        nothing left to do.
+        """
         with _interrupts_deferred():
-            # Each step runs even if an earlier one fails (a lost connection, say).
             steps: list[Callable[[], object]] = []
             if self.deployment is not None:
                 steps.append(self.deployment.teardown)
@@ -879,6 +882,25 @@ class Session:
     def _say(self, text: str) -> None:
         if self.log is not None:
             print(text, file=self.log, flush=True)
+
+
+@contextlib.contextmanager
+def closed_together(sessions: Sequence[Session]) -> Iterator[None]:
+    """On an exception (Ctrl-C), `Session.close` each of ``sessions`` at once, side by side.
+
+    For ``ab``: its two sessions, on connections of their own, are torn down in a thread
+    each rather than one after the other; each one's own exit then finds nothing left.
+    """
+    try:
+        yield
+    except BaseException:
+        with _interrupts_deferred():
+            threads = [threading.Thread(target=s.close) for s in sessions]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        raise
 
 
 def resolve(address: str) -> str:
