@@ -6,9 +6,10 @@ with 60 s trials on loopback; once the load generator runs, SIGINT is sent. Meas
 signal [s]: until no load generator of the command runs (their work folders are in a private
 ``$TMPDIR``), and until the command has exited (nginx stopped, folders removed, the message
 printed). Before the fix both were the rest of the trial (up to 60 s). Prints each and the
-median and worst per command, with the load average.
+median and worst per command, with the load average. With ``--ssh``, also ``sweep-ssh``: the
+sweep with its server and client over SSH, to a throw-away sshd on 127.0.0.1 (the tests' own).
 
-    .venv/bin/python benchmarks/bench_interrupt.py [--repeats 5]
+    .venv/bin/python benchmarks/bench_interrupt.py [--repeats 5] [--ssh]
 """
 
 from __future__ import annotations
@@ -46,13 +47,15 @@ def generators(tmp: Path) -> list[int]:
     return out
 
 
-def once(argv: list[str]) -> tuple[float, float]:
+def once(name: str) -> tuple[float, float]:
     """One interrupted command: seconds from SIGINT to no load generator, and to its exit."""
     with (
         tempfile.TemporaryDirectory(prefix="bench-int-") as out,
         tempfile.TemporaryDirectory(prefix="bench-int-tmp-") as tmp,
+        contextlib.ExitStack() as stack,
     ):
         os.chmod(tmp, 0o755)
+        argv = COMMANDS[name] if name in COMMANDS else _over_ssh(stack, Path(out), tmp)
         env = {**os.environ, "TMPDIR": tmp, "PYTHONPATH": str(ROOT)}
         proc = subprocess.Popen(
             [sys.executable, "-m", "runners", *argv, "--out", out, "--quiet"],
@@ -64,7 +67,7 @@ def once(argv: list[str]) -> tuple[float, float]:
         )
         while not generators(Path(tmp)):
             if proc.poll() is not None:
-                raise SystemExit(f"runners {argv[0]} exited {proc.returncode} before its load")
+                raise SystemExit(f"runners {name} exited {proc.returncode} before its load")
             time.sleep(0.02)
         t0 = time.monotonic()
         proc.send_signal(signal.SIGINT)
@@ -76,16 +79,30 @@ def once(argv: list[str]) -> tuple[float, float]:
         return quiet, time.monotonic() - t0
 
 
+def _over_ssh(stack: contextlib.ExitStack, out: Path, tmp: str) -> list[str]:
+    """The sweep's argv to a throw-away sshd (stopped with ``stack``) whose sessions use ``tmp``."""
+    from tests.sshd import start_sshd
+
+    server = start_sshd(out / "sshd", extra=f"SetEnv TMPDIR={tmp}\n")
+    stack.callback(server.stop)
+    cfg = server.client_config(out / "sshd")
+    spec = ["--server", server.spec, "--client", server.spec, "--ssh-config", str(cfg)]
+    return [*COMMANDS["sweep"], *spec]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Interrupt each command ``--repeats`` times; print the times."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--ssh", action="store_true", help="also the sweep over SSH (sweep-ssh)")
+    ap.add_argument("--only", choices=[*COMMANDS, "sweep-ssh"], help="this command alone")
     args = ap.parse_args(argv)
     print(f"machine: {machine()}; load average {os.getloadavg()[0]:.2f} at start")
-    for name, cmd in COMMANDS.items():
+    names = [args.only] if args.only else [*COMMANDS, *(["sweep-ssh"] if args.ssh else [])]
+    for name in names:
         quiet, gone = [], []
         for _ in range(args.repeats):
-            q, g = once(cmd)
+            q, g = once(name)
             quiet.append(q)
             gone.append(g)
             print(f"{name}: load stopped {q:.2f} s, exited {g:.2f} s after Ctrl-C", flush=True)

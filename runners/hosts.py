@@ -97,6 +97,7 @@ class Host:
     """A place to run commands. Subclasses implement `_exec`."""
 
     spec: HostSpec
+    _interrupted = False
 
     @property
     def name(self) -> str:
@@ -126,7 +127,7 @@ class Host:
         """
         if timeout is not None and not timeout <= MAX_WAIT_S:  # also inf and NaN
             timeout = MAX_WAIT_S  # a wait the system's timers can hold (poll takes int ms)
-        if getattr(self, "_interrupted", False):
+        if self._interrupted:
             result = Result("", "interrupted", 130)  # see `interrupt`: start nothing more
         else:
             result = self._exec(list(argv), timeout)
@@ -205,8 +206,13 @@ class LocalHost(Host):
             )
         except FileNotFoundError:
             return Result("", f"{argv[0]}: not found", 127)
+        # On Ctrl-C, `communicate` first waits 0.25 s for the child to end of the terminal's
+        # SIGINT; in its own session it never gets one: no wait, it is killed at once.
+        proc._sigint_wait_secs = 0.0  # type: ignore[attr-defined]
         with self._lock:
             self._running.add(proc)
+            if self._interrupted:  # `interrupt` may have listed them before this one
+                _kill_members(proc.pid)
         try:
             out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -296,7 +302,9 @@ class SSHHost(Host):
     login shell again each time, with its startup files (a ``~/.bashrc`` that sets up a
     version manager takes 300 ms on the project's test machine). A command that arrives
     while the shell is busy (another thread's) gets its own session, as does every command
-    after the shell was lost.
+    after the shell was lost. A command that outlives its timeout, or that Ctrl-C
+    interrupts, is killed on the host with every process of its remote session
+    (`_kill`), not left to the host's ``timeout`` wrapper.
     """
 
     def __init__(
@@ -337,6 +345,8 @@ class SSHHost(Host):
         self._open()
         self._shell: _Shell | None = None
         self._shell_lock = threading.Lock()
+        self._running: set[_Shell] = set()
+        self._lock = threading.Lock()
         #: Commands run and remote sessions opened (one per command outside the shell).
         self.commands = 0
         self.sessions = 0
@@ -376,54 +386,108 @@ class SSHHost(Host):
                 self._shell_lock.release()
         return self._in_session(argv, timeout)
 
+    def _new_shell(self) -> _Shell:
+        """A new remote shell on the connection (a remote session of its own)."""
+        transport = self.conn.client.get_transport()
+        if transport is None or not transport.is_active():
+            raise EOFError("the connection is closed")
+        self.sessions += 1
+        return _Shell(transport)
+
     def _in_shell(self, argv: list[str], timeout: float | None) -> Result:
         """Run ``argv`` in the connection's remote shell (started on first use)."""
         import paramiko
 
         try:
-            if self._shell is None:
-                transport = self.conn.client.get_transport()
-                if transport is None or not transport.is_active():
-                    raise EOFError("the connection is closed")
-                self.sessions += 1
-                self._shell = _Shell(transport)
-            result = self._shell.run(shlex.join(argv), timeout)
+            shell = self._shell = self._shell or self._new_shell()
         except (OSError, EOFError, paramiko.SSHException) as exc:
-            self._drop_shell()
+            raise RunnerError(f"lost the connection to {self.name}: {exc}") from None
+        return self._run_in(shell, argv, timeout)
+
+    def _in_session(self, argv: list[str], timeout: float | None) -> Result:
+        """Run ``argv`` in a remote shell of its own, closed after it."""
+        import paramiko
+
+        try:
+            shell = self._new_shell()
+        except (OSError, EOFError, paramiko.SSHException) as exc:
+            raise RunnerError(f"lost the connection to {self.name}: {exc}") from None
+        try:
+            return self._run_in(shell, argv, timeout)
+        finally:
+            shell.close()
+
+    def _run_in(self, shell: _Shell, argv: list[str], timeout: float | None) -> Result:
+        """Run ``argv`` in ``shell``; a timeout or Ctrl-C stops its processes on the host."""
+        import paramiko
+
+        with self._lock:
+            self._running.add(shell)
+            # `interrupt` may have listed the running commands before this one was added.
+            interrupted = self._interrupted
+        try:
+            if interrupted:
+                raise EOFError("interrupted")
+            result = shell.run(shlex.join(argv), timeout)
+        except (OSError, EOFError, paramiko.SSHException) as exc:
+            self._end([shell])
+            if self._interrupted:  # `interrupt` closed the shell: its command was stopped
+                return Result("", "interrupted", 130)
             raise RunnerError(f"lost the connection to {self.name}: {exc}") from None
         except BaseException:
-            self._drop_shell()  # interrupted mid-command: the shell's state is unknown
+            self._end([shell], kill=True)  # interrupted mid-command: stop it there too
             raise
-        if result.exited == 124 and (self._shell is None or self._shell.closed):
-            self._shell = None  # timed out: the shell was closed with its command
+        finally:
+            with self._lock:
+                self._running.discard(shell)
+        if shell.timed_out:
+            self._end([shell], kill=True)
         return result
 
     def _stop_running(self) -> None:
-        # The shell's command ends on its host (by its ``timeout`` wrapper, or by the
-        # session's cleanup of its work folder); here the wait for it ends.
-        self._drop_shell()
+        with self._lock:
+            running = list(self._running)
+        self._end(running, kill=True)
+
+    def _end(self, shells: Sequence[_Shell], *, kill: bool = False) -> None:
+        """Close ``shells`` (the connection's own shell is then started again when needed).
+
+        With ``kill``, first kill the processes of their remote sessions (`_kill`).
+        """
+        try:
+            if kill:
+                self._kill(shells)
+        finally:
+            for shell in shells:
+                with contextlib.suppress(Exception):
+                    shell.close()
+                if shell is self._shell:
+                    self._shell = None
+
+    def _kill(self, shells: Sequence[_Shell], timeout: float = 10.0) -> None:
+        """Kill, on the host, the processes of the remote sessions of ``shells``.
+
+        Only what is proved theirs (`_KILL_SESSIONS`); a shell that does not lead its own
+        session (``leader`` empty) is left to the host's ``timeout`` wrapper and ``cleanup``.
+        The kill runs in a new shell, kept as the connection's next one (a session costs a
+        login shell's start-up, which the commands that stop nginx would pay again).
+        """
+        leaders = [s.leader for s in shells if s.leader]
+        if not leaders:
+            return
+        with contextlib.suppress(Exception):
+            fresh = self._new_shell()
+            fresh.run(shlex.join(["sh", "-c", _KILL_SESSIONS, "sh", *leaders]), timeout)
+            # Only the thread that holds `_shell_lock` runs commands in `_shell`; this one
+            # does not use ``fresh`` again once it is there.
+            if not fresh.timed_out and (self._shell is None or self._shell in shells):
+                self._shell = fresh
+            else:
+                fresh.close()
 
     def _drop_shell(self) -> None:
         if self._shell is not None:
-            with contextlib.suppress(Exception):
-                self._shell.close()
-            self._shell = None
-
-    def _in_session(self, argv: list[str], timeout: float | None) -> Result:
-        """Run ``argv`` in a remote session of its own (Fabric's ``run``)."""
-        import paramiko
-        from invoke.exceptions import CommandTimedOut
-
-        self.sessions += 1
-        try:
-            r = self.conn.run(
-                shlex.join(argv), hide=True, warn=True, timeout=timeout, in_stream=False
-            )
-        except CommandTimedOut:
-            return Result("", f"timed out after {timeout:g} s", 124)
-        except (OSError, EOFError, paramiko.SSHException) as exc:
-            raise RunnerError(f"lost the connection to {self.name}: {exc}") from None
-        return Result(r.stdout, r.stderr, r.exited)
+            self._end([self._shell])
 
     def close(self) -> None:
         """Close the remote shell and the SSH connection."""
@@ -438,17 +502,41 @@ class _Shell:
     cannot read the lines meant for the shell), then the shell prints a marker with the exit
     status on standard output and a marker on standard error. The marker holds a random token
     made for this shell, so no output can end a command early; the newline printed before
-    each marker is taken off again. A command that outlives its timeout closes the shell
-    (as closing its session did before): the host's ``timeout`` wrapper, where the runner
-    uses one, ends it there.
+    each marker is taken off again.
+
+    sshd starts the shell in a session of its own, which its commands' processes stay in
+    (``timeout`` gives its command a process group of its own, not a session): the shell's
+    pid, session id and start time, read once as it starts (``leader``), are what
+    `SSHHost._kill` needs to stop them on the host.
     """
 
-    def __init__(self, transport: paramiko.Transport) -> None:
+    def __init__(self, transport: paramiko.Transport, timeout: float = 30.0) -> None:
         self.token = os.urandom(16).hex()
-        self.channel = transport.open_session()
+        self.channel = transport.open_session(timeout=timeout)
         self.channel.exec_command("exec sh")
         self._end_out = re.compile(rf"\n{self.token} (\d+)\n\Z".encode())
         self._end_err = f"\n{self.token}\n".encode()
+        #: ``SID:START`` of the shell when it leads its own session, else "".
+        self.leader = self._identify(timeout)
+        #: Whether the last command outlived its timeout (and still runs on the host).
+        self.timed_out = False
+
+    def _identify(self, timeout: float) -> str:
+        """The shell's ``SID:START`` (`_IDENTIFY`), "" when it does not lead its session."""
+        self.channel.sendall(_IDENTIFY.replace("@TOKEN@", self.token).encode())
+        # Whatever a login script printed before the shell started comes first: skipped.
+        line = re.compile(rf"(?:\A|\n){self.token} (\S*)\n".encode())
+        out = bytearray()
+        deadline = time.monotonic() + timeout
+        while not (m := line.search(out)):
+            if self.channel.closed or self.channel.exit_status_ready():
+                raise EOFError("the remote shell ended as it started")
+            if time.monotonic() > deadline:
+                raise EOFError(f"the remote shell did not start in {timeout:g} s")
+            select.select([self.channel], [], [], 0.5)
+            while self.channel.recv_ready():
+                out += self.channel.recv(4096)
+        return m.group(1).decode() if _LEADER.fullmatch(m.group(1).decode()) else ""
 
     @property
     def closed(self) -> bool:
@@ -460,6 +548,7 @@ class _Shell:
 
         ``exec`` runs the program ``line`` names, found on the ``PATH``, never a builtin of
         the shell (whose ``echo``, say, differs from one ``sh`` to another), as a local argv is.
+        A command that outlives ``timeout`` is left running (``timed_out``): exit 124.
         """
         t = self.token
         markers = f"printf '\\n{t} %s\\n' \"$?\"; printf '\\n{t}\\n' >&2"
@@ -483,7 +572,7 @@ class _Shell:
                 raise EOFError("the remote shell ended")
             wait = 0.5 if deadline is None else min(0.5, deadline - time.monotonic())
             if wait <= 0:
-                self.close()
+                self.timed_out = True
                 return Result("", f"timed out after {timeout:g} s", 124)
             select.select([self.channel], [], [], wait)
         stdout = out[: end.start()].decode("utf-8", "replace")
@@ -493,6 +582,44 @@ class _Shell:
     def close(self) -> None:
         """End the shell's session."""
         self.channel.close()
+
+
+# The shell's session id and start time (in clock ticks since boot), from /proc/$$/stat
+# (fields 6 and 22; the name in parentheses may hold spaces), when it leads its session.
+_IDENTIFY = r"""{ read -r s < /proc/$$/stat; } 2>/dev/null
+s=${s##*") "}; set -- $s
+if [ "$4" = "$$" ]; then echo "@TOKEN@ $4:${20}"; else echo "@TOKEN@ "; fi
+"""
+_LEADER = re.compile(r"[1-9]\d*:\d+")
+
+# Kill the processes of remote sessions given as SID:START: the shell that made the session
+# (its leader, pid SID) is still the one started at START (field 22 of its stat line), so every
+# process of session SID is one of its commands'. With pkill, in one pass (twice, for a child
+# forked meanwhile); without, by reading each process's stat line.
+_KILL_SESSIONS = r"""
+of() { s=${1##*") "}; set -- $s; state=$1 sess=$4 began=${20}; }
+for t in "$@"; do
+  sid=${t%%:*}
+  { read -r line < "/proc/$sid/stat"; } 2>/dev/null || { echo "GONE $sid"; continue; }
+  of "$line"
+  if [ "$state" = Z ] || [ "$sess" != "$sid" ] || [ "$began" != "${t#*:}" ]; then
+    echo "GONE $sid"; continue
+  fi
+  if command -v pkill >/dev/null 2>&1; then
+    pkill -KILL -s "$sid"; pkill -KILL -s "$sid"
+  else
+    for pass in 1 2; do
+      for d in /proc/[0-9]*; do
+        { read -r line < "$d/stat"; } 2>/dev/null || continue
+        of "$line"
+        [ "$sess" = "$sid" ] && kill -KILL "${d#/proc/}" 2>/dev/null
+      done
+    done
+  fi
+  echo "KILLED $sid"
+done
+exit 0
+"""
 
 
 class _UnknownHostKey(Exception):

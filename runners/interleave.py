@@ -245,7 +245,7 @@ def _measure_pairs(
     access: Any,
 ) -> None:
     """The pairs of `run_pairs`, each side's cost appended to its list of ``costs``."""
-    from runners.session import Session, connect_hosts
+    from runners.session import Session, closed_together, connect_hosts
 
     vcpus, s = plan_a.vcpus[0], settings
     a_costs, b_costs = costs
@@ -256,6 +256,7 @@ def _measure_pairs(
         connect_hosts(plan_b, access) as hosts_b,
         Session(plan_b, hosts_b, runs[1]) as sb,
         Session(plan_a, hosts_a, runs[0]) as sa,
+        closed_together([sa, sb]),
     ):
         for i in range(s.pairs):
             order = ((sa, a_costs), (sb, b_costs))

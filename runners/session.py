@@ -24,6 +24,7 @@ from typing import IO, Any
 from runners import clients as many
 from runners import jwt, loadgen, window
 from runners.cputime import TIMES_MARKER, times_seconds
+from runners.deploy.conf import is_wildcard
 from runners.deploy.nginx import Deployment, NginxHost, is_ip, stop_leftovers
 from runners.errors import BadHosts, BadInput, RunnerError
 from runners.hosts import (
@@ -855,9 +856,12 @@ class Session:
 
     # -- tearing down -----------------------------------------------------------------------
     def close(self) -> None:
-        """Stop and remove everything this session started (connections stay open)."""
+        """Stop and remove everything this session started (connections stay open).
+
+        Each step runs even if an earlier one fails (a lost connection, say). Again, it finds
+        nothing left to do.
+        """
         with _interrupts_deferred():
-            # Each step runs even if an earlier one fails (a lost connection, say).
             steps: list[Callable[[], object]] = []
             if self.deployment is not None:
                 steps.append(self.deployment.teardown)
@@ -880,6 +884,25 @@ class Session:
             print(text, file=self.log, flush=True)
 
 
+@contextlib.contextmanager
+def closed_together(sessions: Sequence[Session]) -> Iterator[None]:
+    """On an exception (Ctrl-C), `Session.close` each of ``sessions`` at once, side by side.
+
+    For ``ab``: its two sessions, on connections of their own, are torn down in a thread
+    each rather than one after the other; each one's own exit then finds nothing left.
+    """
+    try:
+        yield
+    except BaseException:
+        with _interrupts_deferred():
+            threads = [threading.Thread(target=s.close) for s in sessions]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        raise
+
+
 def resolve(address: str) -> str:
     """``address`` as an IP address: a host name is resolved here (the first TCP address).
 
@@ -894,7 +917,13 @@ def resolve(address: str) -> str:
         raise RunnerError(f"cannot resolve {address!r} to an address ({reason})") from None
     addrs = [str(i[4][0]) for i in infos]
     v4 = [a for a in addrs if ":" not in a]
-    return (v4 or addrs)[0]
+    found = (v4 or addrs)[0]
+    if is_wildcard(found):  # allowed only written as one, with --allow-wildcard-address
+        raise BadInput(
+            f"{address!r} resolves to the wildcard {found}: nginx would listen on every "
+            "interface; give the server's own address"
+        )
+    return found
 
 
 def _same_machine(a: HostSpec, b: HostSpec) -> bool:

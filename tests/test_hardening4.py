@@ -242,3 +242,42 @@ def test_an_interrupt_stops_commands_in_other_threads_and_their_own_groups(tmp_p
         signal.signal(signal.SIGINT, before)
     _await(lambda: not sleepers(), "every process of both commands killed", 30)
     assert host.run(["true"]).ok  # the host runs commands again
+
+
+# -- addresses nginx listens on -------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--target-address", "::ffff:0.0.0.0"], "target address '::ffff:0.0.0.0' is a wildcard"),
+        (["--upstream-address", "0.0.0.0"], "upstream address '0.0.0.0' is a wildcard"),
+        (["--nginx-directive", "listen [::ffff:0:0]:8080;"], "is a wildcard"),
+        (["--nginx-directive", "listen wild.example:8080;"], "names the host 'wild.example'"),
+    ],
+)
+def test_every_address_nginx_listens_on_follows_the_wildcard_rule(argv, message, tmp_path, capsys):
+    """``::ffff:0.0.0.0`` (the IPv4 wildcard mapped into IPv6) listens on every IPv4
+    interface, the upstream servers listen on ``--upstream-address``, and nginx resolves a
+    ``listen`` host name itself: each was accepted."""
+    from runners.cli.main import main as runners_main
+
+    assert runners_main([*SIM_SWEEP, *argv, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+    allowed = [*SIM_SWEEP, *argv, "--allow-wildcard-address", "--out", str(tmp_path)]
+    assert runners_main(allowed) == 0
+
+
+def test_a_name_that_resolves_to_a_wildcard_is_refused(monkeypatch):
+    """A hosts file that maps a name to 0.0.0.0 (as ad blockers do) made it a wildcard."""
+    import socket
+
+    from runners.errors import BadInput
+    from runners.session import resolve
+
+    def getaddrinfo(host, *args, **kwargs):
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("0.0.0.0", 0))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    with pytest.raises(BadInput, match=r"resolves to the wildcard 0\.0\.0\.0"):
+        resolve("blocked.example")
+    assert resolve("127.0.0.1") == "127.0.0.1"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 
 import pytest
 
@@ -96,3 +97,61 @@ def test_require_tools_names_every_missing_tool():
 def test_cpu_list():
     assert parse_cpu_list("0-3,6, 8-9") == [0, 1, 2, 3, 6, 8, 9]
     assert parse_cpu_list("") == []
+
+
+def _session_members(sid: int) -> list[int]:
+    """The live processes (not zombies) of session ``sid``."""
+    out = []
+    for d in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{d}/stat", "rb") as f:
+                fields = f.read().rpartition(b")")[2].split()
+        except (OSError, ValueError):
+            continue
+        if d.isdigit() and int(fields[3]) == sid and fields[0] != b"Z":
+            out.append(int(d))
+    return out
+
+
+@pytest.mark.parametrize("path", [os.defpath, "/nonexistent"], ids=["pkill", "no-pkill"])
+def test_a_remote_sessions_processes_are_killed_only_with_their_proof(path):
+    """The scripts `SSHHost` runs on its host (run here with a local ``sh``): the shell names
+    its session and start time; the kill takes that session's processes, ``timeout``'s own
+    process group with them, and nothing of a session whose leader is not that shell."""
+    import subprocess
+
+    from runners.hosts import _IDENTIFY, _KILL_SESSIONS, _LEADER
+
+    shell = subprocess.Popen(
+        ["sh"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # as sshd starts the remote shell
+    )
+    try:
+        assert shell.stdin is not None and shell.stdout is not None
+        shell.stdin.write(_IDENTIFY.replace("@TOKEN@", "T") + "echo $$; timeout 300 sleep 300\n")
+        shell.stdin.flush()
+        token, leader = shell.stdout.readline().split()
+        assert token == "T" and _LEADER.fullmatch(leader) and leader.startswith(f"{shell.pid}:")
+        deadline = time.monotonic() + 60
+        while len(_session_members(shell.pid)) < 3:  # sh, timeout, sleep
+            assert time.monotonic() < deadline, "the command did not start"
+            time.sleep(0.02)
+        sid, start = leader.split(":")
+        later, other = f"{sid}:{int(start) + 10**9}", f"{os.getpid()}:0"
+        kill = ["/bin/sh", "-c", _KILL_SESSIONS, "sh"]
+        env = {"PATH": path}  # without pkill: each process's stat line read in the shell
+        done = subprocess.run([*kill, later, other], capture_output=True, text=True, env=env)
+        assert done.stdout.split() == ["GONE", sid, "GONE", str(os.getpid())]
+        assert len(_session_members(shell.pid)) == 3
+        done = subprocess.run([*kill, leader], capture_output=True, text=True, env=env)
+        assert done.stdout.split() == ["KILLED", str(shell.pid)]
+        shell.wait(timeout=60)
+        while _session_members(shell.pid):
+            assert time.monotonic() < deadline, "the session outlived the kill"
+            time.sleep(0.02)
+    finally:
+        shell.kill()
+        shell.wait()

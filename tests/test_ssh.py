@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
+import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -269,3 +275,122 @@ def test_a_trial_over_ssh_is_one_remote_command(tmp_path, sshd, monkeypatch, lea
     three = _commands_of_a_sweep(tmp_path, sshd, monkeypatch, 3)
     assert three - one == 2
     assert one <= 8  # facts, prefix, content, client folder, start, the trial, stop, removal
+
+
+# -- Ctrl-C stops remote commands on their host ---------------------------------------------
+def _sessions_of(pids: list[int]) -> list[int]:
+    """The live processes (not zombies) in the sessions of ``pids`` on this machine."""
+    sids = set()
+    for pid in pids:
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            sids.add(int(Path(f"/proc/{pid}/stat").read_bytes().rpartition(b")")[2].split()[3]))
+    out = []
+    for d in Path("/proc").iterdir():
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            fields = (d / "stat").read_bytes().rpartition(b")")[2].split()
+            if int(fields[3]) in sids and fields[0] != b"Z":
+                out.append(int(d.name))
+    return out
+
+
+def _await(condition, what: str, bound_s: float) -> None:
+    deadline = time.monotonic() + bound_s
+    while not condition():
+        assert time.monotonic() < deadline, f"{what}: not after {bound_s:g} s"
+        time.sleep(0.05)
+
+
+def _remote_long_commands(tmp_path: Path, n: int) -> tuple[list[list[str]], Callable[[], list]]:
+    """``n`` remote commands that each record their pid, then run ``timeout`` 300 s of
+    ``sleep`` (``timeout`` puts ``sleep`` in a process group of its own); and a function
+    that lists their live processes (the sshd is on loopback: the host is this machine)."""
+    tag = uuid.uuid4().hex
+    marks = [tmp_path / f"remote-{tag}.{i}" for i in range(n)]
+    argvs = [["sh", "-c", f"echo $$ > {m}; exec timeout 300 sleep 300"] for m in marks]
+
+    def alive() -> list[int]:
+        pids = [int(m.read_text()) for m in marks if m.exists() and m.read_text().strip()]
+        return _sessions_of(pids) if len(pids) == n else []
+
+    return argvs, alive
+
+
+def _with_sigint(when: Callable[[], bool], body: Callable[[], object]) -> None:
+    """Run ``body``; SIGINT this process once ``when`` holds; expect KeyboardInterrupt."""
+    fired = threading.Event()
+
+    def interrupt_once() -> None:
+        _await(when, "the remote commands running", 60)
+        fired.set()
+        os.kill(os.getpid(), signal.SIGINT)
+
+    # A pytest-xdist worker ignores SIGINT: the test sets Python's own handler for its span.
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        threading.Thread(target=interrupt_once, daemon=True).start()
+        with pytest.raises(KeyboardInterrupt):
+            body()
+            _await(fired.is_set, "the interrupt", 60)  # the body returned first: wait for it
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def test_ctrl_c_kills_the_remote_command_and_its_session(tmp_path, sshd):
+    """Ctrl-C in the thread that waits for a remote command kills it on its host, with every
+    process of its session; before, it ran on there until the host's ``timeout`` ended it."""
+    host = connect(sshd.spec, ssh_config=str(sshd.client_config(tmp_path)))
+    try:
+        (argv,), alive = _remote_long_commands(tmp_path, 1)
+        _with_sigint(lambda: len(alive()) >= 2, lambda: host.run(argv, check=False))
+        _await(lambda: not alive(), "the remote command and its sleep killed", 30)
+        assert host.run(["echo", "again"]).stdout == "again\n"  # a new shell serves
+    finally:
+        host.close()
+
+
+def test_ctrl_c_kills_remote_commands_of_other_threads(tmp_path, sshd):
+    """Two commands side by side (one in the connection's shell, one in a session of its
+    own, the shell being busy): the interrupt kills both on the host."""
+    from runners.hosts import side_by_side
+
+    host = connect(sshd.spec, ssh_config=str(sshd.client_config(tmp_path)))
+    try:
+        argvs, alive = _remote_long_commands(tmp_path, 2)
+        calls = [functools.partial(host.run, a, check=False) for a in argvs]
+        _with_sigint(lambda: len(alive()) >= 4, lambda: side_by_side(calls, [host]))
+        _await(lambda: not alive(), "both remote commands killed", 30)
+        assert host.sessions >= 2 and host.run(["true"]).ok
+    finally:
+        host.close()
+
+
+def test_a_timed_out_remote_command_is_killed_on_its_host(tmp_path, sshd):
+    """Before, a timed-out command was only left behind (to the host's ``timeout``)."""
+    host = connect(sshd.spec, ssh_config=str(sshd.client_config(tmp_path)))
+    try:
+        (argv,), alive = _remote_long_commands(tmp_path, 1)
+        assert host.run(argv, timeout=3, check=False).exited == 124
+        _await(lambda: not alive(), "the timed-out command killed", 30)
+        assert host.run(["echo", "again"]).stdout == "again\n"
+    finally:
+        host.close()
+
+
+def test_ctrl_c_in_a_trial_over_ssh_stops_its_load(tmp_path, own_tmpdir, leaves_no_nginx):
+    """A 60 s trial on an SSH server and client: Ctrl-C stops the remote wrk, nginx and the
+    command; the run keeps its finished trials (none) for --resume."""
+    from tests.test_hardening4 import _generators_in, _interrupt_in_trial, _start
+
+    server = start_sshd(tmp_path / "sshd", extra=f"SetEnv TMPDIR={own_tmpdir}\n")
+    try:
+        cfg = server.client_config(tmp_path)
+        argv = [
+            *("sweep", "--server", server.spec, "--client", server.spec),
+            *("--ssh-config", str(cfg), "--connections", "2", "--duration", "60s"),
+            *("--warmup", "0"),
+        ]
+        err = _interrupt_in_trial(_start(argv, tmp_path / "runs"), own_tmpdir)
+        assert "interrupted; finished trials are kept in run" in err and "Traceback" not in err
+        assert not _generators_in(own_tmpdir)
+    finally:
+        server.stop()

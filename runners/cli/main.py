@@ -431,7 +431,10 @@ def _hosts(args: argparse.Namespace) -> dict[str, Any]:
         except FieldError as exc:  # bad input, exit 2 (as a wildcard address)
             raise UnsupportedLoad(str(exc)) from None
     target = args.target_address or inv.get("target_address")
-    problem = wildcard_problem(target, args.allow_wildcard_address)
+    upstream = getattr(args, "upstream_address", None) or inv.get("upstream_address")
+    problem = wildcard_problem(target, args.allow_wildcard_address) or wildcard_problem(
+        upstream, args.allow_wildcard_address, "upstream address"
+    )  # the upstream file servers listen on theirs
     if problem:
         raise UnsupportedLoad(problem)
     clients = args.client or inv.get("clients") or ["local"]

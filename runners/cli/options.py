@@ -9,12 +9,14 @@ options to one subcommand's parser; names, defaults and help are defined here on
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import ipaddress
 import re
 import socket
 from typing import Any
 
+from runners.deploy.conf import is_wildcard
 from runners.names import DEFAULT_OUT
 from runners.tools import TOOLS
 from trialtable.pathargs import INPUT_FILE, OUTPUT_FOLDER, PROGRAM, path_arg
@@ -195,26 +197,21 @@ def tool_option(p: argparse.ArgumentParser, name: str) -> None:
     )
 
 
-def wildcard_problem(address: str | None, allowed: bool) -> str | None:
-    """Why ``address`` may not be the target address, or None.
+def wildcard_problem(
+    address: str | None, allowed: bool, what: str = "target address"
+) -> str | None:
+    """Why ``address`` may not be the target address (or ``what`` else nginx listens on).
 
-    A wildcard (``0.0.0.0``, ``::``, or a short form such as ``0``) makes nginx listen on
-    every interface of the server: refused unless ``--allow-wildcard-address``.
+    A wildcard (``0.0.0.0``, ``::``, a short form such as ``0``, or ``::ffff:0.0.0.0``, the
+    IPv4 wildcard mapped into IPv6) makes nginx listen on every interface of the server:
+    refused unless ``--allow-wildcard-address``.
     """
     if not address or allowed:
         return None
-    text = address.strip().strip("[]")
-    try:
-        wildcard = ipaddress.ip_address(text).is_unspecified
-    except ValueError:
-        try:
-            wildcard = socket.inet_aton(text) == bytes(4)
-        except OSError:
-            wildcard = False
-    if not wildcard:
+    if not is_wildcard(address):
         return None
     return (
-        f"target address {address!r} is a wildcard: nginx would listen on every interface; "
+        f"{what} {address!r} is a wildcard: nginx would listen on every interface; "
         "give the server's own address, or add --allow-wildcard-address"
     )
 
@@ -235,6 +232,27 @@ def _listen_host(arg: str) -> str | None:
     if not colon:
         return "*" if arg.isdigit() else arg  # ``listen 8080``: every interface
     return host
+
+
+def _name_problem(host: str | None, allowed: bool) -> str | None:
+    """Why a ``listen`` may not name ``host``, or None.
+
+    A host name (``localhost`` aside) is resolved by nginx on the server, maybe to a wildcard
+    that this side cannot see: refused unless ``--allow-wildcard-address``.
+    """
+    if not host or allowed or host.strip("[]").lower() in ("localhost", "*"):
+        return None
+    text = host.strip("[]")
+    with contextlib.suppress(ValueError):
+        ipaddress.ip_address(text)
+        return None
+    with contextlib.suppress(OSError):
+        socket.inet_aton(text)
+        return None
+    return (
+        f"listen names the host {host!r}, which nginx resolves on the server (to every "
+        "interface for all this check can tell); give an IP address"
+    )
 
 
 def directive_problem(text: str, allowed: bool) -> str | None:
@@ -258,7 +276,7 @@ def directive_problem(text: str, allowed: bool) -> str | None:
                     f"directive {text[:80]!r} makes nginx listen on every interface; "
                     "listen on the server's own address, or add --allow-wildcard-address"
                 )
-            problem = wildcard_problem(host, allowed)
+            problem = wildcard_problem(host, allowed) or _name_problem(host, allowed)
             if problem:
                 return f"directive {text[:80]!r}: {problem}"
         start = token in ("{", "}", ";")

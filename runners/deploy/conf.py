@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ipaddress
+import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -292,3 +294,21 @@ def _http_common(prefix: str, *, keepalive: bool) -> list[str]:
 def hostport(addr: str, port: int) -> str:
     """``addr:port``, with IPv6 addresses in brackets."""
     return f"[{addr}]:{port}" if ":" in addr else f"{addr}:{port}"
+
+
+def is_wildcard(address: str) -> bool:
+    """Whether nginx listening on ``address`` listens on every interface.
+
+    ``0.0.0.0``, ``::``, the short forms the system's parser reads as them (``0``, ``0x0``),
+    and ``::ffff:0.0.0.0`` (the IPv4 wildcard mapped into IPv6: every IPv4 interface).
+    """
+    text = address.strip().strip("[]")
+    try:
+        ip = ipaddress.ip_address(text)
+    except ValueError:
+        try:
+            return socket.inet_aton(text) == bytes(4)
+        except OSError:
+            return False
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return ip.is_unspecified or (mapped is not None and mapped.is_unspecified)

@@ -99,18 +99,34 @@ _CONTENT = (
 
 # Shell helpers: a pid is alive when it exists and is not a zombie (a container's init may
 # never reap it); its start time is field 22 of /proc/PID/stat (clock ticks since boot).
+# Both read the stat line with the shell's own `read` (the name in parentheses may hold
+# spaces): no process is started, which on a loaded host took 20-30 ms each time.
+# `children` prints a process's children: the kernel's list, else `pgrep` (which reads every
+# process's stat: 170 ms on the same host).
 _ALIVE_FN = r"""
 alive() {
-  s=$(sed 's/.*) \(.\).*/\1/' "/proc/$1/stat" 2>/dev/null) || return 1
-  [ -n "$s" ] && [ "$s" != Z ]
+  { read -r _st < "/proc/$1/stat"; } 2>/dev/null || return 1
+  _st=${_st##*") "}
+  [ -n "$_st" ] && [ "${_st%% *}" != Z ]
 }
 started_at() {
-  sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20
+  { read -r _st < "/proc/$1/stat"; } 2>/dev/null || return 1
+  _st=${_st##*") "}
+  set -- $_st
+  echo "${20}"
+}
+children() {
+  _ch=
+  { read -r _ch < "/proc/$1/task/$1/children"; } 2>/dev/null
+  [ -n "$_ch" ] || _ch=$(pgrep -P "$1" 2>/dev/null)
+  echo $_ch
 }
 """
 
 # Write the config, test it, start nginx, wait for its pid and workers: one round trip.
-_LAUNCH = r"""
+_LAUNCH = (
+    _ALIVE_FN
+    + r"""
 p=$1 conf=$2 nginx=$3 want=$4
 umask 022
 printf '%s' "$5" > "$conf" || exit 1
@@ -125,18 +141,19 @@ m=$(cat "$p/nginx.pid" 2>/dev/null)
 [ -n "$m" ] || { echo NO_PID; exit 0; }
 i=0
 while :; do
-  w=$(pgrep -P "$m" 2>/dev/null || cat "/proc/$m/task/$m/children" 2>/dev/null)
+  w=$(children "$m")
   set -- $w
   if [ $# -ge "$want" ] || [ $i -ge 250 ]; then break; fi
   sleep 0.02; i=$((i+1))
 done
 s=
 for q in $m $w; do
-  s="$s $q:$(sed 's/.*) //' "/proc/$q/stat" 2>/dev/null | cut -d' ' -f20)"
+  s="$s $q:$(started_at "$q")"
 done
 echo STARTED "$m" $w
 echo STARTS $s
 """
+)
 
 # Which of the pids are alive, their /proc stat lines (CPU time in clock ticks), then their
 # CPU time in ns from /proc/PID/schedstat where the kernel keeps it.
@@ -208,7 +225,7 @@ set -- $given
 kids=
 for m in $masters; do
   if alive "$m"; then
-    kids="$kids $(pgrep -P "$m" 2>/dev/null || cat "/proc/$m/task/$m/children" 2>/dev/null)"
+    kids="$kids $(children "$m")"
     kill -TERM "$m" 2>/dev/null
   fi
 done
