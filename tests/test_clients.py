@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import math
 import os
 import signal
 import threading
@@ -110,6 +111,25 @@ def test_each_client_has_a_progress_line():
     )
     assert "client b: 200 of 300 rps" in lines[1] and "window +2.000..+4.000 s" in lines[1]
     assert "client c: 0 rps, p99 nan ms, window not stamped" in lines[2]
+
+
+def test_a_pair_is_invalid_when_a_client_was_lost_in_it_or_its_sides_ran_on_other_clients():
+    from types import SimpleNamespace
+
+    from runners.interleave import pair_problem
+
+    lost = {"trial_id": "A-0002", "host": "h:22", "reason": "client h:22 lost in the trial: x"}
+    runs = [SimpleNamespace(meta={"lost_clients": [lost]}), SimpleNamespace(meta={})]
+    rows = [
+        {"trial_id": "A-0001", "client_hosts": "local h:22"},
+        {"trial_id": "B-0001", "client_hosts": "local h:22"},
+    ]
+    assert pair_problem(rows, runs) == ""
+    rows[0]["trial_id"] = "A-0002"
+    assert pair_problem(rows, runs) == "client h:22 lost in the trial: x (trial A-0002)"
+    rows[0]["trial_id"] = "A-0003"
+    rows[1]["client_hosts"] = "local"
+    assert pair_problem(rows, runs) == "its trials ran on different clients (local h:22 / local)"
 
 
 def _no_trials(run: Path) -> bool:
@@ -315,6 +335,49 @@ def test_a_lost_client_is_named_comes_back_once_and_then_stays_out(
     assert f"{ids[2]}: client {sshd.spec} is back (try 1 of 2)" in text
     assert f"{ids[4]}: client {sshd.spec} did not come back (try 2 of 2)" in text
     assert text.count("did not come back") == 1
+
+
+@pytest.mark.slow
+def test_ab_measures_a_pair_again_when_a_client_is_lost_in_it(tmp_path, sshd, leaves_no_nginx):
+    """``runners ab`` with two clients, one over SSH whose sessions are killed after pair 1.
+
+    Pair 2 loses the client on both sides (each side has its own connection): the pair is
+    named invalid and measured again, the client back on both sides; every counted pair ran
+    on both clients.
+    """
+    from runners import interleave
+    from runners.sweep import Access, Plan
+
+    plan = Plan(
+        clients=("local", sshd.spec),
+        target_address="127.0.0.1",
+        sla_p99_ms=10_000.0,
+        **FAST,
+    )
+    plan_b = interleave.with_directives(plan, ["variables_hash_max_size 1024"])
+    settings = interleave.PairSettings(pairs=2, connections=4)
+    out, log = tmp_path / "runs", io.StringIO()
+    done = _after_rows(out, {1: lambda: _kill_sessions(sshd.proc.pid)}, runs=2)
+    try:
+        access = Access(ssh_config=str(sshd.client_config(tmp_path)))
+        a, b, run_ids = interleave.run_pairs(
+            plan, plan_b, settings, str(out), progress=log, access=access
+        )
+    finally:
+        done()
+    text = log.getvalue()
+    assert len(a) == len(b) == 2 and all(map(math.isfinite, [*a, *b])), text
+    assert f"pair 2/2: invalid, client {sshd.spec} lost in the trial" in text
+    assert "measured again (1 of 2 re-runs)" in text and "pair 2/2: B/A" in text
+    for run_id in run_ids:
+        meta = json.loads((out / run_id / "run.json").read_text())
+        rows = (out / run_id / "trials.csv").read_text().splitlines()
+        assert len(rows) == 1 + 3  # header, pairs 1 and 2, pair 2 again
+        ((pair,),) = [meta["invalid_pairs"]]
+        assert pair["pair"] == 2 and sshd.spec in pair["reason"]
+        lost = [e["trial_id"] for e in meta["lost_clients"]]
+        assert lost == [t for t in pair["trial_ids"] if t.startswith(run_id)]
+        assert [e["returned"] for e in meta["client_retries"]] == [True]
 
 
 @pytest.mark.slow
