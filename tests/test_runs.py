@@ -251,3 +251,53 @@ def test_cli_bounds(tmp_path, args, message):
     assert p.returncode == 2, p.stderr
     assert len(p.stderr.strip().splitlines()) == 1 and message in p.stderr
     assert not any(tmp_path.iterdir())
+
+
+def test_a_trials_fsyncs_and_run_json_left_to_a_thread_come_after_it_is_written(
+    tmp_path, monkeypatch
+):
+    """`Run.append(sync_later=True)` and ``record_command(later=True)``, as a session stores.
+
+    The row is on file at once; its fsyncs and ``run.json`` follow in a thread until
+    `Run.synced`, which raises that thread's error once.
+    """
+    import errno
+    import os
+    import threading
+
+    from runners.run import open_run
+    from runners.sim import SimServer
+    from runners.sweep import Plan, target_for
+    from trialtable.errors import RunFolderError
+
+    plan, run = open_run(Plan(server="sim", connections=(8,)), tmp_path, None, sim=SimServer())
+    with target_for(plan, run, sim=SimServer()) as target:
+        row = target.trial(1, 1, 8)
+    gate, calls, fail = threading.Event(), [], []
+
+    def fsync(fd: int) -> None:
+        gate.wait(30)
+        calls.append(fd)
+        if fail:
+            raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    try:
+        run.append({**row, "trial_id": "t-b"}, sync_later=True)
+        run.record_command("t-b", {"sim": "wrk"}, later=True)
+        assert run.rows()[-1]["trial_id"] == "t-b" and not calls
+        assert "t-b" not in (run.path / "run.json").read_text()  # not yet
+        gate.set()
+        run.synced()
+        assert len(calls) == 3  # histograms.jsonl, trials.csv, then run.json
+        assert '"t-b"' in (run.path / "run.json").read_text()
+        fail.append(True)
+        run.append({**row, "trial_id": "t-c"}, sync_later=True)
+        run.record_command("t-c", {"sim": "wrk"}, later=True)
+        with pytest.raises(RunFolderError, match=r"histograms.jsonl cannot be synced \(Input"):
+            run.synced()
+        fail.clear()
+        run.synced()  # raised once
+    finally:
+        gate.set()
+        run.close()
