@@ -13,10 +13,9 @@ one-off cost of the session (facts, offsets, deployment) and of the N clock offs
 Goal: (wall - D) / wall <= 5% per trial at 8 clients. Needs root (namespaces).
 
 Where the time goes is split further: the storing on the trial's own path (the row, the
-histograms and ``run.json``, with their fsyncs: ``store_s``), the wait for fsyncs left to a
-thread by the trial before (``sync_wait_s``), and the longest wrk's own run past D (its
-``duration_us``: ``wrk_beyond_s``) against the rest of the clients' run past D (wrk's
-start-up, its report, the shell's stamps: ``outside_wrk_s``).
+histograms and ``run.json``, encoded, written and fsynced: ``store_s``), and the longest
+wrk's own run past D (its ``duration_us``: ``wrk_beyond_s``) against the rest of the
+clients' run past D (wrk's start-up, its report, the shell's stamps: ``outside_wrk_s``).
 
 ``--against DIR`` measures other code (a checkout of an older commit, say) and this tree's
 alternately, ``--rounds`` times each, in one session: each round runs this benchmark on
@@ -138,8 +137,7 @@ def parts(
 def timers(run: Any) -> list[tuple[str, float, float]]:
     """Time what a run spends storing: (what, when it started, seconds) per call.
 
-    Wraps the run folder's ``append`` and ``save_meta`` (``store``) and, where the code has
-    it, the run's wait for fsyncs left to a thread (``sync_wait``).
+    Wraps the run folder's ``append`` and ``save_meta`` (``store``).
     """
     spent: list[tuple[str, float, float]] = []
 
@@ -157,20 +155,15 @@ def timers(run: Any) -> list[tuple[str, float, float]]:
 
     wrap(run.folder, "append", "store")
     wrap(run.folder, "save_meta", "store")
-    if hasattr(run, "synced"):
-        wrap(run, "synced", "sync_wait")
     return spent
 
 
 def storing(
     spans: list[tuple[float, float]], spent: list[tuple[str, float, float]]
 ) -> dict[str, float]:
-    """Median per trial [s] of the storing on its path and of its waits for earlier fsyncs."""
-    out = {}
-    for kind in ("store", "sync_wait"):
-        per = [sum(s for k, t, s in spent if k == kind and a <= t <= b) for a, b in spans]
-        out[f"{kind}_s"] = round(statistics.median(per), 3)
-    return out
+    """Median per trial [s] of the storing on its path."""
+    per = [sum(s for k, t, s in spent if k == "store" and a <= t <= b) for a, b in spans]
+    return {"store_s": round(statistics.median(per), 3)}
 
 
 def wrk_parts(
@@ -267,7 +260,7 @@ def main() -> int:
     load1 = os.getloadavg()[0]
     added = many["per_trial_overhead_s"] - one["per_trial_overhead_s"]
     names = ("before_start_s", "start_skew_s", "run_beyond_s", "wrk_beyond_s", "outside_wrk_s")
-    names += ("after_s", "store_s", "sync_wait_s")
+    names += ("after_s", "store_s")
     split = ", ".join(f"{k} {many[k]:.3f}" for k in names)
     result = {
         "duration_s": args.duration,

@@ -64,23 +64,9 @@ class Run:
         """The trial rows written so far, as strings."""
         return self.folder.rows()
 
-    def append(
-        self,
-        row: Mapping[str, Any],
-        histograms: Mapping[str, Any] | None = None,
-        *,
-        sync_later: bool = False,
-    ) -> None:
-        """Append one trial's row (and its clients' histograms), written and fsynced.
-
-        ``sync_later``: written now, fsynced with the next ``record_command(later=True)``
-        (in a thread, beside what follows) or at the next write or `synced`.
-        """
-        self.folder.append(row, histograms, sync=not sync_later)
-
-    def synced(self) -> None:
-        """Wait until what was left to a thread is written and fsynced (raise its error)."""
-        self.folder.settle()
+    def append(self, row: Mapping[str, Any], histograms: Mapping[str, Any] | None = None) -> None:
+        """Append one trial's row (and its clients' histograms)."""
+        self.folder.append(row, histograms)
 
     # -- run.json ---------------------------------------------------------------------------
     def record(self, **fields: Any) -> None:
@@ -93,19 +79,12 @@ class Run:
         self.folder.meta.setdefault(key, {})[name] = value
         self.folder.save_meta()
 
-    def record_command(
-        self, trial_id: str, hosts: Mapping[str, str], *, later: bool = False
-    ) -> None:
-        """Add the command line each client ran for a trial.
-
-        ``later``: ``run.json`` is written in a thread of its own, after the fsyncs of a
-        trial appended with ``sync_later``, beside what follows (the next trial's lead to
-        its common start, where `runners.session.Session` waits for it with `synced`).
-        """
+    def record_command(self, trial_id: str, hosts: Mapping[str, str]) -> None:
+        """Add the command line each client ran for a trial."""
         self.folder.meta.setdefault("commands", []).append(
             {"trial_id": trial_id, "hosts": dict(hosts)}
         )
-        self.folder.save_meta(later=later)
+        self.folder.save_meta()
 
     def record_windows(
         self, trial_id: str, start_s: float, clients: list[dict[str, Any]], *, save: bool = True

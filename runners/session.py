@@ -529,7 +529,6 @@ class Session:
         def before() -> None:
             samples["before"] = deployment.sample()
             sampled_at[0] = time.time()
-            self.run.synced()  # the last trial's fsyncs and run.json, within this lead
 
         def one(i: int) -> None:
             try:
@@ -596,9 +595,6 @@ class Session:
         as they end (`_run_many`); else the samples and the client are separate commands.
         """
         assert self.deployment is not None
-        if len(self.clients) > 1 and all(c.offset is not None for c in self.clients):
-            return self._run_many(list(argvs), seconds, loads)
-        self.run.synced()
         if len(self.clients) == 1 and self.clients[0].host is self.server:
             client, limit = self.clients[0], self._limit(seconds)
             (alive, cpu0), r, after = self.deployment.run_sampled(
@@ -609,6 +605,8 @@ class Session:
             outputs = [self._collected(client, r, loads[0], limit)]
             alive1, cpu1 = after if after is not None else self.deployment.sample()
             return _Ran(alive and alive1, cpu0, cpu1, outputs, None)
+        if len(self.clients) > 1 and all(c.offset is not None for c in self.clients):
+            return self._run_many(list(argvs), seconds, loads)
         alive, cpu0 = self.deployment.sample()
         if not alive:
             return _Ran(False, cpu0, cpu0, [], None)
@@ -687,23 +685,17 @@ class Session:
         results: Sequence[loadgen.Measurement],
         argvs: Sequence[list[str]],
     ) -> None:
-        """Append a trial's row with each client's histogram, and record its commands.
-
-        Both are written before this returns; their fsyncs and ``run.json`` follow in a
-        thread, which the next trial waits for in its lead to its common start (`_measure`).
-        """
+        """Append a trial's row with each client's histogram, and record its commands."""
         self.run.append(
             row,
             {
                 c.host.name: sorted(r.histogram_us.items())
                 for c, r in zip(self.clients, results, strict=True)
             },
-            sync_later=True,
         )
         self.run.record_command(
             str(row["trial_id"]),
             {c.host.name: shlex.join(a) for c, a in zip(self.clients, argvs, strict=True)},
-            later=True,
         )
 
     def _warm_up(

@@ -14,11 +14,7 @@
   its pid. The kernel releases it when that process dies, even by SIGKILL.
 
 A crash loses at most the trial in flight: rows are written whole, flushed and fsynced, and a
-torn last line (power loss) is cut off when the run is opened again. A writer may leave a
-trial's fsyncs and its ``run.json`` to a thread (``append(sync=False)`` then
-``save_meta(later=True)``), beside its next step: the trial is written before that, so a
-killed process loses nothing of it; a power loss before the thread ends may lose it too.
-Every later write waits for that thread first.
+torn last line (power loss) is cut off when the run is opened again.
 """
 
 from __future__ import annotations
@@ -32,7 +28,6 @@ import json
 import math
 import os
 import re
-import threading
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -111,10 +106,6 @@ class RunFolder:
         self.path = path
         self.meta = meta
         self._locked = False
-        # Writing left to a thread of its own (`save_meta(later=True)`), and its error.
-        self._pending: threading.Thread | None = None
-        self._pending_error: BaseException | None = None
-        self._unsynced = False  # trials appended with sync=False and not yet fsynced
 
     # -- paths ------------------------------------------------------------------------------
     @property
@@ -318,13 +309,7 @@ class RunFolder:
         self._locked = True
 
     def close(self) -> None:
-        """Finish what is left to write (`settle`), then release this holder's share of the lock."""
-        try:
-            self.settle()
-        finally:
-            self._release()
-
-    def _release(self) -> None:
+        """Release this holder's share of the lock."""
         if not self._locked:
             return
         self._locked = False
@@ -346,57 +331,13 @@ class RunFolder:
         self.close()
 
     # -- writing ----------------------------------------------------------------------------
-    def save_meta(self, *, later: bool = False) -> None:
-        """Write ``run.json`` atomically; on failure no temporary file is left behind.
-
-        ``later``: ``run.json`` is taken as it is now, and written in a thread of its own,
-        after the fsyncs of the trials appended with ``sync=False``, beside what the caller
-        does next; every later write to the folder waits for it first (`settle`).
-        """
-        self._join()
-        if not later:
-            self.sync()
+    def save_meta(self) -> None:
+        """Write ``run.json`` atomically; on failure no temporary file is left behind."""
         text = json.dumps(self.meta, indent=1, sort_keys=False, default=str) + "\n"
-        if later:
-            self._pending = threading.Thread(
-                target=self._write_later, args=(text,), name="run-folder-write", daemon=True
-            )
-            self._pending.start()
-        else:
-            self._write_meta(text)
-
-    def _write_meta(self, text: str) -> None:
         try:
             write_atomic(self.meta_path, text)
         except OSError as exc:
             raise self.error("run.json", f"cannot be written ({exc.strerror})") from None
-
-    def _write_later(self, text: str) -> None:
-        try:
-            self.sync()
-            self._write_meta(text)
-        except BaseException as exc:  # raised by `settle`, in the caller's thread
-            self._pending_error = exc
-
-    def settle(self) -> None:
-        """Wait for the writing left to a thread, and fsync what is still unsynced.
-
-        Raises
-        ------
-        RunFolderError
-            When that writing failed (once: the next call goes on).
-        """
-        self._join()
-        self.sync()
-
-    def _join(self) -> None:
-        """Wait for the writing left to a thread; raise its error."""
-        if self._pending is not None:
-            self._pending.join()
-            self._pending = None
-        if self._pending_error is not None:
-            error, self._pending_error = self._pending_error, None
-            raise error
 
     @contextlib.contextmanager
     def recording_status(self) -> Iterator[None]:
@@ -422,23 +363,12 @@ class RunFolder:
 
     def _try_save(self) -> None:
         with contextlib.suppress(RunFolderError):
-            self.settle()  # an earlier write's error is the run's to report, not this one's
-        with contextlib.suppress(RunFolderError):
             self.save_meta()
 
     def append(
-        self,
-        row: Mapping[str, object],
-        histograms: Mapping[str, object] | None = None,
-        *,
-        sync: bool = True,
+        self, row: Mapping[str, object], histograms: Mapping[str, object] | None = None
     ) -> None:
-        """Append one trial: its histograms first, then its row, each flushed and fsynced.
-
-        ``sync=False`` leaves the fsyncs to the next `save_meta` or `settle` (written, not
-        yet synced: a killed process loses nothing of it, a power loss before then may).
-        """
-        self.settle()
+        """Append one trial: its histograms first, then its row, each flushed and fsynced."""
         unknown = set(row) - set(TRIAL_COLUMNS)
         if unknown:
             raise RunFolderError(f"unknown trial columns: {sorted(unknown)}")
@@ -452,34 +382,14 @@ class RunFolder:
             line = json.dumps(
                 {"trial_id": row["trial_id"], "clients": histograms}, separators=(",", ":")
             )
-            self._append(self.histograms_path, line + "\n", sync)
+            self._append(self.histograms_path, line + "\n")
         buf = io.StringIO()
         csv.writer(buf, lineterminator="\n").writerow(cell(row.get(c)) for c in TRIAL_COLUMNS)
-        self._append(self.trials_path, buf.getvalue(), sync)
-        self._unsynced = not sync
+        self._append(self.trials_path, buf.getvalue())
 
-    def sync(self) -> None:
-        """Fsync the trials and histograms written with ``append(..., sync=False)``."""
-        if not self._unsynced:
-            return
-        for path in (self.histograms_path, self.trials_path):
-            try:
-                fd = open_state(path, os.O_RDONLY)
-            except FileNotFoundError:
-                continue
-            except OSError as exc:
-                raise self.error(path.name, f"cannot be synced ({exc.strerror})") from None
-            try:
-                os.fsync(fd)
-            except OSError as exc:
-                raise self.error(path.name, f"cannot be synced ({exc.strerror})") from None
-            finally:
-                os.close(fd)
-        self._unsynced = False
-
-    def _append(self, path: Path, text: str, sync: bool = True) -> None:
+    def _append(self, path: Path, text: str) -> None:
         try:
-            append_state_line(path, text, sync=sync)
+            append_state_line(path, text)
         except OSError as exc:
             raise self.error(path.name, f"cannot be written ({exc.strerror})") from None
 
@@ -634,10 +544,10 @@ def _read_state(path: Path, limit: int) -> bytes:
     return read_bounded(path, limit, regular_only=True, follow=False)
 
 
-def append_state_line(path: Path, text: str, *, sync: bool = True) -> None:
-    """Append ``text`` whole, never through a link (see `open_state`), and fsync it.
+def append_state_line(path: Path, text: str) -> None:
+    """Append ``text`` whole, never through a link (see `open_state`).
 
-    A line written in part (a full disk) is taken back. ``sync=False``: no fsync here.
+    A line written in part (a full disk) is taken back.
     """
     fd = open_state(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     try:
@@ -646,8 +556,7 @@ def append_state_line(path: Path, text: str, *, sync: bool = True) -> None:
             data = memoryview(text.encode("utf-8"))
             while data:
                 data = data[os.write(fd, data) :]
-            if sync:
-                os.fsync(fd)
+            os.fsync(fd)
         except OSError:
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, size)
