@@ -39,6 +39,7 @@ from runners.plan import Access, Plan
 from runners.run import Run
 from runners.scenario import response_size_problem
 from runners.trial import CpuUse, Judging, TrialSetting, invalidate, trial_row
+from trialtable.folder import EncodedHistogram, encode_histogram
 from trialtable.schema import utc_now
 
 
@@ -216,6 +217,8 @@ class Session:
         # What the session recorded in run.json, kept here rather than read back.
         self._hosts_record: dict[str, Any] = {}
         self._placement = ""  # the first client's placement under the current vcpus
+        # Each client's histogram as stored, encoded in its thread as it ended (`_run_many`).
+        self._encoded: dict[int, EncodedHistogram] = {}
         self._seq = len(run.rows())
         # A key pair for this session when nginx checks tokens: the public key goes into the
         # config, the private key signs the one token every request carries.
@@ -539,7 +542,11 @@ class Session:
                     last = pending[0] == 0
                 if last:  # every client has ended: the second sample, now
                     samples["after"] = deployment.sample()
-            ran[i] = out, self._parse(clients[i], out, loads[i])
+            parsed = self._parse(clients[i], out, loads[i])
+            if not isinstance(parsed, str):  # encoded here, beside the wait for the others
+                hist = encode_histogram(sorted(parsed.histogram_us.items()))
+                self._encoded[id(parsed)] = hist
+            ran[i] = out, parsed
 
         calls: list[Callable[[], None]] = [before]
         calls += [functools.partial(one, i) for i in range(len(clients))]
@@ -686,10 +693,11 @@ class Session:
         argvs: Sequence[list[str]],
     ) -> None:
         """Append a trial's row with each client's histogram, and record its commands."""
+        encoded, self._encoded = self._encoded, {}
         self.run.append(
             row,
             {
-                c.host.name: sorted(r.histogram_us.items())
+                c.host.name: encoded.get(id(r)) or sorted(r.histogram_us.items())
                 for c, r in zip(self.clients, results, strict=True)
             },
         )

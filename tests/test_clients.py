@@ -132,6 +132,24 @@ def test_a_pair_is_invalid_when_a_client_was_lost_in_it_or_its_sides_ran_on_othe
     assert pair_problem(rows, runs) == "its trials ran on different clients (local h:22 / local)"
 
 
+def test_a_histogram_encoded_in_a_clients_thread_is_stored_byte_for_byte_as_a_plain_one(tmp_path):
+    from trialtable.folder import RunFolder, encode_histogram
+
+    pairs = [(95, 2), (100, 3), (4_000_000, 1)]
+    hosts = ("netns:a", 'ops@h\u00e9"x')
+    lines = []
+    for name, value in (("plain", pairs), ("encoded", encode_histogram(pairs))):
+        folder = RunFolder.create(tmp_path, {"run_id": name, "simulated": False})
+        try:
+            row = {"trial_id": "t-\u00e91", "simulated": False}
+            folder.append(row, dict.fromkeys(hosts, value))
+        finally:
+            folder.close()
+        lines.append(folder.histograms_path.read_bytes())
+    assert lines[0] == lines[1]
+    assert json.loads(lines[1])["clients"][hosts[1]] == [list(p) for p in pairs]
+
+
 def _no_trials(run: Path) -> bool:
     trials = run / "trials.csv"
     return not trials.exists() or len(trials.read_text().splitlines()) <= 1
