@@ -12,23 +12,38 @@ one-off cost of the session (facts, offsets, deployment) and of the N clock offs
 (3 reads of ``date`` each) are reported apart: they are paid once per run, not per trial.
 Goal: (wall - D) / wall <= 5% per trial at 8 clients. Needs root (namespaces).
 
+Where the time goes is split further: the storing on the trial's own path (the row, the
+histograms and ``run.json``, encoded, written and fsynced: ``store_s``), and the longest
+wrk's own run past D (its ``duration_us``: ``wrk_beyond_s``) against the rest of the
+clients' run past D (wrk's start-up, its report, the shell's stamps: ``outside_wrk_s``).
+
+``--against DIR`` measures other code (a checkout of an older commit, say) and this tree's
+alternately, ``--rounds`` times each, in one session: each round runs this benchmark on
+DIR's packages (``BENCH_CLIENTS_CODE=DIR``), then on this tree's, with the same options.
+
     .venv/bin/python benchmarks/bench_clients.py [--clients 8] [--trials 3] [--duration 10]
+    .venv/bin/python benchmarks/bench_clients.py --against /tmp/old --rounds 4
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+#: Where the code under test is imported from: this tree, or another one (`alternate`).
+CODE = Path(os.environ.get("BENCH_CLIENTS_CODE") or ROOT)
+sys.path.insert(0, str(CODE))
 
 from benchlib import machine, save  # noqa: E402
 
@@ -52,7 +67,8 @@ def timed_trials(clients: tuple[str, ...], server: str, args: Any, out: Path) ->
         sla_p99_ms=10_000.0,
     )
     plan, run = open_run(plan, out, None)
-    spans, reasons = [], []
+    spans, reasons, durations = [], [], []
+    spent = timers(run)
     try:
         t0 = time.perf_counter()
         with target_for(plan, run, log=io.StringIO()) as session:
@@ -62,6 +78,7 @@ def timed_trials(clients: tuple[str, ...], server: str, args: Any, out: Path) ->
                 row = session.trial(1, 1, args.connections)
                 spans.append((t, time.time()))
                 reasons.append(str(row.get("invalid_reason") or ""))
+                durations.append(float(row["duration_s"]))
         windows = run.meta.get("windows", [])
     finally:
         run.close()
@@ -70,6 +87,8 @@ def timed_trials(clients: tuple[str, ...], server: str, args: Any, out: Path) ->
     share = statistics.median(extra) / statistics.median(walls)
     return {
         **parts(spans, windows, args.duration),
+        **storing(spans, spent),
+        **wrk_parts(spans, windows, durations, args.duration),
         "clients": len(clients),
         "session_open_s": round(session_s, 3),
         "trial_wall_s": [round(w, 3) for w in walls],
@@ -115,6 +134,97 @@ def parts(
     return out
 
 
+def timers(run: Any) -> list[tuple[str, float, float]]:
+    """Time what a run spends storing: (what, when it started, seconds) per call.
+
+    Wraps the run folder's ``append`` and ``save_meta`` (``store``).
+    """
+    spent: list[tuple[str, float, float]] = []
+
+    def wrap(owner: Any, name: str, kind: str) -> None:
+        inner: Callable[..., Any] = getattr(owner, name)
+
+        def timed(*a: Any, **k: Any) -> Any:
+            t0, c0 = time.time(), time.perf_counter()
+            try:
+                return inner(*a, **k)
+            finally:
+                spent.append((kind, t0, time.perf_counter() - c0))
+
+        setattr(owner, name, timed)
+
+    wrap(run.folder, "append", "store")
+    wrap(run.folder, "save_meta", "store")
+    return spent
+
+
+def storing(
+    spans: list[tuple[float, float]], spent: list[tuple[str, float, float]]
+) -> dict[str, float]:
+    """Median per trial [s] of the storing on its path."""
+    per = [sum(s for k, t, s in spent if k == "store" and a <= t <= b) for a, b in spans]
+    return {"store_s": round(statistics.median(per), 3)}
+
+
+def wrk_parts(
+    spans: list[tuple[float, float]],
+    windows: list[dict[str, Any]],
+    durations: list[float],
+    duration_s: float,
+) -> dict[str, float]:
+    """The longest wrk's own run past D, and the rest of the clients' run past D [s]."""
+    if not windows:
+        return {}
+    own = [d - duration_s for d in durations]
+    runs = [max(c["end_s"] - c["start_s"] for c in w["clients"]) - duration_s for w in windows]
+    return {
+        "wrk_beyond_s": round(statistics.median(own), 3),
+        "outside_wrk_s": round(statistics.median(r - o for r, o in zip(runs, own, strict=True)), 3),
+    }
+
+
+def alternate(args: Any) -> int:
+    """Run ``args.against``'s benchmark and this one alternately; print each round."""
+    other = Path(args.against).resolve()
+    if not (other / "runners" / "session.py").is_file():
+        print(f"bench_clients: {other} holds no runners package", file=sys.stderr)
+        return 2
+    same = [f"--{k}={getattr(args, k)}" for k in ("clients", "trials", "duration", "connections")]
+    rounds: list[dict[str, Any]] = []
+    for n in range(args.rounds):
+        for name, code in (("old", other), ("new", ROOT)):
+            load0 = os.getloadavg()[0]
+            p = subprocess.run(
+                [sys.executable, __file__, *same],
+                capture_output=True,
+                text=True,
+                env={**os.environ, "BENCH_CLIENTS_CODE": str(code)},
+            )
+            if p.returncode != 0:
+                print(f"round {n + 1} {name} failed:\n{p.stdout}{p.stderr}", file=sys.stderr)
+                return 1
+            result = json.loads((ROOT / "benchmarks" / "results" / "clients.json").read_text())
+            many = result["many_clients"]
+            rounds.append({"round": n + 1, "code": name, **many, "load_before": round(load0, 2)})
+            print(
+                f"round {n + 1} {name}: {many['per_trial_overhead_s']:.3f} s per trial = "
+                f"{many['per_trial_overhead_pct']:.2f}%, coordinator "
+                f"{many.get('coordinator_s', 0):.3f} s = {many.get('coordinator_pct', 0):.2f}%, "
+                f"after {many.get('after_s', 0):.3f} s, store {many.get('store_s', 'n/a')}, "
+                f"load average {load0:.2f}",
+                flush=True,
+            )
+    for name in ("old", "new"):
+        mine = [r for r in rounds if r["code"] == name]
+        print(
+            f"{name}: median over {len(mine)} rounds: "
+            f"{statistics.median(r['per_trial_overhead_pct'] for r in mine):.2f}% in total, "
+            f"{statistics.median(r.get('coordinator_pct', 0) for r in mine):.2f}% coordinator"
+        )
+    print(f"saved {save('clients_alternated', {'rounds': rounds, 'options': same})}")
+    return 0
+
+
 def offsets_s(clients: tuple[str, ...]) -> float:
     """Seconds to measure every client's clock offset once (as a session does)."""
     hosts = [LocalHost(HostSpec.parse(c)) for c in clients]
@@ -130,8 +240,12 @@ def main() -> int:
     ap.add_argument("--trials", type=int, default=3)
     ap.add_argument("--duration", type=int, default=10, help="trial length [s]")
     ap.add_argument("--connections", type=int, default=2, help="wrk connections per client")
+    ap.add_argument("--against", help="a tree with other code to alternate with this one")
+    ap.add_argument("--rounds", type=int, default=4, help="rounds of each with --against")
     args = ap.parse_args()
-    print(machine())
+    if args.against:
+        return alternate(args)
+    print(machine(), f"code under test: {CODE}")
     load0 = os.getloadavg()[0]
     try:
         with netns.bridge("bcl", args.clients, subnet="10.231.13") as made:
@@ -145,9 +259,9 @@ def main() -> int:
         return 2
     load1 = os.getloadavg()[0]
     added = many["per_trial_overhead_s"] - one["per_trial_overhead_s"]
-    split = ", ".join(
-        f"{k} {many[k]:.3f}" for k in ("before_start_s", "start_skew_s", "run_beyond_s", "after_s")
-    )
+    names = ("before_start_s", "start_skew_s", "run_beyond_s", "wrk_beyond_s", "outside_wrk_s")
+    names += ("after_s", "store_s")
+    split = ", ".join(f"{k} {many[k]:.3f}" for k in names)
     result = {
         "duration_s": args.duration,
         "one_client": one,
@@ -155,6 +269,7 @@ def main() -> int:
         "coordination_added_per_trial_s": round(added, 3),
         "clock_offsets_once_s": round(clock_s, 3),
         "load_average_1min": [round(load0, 2), round(load1, 2)],
+        "code": str(CODE),
         "goal": "per-trial (wall - duration) / wall <= 5% at 8 clients",
         "met": many["per_trial_overhead_pct"] <= 5.0,
     }

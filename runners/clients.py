@@ -11,7 +11,8 @@ After each multi-client trial, `client_lines` says what each client did (its rat
 its share, its p99, its window against the common start): a lagging client is seen on the
 progress output, not only in the row's reason. `per_client` reads the same from a run
 folder afterwards, one row per client and trial, for the notebook view
-(`sizing.report.plots.clients_figure`).
+(`sizing.report.plots.clients_figure`). A client lost mid-run is tried again before each
+later trial, at most `MAX_RETRIES` times a run, and rejoins with its share when it answers.
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ MAX_HOSTS_BYTES = 1024 * 1024
 MAX_CLIENTS = 64
 #: Largest weight a client may have (relative to the others').
 MAX_WEIGHT = 1e6
+#: Times a lost client is tried again in one run: once before each later trial, until it
+#: answers or this many tries have failed (`runners.session.Session.trial`).
+MAX_RETRIES = 3
 
 
 @dataclass(frozen=True)

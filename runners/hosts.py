@@ -162,6 +162,9 @@ class Host:
     def close(self) -> None:
         """Release the connection, if any."""
 
+    def reconnect(self) -> None:
+        """Open the connection again when it was lost (nothing to do for a local host)."""
+
     def interrupt(self) -> None:
         """Stop the commands running on this host now; start none until `resume`.
 
@@ -493,6 +496,13 @@ class SSHHost(Host):
         """Close the remote shell and the SSH connection."""
         self._drop_shell()
         self.conn.close()
+
+    def reconnect(self) -> None:
+        """A new SSH connection when the last one was lost; raise `RunnerError` if none opens."""
+        self._drop_shell()
+        if not self.conn.is_connected:
+            self.conn.client.close()  # the lost transport's threads and socket
+            self._open()
 
 
 class _Shell:

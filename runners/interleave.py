@@ -42,6 +42,8 @@ from runners.hosts import side_by_side
 
 #: Errors per response above which a trial gives no cost.
 MAX_ERROR_RATE = 0.01
+#: Pairs one ``ab`` command measures again because a client was lost in them (`pair_problem`).
+MAX_PAIR_RERUNS = 2
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,23 @@ def pair_cost(row: dict[str, Any], measure: str) -> float:
         return 1.0 / rps if row.get("valid", True) else math.nan
     cpu = float(row.get("server_cpu_pct") or math.nan)
     return 1e6 * cpu / 100.0 / rps if cpu > 0 else math.nan
+
+
+def pair_problem(rows: Sequence[dict[str, Any]], runs: Sequence[Any]) -> str:
+    """Why a pair's two trials cannot be compared ("" when they can).
+
+    A pair is invalid when a client was lost in either trial (its run's ``lost_clients``
+    names the trial), or when its two trials ran on different clients (one side's client had
+    come back, the other's not): their loads differ.
+    """
+    for row, run in zip(rows, runs, strict=True):
+        for entry in run.meta.get("lost_clients", []):
+            if entry.get("trial_id") == row["trial_id"]:
+                return f"{entry['reason']} (trial {row['trial_id']})"
+    hosts = [str(r["client_hosts"]) for r in rows]
+    if len(set(hosts)) > 1:
+        return "its trials ran on different clients (" + " / ".join(hosts) + ")"
+    return ""
 
 
 def ratios(a_costs: Sequence[float], b_costs: Sequence[float]) -> list[float]:
@@ -201,7 +220,10 @@ def run_pairs(
     at the same time, each with its own load generator, so both nginx share the CPUs and see
     the same interference; with "alternate", one after the other, A then B when i is even, B
     then A when odd. With ``settings.restart``, each nginx is restarted before each pair
-    after the first.
+    after the first. A pair in which a client was lost (`pair_problem`) is named on
+    ``progress`` and in both runs' ``invalid_pairs``, and measured again, at most
+    `MAX_PAIR_RERUNS` times a command; past that it counts as unusable (NaN costs). The lost
+    client is tried again before the next trial (`runners.session.Session.trial`).
 
     Returns
     -------
@@ -258,25 +280,55 @@ def _measure_pairs(
         Session(plan_a, hosts_a, runs[0]) as sa,
         closed_together([sa, sb]),
     ):
-        for i in range(s.pairs):
+        i, reruns = 0, 0
+        while i < s.pairs:
             order = ((sa, a_costs), (sb, b_costs))
             if i % 2:
                 order = order[::-1]
-            for session, _ in order:
-                if s.restart and i > 0:
-                    session.stop_server()
-            if s.schedule == "together":
-                for session, _ in order:
-                    session.configure(vcpus)
-                sessions = [session for session, _ in order]
-                rows = _together(sessions, vcpus, s.threads, s.connections)
-            else:
-                rows = [session.trial(vcpus, s.threads, s.connections) for session, _ in order]
+            rows = _pair(order, vcpus, s, restart=s.restart and (i > 0 or reruns > 0))
+            problem = pair_problem(rows, [session.run for session, _ in order])
+            if problem:
+                _record_invalid_pair(i + 1, rows, [session.run for session, _ in order], problem)
+            if problem and reruns < MAX_PAIR_RERUNS:
+                reruns += 1
+                if progress is not None:
+                    print(
+                        f"pair {i + 1}/{s.pairs}: invalid, {problem}; measured again "
+                        f"({reruns} of {MAX_PAIR_RERUNS} re-runs)",
+                        file=progress,
+                        flush=True,
+                    )
+                continue
             for row, (_, side) in zip(rows, order, strict=True):
-                side.append(pair_cost(row, s.measure))
+                side.append(math.nan if problem else pair_cost(row, s.measure))
             if progress is not None:
                 r = b_costs[-1] / a_costs[-1] if a_costs[-1] > 0 else math.nan
-                print(f"pair {i + 1}/{s.pairs}: B/A {r:.3f}", file=progress, flush=True)
+                note = f" (invalid, not counted: {problem})" if problem else ""
+                print(f"pair {i + 1}/{s.pairs}: B/A {r:.3f}{note}", file=progress, flush=True)
+            i += 1
+
+
+def _pair(
+    order: Sequence[tuple[Any, list[float]]], vcpus: int, s: PairSettings, *, restart: bool
+) -> list[dict[str, Any]]:
+    """One pair's rows, in ``order``'s order (each nginx restarted first with ``restart``)."""
+    if restart:
+        for session, _ in order:
+            session.stop_server()
+    if s.schedule == "together":
+        for session, _ in order:
+            session.configure(vcpus)
+        return _together([session for session, _ in order], vcpus, s.threads, s.connections)
+    return [session.trial(vcpus, s.threads, s.connections) for session, _ in order]
+
+
+def _record_invalid_pair(
+    number: int, rows: Sequence[dict[str, Any]], runs: Sequence[Any], problem: str
+) -> None:
+    """Add the invalid pair to each run's ``invalid_pairs`` in ``run.json``."""
+    entry = {"pair": number, "trial_ids": [str(r["trial_id"]) for r in rows], "reason": problem}
+    for run in runs:
+        run.record(invalid_pairs=[*run.meta.get("invalid_pairs", []), entry])
 
 
 def _together(

@@ -40,6 +40,7 @@ from runners.plan import Access, Plan
 from runners.run import Run
 from runners.scenario import response_size_problem
 from runners.trial import CpuUse, Judging, TrialSetting, invalidate, trial_row
+from trialtable.folder import EncodedHistogram, encode_histogram
 from trialtable.schema import utc_now
 
 
@@ -168,6 +169,8 @@ class _Client:
     cpus: list[int] = field(default_factory=list)
     offset: window.Offset | None = None
     weight: float = 1.0
+    index: int = 0  # its place in the plan's clients
+    retries: int = 0  # times tried again after it was lost
 
 
 class Session:
@@ -215,6 +218,8 @@ class Session:
         # What the session recorded in run.json, kept here rather than read back.
         self._hosts_record: dict[str, Any] = {}
         self._placement = ""  # the first client's placement under the current vcpus
+        # Each client's histogram as stored, encoded in its thread as it ended (`_run_many`).
+        self._encoded: dict[int, EncodedHistogram] = {}
         self._seq = len(run.rows())
         # A key pair for this session when nginx checks tokens: the public key goes into the
         # config, the private key signs the one token every request carries.
@@ -306,13 +311,11 @@ class Session:
         Raises `BadHosts` when a clock is further off than a trial is long.
         """
         weights = self.plan.client_weights or (1.0,) * len(specs)
-        for spec, host, info, w in zip(
-            specs, self.hosts.clients, client_facts, weights, strict=True
+        for i, (spec, host, info, w) in enumerate(
+            zip(specs, self.hosts.clients, client_facts, weights, strict=True)
         ):
-            timeout = info["tools"].get("timeout", "")
-            self.clients.append(
-                _Client(host, spec, info, info["tools"][tool], timeout=timeout, weight=w)
-            )
+            binary, timeout = info["tools"][tool], info["tools"].get("timeout", "")
+            self.clients.append(_Client(host, spec, info, binary, "", timeout, weight=w, index=i))
         if len(self.clients) > 1:
             for client in self.clients:
                 client.offset = _clock_offset(client.host)
@@ -400,10 +403,16 @@ class Session:
         assert self.deployment is not None
         if self._vcpus == vcpus:
             return
-        allowed = self.server_facts["cpus_allowed"]
-        self.server_cpus = allowed[:vcpus]
-        server_spec = HostSpec.parse(self.plan.server)
+        self.server_cpus = self.server_facts["cpus_allowed"][:vcpus]
         conf = self.deployment.start(self.server_cpus)
+        self.run.record_in("nginx_conf", str(vcpus), conf)
+        self._place_clients(vcpus)
+        self._vcpus = vcpus
+
+    def _place_clients(self, vcpus: int) -> None:
+        """Each client's CPUs beside nginx's ``vcpus`` (apart on the server's host); recorded."""
+        allowed = self.server_facts["cpus_allowed"]
+        server_spec = HostSpec.parse(self.plan.server)
         placement: dict[str, dict[str, Any]] = {}
         for client in self.clients:
             if _same_machine(client.spec, server_spec):
@@ -413,12 +422,10 @@ class Session:
                 client.cpus = []
                 where = "separate host"
             placement[client.host.name] = {"cpus": client.cpus, "placement": where}
-        self.run.record_in("nginx_conf", str(vcpus), conf)
         self.run.record_in(
             "placement", str(vcpus), {"server_cpus": self.server_cpus, "clients": placement}
         )
         self._placement = str(placement[self.clients[0].host.name]["placement"])
-        self._vcpus = vcpus
 
     def stop_server(self) -> None:
         """Stop nginx (its upstreams keep running); the next `configure` starts a fresh one.
@@ -536,7 +543,11 @@ class Session:
                     last = pending[0] == 0
                 if last:  # every client has ended: the second sample, now
                     samples["after"] = deployment.sample()
-            ran[i] = out, self._parse(clients[i], out, loads[i])
+            parsed = self._parse(clients[i], out, loads[i])
+            if not isinstance(parsed, str):  # encoded here, beside the wait for the others
+                hist = encode_histogram(sorted(parsed.histogram_us.items()))
+                self._encoded[id(parsed)] = hist
+            ran[i] = out, parsed
 
         calls: list[Callable[[], None]] = [before]
         calls += [functools.partial(one, i) for i in range(len(clients))]
@@ -631,7 +642,9 @@ class Session:
         parts together).
 
         With several clients, a client that gives no result while others do is lost: the
-        trial is invalid and names it, and later trials run without it.
+        trial is invalid and names it, and later trials run without it. Before each later
+        trial it is tried once again (`_retry_lost`), at most `runners.clients.MAX_RETRIES`
+        times a run; when it answers it rejoins, with its share of a constant rate.
 
         Raises `RunnerError` if nginx dies or no client produces a result; the rows of
         earlier trials are already on disk.
@@ -641,6 +654,7 @@ class Session:
         self.configure(vcpus)
         self._seq += 1
         trial_id = f"{self.run.run_id}-{self._seq:04d}"
+        self._retry_lost(trial_id)
         lost = self._warm_up(trial_id, threads, connections, rate_rps)
         loads = [self._load(c, threads, connections, seconds, True, rate_rps) for c in self.clients]
         argvs = [self._argv(c, load) for c, load in zip(self.clients, loads, strict=True)]
@@ -680,10 +694,11 @@ class Session:
         argvs: Sequence[list[str]],
     ) -> None:
         """Append a trial's row with each client's histogram, and record its commands."""
+        encoded, self._encoded = self._encoded, {}
         self.run.append(
             row,
             {
-                c.host.name: sorted(r.histogram_us.items())
+                c.host.name: encoded.get(id(r)) or sorted(r.histogram_us.items())
                 for c, r in zip(self.clients, results, strict=True)
             },
         )
@@ -742,20 +757,77 @@ class Session:
             return []
         if len(failed) == len(self.clients):
             raise RunnerError(next(iter(failed.values())))
-        reasons = []
-        for i in sorted(failed, reverse=True):
-            client = self.clients.pop(i)
-            self.lost.append(client)
-            reasons.append(f"client {client.host.name} lost in the {part}: {failed[i]}")
-        self.run.record(
-            lost_clients=[
-                *self.run.meta.get("lost_clients", []),
-                *({"trial_id": trial_id, "reason": r} for r in reversed(reasons)),
-            ]
-        )
-        for reason in reversed(reasons):
-            self._say(f"{trial_id}: {reason}; {len(self.clients)} clients go on")
-        return list(reversed(reasons))
+        entries = [
+            {
+                "trial_id": trial_id,
+                "host": self.clients[i].host.name,
+                "reason": f"client {self.clients[i].host.name} lost in the {part}: {failed[i]}",
+            }
+            for i in sorted(failed)
+        ]
+        self.lost += [self.clients[i] for i in sorted(failed)]
+        self.clients = [c for i, c in enumerate(self.clients) if i not in failed]
+        self.run.record(lost_clients=[*self.run.meta.get("lost_clients", []), *entries])
+        for entry in entries:
+            self._say(f"{trial_id}: {entry['reason']}; {len(self.clients)} clients go on")
+        return [str(e["reason"]) for e in entries]
+
+    def _retry_lost(self, trial_id: str) -> None:
+        """Try each lost client once more before trial ``trial_id``; rejoin those that answer.
+
+        A client is tried at most `runners.clients.MAX_RETRIES` times a run. Each try, and
+        whether the client came back, goes into ``run.json``'s ``client_retries``.
+        """
+        tries, back = [], []
+        for client in [c for c in self.lost if c.retries < many.MAX_RETRIES]:
+            client.retries += 1
+            entry: dict[str, Any] = {
+                "trial_id": trial_id,
+                "host": client.host.name,
+                "attempt": client.retries,
+            }
+            try:
+                self._rejoin(client)
+            except RunnerError as exc:
+                entry.update(returned=False, reason=str(exc))
+                self._say(
+                    f"{trial_id}: client {client.host.name} did not come back (try "
+                    f"{client.retries} of {many.MAX_RETRIES}): {exc}"
+                )
+            else:
+                offset = client.offset.offset_s if client.offset else 0.0
+                entry.update(returned=True, offset_s=round(offset, 6))
+                back.append(client)
+            tries.append(entry)
+        if not tries:
+            return
+        self.lost = [c for c in self.lost if all(c is not b for b in back)]
+        self.clients = sorted([*self.clients, *back], key=lambda c: c.index)
+        if back and self._vcpus is not None:
+            self._place_clients(self._vcpus)
+        self.run.record(client_retries=[*self.run.meta.get("client_retries", []), *tries])
+        for entry in (e for e in tries if e["returned"]):
+            self._say(
+                f"{trial_id}: client {entry['host']} is back (try {entry['attempt']} of "
+                f"{many.MAX_RETRIES}), clock {entry['offset_s']:+.3f} s; "
+                f"{len(self.clients)} clients go on"
+            )
+
+    def _rejoin(self, client: _Client) -> None:
+        """Make a lost client ready again, or raise `RunnerError` saying why it is not.
+
+        Its connection is opened again where lost; the load generator it may have left
+        running is stopped and its work folder replaced by a fresh one; its clock is read
+        again and must be within a trial's length of this one's.
+        """
+        client.host.reconnect()
+        if client.workdir:
+            self._remove_workdir(client)
+            if client.workdir:
+                raise RunnerError(f"its work folder {client.workdir} could not be removed")
+        client.offset = _clock_offset(client.host)
+        many.check_offsets({client.host.name: client.offset.offset_s}, self.plan.duration_s)
+        self._prepare(client)
 
     def _row(
         self,

@@ -6,11 +6,14 @@ SSH to a test sshd on 127.0.0.1 (`tests.sshd`).
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import math
 import os
 import signal
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -108,6 +111,43 @@ def test_each_client_has_a_progress_line():
     )
     assert "client b: 200 of 300 rps" in lines[1] and "window +2.000..+4.000 s" in lines[1]
     assert "client c: 0 rps, p99 nan ms, window not stamped" in lines[2]
+
+
+def test_a_pair_is_invalid_when_a_client_was_lost_in_it_or_its_sides_ran_on_other_clients():
+    from types import SimpleNamespace
+
+    from runners.interleave import pair_problem
+
+    lost = {"trial_id": "A-0002", "host": "h:22", "reason": "client h:22 lost in the trial: x"}
+    runs = [SimpleNamespace(meta={"lost_clients": [lost]}), SimpleNamespace(meta={})]
+    rows = [
+        {"trial_id": "A-0001", "client_hosts": "local h:22"},
+        {"trial_id": "B-0001", "client_hosts": "local h:22"},
+    ]
+    assert pair_problem(rows, runs) == ""
+    rows[0]["trial_id"] = "A-0002"
+    assert pair_problem(rows, runs) == "client h:22 lost in the trial: x (trial A-0002)"
+    rows[0]["trial_id"] = "A-0003"
+    rows[1]["client_hosts"] = "local"
+    assert pair_problem(rows, runs) == "its trials ran on different clients (local h:22 / local)"
+
+
+def test_a_histogram_encoded_in_a_clients_thread_is_stored_byte_for_byte_as_a_plain_one(tmp_path):
+    from trialtable.folder import RunFolder, encode_histogram
+
+    pairs = [(95, 2), (100, 3), (4_000_000, 1)]
+    hosts = ("netns:a", 'ops@h\u00e9"x')
+    lines = []
+    for name, value in (("plain", pairs), ("encoded", encode_histogram(pairs))):
+        folder = RunFolder.create(tmp_path, {"run_id": name, "simulated": False})
+        try:
+            row = {"trial_id": "t-\u00e91", "simulated": False}
+            folder.append(row, dict.fromkeys(hosts, value))
+        finally:
+            folder.close()
+        lines.append(folder.histograms_path.read_bytes())
+    assert lines[0] == lines[1]
+    assert json.loads(lines[1])["clients"][hosts[1]] == [list(p) for p in pairs]
 
 
 def _no_trials(run: Path) -> bool:
@@ -225,47 +265,137 @@ def _kill_sessions(sshd_pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
+def _lose_for_good(sshd) -> None:
+    """Stop the test sshd itself, then its sessions: its clients are lost and cannot return."""
+    children = Path(f"/proc/{sshd.proc.pid}/task/{sshd.proc.pid}/children").read_text().split()
+    sshd.stop()
+    for pid in map(int, children):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _after_rows(
+    out: Path, faults: dict[int, Callable[[], None]], runs: int = 1
+) -> Callable[[], None]:
+    """Once each of the ``runs`` runs in ``out`` holds N rows, call ``faults[N]``; a stopper."""
+    stop = threading.Event()
+    left = dict(faults)
+
+    def watch() -> None:
+        while left and not stop.wait(0.02):
+            trials = list(out.glob("*/trials.csv"))
+            counts = [len(t.read_text().splitlines()) - 1 for t in trials]
+            rows = min(counts) if len(counts) == runs else 0
+            for n in sorted(k for k in left if k <= rows):
+                left.pop(n)()
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+
+    def done() -> None:
+        stop.set()
+        watcher.join()
+
+    return done
+
+
 @pytest.mark.slow
-def test_a_client_lost_mid_run_is_named_and_the_sweep_goes_on(tmp_path, sshd, leaves_no_nginx):
+def test_a_lost_client_is_named_comes_back_once_and_then_stays_out(
+    tmp_path, sshd, leaves_no_nginx, monkeypatch
+):
+    """Lost in trial 2 (its session killed), back in 3; lost for good in 4 (sshd stopped).
+
+    With two tries a run (`MAX_RETRIES` set to 2 here, 3 by default), trial 5 tries it a
+    second time and fails, and trial 6 does not try: it stays out, and the sweep goes on.
+    """
+    import runners.clients
     from runners.sweep import Access, Plan, run_sweep
 
+    monkeypatch.setattr(runners.clients, "MAX_RETRIES", 2)
     plan = Plan(
         clients=("local", sshd.spec),
         target_address="127.0.0.1",
-        connections=(4, 5, 6, 7),
+        connections=(4, 5, 6, 7, 8, 9),
         sla_p99_ms=10_000.0,
         **FAST,
     )
     out, log = tmp_path / "runs", io.StringIO()
-    stop = threading.Event()
-
-    def lose_after_the_first_trial() -> None:
-        while not stop.wait(0.02):
-            trials = list(out.glob("*/trials.csv"))
-            if trials and len(trials[0].read_text().splitlines()) >= 2:  # header + one row
-                _kill_sessions(sshd.proc.pid)
-                return
-
-    watcher = threading.Thread(target=lose_after_the_first_trial)
-    watcher.start()
+    done = _after_rows(
+        out, {1: lambda: _kill_sessions(sshd.proc.pid), 3: lambda: _lose_for_good(sshd)}
+    )
     try:
         access = Access(ssh_config=str(sshd.client_config(tmp_path)))
         df = run_sweep(plan, out, access=access, progress=log)
     finally:
-        stop.set()
-        watcher.join()
-    assert len(df) == 4 and df.iloc[0]["clients"] == 2
-    lost = [i for i, r in df.iterrows() if f"client {sshd.spec} lost" in str(r["invalid_reason"])]
-    assert lost and lost[0] > 0, df["invalid_reason"].tolist()
-    first = lost[0]
-    assert not df.iloc[first]["valid"] and not df.iloc[first]["meets_sla"]
-    assert (df.iloc[first:]["client_hosts"] == "local").all()
-    assert df.iloc[first]["requests"] > 0  # the local client's part is kept, and judged invalid
+        done()
+    both, alone = f"local {sshd.spec}", "local"
+    assert df["client_hosts"].tolist() == [both, alone, both, alone, alone, alone], log.getvalue()
+    ids = df["trial_id"].tolist()
+    for lost in (1, 3):
+        assert f"client {sshd.spec} lost in the trial" in df.iloc[lost]["invalid_reason"]
+        assert not df.iloc[lost]["valid"] and df.iloc[lost]["requests"] > 0
+    assert "lost" not in str(df.iloc[2]["invalid_reason"])  # back, with its share
     meta = json.loads(next(out.glob("*/run.json")).read_text())
     assert meta["status"] == "complete"
-    assert [e["trial_id"] for e in meta["lost_clients"]] == [df.iloc[first]["trial_id"]]
-    assert f"client {sshd.spec} lost in the trial" in log.getvalue()
-    assert "1 clients go on" in log.getvalue()
+    assert [(e["trial_id"], e["host"]) for e in meta["lost_clients"]] == [
+        (ids[1], sshd.spec),
+        (ids[3], sshd.spec),
+    ]
+    tries = meta["client_retries"]
+    assert [(e["trial_id"], e["attempt"], e["returned"]) for e in tries] == [
+        (ids[2], 1, True),
+        (ids[4], 2, False),
+    ]
+    assert "cannot connect to" in tries[1]["reason"]
+    assert [w["trial_id"] for w in meta["windows"]] == ids[:4]  # none with one client
+    assert [c["host"] for c in meta["windows"][2]["clients"]] == ["local", sshd.spec]
+    text = log.getvalue()
+    assert f"{ids[2]}: client {sshd.spec} is back (try 1 of 2)" in text
+    assert f"{ids[4]}: client {sshd.spec} did not come back (try 2 of 2)" in text
+    assert text.count("did not come back") == 1
+
+
+@pytest.mark.slow
+def test_ab_measures_a_pair_again_when_a_client_is_lost_in_it(tmp_path, sshd, leaves_no_nginx):
+    """``runners ab`` with two clients, one over SSH whose sessions are killed after pair 1.
+
+    Pair 2 loses the client on both sides (each side has its own connection): the pair is
+    named invalid and measured again, the client back on both sides; every counted pair ran
+    on both clients.
+    """
+    from runners import interleave
+    from runners.sweep import Access, Plan
+
+    plan = Plan(
+        clients=("local", sshd.spec),
+        target_address="127.0.0.1",
+        sla_p99_ms=10_000.0,
+        **FAST,
+    )
+    plan_b = interleave.with_directives(plan, ["variables_hash_max_size 1024"])
+    settings = interleave.PairSettings(pairs=2, connections=4)
+    out, log = tmp_path / "runs", io.StringIO()
+    done = _after_rows(out, {1: lambda: _kill_sessions(sshd.proc.pid)}, runs=2)
+    try:
+        access = Access(ssh_config=str(sshd.client_config(tmp_path)))
+        a, b, run_ids = interleave.run_pairs(
+            plan, plan_b, settings, str(out), progress=log, access=access
+        )
+    finally:
+        done()
+    text = log.getvalue()
+    assert len(a) == len(b) == 2 and all(map(math.isfinite, [*a, *b])), text
+    assert f"pair 2/2: invalid, client {sshd.spec} lost in the trial" in text
+    assert "measured again (1 of 2 re-runs)" in text and "pair 2/2: B/A" in text
+    for run_id in run_ids:
+        meta = json.loads((out / run_id / "run.json").read_text())
+        rows = (out / run_id / "trials.csv").read_text().splitlines()
+        assert len(rows) == 1 + 3  # header, pairs 1 and 2, pair 2 again
+        ((pair,),) = [meta["invalid_pairs"]]
+        assert pair["pair"] == 2 and sshd.spec in pair["reason"]
+        lost = [e["trial_id"] for e in meta["lost_clients"]]
+        assert lost == [t for t in pair["trial_ids"] if t.startswith(run_id)]
+        assert [e["returned"] for e in meta["client_retries"]] == [True]
 
 
 @pytest.mark.slow

@@ -29,7 +29,7 @@ import math
 import os
 import re
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -379,9 +379,11 @@ class RunFolder:
                 f"a {kinds[bool(row.get('simulated'))]} row cannot join it"
             )
         if histograms is not None:
-            line = json.dumps(
-                {"trial_id": row["trial_id"], "clients": histograms}, separators=(",", ":")
+            clients = ",".join(
+                f"{json.dumps(host)}:{v if isinstance(v, EncodedHistogram) else _json(v)}"
+                for host, v in histograms.items()
             )
+            line = f'{{"trial_id":{json.dumps(row["trial_id"])},"clients":{{{clients}}}}}'
             self._append(self.histograms_path, line + "\n")
         buf = io.StringIO()
         csv.writer(buf, lineterminator="\n").writerow(cell(row.get(c)) for c in TRIAL_COLUMNS)
@@ -542,6 +544,19 @@ def printable_pid(text: str) -> str:
 def _read_state(path: Path, limit: int) -> bytes:
     """A state file of the run folder: regular, not through a link, at most ``limit`` bytes."""
     return read_bounded(path, limit, regular_only=True, follow=False)
+
+
+class EncodedHistogram(str):
+    """A client's histogram encoded as ``histograms.jsonl`` holds it (`encode_histogram`)."""
+
+
+def encode_histogram(pairs: Iterable[tuple[int, int]]) -> EncodedHistogram:
+    """``[[us, n], ...]`` as `RunFolder.append` writes it, encoded ahead (in a client's thread)."""
+    return EncodedHistogram(_json(list(pairs)))
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, separators=(",", ":"))
 
 
 def append_state_line(path: Path, text: str) -> None:
