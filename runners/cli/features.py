@@ -40,7 +40,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
             "Two private nginx on loopback, pinned to one CPU: the reference static config and "
             "the same with one feature on, loaded by wrk in interleaved pairs; each feature's "
             "extra CPU time per request (user and kernel apart), median over pairs with its "
-            "bootstrap 95%% interval, written as CSV (and notes beside it, .md)."
+            "bootstrap 95% interval, written as CSV (and notes beside it, .md)."
         ),
     )
     p.add_argument(
