@@ -4,6 +4,7 @@ Ctrl-C anywhere (imports included) ends with one line and exit code 130, and a r
 closes the pipe early (``| head``) ends the output quietly.
 """
 
+import gc
 import os
 import sys
 
@@ -24,4 +25,8 @@ def _run() -> int:
     return code
 
 
-raise SystemExit(_run())
+code = _run()
+# What is left is freed with the process: frozen, it is not walked again by the collections
+# the interpreter's shutdown runs over every module (as `runners.__main__` does).
+gc.freeze()
+raise SystemExit(code)
