@@ -403,15 +403,25 @@ def _number(value: object) -> bool:
     )
 
 
+#: How far past this machine's clock a profile's ``created`` may lie (the measuring host's
+#: clock may run ahead of the reader's) [s].
+CLOCK_SLACK_S = 86_400
+
+
 def _utc_time(value: object) -> bool:
-    """Whether ``value`` is a real UTC time ``YYYY-mm-ddTHH:MM:SSZ`` (month 13 is not)."""
+    """Whether ``value`` is a real, past UTC time ``YYYY-mm-ddTHH:MM:SSZ``.
+
+    Month 13 is not real; a time more than `CLOCK_SLACK_S` past now is not past (a profile
+    from the year 9999 is not a measurement).
+    """
     if not isinstance(value, str) or not _CREATED.fullmatch(value):
         return False
     try:
-        datetime.datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ")
+        when = datetime.datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ")
     except ValueError:
         return False
-    return True
+    now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+    return (when - now).total_seconds() <= CLOCK_SLACK_S
 
 
 def from_dict(d: object, where: str = "profile") -> Profile:
@@ -427,7 +437,9 @@ def from_dict(d: object, where: str = "profile") -> Profile:
     if missing:
         raise _fail(where, f"missing keys: {', '.join(missing)}")
     if not _utc_time(d["created"]):
-        raise _fail(where, f"created {d['created']!r} is not a UTC time YYYY-mm-ddTHH:MM:SSZ")
+        raise _fail(
+            where, f"created {d['created']!r} is not a past UTC time YYYY-mm-ddTHH:MM:SSZ"
+        )
     if not isinstance(d["cpu_model"], str):
         raise _fail(where, "cpu_model must be a string")
     if d["arch"] not in ARCHES:
