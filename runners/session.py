@@ -986,7 +986,7 @@ def resolve(address: str) -> str:
         infos = socket.getaddrinfo(address, None, proto=socket.IPPROTO_TCP)
     except (socket.gaierror, UnicodeError) as exc:
         reason = getattr(exc, "strerror", None) or str(exc)
-        raise RunnerError(f"cannot resolve {address!r} to an address ({reason})") from None
+        raise BadInput(f"cannot resolve {address!r} to an address ({reason})") from None
     addrs = [str(i[4][0]) for i in infos]
     v4 = [a for a in addrs if ":" not in a]
     found = (v4 or addrs)[0]

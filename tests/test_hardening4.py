@@ -183,6 +183,8 @@ SIM_SWEEP = ["sweep", "--server", "sim", "--quiet"]
         ([*SIM_SWEEP, "--cooldown", "1e8s"], "longer than 86,400 s"),
         (["calibrate", "--settings", "warp"], "unknown setting 'warp'"),
         (["calibrate", "--resume", "nope"], "no campaign 'nope'"),
+        (["sweep", "--target-address", "no-such-host.invalid", "--quiet"], "cannot resolve"),
+        (["sweep", "--nginx-directive", "no_such_directive on", "--quiet"], "nginx -t rejected"),
     ],
 )
 def test_runners_answer_bad_input_with_exit_2(argv, message, tmp_path, capsys):

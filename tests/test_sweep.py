@@ -200,7 +200,7 @@ def test_faults_during_a_trial_keep_finished_trials(tmp_path, fault, own_tmpdir,
         (["--wrk", "/nonexistent/wrk"], 1, "missing before any load: /nonexistent/wrk on local"),
         (
             ["--nginx-directive", "bogus_directive on"],
-            1,
+            2,
             'nginx -t rejected the server config on local: unknown directive "bogus_directive"',
         ),
         (["--vcpus", "512"], 2, "has only"),

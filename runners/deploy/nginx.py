@@ -28,7 +28,7 @@ from runners.deploy.conf import (
 )
 from runners.deploy.userconf import UserConfError, read_user_conf
 from runners.deploy.userkey import CERT_KEYS
-from runners.errors import RunnerError
+from runners.errors import BadInput, RunnerError
 from runners.hosts import Host, Result
 from runners.scenario import Scenario
 from runners.tools import TOOLS
@@ -698,7 +698,10 @@ class Deployment:
         status = lines[0] if lines else "NO_OUTPUT"
         detail = _nginx_message("\n".join(lines[1:]))
         if status == "TEST_FAILED":
-            raise RunnerError(f"nginx -t rejected the {role} config on {host.name}: {detail}")
+            # With the user's config or directives in it, the rejection is theirs: bad input.
+            theirs = self.user_conf is not None or bool(self.scenario.directives)
+            fault = BadInput if theirs else RunnerError
+            raise fault(f"nginx -t rejected the {role} config on {host.name}: {detail}")
         if status == "START_FAILED":
             if "Address already in use" in detail:
                 return None
