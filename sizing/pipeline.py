@@ -227,13 +227,11 @@ def _band_spares(request: SizingRequest) -> bool:
 def _by_columns(request: SizingRequest) -> bool:
     """Whether the request is answered from the catalog's columns (`sizing.fleet.columnar`).
 
-    Yes for every region of the shipped catalog, with no catalog file of the user's, no runs
-    and no spot spares counted by each row's interruption band
-    (`sizing.fleet.columnar.ColumnTable`).
+    Yes for every region of the shipped catalog, with no catalog file of the user's and no
+    runs (`sizing.fleet.columnar.ColumnTable`).
     """
     return (
         not request.runs
-        and not _band_spares(request)  # spot spares by each row's band: counted by rows
         and not request.catalog
         and not request.prices
         and norm_values(request.regions) == {"all"}

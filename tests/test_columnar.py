@@ -85,7 +85,9 @@ def _profiles() -> tuple[Any, ...]:
 CASES: dict[str, dict[str, Any]] = {
     "defaults": {},
     "sort by cost": {"sort": "cost"},
-    "spot": {"pricing": "spot", "spot_reserve": 0.2},  # by band: rows only (below)
+    "spot": {"pricing": "spot", "spot_reserve": 0.2},
+    "spot by band": {"pricing": "spot"},
+    "spot by band, zones, max count": {"pricing": "spot", "zones": 3, "max_count": 40},
     "3y": {"pricing": "3y"},
     "burstable, small target": {"burstable": True, "target_rps": 1e3},
     "all families": {"include_families": ("all",)},
@@ -289,20 +291,6 @@ def test_one_region_reads_the_cache_once(tmp_path, monkeypatch):
     monkeypatch.setattr("sizing.catalog.load._LOADED", {})  # as a new run
     assert select_instances(region="us-east-1", base=csv_path) == expected
     assert len(reads) == 1  # the regions' check and the rows: one read
-
-
-def test_spot_spares_by_band_are_counted_by_rows_only(shipped):
-    """The columns refuse a question whose spot spares follow each row's band."""
-    import numpy as np
-
-    from sizing.fleet.columnar import recommend_columns
-    from sizing.fleet.question import question
-
-    _, _, cols, _ = shipped
-    q = question(1e6, pricing="spot")
-    assert q.band_spares
-    with pytest.raises(ValueError, match="by rows"):
-        recommend_columns(q, cols, np.arange(cols.n))
 
 
 def test_an_answer_is_frozen(shipped):

@@ -36,3 +36,31 @@ def test_a_given_reserve_stays_flat():
     assert not any(o.spot for o in answer.options)
     o = answer.options[0]
     assert survivors(o.count, o.rules) == int(o.count * 0.8 + 1e-9)
+
+
+def test_every_region_counts_band_spares_in_the_columns(monkeypatch):
+    """``--pricing spot --region all``: the columns count each row's band spares as the rows do."""
+    from sizing import pipeline
+
+    request = SizingRequest(rps=1e6, pricing="spot", regions="all", providers="aws", sort="carbon")
+    answer = size(request)
+    assert type(answer.recommendation).__name__ == "ColumnarRecommendation"
+    monkeypatch.setattr(pipeline, "_by_columns", lambda request: False)
+    by_rows = size(request)
+    assert answer.decision == by_rows.decision
+    excluded = by_rows.recommendation.excluded
+    doc = answer.to_dict(top=15)
+    assert doc == {**by_rows.to_dict(top=15), "excluded": excluded}
+    assert any(o.get("spot") for o in doc["options"])
+    assert any(n.startswith("spot: ") for n in doc["notes"])
+
+
+def test_spares_of_many_pairs_at_once_equal_one_at_a_time():
+    import numpy as np
+
+    count = np.array([1, 2, 7, 40, 313, 5000, 12])
+    rate = np.array([0.0, 0.05, 0.3, 0.1, 0.15, 0.2, 0.3])
+    got = spot.spares_array(count, rate, 0.97)
+    for c, r, s in zip(count.tolist(), rate.tolist(), got.tolist(), strict=True):
+        held = spot.spares_array([c], [r], 0.97)[0]
+        assert s == held == spot.spares_for(c, r, 0.97)

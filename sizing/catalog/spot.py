@@ -84,32 +84,50 @@ def spares_for(count: int, rate: float, confidence: float) -> int:
 
     Each of ``count + spares`` instances is interrupted independently with probability
     ``rate`` (a month's share); the smallest ``spares`` for which at least ``count`` survive
-    with probability ``confidence`` (binomial). One more spare never lowers that probability,
-    so the smallest is found by doubling, then bisection (at most ``10 x count + 10``).
+    with probability ``confidence`` (binomial; `spares_array` of one element).
     """
     if not 0 <= rate < 1 or not 0 < confidence < 1 or count < 1:
         raise ValueError("rate in [0, 1), confidence in (0, 1), count >= 1")
-    if rate == 0:
-        return 0
+    return int(spares_array([count], [rate], confidence)[0])
+
+
+def spares_array(count: Any, rate: Any, confidence: float) -> Any:
+    """`spares_for` of every ``(count, rate)`` pair at once [instances].
+
+    One more spare never lowers the probability that ``count`` survive, so the smallest
+    ``spares`` is found by bisection over ``[0, 10 x count + 10]`` for all pairs together
+    (``10 x count + 10`` where even that many do not hold).
+
+    Parameters
+    ----------
+    count : array_like of int
+        Instances that must keep running, each >= 1 [instances].
+    rate : array_like of float
+        Each one's share interrupted a month, in [0, 1) [1].
+    confidence : float
+        Probability that they keep running, in (0, 1) [1].
+
+    Returns
+    -------
+    numpy.ndarray
+        The spares, int64, of ``count``'s shape [instances].
+    """
+    import numpy as np
     from scipy.special import bdtr  # P(X <= k) of a binomial, stable for large n
 
-    def held(spares: int) -> bool:  # P(interrupted <= spares of count + spares)
-        return bool(bdtr(spares, count + spares, rate) >= confidence)
-
-    limit = 10 * count + 10
-    hi = 1
-    while not held(hi):
-        if hi >= limit:
-            return limit
-        hi = min(hi * 2, limit)
-    lo = 0
-    while lo < hi:
+    n = np.asarray(count, dtype=np.int64)
+    p = np.broadcast_to(np.asarray(rate, dtype=float), n.shape)
+    lo = np.zeros(n.shape, dtype=np.int64)
+    hi = 10 * n + 10
+    while True:
+        open_ = lo < hi
+        if not open_.any():
+            return lo
         mid = (lo + hi) // 2
-        if held(mid):
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
+        # P(interrupted <= mid of count + mid) >= confidence: mid spares hold
+        held = bdtr(mid, n + mid, p) >= confidence
+        hi = np.where(open_ & held, mid, hi)
+        lo = np.where(open_ & ~held, mid + 1, lo)
 
 
 def spot_note(option: Any, confidence: float, reserve: float) -> str:

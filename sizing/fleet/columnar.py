@@ -9,7 +9,9 @@ object, grouping, pruning and counting it. `ColumnTable` keeps the rows numpy co
 * exclusions (family groups, burstable types, missing prices) are masks;
 * dominated types (`sizing.fleet.recommend.prune_dominated`) are dropped by one sort and a
   running maximum of the bandwidth within each group;
-* capacity and fleet counts are computed once per shape and spread over the rows;
+* capacity and fleet counts are computed once per shape and spread over the rows; spot
+  spares by each row's interruption band (`sizing.fleet.spot.band_counts`) once per
+  distinct count and band;
 * the options are ranked by the keys of `sizing.fleet.engine.rank_key`, as one lexsort;
 * `Option` objects (and the rows' `Instance` objects) are made only for the options that are
   read: the printed table reads ten. The excluded rows' list is made when it is read.
@@ -113,12 +115,7 @@ def recommend_columns(q: FleetQuestion, cols: Columns, rows: np.ndarray) -> Reco
     ------
     Infeasible
         When no instance type can meet the target within the limits.
-    ValueError
-        For spot spares by each row's interruption band (``q.band_spares``): they are counted
-        by rows (`sizing.fleet.recommend.RowTable`), the columns count a flat reserve.
     """
-    if q.band_spares:
-        raise ValueError("spot spares by interruption band are counted by rows, not columns")
     return answer(q, ColumnTable(cols, rows))
 
 
@@ -285,11 +282,10 @@ class ColumnTable:
     def rank(self, q: FleetQuestion, found: Ranking) -> np.ndarray:
         """See `sizing.fleet.engine.CandidateTable`: `sizing.fleet.engine.rank_key` by column."""
         rows = found.rows
-        n = np.array([c[0] or 0 for c in found.counts], dtype=np.int64)[found.shape]
-        n_conf = np.array([math.inf if c[1] is None else c[1] for c in found.counts])
+        n, n_conf = _point_counts(found)
         price = self.value(PRICING_COLUMNS[q.rules.pricing])[rows]
         fixed = np.array(found.egress_usd_month)[found.where] / HOURS_PER_MONTH
-        costs = rank_costs(q.sort, (n, n_conf[found.shape]), price, fixed)
+        costs = rank_costs(q.sort, (n, n_conf), price, fixed)
         keys = [
             self.col("instance_type")[rows].astype(np.int64),
             self.col("region")[rows].astype(np.int64),
@@ -323,10 +319,23 @@ class ColumnTable:
             self.tables["region"][c["region"][r]],
         )
 
+    def keys(self, rows: np.ndarray) -> list[tuple[str, str, str]]:
+        """See `sizing.fleet.engine.CandidateTable`."""
+        t = self.tables
+        return [
+            (t["provider"][p], t["region"][r], t["instance_type"][i])
+            for p, r, i in zip(
+                self.col("provider")[rows].tolist(),
+                self.col("region")[rows].tolist(),
+                self.col("instance_type")[rows].tolist(),
+                strict=True,
+            )
+        ]
+
     def finish(self, rec: Recommendation, found: Ranking, order: Any) -> Recommendation:
         """``rec`` as a `ColumnarRecommendation`: its regions and totals read by column."""
         ranked = self.rows[found.rows[order]]
-        n = np.array([c[0] or 0 for c in found.counts], dtype=np.int64)[found.shape[order]]
+        n = _point_counts(found)[0][order]
         regions = sorted(
             self.tables["region"][r] for r in np.unique(self.cols.cols["region"][ranked])
         )
@@ -336,6 +345,16 @@ class ColumnTable:
             regions_of_options=regions,
             by_family=lambda: _by_family(self.cols, ranked, n, pricing),
         )
+
+
+def _point_counts(found: Ranking) -> tuple[np.ndarray, np.ndarray]:
+    """Each option row's count, and count at the confidence (inf: none) [instances]."""
+    if found.banded is not None:  # spot spares by each row's band (sizing.fleet.spot)
+        b = found.banded
+        return b.n, np.where(b.n_conf >= 0, b.n_conf.astype(float), math.inf)
+    n = np.array([c[0] or 0 for c in found.counts], dtype=np.int64)[found.shape]
+    n_conf = np.array([math.inf if c[1] is None else c[1] for c in found.counts])
+    return n, n_conf[found.shape]
 
 
 def _by_family(

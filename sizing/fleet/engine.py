@@ -33,7 +33,7 @@ from sizing.fleet.counts import (
 from sizing.fleet.decision import decide
 from sizing.fleet.lazy import Lazy
 from sizing.fleet.question import FleetQuestion
-from sizing.fleet.spot import band_spares
+from sizing.fleet.spot import BandCounts, apply_band, band_counts, band_rates
 from sizing.model.capacity import (
     Capacity,
     binding,
@@ -126,6 +126,9 @@ class CandidateTable(Protocol):
     def names(self, row: Row) -> tuple[str, str]:
         """The row's instance type and region."""
 
+    def keys(self, rows: Rows) -> Iterable[tuple[str, str, str]]:
+        """Each row's provider, region and instance type."""
+
     def finish(self, rec: Recommendation, found: Ranking, order: Rows) -> Recommendation:
         """The answer as the table hands it out (a columnar one reads its totals by column)."""
 
@@ -141,6 +144,15 @@ class Ranking:
     egress_usd_month: list[float]
     #: A key ranked before the cost (``--sort carbon``: each option row's gCO2e/h), or None.
     lead: Any = None
+    #: Each option row's counts with its spot band's spares (`sizing.fleet.spot`), or None.
+    banded: BandCounts | None = None
+
+    def counts_of(self, j: int) -> tuple[int | None, int | None]:
+        """Option row ``j``'s count and count at the confidence [instances]."""
+        if self.banded is not None:
+            return self.banded.counts_of(j)
+        n, n_conf = self.counts[self.shape[j]][:2]
+        return n, n_conf
 
 
 def rank_key(
@@ -338,6 +350,10 @@ def answer(q: FleetQuestion, table: CandidateTable) -> Recommendation:
     egress = [priced[w] for w in wheres]
     usd = [0.0 if e["usd_month"] is None else float(e["usd_month"]) for e in egress]
     found = Ranking(at, at_shape, where, counts, usd)
+    if q.band_spares:  # each row's spares by its interruption band
+        flat = [c[:2] for c in counts]
+        banded = band_counts(q, band_rates(table.keys(at)), at_shape, caps, flat)
+        found = replace(found, banded=banded)
     if q.sort == "carbon":
         found = replace(found, lead=carbon_lead(q, table, found, caps))
     order = table.rank(q, found)
@@ -349,15 +365,12 @@ def answer(q: FleetQuestion, table: CandidateTable) -> Recommendation:
         for row, s in zip(bad, bad_shape, strict=True):
             yield row, infeasible_reason(caps[s], q.rules.limit)
 
-    options: list[Option] = Lazy(len(order), make_options)
-    if q.band_spares:  # counts by each row's interruption band, then ranked again
-        options = sorted(band_spares(options, q.target_rps, q.rules.headroom), key=sort_key(q.sort))
     rec = Recommendation(
         q.target_rps,
         q.workload,
         q.rules.headroom,
         q.rules.redundancy,
-        options,
+        Lazy(len(order), make_options),
         _excluded(q, table, screen, dominated, Pairs(infeasible, len(bad))),
         q.evidence,
         q.rules.confidence,
@@ -382,6 +395,8 @@ def carbon_lead(
     shapes = [caps[int(s)].instance for s in found.shape]
     names = [table.names(r) for r in found.rows]
     n = np.array([found.counts[int(s)][0] for s in found.shape], dtype=float)
+    if found.banded is not None:
+        n = found.banded.n.astype(float)
     peak = np.array([caps[int(s)].cpu_peak_rps for s in found.shape], dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         load = np.where(peak > 0, q.target_rps / (n * peak), 1.0)
@@ -463,7 +478,7 @@ def _option(
     assert n is not None
     unit = inst.price(q.rules.pricing)
     assert unit is not None
-    return Option(
+    option = Option(
         capacity=cap,
         count=n,
         utilization=q.target_rps / (n * cap.capacity_rps),
@@ -476,6 +491,9 @@ def _option(
         p_meets_at_confidence=p_conf,
         egress=egress[int(found.where[j])],
     )
+    if found.banded is None:
+        return option
+    return apply_band(option, found.banded, j, q.target_rps)
 
 
 #: The prices the shipped catalog's rows carry, by provider.

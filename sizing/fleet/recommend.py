@@ -257,7 +257,7 @@ class RowTable:
 
         def key(j: int) -> tuple[Any, ...]:
             inst = self.rows[found.rows[j]]
-            n, n_conf = found.counts[found.shape[j]][:2]
+            n, n_conf = found.counts_of(j)
             assert n is not None
             price = inst.price(q.rules.pricing)
             usd = found.egress_usd_month[found.where[j]]
@@ -281,6 +281,10 @@ class RowTable:
     def names(self, row: int) -> tuple[str, str]:
         """See `sizing.fleet.engine.CandidateTable`."""
         return self.rows[row].instance_type, self.rows[row].region
+
+    def keys(self, rows: list[int]) -> list[tuple[str, str, str]]:
+        """See `sizing.fleet.engine.CandidateTable`."""
+        return [(i.provider, i.region, i.instance_type) for i in map(self.rows.__getitem__, rows)]
 
     def finish(self, rec: Recommendation, found: Ranking, order: Any) -> Recommendation:
         """See `sizing.fleet.engine.CandidateTable`."""

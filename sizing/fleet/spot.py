@@ -6,38 +6,28 @@ spares a binomial over the band's monthly interruption share calls for, so that 
 ``n0`` instances keep running with the request's confidence (`sizing.catalog.spot.spares_for`,
 the band's upper share, 30% for the open top band). Other types keep the flat reserve.
 
-Used when the request prices spot and gives no ``--spot-reserve`` of its own.
+Used when the request prices spot and gives no ``--spot-reserve`` of its own: the engine
+(`sizing.fleet.engine.answer`) asks `band_counts` for every option row's counts before it
+ranks them, over either table (the rows, or the catalog's columns), and `apply_band` for
+each option it makes.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
-from dataclasses import replace
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from sizing.catalog.spot import BAND_LABELS, Spot, spares_for, spot_table
+from sizing.catalog.spot import BAND_LABELS, Spot, spares_array, spares_for, spot_table
 from sizing.fleet.counts import FleetRules, Option, count_for, count_for_array, p_meet
 
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import ArrayLike
 
-
-def _with_spares(
-    target_rps: float, usable_rps: float, rules: FleetRules, spot: Spot
-) -> tuple[int, int, FleetRules] | None:
-    """The count, its spares and the rules that hold it (None: no fleet within the limit)."""
-    bare = replace(rules, spot_reserve=0.0)
-    n0 = count_for(target_rps, usable_rps, bare)
-    if n0 is None:
-        return None
-    n = with_spares(n0, spot.interruption_rate, rules)
-    if n is None:
-        return None
-    spares = n - n0
-    # survivors(n) with this reserve is floor(n x n0 / n) = n0 before the redundancy.
-    return n, spares, replace(bare, spot_reserve=spares / n)
+    from sizing.fleet.question import FleetQuestion
+    from sizing.model.capacity import Capacity
 
 
 def with_spares(count: int, rate: float, rules: FleetRules) -> int | None:
@@ -93,43 +83,146 @@ def count_with_spares_array(
     return np.array(found)[which.ravel()].reshape(n0.shape)
 
 
-def band_spares(options: Iterable[Option], target_rps: float, headroom: float) -> list[Option]:
-    """``options`` with each listed AWS type's count set by its interruption band.
+@dataclass(frozen=True)
+class BandCounts:
+    """Each option row's counts with its band's spares (`band_counts`), int arrays.
+
+    Attributes
+    ----------
+    n : numpy.ndarray
+        The count [instances]; the flat reserve's where no band applies.
+    n_conf : numpy.ndarray
+        The count at the confidence [instances]; -1: none within the rules.
+    spares : numpy.ndarray
+        The spares in ``n`` [instances]; -1: no band (the flat reserve's count).
+    spares_conf : numpy.ndarray
+        The spares in ``n_conf`` [instances]; -1: none.
+    """
+
+    n: np.ndarray
+    n_conf: np.ndarray
+    spares: np.ndarray
+    spares_conf: np.ndarray
+
+    def counts_of(self, j: int) -> tuple[int, int | None]:
+        """Option row ``j``'s count and count at the confidence (None: none) [instances]."""
+        n_conf = int(self.n_conf[j])
+        return int(self.n[j]), None if n_conf < 0 else n_conf
+
+
+def band_counts(
+    q: FleetQuestion,
+    rate: ArrayLike,
+    shape: ArrayLike,
+    caps: Sequence[Capacity],
+    flat: Sequence[tuple[int | None, int | None]],
+) -> BandCounts:
+    """Each option row's counts with the spares its interruption band calls for.
+
+    A row with a band (``rate`` not NaN) counts ``n0``, what the rules need without a spot
+    reserve, plus `sizing.catalog.spot.spares_array` of ``(n0, rate)`` at the confidence,
+    for the point estimate and at the confidence alike; a row without one, or whose point
+    count with spares is above the rules' limit, keeps its shape's ``flat`` counts.
 
     Parameters
     ----------
-    options : iterable of Option
+    q : FleetQuestion
+        Its target [1/s] and rules.
+    rate : array_like
+        Each option row's share interrupted a month, NaN where no band applies [1].
+    shape : array_like of int
+        Each option row's place in ``caps`` and ``flat``.
+    caps : sequence of Capacity
+        One capacity per shape (burstable types at their sustained baseline).
+    flat : sequence of (int or None, int or None)
+        Each shape's count and count at the confidence with the flat reserve [instances].
+    """
+    import numpy as np
+
+    rules, target, keep = q.rules, q.target_rps, 1.0 - q.rules.headroom
+    bare = replace(rules, spot_reserve=0.0)
+    per_shape = np.array(
+        [
+            [
+                _count(target, cap.capacity_rps * keep, bare),
+                _count(target, cap.quantile(1.0 - rules.confidence) * keep, bare),
+                -1 if n is None else n,
+                -1 if n_conf is None else n_conf,
+            ]
+            for cap, (n, n_conf) in zip(caps, flat, strict=True)
+        ],
+        dtype=np.int64,
+    ).reshape(len(caps), 4)[np.asarray(shape, dtype=np.int64)]
+    n0, n0c, n_flat, n_flat_c = per_shape.T
+    r = np.asarray(rate, dtype=float)
+    spares = _spares(n0, r, ~np.isnan(r) & (n0 > 0), rules.confidence)
+    ok = ~np.isnan(r) & (n0 > 0) & (n0 + spares <= rules.limit)
+    spares_c = _spares(n0c, r, ok & (n0c > 0), rules.confidence)
+    ok_c = ok & (n0c > 0) & (n0c + spares_c <= rules.limit)
+    return BandCounts(
+        n=np.where(ok, n0 + spares, n_flat),
+        n_conf=np.where(ok, np.where(ok_c, n0c + spares_c, -1), n_flat_c),
+        spares=np.where(ok, spares, -1),
+        spares_conf=np.where(ok_c, spares_c, -1),
+    )
+
+
+def _count(target_rps: float, usable_rps: float, rules: FleetRules) -> int:
+    """`count_for`, -1 for None [instances]."""
+    n = count_for(target_rps, usable_rps, rules)
+    return -1 if n is None else n
+
+
+def _spares(
+    count: np.ndarray, rate: np.ndarray, where: np.ndarray, confidence: float
+) -> np.ndarray:
+    """`spares_array` of the ``where`` elements, each distinct pair once; 0 elsewhere."""
+    import numpy as np
+
+    out = np.zeros(count.shape, dtype=np.int64)
+    if where.any():
+        pairs, which = np.unique(
+            np.stack([count[where], rate[where]], axis=1), axis=0, return_inverse=True
+        )
+        found = spares_array(pairs[:, 0].astype(np.int64), pairs[:, 1], confidence)
+        out[where] = found[which.ravel()]
+    return out
+
+
+def band_rates(keys: Iterable[tuple[str, str, str]]) -> list[float]:
+    """Each ``(provider, region, instance type)``'s band share a month, NaN: none [1]."""
+    table = spot_table()
+    out = []
+    for provider, region, name in keys:
+        spot = table.get((region, name)) if provider == "aws" else None
+        out.append(math.nan if spot is None else spot.interruption_rate)
+    return out
+
+
+def apply_band(o: Option, banded: BandCounts, j: int, target_rps: float) -> Option:
+    """``o`` (option row ``j``) with its band's counts, chances and spot fields, if it has one.
+
+    Parameters
+    ----------
+    o : Option
         Counted with the flat reserve.
+    banded : BandCounts
+        The option rows' counts (`band_counts`).
+    j : int
+        Its option row.
     target_rps : float
         Requests per second to serve [1/s].
-    headroom : float
-        Spare fraction of every instance's capacity [1].
-
-    Returns
-    -------
-    list of Option
-        The options in the same order: a new `Option` where the band applies, the same one
-        elsewhere.
     """
-    table = spot_table()
-    return [_by_band(o, table, target_rps, headroom) for o in options]
-
-
-def _by_band(
-    o: Option, table: dict[tuple[str, str], Spot], target_rps: float, headroom: float
-) -> Option:
-    """``o`` counted with the spares of its interruption band (itself when none applies)."""
-    inst, cap = o.capacity.instance, o.capacity
-    spot = table.get((inst.region, inst.instance_type)) if inst.provider == "aws" else None
-    if spot is None:
+    spares = int(banded.spares[j])
+    if spares < 0:
         return o
-    rules = o.rules
-    point = _with_spares(target_rps, cap.capacity_rps * (1.0 - headroom), rules, spot)
-    if point is None:
-        return o
-    n, spares, held = point
-    q = cap.quantile(1.0 - rules.confidence) * (1.0 - headroom)
-    conf = _with_spares(target_rps, q, rules, spot)
+    inst, cap, rules = o.capacity.instance, o.capacity, o.rules
+    spot = spot_table()[inst.region, inst.instance_type]
+    bare = replace(rules, spot_reserve=0.0)
+    n, n_conf = banded.counts_of(j)
+    # survivors(n) with this reserve is floor(n x n0 / n) = n0 before the redundancy.
+    held = replace(bare, spot_reserve=spares / n)
+    spares_conf = None if n_conf is None else int(banded.spares_conf[j])
     return replace(
         o,
         count=n,
@@ -137,11 +230,13 @@ def _by_band(
         utilization=target_rps / (n * cap.capacity_rps),
         hourly_cost_usd=n * o.unit_price_usd_hour,
         p_meets_target=p_meet(n, cap, target_rps, held),
-        count_at_confidence=None if conf is None else conf[0],
+        count_at_confidence=n_conf,
         p_meets_at_confidence=(
-            float("nan") if conf is None else p_meet(conf[0], cap, target_rps, conf[2])
+            math.nan
+            if n_conf is None or spares_conf is None
+            else p_meet(n_conf, cap, target_rps, replace(bare, spot_reserve=spares_conf / n_conf))
         ),
-        spot=spot_fields(spot, spares, None if conf is None else conf[1], rules.confidence),
+        spot=spot_fields(spot, spares, spares_conf, rules.confidence),
     )
 
 
