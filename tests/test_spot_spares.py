@@ -64,3 +64,34 @@ def test_spares_of_many_pairs_at_once_equal_one_at_a_time():
     for c, r, s in zip(count.tolist(), rate.tolist(), got.tolist(), strict=True):
         held = spot.spares_array([c], [r], 0.97)[0]
         assert s == held == spot.spares_for(c, r, 0.97)
+
+
+def test_a_spot_mix_carries_each_types_band_spares():
+    answer = size(SizingRequest(rps=1e6, pricing="spot", providers="aws", mix=3, zones=3))
+    mix = answer.recommendation.mix
+    assert mix["status"] == "optimal" and mix["spot"]["spares"] > 0
+    used = [t for t in mix["types"] if t["count"]]
+    each = 0.95 ** (1 / len(used))
+    for t in used:
+        spares = t["spot"]["spares"]
+        assert spares == spot.spares_for(t["count"] - spares, t["spot"]["interruption_rate"], each)
+    assert sum(t["spot"]["spares"] for t in used) == mix["spot"]["spares"]
+    assert mix["hourly_cost_usd"] == sum(t["hourly_cost_usd"] for t in used)
+    assert sum(mix["count_per_zone"]) == mix["count"] == sum(t["count"] for t in used)
+    assert "95% confidence" in mix["spot"]["basis"]
+    from sizing.report.render import render_mix
+
+    assert any(line.startswith("  spot: ") for line in render_mix(mix, explain=False))
+
+
+def test_mix_spares_go_to_the_zones_the_type_runs_in():
+    import numpy as np
+
+    from sizing.fleet.mix import band_spares
+
+    x = np.array([[10, 9, 0], [0, 0, 3]])
+    out, spares, basis = band_spares(x, [0.3, None], 0.95)
+    assert spares == [spot.spares_for(19, 0.3, 0.95), 0]
+    assert out[1].tolist() == [0, 0, 3] and out[0, 2] == 0
+    assert out[0].sum() == 19 + spares[0] and out[0, 0] - 10 >= out[0, 1] - 9
+    assert "1 type(s)" in basis

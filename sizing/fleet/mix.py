@@ -50,7 +50,7 @@ import math
 import os
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import NormalDist
 from typing import Any
 
@@ -476,12 +476,20 @@ def _cost(x: np.ndarray, types: list[TypeSpec]) -> float:
     return float(sum(x[t].sum() * spec.price for t, spec in enumerate(types)))
 
 
-def candidates(options: list[Option], at_confidence: bool) -> list[list[Option]]:
-    """Per (provider, region), the most cost-efficient options, cheapest groups first."""
+def candidates(
+    options: list[Option], at_confidence: bool, banded: bool = False
+) -> list[list[Option]]:
+    """Per (provider, region), the most cost-efficient options, cheapest groups first.
+
+    ``banded``: where a place has options whose spot spares follow their interruption band
+    (`Option.spot`), only those (a place without any keeps the flat reserve's options).
+    """
     groups: dict[tuple[str, str], list[Option]] = {}
     for o in options:
         inst = o.capacity.instance
         groups.setdefault((inst.provider, inst.region), []).append(o)
+    if banded:
+        groups = {k: [o for o in g if o.spot] or g for k, g in groups.items()}
 
     def per_dollar(o: Option) -> float:
         cap = o.capacity
@@ -506,12 +514,84 @@ def candidates(options: list[Option], at_confidence: bool) -> list[list[Option]]
     return out[:MAX_GROUPS]
 
 
+def band_spares(
+    x: np.ndarray, rates: list[float | None], confidence: float
+) -> tuple[np.ndarray, list[int], str]:
+    """The plan ``x`` (types x zones) with each banded type's spot spares, and what they hold.
+
+    As for one type (`sizing.fleet.spot`): type ``t``'s ``x[t].sum()`` instances, the count the
+    rules need, keep running while no more than its spares are interrupted, each instance with
+    its band's monthly share ``rates[t]`` (binomial). With ``k`` banded types in use, each
+    type's spares hold at ``confidence ** (1 / k)``, so that every type keeps its count at
+    ``confidence`` (interruptions taken as independent across types). A type's spares go to
+    the zones it runs in, spread evenly, fullest zones first. ``rates[t]`` None: no band.
+    """
+    from sizing.catalog.spot import spares_for
+
+    used = [t for t, r in enumerate(rates) if r is not None and x[t].sum() > 0]
+    each = confidence ** (1.0 / len(used)) if used else confidence
+    out, spares = x.copy(), [0] * len(rates)
+    for t in used:
+        rate = rates[t]
+        assert rate is not None
+        spares[t] = spares_for(int(x[t].sum()), rate, each)
+        zones = sorted((z for z in range(x.shape[1]) if x[t, z] > 0), key=lambda z: -x[t, z])
+        for z, extra in zip(zones, per_zone(spares[t], len(zones)), strict=True):
+            out[t, z] += extra
+    basis = (
+        f"each spot type's count holds the spares a binomial over its interruption band calls "
+        f"for ({sum(spares)} in all), so that every type keeps the count the program needs "
+        f"running with {confidence:.0%} confidence ({each:.2%} each over {len(used)} "
+        "type(s), interruptions independent; AWS Spot Instance Advisor bands)"
+    )
+    return out, spares, basis
+
+
+def _type_rows(
+    x: np.ndarray, types: list[TypeSpec], bands: list[tuple[Any, int]] | None
+) -> list[dict[str, Any]]:
+    """The plan's row per type in use; ``bands``: each type's (band share, spares) or None."""
+    rows = []
+    for t in [t for t in range(len(types)) if x[t].sum() > 0]:
+        o = types[t].option
+        inst = o.capacity.instance
+        rows.append(
+            {
+                "instance_type": inst.instance_type,
+                "provider": inst.provider,
+                "region": inst.region,
+                "count": int(x[t].sum()),
+                "count_per_zone": [int(v) for v in x[t]],
+                "capacity_rps_per_instance": o.capacity.capacity_rps,
+                "capacity_sd_log": o.capacity.rel_sd,
+                "unit_price_usd_hour": types[t].price,
+                "hourly_cost_usd": float(x[t].sum() * types[t].price),
+            }
+        )
+        if bands is not None:
+            rows[-1]["spot"] = {"interruption_rate": bands[t][0], "spares": bands[t][1]}
+    return rows
+
+
+def _single_type(best: Option, at_conf: bool) -> dict[str, float]:
+    """The best single type's hourly cost and total bill, as the mix is compared [USD]."""
+    hourly = best.hourly_cost_at_confidence_usd if at_conf else best.hourly_cost_usd
+    return {
+        "single_type_hourly_cost_usd": hourly,
+        "single_type_total_monthly_usd": hourly * HOURS_PER_MONTH + best.egress_monthly_usd,
+    }
+
+
 def best_mix(rec: Recommendation, max_types: int) -> dict[str, Any]:
     """The cheapest fleet of up to ``max_types`` types per zone (see the module docstring)."""
     at_conf = rec.sort == "cost-at-confidence"
-    rules = rec.rules
+    question = rec.question
+    banded = question is not None and question.band_spares
     best: tuple[float, dict[str, Any]] | None = None
-    for group in candidates(rec.options, at_conf):
+    for group in candidates(rec.options, at_conf, banded):
+        # With spares by band, the program counts without a reserve; the spares come after.
+        spot = banded and bool(group[0].spot)
+        rules = replace(rec.rules, spot_reserve=0.0) if spot else rec.rules
         types = [
             TypeSpec(
                 o.capacity.instance.instance_type,
@@ -538,28 +618,18 @@ def best_mix(rec: Recommendation, max_types: int) -> dict[str, Any]:
         if found is None:
             continue
         x, cost, how = found
+        plan, rates = x, [(o.spot or {}).get("interruption_rate") for o in group]
+        spares: list[int] = []
+        if spot:
+            x, spares, held = band_spares(plan, rates, rec.confidence)
+            cost = _cost(x, types)
         # Zones are interchangeable: one order of them (fullest first, type by type), so
         # solutions equal but for the zones' names read the same.
         x = x[:, sorted(range(x.shape[1]), key=lambda z: tuple(-int(v) for v in x[:, z]))]
-        used = [t for t in range(len(types)) if x[t].sum() > 0]
-        rows = []
-        for t in used:
-            o = types[t].option
-            inst = o.capacity.instance
-            rows.append(
-                {
-                    "instance_type": inst.instance_type,
-                    "provider": inst.provider,
-                    "region": inst.region,
-                    "count": int(x[t].sum()),
-                    "count_per_zone": [int(v) for v in x[t]],
-                    "capacity_rps_per_instance": o.capacity.capacity_rps,
-                    "capacity_sd_log": o.capacity.rel_sd,
-                    "unit_price_usd_hour": types[t].price,
-                    "hourly_cost_usd": float(x[t].sum() * types[t].price),
-                }
-            )
-        p = plan_probability(x, types, rules, rec.target_rps)
+        rows = _type_rows(x, types, list(zip(rates, spares, strict=True)) if spot else None)
+        # With spares, the probability is the program's fleet's: the spares stand in for
+        # the interrupted instances.
+        p = plan_probability(plan, types, rules, rec.target_rps)
         doc = {
             "status": "optimal",
             "max_types": max_types,
@@ -576,32 +646,21 @@ def best_mix(rec: Recommendation, max_types: int) -> dict[str, Any]:
             "at_confidence": at_conf,
             "confidence": rec.confidence,
             "candidates": len(types),
-            "single_type_hourly_cost_usd": (
-                rec.options[0].hourly_cost_at_confidence_usd
-                if at_conf
-                else rec.options[0].hourly_cost_usd
-            ),
-            "single_type_total_monthly_usd": (
-                (
-                    rec.options[0].hourly_cost_at_confidence_usd
-                    if at_conf
-                    else rec.options[0].hourly_cost_usd
-                )
-                * HOURS_PER_MONTH
-                + rec.options[0].egress_monthly_usd
-            ),
+            **_single_type(rec.options[0], at_conf),
             "method": how + f" over the {len(types)} most cost-efficient types of "
             f"{rows[0]['provider']}/{rows[0]['region']} (scipy.optimize.milp, HiGHS); "
             "P(meet): over the worst loss, types of one CPU platform share their error, "
             "platforms are independent (Fenton-Wilkinson)",
         }
+        if spot:
+            doc["spot"] = {"spares": sum(spares), "basis": held}
         if best is None or cost + egress_hourly < best[0]:
             best = (cost + egress_hourly, doc)
     if best is None:
         return {
             "status": "infeasible",
             "max_types": max_types,
-            "zones": rules.zones,
+            "zones": rec.rules.zones,
             "message": "no mix of the candidate types meets the rules",
         }
     _ = per_zone

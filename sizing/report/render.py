@@ -98,6 +98,8 @@ def render_mix(mix: dict[str, Any], explain: bool = True) -> list[str]:
             {2, 4, 5, 6},
         )
     )
+    if mix.get("spot"):  # spares by each type's interruption band (sizing.fleet.mix)
+        out.append(f"  spot: {clean(mix['spot']['basis'])}")
     if explain:
         out.append(f"  {clean(mix['method'])}")
     return out
