@@ -510,7 +510,8 @@ class SizingRequest:
         "--spot-reserve",
         "with spot prices: fraction of the fleet that may be reclaimed at once, kept as "
         "extra instances (default: for AWS types the Spot Advisor lists, the spares their "
-        "interruption band calls for at --confidence; 20%% for others, an estimate)",
+        "interruption band calls for at --confidence; for GCP and Azure, those of an "
+        "estimated 30%% a month; 20%% for others, an estimate)",
         parse=parse_fraction,
         metavar="FRACTION",
         commands=FLEET,

@@ -90,8 +90,27 @@ def test_mix_spares_go_to_the_zones_the_type_runs_in():
     from sizing.fleet.mix import band_spares
 
     x = np.array([[10, 9, 0], [0, 0, 3]])
-    out, spares, basis = band_spares(x, [0.3, None], 0.95)
+    fields = {"interruption_rate": 0.3, "interruption_band": "estimate: 30%"}
+    out, spares, basis = band_spares(x, [fields, None], 0.95)
     assert spares == [spot.spares_for(19, 0.3, 0.95), 0]
     assert out[1].tolist() == [0, 0, 3] and out[0, 2] == 0
     assert out[0].sum() == 19 + spares[0] and out[0, 0] - 10 >= out[0, 1] - 9
-    assert "1 type(s)" in basis
+    assert "1 type(s)" in basis and "estimate: 30% a month" in basis
+
+
+def test_gcp_and_azure_spot_take_the_estimate_and_say_so():
+    from sizing.catalog.spot import ESTIMATED_RATE, spot_risk
+
+    for provider in ("gcp", "azure"):
+        risk = spot_risk(provider, "anywhere", "any-size")
+        assert risk is not None and risk.rate == ESTIMATED_RATE
+        assert risk.band.startswith("estimate:") and risk.source.startswith("estimate:")
+    assert spot_risk("aws", "us-east-1", "no-such.type") is None  # keeps the flat reserve
+    answer = size(SizingRequest(rps=1e6, pricing="spot", providers="gcp"))
+    o = answer.options[0]
+    need = o.count - o.spot["spares"]
+    assert o.spot["spares"] == spot.spares_for(need, ESTIMATED_RATE, 0.95)
+    assert o.spot["interruption_band"].startswith("estimate:")
+    assert o.spot["source"].startswith("estimate:") and "estimate:" in o.spot["basis"]
+    note = next(n for n in answer.recommendation.notes if n.startswith("spot: "))
+    assert "estimate: 30% of instances interrupted a month" in note and "Google" in note

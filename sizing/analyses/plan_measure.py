@@ -45,7 +45,7 @@ import numpy as np
 
 from sizing.catalog.egress import egress_cost
 from sizing.catalog.load import Instance
-from sizing.catalog.spot import spot_table
+from sizing.catalog.spot import spot_risk
 from sizing.errors import Infeasible, InputError
 from sizing.fleet.counts import FleetRules, count_for_array
 from sizing.fleet.engine import at_confidence, rank_costs
@@ -389,15 +389,16 @@ def _curves(
 ) -> Curves:
     """Every row's numbers under the question: its pricing, egress and spot bands."""
     pricing, carbon = q.rules.pricing, q.sort == "carbon"
-    table = spot_table() if q.band_spares else {}
-    bands = [table.get((i.region, i.instance_type)) if i.provider == "aws" else None for i in insts]
+    bands = [
+        spot_risk(i.provider, i.region, i.instance_type) if q.band_spares else None for i in insts
+    ]
     return Curves(
         cpu=np.array([c.cpu_sla_rps for c in caps], dtype=float),
         net=np.array([c.network_rps for c in caps], dtype=float),
         sd=np.array([c.rel_sd for c in caps], dtype=float),
         price=np.array([i.price(pricing) for i in insts], dtype=float),
         fixed=np.array([inputs.egress(i) if inputs.egress else 0.0 for i in insts], dtype=float),
-        rate=np.array([math.nan if b is None else b.interruption_rate for b in bands]),
+        rate=np.array([math.nan if b is None else b.rate for b in bands]),
         peak=np.array([c.cpu_peak_rps for c in caps], dtype=float) if carbon else math.nan,
         insts=insts if carbon else (),
     )

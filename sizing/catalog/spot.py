@@ -29,6 +29,23 @@ BANDS = ((0.0, 0.05), (0.05, 0.10), (0.10, 0.15), (0.15, 0.20), (0.20, 1.0))
 BAND_LABELS = ("<5%", "5-10%", "10-15%", "15-20%", ">20%")
 #: The share used for the top band, whose published range is open above 20% [1].
 TOP_BAND_RATE = 0.30
+#: Estimate: the share interrupted a month taken for a spot VM of a provider that publishes
+#: no figure per type: the AWS top band's (see `estimate_reason`) [1].
+ESTIMATED_RATE = TOP_BAND_RATE
+#: What each such provider publishes of its spot VMs' interruptions, by title and publisher.
+UNPUBLISHED = {
+    "gcp": (
+        "Google publishes no preemption rate for Spot VMs, per type or at all (Compute Engine "
+        "documentation, 'Spot VMs', Google Cloud: they may be preempted at any time, their "
+        "availability varying with Compute Engine usage)"
+    ),
+    "azure": (
+        "Microsoft shows eviction-rate bands per size and region (0-5% to 20+%, over the 28 "
+        "trailing days) only to signed-in users, in the portal and Azure Resource Graph's "
+        "SpotResources table ('Use Azure Spot Virtual Machines', Microsoft Learn); no public "
+        "figure per size"
+    ),
+}
 
 
 class Spot(NamedTuple):
@@ -41,6 +58,51 @@ class Spot(NamedTuple):
     def interruption_rate(self) -> float:
         """The band's upper share interrupted a month (the top band: `TOP_BAND_RATE`) [1]."""
         return TOP_BAND_RATE if self.band == len(BANDS) - 1 else BANDS[self.band][1]
+
+
+class Risk(NamedTuple):
+    """A spot type's interruption risk in one region, with where it comes from."""
+
+    rate: float  # share interrupted a month [1]
+    band: str  # the published band ("<5%"...), or "estimate: 30%"
+    source: str  # the feed's source line, or the estimate's reasoning ("estimate: ...")
+    savings_pct: int | None  # savings over on-demand [%]; None: an estimate, no feed
+
+    @property
+    def basis(self) -> str:
+        """Where the rate comes from, in a few words (`source` holds the estimate's reasoning)."""
+        if self.savings_pct is None:
+            return f"{self.band} a month: no published figure (the spot note says why)"
+        return f"band {self.band} a month, AWS Spot Instance Advisor"
+
+
+def spot_risk(provider: str, region: str, instance_type: str) -> Risk | None:
+    """The type's interruption risk: AWS's Spot Advisor band, an estimate for GCP and Azure.
+
+    None for an AWS type the feed does not list in the region (and an unknown provider):
+    its fleet keeps the flat spot reserve.
+    """
+    if provider == "aws":
+        spot = spot_table().get((region, instance_type))
+        if spot is None:
+            return None
+        return Risk(spot.interruption_rate, BAND_LABELS[spot.band], source(), spot.savings_pct)
+    if provider not in UNPUBLISHED:
+        return None
+    return Risk(ESTIMATED_RATE, f"estimate: {ESTIMATED_RATE:.0%}", estimate_reason(provider), None)
+
+
+@cache
+def estimate_reason(provider: str) -> str:
+    """Why a ``provider`` spot VM is taken as interrupted at `ESTIMATED_RATE` ("estimate: ...")."""
+    table = spot_table()
+    top = sum(1 for s in table.values() if s.band == len(BANDS) - 1)
+    return (
+        f"estimate: {ESTIMATED_RATE:.0%} of instances interrupted a month, as for AWS's top "
+        f"band: {UNPUBLISHED[provider]}; {top / len(table):.0%} of the {len(table):,} AWS pools "
+        f"sit in the top band (>20% a month, {source()}), so at a confidence above "
+        f"{1 - top / len(table):.0%} a pool of unknown band is taken as one of them"
+    )
 
 
 @cache
@@ -131,7 +193,7 @@ def spares_array(count: Any, rate: Any, confidence: float) -> Any:
 
 
 def spot_note(option: Any, confidence: float, reserve: float) -> str:
-    """The answer's line on the chosen spot option's interruption risk ("" when not AWS).
+    """The answer's line on the chosen spot option's interruption risk ("" without one).
 
     Parameters
     ----------
@@ -143,32 +205,28 @@ def spot_note(option: Any, confidence: float, reserve: float) -> str:
         The fraction of the fleet kept as spot reserve (``--spot-reserve``) [1].
     """
     inst = option.capacity.instance
-    if inst.provider != "aws":
+    risk = spot_risk(inst.provider, inst.region, inst.instance_type)
+    if risk is None:
         return ""
-    found = spot_table().get((inst.region, inst.instance_type))
-    if found is None:
-        return ""
+    head = f"spot: {inst.instance_type} in {inst.region}: {risk.source}"
+    if risk.savings_pct is not None:
+        head = (
+            f"spot: {inst.instance_type} in {inst.region} saves {risk.savings_pct}% and is "
+            f"interrupted {risk.band} of instances a month ({risk.source})"
+        )
     held = getattr(option, "spot", None)
     if held:  # the count already holds the band's spares (sizing.fleet.spot)
-        return (
-            f"spot: {inst.instance_type} in {inst.region} saves {found.savings_pct}% and is "
-            f"interrupted {BAND_LABELS[found.band]} of instances a month ({source()}); the "
-            f"point-estimate count of {option.count} holds {held['basis']}"
-            + (
-                f"; the count at {confidence:.0%}, {option.count_at_confidence}, holds "
-                f"{held['spares_at_confidence']}"
-                if held.get("spares_at_confidence") is not None
-                and option.count_at_confidence != option.count
-                else ""
-            )
+        return f"{head}; the point-estimate count of {option.count} holds {held['basis']}" + (
+            f"; the count at {confidence:.0%}, {option.count_at_confidence}, holds "
+            f"{held['spares_at_confidence']}"
+            if held.get("spares_at_confidence") is not None
+            and option.count_at_confidence != option.count
+            else ""
         )
-    rate = found.interruption_rate
     kept = option.count - math.floor(option.count * (1.0 - reserve) + 1e-9)
-    spares = spares_for(max(1, option.count - kept), rate, confidence)
+    spares = spares_for(max(1, option.count - kept), risk.rate, confidence)
     return (
-        f"spot: {inst.instance_type} in {inst.region} saves {found.savings_pct}% and is "
-        f"interrupted {BAND_LABELS[found.band]} of instances a month ({source()}); at "
-        f"{confidence:.0%} confidence the {option.count - kept} instances the target needs "
-        f"call for {spares} spare(s) (binomial at {rate:.0%}); the plan keeps {kept} "
-        f"(--spot-reserve {reserve:.0%})"
+        f"{head}; at {confidence:.0%} confidence the {option.count - kept} instances the "
+        f"target needs call for {spares} spare(s) (binomial at {risk.rate:.0%}); the plan "
+        f"keeps {kept} (--spot-reserve {reserve:.0%})"
     )

@@ -515,7 +515,7 @@ def candidates(
 
 
 def band_spares(
-    x: np.ndarray, rates: list[float | None], confidence: float
+    x: np.ndarray, spots: list[dict[str, Any] | None], confidence: float
 ) -> tuple[np.ndarray, list[int], str]:
     """The plan ``x`` (types x zones) with each banded type's spot spares, and what they hold.
 
@@ -524,10 +524,12 @@ def band_spares(
     its band's monthly share ``rates[t]`` (binomial). With ``k`` banded types in use, each
     type's spares hold at ``confidence ** (1 / k)``, so that every type keeps its count at
     ``confidence`` (interruptions taken as independent across types). A type's spares go to
-    the zones it runs in, spread evenly, fullest zones first. ``rates[t]`` None: no band.
+    the zones it runs in, spread evenly, fullest zones first. ``spots[t]``: type ``t``'s
+    option's spot fields (`sizing.fleet.spot.spot_fields`), None without a band.
     """
     from sizing.catalog.spot import spares_for
 
+    rates = [None if s is None else s["interruption_rate"] for s in spots]
     used = [t for t, r in enumerate(rates) if r is not None and x[t].sum() > 0]
     each = confidence ** (1.0 / len(used)) if used else confidence
     out, spares = x.copy(), [0] * len(rates)
@@ -542,15 +544,20 @@ def band_spares(
         f"each spot type's count holds the spares a binomial over its interruption band calls "
         f"for ({sum(spares)} in all), so that every type keeps the count the program needs "
         f"running with {confidence:.0%} confidence ({each:.2%} each over {len(used)} "
-        "type(s), interruptions independent; AWS Spot Instance Advisor bands)"
+        "type(s), interruptions independent; each type's share as its option's spot says: "
+        "its AWS Spot Instance Advisor band, an estimate for GCP and Azure)"
     )
+    labels = {str((spots[t] or {}).get("interruption_band")) for t in used}
+    guessed = sorted(b for b in labels if b.startswith("estimate:"))
+    if guessed:
+        basis += f"; {' and '.join(guessed)} a month for types with no published figure"
     return out, spares, basis
 
 
 def _type_rows(
     x: np.ndarray, types: list[TypeSpec], bands: list[tuple[Any, int]] | None
 ) -> list[dict[str, Any]]:
-    """The plan's row per type in use; ``bands``: each type's (band share, spares) or None."""
+    """The plan's row per type in use; ``bands``: each type's (band, spares) or None."""
     rows = []
     for t in [t for t in range(len(types)) if x[t].sum() > 0]:
         o = types[t].option
@@ -569,7 +576,11 @@ def _type_rows(
             }
         )
         if bands is not None:
-            rows[-1]["spot"] = {"interruption_rate": bands[t][0], "spares": bands[t][1]}
+            rows[-1]["spot"] = {
+                "interruption_band": bands[t][0],
+                "interruption_rate": o.spot["interruption_rate"],
+                "spares": bands[t][1],
+            }
     return rows
 
 
@@ -618,15 +629,15 @@ def best_mix(rec: Recommendation, max_types: int) -> dict[str, Any]:
         if found is None:
             continue
         x, cost, how = found
-        plan, rates = x, [(o.spot or {}).get("interruption_rate") for o in group]
+        plan, bands = x, [(o.spot or {}).get("interruption_band") for o in group]
         spares: list[int] = []
         if spot:
-            x, spares, held = band_spares(plan, rates, rec.confidence)
+            x, spares, held = band_spares(plan, [o.spot for o in group], rec.confidence)
             cost = _cost(x, types)
         # Zones are interchangeable: one order of them (fullest first, type by type), so
         # solutions equal but for the zones' names read the same.
         x = x[:, sorted(range(x.shape[1]), key=lambda z: tuple(-int(v) for v in x[:, z]))]
-        rows = _type_rows(x, types, list(zip(rates, spares, strict=True)) if spot else None)
+        rows = _type_rows(x, types, list(zip(bands, spares, strict=True)) if spot else None)
         # With spares, the probability is the program's fleet's: the spares stand in for
         # the interrupted instances.
         p = plan_probability(plan, types, rules, rec.target_rps)

@@ -1,10 +1,12 @@
 """Spot spares from each type's interruption band, in place of a flat reserve.
 
-For an AWS type the Spot Advisor lists in its region (`sizing.catalog.spot`), the fleet is the
-count the rules need without a spot reserve (``n0``: headroom, zones, redundancy) plus the
-spares a binomial over the band's monthly interruption share calls for, so that at least
-``n0`` instances keep running with the request's confidence (`sizing.catalog.spot.spares_for`,
-the band's upper share, 30% for the open top band). Other types keep the flat reserve.
+For an AWS type the Spot Advisor lists in its region, and for every GCP and Azure type
+(`sizing.catalog.spot.spot_risk`), the fleet is the count the rules need without a spot
+reserve (``n0``: headroom, zones, redundancy) plus the spares a binomial over the type's
+monthly interruption share calls for, so that at least ``n0`` instances keep running with the
+request's confidence (`sizing.catalog.spot.spares_for`; AWS: the band's upper share, 30% for
+the open top band; GCP and Azure publish none: an estimate, 30%). AWS types the feed does not
+list keep the flat reserve.
 
 Used when the request prices spot and gives no ``--spot-reserve`` of its own: the engine
 (`sizing.fleet.engine.answer`) asks `band_counts` for every option row's counts before it
@@ -19,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from sizing.catalog.spot import BAND_LABELS, Spot, spares_array, spares_for, spot_table
+from sizing.catalog.spot import Risk, spares_array, spares_for, spot_risk
 from sizing.fleet.counts import FleetRules, Option, count_for, count_for_array, p_meet
 
 if TYPE_CHECKING:
@@ -190,12 +192,14 @@ def _spares(
 
 
 def band_rates(keys: Iterable[tuple[str, str, str]]) -> list[float]:
-    """Each ``(provider, region, instance type)``'s band share a month, NaN: none [1]."""
-    table = spot_table()
+    """Each ``(provider, region, instance type)``'s share interrupted a month, NaN: none [1].
+
+    `sizing.catalog.spot.spot_risk`'s: AWS's band, the estimate for GCP and Azure.
+    """
     out = []
-    for provider, region, name in keys:
-        spot = table.get((region, name)) if provider == "aws" else None
-        out.append(math.nan if spot is None else spot.interruption_rate)
+    for key in keys:
+        risk = spot_risk(*key)
+        out.append(math.nan if risk is None else risk.rate)
     return out
 
 
@@ -217,7 +221,8 @@ def apply_band(o: Option, banded: BandCounts, j: int, target_rps: float) -> Opti
     if spares < 0:
         return o
     inst, cap, rules = o.capacity.instance, o.capacity, o.rules
-    spot = spot_table()[inst.region, inst.instance_type]
+    risk = spot_risk(inst.provider, inst.region, inst.instance_type)
+    assert risk is not None
     bare = replace(rules, spot_reserve=0.0)
     n, n_conf = banded.counts_of(j)
     # survivors(n) with this reserve is floor(n x n0 / n) = n0 before the redundancy.
@@ -236,24 +241,24 @@ def apply_band(o: Option, banded: BandCounts, j: int, target_rps: float) -> Opti
             if n_conf is None or spares_conf is None
             else p_meet(n_conf, cap, target_rps, replace(bare, spot_reserve=spares_conf / n_conf))
         ),
-        spot=spot_fields(spot, spares, spares_conf, rules.confidence),
+        spot=spot_fields(risk, spares, spares_conf, rules.confidence),
     )
 
 
 def spot_fields(
-    spot: Spot, spares: int, spares_at_confidence: int | None, confidence: float
+    risk: Risk, spares: int, spares_at_confidence: int | None, confidence: float
 ) -> dict[str, Any]:
     """What an option's JSON says of its spot spares."""
     return {
-        "savings_pct": spot.savings_pct,
-        "interruption_band": BAND_LABELS[spot.band],
-        "interruption_rate": spot.interruption_rate,
+        "savings_pct": risk.savings_pct,
+        "interruption_band": risk.band,
+        "interruption_rate": risk.rate,
+        "source": risk.source,
         "spares": spares,
         "spares_at_confidence": spares_at_confidence,
         "basis": (
             f"{spares} spare(s) so that the count the rules need keeps running with "
             f"{confidence:.0%} confidence when each instance is interrupted with probability "
-            f"{spot.interruption_rate:.0%} (binomial; band {BAND_LABELS[spot.band]} a month, "
-            "AWS Spot Instance Advisor)"
+            f"{risk.rate:.0%} (binomial; {risk.basis})"
         ),
     }

@@ -220,7 +220,7 @@ def _header_lines(doc: dict[str, Any]) -> list[str]:
         )
         + (
             f" (spares by interruption band at {doc['confidence']:.0%} for AWS types the "
-            "Spot Advisor lists)"
+            "Spot Advisor lists, by an estimate for GCP and Azure)"
             if any(o.get("spot") for o in doc.get("options", []))
             else ""
         )
@@ -406,6 +406,12 @@ def _rests_on(doc: dict[str, Any]) -> list[str]:
         out.append(
             f"  - estimate: spot reserve {doc['spot_reserve']:.0%} of the fleet may be reclaimed "
             "at once (--spot-reserve)"
+            + (
+                "; options with spot spares by interruption share use those instead (their "
+                "spot in --format json; GCP and Azure shares are estimates)"
+                if any(o.get("spot") for o in doc.get("options", []))
+                else ""
+            )
         )
     out.append("  - --format json gives every option's basis")
     out.append(
