@@ -155,3 +155,24 @@ def test_a_bad_file_is_one_line_and_the_old_catalog_stays(text, problem, tmp_pat
 def test_a_region_not_named_as_azure_names_it_is_refused(capsys):
     assert main(["catalog", "update", "--provider", "azure", "--region", "West Europe"]) == 2
     assert "as Azure names it" in capsys.readouterr().err
+
+
+def test_a_size_listed_again_is_one_row_by_the_stated_rule(tmp_path):
+    """Another meter or product name at the same price, a free meter, the dropped kinds."""
+    page = json.loads(PAGE2)
+    first = next(i for i in page["Items"] if i["meterName"] == "F2s v2")
+    again = {**first, "meterId": "00000000-0000-0000-0000-0000000000aa"}
+    renamed = {**first, "productName": "Virtual Machines FSv2 Series Linux", "meterId": "ab"}
+    free = {**first, "retailPrice": 0.0, "unitPrice": 0.0, "meterId": "ac"}
+    low = {**first, "meterName": "F2s v2 Low Priority", "retailPrice": 0.02}
+    windows = {**first, "productName": "Virtual Machines FSv2 Series Windows", "retailPrice": 0.2}
+    devtest = {**first, "type": "DevTestConsumption", "retailPrice": 0.05}
+    page["Items"] += [again, renamed, free, low, windows, devtest]
+    answer = tmp_path / "answer.json"
+    answer.write_text(json.dumps(page))
+    prices, _ = retail.read_retail(str(answer), "westeurope")
+    assert prices["on-demand"]["Standard_F2s_v2"] == first["retailPrice"]
+    page["Items"].append({**first, "meterId": "ad", "retailPrice": 0.1})
+    answer.write_text(json.dumps(page))
+    with pytest.raises(InputError, match="Standard_F2s_v2 has two on-demand prices"):
+        retail.read_retail(str(answer), "westeurope")

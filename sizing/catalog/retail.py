@@ -147,6 +147,12 @@ def _price(item: dict[str, Any], where: str) -> float:
 def read_retail(first: str, region: str) -> tuple[dict[str, dict[str, float]], str]:
     """Per kind (on-demand, spot), USD/hour per size of every page, and the newest start date.
 
+    One row per size and kind, by one rule: the items `_kind` drops (Windows products, Low
+    Priority meters, dedicated hosts, other price types such as DevTestConsumption, other
+    meter regions) never count; a size listed again with the same price (another meterId,
+    productName or page) is the same row; a zero price or an item without ``armSkuName``
+    prices nothing; two different prices of one kind for a size stop the update.
+
     Raises
     ------
     InputError
@@ -162,12 +168,13 @@ def read_retail(first: str, region: str) -> tuple[dict[str, dict[str, float]], s
                 continue
             name = str(item.get("armSkuName", ""))
             price = _price(item, printable(source))
+            if price <= 0 or not name:  # a free or unnamed meter prices nothing
+                continue
             known = prices[kind].get(name)
             if known is not None and known != price:
                 raise InputError(f"{printable(source)}: {printable(name)} has two {kind} prices")
-            if price > 0 and name:
-                prices[kind][name] = price
-                date = max(date, str(item.get("effectiveStartDate", ""))[:10])
+            prices[kind][name] = price
+            date = max(date, str(item.get("effectiveStartDate", ""))[:10])
     if not prices["on-demand"]:
         raise InputError(f"{printable(first)}: no Linux on-demand price for {region}")
     return prices, date
