@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 from sizing.catalog import spot
 from sizing.fleet.counts import survivors
 from sizing.pipeline import size
@@ -114,3 +118,18 @@ def test_gcp_and_azure_spot_take_the_estimate_and_say_so():
     assert o.spot["source"].startswith("estimate:") and "estimate:" in o.spot["basis"]
     note = next(n for n in answer.recommendation.notes if n.startswith("spot: "))
     assert "estimate: 30% of instances interrupted a month" in note and "Google" in note
+
+
+def test_spot_spares_for_every_region_need_no_scipy():
+    """The binomial quantile is the standard library's: scipy's import alone is too slow."""
+    code = (
+        "import sys\n"
+        "from sizing.pipeline import size\n"
+        "from sizing.request import SizingRequest\n"
+        "answer = size(SizingRequest(rps=1e6, pricing='spot', regions='all'))\n"
+        "answer.to_dict(top=10)\n"
+        "assert 'scipy' not in sys.modules, 'scipy imported'\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root)
+    assert res.returncode == 0, res.stderr[-500:]

@@ -126,6 +126,7 @@ def spot_table(path: Path = SPOT_FILE) -> dict[tuple[str, str], Spot]:
     return out
 
 
+@cache
 def source() -> str:
     """The extract's source line (its first ``#`` line)."""
     first = read_upstream(SPOT_FILE).split("\n", 1)[0]
@@ -146,26 +147,48 @@ def spares_for(count: int, rate: float, confidence: float) -> int:
 
     Each of ``count + spares`` instances is interrupted independently with probability
     ``rate`` (a month's share); the smallest ``spares`` for which at least ``count`` survive
-    with probability ``confidence`` (binomial; `spares_array` of one element).
+    with probability ``confidence`` (binomial), at most ``10 x count + 10``.
+
+    At least ``count`` of ``count + s`` survive exactly when fewer than ``s + 1``
+    interruptions come before the ``count``-th survivor, a negative binomial: the spares are
+    its ``confidence`` quantile, found by adding its terms from 0 up (for fleets so large
+    that the first term underflows, each from `math.lgamma`, summed in logs). The standard
+    library only: scipy's import alone costs more than a ``--region all`` answer.
     """
     if not 0 <= rate < 1 or not 0 < confidence < 1 or count < 1:
         raise ValueError("rate in [0, 1), confidence in (0, 1), count >= 1")
-    return int(spares_array([count], [rate], confidence)[0])
+    if rate == 0:
+        return 0
+    limit = 10 * count + 10
+    first = (1.0 - rate) ** count  # P(no interruption before the count-th survivor)
+    if first > 1e-200:  # term by term: each from the one before
+        term = total = first
+        spares = 0
+        while total < confidence and spares < limit:
+            spares += 1
+            term *= (count + spares - 1) / spares * rate
+            total += term
+        return spares
+    log_p, log_q, goal = math.log(rate), math.log1p(-rate), math.log(confidence)
+    base = count * log_q - math.lgamma(count)
+    log_total, spares = count * log_q, 0
+    while log_total < goal and spares < limit:
+        spares += 1
+        term = base + math.lgamma(count + spares) - math.lgamma(spares + 1) + spares * log_p
+        high, low = max(log_total, term), min(log_total, term)
+        log_total = high + math.log1p(math.exp(low - high))
+    return spares
 
 
 def spares_array(count: Any, rate: Any, confidence: float) -> Any:
-    """`spares_for` of every ``(count, rate)`` pair at once [instances].
-
-    One more spare never lowers the probability that ``count`` survive, so the smallest
-    ``spares`` is found by bisection over ``[0, 10 x count + 10]`` for all pairs together
-    (``10 x count + 10`` where even that many do not hold).
+    """`spares_for` of every ``(count, rate)`` pair, each distinct pair once [instances].
 
     Parameters
     ----------
     count : array_like of int
         Instances that must keep running, each >= 1 [instances].
     rate : array_like of float
-        Each one's share interrupted a month, in [0, 1) [1].
+        Each one's share interrupted a month, in [0, 1), broadcast against ``count`` [1].
     confidence : float
         Probability that they keep running, in (0, 1) [1].
 
@@ -175,21 +198,14 @@ def spares_array(count: Any, rate: Any, confidence: float) -> Any:
         The spares, int64, of ``count``'s shape [instances].
     """
     import numpy as np
-    from scipy.special import bdtr  # P(X <= k) of a binomial, stable for large n
 
     n = np.asarray(count, dtype=np.int64)
     p = np.broadcast_to(np.asarray(rate, dtype=float), n.shape)
-    lo = np.zeros(n.shape, dtype=np.int64)
-    hi = 10 * n + 10
-    while True:
-        open_ = lo < hi
-        if not open_.any():
-            return lo
-        mid = (lo + hi) // 2
-        # P(interrupted <= mid of count + mid) >= confidence: mid spares hold
-        held = bdtr(mid, n + mid, p) >= confidence
-        hi = np.where(open_ & held, mid, hi)
-        lo = np.where(open_ & ~held, mid + 1, lo)
+    if not n.size:
+        return np.zeros(n.shape, dtype=np.int64)
+    pairs, which = np.unique(np.stack([n.ravel(), p.ravel()], axis=1), axis=0, return_inverse=True)
+    found = [spares_for(int(c), r, confidence) for c, r in pairs.tolist()]
+    return np.array(found, dtype=np.int64)[which.ravel()].reshape(n.shape)
 
 
 def spot_note(option: Any, confidence: float, reserve: float) -> str:

@@ -178,16 +178,11 @@ def _count(target_rps: float, usable_rps: float, rules: FleetRules) -> int:
 def _spares(
     count: np.ndarray, rate: np.ndarray, where: np.ndarray, confidence: float
 ) -> np.ndarray:
-    """`spares_array` of the ``where`` elements, each distinct pair once; 0 elsewhere."""
+    """`spares_array` of the ``where`` elements; 0 elsewhere [instances]."""
     import numpy as np
 
     out = np.zeros(count.shape, dtype=np.int64)
-    if where.any():
-        pairs, which = np.unique(
-            np.stack([count[where], rate[where]], axis=1), axis=0, return_inverse=True
-        )
-        found = spares_array(pairs[:, 0].astype(np.int64), pairs[:, 1], confidence)
-        out[where] = found[which.ravel()]
+    out[where] = spares_array(count[where], rate[where], confidence)
     return out
 
 
