@@ -13,7 +13,7 @@ command                                                     goal
 ``recommend --rps 1e6 --region all --provider azure``       <= 3 x (57 regions, 1,023 sizes,
                                                             built into the cache on first use)
 ``recommend --rps 1e6 --region all --sort carbon``          <= 3 x
-``recommend --rps 1e6 --region all --pricing spot``         <= 3 x (spares per band, by rows)
+``recommend --rps 1e6 --region all --pricing spot``         <= 3 x (spares per band, by columns)
 ``recommend --rps 1e6 --protocol http --runs DIR``          <= 3 x (a simulated run of c7g,
                                                             made here, ``--allow-simulated``)
 ``plan-measurements --rps 1e6``                             <= 3 x

@@ -110,6 +110,25 @@ def test_the_columns_answer_as_the_rows_do(shipped, case):
     assert by_cols.to_dict() == by_rows.to_dict()
 
 
+def test_spot_spares_on_a_few_regions_rank_as_the_rows_do(shipped):
+    """Spares by band (AWS's feed, the GCP estimate) counted in the columns, ranked by carbon."""
+    import numpy as np
+
+    from sizing.fleet.columnar import recommend_columns
+    from sizing.fleet.question import question
+    from sizing.fleet.recommend import recommend
+
+    _, _, cols, rows = shipped
+    regions = {"us-east-1", "eu-central-1", "europe-west3"}
+    picked = np.array([k for k, i in enumerate(rows) if i.region in regions])
+    kw = {"pricing": "spot", "sort": "carbon", "zones": 2}
+    by_rows = recommend(1e6, [rows[k] for k in picked], **kw)
+    by_cols = recommend_columns(question(1e6, **kw), cols, picked)
+    assert by_cols.decision == by_rows.decision
+    assert by_cols.to_dict() == by_rows.to_dict()
+    assert {o.capacity.instance.provider for o in by_cols.options if o.spot} == {"aws", "gcp"}
+
+
 def test_the_columns_answer_burst_rates_as_the_rows_do(shipped):
     """--network burst prunes on the providers' burst rates: the same answer either way."""
     from sizing.workload.value import Workload
