@@ -394,9 +394,11 @@ def carbon_lead(
 
     shapes = [caps[int(s)].instance for s in found.shape]
     names = [table.names(r) for r in found.rows]
-    n = np.array([found.counts[int(s)][0] for s in found.shape], dtype=float)
-    if found.banded is not None:
-        n = found.banded.n.astype(float)
+    n = (
+        np.array([found.counts[int(s)][0] for s in found.shape], dtype=float)
+        if found.banded is None
+        else found.banded.n.astype(float)
+    )
     peak = np.array([caps[int(s)].cpu_peak_rps for s in found.shape], dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         load = np.where(peak > 0, q.target_rps / (n * peak), 1.0)
