@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from sizing.catalog.spot import Risk, spares_array, spares_for, spot_risk
-from sizing.fleet.counts import FleetRules, Option, count_for, count_for_array, p_meet
+from sizing.fleet.counts import FleetRules, Option, count_for_array, p_meet
 
 if TYPE_CHECKING:
     import numpy as np
@@ -143,18 +143,16 @@ def band_counts(
 
     rules, target, keep = q.rules, q.target_rps, 1.0 - q.rules.headroom
     bare = replace(rules, spot_reserve=0.0)
-    per_shape = np.array(
+    point = np.array([cap.capacity_rps * keep for cap in caps], dtype=float)
+    at = np.array([cap.quantile(1.0 - rules.confidence) * keep for cap in caps], dtype=float)
+    n_flat = np.array([[-1 if c is None else c for c in pair] for pair in flat], dtype=np.int64)
+    per_shape = np.column_stack(
         [
-            [
-                _count(target, cap.capacity_rps * keep, bare),
-                _count(target, cap.quantile(1.0 - rules.confidence) * keep, bare),
-                -1 if n is None else n,
-                -1 if n_conf is None else n_conf,
-            ]
-            for cap, (n, n_conf) in zip(caps, flat, strict=True)
-        ],
-        dtype=np.int64,
-    ).reshape(len(caps), 4)[np.asarray(shape, dtype=np.int64)]
+            np.nan_to_num(count_for_array(target, point, bare), posinf=-1),
+            np.nan_to_num(count_for_array(target, at, bare), posinf=-1),
+            n_flat.reshape(len(caps), 2),
+        ]
+    ).astype(np.int64)[np.asarray(shape, dtype=np.int64)]
     n0, n0c, n_flat, n_flat_c = per_shape.T
     r = np.asarray(rate, dtype=float)
     spares = _spares(n0, r, ~np.isnan(r) & (n0 > 0), rules.confidence)
@@ -167,12 +165,6 @@ def band_counts(
         spares=np.where(ok, spares, -1),
         spares_conf=np.where(ok_c, spares_c, -1),
     )
-
-
-def _count(target_rps: float, usable_rps: float, rules: FleetRules) -> int:
-    """`count_for`, -1 for None [instances]."""
-    n = count_for(target_rps, usable_rps, rules)
-    return -1 if n is None else n
 
 
 def _spares(
