@@ -653,10 +653,36 @@ class _HostKeyPolicy:
                 "trust and record it"
             )
         client.get_host_keys().add(hostname, key.get_name(), key)
-        path = Path(self.known_hosts)
+        record_host_key(Path(self.known_hosts), f"{hostname} {key.get_name()} {key.get_base64()}")
+
+
+#: The largest known_hosts file added to [B] (OpenSSH's own lines are under 1 kB each).
+KNOWN_HOSTS_MAX = 16 * 1024 * 1024
+
+
+def record_host_key(path: Path, line: str) -> None:
+    """Add ``line`` to the known_hosts file ``path`` through the one writer.
+
+    The file is read (bounded, no link followed) and written whole as a new file
+    (`trialtable.files.write_atomic`: no link, device or pipe written through), with its own
+    permissions, or 0600 when new. A file that cannot be used ends the connection with one
+    line naming it.
+    """
+    from trialtable.files import FileRefused, read_bounded, write_atomic
+
+    try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        with path.open("a") as fh:
-            fh.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
+        old = (
+            read_bounded(path, KNOWN_HOSTS_MAX, regular_only=True, follow=False)
+            if path.exists()
+            else b""
+        )
+        mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
+        sep = b"" if not old or old.endswith(b"\n") else b"\n"
+        write_atomic(path, old + sep + line.encode() + b"\n", mode=mode)
+    except (OSError, FileRefused) as exc:
+        why = getattr(exc, "strerror", None) or str(exc)
+        raise _UnknownHostKey(f"cannot record the host key in {path}: {why}") from None
 
 
 def connect(

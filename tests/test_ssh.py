@@ -59,6 +59,20 @@ def test_unknown_host_key_is_refused_then_accepted(tmp_path, sshd):
     assert p.returncode == 0, p.stderr
 
 
+def test_a_known_hosts_link_is_not_written_through(tmp_path, sshd):
+    """The key is recorded through the one writer: a link at known_hosts is refused."""
+    cfg = sshd.client_config(tmp_path, known=False)
+    target = tmp_path / "elsewhere"
+    target.write_text("keep\n")
+    (tmp_path / "known_hosts").symlink_to(target)
+    p = runners_cli(
+        "facts", "--server", sshd.spec, "--ssh-config", str(cfg), "--accept-new-host-keys"
+    )
+    assert p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert "cannot record the host key in" in p.stderr
+    assert target.read_text() == "keep\n" and (tmp_path / "known_hosts").is_symlink()
+
+
 def test_changed_host_key_is_refused(tmp_path, sshd):
     other = tmp_path / "other"
     keygen(other)
