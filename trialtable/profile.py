@@ -437,9 +437,7 @@ def from_dict(d: object, where: str = "profile") -> Profile:
     if missing:
         raise _fail(where, f"missing keys: {', '.join(missing)}")
     if not _utc_time(d["created"]):
-        raise _fail(
-            where, f"created {d['created']!r} is not a past UTC time YYYY-mm-ddTHH:MM:SSZ"
-        )
+        raise _fail(where, f"created {d['created']!r} is not a past UTC time YYYY-mm-ddTHH:MM:SSZ")
     if not isinstance(d["cpu_model"], str):
         raise _fail(where, "cpu_model must be a string")
     if d["arch"] not in ARCHES:
