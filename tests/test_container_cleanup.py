@@ -16,12 +16,14 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
 
 from runners.cli.main import main as runners_main
 from runners.deploy import container
+from runners.errors import RunnerError
 from runners.hosts import LocalHost
 
 _NO_TOOLS = [t for t in (*container.CONTAINERD_TOOLS, "wrk") if shutil.which(t) is None]
@@ -117,6 +119,9 @@ def test_cleanup_removes_what_a_killed_container_campaign_left(tmp_path, path):
         env=env,
         start_new_session=True,
     )
+    # A campaign that never reaches its first trial is killed, not waited for.
+    watchdog = threading.Timer(120, child.kill)
+    watchdog.start()
     try:
         line = child.stdout.readline() if child.stdout else ""
         assert line.strip() == "UP", "the campaign did not reach its first trial"
@@ -132,6 +137,7 @@ def test_cleanup_removes_what_a_killed_container_campaign_left(tmp_path, path):
         assert _mounts_under(folder) or path == "ctr"
         assert family and sockets and prefixes
     finally:
+        watchdog.cancel()
         child.send_signal(signal.SIGKILL)
         child.wait()
     # The run's daemon, shims and containers outlive the killed campaign, and the shims'
@@ -174,3 +180,29 @@ def test_cleanup_leaves_a_planted_link_alone(tmp_path, monkeypatch):
     done, notes = container.stop_leftover(LocalHost(), str(link), [], {})
     assert not done and notes == ["it is a symbolic link"]
     assert target.is_dir() and link.is_symlink()
+
+
+class _Record:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str]] = []
+
+    def started(self, host, what, path, pids, starts=None) -> None:
+        self.events.append(("started", path))
+
+    def removed(self, host, path) -> None:
+        self.events.append(("removed", path))
+
+
+def test_a_start_that_fails_half_way_removes_its_folder(monkeypatch, tmp_path):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(container, "_START", "echo NOT_READY\n")
+    record = _Record()
+    with (
+        pytest.raises(RunnerError, match="did not start"),
+        container.Containerd(LocalHost(), record=record),
+    ):
+        pass
+    (folder,) = {p for _, p in record.events}
+    assert [e for e, _ in record.events] == ["started", "removed"]
+    assert folder.startswith(f"{tmp_path}/{container.FOLDER_NAME}.")
+    assert not Path(folder).exists()

@@ -18,6 +18,7 @@ folders are; the shim removes it when it exits.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -418,7 +419,12 @@ class Containerd:
         self.folder, self.pid = "", 0
 
     def __enter__(self) -> Containerd:
-        self.start()
+        try:
+            self.start()
+        except BaseException:
+            with contextlib.suppress(RunnerError):
+                self.stop()  # what a start that failed half-way made
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
