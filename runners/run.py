@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import sys
 import time
 from collections.abc import Iterator, Mapping
@@ -134,6 +135,34 @@ class Run:
         self.folder.close()
 
 
+@contextlib.contextmanager
+def recording(out: str | os.PathLike[str], label: str) -> Iterator[Run]:
+    """A run folder in ``out`` that records only what a command starts on its hosts.
+
+    For a command without trials of its own (``features``' private containerd): what a
+    killed process of it left, ``cleanup`` finds there; once everything it started is
+    recorded as removed, the folder is removed too. `RunnerError` when it cannot be made.
+    """
+    meta = {
+        "run_id": new_run_id(label),
+        "created_at": utc_now(),
+        "status": "running",
+        "simulated": False,
+    }
+    try:
+        folder = RunFolder.create(out, meta)
+    except RunFolderError as exc:
+        raise RunnerError(str(exc)) from None
+    run = Run(folder)
+    try:
+        yield run
+    finally:
+        left = outstanding_in(folder.path)
+        run.close()
+        if not left:
+            shutil.rmtree(folder.path, ignore_errors=True)
+
+
 def open_run(
     plan: Plan,
     out: str | os.PathLike[str],
@@ -234,10 +263,13 @@ def stop_left_behind(
     """Stop and remove what a run's earlier processes started and never removed.
 
     Reads the run's ``started.jsonl``; for each prefix or work folder still outstanding,
-    connects to its host, stops the nginx of that prefix and removes it. Returns one line per
+    connects to its host, stops the nginx of that prefix and removes it; for a private
+    containerd's folder, its daemon, shims, containers, mounts and shim sockets
+    (`runners.deploy.container.stop_leftover`). Returns one line per
     thing found (also written to ``log`` as a warning). ``record``: the open run, told what
     was removed.
     """
+    from runners.deploy.container import RECORD_WHAT, stop_leftover
     from runners.deploy.nginx import stop_leftovers
 
     access = access or Access()
@@ -262,7 +294,8 @@ def stop_left_behind(
                     ssh_config=access.ssh_config,
                 )
                 hosts[name] = host
-                done, notes = stop_leftovers(host, path, pids, entry.get("starts"))
+                stop = stop_leftover if entry.get("what") == RECORD_WHAT else stop_leftovers
+                done, notes = stop(host, path, pids, entry.get("starts"))
             except RunnerError as exc:
                 line = f"{line}: failed ({exc})"
                 done, notes = False, []

@@ -40,6 +40,8 @@ from runners.deploy.nginx import Deployment, NginxHost
 from runners.errors import BadInput, RunnerError
 from runners.hosts import Host, LocalHost, facts
 from runners.loadgen import Load, wrk
+from runners.names import DEFAULT_OUT as DEFAULT_RUNS
+from runners.run import recording
 from runners.scenario import Scenario
 from trialtable.features import (
     FEATURE_COST_COLUMNS,
@@ -97,6 +99,9 @@ class Settings:
     container_path : str
         For a feature run in containers: ``cri`` (pods made over containerd's CRI API, the
         kubelet's log path) or ``ctr`` (``ctr run``, whose reader copies the FIFO in blocks).
+    runs : str
+        Where a feature run in containers records what it starts (a run folder, removed
+        once all of it is), for ``python -m runners cleanup --all --out RUNS``.
     """
 
     features: tuple[str, ...] = FEATURE_NAMES
@@ -106,6 +111,7 @@ class Settings:
     file_bytes: int = 1024
     cpu: int = 0
     container_path: str = "cri"
+    runs: str = DEFAULT_RUNS
 
 
 @dataclass(frozen=True)
@@ -315,9 +321,9 @@ def _deployment(
     """A private nginx for ``scenario`` (with ``setup``'s lines), in ``runtime`` if given."""
     dep: Deployment
     if isinstance(runtime, CriContainerd):
-        dep = CriDeployment(bench.nginx, scenario, runtime)
+        dep = CriDeployment(bench.nginx, scenario, runtime, runtime.record)
     elif runtime is not None:
-        dep = ContainerDeployment(bench.nginx, scenario, runtime)
+        dep = ContainerDeployment(bench.nginx, scenario, runtime, runtime.record)
     else:
         dep = Deployment(bench.nginx, scenario)
     if setup is not None:
@@ -363,9 +369,11 @@ def measure(bench: Bench, name: str, settings: Settings, say: Callable[[str], No
     result.container_path = settings.container_path
     try:
         cri = settings.container_path == "cri"
-        with CriContainerd(bench.host) if cri else Containerd(bench.host) as runtime:
-            result.runtime_version = runtime.version()
-            _pairs(bench, result, setup, settings, say, runtime)
+        with recording(settings.runs, name) as run:
+            make = CriContainerd if cri else Containerd
+            with make(bench.host, record=run) as runtime:
+                result.runtime_version = runtime.version()
+                _pairs(bench, result, setup, settings, say, runtime)
     except RunnerError as exc:
         result.note = f"did not run here: {exc}"
         result.ref, result.on, result.floods = [], [], []

@@ -18,12 +18,21 @@ folders are; the shim removes it when it exits.
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from runners.cputime import stat_user_system
-from runners.deploy.nginx import Deployment, NginxHost, NginxInstance, NginxProcess
+from runners.deploy.nginx import (
+    _ALIVE_FN,
+    Deployment,
+    NginxHost,
+    NginxInstance,
+    NginxProcess,
+    Recorder,
+)
 from runners.errors import RunnerError
 from runners.hosts import Host
 from runners.scenario import Scenario
@@ -42,13 +51,25 @@ for t; do command -v "$t" >/dev/null 2>&1 || echo "MISSING $t"; done
 exit 0
 """
 
-# A private containerd: its folder (printed first), the container root folder, the config,
-# the daemon in a session of its own; waits for its socket.
+#: The private folder's name (``mktemp``'s eight characters follow), in ``$TMPDIR`` or /tmp.
+FOLDER_NAME = "nginx-sizing-ctr"
+#: What a run's ``started.jsonl`` calls a private containerd's folder (see `stop_leftover`).
+RECORD_WHAT = "containerd"
+#: Where containerd 1.6 puts each shim's socket, whatever the daemon's folders.
+SHIM_SOCKETS = "/run/containerd/s"
+
+# The private folder, made and printed before anything is started in it (recorded first).
+_MKDIR = r"""
+umask 022
+mktemp -d "${TMPDIR:-/tmp}/@NAME@.XXXXXXXX"
+""".replace("@NAME@", FOLDER_NAME)
+
+# A private containerd in its folder $3: the container root folder, the config, the daemon
+# in a session of its own (its pid and start time printed); waits for its socket.
 _START = r"""
 set -e
 umask 022
-d=$(mktemp -d "${TMPDIR:-/tmp}/nginx-sizing-ctr.XXXXXXXX")
-echo "$d"
+d=$3
 mkdir -p "$d/root" "$d/state" "$d/fifo" "$d/runc" "$d/rootfs/usr" "$d/rootfs/etc" "$d/rootfs/tmp"
 for x in bin lib lib64 sbin; do
   if [ -L "/$x" ]; then ln -s "$(readlink "/$x")" "$d/rootfs/$x"
@@ -75,9 +96,16 @@ disabled_plugins = [$off]
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "$d/cni/bin"
     conf_dir = "$d/cni/conf"
+  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+    runtime_type = "io.containerd.runc.v2"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+      Root = "$d/runc"
 EOF
 setsid "$1" --config "$d/config.toml" > "$d/containerd.log" 2>&1 < /dev/null &
-echo "PID $!"
+pid=$!
+read -r st < "/proc/$pid/stat"
+set -- ${st##*") "}
+echo "PID $pid ${20}"
 i=0
 while [ ! -S "$d/containerd.sock" ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i+1)); done
 [ -S "$d/containerd.sock" ] && echo READY && exit 0
@@ -300,6 +328,8 @@ class Containerd:
         The daemon's pid, once started.
     mounts : list of str
         Host folders that are real folders (not links to ``/usr``) and are mounted too.
+    record : Recorder, optional
+        Where the folder and the daemon's pid (with its start time) are recorded.
     """
 
     host: Host
@@ -309,18 +339,37 @@ class Containerd:
     _floods: int = 0
     #: The CRI plugin's sandbox image ("": the CRI plugin off), for `runners.deploy.cri`.
     sandbox_image: str = ""
+    #: Told what is started (the folder, the daemon) and removed, for a later ``cleanup``.
+    record: Recorder | None = None
 
     def start(self) -> None:
-        """Start the daemon and wait for its socket; `RunnerError` when it does not come up."""
+        """Start the daemon and wait for its socket; `RunnerError` when it does not come up.
+
+        With ``record``, the folder is recorded before anything starts in it, and the
+        daemon's pid with its start time once it runs (for `stop_leftover`).
+        """
+        made = self.host.sh(_MKDIR, check=False, timeout=60, what="containerd's folder")
+        folder = made.stdout.strip()
+        if not folder.startswith("/") or "\n" in folder:
+            detail = made.stderr.strip() or "no output"
+            raise RunnerError(f"no folder for a private containerd on {self.host.name}: {detail}")
+        self.folder = folder
+        self._record([], {})
         out = self.host.sh(
-            _START, "containerd", self.sandbox_image, check=False, timeout=60, what="containerd"
+            _START,
+            "containerd",
+            self.sandbox_image,
+            folder,
+            check=False,
+            timeout=60,
+            what="containerd",
         )
         lines = out.stdout.strip().splitlines()
-        if lines and lines[0].startswith("/"):
-            self.folder = lines[0]
-        for ln in lines[1:]:
+        for ln in lines:
             if ln.startswith("PID "):
-                self.pid = int(ln.split()[1])
+                pid, start = ln.split()[1:3]
+                self.pid = int(pid)
+                self._record([self.pid], {self.pid: start})
             elif ln.startswith("MOUNT "):
                 self.mounts.append(ln.split(" ", 1)[1])
         if "READY" not in lines:
@@ -354,6 +403,10 @@ class Containerd:
         """``containerd --version`` (empty when it does not answer)."""
         return self.host.run(["containerd", "--version"], check=False).stdout.strip()
 
+    def _record(self, pids: list[int], starts: dict[int, str]) -> None:
+        if self.record is not None:
+            self.record.started(self.host.name, RECORD_WHAT, self.folder, pids, starts or None)
+
     def stop(self) -> None:
         """Kill its tasks, stop the daemon, remove its folder (kept if something is mounted)."""
         if not self.folder:
@@ -361,10 +414,17 @@ class Containerd:
         out = self.host.sh(_STOP, self.folder, str(self.pid or ""), "ctr", check=False, timeout=60)
         if "MOUNTED" in out.stdout:
             raise RunnerError(f"{self.folder} still has mounts: left in place")
+        if self.record is not None:
+            self.record.removed(self.host.name, self.folder)
         self.folder, self.pid = "", 0
 
     def __enter__(self) -> Containerd:
-        self.start()
+        try:
+            self.start()
+        except BaseException:
+            with contextlib.suppress(RunnerError):
+                self.stop()  # what a start that failed half-way made
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -378,8 +438,14 @@ class ContainerDeployment(Deployment):
     and the daemon. Stopping the master ends the container; ``ctr run --rm`` removes it.
     """
 
-    def __init__(self, server: NginxHost, scenario: Scenario, runtime: Containerd) -> None:
-        super().__init__(server, scenario)
+    def __init__(
+        self,
+        server: NginxHost,
+        scenario: Scenario,
+        runtime: Containerd,
+        record: Recorder | None = None,
+    ) -> None:
+        super().__init__(server, scenario, record=record)
         self.runtime = runtime
         self.shim = self.reader = 0
 
@@ -467,3 +533,113 @@ def mount_args(extra: Sequence[str]) -> list[str]:
     for src in ("/usr", "/etc", *extra):
         out += ["--mount", f"type=bind,src={src},dst={src},options=rbind:ro"]
     return out
+
+
+# What a killed run left of a private containerd in folder $1 (recorded pids as PID:START
+# after it), touched only when provably the run's: the folder is one `_MKDIR` makes (the
+# project's name, directly in this host's temporary folder, a folder of this user, not a
+# link); a process only while it is the daemon, a shim or a ctr whose command line names the
+# folder (a recorded pid also with its recorded start time), or a container's init that
+# runc's state in the folder names with its start time (its PID namespace ends with it); a
+# mount only under the folder; a shim socket only under the name containerd gives it
+# (sha256 of the folder's socket, namespace and id of a task bundle in the folder).
+_LEFTOVER = (
+    _ALIVE_FN
+    + r"""
+d=$1; shift
+root=${TMPDIR:-/tmp}
+root=${root%/}
+[ -n "$root" ] || root=/tmp
+case "${d##*/}" in
+  @NAME@.????????) ;;
+  *) echo "NOT_OURS its name is not one the project makes"; exit 0;;
+esac
+if [ "${d%/*}" != "$root" ]; then
+  echo "NOT_OURS it is not in this host's temporary folder $root"; exit 0
+fi
+[ -L "$d" ] && { echo "NOT_OURS it is a symbolic link"; exit 0; }
+if [ -e "$d" ] && { [ ! -d "$d" ] || [ ! -O "$d" ]; }; then
+  echo "NOT_OURS it is not a folder of this user"; exit 0
+fi
+ours() {
+  case "$(cat "/proc/$1/comm" 2>/dev/null)" in
+    containerd|containerd-shim*|ctr) ;;
+    *) return 1;;
+  esac
+  case "$(tr '\0' ' ' < "/proc/$1/cmdline" 2>/dev/null)" in *"$d/"*) return 0;; esac
+  return 1
+}
+kills=
+for a; do
+  p=${a%%:*} t=${a#*:}
+  alive "$p" || continue
+  if [ "$(started_at "$p")" != "$t" ] || ! ours "$p"; then
+    echo "LEFT $p is another process now"; continue
+  fi
+done
+for c in /proc/[0-9]*/cmdline; do
+  q=${c#/proc/}; q=${q%/cmdline}
+  ours "$q" && kills="$kills $q"
+done
+for f in "$d"/runc/*/*/state.json; do
+  [ -f "$f" ] || continue
+  p=$(sed -n 's/.*"init_process_pid":\([0-9]*\).*/\1/p' "$f")
+  t=$(sed -n 's/.*"init_process_start":\([0-9]*\).*/\1/p' "$f")
+  [ -n "$p" ] && [ -n "$t" ] && alive "$p" && [ "$(started_at "$p")" = "$t" ] &&
+    kills="$kills $p"
+done
+[ -n "$kills" ] && kill -KILL $kills 2>/dev/null
+i=0
+while [ $i -lt 200 ]; do
+  left=
+  for p in $kills; do alive "$p" && left="$left $p"; done
+  [ -z "$left" ] && break
+  sleep 0.05; i=$((i+1))
+done
+for p in $kills; do echo "KILLED $p"; done
+for m in $(awk -v d="$d/" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r); do
+  umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
+done
+for b in "$d"/state/io.containerd.runtime.v2.task/*/*; do
+  [ -d "$b" ] || continue
+  ns=${b%/*}
+  h=$(printf '%s' "$d/containerd.sock/${ns##*/}/${b##*/}" | sha256sum)
+  s=@SOCK@/${h%% *}
+  [ -S "$s" ] && rm -f -- "$s" && echo "SOCKET $s"
+done
+if awk -v d="$d/" 'index($5, d) == 1 {f=1} END {exit !f}' /proc/self/mountinfo; then
+  echo "MOUNTED $d"; exit 0
+fi
+rm -rf -- "$d"
+exit 0
+""".replace("@NAME@", FOLDER_NAME).replace("@SOCK@", SHIM_SOCKETS)
+)
+
+
+def stop_leftover(
+    host: Host, folder: str, pids: Sequence[int], starts: Mapping[str, str] | None = None
+) -> tuple[bool, list[str]]:
+    """Stop and remove what a killed run's private containerd left in ``folder``.
+
+    Acts only on what `_LEFTOVER` proves the run started: the daemon, its shims and ``ctr``
+    readers (command lines naming the folder; a recorded pid also by its start time), the
+    containers' inits runc's state there names, mounts under the folder, the shims' sockets
+    named after the folder's tasks. Returns whether the folder qualified (and is gone), and
+    one note per thing left alone.
+    """
+    starts = starts or {}
+    base = folder.rstrip("/").rpartition("/")[2]
+    if not folder.startswith("/") or not re.fullmatch(rf"{FOLDER_NAME}\.[A-Za-z0-9]{{8}}", base):
+        return False, ["its name is not one the project makes"]
+    given = [f"{p}:{starts[str(p)]}" for p in pids if str(p) in starts]
+    out = host.sh(_LEFTOVER, folder.rstrip("/"), *given, check=False, timeout=60)
+    notes: list[str] = []
+    for line in out.stdout.splitlines():
+        if line.startswith("NOT_OURS "):
+            return False, [line.removeprefix("NOT_OURS ")]
+        if line.startswith("LEFT "):
+            pid, _, why = line.removeprefix("LEFT ").partition(" ")
+            notes.append(f"pid {pid} {why}")
+        if line.startswith("MOUNTED "):
+            return False, [*notes, "something is still mounted under it"]
+    return True, notes

@@ -36,7 +36,7 @@ from runners.deploy.container import (
     FloodSettings,
     read_flood,
 )
-from runners.deploy.nginx import NginxHost, NginxInstance, NginxProcess
+from runners.deploy.nginx import NginxHost, NginxInstance, NginxProcess, Recorder
 from runners.errors import RunnerError
 from runners.scenario import Scenario
 
@@ -209,8 +209,8 @@ def _json(obj: Any) -> bytes:
 class CriContainerd(Containerd):
     """A private containerd with its CRI plugin on, and the pod image imported."""
 
-    def __init__(self, host: Any) -> None:
-        super().__init__(host, sandbox_image=IMAGE)
+    def __init__(self, host: Any, record: Recorder | None = None) -> None:
+        super().__init__(host, sandbox_image=IMAGE, record=record)
         self.cri: Cri | None = None
 
     def start(self) -> None:
@@ -352,8 +352,14 @@ class CriDeployment(ContainerDeployment):
     twice (as ``reader`` and ``containerd``) and teardown leaves it running.
     """
 
-    def __init__(self, server: NginxHost, scenario: Scenario, runtime: CriContainerd) -> None:
-        super().__init__(server, scenario, runtime)
+    def __init__(
+        self,
+        server: NginxHost,
+        scenario: Scenario,
+        runtime: CriContainerd,
+        record: Recorder | None = None,
+    ) -> None:
+        super().__init__(server, scenario, runtime, record)
         self.cri_runtime = runtime
         self.pod: Pod | None = None
 
