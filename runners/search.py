@@ -30,15 +30,19 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import IO, Any, ClassVar, Protocol
+from typing import IO, TYPE_CHECKING, ClassVar, Protocol
 
 from runners.errors import BadInput, RunnerError
 from runners.loadgen import CLOSED, OPEN
 from runners.names import STRATEGY_NAMES
 from runners.plan import DEFAULT_OUT, Access, Plan
 from runners.run import name_run, open_run
+from trialtable.jsonvalue import JsonObject, JsonValue, as_float, as_int
 from trialtable.read import RANGES
 from trialtable.schema import majority_passed
+
+if TYPE_CHECKING:  # the simulator loads only when a search runs on it
+    from runners.sim import SimServer
 
 # Two-sided 95% Student t quantiles for n - 1 = 1..30 degrees of freedom.
 _T95 = (
@@ -90,7 +94,7 @@ class Target(Protocol):
         duration_s: int = 10,
         kind: str = "sweep",
         rate_rps: float | None = None,
-    ) -> dict[str, Any]:
+    ) -> Mapping[str, JsonValue]:
         """Measure one setting; return the stored row."""
 
 
@@ -174,7 +178,7 @@ class SearchResult:
     trial_ids: list[str] = field(default_factory=list)
     simulated: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """Plain data for JSON output."""
         return asdict(self)
 
@@ -207,16 +211,16 @@ class Findings:
         What the search saw on the way.
     """
 
-    rows: list[dict[str, Any]]
-    confirms: list[dict[str, Any]]
+    rows: list[Mapping[str, JsonValue]]
+    confirms: list[Mapping[str, JsonValue]]
     threads: int | None
     load: float | None
     notes: list[str]
 
 
-def _passes(row: dict[str, Any], sla_p99_ms: float | None = None) -> bool:
-    sla = float(row["sla_p99_ms"]) if sla_p99_ms is None else sla_p99_ms
-    return bool(row["valid"]) and float(row["latency_p99_ms"]) <= sla
+def _passes(row: Mapping[str, JsonValue], sla_p99_ms: float | None = None) -> bool:
+    sla = as_float(row["sla_p99_ms"]) if sla_p99_ms is None else sla_p99_ms
+    return bool(row["valid"]) and as_float(row["latency_p99_ms"]) <= sla
 
 
 def _ci95(values: list[float]) -> tuple[float, float, float]:
@@ -232,18 +236,18 @@ def _ci95(values: list[float]) -> tuple[float, float, float]:
 
 
 def non_monotonic(
-    rows: list[dict[str, Any]], load_key: str, sla_p99_ms: float | None = None
+    rows: list[Mapping[str, JsonValue]], load_key: str, sla_p99_ms: float | None = None
 ) -> list[str]:
     """Where more load gave clearly lower p99 or RPS, or a pass sits above a fail."""
     notes = []
-    by_load: dict[float, list[dict[str, Any]]] = {}
+    by_load: dict[float, list[Mapping[str, JsonValue]]] = {}
     for r in rows:
-        by_load.setdefault(float(r[load_key]), []).append(r)
+        by_load.setdefault(as_float(r[load_key]), []).append(r)
     loads = sorted(by_load)
     med = {
         k: (
-            statistics.median(float(r["latency_p99_ms"]) for r in v),
-            statistics.median(float(r["rps"]) for r in v),
+            statistics.median(as_float(r["latency_p99_ms"]) for r in v),
+            statistics.median(as_float(r["rps"]) for r in v),
         )
         for k, v in by_load.items()
     }
@@ -303,7 +307,7 @@ class Strategy(ABC):
         kind: str,
         seconds: int,
         options: SearchOptions,
-    ) -> dict[str, Any]:
+    ) -> Mapping[str, JsonValue]:
         """One trial at ``load`` (connections per client)."""
         return target.trial(vcpus, threads, int(load), duration_s=seconds, kind=kind)
 
@@ -366,7 +370,7 @@ class Adaptive(Strategy):
         lo, hi = self._ramp(walk, threads, load, lo)
         lo, hi = self._refine(walk, threads, lo, hi)
         top = self.top(options)
-        if hi is None and float(lo[self.load_key]) >= top:
+        if hi is None and as_float(lo[self.load_key]) >= top:
             walk.notes.append(
                 f"every trial passed up to --max-connections {top:g}; the SLA was not "
                 "reached, so the answer is a lower bound"
@@ -374,7 +378,9 @@ class Adaptive(Strategy):
         confirms, chosen = self._confirm(walk, threads)
         return self.result(asked, Findings(walk.rows, confirms, threads, chosen, walk.notes))
 
-    def _start(self, walk: _Walk, threads: int) -> tuple[int, float, dict[str, Any]] | None:
+    def _start(
+        self, walk: _Walk, threads: int
+    ) -> tuple[int, float, Mapping[str, JsonValue]] | None:
         """The first passing trial, stepping down if needed: (threads, next load, row).
 
         None when even the lightest settings failed (the notes say what was tried).
@@ -404,13 +410,13 @@ class Adaptive(Strategy):
         return None
 
     def _ramp(
-        self, walk: _Walk, threads: int, load: float, lo: dict[str, Any]
-    ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        self, walk: _Walk, threads: int, load: float, lo: Mapping[str, JsonValue]
+    ) -> tuple[Mapping[str, JsonValue], Mapping[str, JsonValue] | None]:
         """Load x4 from ``load`` to the first fail: (last pass, first fail or None)."""
         options = walk.asked.options
         top = self.top(options)
-        hi: dict[str, Any] | None = None
-        while float(lo[self.load_key]) < top and len(walk.rows) < options.max_trials:
+        hi: Mapping[str, JsonValue] | None = None
+        while as_float(lo[self.load_key]) < top and len(walk.rows) < options.max_trials:
             row = walk.run(threads, load, "search-ramp")
             if not _passes(row, options.sla_p99_ms):
                 hi = row
@@ -422,15 +428,23 @@ class Adaptive(Strategy):
         return lo, hi
 
     def _refine(
-        self, walk: _Walk, threads: int, lo: dict[str, Any], hi: dict[str, Any] | None
-    ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        self,
+        walk: _Walk,
+        threads: int,
+        lo: Mapping[str, JsonValue],
+        hi: Mapping[str, JsonValue] | None,
+    ) -> tuple[Mapping[str, JsonValue], Mapping[str, JsonValue] | None]:
         """Split the bracket (pass, fail) until it is narrow or the pass is near the SLA."""
         options, key = walk.asked.options, self.load_key
         while hi is not None and len(walk.rows) < options.max_trials:
-            a, b = float(lo[key]), float(hi[key])
+            a, b = as_float(lo[key]), as_float(hi[key])
             width = b - a
-            near_sla = float(lo["latency_p99_ms"]) >= 0.5 * options.sla_p99_ms
-            gap = float(hi["rps"]) / float(lo["rps"]) - 1 if float(lo["rps"]) > 0 else math.inf
+            near_sla = as_float(lo["latency_p99_ms"]) >= 0.5 * options.sla_p99_ms
+            gap = (
+                as_float(hi["rps"]) / as_float(lo["rps"]) - 1
+                if as_float(lo["rps"]) > 0
+                else math.inf
+            )
             if width <= max(1.0, 0.05 * a) or (near_sla and gap <= options.rps_tolerance):
                 break
             nxt = self.rounded(_split(lo, hi, key, options.sla_p99_ms))
@@ -443,7 +457,9 @@ class Adaptive(Strategy):
                 hi = row
         return lo, hi
 
-    def _confirm(self, walk: _Walk, threads: int) -> tuple[list[dict[str, Any]], float | None]:
+    def _confirm(
+        self, walk: _Walk, threads: int
+    ) -> tuple[list[Mapping[str, JsonValue]], float | None]:
         """Confirm at the answer; step back to the next passing load if most confirmations fail.
 
         Returns the last batch of confirmations and the load they ran at.
@@ -451,13 +467,13 @@ class Adaptive(Strategy):
         options, key = walk.asked.options, self.load_key
         candidates = sorted(
             {
-                float(r[key])
+                as_float(r[key])
                 for r in walk.rows
-                if _passes(r, options.sla_p99_ms) and int(r["threads"]) == threads
+                if _passes(r, options.sla_p99_ms) and as_int(r["threads"]) == threads
             },
             reverse=True,
         )
-        confirms: list[dict[str, Any]] = []
+        confirms: list[Mapping[str, JsonValue]] = []
         chosen = None
         for step, answer in enumerate(candidates[:3]):
             batch = [
@@ -481,12 +497,12 @@ class _Walk:
     strategy: Adaptive
     target: Target
     asked: Question
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[Mapping[str, JsonValue]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     def run(
         self, threads: int, load: float, kind: str, seconds: int | None = None
-    ) -> dict[str, Any]:
+    ) -> Mapping[str, JsonValue]:
         """Run one trial (search trials' duration unless ``seconds``) and keep its row."""
         options = self.asked.options
         row = self.strategy.trial(
@@ -541,7 +557,7 @@ class Rate(Adaptive):
         kind: str,
         seconds: int,
         options: SearchOptions,
-    ) -> dict[str, Any]:
+    ) -> Mapping[str, JsonValue]:
         """One trial at ``load`` requests per second, with 64 connections per thread."""
         conns = min(options.max_connections, options.start_connections or 64 * threads)
         return target.trial(
@@ -559,7 +575,7 @@ class Grid(Strategy):
     ) -> SearchResult:
         """Every setting of the grid; the answer is the best passing trial."""
         threads = max(1, target.max_threads(vcpus))
-        rows: list[dict[str, Any]] = []
+        rows: list[Mapping[str, JsonValue]] = []
         conns = []
         c = 1
         while c <= options.max_connections:
@@ -573,19 +589,23 @@ class Grid(Strategy):
                     )
         passing = [r for r in rows if _passes(r, options.sla_p99_ms)]
         notes = []
-        for t in sorted({int(r["threads"]) for r in rows}):
+        for t in sorted({as_int(r["threads"]) for r in rows}):
             notes += [
                 f"threads {t}: {n}"
                 for n in non_monotonic(
-                    [r for r in rows if int(r["threads"]) == t], "connections", options.sla_p99_ms
+                    [r for r in rows if as_int(r["threads"]) == t],
+                    "connections",
+                    options.sla_p99_ms,
                 )
             ]
         asked = Question(vcpus, options, scenario, simulated)
         if not passing:
             found = Findings(rows, [], None, None, [*notes, "no grid trial met the SLA"])
             return _result(asked, found, confirmed=False)
-        best = max(passing, key=lambda r: float(r["rps"]))
-        found = Findings(rows, [best], int(best["threads"]), float(best["connections"]), notes)
+        best = max(passing, key=lambda r: as_float(r["rps"]))
+        found = Findings(
+            rows, [best], as_int(best["threads"]), as_float(best["connections"]), notes
+        )
         return _result(asked, found, confirmed=True)
 
 
@@ -611,16 +631,16 @@ def search(
     )
 
 
-def _why(row: dict[str, Any]) -> str:
+def _why(row: Mapping[str, JsonValue]) -> str:
     reason = row.get("invalid_reason")
     if isinstance(reason, str) and reason:
         return reason
-    return f"p99 {float(row['latency_p99_ms']):.2f} ms"
+    return f"p99 {as_float(row['latency_p99_ms']):.2f} ms"
 
 
-def _split(lo: dict[str, Any], hi: dict[str, Any], key: str, sla: float) -> float:
-    a, b = float(lo[key]), float(hi[key])
-    pa, pb = float(lo["latency_p99_ms"]), float(hi["latency_p99_ms"])
+def _split(lo: Mapping[str, JsonValue], hi: Mapping[str, JsonValue], key: str, sla: float) -> float:
+    a, b = as_float(lo[key]), as_float(hi[key])
+    pa, pb = as_float(lo["latency_p99_ms"]), as_float(hi["latency_p99_ms"])
     mid = math.sqrt(a * b)
     if not hi["valid"] or not math.isfinite(pb) or pb <= pa:
         return mid
@@ -635,9 +655,9 @@ def _result(
     options, rows, confirms, load = asked.options, found.rows, found.confirms, found.load
     passing = [r for r in confirms if _passes(r, options.sla_p99_ms)]
     if confirms and passing:
-        mean, low, high = _ci95([float(r["rps"]) for r in confirms])
-        p99 = statistics.median(float(r["latency_p99_ms"]) for r in confirms)
-        err = statistics.fmean(float(r["error_rate"]) for r in confirms)
+        mean, low, high = _ci95([as_float(r["rps"]) for r in confirms])
+        p99 = statistics.median(as_float(r["latency_p99_ms"]) for r in confirms)
+        err = statistics.fmean(as_float(r["error_rate"]) for r in confirms)
     else:
         mean = low = high = p99 = err = None  # type: ignore[assignment]
     return SearchResult(
@@ -655,7 +675,7 @@ def _result(
         error_rate=err,
         trials=len(rows),
         load_seconds=float(
-            sum(float(r["duration_s"]) + float(r.get("warmup_s") or 0) for r in rows)
+            sum(as_float(r["duration_s"]) + as_float(r.get("warmup_s") or 0) for r in rows)
         ),
         confirmed=confirmed,
         non_monotonic=any("fell" in n or "passed above" in n for n in found.notes),
@@ -665,6 +685,10 @@ def _result(
     )
 
 
+#: A stored trial's setting: vCPUs, threads, connections, rate (rounded) or None, kind.
+_ReplayKey = tuple[int, int, int, int | None, str]
+
+
 class _Replay:
     """A target that answers from a resumed run's rows before measuring anything new.
 
@@ -672,12 +696,12 @@ class _Replay:
     in order brings a resumed search back to where it stopped.
     """
 
-    def __init__(self, target: Any, stored: list[dict[str, Any]]) -> None:
+    def __init__(self, target: Target, stored: Sequence[Mapping[str, JsonValue]]) -> None:
         self.target = target
-        self.stored: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+        self.stored: dict[_ReplayKey, list[Mapping[str, JsonValue]]] = {}
         for row in stored:
             self.stored.setdefault(_key(row), []).append(row)
-        self.seen: dict[tuple[Any, ...], int] = {}
+        self.seen: dict[_ReplayKey, int] = {}
 
     def max_threads(self, vcpus: int) -> int:
         return int(self.target.max_threads(vcpus))
@@ -691,29 +715,29 @@ class _Replay:
         duration_s: int = 10,
         kind: str = "sweep",
         rate_rps: float | None = None,
-    ) -> dict[str, Any]:
+    ) -> Mapping[str, JsonValue]:
         key = (vcpus, threads, connections, None if rate_rps is None else round(rate_rps), kind)
         n = self.seen.get(key, 0)
         self.seen[key] = n + 1
         old = self.stored.get(key, [])
         if n < len(old):
             return old[n]
-        row: dict[str, Any] = self.target.trial(
+        row: Mapping[str, JsonValue] = self.target.trial(
             vcpus, threads, connections, duration_s=duration_s, kind=kind, rate_rps=rate_rps
         )
         return row
 
 
-def _key(row: dict[str, Any]) -> tuple[Any, ...]:
+def _key(row: Mapping[str, JsonValue]) -> _ReplayKey:
     rate = row.get("rate_rps")
     return (
-        int(row["vcpus"]),
-        int(row["threads"]),
-        int(row["connections"]),
+        as_int(row["vcpus"]),
+        as_int(row["threads"]),
+        as_int(row["connections"]),
         None
         if rate in (None, "") or (isinstance(rate, float) and math.isnan(rate))
-        else round(float(rate)),
-        row["kind"],
+        else round(as_float(rate)),
+        str(row["kind"]),
     )
 
 
@@ -722,7 +746,7 @@ def run_search(
     options: SearchOptions,
     out: str | os.PathLike[str] = DEFAULT_OUT,
     *,
-    sim: Any = None,
+    sim: SimServer | None = None,
     resume: str | None = None,
     access: Access | None = None,
     progress: IO[str] | None = None,
@@ -845,7 +869,7 @@ class TrialReport:
     """
 
     n: int
-    row: Mapping[str, Any]
+    row: Mapping[str, JsonValue]
     open_loop: bool
     left_s: float | None
 
@@ -873,7 +897,7 @@ class _Reporting:
         duration_s: int = 10,
         kind: str = "sweep",
         rate_rps: float | None = None,
-    ) -> dict[str, Any]:
+    ) -> Mapping[str, JsonValue]:
         began = time.monotonic()
         row = self.target.trial(
             vcpus, threads, connections, duration_s=duration_s, kind=kind, rate_rps=rate_rps

@@ -38,6 +38,7 @@ from runners.names import AB_MEASURES, AB_SCHEDULES, STRATEGY_NAMES
 from trialtable.errors import RunFolderError
 from trialtable.fields import Field, FieldError, Fields
 from trialtable.files import read_bounded
+from trialtable.jsonvalue import as_float, as_int
 from trialtable.output import csv_cell, json_text
 from trialtable.tls import KEYS, SHORT_TLS_KEYS, TLS_KEYS, tls_key
 from trialtable.values import (
@@ -573,13 +574,13 @@ def trial_line(report: TrialReport) -> str:
 
     row, left = report.row, report.left_s
     load = (
-        f"rate {float(row['rate_rps']):,.0f}"
+        f"rate {as_float(row['rate_rps']):,.0f}"
         if report.open_loop
-        else f"t{int(row['threads'])} c{int(row['connections'])}"
+        else f"t{as_int(row['threads'])} c{as_int(row['connections'])}"
     )
     return (
-        f"[v{int(row['vcpus'])} {row['kind']} #{report.n}] {load}: "
-        f"{float(row['rps']):,.0f} rps, p99 {float(row['latency_p99_ms']):.2f} "
+        f"[v{as_int(row['vcpus'])} {row['kind']} #{report.n}] {load}: "
+        f"{as_float(row['rps']):,.0f} rps, p99 {as_float(row['latency_p99_ms']):.2f} "
         f"ms, {verdict(row)}"
         + ("" if left is None else f"; at most {int(left // 60)}:{int(left % 60):02d} left")
     )
