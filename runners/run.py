@@ -14,9 +14,9 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from runners.errors import BadInput, RunnerError
 from runners.hosts import Host, connect
@@ -30,8 +30,12 @@ from trialtable.folder import (
     new_run_id,
 )
 from trialtable.folder import outstanding as outstanding_in
+from trialtable.jsonvalue import JsonValue, as_float
 from trialtable.schema import utc_now
 from trialtable.values import printable
+
+if TYPE_CHECKING:  # the simulator loads only when a run is simulated
+    from runners.sim import SimServer
 
 
 class Run:
@@ -52,12 +56,12 @@ class Run:
         return self.folder.run_id
 
     @property
-    def path(self) -> Any:
+    def path(self) -> Path:
         """The run folder."""
         return self.folder.path
 
     @property
-    def meta(self) -> Mapping[str, Any]:
+    def meta(self) -> Mapping[str, JsonValue]:
         """``run.json`` as recorded so far (read-only: record through the methods)."""
         return self.folder.meta
 
@@ -65,17 +69,25 @@ class Run:
         """The trial rows written so far, as strings."""
         return self.folder.rows()
 
-    def append(self, row: Mapping[str, Any], histograms: Mapping[str, Any] | None = None) -> None:
+    def append(
+        self, row: Mapping[str, object], histograms: Mapping[str, object] | None = None
+    ) -> None:
         """Append one trial's row (and its clients' histograms)."""
         self.folder.append(row, histograms)
 
     # -- run.json ---------------------------------------------------------------------------
-    def record(self, **fields: Any) -> None:
+    def record(self, **fields: JsonValue) -> None:
         """Set top-level fields of ``run.json`` and save it."""
         self.folder.meta.update(fields)
         self.folder.save_meta()
 
-    def record_in(self, key: str, name: str, value: Any) -> None:
+    def record_more(self, key: str, items: Sequence[JsonValue]) -> None:
+        """Add ``items`` to the list ``run.json[key]`` (started if absent) and save it."""
+        held = self.folder.meta.get(key)
+        self.folder.meta[key] = [*(held if isinstance(held, list) else []), *items]
+        self.folder.save_meta()
+
+    def record_in(self, key: str, name: str, value: JsonValue) -> None:
         """Set ``run.json[key][name]`` and save it."""
         self.folder.meta.setdefault(key, {})[name] = value
         self.folder.save_meta()
@@ -88,7 +100,12 @@ class Run:
         self.folder.save_meta()
 
     def record_windows(
-        self, trial_id: str, start_s: float, clients: list[dict[str, Any]], *, save: bool = True
+        self,
+        trial_id: str,
+        start_s: float,
+        clients: Sequence[Mapping[str, JsonValue]],
+        *,
+        save: bool = True,
     ) -> None:
         """Add a trial's common start [s since the epoch] and each client's window and offset.
 
@@ -167,8 +184,8 @@ def open_run(
     plan: Plan,
     out: str | os.PathLike[str],
     resume: str | None,
-    sim: Any = None,
-    extra: Mapping[str, Any] | None = None,
+    sim: SimServer | None = None,
+    extra: Mapping[str, JsonValue] | None = None,
 ) -> tuple[Plan, Run]:
     """A new run for ``plan``, or the run ``resume``, whose plan must match.
 
@@ -201,7 +218,11 @@ def open_run(
 
 
 def _check_resumed(
-    folder: RunFolder, plan: Plan, resume: str, sim: Any, extra: Mapping[str, Any]
+    folder: RunFolder,
+    plan: Plan,
+    resume: str,
+    sim: SimServer | None,
+    extra: Mapping[str, JsonValue],
 ) -> Plan:
     """The stored plan, when it and ``extra`` match what the resumed run was planned with."""
     meta = folder.meta
@@ -234,7 +255,9 @@ def _check_resumed(
     return stored
 
 
-def _differences(a: Mapping[str, Any], b: Mapping[str, Any], prefix: str = "") -> list[str]:
+def _differences(
+    a: Mapping[str, JsonValue], b: Mapping[str, JsonValue], prefix: str = ""
+) -> list[str]:
     """Keys whose values differ between two plans' data, nested ones as ``scenario.protocol``."""
     out: list[str] = []
     for k in [*a, *(k for k in b if k not in a)]:
@@ -403,7 +426,7 @@ class Progress:
         self.start = time.monotonic()
         self.tty = bool(stream and stream.isatty())
 
-    def update(self, row: Mapping[str, Any]) -> None:
+    def update(self, row: Mapping[str, JsonValue]) -> None:
         """Record one finished trial and redraw."""
         self.done += 1
         if self.stream is None:
@@ -427,8 +450,8 @@ class Progress:
         self.stream.flush()
 
 
-def verdict(row: Mapping[str, Any]) -> str:
+def verdict(row: Mapping[str, JsonValue]) -> str:
     """``pass`` (valid, p99 within the SLA), ``over SLA`` or ``invalid``."""
     if not row.get("valid"):
         return "invalid"
-    return "pass" if float(row["latency_p99_ms"]) <= float(row["sla_p99_ms"]) else "over SLA"
+    return "pass" if as_float(row["latency_p99_ms"]) <= as_float(row["sla_p99_ms"]) else "over SLA"

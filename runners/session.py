@@ -767,7 +767,7 @@ class Session:
         ]
         self.lost += [self.clients[i] for i in sorted(failed)]
         self.clients = [c for i, c in enumerate(self.clients) if i not in failed]
-        self.run.record(lost_clients=[*self.run.meta.get("lost_clients", []), *entries])
+        self.run.record_more("lost_clients", entries)
         for entry in entries:
             self._say(f"{trial_id}: {entry['reason']}; {len(self.clients)} clients go on")
         return [str(e["reason"]) for e in entries]
@@ -805,7 +805,7 @@ class Session:
         self.clients = sorted([*self.clients, *back], key=lambda c: c.index)
         if back and self._vcpus is not None:
             self._place_clients(self._vcpus)
-        self.run.record(client_retries=[*self.run.meta.get("client_retries", []), *tries])
+        self.run.record_more("client_retries", tries)
         for entry in (e for e in tries if e["returned"]):
             self._say(
                 f"{trial_id}: client {entry['host']} is back (try {entry['attempt']} of "
