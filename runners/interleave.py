@@ -33,12 +33,18 @@ import random
 import statistics
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING
 
 from runners.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from runners.hosts import side_by_side
+from trialtable.jsonvalue import JsonObject, JsonValue, as_float
+
+if TYPE_CHECKING:  # a session and its run load only when pairs are measured
+    from runners.plan import Access, Plan
+    from runners.run import Run
+    from runners.session import Session
 
 #: Errors per response above which a trial gives no cost.
 MAX_ERROR_RATE = 0.01
@@ -77,29 +83,29 @@ class Verdict:
     confidence: float
     worse: bool
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """JSON-ready."""
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
-def pair_cost(row: dict[str, Any], measure: str) -> float:
+def pair_cost(row: Mapping[str, JsonValue], measure: str) -> float:
     """One trial's cost under ``measure``: server CPU microseconds per request, or 1/RPS.
 
     Returns NaN when the trial has no usable value: no requests, no CPU sample, errors above
     ``MAX_ERROR_RATE``, or (for ``rps``) an invalid trial. A ``cpu`` cost keeps a trial whose
     load generator was saturated: nginx's CPU per request does not depend on it.
     """
-    rps = float(row.get("rps") or math.nan)
-    errors = float(row.get("error_rate") or 0.0)
+    rps = as_float(row.get("rps") or math.nan)
+    errors = as_float(row.get("error_rate") or 0.0)
     if not rps > 0 or not errors <= MAX_ERROR_RATE:
         return math.nan
     if measure == "rps":
         return 1.0 / rps if row.get("valid", True) else math.nan
-    cpu = float(row.get("server_cpu_pct") or math.nan)
+    cpu = as_float(row.get("server_cpu_pct") or math.nan)
     return 1e6 * cpu / 100.0 / rps if cpu > 0 else math.nan
 
 
-def pair_problem(rows: Sequence[dict[str, Any]], runs: Sequence[Any]) -> str:
+def pair_problem(rows: Sequence[Mapping[str, JsonValue]], runs: Sequence[Run]) -> str:
     """Why a pair's two trials cannot be compared ("" when they can).
 
     A pair is invalid when a client was lost in either trial (its run's ``lost_clients``
@@ -107,8 +113,9 @@ def pair_problem(rows: Sequence[dict[str, Any]], runs: Sequence[Any]) -> str:
     come back, the other's not): their loads differ.
     """
     for row, run in zip(rows, runs, strict=True):
-        for entry in run.meta.get("lost_clients", []):
-            if entry.get("trial_id") == row["trial_id"]:
+        lost = run.meta.get("lost_clients")
+        for entry in lost if isinstance(lost, list) else []:
+            if isinstance(entry, Mapping) and entry.get("trial_id") == row["trial_id"]:
                 return f"{entry['reason']} (trial {row['trial_id']})"
     hosts = [str(r["client_hosts"]) for r in rows]
     if len(set(hosts)) > 1:
@@ -193,7 +200,7 @@ class PairSettings:
     schedule: str = "together"
 
 
-def with_directives(plan: Any, b_directives: Sequence[str]) -> Any:
+def with_directives(plan: Plan, b_directives: Sequence[str]) -> Plan:
     """Plan B of ``runners ab``: ``plan`` with ``b_directives`` added to its ``http`` block."""
     scenario = plan.scenario
     return replace(
@@ -204,13 +211,13 @@ def with_directives(plan: Any, b_directives: Sequence[str]) -> Any:
 
 
 def run_pairs(
-    plan: Any,
-    plan_b: Any,
+    plan: Plan,
+    plan_b: Plan,
     settings: PairSettings,
     out: str,
     *,
     progress: IO[str] | None = sys.stderr,
-    access: Any = None,
+    access: Access | None = None,
 ) -> tuple[list[float], list[float], tuple[str, str]]:
     """Measure A (``plan``) and B (``plan_b``, e.g. `with_directives`) in interleaved pairs.
 
@@ -258,13 +265,13 @@ def run_pairs(
 
 
 def _measure_pairs(
-    plan_a: Any,
-    plan_b: Any,
-    runs: tuple[Any, Any],
+    plan_a: Plan,
+    plan_b: Plan,
+    runs: tuple[Run, Run],
     settings: PairSettings,
     costs: tuple[list[float], list[float]],
     progress: IO[str] | None,
-    access: Any,
+    access: Access | None,
 ) -> None:
     """The pairs of `run_pairs`, each side's cost appended to its list of ``costs``."""
     from runners.session import Session, closed_together, connect_hosts
@@ -309,8 +316,8 @@ def _measure_pairs(
 
 
 def _pair(
-    order: Sequence[tuple[Any, list[float]]], vcpus: int, s: PairSettings, *, restart: bool
-) -> list[dict[str, Any]]:
+    order: Sequence[tuple[Session, list[float]]], vcpus: int, s: PairSettings, *, restart: bool
+) -> list[Mapping[str, JsonValue]]:
     """One pair's rows, in ``order``'s order (each nginx restarted first with ``restart``)."""
     if restart:
         for session, _ in order:
@@ -323,17 +330,21 @@ def _pair(
 
 
 def _record_invalid_pair(
-    number: int, rows: Sequence[dict[str, Any]], runs: Sequence[Any], problem: str
+    number: int, rows: Sequence[Mapping[str, JsonValue]], runs: Sequence[Run], problem: str
 ) -> None:
     """Add the invalid pair to each run's ``invalid_pairs`` in ``run.json``."""
-    entry = {"pair": number, "trial_ids": [str(r["trial_id"]) for r in rows], "reason": problem}
+    entry: JsonObject = {
+        "pair": number,
+        "trial_ids": [str(r["trial_id"]) for r in rows],
+        "reason": problem,
+    }
     for run in runs:
-        run.record(invalid_pairs=[*run.meta.get("invalid_pairs", []), entry])
+        run.record_more("invalid_pairs", [entry])
 
 
 def _together(
-    sessions: Sequence[Any], vcpus: int, threads: int, connections: int
-) -> list[dict[str, Any]]:
+    sessions: Sequence[Session], vcpus: int, threads: int, connections: int
+) -> list[Mapping[str, JsonValue]]:
     """One trial of each session at the same time; their rows, in ``sessions``' order.
 
     The warm-ups run together, then, once every warm-up has ended, the measured parts.
@@ -342,9 +353,9 @@ def _together(
     """
     barrier = threading.Barrier(len(sessions))
 
-    def one(session: Any) -> dict[str, Any]:
+    def one(session: Session) -> Mapping[str, JsonValue]:
         try:
-            row: dict[str, Any] = session.trial(vcpus, threads, connections, ready=barrier.wait)
+            row = session.trial(vcpus, threads, connections, ready=barrier.wait)
         except BaseException:
             barrier.abort()
             raise
