@@ -50,7 +50,7 @@ from trialtable.features import (
     MEASURED,
     NOT_MEASURED,
 )
-from trialtable.fields import FieldError
+from trialtable.fields import FieldError, FieldValue
 from trialtable.files import write_atomic
 from trialtable.jsonvalue import JsonObject
 from trialtable.logpath import CONTAINER_LOG
@@ -653,7 +653,7 @@ def write_table(
     return rows
 
 
-def _log_path_common(result: Result, info: dict[str, Any], when: str) -> dict[str, Any]:
+def _log_path_common(result: Result, info: dict[str, Any], when: str) -> dict[str, FieldValue]:
     """The columns every log-path row of ``result`` shares."""
     return {
         "measured_at": when,
@@ -700,7 +700,7 @@ def earlier_table(out: Path, measured: set[str]) -> tuple[list[dict[str, Any]], 
 RUN_OF = "## Rows measured at "
 
 
-def _earlier_notes(md: str, kept: Sequence[dict[str, Any]]) -> str:
+def _earlier_notes(md: str, kept: Sequence[Mapping[str, FieldValue]]) -> str:
     """The notes of the runs whose rows are kept, one section per run (by ``measured_at``).
 
     ``md``'s own header describes the run of its "Date (UTC)"; its sections, earlier runs.

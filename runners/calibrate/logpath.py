@@ -15,12 +15,14 @@ from __future__ import annotations
 import csv
 import io
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from runners.deploy.container import Flood
+from trialtable.fields import FieldValue
 from trialtable.files import write_atomic
+from trialtable.jsonvalue import as_float
 from trialtable.logpath import (
     LOG_PATH,
     LOG_PATH_COLUMNS,
@@ -32,14 +34,17 @@ from trialtable.logpath import (
 )
 from trialtable.output import csv_cell
 
+if TYPE_CHECKING:  # the campaign imports this module
+    from runners.calibrate.features import Trial
+
 
 def _row(
     measurement: str,
     process: str,
     per_line: Sequence[tuple[float, float]],
     rates: Sequence[float],
-    common: dict[str, Any],
-) -> dict[str, Any]:
+    common: Mapping[str, FieldValue],
+) -> dict[str, FieldValue]:
     """One row: medians over trials of a process's (user, kernel) CPU per line [us]."""
     totals = [u + k for u, k in per_line]
     rate = statistics.median(rates)
@@ -60,11 +65,11 @@ def _row(
 
 
 def rows(
-    pairs: tuple[Sequence[Any], Sequence[Any]],
+    pairs: tuple[Sequence[Trial], Sequence[Trial]],
     seconds: float,
     floods: Sequence[Flood],
-    common: dict[str, Any],
-) -> list[dict[str, Any]]:
+    common: Mapping[str, FieldValue],
+) -> list[dict[str, FieldValue]]:
     """The run's rows, from the feature's pairs and the floods.
 
     ``pairs`` holds the reference's and the feature's `features.Trial` values (``seconds`` s
@@ -90,7 +95,7 @@ def rows(
     return out
 
 
-def to_csv(table: Sequence[dict[str, Any]]) -> str:
+def to_csv(table: Sequence[Mapping[str, FieldValue]]) -> str:
     """The table as CSV text: numbers to 4 decimals, formula-like text made inert."""
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=LOG_PATH_COLUMNS, lineterminator="\n")
@@ -100,7 +105,7 @@ def to_csv(table: Sequence[dict[str, Any]]) -> str:
     return buf.getvalue()
 
 
-def _cell(v: Any) -> Any:
+def _cell(v: FieldValue) -> str:
     if v is None:
         return ""
     if isinstance(v, float):
@@ -108,7 +113,7 @@ def _cell(v: Any) -> Any:
     return csv_cell(" ".join(str(v).split()))
 
 
-def spread(table: Sequence[dict[str, Any]]) -> list[str]:
+def spread(table: Sequence[Mapping[str, FieldValue]]) -> list[str]:
     """Per path, measurement and process, the runs' CPU per line and rate: median, min..max."""
     out = []
     for path in PATHS:
@@ -124,9 +129,9 @@ def spread(table: Sequence[dict[str, Any]]) -> list[str]:
     return out
 
 
-def _spread_line(path: str, m: str, p: str, got: Sequence[dict[str, Any]]) -> str:
-    cpu = [r["user_us"] + r["kernel_us"] for r in got]
-    rate = [r["lines_per_s"] for r in got]
+def _spread_line(path: str, m: str, p: str, got: Sequence[Mapping[str, FieldValue]]) -> str:
+    cpu = [as_float(r["user_us"]) + as_float(r["kernel_us"]) for r in got]
+    rate = [as_float(r["lines_per_s"]) for r in got]
     med = statistics.median(cpu)
     rel = (max(cpu) - min(cpu)) / abs(med) if med else 0.0
     return (
@@ -135,7 +140,7 @@ def _spread_line(path: str, m: str, p: str, got: Sequence[dict[str, Any]]) -> st
     )
 
 
-def notes_md(table: Sequence[dict[str, Any]], command: str) -> str:
+def notes_md(table: Sequence[Mapping[str, FieldValue]], command: str) -> str:
     """The notes beside the table: what was measured and how, every row, the spread."""
     lines = [
         "# The container log path: CPU per access-log line and line rate",
@@ -199,7 +204,9 @@ def notes_md(table: Sequence[dict[str, Any]], command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def append(out: Path, new: Sequence[dict[str, Any]], command: str) -> list[dict[str, Any]]:
+def append(
+    out: Path, new: Sequence[Mapping[str, FieldValue]], command: str
+) -> list[dict[str, FieldValue]]:
     """Append ``new`` to the table at ``out``; rewrite its notes (``.md``); all rows."""
     table = [*read_table(out), *(LOG_PATH.check_row(r, "new row") for r in new)]
     write_atomic(out, to_csv(table))
