@@ -17,7 +17,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -41,6 +41,7 @@ from runners.run import Run
 from runners.scenario import response_size_problem
 from runners.trial import CpuUse, Judging, TrialSetting, invalidate, trial_row
 from trialtable.folder import EncodedHistogram, encode_histogram
+from trialtable.jsonvalue import JsonObject, JsonValue
 from trialtable.schema import utc_now
 
 
@@ -632,7 +633,7 @@ class Session:
         kind: str = "sweep",
         rate_rps: float | None = None,
         ready: Callable[[], object] | None = None,
-    ) -> dict[str, Any]:
+    ) -> JsonObject:
         """Measure one setting; append and return its row.
 
         With ``rate_rps``, the load generator drives a constant rate (open loop), split
@@ -689,7 +690,7 @@ class Session:
 
     def _store(
         self,
-        row: dict[str, Any],
+        row: JsonObject,
         results: Sequence[loadgen.Measurement],
         argvs: Sequence[list[str]],
     ) -> None:
@@ -831,12 +832,12 @@ class Session:
 
     def _row(
         self,
-        ids: dict[str, Any],
+        ids: Mapping[str, JsonValue],
         measured: _Measured,
         vcpus: int,
         threads: int,
         connections: int,
-    ) -> dict[str, Any]:
+    ) -> JsonObject:
         """The judged row of a trial's merged results (client saturation checked)."""
         plan, gen = self.plan, self.generator
         merged = loadgen.merge(measured.results)
@@ -868,7 +869,7 @@ class Session:
         )
 
     def _check_windows(
-        self, row: dict[str, Any], measured: _Measured, start_s: float, seconds: int
+        self, row: JsonObject, measured: _Measured, start_s: float, seconds: int
     ) -> None:
         """Judge and record the clients' windows; say what each client did."""
         parts = zip(measured.outputs, self.clients, measured.results, measured.loads, strict=True)
@@ -903,7 +904,7 @@ class Session:
         argvs[:] = [window.barrier(a, start_s, o) for a, o in zip(argvs, known, strict=True)]
         return start_s
 
-    def _ids(self, trial_id: str, started_at: str, kind: str) -> dict[str, Any]:
+    def _ids(self, trial_id: str, started_at: str, kind: str) -> JsonObject:
         """The identity and placement columns of a trial's row."""
         assert self.server is not None
         return {
