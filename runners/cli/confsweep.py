@@ -21,10 +21,10 @@ import datetime
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runners.deploy.conf import ConfTarget
 from runners.deploy.userconf import UserConf, UserConfError, read_user_conf
@@ -32,9 +32,14 @@ from runners.errors import RunnerError
 from runners.loadgen import UnsupportedLoad
 from trialtable.confcost import CONF_COST_FILE, KIND
 from trialtable.files import write_atomic
+from trialtable.jsonvalue import JsonObject, JsonValue
 from trialtable.pathargs import INPUT_FILE, path_arg
 from trialtable.tls import tls_key
 from trialtable.values import int_between, printable
+
+if TYPE_CHECKING:  # a plan and the pairs' verdict load only when a sweep runs
+    from runners.interleave import Verdict
+    from runners.plan import Plan
 
 PROG = "python -m runners sweep"
 #: Pairs of trials by default.
@@ -82,8 +87,8 @@ def real_only(args: argparse.Namespace, hosts: dict[str, Any]) -> None:
 
 
 def user_plan(
-    plan: Any, path: str, allow_wildcard: bool, label: str = "conf"
-) -> tuple[Any, UserConf]:
+    plan: Plan, path: str, allow_wildcard: bool, label: str = "conf"
+) -> tuple[Plan, UserConf]:
     """``plan`` running the user's config at ``path`` instead of its scenario's config.
 
     The config is read and checked (`runners.deploy.userconf`); its every ``listen``, as
@@ -221,10 +226,10 @@ def ab_plans(args: argparse.Namespace, hosts: dict[str, Any], plan: Any) -> tupl
 
 def ab_cost(
     args: argparse.Namespace,
-    plans: tuple[Any, Any],
+    plans: tuple[Plan, Plan],
     conf: UserConf | None,
     ids: tuple[str, str],
-    measured: tuple[list[float], Any],
+    measured: tuple[list[float], Verdict],
 ) -> Path | None:
     """``runners ab --nginx-conf``: B's ``conf-cost.json`` when A is the reference; its path.
 
@@ -241,8 +246,11 @@ def ab_cost(
 
 
 def cost_document(
-    plans: tuple[Any, Any], conf: UserConf, ids: tuple[str, str], measured: dict[str, Any]
-) -> dict[str, Any]:
+    plans: tuple[Plan, Plan],
+    conf: UserConf,
+    ids: tuple[str, str],
+    measured: Mapping[str, JsonValue],
+) -> JsonObject:
     """``conf-cost.json``: what ``measured`` (the ratio, its interval, how) compares, where.
 
     ``plans`` and ``ids`` are the reference's and the user config's (A, B).
@@ -265,7 +273,7 @@ def cost_document(
     }
 
 
-def pairs_measured(values: list[float], verdict: dict[str, Any]) -> dict[str, Any]:
+def pairs_measured(values: list[float], verdict: Mapping[str, JsonValue]) -> JsonObject:
     """The measured part of `cost_document` from interleaved pairs (`runners.interleave`)."""
     return {
         "method": "pairs",
@@ -279,8 +287,8 @@ def pairs_measured(values: list[float], verdict: dict[str, Any]) -> dict[str, An
     }
 
 
-def store_cost(out: str, doc: dict[str, Any]) -> Path:
+def store_cost(out: str, doc: Mapping[str, JsonValue]) -> Path:
     """Write ``doc`` as the user config's run's ``conf-cost.json``; its path."""
-    path = Path(out) / doc["run_id"] / CONF_COST_FILE
+    path = Path(out) / str(doc["run_id"]) / CONF_COST_FILE
     write_atomic(path, json.dumps(doc, indent=1) + "\n")
     return path
