@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Required, TypedDict
 
 import crossplane
 
@@ -181,13 +181,23 @@ class UserConf:
         return "\n".join(head) + "\n" + body + "\n"
 
 
-def _comment(text: str) -> dict[str, Any]:
+class BuiltStatement(TypedDict, total=False):
+    """One statement for ``crossplane.build``: directive, arguments, line, block or comment."""
+
+    directive: Required[str]
+    args: Required[list[str]]
+    line: int
+    comment: str
+    block: list[BuiltStatement]
+
+
+def _comment(text: str) -> BuiltStatement:
     return {"directive": "#", "args": [], "comment": " " + text, "line": -1}
 
 
-def _verbatim(s: Statement) -> dict[str, Any]:
+def _verbatim(s: Statement) -> BuiltStatement:
     """A data block's entry (``types``, ``map`` ...), unchanged."""
-    out: dict[str, Any] = {"directive": s.name, "args": list(s.args)}
+    out: BuiltStatement = {"directive": s.name, "args": list(s.args)}
     if s.block is not None:
         out["block"] = [_verbatim(x) for x in s.block]
     return out
@@ -328,19 +338,19 @@ class _Rewriter:
         self.count += 1
         return f"{self.out.prefix}/{kind}-{self.count}{suffix}"
 
-    def statement(self, s: Statement, ctx: tuple[str, ...]) -> dict[str, Any]:
+    def statement(self, s: Statement, ctx: tuple[str, ...]) -> BuiltStatement:
         """One statement rewritten (a ``# dropped`` comment for a dropped one)."""
         if (not ctx and s.name in RUN_OWNED) or s.name in DROPPED:
             return _comment(f"dropped: {s.name} ({s.where})")
         self.line += 1
-        out: dict[str, Any] = {"directive": s.name, "args": self.args(s, ctx), "line": self.line}
+        out: BuiltStatement = {"directive": s.name, "args": self.args(s, ctx), "line": self.line}
         if s.block is not None and s.name in DATA_BLOCKS:  # entries are data: kept as they are
             out["block"] = [_verbatim(x) for x in s.block]
         elif s.block is not None:
             out["block"] = self.block(s.block, (*ctx, s.name))
         return out
 
-    def block(self, stmts: list[Statement], ctx: tuple[str, ...]) -> list[dict[str, Any]]:
+    def block(self, stmts: list[Statement], ctx: tuple[str, ...]) -> list[BuiltStatement]:
         """A block's statements; a second identical ``listen`` or certificate line dropped.
 
         ``listen 80`` and ``listen [::]:80`` land on one address, two certificates (RSA and
