@@ -120,9 +120,12 @@ def unknown_cpu_sd() -> float:
     """
     from sizing.model.capacity import cloud_model
 
+    model = cloud_model()
+    if model is None:
+        raise ValueError("no cloud model is shipped (python -m sizing precompute)")
     logs = [
         math.log(s.speed)
-        for s in cloud_model().speeds.values()
+        for s in model.speeds.values()
         if s.workload_class == "small_static" and s.threads_per_core == 2 and not s.stand_in_only
     ]
     return statistics.stdev(logs)

@@ -44,7 +44,9 @@ from sizing.workload.value import PROTOCOLS, SCENARIOS, Workload
 from trialtable.profile import PROXIED
 
 if TYPE_CHECKING:
+    from sizing.model.cloud import CloudModel
     from sizing.model.crypto import Figure
+    from sizing.model.features import FeatureCost
 
 __all__ = [
     "ESTIMATES",
@@ -313,7 +315,7 @@ CARRIED_CLASS_SD = (
 
 
 @cache
-def cloud_model() -> Any:
+def cloud_model() -> CloudModel | None:
     """The precomputed cloud model (`sizing.fitting.cloudfit`), or None when not shipped."""
     from sizing.model.cloud import load_cloud_model
 
@@ -454,7 +456,7 @@ def features_profile(
     return replace(prof, coefficients={**prof.coefficients, **coefs}), share
 
 
-def feature_table() -> dict[str, Any]:
+def feature_table() -> dict[str, FeatureCost]:
     """The shipped feature costs, ``access_log_container`` with the runtime's CPU per line."""
     from sizing.model.features import shipped_feature_costs
     from sizing.model.logpath import shipped_log_path, with_runtime
@@ -491,10 +493,13 @@ def static_thread_gain(tpc: int, fitted: bool) -> float:
     """
     if tpc != 2:
         return 1.0
-    return float(cloud_model().smt_gain["small_static"][0]) if fitted else ht_nginx()[0]
+    cm = cloud_model()
+    return float(cm.smt_gain["small_static"][0]) if fitted and cm is not None else ht_nginx()[0]
 
 
-def thread_gain(cost: Any, user_share: dict[str, float], base_gain: float) -> tuple[float, str]:
+def thread_gain(
+    cost: costmodel.Cost, user_share: dict[str, float], base_gain: float
+) -> tuple[float, str]:
     """A hyper-thread's speed factor for this request's feature work, and why.
 
     The platform's gain ``base_gain`` is fitted to small static requests; the user-space share
@@ -649,7 +654,7 @@ class _CpuPart:
     plat: Platform
     speed: float
     speed_sd: float
-    cost: Any
+    cost: costmodel.Cost
     sigma: float
     sigma_sd: float
     cv2: float
@@ -837,9 +842,14 @@ def _cpu_part(
     )
 
 
+#: What `_at_workers` finds: the CPU's peak [RPS], the SLA utilization, the CPU capacity under
+#: the SLA [RPS], its log-scale sd, and the basis lines of the workers, the derating and the width.
+_AtWorkers = tuple[float, float, float, float, str, str, str]
+
+
 def _per_vcpus(
     part: _CpuPart, vcpus: int, work: Workload, model: ModelInputs = POINT
-) -> tuple[Any, ...]:
+) -> _AtWorkers:
     """The half of `model_capacity` that depends on the vCPU count: scaling, SLA, spread.
 
     Past `costmodel.SEED_MAX_WORKERS` workers, where each added worker costs every worker
@@ -858,7 +868,7 @@ def _per_vcpus(
 
 def _at_workers(
     part: _CpuPart, vcpus: int, work: Workload, model: ModelInputs = POINT
-) -> tuple[Any, ...]:
+) -> _AtWorkers:
     """`_per_vcpus` with ``vcpus`` workers, one per vCPU."""
     base = model.estimate("base_latency_ms", ESTIMATES["base_latency_ms"][0])
     sigma, sigma_sd = part.sigma, part.sigma_sd
@@ -966,7 +976,7 @@ def model_capacities(
     plats: dict[tuple[Any, ...], Platform] = {}
     cloud_providers = set(provider_names())
     parts: dict[tuple[Platform, bool], _CpuPart] = {}
-    sized: dict[tuple[Platform, bool, int], tuple[Any, ...]] = {}
+    sized: dict[tuple[Platform, bool, int], _AtWorkers] = {}
     wire = _wire_per_request(work)
     packets = packets_per_request(work)
     out: list[Capacity] = []
