@@ -20,13 +20,19 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runners.cli.confsweep import cost_document, real_only, store_cost, user_plan
 from runners.errors import BadInput
+from trialtable.jsonvalue import JsonObject, JsonValue
 from trialtable.values import printable
+
+if TYPE_CHECKING:  # a plan and a search load only when one runs
+    from runners.deploy.userconf import UserConf
+    from runners.plan import Plan
+    from runners.search import SearchOptions, SearchResult, TrialReport
 
 PROG = "python -m runners search"
 #: The normal quantile of a two-sided 95% interval.
@@ -37,36 +43,40 @@ Z95 = 1.959964
 class Asked:
     """What the search options gave: the plan, the search options, the hosts, a reporter."""
 
-    plan: Any
-    options: Any
+    plan: Plan
+    options: SearchOptions
     hosts: dict[str, Any]
-    on_trial: Callable[[Any], None] | None
+    on_trial: Callable[[TrialReport], None] | None
 
 
-def _rel_sd(result: Any) -> float:
+def _rel_sd(result: SearchResult) -> float | None:
     """Relative standard deviation of a search's capacity, from its 95% interval [1].
 
     The interval is a t-interval over a few confirmations: taking its half-width as 1.96
     standard deviations overstates the spread (it widens the ratio's interval, never narrows).
+    None without an interval or a capacity above 0.
     """
-    half = (result.ci95_high - result.ci95_low) / 2
-    return float(half / Z95 / result.max_rps_under_sla)
+    low, high, rps = result.ci95_low, result.ci95_high, result.max_rps_under_sla
+    if low is None or high is None or rps is None or rps <= 0:
+        return None
+    return float((high - low) / 2 / Z95 / rps)
 
 
-def search_measured(reference: Any, yours: Any, confirm: int) -> dict[str, Any] | None:
+def search_measured(
+    reference: SearchResult, yours: SearchResult, confirm: int
+) -> JsonObject | None:
     """The measured part of ``conf-cost.json`` from two searches, or None without a ratio.
 
     ``reference`` and ``yours`` are `runners.search.SearchResult`; the ratio is the
     reference's capacity under the SLA over yours (above 1: yours costs more per request),
     its 95% interval from both relative spreads combined in log space.
     """
-    both = (reference, yours)
-    if any(r.max_rps_under_sla is None or r.ci95_low is None or r.ci95_high is None for r in both):
+    ref_rps, your_rps = reference.max_rps_under_sla, yours.max_rps_under_sla
+    ref_sd, your_sd = _rel_sd(reference), _rel_sd(yours)
+    if ref_rps is None or your_rps is None or ref_sd is None or your_sd is None:
         return None
-    if min(r.max_rps_under_sla for r in both) <= 0:
-        return None
-    ratio = reference.max_rps_under_sla / yours.max_rps_under_sla
-    sd = math.hypot(_rel_sd(reference), _rel_sd(yours))
+    ratio = ref_rps / your_rps
+    sd = math.hypot(ref_sd, your_sd)
     return {
         "method": "search",
         "measure": "capacity under the p99 SLA, the reference's / yours (searched one after "
@@ -77,8 +87,8 @@ def search_measured(reference: Any, yours: Any, confirm: int) -> dict[str, Any] 
         "confidence": 0.95,
         "pairs": confirm,
         "sla_p99_ms": reference.sla_p99_ms,
-        "reference_rps": reference.max_rps_under_sla,
-        "rps": yours.max_rps_under_sla,
+        "reference_rps": ref_rps,
+        "rps": your_rps,
     }
 
 
@@ -95,7 +105,7 @@ def main(args: argparse.Namespace, asked: Asked) -> int:
         return 2
     plan = asked.plan
     plan_a = replace(plan, label=f"{plan.label}-reference" if plan.label else "reference")
-    found: list[tuple[str, Any]] = []
+    found: list[tuple[str, SearchResult]] = []
     try:
         for side in (plan_a, plan_b):
             found.append(_search(args, side, asked))
@@ -124,7 +134,7 @@ def main(args: argparse.Namespace, asked: Asked) -> int:
     return 0
 
 
-def _search(args: argparse.Namespace, plan: Any, asked: Asked) -> tuple[str, Any]:
+def _search(args: argparse.Namespace, plan: Plan, asked: Asked) -> tuple[str, SearchResult]:
     """One search of ``plan`` in its own run folder: the run id and its one result."""
     from runners.plan import Access
     from runners.search import run_search
@@ -141,7 +151,12 @@ def _search(args: argparse.Namespace, plan: Any, asked: Asked) -> tuple[str, Any
     return run_id, results[0]
 
 
-def _print(conf: Any, plans: tuple[Any, Any], found: list[tuple[str, Any]], measured: Any) -> None:
+def _print(
+    conf: UserConf,
+    plans: tuple[Plan, Plan],
+    found: list[tuple[str, SearchResult]],
+    measured: Mapping[str, JsonValue] | None,
+) -> None:
     """The two capacities, each with its run, and the ratio."""
     ref = plans[0].scenario
     print(
