@@ -21,7 +21,7 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from runners.errors import BadHosts, RunnerError
 from runners.hosts import HostSpec
@@ -29,6 +29,7 @@ from runners.loadgen import latency_summary
 from runners.window import Window
 from trialtable.files import read_bounded
 from trialtable.folder import RunFolder
+from trialtable.jsonvalue import JsonValue
 from trialtable.read import read_rows
 
 #: Largest hosts file read [B].
@@ -154,7 +155,24 @@ def check_offsets(offsets: Mapping[str, float], duration_s: float) -> None:
         )
 
 
-def per_client(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
+class ClientWindow(TypedDict):
+    """What one client did in one trial (`per_client`): its window, rate, latency, verdict."""
+
+    trial_id: str
+    host: str
+    start_s: float
+    end_s: float
+    common_start_s: float
+    common_end_s: float
+    rps: float
+    asked_rps: float | None
+    p50_ms: float
+    p99_ms: float
+    valid: bool
+    invalid_reason: str
+
+
+def per_client(run_dir: str | os.PathLike[str]) -> list[ClientWindow]:
     """What each client did in each multi-client trial of a run folder, on one time axis.
 
     Returns one dict per client and trial: ``trial_id``, ``host``, ``start_s`` and ``end_s``
@@ -175,7 +193,7 @@ def per_client(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
     if not windows:
         return []
     zero = min(float(w["common_start_s"]) for w in windows)
-    out = []
+    out: list[ClientWindow] = []
     for w in windows:
         row = rows[str(w["trial_id"])]
         start = float(w["common_start_s"]) - zero
@@ -201,6 +219,6 @@ def per_client(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return out
 
 
-def _seconds(value: Any) -> float:
+def _seconds(value: JsonValue) -> float:
     """A recorded time [s]; NaN for a window the client did not stamp."""
     return float(value) if isinstance(value, (int, float)) else math.nan
