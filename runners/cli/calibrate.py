@@ -9,10 +9,16 @@ import argparse
 import json
 import math
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from runners import loadgen
-from runners.cli.options import host_options, out_option, tool_option, wildcard_problem
+from runners.cli.options import (
+    DocSubcommands,
+    host_options,
+    out_option,
+    tool_option,
+    wildcard_problem,
+)
 from trialtable.values import (
     format_option,
     int_at_least,
@@ -26,7 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["add_parser", "main", "render"]
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
+def add_parser(sub: DocSubcommands) -> argparse.ArgumentParser:
     """Add the ``calibrate`` subcommand to the runners' subparsers."""
     p: argparse.ArgumentParser = sub.add_parser(
         "calibrate",

@@ -6,8 +6,8 @@ Cheap to import: building the parser loads neither the trial-table reader nor th
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
+from runners.cli.options import DocSubcommands
 from runners.names import COMPARE_GATES
 from trialtable.pathargs import OUTPUT_FILE, RUN_FOLDER, path_arg
 from trialtable.values import format_option, parse_fraction
@@ -25,7 +25,7 @@ def _gates(text: str) -> tuple[str, ...]:
     return names
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
+def add_parser(sub: DocSubcommands) -> argparse.ArgumentParser:
     """Add the ``compare`` subcommand to the runners' subparsers."""
     p: argparse.ArgumentParser = sub.add_parser(
         "compare",

@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
+from runners.cli.options import DocSubcommands
 from runners.errors import BadInput
 from trialtable.features import FEATURE_NAMES, MEASURED
 from trialtable.files import out_folder_problem
@@ -31,7 +31,7 @@ def _feature_list(text: str) -> tuple[str, ...]:
     return tuple(n for n in FEATURE_NAMES if n in names)
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
+def add_parser(sub: DocSubcommands) -> argparse.ArgumentParser:
     """Add the ``features`` subcommand to the runners' subparsers."""
     p: argparse.ArgumentParser = sub.add_parser(
         "features",

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
-from runners.cli.options import judge_options, out_option, response_options
+from runners.cli.options import DocSubcommands, judge_options, out_option, response_options
 from runners.importers import FORMATS
 from trialtable.errors import RunFolderError
 from trialtable.fields import printable
@@ -27,7 +26,7 @@ from trialtable.values import (
 __all__ = ["add_parser", "main"]
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
+def add_parser(sub: DocSubcommands) -> argparse.ArgumentParser:
     """Add the ``import`` subcommand to the runners' subparsers."""
     p: argparse.ArgumentParser = sub.add_parser(
         "import",

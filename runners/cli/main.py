@@ -23,6 +23,7 @@ from runners.cli import features as cli_features
 from runners.cli import imports as cli_imports
 from runners.cli.options import (
     DocParser,
+    DocSubcommands,
     directive_problem,
     host_options,
     judge_options,
@@ -782,7 +783,7 @@ def _confidence(text: str) -> float:
     return value
 
 
-def _add_ab_parser(sub: Any) -> Any:
+def _add_ab_parser(sub: DocSubcommands) -> DocParser:
     """Add the ``ab`` subcommand (paired, interleaved A/B) to the runners' subparsers."""
     p = sub.add_parser(
         "ab",

@@ -14,7 +14,7 @@ import importlib
 import ipaddress
 import re
 import socket
-from typing import Any
+from typing import Any, TypeAlias
 
 from runners.deploy.conf import is_wildcard
 from runners.names import DEFAULT_OUT
@@ -50,6 +50,10 @@ class DocParser(Parser):
             parts = doc.split("\n\n")
             self.description = parts[paragraph] if paragraph < len(parts) else None
         return super().format_help()
+
+
+#: What ``add_subparsers(parser_class=DocParser)`` returns: each subcommand adds its parser to it.
+DocSubcommands: TypeAlias = "argparse._SubParsersAction[DocParser]"
 
 
 def out_option(p: argparse.ArgumentParser, what: str = "run folders") -> None:
