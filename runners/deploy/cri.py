@@ -38,7 +38,9 @@ from runners.deploy.container import (
 )
 from runners.deploy.nginx import NginxHost, NginxInstance, NginxProcess, Recorder
 from runners.errors import RunnerError
+from runners.hosts import Host
 from runners.scenario import Scenario
+from trialtable.jsonvalue import JsonObject, JsonValue
 
 #: The pod image's name in containerd's ``k8s.io`` namespace (the CRI plugin's own).
 IMAGE = "docker.io/library/nginx-sizing-pod:1"
@@ -163,26 +165,26 @@ def pod_image(path: Path) -> None:
             tar.add(os.path.realpath(f), arcname="usr/" + f.removeprefix("/usr/").lstrip("/"))
     blobs: dict[str, bytes] = {}
 
-    def blob(data: bytes) -> dict[str, Any]:
+    def blob(data: bytes) -> dict[str, str | int]:
         digest = "sha256:" + hashlib.sha256(data).hexdigest()
         blobs[digest] = data
         return {"digest": digest, "size": len(data)}
 
     lay = blob(layer.getvalue())
     arch = OCI_ARCH.get(platform.machine(), platform.machine())
-    config = {
+    config: JsonObject = {
         "architecture": arch,
         "os": "linux",
         "config": {"Entrypoint": ["/usr/bin/sleep", "infinity"]},
         "rootfs": {"type": "layers", "diff_ids": [lay["digest"]]},
     }
-    manifest = {
+    manifest: JsonObject = {
         "schemaVersion": 2,
         "mediaType": "application/vnd.oci.image.manifest.v1+json",
         "config": {"mediaType": "application/vnd.oci.image.config.v1+json", **blob(_json(config))},
         "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", **lay}],
     }
-    index = {
+    index: JsonObject = {
         "schemaVersion": 2,
         "manifests": [
             {
@@ -202,14 +204,14 @@ def pod_image(path: Path) -> None:
             tar.addfile(info, io.BytesIO(data))
 
 
-def _json(obj: Any) -> bytes:
+def _json(obj: JsonValue) -> bytes:
     return json.dumps(obj, sort_keys=True).encode()
 
 
 class CriContainerd(Containerd):
     """A private containerd with its CRI plugin on, and the pod image imported."""
 
-    def __init__(self, host: Any, record: Recorder | None = None) -> None:
+    def __init__(self, host: Host, record: Recorder | None = None) -> None:
         super().__init__(host, sandbox_image=IMAGE, record=record)
         self.cri: Cri | None = None
 
