@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from runners.cputime import stat_user_system
 from runners.deploy.nginx import (
-    _ALIVE_FN,
+    ALIVE_FN,
     Deployment,
     NginxHost,
     NginxInstance,
@@ -544,7 +544,7 @@ def mount_args(extra: Sequence[str]) -> list[str]:
 # mount only under the folder; a shim socket only under the name containerd gives it
 # (sha256 of the folder's socket, namespace and id of a task bundle in the folder).
 _LEFTOVER = (
-    _ALIVE_FN
+    ALIVE_FN
     + r"""
 d=$1; shift
 root=${TMPDIR:-/tmp}

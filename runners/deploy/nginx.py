@@ -97,13 +97,14 @@ _CONTENT = (
     .replace("@LISTENING@", _LISTENING)
 )
 
-# Shell helpers: a pid is alive when it exists and is not a zombie (a container's init may
-# never reap it); its start time is field 22 of /proc/PID/stat (clock ticks since boot).
+# Shell helpers (ALIVE_FN, shared with runners.deploy.container): a pid is alive when it
+# exists and is not a zombie (a container's init may never reap it); its start time is
+# field 22 of /proc/PID/stat (clock ticks since boot).
 # Both read the stat line with the shell's own `read` (the name in parentheses may hold
 # spaces): no process is started, which on a loaded host took 20-30 ms each time.
 # `children` prints a process's children: the kernel's list, else `pgrep` (which reads every
 # process's stat: 170 ms on the same host).
-_ALIVE_FN = r"""
+ALIVE_FN = r"""
 alive() {
   { read -r _st < "/proc/$1/stat"; } 2>/dev/null || return 1
   _st=${_st##*") "}
@@ -125,7 +126,7 @@ children() {
 
 # Write the config, test it, start nginx, wait for its pid and workers: one round trip.
 _LAUNCH = (
-    _ALIVE_FN
+    ALIVE_FN
     + r"""
 p=$1 conf=$2 nginx=$3 want=$4
 umask 022
@@ -165,13 +166,13 @@ sample() {
 }
 """
 # One sample: one round trip.
-_SAMPLE = _ALIVE_FN + _SAMPLE_FN + 'sample "$@"\nexit 0\n'
+_SAMPLE = ALIVE_FN + _SAMPLE_FN + 'sample "$@"\nexit 0\n'
 # A sample, the command (only when every pid is alive), a second sample: one round trip for
 # what would take three. Arguments: the number of pids, the pids, the command's argv. The
 # command's output is what it printed, between the two markers; the exit status is its own.
 _RUN_MARK, _AFTER_MARK, _DOWN_MARK = "NGINX_SIZING_RUN", "NGINX_SIZING_AFTER", "NGINX_SIZING_DOWN"
 _SAMPLED = (
-    _ALIVE_FN
+    ALIVE_FN
     + _SAMPLE_FN
     + r"""
 k=$1; shift; pids=
@@ -258,7 +259,7 @@ if [ -n "$dir" ]; then
 fi
 """
 # After stopping, the ports something listens on, for the next start's port choice.
-_STOP = _ALIVE_FN + _STOP_BODY + f"echo {_LISTEN_MARK}\n{_LISTENING}\nexit 0\n"
+_STOP = ALIVE_FN + _STOP_BODY + f"echo {_LISTEN_MARK}\n{_LISTENING}\nexit 0\n"
 
 # What a killed run left is touched only when it is provably the run's own: a folder (not a
 # link) of this user, made by mktemp directly in this host's temporary root with the
@@ -289,7 +290,7 @@ esac
 """
 
 _LEFTOVER = (
-    _ALIVE_FN
+    ALIVE_FN
     + r"""
 root=${TMPDIR:-/tmp}
 root=${root%/}
