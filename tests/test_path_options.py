@@ -48,6 +48,7 @@ NOT_PATHS = {
     "--cpu-profile": "a profile name",
     "--file-size": "a response size",
     "--tls-key": "a key type (rsa2048, ec256, ...)",
+    "--container-path": "the container runtime's log path measured (cri or ctr)",
 }
 
 
