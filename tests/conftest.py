@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import copy
 import os
 import shutil
@@ -14,8 +15,13 @@ from typing import Any
 
 import pytest
 
-# The catalog's private cache (`sizing.catalog.cache`) of this test session, not the user's.
-os.environ.setdefault("NGINX_SIZING_CACHE", tempfile.mkdtemp(prefix="nginx-sizing-cache-"))
+# The catalog's private cache (`sizing.catalog.cache`) of this test session, not the user's:
+# made once by the process that starts the session (its xdist workers inherit it) and removed
+# when that process ends.
+if "NGINX_SIZING_CACHE" not in os.environ:
+    _CACHE = tempfile.mkdtemp(prefix="nginx-sizing-cache-")
+    os.environ["NGINX_SIZING_CACHE"] = _CACHE
+    atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
 
 
 def live_nginx_pids() -> set[int]:
