@@ -16,7 +16,7 @@ import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any, Protocol
 
 from runners.errors import BadInput, RunnerError
 from runners.hosts import Host, connect
@@ -30,12 +30,17 @@ from trialtable.folder import (
     new_run_id,
 )
 from trialtable.folder import outstanding as outstanding_in
-from trialtable.jsonvalue import JsonValue, as_float
+from trialtable.jsonvalue import JsonObject, JsonValue, as_float
 from trialtable.schema import utc_now
 from trialtable.values import printable
 
-if TYPE_CHECKING:  # the simulator loads only when a run is simulated
-    from runners.sim import SimServer
+
+class Simulated(Protocol):
+    """What a run records of its simulated server (`runners.sim.SimServer`): its settings."""
+
+    def to_dict(self) -> JsonObject:
+        """The server's settings as run.json records them."""
+        ...
 
 
 class Run:
@@ -184,7 +189,7 @@ def open_run(
     plan: Plan,
     out: str | os.PathLike[str],
     resume: str | None,
-    sim: SimServer | None = None,
+    sim: Simulated | None = None,
     extra: Mapping[str, JsonValue] | None = None,
 ) -> tuple[Plan, Run]:
     """A new run for ``plan``, or the run ``resume``, whose plan must match.
@@ -221,7 +226,7 @@ def _check_resumed(
     folder: RunFolder,
     plan: Plan,
     resume: str,
-    sim: SimServer | None,
+    sim: Simulated | None,
     extra: Mapping[str, JsonValue],
 ) -> Plan:
     """The stored plan, when it and ``extra`` match what the resumed run was planned with."""
