@@ -17,7 +17,7 @@ import io
 import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from runners.deploy.container import Flood
 from trialtable.fields import FieldValue
@@ -34,8 +34,29 @@ from trialtable.logpath import (
 )
 from trialtable.output import csv_cell
 
-if TYPE_CHECKING:  # the campaign imports this module
-    from runners.calibrate.features import Trial
+
+class Trial(Protocol):
+    """What the rows read of a campaign's trial (`runners.calibrate.features.Trial`)."""
+
+    @property
+    def requests(self) -> int:
+        """Requests the trial served."""
+        ...
+
+    @property
+    def user_us(self) -> float:
+        """The workers' user CPU time per request [us]."""
+        ...
+
+    @property
+    def kernel_us(self) -> float:
+        """The workers' kernel CPU time per request [us]."""
+        ...
+
+    @property
+    def side(self) -> Mapping[str, tuple[float, float]]:
+        """The log path's processes: (user, kernel) CPU time per request [us]."""
+        ...
 
 
 def _row(
