@@ -11,9 +11,11 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TypeVar
 
 _T = TypeVar("_T")
@@ -41,6 +43,28 @@ def csv_cell(value: _T) -> _T | str:
 def csv_row(values: Iterable[_T]) -> list[_T | str]:
     """`csv_cell` of each value."""
     return [csv_cell(v) for v in values]
+
+
+def table_csv(rows: Iterable[Mapping[str, object]], columns: Sequence[str]) -> str:
+    """Rows as CSV text under ``columns``, made for the measured tables.
+
+    Floats to 4 decimals, a missing value empty, whitespace folded to single spaces and
+    formula-like text made inert (`csv_cell`).
+    """
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(columns)
+    for r in rows:
+        w.writerow([_table_cell(r.get(k)) for k in columns])
+    return buf.getvalue()
+
+
+def _table_cell(v: object) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:.4f}"
+    return csv_cell(" ".join(str(v).split()))
 
 
 def finite(obj: object) -> object:

@@ -54,7 +54,7 @@ from trialtable.fields import FieldError, FieldValue
 from trialtable.files import write_atomic
 from trialtable.jsonvalue import JsonObject
 from trialtable.logpath import CONTAINER_LOG
-from trialtable.output import csv_cell
+from trialtable.output import table_csv
 
 #: Where the table is written by default (beside it, the same name with ``.md``).
 DEFAULT_OUT = Path("data/reference/feature-costs.csv")
@@ -544,19 +544,8 @@ def row(result: Result, settings: Settings, info: dict[str, Any], when: str) -> 
 
 
 def to_csv(rows: Sequence[Mapping[str, object]]) -> str:
-    """The table as CSV text: numbers to 4 decimals, formula-like text made inert."""
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=FEATURE_COST_COLUMNS, lineterminator="\n")
-    w.writeheader()
-    for r in rows:
-        w.writerow({k: _cell(v) for k, v in r.items()})
-    return buf.getvalue()
-
-
-def _cell(v: object) -> str:
-    if isinstance(v, float):
-        return f"{v:.4f}"
-    return csv_cell(" ".join(str(v).split()))
+    """The table as CSV text (`trialtable.output.table_csv`)."""
+    return table_csv(rows, FEATURE_COST_COLUMNS)
 
 
 def notes_md(

@@ -12,8 +12,6 @@ with the spread over runs.
 
 from __future__ import annotations
 
-import csv
-import io
 import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -32,7 +30,7 @@ from trialtable.logpath import (
     PROCESSES,
     read_table,
 )
-from trialtable.output import csv_cell
+from trialtable.output import table_csv
 
 
 class Trial(Protocol):
@@ -117,21 +115,8 @@ def rows(
 
 
 def to_csv(table: Sequence[Mapping[str, FieldValue]]) -> str:
-    """The table as CSV text: numbers to 4 decimals, formula-like text made inert."""
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=LOG_PATH_COLUMNS, lineterminator="\n")
-    w.writeheader()
-    for r in table:
-        w.writerow({k: _cell(r.get(k)) for k in LOG_PATH_COLUMNS})
-    return buf.getvalue()
-
-
-def _cell(v: FieldValue) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        return f"{v:.4f}"
-    return csv_cell(" ".join(str(v).split()))
+    """The table as CSV text (`trialtable.output.table_csv`)."""
+    return table_csv(table, LOG_PATH_COLUMNS)
 
 
 def spread(table: Sequence[Mapping[str, FieldValue]]) -> list[str]:
