@@ -181,34 +181,16 @@ def _text(text: str) -> str:
 # -- field metadata --------------------------------------------------------------------------
 
 
-def option(
-    default: _T,
-    flag: str | None,
-    help: str,
-    *,
-    param: str | None = None,
-    parse: Callable[[str], object] = _text,
-    kind: str = "value",
-    choices: Iterable[str] | None = None,
-    metavar: str | None = None,
-    commands: frozenset[str] = SIZING,
-    cli_default: object = dataclasses.MISSING,
-    required: bool = False,
-    param_default: object = dataclasses.MISSING,
-    exclusive: str | None = None,
-) -> _T:
-    """A request field with its command-line and notebook metadata.
+@dataclass(frozen=True)
+class Cli:
+    """How a request field is asked for on the command line.
 
     Parameters
     ----------
-    default : object
-        The request's default (immutable).
     flag : str or None
         The command-line flag (None: no flag, e.g. a part another flag sets).
     help : str
         The flag's help text (it names the default).
-    param : str, optional
-        The report notebook's parameter name (default: the field's name).
     parse : callable
         Text -> value, raising ``argparse.ArgumentTypeError`` (flags and text parameters).
     kind : str
@@ -223,25 +205,57 @@ def option(
         The flag's default when it differs from the request's (``None``: "not given").
     required : bool
         The flag must be given.
-    param_default : object, optional
-        The default as the notebook's ``parameters`` cell spells it, when text reads better
-        (``file_size = "1KB"``).
     exclusive : str, optional
         Flags with the same name here are mutually exclusive on the command line.
     """
+
+    flag: str | None
+    help: str
+    parse: Callable[[str], object] = _text
+    kind: str = "value"
+    choices: Iterable[str] | None = None
+    metavar: str | None = None
+    commands: frozenset[str] = SIZING
+    # dataclasses.MISSING (no value) cannot be a plain default of a dataclass field
+    cli_default: object = field(default_factory=lambda: dataclasses.MISSING)
+    required: bool = False
+    exclusive: str | None = None
+
+
+def option(
+    default: _T,
+    cli: Cli,
+    *,
+    param: str | None = None,
+    param_default: object = dataclasses.MISSING,
+) -> _T:
+    """A request field with its command-line and notebook metadata.
+
+    Parameters
+    ----------
+    default : object
+        The request's default (immutable).
+    cli : Cli
+        How the command line asks for it.
+    param : str, optional
+        The report notebook's parameter name (default: the field's name).
+    param_default : object, optional
+        The default as the notebook's ``parameters`` cell spells it, when text reads better
+        (``file_size = "1KB"``).
+    """
     meta = {
-        "flag": flag,
-        "help": help,
+        "flag": cli.flag,
+        "help": cli.help,
         "param": param,
-        "parse": parse,
-        "kind": kind,
-        "choices": tuple(choices) if choices is not None else None,
-        "metavar": metavar,
-        "commands": commands,
-        "cli_default": cli_default,
-        "required": required,
+        "parse": cli.parse,
+        "kind": cli.kind,
+        "choices": tuple(cli.choices) if cli.choices is not None else None,
+        "metavar": cli.metavar,
+        "commands": cli.commands,
+        "cli_default": cli.cli_default,
+        "required": cli.required,
         "param_default": param_default,
-        "exclusive": exclusive,
+        "exclusive": cli.exclusive,
     }
     return field(default=default, metadata=meta)
 
@@ -258,365 +272,441 @@ class SizingRequest:
     """
 
     # The target and the SLA.
-    rps: float = option(1e6, "--rps", "target requests per second", parse=parse_rps, required=True)
+    rps: float = option(
+        1e6, Cli("--rps", "target requests per second", parse=parse_rps, required=True)
+    )
     sla_p99_ms: float = option(
         5.0,
-        "--sla-p99",
-        "p99 latency SLA with a unit (default 5ms)",
-        parse=parse_duration_ms,
-        metavar="DURATION",
-        commands=WORKLOAD,
+        Cli(
+            "--sla-p99",
+            "p99 latency SLA with a unit (default 5ms)",
+            parse=parse_duration_ms,
+            metavar="DURATION",
+            commands=WORKLOAD,
+        ),
     )
     # The workload.
     protocol: str = option(
         DEFAULT_PROTOCOL,
-        "--protocol",
-        "protocol clients use (default: %(default)s; the runners measure the same)",
-        choices=PROTOCOLS,
-        commands=WORKLOAD,
+        Cli(
+            "--protocol",
+            "protocol clients use (default: %(default)s; the runners measure the same)",
+            choices=PROTOCOLS,
+            commands=WORKLOAD,
+        ),
     )
     file_bytes: int = option(
         1024,
-        "--file-size",
-        "response body size, e.g. 0, 1KB, 53KB, 1MB (default 1KB), or a mix of sizes "
-        "with their shares of requests, e.g. 1KB:0.7,50KB:0.3",
+        Cli(
+            "--file-size",
+            "response body size, e.g. 0, 1KB, 53KB, 1MB (default 1KB), or a mix of sizes "
+            "with their shares of requests, e.g. 1KB:0.7,50KB:0.3",
+            parse=size_or_mix,
+            metavar="SIZE",
+            commands=WORKLOAD,
+        ),
         param="file_size",
         param_default="1KB",
-        parse=size_or_mix,
-        metavar="SIZE",
-        commands=WORKLOAD,
     )
     size_mix: tuple[tuple[int, float], ...] = option(
         (),
-        None,
-        "response sizes [B] with their shares (set by --file-size)",
-        parse=size_mix,
+        Cli(None, "response sizes [B] with their shares (set by --file-size)", parse=size_mix),
         param_default="",
     )
     scenario: str = option(
         "static",
-        "--scenario",
-        "what NGINX does per request (default static)",
-        choices=SCENARIOS,
-        commands=WORKLOAD,
+        Cli(
+            "--scenario",
+            "what NGINX does per request (default static)",
+            choices=SCENARIOS,
+            commands=WORKLOAD,
+        ),
     )
     requests_per_connection: float = option(
         math.inf,
-        "--requests-per-connection",
-        "requests per connection (keep-alive reuse); 1 = a new connection for every "
-        "request; default inf (connections stay open)",
-        parse=requests_per_connection,
-        metavar="N",
-        commands=WORKLOAD,
+        Cli(
+            "--requests-per-connection",
+            "requests per connection (keep-alive reuse); 1 = a new connection for every "
+            "request; default inf (connections stay open)",
+            parse=requests_per_connection,
+            metavar="N",
+            commands=WORKLOAD,
+        ),
     )
     tls_resumption: float = option(
         0.0,
-        "--tls-resumption",
-        "share of new TLS connections that resume a session (default 0)",
-        parse=share,
-        metavar="FRACTION",
-        commands=WORKLOAD,
+        Cli(
+            "--tls-resumption",
+            "share of new TLS connections that resume a session (default 0)",
+            parse=share,
+            metavar="FRACTION",
+            commands=WORKLOAD,
+        ),
     )
     tls_key: str = option(
         DEFAULT_TLS_KEY,
-        "--tls-key",
-        f"server key of full TLS handshakes (default {DEFAULT_TLS_KEY})",
-        choices=TLS_KEYS,
-        commands=WORKLOAD,
+        Cli(
+            "--tls-key",
+            f"server key of full TLS handshakes (default {DEFAULT_TLS_KEY})",
+            choices=TLS_KEYS,
+            commands=WORKLOAD,
+        ),
     )
     gzip: float = option(
         0.0,
-        "--gzip",
-        "share of the response bytes NGINX gzip-compresses on the fly (default 0)",
-        parse=share,
-        metavar="FRACTION",
-        commands=WORKLOAD,
+        Cli(
+            "--gzip",
+            "share of the response bytes NGINX gzip-compresses on the fly (default 0)",
+            parse=share,
+            metavar="FRACTION",
+            commands=WORKLOAD,
+        ),
     )
     http_version: str = option(
         "1.1",
-        "--http-version",
-        "HTTP version clients speak (2: HTTP/2 streams on each connection; default 1.1)",
-        choices=HTTP_VERSIONS,
-        commands=WORKLOAD,
+        Cli(
+            "--http-version",
+            "HTTP version clients speak (2: HTTP/2 streams on each connection; default 1.1)",
+            choices=HTTP_VERSIONS,
+            commands=WORKLOAD,
+        ),
     )
     network: str = option(
         "baseline",
-        "--network",
-        "size against sustained bandwidth (baseline, the default) or the 'up to' peaks "
-        "(burst), AWS and GCP alike",
-        choices=NETWORKS,
-        commands=WORKLOAD,
+        Cli(
+            "--network",
+            "size against sustained bandwidth (baseline, the default) or the 'up to' peaks "
+            "(burst), AWS and GCP alike",
+            choices=NETWORKS,
+            commands=WORKLOAD,
+        ),
     )
     internet_facing: bool = option(
         False,
-        "--internet-facing",
-        "traffic passes AWS's internet gateway: 5 Gbps under 32 vCPUs",
-        parse=_bool,
-        kind="flag",
-        commands=WORKLOAD,
+        Cli(
+            "--internet-facing",
+            "traffic passes AWS's internet gateway: 5 Gbps under 32 vCPUs",
+            parse=_bool,
+            kind="flag",
+            commands=WORKLOAD,
+        ),
     )
     environment: str = option(
         "vm",
-        "--environment",
-        "where NGINX runs: on the host's own kernel, in a VM behind a virtual NIC "
-        "(vm, the default), or in a pod behind a Kubernetes Service",
-        choices=ENVIRONMENTS,
-        commands=WORKLOAD,
+        Cli(
+            "--environment",
+            "where NGINX runs: on the host's own kernel, in a VM behind a virtual NIC "
+            "(vm, the default), or in a pod behind a Kubernetes Service",
+            choices=ENVIRONMENTS,
+            commands=WORKLOAD,
+        ),
     )
     jwt: str = option(
         "none",
-        "--jwt",
-        "JWT signature checked per request (reverse_proxy and api_gateway scenarios)",
-        choices=JWT_KINDS,
-        commands=WORKLOAD,
+        Cli(
+            "--jwt",
+            "JWT signature checked per request (reverse_proxy and api_gateway scenarios)",
+            choices=JWT_KINDS,
+            commands=WORKLOAD,
+        ),
     )
     nginx_conf: str = option(
         "",
-        "--nginx-conf",
-        "your nginx.conf (its includes read too, nothing run): the workload and the "
-        "per-request features of the server and location that serve the traffic, unless a "
-        "flag is set to something else (default none)",
-        parse=path_arg(INPUT_FILE),
-        metavar="FILE",
-        commands=WORKLOAD,
-        exclusive="conf",
-        cli_default=None,
+        Cli(
+            "--nginx-conf",
+            "your nginx.conf (its includes read too, nothing run): the workload and the "
+            "per-request features of the server and location that serve the traffic, unless a "
+            "flag is set to something else (default none)",
+            parse=path_arg(INPUT_FILE),
+            metavar="FILE",
+            commands=WORKLOAD,
+            exclusive="conf",
+            cli_default=None,
+        ),
     )
     ingress_nginx: str = option(
         "",
-        "--ingress-nginx",
-        "your ingress-nginx ConfigMap (YAML): the controller's workload and per-request Lua "
-        "phases, unless a flag is set to something else (default none)",
-        parse=path_arg(INPUT_FILE),
-        metavar="CONFIGMAP",
-        commands=WORKLOAD,
-        exclusive="conf",
-        cli_default=None,
+        Cli(
+            "--ingress-nginx",
+            "your ingress-nginx ConfigMap (YAML): the controller's workload and per-request Lua "
+            "phases, unless a flag is set to something else (default none)",
+            parse=path_arg(INPUT_FILE),
+            metavar="CONFIGMAP",
+            commands=WORKLOAD,
+            exclusive="conf",
+            cli_default=None,
+        ),
     )
     conf_server: str = option(
         "",
-        "--server",
-        "with --nginx-conf: the server_name that serves the traffic (default: the first "
-        "server with a listen)",
-        metavar="NAME",
-        commands=WORKLOAD,
+        Cli(
+            "--server",
+            "with --nginx-conf: the server_name that serves the traffic (default: the first "
+            "server with a listen)",
+            metavar="NAME",
+            commands=WORKLOAD,
+        ),
     )
     conf_location: str = option(
         "",
-        "--location",
-        "with --nginx-conf: the location that serves the traffic, as written (default /)",
-        metavar="LOCATION",
-        commands=WORKLOAD,
+        Cli(
+            "--location",
+            "with --nginx-conf: the location that serves the traffic, as written (default /)",
+            metavar="LOCATION",
+            commands=WORKLOAD,
+        ),
     )
     # Fleet rules.
     headroom: float = option(
         0.2,
-        "--headroom",
-        "spare fraction of each instance's SLA capacity (default 0.2)",
-        parse=parse_fraction,
+        Cli(
+            "--headroom",
+            "spare fraction of each instance's SLA capacity (default 0.2)",
+            parse=parse_fraction,
+        ),
     )
     redundancy: int = option(
         0,
-        "--redundancy",
-        "instances that may fail while the rest meet the target, N+k (default 0)",
-        parse=int_at_least(0),
+        Cli(
+            "--redundancy",
+            "instances that may fail while the rest meet the target, N+k (default 0)",
+            parse=int_at_least(0),
+        ),
     )
     zones: int = option(
         1,
-        "--zones",
-        "spread the fleet evenly over Z zones, at least one instance each (default 1)",
-        parse=int_between(1, 64),
-        metavar="Z",
-        commands=FLEET,
+        Cli(
+            "--zones",
+            "spread the fleet evenly over Z zones, at least one instance each (default 1)",
+            parse=int_between(1, 64),
+            metavar="Z",
+            commands=FLEET,
+        ),
     )
     zone_loss: int = option(
         0,
-        "--zone-loss",
-        "keep the target with the headroom after losing N whole zones (default 0)",
-        parse=int_between(0, 63),
-        metavar="N",
-        commands=FLEET,
+        Cli(
+            "--zone-loss",
+            "keep the target with the headroom after losing N whole zones (default 0)",
+            parse=int_between(0, 63),
+            metavar="N",
+            commands=FLEET,
+        ),
     )
     max_count: int | None = option(
         None,
-        "--max-count",
-        "largest fleet to consider per instance type (default: no limit)",
-        parse=int_at_least(1),
-        commands=SIZING,
+        Cli(
+            "--max-count",
+            "largest fleet to consider per instance type (default: no limit)",
+            parse=int_at_least(1),
+            commands=SIZING,
+        ),
     )
     mix: int = option(
         1,
-        "--mix",
-        "also find the cheapest fleet of up to K instance types per zone (integer program)"
-        " (default 1)",
-        parse=int_between(1, 8),
-        metavar="K",
-        commands=TABLES,
+        Cli(
+            "--mix",
+            "also find the cheapest fleet of up to K instance types per zone (integer program)"
+            " (default 1)",
+            parse=int_between(1, 8),
+            metavar="K",
+            commands=TABLES,
+        ),
     )
     burstable: bool = option(
         False,
-        "--burstable",
-        "also consider shared-core and credit-based types (t3, e2-micro...)",
-        parse=_bool,
-        kind="flag",
-        commands=FLEET,
+        Cli(
+            "--burstable",
+            "also consider shared-core and credit-based types (t3, e2-micro...)",
+            parse=_bool,
+            kind="flag",
+            commands=FLEET,
+        ),
     )
     growth: str = option(
         "",
-        "--growth",
-        "traffic growth, e.g. 2x/yr or 5%%/month: say in which month each fleet must grow",
-        parse=growth_rate,
-        metavar="RATE",
-        cli_default=None,
+        Cli(
+            "--growth",
+            "traffic growth, e.g. 2x/yr or 5%%/month: say in which month each fleet must grow",
+            parse=growth_rate,
+            metavar="RATE",
+            cli_default=None,
+        ),
     )
     # Where clients are, and which families are in.
     clients: str = option(
         "internet",
-        "--clients",
-        "where clients are: internet (data transfer out priced in the region's tiers; "
-        "default) or vpc (same VPC: with --zones Z > 1 an estimated (Z-1)/Z of responses "
-        "pay the inter-zone price)",
-        choices=CLIENTS,
+        Cli(
+            "--clients",
+            "where clients are: internet (data transfer out priced in the region's tiers; "
+            "default) or vpc (same VPC: with --zones Z > 1 an estimated (Z-1)/Z of responses "
+            "pay the inter-zone price)",
+            choices=CLIENTS,
+        ),
     )
     include_families: tuple[str, ...] = option(
         (),
-        "--include-families",
-        "bring back family groups that are otherwise left out: a comma list of hpc, gpu, "
-        "accelerator, metal, one-size (default none)",
-        parse=family_groups,
-        metavar="GROUPS",
-        exclusive="families",
+        Cli(
+            "--include-families",
+            "bring back family groups that are otherwise left out: a comma list of hpc, gpu, "
+            "accelerator, metal, one-size (default none)",
+            parse=family_groups,
+            metavar="GROUPS",
+            exclusive="families",
+        ),
     )
     all_families: bool = option(
         False,
-        "--all-families",
-        "consider every family (HPC, GPU, accelerator, bare-metal and one-size included)",
-        parse=_bool,
-        kind="flag",
-        exclusive="families",
+        Cli(
+            "--all-families",
+            "consider every family (HPC, GPU, accelerator, bare-metal and one-size included)",
+            parse=_bool,
+            kind="flag",
+            exclusive="families",
+        ),
     )
     # Pricing.
     pricing: str = option(
         "on-demand",
-        "--pricing",
-        "price column: on-demand, spot, 1y or 3y committed (the shipped AWS rows have "
-        "on-demand and spot prices only; a --catalog or --prices file may add its own "
-        "commit_1y_usd_hour, commit_3y_usd_hour)",
-        choices=PRICINGS,
-        commands=FLEET,
+        Cli(
+            "--pricing",
+            "price column: on-demand, spot, 1y or 3y committed (the shipped AWS rows have "
+            "on-demand and spot prices only; a --catalog or --prices file may add its own "
+            "commit_1y_usd_hour, commit_3y_usd_hour)",
+            choices=PRICINGS,
+            commands=FLEET,
+        ),
     )
     spot_reserve: float | None = option(
         None,
-        "--spot-reserve",
-        "with spot prices: fraction of the fleet that may be reclaimed at once, kept as "
-        "extra instances (default: for AWS types the Spot Advisor lists, the spares their "
-        "interruption band calls for at --confidence; for GCP and Azure, those of an "
-        "estimated 30%% a month; 20%% for others, an estimate)",
-        parse=parse_fraction,
-        metavar="FRACTION",
-        commands=FLEET,
+        Cli(
+            "--spot-reserve",
+            "with spot prices: fraction of the fleet that may be reclaimed at once, kept as "
+            "extra instances (default: for AWS types the Spot Advisor lists, the spares their "
+            "interruption band calls for at --confidence; for GCP and Azure, those of an "
+            "estimated 30%% a month; 20%% for others, an estimate)",
+            parse=parse_fraction,
+            metavar="FRACTION",
+            commands=FLEET,
+        ),
     )
     # Where to look.
     providers: str = option(
-        "",
-        "--provider",
-        "only these providers (comma list; default: all)",
-        cli_default=None,
+        "", Cli("--provider", "only these providers (comma list; default: all)", cli_default=None)
     )
     regions: str = option(
         "",
-        "--region",
-        "only these regions (comma list), or all (default: us-east-1, us-central1 and "
-        "the regions of your --catalog files)",
-        cli_default=None,
+        Cli(
+            "--region",
+            "only these regions (comma list), or all (default: us-east-1, us-central1 and "
+            "the regions of your --catalog files)",
+            cli_default=None,
+        ),
     )
     arch: str = option(
         "",
-        "--arch",
-        "only these architectures: x86_64, arm64 (comma list; default: all)",
-        cli_default=None,
+        Cli(
+            "--arch",
+            "only these architectures: x86_64, arm64 (comma list; default: all)",
+            cli_default=None,
+        ),
     )
     families: str = option(
-        "",
-        "--family",
-        "only these families (comma list; default: all)",
-        cli_default=None,
+        "", Cli("--family", "only these families (comma list; default: all)", cli_default=None)
     )
     catalog: tuple[str, ...] = option(
         (),
-        "--catalog",
-        "your own catalog CSV (same columns); adds or replaces entries",
-        parse=path_arg(INPUT_FILE),
-        kind="append",
-        metavar="PATH",
+        Cli(
+            "--catalog",
+            "your own catalog CSV (same columns); adds or replaces entries",
+            parse=path_arg(INPUT_FILE),
+            kind="append",
+            metavar="PATH",
+        ),
     )
     prices: str | None = option(
         None,
-        "--prices",
-        "your own prices CSV over the catalog's (provider,region,instance_type,pricing,"
-        "usd_per_hour[,source]: negotiated discounts, reservations, savings plans)",
-        parse=path_arg(INPUT_FILE),
-        metavar="CSV",
-        commands=FLEET,
+        Cli(
+            "--prices",
+            "your own prices CSV over the catalog's (provider,region,instance_type,pricing,"
+            "usd_per_hour[,source]: negotiated discounts, reservations, savings plans)",
+            parse=path_arg(INPUT_FILE),
+            metavar="CSV",
+            commands=FLEET,
+        ),
     )
     # Evidence.
     runs: tuple[str, ...] = option(
         (),
-        "--runs",
-        "run folders whose measurements replace or calibrate the model",
-        parse=path_arg(RUN_FOLDER),
-        kind="many",
-        metavar="DIR",
+        Cli(
+            "--runs",
+            "run folders whose measurements replace or calibrate the model",
+            parse=path_arg(RUN_FOLDER),
+            kind="many",
+            metavar="DIR",
+        ),
     )
     allow_simulated: bool = option(
         False,
-        "--allow-simulated",
-        "accept simulated runs (their use is marked in the output)",
-        parse=_bool,
-        kind="flag",
+        Cli(
+            "--allow-simulated",
+            "accept simulated runs (their use is marked in the output)",
+            parse=_bool,
+            kind="flag",
+        ),
     )
     allow_unused_runs: bool = option(
         False,
-        "--allow-unused-runs",
-        "answer from the model (with a warning) when no run measured this workload, "
-        "instead of exit 1",
-        parse=_bool,
-        kind="flag",
+        Cli(
+            "--allow-unused-runs",
+            "answer from the model (with a warning) when no run measured this workload, "
+            "instead of exit 1",
+            parse=_bool,
+            kind="flag",
+        ),
     )
     profiles: tuple[str, ...] = option(
         (),
-        "--profile",
-        "CPU profile JSON (python -m runners calibrate); its coefficients serve every "
-        "catalog type of its CPU platform",
-        parse=path_arg(INPUT_FILE),
-        kind="append",
-        metavar="FILE",
-        commands=WORKLOAD,
+        Cli(
+            "--profile",
+            "CPU profile JSON (python -m runners calibrate); its coefficients serve every "
+            "catalog type of its CPU platform",
+            parse=path_arg(INPUT_FILE),
+            kind="append",
+            metavar="FILE",
+            commands=WORKLOAD,
+        ),
     )
     # How sure, and what to show.
     confidence: float = option(
         0.95,
-        "--confidence",
-        "also give each option's count that keeps the headroom with this "
-        "probability (default 0.95)",
-        parse=parse_confidence,
-        metavar="FRACTION",
+        Cli(
+            "--confidence",
+            "also give each option's count that keeps the headroom with this "
+            "probability (default 0.95)",
+            parse=parse_confidence,
+            metavar="FRACTION",
+        ),
     )
     sort: str = option(
         "cost-at-confidence",
-        "--sort",
-        "rank by the cost of the count at --confidence (cost-at-confidence, the default) or "
-        "of the point estimate (cost), or by the point estimate's gCO2e per million requests "
-        "(carbon)",
-        choices=SORTS,
-        commands=FLEET,
+        Cli(
+            "--sort",
+            "rank by the cost of the count at --confidence (cost-at-confidence, the default) or "
+            "of the point estimate (cost), or by the point estimate's gCO2e per million requests "
+            "(carbon)",
+            choices=SORTS,
+            commands=FLEET,
+        ),
     )
     top: int | None = option(
         10,
-        "--top",
-        "options to show (default 10 in the table, all in json/csv)",
-        parse=int_at_least(1),
-        commands=TABLES | {"compare"},
+        Cli(
+            "--top",
+            "options to show (default 10 in the table, all in json/csv)",
+            parse=int_at_least(1),
+            commands=TABLES | {"compare"},
+        ),
     )
 
     def __post_init__(self) -> None:
