@@ -288,6 +288,73 @@ def run(path: Path = DATA, configured: bool = True) -> dict[str, Any]:
     }
 
 
+def heldout_steps(catalog: dict[str, Any], path: Path = DATA) -> dict[tuple[str, str], str]:
+    """Per-vCPU ratios of held-out rows of one source between two platforms, for display.
+
+    Keyed by (subject, baseline) platform id; each value names the source and rows' ratio.
+    Rows of one source, same vCPUs and harness; printed beside the published steps only
+    (`speed_checks`), never used to set a speed.
+    """
+    from sizing.model.platforms import platform_of
+
+    per: dict[tuple[str, str], dict[str, float]] = {}
+    for row in load_rows(path):
+        if row["instance_type"] != row["model_instance"]:
+            continue
+        pid = platform_of(catalog[row["instance_type"]]).platform_id
+        key = (row["source_id"], row["vcpus_nginx"])
+        per.setdefault(key, {})[pid] = float(row["measured_rps"])
+    out: dict[tuple[str, str], str] = {}
+    for (source, _), by_pid in per.items():
+        for a, ra in by_pid.items():
+            for b, rb in by_pid.items():
+                if a != b:
+                    out.setdefault((a, b), f"x{ra / rb:.2f} ({source})")
+    return out
+
+
+def speed_checks(catalog: dict[str, Any]) -> list[str]:
+    """The cloud model's platform speeds against their generations: lines to print.
+
+    Speeds far from their generation's neighbours (`sizing.fitting.speedcheck`), then each
+    fitted step between two platforms against the published step (Arm's measured NGINX
+    range, AWS's "up to" figures; ``data/platforms/generation-steps.csv``), with the
+    held-out rows' own ratio where one source measured both platforms.
+    """
+    from sizing.fitting.speedcheck import FLAG_RATIO, generation_outliers, step_checks
+    from sizing.model.capacity import cloud_model
+
+    model = cloud_model()
+    if model is None:
+        return ["no cloud model shipped: no platform speed to check"]
+    flags = generation_outliers(model)
+    lines = [
+        f"speeds outside x{FLAG_RATIO[1]}-x{FLAG_RATIO[0]} of their generation's neighbours: "
+        f"{len(flags)}"
+    ]
+    for f in flags:
+        held_to = " (held to a published step)" if model.speeds[f.key].capped_by else ""
+        lines.append(f"  FLAG {f.key:<28} x{f.ratio:.2f} of {', '.join(f.neighbours)}{held_to}")
+    held = heldout_steps(catalog)
+    lines.append("fitted steps against published ones (data/platforms/generation-steps.csv):")
+    for c in step_checks(model):
+        subject, _, cls = c.key.split("|")
+        step = next(s for s in _steps() if s.step_id == c.step_id)
+        rng = f"{c.low:.2f}-{c.high:.2f}" if c.low else f"up to {c.high:.2f}"
+        seen = held.get((subject, step.baseline), "") if cls == "small_static" else ""
+        lines.append(
+            f"  {c.step_id:<24} {c.key:<28} fitted x{c.ratio:.2f}  published {rng:<12} "
+            f"{c.status:<6} {c.basis}" + (f"; held-out rows {seen}" if seen else "")
+        )
+    return lines
+
+
+def _steps() -> tuple[Any, ...]:
+    from sizing.model.steps import load_steps
+
+    return load_steps()
+
+
 def main() -> int:
     configured = "--no-features" not in sys.argv[1:]
     if "--trace" in sys.argv[1:]:
@@ -322,6 +389,8 @@ def main() -> int:
     print(f"  all rows:                  {_fmt(out['all'])}")
     print(f"  server-bound rows only:    {_fmt(out['server_bound_yes'])}")
     print(f"  each source counted once:  {_fmt(out['sources_once'])}")
+    print("\nPLATFORM SPEEDS")
+    print("\n".join(speed_checks(_catalog())))
     return 0
 
 

@@ -98,6 +98,8 @@ def test_the_benchmark_runs_and_prints_its_summary() -> None:
     assert text.count("\n") >= len(_rows()) + 5
     for r in _rows():
         assert r["row_id"] in text
+    # The platform speeds against their generations and the published steps.
+    assert "PLATFORM SPEEDS" in text and "aws-m8a-vs-m7a-any" in text and " held " in text
 
 
 def test_the_scores_are_numbers_a_regression_would_move() -> None:

@@ -58,11 +58,13 @@ from sizing.model.cloud import (
 )
 from sizing.model.costmodel import cpu_us_per_request, reference_profile
 from sizing.model.platforms import WHOLE_CORE_FAMILIES, platform_of, platforms
+from sizing.model.steps import GenerationStep, capped_speed, load_steps, step_pairs
 from sizing.units import finite_json
 from sizing.workload.value import Workload
 from trialtable.files import write_atomic
 
 __all__ = [
+    "cap_to_steps",
     "fit_cloud_model",
     "observations",
     "precompute_cloud_model",
@@ -391,6 +393,8 @@ def fit_cloud_model(
         _shift_to_nginx(train, model)
         model.environments = _environments(train, model)
     _widen_stand_in(train, model, gap_sd, gap_n)
+    # Stage 4: a stand-in-only speed past a published generation step is held to it.
+    cap_to_steps(model, load_steps())
     return model
 
 
@@ -439,6 +443,37 @@ def _widen_stand_in(train: pd.DataFrame, model: CloudModel, gap_sd: float, gap_n
                 sp, rel_sd=math.hypot(sp.rel_sd, gap_sd), stand_in_only=True, stand_in_sd=gap_sd
             )
     model.stand_in_gap_sd, model.stand_in_gap_platforms = round(gap_sd, 4), gap_n
+
+
+def cap_to_steps(model: CloudModel, steps: Collection[GenerationStep]) -> None:
+    """Hold each stand-in-only speed to its published step over the generation before.
+
+    For every step (`sizing.model.steps`), class it speaks of and vCPU kind of the subject,
+    where the subject's speed rests on the stand-in server alone and its ratio to the
+    baseline's speed (`step_pairs`) passes the step's upper bound, the speed becomes
+    ``baseline x high`` and its log sd grows until the 95% range reaches back to the
+    stand-in's figure. A speed real NGINX measured is never moved
+    (`sizing.fitting.speedcheck.step_checks` reports it).
+    """
+    for step, key, base in step_pairs(model, steps):
+        sp = model.speeds[key]
+        if not sp.stand_in_only or sp.capped_by:
+            continue
+        capped = capped_speed(sp.speed, base.speed, step)
+        if capped is None:
+            continue
+        speed, sd = capped
+        model.speeds[key] = replace(
+            sp,
+            speed=speed,
+            rel_sd=max(sp.rel_sd, sd),
+            cap_shift=math.log(speed / sp.speed),
+            capped_by=(
+                f"held to x{step.high:.2f} of {step.baseline} (was {sp.speed:.3g}, "
+                f"x{sp.speed / base.speed:.2f}): {step.step_id}, {step.source}; "
+                "data/platforms/generation-steps.csv"
+            ),
+        )
 
 
 def _nginx_residuals(train: pd.DataFrame, model: CloudModel) -> dict[str, list[tuple[str, float]]]:
@@ -659,10 +694,10 @@ def predict(model: CloudModel, obs: pd.DataFrame) -> pd.DataFrame:
         v_sd = v_sd if own_level else model.speed_sd(v_sd, cls, str(r.environment))
         spread = math.hypot(v_sd, model.spread(cls))
         if own_level:
-            # The stand-in harness's own speeds (before stages 3a and 3b) and size slope.
+            # The stand-in harness's own speeds (before stages 3a, 3b and 4) and size slope.
             sp = model.speed(pid, tpc, cls) if kind == "fitted" else None
             if sp is not None:
-                v /= math.exp(sp.nginx_shift + sp.smt_shift)
+                v /= math.exp(sp.nginx_shift + sp.smt_shift + sp.cap_shift)
                 # The stand-in's own rows need no stand-in-to-NGINX gap.
                 v_sd = math.sqrt(max(v_sd**2 - sp.stand_in_sd**2, 0.0))
                 spread = math.hypot(v_sd, model.spread(cls))

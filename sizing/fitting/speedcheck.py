@@ -14,6 +14,11 @@ largest step claimed. Below: x0.55, wider, as the oldest cores (a first Graviton
 is a phone core) fall further behind their successors than a step. On the shipped fit every
 other speed sits within x0.57-1.40. `benchmarks/bench_cloud.py` prints the flags; nothing here
 changes a speed.
+
+`step_checks` sets each fitted step between two platforms against what is published of it
+(`sizing.model.steps`: Arm's measured NGINX range, AWS's "up to" figures), and says whether
+the fit held a stand-in-only speed to it (`sizing.fitting.cloudfit.cap_to_steps`) or leaves a
+speed real NGINX measured outside it. The held-out benchmark prints both checks.
 """
 
 from __future__ import annotations
@@ -22,8 +27,16 @@ import statistics
 from dataclasses import dataclass
 
 from sizing.model.cloud import CloudModel, core_of_vcpu
+from sizing.model.steps import GenerationStep, load_steps, step_pairs
 
-__all__ = ["FLAG_RATIO", "GENERATIONS", "SpeedFlag", "generation_outliers"]
+__all__ = [
+    "FLAG_RATIO",
+    "GENERATIONS",
+    "SpeedFlag",
+    "StepCheck",
+    "generation_outliers",
+    "step_checks",
+]
 
 #: Lineages of CPU generations, oldest first; platforms of one generation share a tuple.
 #: Arm's Neoverse cores are one lineage whoever builds the chip (AWS, Ampere, Google).
@@ -127,4 +140,70 @@ def generation_outliers(model: CloudModel) -> list[SpeedFlag]:
         if ratio > high or ratio < low:
             near = tuple(p for g in _neighbours(sp.platform_id) for p in g)
             out.append(SpeedFlag(key, sp.speed, ratio, near))
+    return out
+
+
+@dataclass(frozen=True)
+class StepCheck:
+    """One fitted step between two platforms against its published range.
+
+    Attributes
+    ----------
+    step_id : str
+        The published step (``data/platforms/generation-steps.csv``).
+    key : str
+        The subject's speed key (platform|threads per core|class).
+    ratio : float
+        The fitted per-vCPU speed over the baseline's [1].
+    low, high : float
+        The published range [1]; ``low`` is 0 for an "up to" figure.
+    status : str
+        ``within``, ``above`` or ``below`` the range, or ``held`` (a stand-in-only speed
+        the fit held to ``high``).
+    basis : str
+        ``NGINX-measured`` or ``stand-in only``.
+    """
+
+    step_id: str
+    key: str
+    ratio: float
+    low: float
+    high: float
+    status: str
+    basis: str
+
+
+def step_checks(
+    model: CloudModel, steps: tuple[GenerationStep, ...] | None = None
+) -> list[StepCheck]:
+    """Every fitted speed a published step compares, with the step's range and a verdict.
+
+    Parameters
+    ----------
+    model : CloudModel
+        A fitted cloud model.
+    steps : tuple of GenerationStep, optional
+        The published steps (default: the shipped ones).
+
+    Returns
+    -------
+    list of StepCheck
+        In the steps' order, then by speed key.
+    """
+    out: list[StepCheck] = []
+    pairs = step_pairs(model, load_steps() if steps is None else steps)
+    for step, key, base in pairs:
+        sp = model.speeds[key]
+        ratio = sp.speed / base.speed
+        low = step.low or 0.0
+        if sp.capped_by:
+            status = "held"
+        elif ratio > step.high * 1.0005:
+            status = "above"
+        elif ratio < low / 1.0005:
+            status = "below"
+        else:
+            status = "within"
+        basis = "stand-in only" if sp.stand_in_only else "NGINX-measured"
+        out.append(StepCheck(step.step_id, key, ratio, low, step.high, status, basis))
     return out

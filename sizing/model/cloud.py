@@ -108,6 +108,12 @@ class PlatformSpeed:
         on a stand-in static server with its client on the same VM only.
     stand_in_sd : float
         The log sd added to ``rel_sd`` for that (`stand_in_gap`'s figure); 0 otherwise.
+    capped_by : str
+        For a stand-in-only speed whose step over the generation before passed a published
+        upper bound (`sizing.model.steps`): the step's id, the speed it had and the source;
+        empty otherwise.
+    cap_shift : float
+        Log shift of that cap (``ln(capped / fitted)``, <= 0); 0 otherwise.
     """
 
     platform_id: str
@@ -122,6 +128,8 @@ class PlatformSpeed:
     smt_shift: float = 0.0
     stand_in_only: bool = False
     stand_in_sd: float = 0.0
+    capped_by: str = ""
+    cap_shift: float = 0.0
 
     @property
     def source(self) -> str:
@@ -152,6 +160,7 @@ class PlatformSpeed:
             "static server that is not NGINX, its client on the same VM "
             f"({', '.join(self.sources)}; data/cloud/measurements.csv){twin}; log sd widened "
             f"by {self.stand_in_sd:.2f} (the stand-in-to-NGINX gap of platforms measured both ways)"
+            + (f"; {self.capped_by}" if self.capped_by else "")
         )
 
 
@@ -257,6 +266,7 @@ class CloudModel:
             other.sources,
             stand_in_only=other.stand_in_only,
             stand_in_sd=other.stand_in_sd,
+            capped_by=other.capped_by,
         )
 
     def to_dict(self) -> JsonObject:
