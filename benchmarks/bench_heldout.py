@@ -45,7 +45,10 @@ import math
 import statistics
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sizing.fitting.samevm import ClientSpeed
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data" / "reference" / "heldout-deployments.csv"
@@ -77,18 +80,33 @@ def same_host(row: dict[str, str]) -> bool:
     return row["client_placement"].startswith("same host")
 
 
-def client_shared(cpu_peak: float, nginx_us: float) -> tuple[float, float]:
+def client_shared(
+    cpu_peak: float, nginx_us: float, speed: ClientSpeed | None = None
+) -> tuple[float, float]:
     """NGINX's peak [1/s] and the added log sd when a load generator shares its vCPUs.
 
-    Each request costs NGINX ``nginx_us`` and the client `same_vm_client_cost` (both on the
-    reference core), so NGINX gets ``nginx_us / (nginx_us + client_us)`` of the machine; the
-    client's spread over instance types adds its share of the log sd.
+    Each request costs NGINX ``nginx_us`` (on the reference core) and the client
+    `same_vm_client_cost` (on the client's own scale), times NGINX's speed over the
+    client's on the platform (`client_speed`; 1 without one), so NGINX gets
+    `nginx_share` of the machine; the client's spread over instance types adds its share of
+    the log sd.
     """
-    from sizing.fitting.samevm import same_vm_client_cost
+    from sizing.fitting.samevm import nginx_share, same_vm_client_cost
 
     client = same_vm_client_cost()
-    share = nginx_us / (nginx_us + client.us)
+    share = nginx_share(nginx_us, client.us, speed.ratio if speed is not None else 1.0)
     return cpu_peak * share, (1 - share) * client.rel_sd
+
+
+def client_speed_of(cap: Any, work: Any) -> ClientSpeed | None:
+    """The same-VM client's speed on the platform an answer was sized on (None: none known)."""
+    from sizing.fitting.samevm import client_speed
+    from sizing.model.cloud import workload_class
+
+    if cap.platform is None:
+        return None
+    plat = cap.platform
+    return client_speed(plat.platform_id, plat.threads_per_core, workload_class(work.file_bytes))
 
 
 def with_colocated(cpu_peak: float, row: dict[str, str]) -> float:
@@ -180,11 +198,30 @@ def trace(row_id: str, configured: bool = True) -> list[str]:
     inst, work = sized_as(rows[row_id], _catalog(), configured)
     cap = instance_capacity(inst, work)
     vcpu_us = inst.vcpus * 1e6 / cap.cpu_peak_rps
-    return [
+    lines = [
         *cap.basis,
         f"peak: {cap.cpu_peak_rps:,.0f} RPS on the CPU ({cap.cpu_us_per_request:.1f} us on the "
         f"reference core = {vcpu_us:.1f} us of one of {inst.vcpus} vCPUs per request), "
         f"{cap.network_rps:,.0f} RPS on the network",
+    ]
+    if same_host(rows[row_id]):
+        lines += client_lines(cap, work)
+    return lines
+
+
+def client_lines(cap: Any, work: Any) -> list[str]:
+    """A same-VM row's client terms: its cost, its own speed and NGINX's share, with sources."""
+    from sizing.fitting.samevm import same_vm_client_cost
+
+    client, speed = same_vm_client_cost(), client_speed_of(cap, work)
+    peak, _ = client_shared(cap.cpu_peak_rps, cap.cpu_us_per_request, speed)
+    ratio = speed.ratio if speed is not None else 1.0
+    return [
+        f"same-VM client: {client.us:.1f} us per request at its own speed ({client.source})",
+        f"client's speed: {speed.source if speed is not None else 'none known: NGINX speed'}",
+        f"NGINX's share: {cap.cpu_us_per_request:.1f} / ({cap.cpu_us_per_request:.1f} + "
+        f"{client.us:.1f} x {ratio:.2f}) = {peak / cap.cpu_peak_rps:.2f} of the VM: "
+        f"{peak:,.0f} RPS",
     ]
 
 
@@ -202,7 +239,8 @@ def predict(
     cpu, net = cap.cpu_peak_rps, cap.network_rps
     terms = {"model": cap.rel_sd}
     if same_vm:
-        cpu, terms["same-VM client"] = client_shared(cpu, cap.cpu_us_per_request)
+        speed = client_speed_of(cap, work)
+        cpu, terms["same-VM client"] = client_shared(cpu, cap.cpu_us_per_request, speed)
         net = math.inf
     cpu = with_colocated(cpu, row)
     terms.update(unknowns(row))

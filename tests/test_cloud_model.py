@@ -179,14 +179,23 @@ def test_the_answer_names_the_widest_term_of_its_range(catalog):
 
 
 def test_same_vm_client_cost_agrees_with_nginx_and_wrk_measured_here():
-    """The fitted client cost over NGINX's own, against data/reference/client-share-trials.csv."""
-    import csv
+    """The fitted client cost over NGINX's own, against data/reference/client-share-trials.csv.
 
-    from sizing.fitting.samevm import same_vm_client_cost
+    The trials ran on a KVM guest on AMD EPYC Milan (Zen 3) whose vCPUs' kind the guest does
+    not show: as hyper-threads (a cloud EPYC vCPU's usual kind) the fitted figure is inside
+    the measured range widened by a fifth, and the measured median lies between the two
+    kinds' figures.
+    """
+    import csv
+    import statistics
+
+    from sizing.fitting.samevm import client_speed, same_vm_client_cost
     from sizing.paths import DATA_DIR
 
     with (DATA_DIR / "reference" / "client-share-trials.csv").open(encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     measured = [float(r["wrk_cpu_s"]) / float(r["nginx_cpu_s"]) for r in rows]
-    fitted = same_vm_client_cost().us / capacity.reference_request_us("static", 615)
-    assert min(measured) / 1.2 <= fitted <= max(measured) * 1.2
+    per_ref = same_vm_client_cost().us / capacity.reference_request_us("static", 615)
+    ht, whole = (client_speed("zen3", tpc, "small_static").ratio * per_ref for tpc in (2, 1))
+    assert min(measured) / 1.2 <= ht <= max(measured) * 1.2
+    assert ht <= statistics.median(measured) <= whole

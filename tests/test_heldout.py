@@ -116,10 +116,10 @@ def test_the_scores_are_numbers_a_regression_would_move() -> None:
     assert 0 <= s["inside_95"] <= 1 and s["median_width"] >= 1
     # The recorded figures (heldout-deployments.md); a model change that moves them should
     # update the record.
-    assert s["median_abs_ln"] == pytest.approx(0.421, abs=0.05)
+    assert s["median_abs_ln"] == pytest.approx(0.375, abs=0.05)
     # Reading the configuration must not make the model worse on rows it was not fitted to.
     plain = bench_heldout.run(configured=False)["all"]
-    assert plain["median_abs_ln"] == pytest.approx(0.824, abs=0.05)
+    assert plain["median_abs_ln"] == pytest.approx(0.767, abs=0.05)
     assert s["median_abs_ln"] <= plain["median_abs_ln"]
     assert out["sources_once"]["n"] == len({r["source_id"] for r in _rows()})
 
@@ -142,6 +142,10 @@ def test_a_client_on_the_same_vm_takes_its_share_and_no_network_is_crossed() -> 
     assert 400 < peak < 800 and 0 < sd < 0.3
     # The heavier NGINX's own request, the larger its share of the machine.
     assert bench.client_shared(1000.0, 60.0)[0] > peak
+    # A client slower than NGINX on the platform (its own speed, NGINX's over it x2) takes more.
+    from sizing.fitting.samevm import ClientSpeed
+
+    assert bench.client_shared(1000.0, 20.0, ClientSpeed(2.0, "test"))[0] < peak
     out = {r["row"]: r for r in bench.run()["rows"]}
     for r in same:
         assert math.isfinite(out[r["row_id"]]["high"]), r["row_id"]
