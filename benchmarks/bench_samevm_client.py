@@ -17,7 +17,7 @@ and vCPU kind, over SpareCores' static_web runs (binserve and wrk on one VM, 1 K
 - ``ratio``: NGINX's speed over the client's own (`sizing.fitting.samevm.client_speed`).
 
 Then the client's reference cost's spread over instance types, converted with NGINX's speed
-(as before) and with the client's own (as now).
+(as before), with CoreMark's (a general CPU benchmark) and with the client's own (as now).
 """
 
 from __future__ import annotations
@@ -102,6 +102,24 @@ def platform_table() -> list[dict[str, float | str | int]]:
     return out
 
 
+def coremark_sd() -> float:
+    """Log sd (1.4826 x MAD) of the client's cost converted with CoreMark's per-vCPU speed.
+
+    `sizing.model.platforms.Platform.vcpu_speed`: Google's CoreMark per machine type turned
+    into NGINX speed, the fallback for platforms no cloud measurement placed.
+    """
+    from sizing.fitting.samevm import client_rows
+    from sizing.model.platforms import platforms
+
+    known = platforms()
+    logs = [
+        math.log(r.client_vcpu_us * known[r.platform_id].vcpu_speed(r.threads_per_core))
+        for r in client_rows()
+    ]
+    mid = statistics.median(logs)
+    return 1.4826 * statistics.median(abs(x - mid) for x in logs)
+
+
 def main() -> int:
     from sizing.fitting.samevm import same_vm_client_cost
 
@@ -119,6 +137,7 @@ def main() -> int:
     c = same_vm_client_cost()
     print("\nthe client's cost per request on the reference core, over instance types:")
     print(f"  converted with NGINX's speed:    log sd {c.nginx_speed_sd:.3f} (n {c.n})")
+    print(f"  converted with CoreMark's speed: log sd {coremark_sd():.3f}")
     print(f"  converted with its own speed:    log sd {c.rel_sd:.3f}, median {c.us:.1f} us")
     return 0
 
