@@ -7,7 +7,8 @@ PY := $(VENV)/bin/python
 SYSTEM_PACKAGES := nginx:/usr/sbin/nginx wrk:wrk nghttp2-client:h2load \
 	openssh-server:/usr/sbin/sshd chromium:chromium chromium-driver:chromedriver \
 	libnginx-mod-http-js:/usr/lib/nginx/modules/ngx_http_js_module.so poppler-utils:pdftotext hey:hey \
-	libnginx-mod-http-lua:/usr/lib/nginx/modules/ngx_http_lua_module.so
+	libnginx-mod-http-lua:/usr/lib/nginx/modules/ngx_http_lua_module.so \
+	lua-cjson:/usr/share/doc/lua-cjson
 # setuptools prints a block about editable installs (folders shadowing the package) on every
 # `pip install -e`; the checkout is the package, so it says nothing new here.
 PIP_QUIET := PYTHONWARNINGS="ignore:Editable installation"

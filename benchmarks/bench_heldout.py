@@ -16,7 +16,9 @@ catalog type named in ``model_instance``, set to the row's vCPUs (and link, wher
 Each row's configuration becomes the workload's features (`trialtable.features`), priced from
 the feature costs measured on this project's own host (``data/reference/feature-costs.csv``),
 which no row here was used to make: an access log that is on; a proxy with or without upstream
-keep-alive; for ``ingress_lua`` rows (ingress-nginx, and Kong, also OpenResty) the Lua phases
+keep-alive; for the ingress-nginx controller's rows the measured ``ingress_nginx`` feature
+(what its template and Lua run per proxied request, `runners.calibrate.ingress`), and for the
+other ``ingress_lua`` rows (Kong, also OpenResty) a minimal Lua handler in each phase
 ingress-nginx's template runs on every proxied request (`sizing.workload.conf.ingress.LUA`).
 ``--no-features`` sizes every row as the tuned reference config instead (``ingress_lua`` as
 ``api_gateway``), the model before the configuration was read, for comparison in one run.
@@ -61,7 +63,7 @@ SCENARIO_PLAIN = {**SCENARIO, "ingress_lua": "api_gateway"}
 
 def features_of(row: dict[str, str]) -> tuple[tuple[str, float], ...]:
     """The configuration features a row's columns state, each once per request."""
-    from sizing.workload.conf.ingress import LUA
+    from sizing.workload.conf.ingress import INGRESS_FEATURE, LUA
 
     names = []
     if row["access_log"].startswith("on"):
@@ -70,7 +72,9 @@ def features_of(row: dict[str, str]) -> tuple[tuple[str, float], ...]:
     if row["scenario"] in ("reverse_proxy", "ingress_lua"):
         kept = row["upstream_keepalive"].startswith("yes")
         names.append("proxy_keepalive" if kept else "proxy_new_connection")
-    if row["lua"].startswith("yes"):
+    if "ingress-nginx" in row["lua"]:
+        names.append(INGRESS_FEATURE)  # the controller's per-request work, measured as one
+    elif row["lua"].startswith("yes"):
         names += [name for name, _line in LUA]
     return tuple((name, 1.0) for name in names)
 

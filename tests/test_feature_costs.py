@@ -200,6 +200,43 @@ def test_feature_lines_land_in_their_blocks():
     assert conf.index("access_log access.log;") > conf.index("    server {")
 
 
+def test_the_ingress_feature_makes_the_proxy_location_an_ingress_one():
+    setup = campaign.setups(1024, "/body.bin")["ingress_nginx"]
+    assert setup.reference == setup.scenario == "reverse_proxy"
+    assert setup.modules == campaign.LUA_MODULES
+    conf = render_conf(
+        Scenario(name="reverse_proxy", protocol="http"),
+        ConfTarget("/p", "127.0.0.1", [20001], [0], ["127.0.0.1:20002"]),
+        extra=setup.extra,
+    )
+    upstream, server = conf.index("upstream backend {"), conf.index("    server {")
+    balancer = conf.index("balance('127.0.0.1', 20002)")
+    assert upstream < balancer < conf.index("keepalive 64;") < server
+    assert conf.index("init_by_lua_block {") < server < conf.index("location = /body.bin {")
+    location = conf[conf.index("location = /body.bin {") :]
+    for phase in ("rewrite", "header_filter", "log"):
+        assert f"{phase}_by_lua_block" in location
+    assert "proxy_set_header X-Request-ID $req_id;" in location
+    assert "proxy_pass http://backend;" in location and "access_log" not in location
+    assert "cjson.encode" in conf and "ngx.timer.every(1" in conf
+
+
+def test_the_ingress_feature_is_priced_instead_of_minimal_handlers():
+    if "ingress_nginx" not in SHIPPED:
+        pytest.skip("ingress_nginx is not measured in the shipped table")
+    proxy = Workload(protocol="http", scenario="reverse_proxy")
+    ingress, share = _cost(replace(proxy, features=(("ingress_nginx", 1.0),)))
+    plain, _ = _cost(proxy)
+    extra = ingress.terms["feature_ingress_nginx_us"]
+    assert ingress.us == pytest.approx(plain.us + extra)
+    assert not any(k.startswith("feature_lua_") for k in ingress.terms)
+    assert ingress.rel_sd > plain.rel_sd
+    # its user-space share earns the sibling thread's user-space gain
+    assert 0.0 < share["feature_ingress_nginx_us"] <= 1.0
+    factor, _why = thread_gain(ingress, share, 1.07)
+    assert factor > 1.0
+
+
 def test_runner_refuses_an_unknown_feature(capsys):
     with pytest.raises(SystemExit) as exc:
         runners_main(["features", "--only", "lua_everything"])

@@ -25,7 +25,13 @@ from sizing.workload.conf.load import MAX_GLOB_MATCHES, MAX_LINE_BYTES
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "conf"
 DEBIAN = DATA / "debian" / "nginx.conf"
-CONFS = ("static-tuned.conf", "proxy-keepalive.conf", "proxy-new-connection.conf", "lua-njs.conf")
+CONFS = (
+    "static-tuned.conf",
+    "proxy-keepalive.conf",
+    "proxy-new-connection.conf",
+    "lua-njs.conf",
+    "ingress-rendered.conf",
+)
 
 
 def features(path: Path, **kw: str) -> dict[str, float]:
@@ -122,12 +128,9 @@ def test_ingress_configmap():
     assert dict(r.workload.features) == {
         "access_log_container": 1.0,  # the image's access.log is /dev/stdout
         "proxy_keepalive": 1.0,
-        "lua_rewrite": 1.0,
-        "lua_balancer": 1.0,
-        "lua_header_filter": 1.0,
-        "lua_log": 1.0,
+        "ingress_nginx": 1.0,  # the controller's Lua, measured as one feature
     }
-    assert "nginx.tmpl:532" in r.found.provenance["lua_balancer"]
+    assert "nginx.tmpl:532 (lua_balancer)" in r.found.provenance["ingress_nginx"]
     assert r.workload.uncosted == (f"enable-opentelemetry ({path})",)
     assert r.workload.requests_per_connection == 10000 and r.workload.http_version == "2"
 
@@ -147,6 +150,22 @@ def test_an_access_log_to_stdout_is_the_container_log_path(tmp_path):
     )
     got = dict(read(ingress_nginx=str(ingress)).workload.features)
     assert got.get("access_log") == 1.0 and "access_log_container" not in got
+
+
+def test_an_ingress_rendered_conf_is_priced_as_the_ingress_feature(tmp_path):
+    conf = DATA / "ingress-rendered.conf"
+    r = read(str(conf))
+    # its Lua handlers are one measured feature, not four minimal ones; the WebSocket map
+    # ('' -> '') keeps the upstream connection alive
+    assert dict(r.workload.features) == {"proxy_keepalive": 1.0, "ingress_nginx": 1.0}
+    assert r.found.provenance["ingress_nginx"].endswith(f"({conf}:33)")
+    assert any("priced as the measured ingress_nginx" in e for e in r.found.estimates)
+    # another upstream name: the handlers stay what they are
+    other = tmp_path / "nginx.conf"
+    other.write_text(conf.read_text().replace("upstream_balancer", "backend"))
+    got = features(other)
+    assert "ingress_nginx" not in got
+    assert {"lua_rewrite", "lua_balancer", "lua_header_filter", "lua_log"} <= set(got)
 
 
 def test_ingress_without_upstream_keepalive(tmp_path):

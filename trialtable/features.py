@@ -36,6 +36,9 @@ class Feature:
     directives: tuple[str, ...]
 
 
+#: The ingress-nginx controller's per-request work, measured as one feature.
+INGRESS_NGINX = "ingress_nginx"
+
 #: Every feature, in the order the answer lists them.
 FEATURES: tuple[Feature, ...] = (
     Feature("access_log", "one access-log line written per request (unbuffered)", ("access_log",)),
@@ -67,6 +70,19 @@ FEATURES: tuple[Feature, ...] = (
     Feature("lua_balancer", "a Lua upstream balancer", ("balancer_by_lua_block",)),
     Feature("lua_header_filter", "a Lua header filter", ("header_filter_by_lua_block",)),
     Feature("lua_log", "a Lua handler in the log phase", ("log_by_lua_block",)),
+    Feature(
+        INGRESS_NGINX,
+        "what the ingress-nginx controller's template runs on every proxied request: Lua in "
+        "the rewrite, balancer, header-filter and log phases (a balancer over an endpoints "
+        "table, the monitor's metrics table JSON-encoded), its set/map variables, $req_id and "
+        "proxy headers; its access log line is a feature of its own",
+        (
+            "rewrite_by_lua_file",
+            "balancer_by_lua_file",
+            "header_filter_by_lua_file",
+            "log_by_lua_file",
+        ),
+    ),
     Feature("njs_access", "an njs handler in the access phase", ("js_access",)),
     Feature("njs_content", "an njs handler that makes the response", ("js_content",)),
     Feature("limit_req", "a request-rate limit checked", ("limit_req",)),

@@ -31,6 +31,7 @@ from typing import IO, Any
 from runners import jwt
 from runners.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from runners.calibrate import logpath
+from runners.calibrate.ingress import ingress_extra
 from runners.cputime import stat_user_system
 from runners.deploy import container
 from runners.deploy.conf import ConfExtra
@@ -47,6 +48,7 @@ from trialtable.features import (
     FEATURE_COST_COLUMNS,
     FEATURE_COSTS,
     FEATURE_NAMES,
+    INGRESS_NGINX,
     MEASURED,
     NOT_MEASURED,
 )
@@ -68,7 +70,13 @@ NJS_MODULES = ("ngx_http_js_module.so",)
 #: The njs script a feature imports, written into the feature nginx's prefix.
 NJS_SCRIPT = "features.js"
 #: The Debian packages whose versions the notes record.
-PACKAGES = ("nginx", "libnginx-mod-http-lua", "libnginx-mod-http-js", "lua-resty-core")
+PACKAGES = (
+    "nginx",
+    "libnginx-mod-http-lua",
+    "libnginx-mod-http-js",
+    "lua-resty-core",
+    "lua-cjson",
+)
 #: The floods of the container log path after each pair: lines, bytes a line, lines a write().
 FLOODS = (
     FloodSettings(lines=300_000, line_bytes=100, per_write=1),
@@ -193,6 +201,9 @@ def setups(file_bytes: int, path: str) -> dict[str, Setup]:
         ),
         "lua_header_filter": lua("header_filter_by_lua_block", "local _ = ngx.status"),
         "lua_log": lua("log_by_lua_block", "local _ = ngx.var.status"),
+        INGRESS_NGINX: Setup(
+            reference=proxy, scenario=proxy, modules=LUA_MODULES, extra=ingress_extra(path)
+        ),
         "njs_access": njs("js_access", ("js_access feature.access;",)),
         "njs_content": njs("js_content", (f"location = {path} {{ js_content feature.content; }}",)),
         "limit_req": Setup(
@@ -593,6 +604,17 @@ def notes_md(
         ),
         "- Lua and njs rows measure a minimal handler (one variable read or a fixed response): "
         "real handlers do more",
+        *(
+            [
+                "- ingress_nginx: the proxy's location made an ingress-nginx one "
+                "(`runners.calibrate.ingress`: its variables, proxy headers and $req_id, and "
+                "Lua in the rewrite, balancer, header-filter and log phases doing the "
+                "controller's per-request work, metrics JSON-encoded per request), against "
+                "the plain proxy"
+            ]
+            if any(r["feature"] == INGRESS_NGINX for r in rows)
+            else []
+        ),
         "- Over loopback the sender's kernel time includes delivering each segment to the "
         "receiving socket, so kernel costs hold part of the peer's receive path; the reference "
         "request, measured the same way in the same pairs, carries that too",

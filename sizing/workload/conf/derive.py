@@ -21,6 +21,7 @@ from sizing.errors import InputError
 from sizing.workload.conf.load import Config, Statement
 from sizing.workload.conf.reading import Found, Reading
 from sizing.workload.value import Workload
+from trialtable.features import INGRESS_NGINX
 from trialtable.logpath import CONTAINER_LOG
 
 SOURCE = "your nginx.conf"
@@ -40,6 +41,13 @@ LUA_PHASES = {
     "header_filter": "lua_header_filter",
     "log": "lua_log",
 }
+#: The measured feature of an ingress-nginx controller's per-request work, and the Lua-handler
+#: features it covers (priced instead of them: `_ingress`).
+INGRESS_FEATURE = INGRESS_NGINX
+INGRESS_COVERS = ("lua_rewrite", "lua_balancer", "lua_header_filter", "lua_log")
+#: The upstream every proxied location of a controller-rendered nginx.conf passes to, whose
+#: peer its Lua balancer picks (kubernetes/ingress-nginx@dbb11b92 nginx.tmpl:518-532).
+INGRESS_UPSTREAM = "upstream_balancer"
 #: njs handlers -> feature.
 NJS = {"js_access": "njs_access", "js_content": "njs_content"}
 _LUA_KINDS = ("", "_block", "_file")
@@ -192,6 +200,7 @@ def derive(config: Config, server: str | None = None, location: str | None = Non
     _access_log(scope, found)
     _proxy(scope, found)
     _handlers(scope, found)
+    _ingress(scope, found)
     _settings(scope, found)
     for s in scope.statements():
         if s.name in UNCOSTED:
@@ -339,10 +348,26 @@ def _reuses(scope: Scope, upstream: Statement | None) -> str:
     if version is None or version.args != ["1.1"]:
         return "proxy_http_version is not 1.1"
     cleared = any(
-        s.args[:1] and s.args[0].lower() == "connection" and s.args[1:] in ([""], [])
+        s.args[:1]
+        and s.args[0].lower() == "connection"
+        and (s.args[1:] in ([""], []) or _empty_without_upgrade(scope, s.args[1]))
         for s in scope.lookup("proxy_set_header")
     )
     return "" if cleared else 'proxy_set_header Connection "" is not set'
+
+
+def _empty_without_upgrade(scope: Scope, value: str) -> bool:
+    """``value`` is a ``map $http_upgrade`` variable that is empty for a request without one.
+
+    The WebSocket idiom ``map $http_upgrade $connection_upgrade { default upgrade; '' ''; }``
+    (ingress-nginx's template writes it so with upstream keep-alive, nginx.tmpl:380-387 at
+    kubernetes/ingress-nginx@dbb11b92) sends no Connection header to the upstream for a plain
+    request, which keeps the connection alive as ``Connection ""`` does.
+    """
+    for m in scope.lookup("map", upto=2):
+        if m.args[:2] == ["$http_upgrade", value]:
+            return any(s.name == "" and s.args == [""] for s in m.block or ())
+    return False
 
 
 def _proxy(scope: Scope, found: Found) -> None:
@@ -389,6 +414,34 @@ def _handlers(scope: Scope, found: Found) -> None:
     for name in ("limit_req", "limit_conn"):
         for s in scope.lookup(name):
             found.feature(name, 1.0, s.where)
+
+
+def _ingress(scope: Scope, found: Found) -> None:
+    """A location an ingress-nginx controller rendered: its Lua priced as `INGRESS_FEATURE`.
+
+    Recognised by its ``proxy_pass`` to `INGRESS_UPSTREAM` with a Lua balancer in that
+    upstream and Lua in the location's log phase, as the controller's template writes every
+    ingress location; the measured feature then replaces the minimal-handler features it
+    covers (`INGRESS_COVERS`), at the balancer's count.
+    """
+    passes = [s for s in scope.blocks[-1].block or () if s.name == "proxy_pass"]
+    target = passes[-1].args[0] if passes and passes[-1].args else ""
+    upstream = _upstream(scope, target)
+    if upstream is None or upstream.args != [INGRESS_UPSTREAM]:
+        return
+    balancer = next((s for s in upstream.block or () if s.name.startswith("balancer_by_lua")), None)
+    if balancer is None or "lua_log" not in found.features:
+        return
+    count = found.features.get("lua_balancer", 1.0)
+    for name in INGRESS_COVERS:
+        found.features.pop(name, None)
+        found.provenance.pop(name, None)
+    found.feature(INGRESS_FEATURE, count, balancer.where)
+    found.estimates.append(
+        f"an ingress-nginx controller's location (proxy_pass to {INGRESS_UPSTREAM}, a Lua "
+        f"balancer at {balancer.where}): its Lua, variables and headers priced as the measured "
+        f"{INGRESS_FEATURE} feature, not as minimal handlers"
+    )
 
 
 def _settings(scope: Scope, found: Found) -> None:

@@ -11,6 +11,10 @@ runs its Lua handlers:
   .../ngx_conf_srv_hdr_filter.lua`` and ``log_by_lua_file .../ngx_conf_log_block.lua`` in each
   ingress location (nginx.tmpl lines 1167, 1169 and 1171).
 
+With the location's variables, proxy headers and ``$req_id`` they are one measured feature,
+`INGRESS_FEATURE` (``runners.calibrate.ingress`` says what it runs), priced instead of the
+minimal Lua handlers of `LUA` that it covers.
+
 The ConfigMap is read with ``yaml.safe_load`` (data, never code), at most `MAX_BYTES`.
 """
 
@@ -21,7 +25,12 @@ from collections.abc import Callable
 from typing import Any
 
 from sizing.errors import InputError
-from sizing.workload.conf.derive import GZIP_SHARE_ESTIMATE, RESUMPTION_ESTIMATE, STDOUT
+from sizing.workload.conf.derive import (
+    GZIP_SHARE_ESTIMATE,
+    INGRESS_FEATURE,
+    RESUMPTION_ESTIMATE,
+    STDOUT,
+)
 from sizing.workload.conf.reading import Found, Reading
 from sizing.workload.value import Workload
 from trialtable.files import read_bounded
@@ -38,7 +47,8 @@ ACCESS_LOG = "/var/log/nginx/access.log"
 #: Largest ConfigMap read [B] (Kubernetes caps a ConfigMap at 1 MiB).
 MAX_BYTES = 1024 * 1024
 
-#: The Lua handlers every proxied request runs: feature -> template line.
+#: The Lua handlers every proxied request runs: the minimal-handler feature it would be read as
+#: in another nginx.conf -> its template line (`INGRESS_FEATURE` covers them all).
 LUA = (
     ("lua_balancer", 532),
     ("lua_rewrite", 1167),
@@ -120,9 +130,9 @@ def derive_ingress(path: str | os.PathLike[str]) -> Reading:
     found.value("scenario", "reverse_proxy", f"{TEMPLATE}:1421 (buildProxyPass)")
     found.value("protocol", "https", where)
     found.estimates.append("HTTPS: the controller terminates TLS (give --protocol http if not)")
-    for feature, line in LUA:
-        found.feature(feature, 1.0, "")
-        found.provenance[feature] = f"the controller's template ({TEMPLATE}:{line})"
+    lines = ", ".join(f"{line} ({feature})" for feature, line in LUA)
+    found.feature(INGRESS_FEATURE, 1.0, "")
+    found.provenance[INGRESS_FEATURE] = f"the controller's template ({TEMPLATE}:{lines})"
     _ingress_values(data, found, at)
     for key in UNCOSTED:
         if key in data and data[key].strip().lower() not in ("", "false", "0"):
