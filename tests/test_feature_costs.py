@@ -237,6 +237,16 @@ def test_the_ingress_feature_is_priced_instead_of_minimal_handlers():
     assert factor > 1.0
 
 
+def test_earlier_runs_keep_one_rows_line_each():
+    md = "- Date (UTC): B\n\n| feature |\n\n## Rows measured at A\n\n- Rows: x\n- Command: c\n"
+    kept = [{"feature": "x", "measured_at": "A"}]
+    notes = campaign._earlier_notes(md, kept)
+    assert notes.count("- Rows: x") == 1 and "- Command: c" in notes
+    # the next run reads those notes back below its own table: they do not grow
+    again = "- Date (UTC): C\n\n| feature |\n" + notes
+    assert campaign._earlier_notes(again, kept) == notes
+
+
 def test_runner_refuses_an_unknown_feature(capsys):
     with pytest.raises(SystemExit) as exc:
         runners_main(["features", "--only", "lua_everything"])
@@ -263,6 +273,25 @@ def test_one_cheap_feature_measured_for_real(tmp_path, leaves_no_nginx, capsys):
     load_feature_costs(out)  # valid, measured or not (a busy host may refuse a trial)
     notes = out.with_suffix(".md").read_text()
     assert "runners features --only limit_conn" in notes and "Load average" in notes
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk is not installed")
+@pytest.mark.skipif(
+    not Path("/usr/lib/nginx/modules/ngx_http_lua_module.so").exists(),
+    reason="libnginx-mod-http-lua is not installed",
+)
+def test_the_ingress_feature_measured_for_real(tmp_path, leaves_no_nginx, capsys):
+    out = tmp_path / "costs.csv"
+    argv = ["features", "--only", "ingress_nginx", "--pairs", "2", "--seconds", "1"]
+    assert runners_main([*argv, "--out", str(out)]) == 0
+    rows = list(csv.DictReader(io.StringIO(out.read_text())))
+    assert [r["feature"] for r in rows] == ["ingress_nginx"]
+    assert rows[0]["reference"] == "reverse_proxy"
+    # nginx took the config and its Lua (cjson, the balancer) ran: a busy host may still
+    # refuse a trial, but never the config
+    assert "nginx -t" not in rows[0]["note"] and "module not installed" not in rows[0]["note"]
+    load_feature_costs(out)
 
 
 def test_a_proxying_scenario_does_not_pay_for_its_proxy_twice():

@@ -723,7 +723,9 @@ def _earlier_notes(md: str, kept: Sequence[Mapping[str, FieldValue]]) -> str:
     runs = {date: bullets} if date else {}
     for section in rest.split("\n" + RUN_OF)[1:]:
         when, _, body = section.partition("\n")
-        runs.setdefault(when.strip(), [ln for ln in body.splitlines() if ln.startswith("- ")])
+        # Its own "- Rows:" line is written anew below (kept, it would repeat on every run).
+        kept_lines = [ln for ln in body.splitlines() if ln.startswith("- ")]
+        runs.setdefault(when.strip(), [ln for ln in kept_lines if not ln.startswith("- Rows: ")])
     text: list[str] = []
     for when in sorted({str(r["measured_at"]) for r in kept}):
         names = ", ".join(str(r["feature"]) for r in kept if r["measured_at"] == when)
