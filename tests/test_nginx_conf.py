@@ -158,7 +158,7 @@ def test_an_ingress_rendered_conf_is_priced_as_the_ingress_feature(tmp_path):
     # its Lua handlers are one measured feature, not four minimal ones; the WebSocket map
     # ('' -> '') keeps the upstream connection alive
     assert dict(r.workload.features) == {"proxy_keepalive": 1.0, "ingress_nginx": 1.0}
-    assert r.found.provenance["ingress_nginx"].endswith(f"({conf}:33)")
+    assert r.found.provenance["ingress_nginx"].endswith(f"({conf}:32)")
     assert any("priced as the measured ingress_nginx" in e for e in r.found.estimates)
     # another upstream name: the handlers stay what they are
     other = tmp_path / "nginx.conf"
