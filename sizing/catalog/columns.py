@@ -24,7 +24,7 @@ import os
 from array import array
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 import numpy as np
 
@@ -107,6 +107,17 @@ def _columns_value(items: Sequence[Instance]) -> ColumnsValue:
     return {"rows": len(items), "tables": tables, "cols": cols, "files": files}
 
 
+def _all_of(values: list[Any], types: tuple[type, ...]) -> bool:
+    """Whether every value is of one of ``types`` (``True`` is not an int unless bool is one).
+
+    Checked per distinct type, not per value: a table of 50,000 values holds two or three.
+    """
+    return all(
+        issubclass(kind, types) and (bool in types or not issubclass(kind, bool))
+        for kind in set(map(type, values))
+    )
+
+
 class Columns:
     """Checked catalog rows as numpy columns of codes (see the module docstring).
 
@@ -120,6 +131,9 @@ class Columns:
         Each field's distinct values, sorted, None last.
     catalog_file : str
         The catalog file every row comes from.
+    derived : dict of str to Any
+        What a caller derived from the columns alone (`sizing.fleet.columnar`'s family
+        groups by shape), kept with them.
     """
 
     def __init__(self, value: ColumnsValue, catalog_file: str) -> None:
@@ -136,9 +150,8 @@ class Columns:
         }:
             raise ValueError("columns missing")
         for f, table in self.tables.items():
-            types = _load.FIELD_TYPES[FIELD_NAMES.index(f)]
-            if not isinstance(table, list) or not all(
-                isinstance(v, types) and (bool in types or not isinstance(v, bool)) for v in table
+            if not isinstance(table, list) or not _all_of(
+                table, _load.FIELD_TYPES[FIELD_NAMES.index(f)]
             ):
                 raise ValueError(f"a {f} value of another type")
             codes = self.cols[f]
@@ -149,6 +162,9 @@ class Columns:
         self.provider_files: dict[str, str] = dict(value.get("files", {}))
         self._made: dict[int, Instance] = {}
         self._numbers: dict[str, np.ndarray] = {}
+        #: What a caller derives from these columns alone, kept with them: a process reads
+        #: the same `Columns` again (`load_columns`), and its next answer reuses it.
+        self.derived: dict[str, Any] = {}
 
     def size(self, field: str) -> int:
         """How many codes a column can hold."""
@@ -202,6 +218,10 @@ def load_columns(csv_path: str | Path) -> Columns | None:
     `sizing.catalog.cache.RACY_NS`, or when the compact form is not current: the rows are
     then read as rows. The first run after a change reads the rows (their own cache, or the
     compact file checked) and keeps their columns.
+
+    A process that asks again for unchanged files (``--pricing spot`` answers the request at
+    on-demand prices too) gets the same `Columns` again, kept beside the rows' entries of
+    `sizing.catalog.load` under the same key: a changed file is read anew.
     """
     p = Path(csv_path)
     files = _load.catalog_files(p)  # beside the shipped catalog, the bundled ones (Azure)
@@ -210,6 +230,17 @@ def load_columns(csv_path: str | Path) -> Columns | None:
         return None
     key = f"{COLUMNS_SCHEMA}|{','.join(FIELD_NAMES)}|{stats}"
     slot = os.path.realpath(p) + "#columns"
+    last = _load._LOADED.get(slot)
+    if last is not None and last[0] == f"{key}|{p}":
+        return cast(Columns, last[1])
+    cols = _read_columns(key, slot, p, files)
+    if cols is not None:
+        _load._LOADED[slot] = (f"{key}|{p}", cols)
+    return cols
+
+
+def _read_columns(key: str, slot: str, p: Path, files: Sequence[Path]) -> Columns | None:
+    """`load_columns` from the private cache, else made from the rows and kept there."""
     value = _cache.load(key, slot)
     if value is not None:
         try:

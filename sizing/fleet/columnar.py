@@ -99,6 +99,15 @@ def _first_order(codes: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray, 
     return order, first[order], place[codes]
 
 
+def _present(codes: np.ndarray) -> np.ndarray:
+    """The distinct codes (ints >= 0), sorted: ``np.unique``'s, by counting.
+
+    ``np.unique`` without indices imports ``numpy.ma`` (tens of ms) to ask whether the codes
+    are masked.
+    """
+    return np.flatnonzero(np.bincount(codes))
+
+
 class _Name:
     """What `sizing.catalog.providers.family_group` reads of a row."""
 
@@ -134,7 +143,8 @@ class ColumnTable:
         self.cols, self.rows = cols, rows
         self.every = len(rows) == cols.n  # no filter: the columns as they are, no copies
         self.tables = cols.tables
-        self.shape_first, self.shape_of = _first_order(self.col("_shape"), cols.size("_shape"))[1:]
+        shapes = _first_order(self.col("_shape"), cols.size("_shape"))
+        self.shape_codes, self.shape_first, self.shape_of = shapes
 
     def col(self, name: str) -> np.ndarray:
         """A column's codes (of the rows asked for)."""
@@ -146,11 +156,36 @@ class ColumnTable:
 
     def groups(self) -> np.ndarray:
         """Each row's family group code (`GROUP_NAMES`): by name once per shape, then one-size."""
-        c, tables = self.cols.cols, self.tables
-        first_rows = self.rows[self.shape_first]
-        code_of = {g: k for k, g in enumerate(GROUP_NAMES)}
-        per_shape = np.array(
-            [
+        tables = self.tables
+        group = self.named_groups()[self.shape_of]  # a copy: the kept codes stay as they are
+        n_family = len(tables["family"])
+        pf = self.col("provider").astype(np.int64) * n_family + self.col("family").astype(np.int64)
+        seen = np.zeros(
+            (len(tables["provider"]) * n_family, len(tables["instance_type"])), dtype=bool
+        )
+        seen[pf, self.col("instance_type")] = True
+        sizes = seen.sum(axis=1)[pf]
+        one_size = GROUP_NAMES.index("one-size")
+        group[(group == 0) & (sizes == 1) & (self.value("vcpus") >= ONE_SIZE_MIN_VCPUS)] = one_size
+        return group
+
+    def named_groups(self) -> np.ndarray:
+        """Each shape's family group code by its name (`family_group`), in `shape_first` order.
+
+        Kept with the columns by shape code (`sizing.catalog.columns.Columns.derived`): a
+        process's next answer over the same columns (the on-demand comparison of
+        ``--pricing spot``) names only the shapes not named before.
+        """
+        named = self.cols.derived.get("family_group")
+        if named is None:
+            named = np.full(self.cols.size("_shape"), -1, dtype=np.int64)
+            self.cols.derived["family_group"] = named
+        todo = np.flatnonzero(named[self.shape_codes] < 0)
+        if len(todo):
+            c, tables = self.cols.cols, self.tables
+            first_rows = self.rows[self.shape_first[todo]]
+            code_of = {g: k for k, g in enumerate(GROUP_NAMES)}
+            named[self.shape_codes[todo]] = [
                 code_of[
                     family_group(
                         cast(
@@ -169,21 +204,8 @@ class ColumnTable:
                     c["family"][first_rows].tolist(),
                     strict=True,
                 )
-            ],
-            dtype=np.int64,
-        )
-        group = per_shape[self.shape_of]
-        n_family = len(tables["family"])
-        pf = self.col("provider").astype(np.int64) * n_family + self.col("family").astype(np.int64)
-        seen = np.zeros(
-            (len(tables["provider"]) * n_family, len(tables["instance_type"])), dtype=bool
-        )
-        seen[pf, self.col("instance_type")] = True
-        sizes = seen.sum(axis=1)[pf]
-        group[(group == 0) & (sizes == 1) & (self.value("vcpus") >= ONE_SIZE_MIN_VCPUS)] = code_of[
-            "one-size"
-        ]
-        return group
+            ]
+        return named[self.shape_codes]
 
     def screen(self, q: FleetQuestion) -> Screen:
         """See `sizing.fleet.engine.CandidateTable`."""
@@ -201,7 +223,7 @@ class ColumnTable:
         out1 = np.flatnonzero(why == GROUP)
         left_out: dict[str, set[str]] = {}
         for g in _first_order(group[out1], len(GROUP_NAMES))[0].tolist():
-            fam = np.unique(family[out1[group[out1] == g]])
+            fam = _present(family[out1[group[out1] == g]])
             left_out[GROUP_NAMES[g]] = {self.tables["family"][f] for f in fam.tolist()}
         out = np.flatnonzero(why)
 
@@ -209,10 +231,10 @@ class ColumnTable:
             return [(i, int(why[i]), GROUP_NAMES[group[i]]) for i in out.tolist()]
 
         provider = self.col("provider")
-        with_price = set(np.unique(provider[~np.isnan(price)]).tolist())
+        with_price = set(_present(provider[~np.isnan(price)]).tolist())
         given = {
             self.tables["provider"][p]: (int((provider == p).sum()), p in with_price)
-            for p in np.unique(provider).tolist()
+            for p in _present(provider).tolist()
         }
         return Screen(
             np.flatnonzero(why == 0), excluded, len(out), left_out, bool(burst.any()), given
@@ -303,7 +325,7 @@ class ColumnTable:
         region = self.col("region")[rows]
         out: dict[str, set[str]] = {}
         for p in _first_order(provider, len(self.tables["provider"]))[0].tolist():
-            codes = np.unique(region[provider == p])
+            codes = _present(region[provider == p])
             out[self.tables["provider"][p]] = {self.tables["region"][r] for r in codes.tolist()}
         return out
 
@@ -337,7 +359,7 @@ class ColumnTable:
         ranked = self.rows[found.rows[order]]
         n = _point_counts(found)[0][order]
         regions = sorted(
-            self.tables["region"][r] for r in np.unique(self.cols.cols["region"][ranked])
+            self.tables["region"][r] for r in _present(self.cols.cols["region"][ranked]).tolist()
         )
         pricing = rec.rules.pricing
         return ColumnarRecommendation(
@@ -409,7 +431,7 @@ def select_rows(
         if wanted is None:
             continue
         codes = cols.cols[field][rows]
-        present = np.unique(codes).tolist()
+        present = _present(codes).tolist()
         lower = {k: str(cols.tables[field][k]).lower() for k in present}
         known = set(lower.values())
         unknown = sorted(wanted - known)

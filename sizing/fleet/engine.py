@@ -31,6 +31,7 @@ from sizing.fleet.counts import (
     p_meet,
 )
 from sizing.fleet.decision import decide
+from sizing.fleet.kept import kept_capacities
 from sizing.fleet.lazy import Lazy
 from sizing.fleet.question import FleetQuestion
 from sizing.fleet.spot import BandCounts, apply_band, band_counts, band_rates
@@ -339,7 +340,10 @@ def answer(q: FleetQuestion, table: CandidateTable) -> Recommendation:
     if not len(kept):
         raise Infeasible("; ".join([_no_candidate(q, screen), *notes]))
     reps, shape = table.shapes(kept)
-    found_caps = instance_capacities(reps, q.workload, q.evidence, q.profiles, q.model)
+    # The last answer's capacities of the same inputs are reused (sizing.fleet.kept).
+    found_caps = kept_capacities(
+        reps, q.workload, q.evidence, q.profiles, q.model, instance_capacities
+    )
     caps = [sustained(c) for c in found_caps]
     counts = [shape_counts(q, cap) for cap in caps]
     at, at_shape, bad, bad_shape = table.split(kept, shape, [c[0] is not None for c in counts])
