@@ -96,7 +96,11 @@ def parse_simple_yaml(text: str, path: str = "pricing.yml") -> dict[str, object]
         # (no space, quote, colon, "#" or "-" to read otherwise) ends at the first colon.
         key, sep, value = body.partition(": ")
         if sep and top < indent and skip_deeper_than < 0 and key.isidentifier():
-            value = value.strip()
+            try:  # a number: what the rules below read (float() strips spaces itself)
+                parent[key] = float(value)
+                continue
+            except ValueError:
+                value = value.strip()
             if value and value[0] != "|" and value[0] != ">":
                 value = value.strip("'\"")
                 try:
