@@ -32,14 +32,15 @@ __all__ = ["Compute", "forget", "kept_capacities"]
 #: profiles, model inputs -> one capacity per row.
 Compute = Callable[[list[Instance], Workload, Any, Sequence[Any], ModelInputs], list[Capacity]]
 
-#: The inputs last computed under (compute, workload, profiles, model), and each row's
-#: capacity by the row's id.
-_KEPT: list[Any] = [None, {}]
+#: The inputs last computed under (compute, workload, profiles, model) with each row's
+#: capacity by the row's id, as one tuple: read and replaced whole (a reader in another
+#: thread never pairs one answer's inputs with another's capacities).
+_KEPT: list[tuple[Any, dict[int, tuple[Instance, Capacity]]]] = [(None, {})]
 
 
 def forget() -> None:
     """Drop what is kept (the next answer computes every capacity)."""
-    _KEPT[:] = [None, {}]
+    _KEPT[0] = (None, {})
 
 
 def kept_capacities(
@@ -70,16 +71,18 @@ def kept_capacities(
     if evidence is not None:
         return compute(list(rows), work, evidence, profiles, model)
     inputs = (compute, work, tuple(profiles), model)
+    last_inputs, last = _KEPT[0]
     try:
-        same = _KEPT[0] == inputs
+        same = last_inputs == inputs
     except TypeError:  # an input that cannot be compared: computed, not kept
         return compute(list(rows), work, evidence, profiles, model)
+    known = last if same else {}
     # By the row object itself (rows are frozen; the one kept holds its id): an equal row of
     # another reading is computed again rather than trusted to print alike (2 == 2.0).
-    kept: dict[int, tuple[Instance, Capacity]] = _KEPT[1] if same else {}
-    todo = list({id(r): r for r in rows if kept.get(id(r), (None,))[0] is not r}.values())
+    now = {id(r): hit for r in rows if (hit := known.get(id(r))) is not None and hit[0] is r}
+    todo = list({id(r): r for r in rows if id(r) not in now}.values())
     if todo:
         found = compute(todo, work, None, profiles, model)
-        kept.update((id(r), (r, cap)) for r, cap in zip(todo, found, strict=True))
-    _KEPT[:] = [inputs, {id(r): kept[id(r)] for r in rows}]  # this answer's rows only
-    return [kept[id(r)][1] for r in rows]
+        now.update((id(r), (r, cap)) for r, cap in zip(todo, found, strict=True))
+    _KEPT[0] = (inputs, now)  # this answer's rows only
+    return [now[id(r)][1] for r in rows]
