@@ -84,11 +84,21 @@ def spot_risk(provider: str, region: str, instance_type: str) -> Risk | None:
     """
     if provider == "aws":
         spot = spot_table().get((region, instance_type))
-        if spot is None:
-            return None
-        return Risk(spot.interruption_rate, BAND_LABELS[spot.band], source(), spot.savings_pct)
+        return None if spot is None else _published_risk(spot)
     if provider not in UNPUBLISHED:
         return None
+    return _estimated_risk(provider)
+
+
+@cache
+def _published_risk(spot: Spot) -> Risk:
+    """The risk of a type the feed lists with ``spot`` (made once per savings and band)."""
+    return Risk(spot.interruption_rate, BAND_LABELS[spot.band], source(), spot.savings_pct)
+
+
+@cache
+def _estimated_risk(provider: str) -> Risk:
+    """The risk of a ``provider`` spot VM, which no feed lists (made once per provider)."""
     return Risk(ESTIMATED_RATE, f"estimate: {ESTIMATED_RATE:.0%}", estimate_reason(provider), None)
 
 
