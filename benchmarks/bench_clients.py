@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -53,6 +54,54 @@ from runners.sweep import Plan, make_scenario, target_for  # noqa: E402
 from runners.window import clock_offset  # noqa: E402
 from tests import netns  # noqa: E402
 
+#: Where a multi-client trial's wall time goes, in order (`decompose`), and whose part it is.
+PARTS = (
+    ("clock_check_s", "clock check (offsets read during the trial)", "coordinator"),
+    ("setup_s", "setup (the trial's call to the start being set)", "coordinator"),
+    ("lead_s", "start lead (the start being set to the common start)", "coordinator"),
+    ("startup_past_start_s", "load tool start-up past the common start", "load tool"),
+    ("window_s", "the window (the trial's duration)", "window"),
+    ("run_past_window_s", "load tool run past the window (to its END stamp)", "load tool"),
+    ("report_s", "load tool report (END stamp to its output arriving)", "load tool"),
+    ("sample_s", "nginx's second CPU sample", "coordinator"),
+    ("collection_s", "collection (the last output parsed)", "coordinator"),
+    ("merge_s", "merge (the clients' histograms summed)", "coordinator"),
+    ("store_s", "store (row, histograms, run.json, fsynced)", "coordinator"),
+    ("rest_s", "the rest (judging, window checks, progress lines)", "coordinator"),
+)
+
+#: (what, start, end) of each timed call, on this machine's clock [s since the epoch].
+EVENTS: list[tuple[str, float, float]] = []
+
+
+def probe(owner: Any, name: str, kind: str, keep: Callable[[Any], Any] | None = None) -> None:
+    """Record each call of ``owner.name`` in `EVENTS` as ``kind`` (``keep``: from its answer)."""
+    inner: Callable[..., Any] = getattr(owner, name)
+
+    def timed(*a: Any, **k: Any) -> Any:
+        t0 = time.time()
+        out = inner(*a, **k)
+        EVENTS.append((kind if keep is None else f"{kind}:{keep(out)}", t0, time.time()))
+        return out
+
+    setattr(owner, name, timed)
+
+
+def install_probes() -> None:
+    """Time the calls a trial's parts are read from (works on older code too)."""
+    import runners.loadgen
+    import runners.session
+    import runners.window
+    from runners.deploy.nginx import Deployment
+    from runners.session import Session
+
+    probe(runners.window, "common_start", "start_set", keep=lambda start: f"{start:.6f}")
+    probe(Session, "_run_one", "arrived")
+    probe(Session, "_parse", "parsed")
+    probe(runners.loadgen, "merge", "merge")
+    probe(Deployment, "sample", "sample")
+    probe(runners.session, "_clock_offset", "clock")
+
 
 def timed_trials(clients: tuple[str, ...], server: str, args: Any, out: Path) -> dict[str, Any]:
     """Open one session on ``clients``; time it and ``args.trials`` trials [s]."""
@@ -68,7 +117,7 @@ def timed_trials(clients: tuple[str, ...], server: str, args: Any, out: Path) ->
     )
     plan, run = open_run(plan, out, None)
     spans, reasons, durations = [], [], []
-    spent = timers(run)
+    timers(run)
     try:
         t0 = time.perf_counter()
         with target_for(plan, run, log=io.StringIO()) as session:
@@ -87,8 +136,8 @@ def timed_trials(clients: tuple[str, ...], server: str, args: Any, out: Path) ->
     share = statistics.median(extra) / statistics.median(walls)
     return {
         **parts(spans, windows, args.duration),
-        **storing(spans, spent),
-        **wrk_parts(spans, windows, durations, args.duration),
+        **alone(spans, args.duration, len(clients)),
+        **wrk_parts(windows, durations, args.duration),
         "clients": len(clients),
         "session_open_s": round(session_s, 3),
         "trial_wall_s": [round(w, 3) for w in walls],
@@ -98,89 +147,108 @@ def timed_trials(clients: tuple[str, ...], server: str, args: Any, out: Path) ->
     }
 
 
-def parts(
-    spans: list[tuple[float, float]], windows: list[dict[str, Any]], duration_s: float
-) -> dict[str, float]:
-    """Where a multi-client trial's time goes, medians [s] (empty for one client).
+def events(kind: str, a: float, b: float) -> list[tuple[str, float, float]]:
+    """The `EVENTS` of ``kind`` (or ``kind:...``) that started within [a, b]."""
+    return [e for e in EVENTS if e[0].split(":")[0] == kind and a <= e[1] <= b]
 
-    ``before_start``: from the trial's call to the common start (nginx CPU sample, the lead);
-    ``start_skew``: the last client's start after the common start; ``run_beyond``: the
-    longest client's run (stamps) beyond the duration (its start-up and report); ``after``:
-    from the last client's end to the trial's return (second sample, parse, storing);
-    ``coordinator``: before + skew + after, and its share of a trial whose longest client
-    ran exactly the duration [%].
+
+def decompose(span: tuple[float, float], w: dict[str, Any], duration_s: float) -> dict[str, float]:
+    """One multi-client trial's wall split into `PARTS` [s]; they add up to the wall.
+
+    The clients' stamps are on the coordinator's clock (`runners.window`). With a load tool
+    that waits for the start itself the START stamp is its own start; with a shell that
+    waits, it is the shell's, and the tool's start-up falls in ``run_past_window_s``.
     """
-    if not windows:
-        return {}
-    rows = []
-    for (t0, t1), w in zip(spans, windows, strict=True):
-        cs, clients = float(w["common_start_s"]), w["clients"]
-        rows.append(
-            (
-                cs - t0,
-                max(c["start_s"] for c in clients) - cs,
-                max(c["end_s"] - c["start_s"] for c in clients) - duration_s,
-                t1 - max(c["end_s"] for c in clients),
-            )
-        )
-    names = ("before_start_s", "start_skew_s", "run_beyond_s", "after_s")
-    out = {n: round(statistics.median(r[i] for r in rows), 3) for i, n in enumerate(names)}
-    # The coordinator's own part: the trial's wall less its longest client's run, i.e. the
-    # overhead with the clients' run matched to the duration (their start-up and report,
-    # eight copies on the same CPUs here, are the load generators', not the coordinator's).
-    own = statistics.median(r[0] + r[1] + r[3] for r in rows)
-    out["coordinator_s"] = round(own, 3)
-    out["coordinator_pct"] = round(100 * own / (duration_s + own), 2)
+    t0, t1 = span
+    cs = float(w["common_start_s"])
+    clients = w["clients"]
+    set_s = min(
+        (e[1] for e in events("start_set", t0, t1) if abs(float(e[0].split(":")[1]) - cs) < 1e-5),
+        default=t0,
+    )
+    arrived = max(e[2] for e in events("arrived", t0, t1))
+    ended = max(float(c["end_s"]) for c in clients)
+    started = max(float(c["start_s"]) for c in clients)
+    seconds = {k: sum(e[2] - e[1] for e in events(k, t0, t1)) for k in ("clock", "merge")}
+    second = sum(e[2] - e[1] for e in events("sample", arrived - 0.01, t1))
+    out = {
+        "clock_check_s": seconds["clock"],
+        "setup_s": set_s - t0 - seconds["clock"],
+        "lead_s": cs - set_s,
+        "startup_past_start_s": max(0.0, started - cs),
+        "window_s": float(duration_s),
+        "run_past_window_s": ended - cs - duration_s - max(0.0, started - cs),
+        "report_s": arrived - ended,
+        "sample_s": second,
+        "collection_s": max(e[2] for e in events("parsed", t0, t1)) - arrived - second,
+        "merge_s": seconds["merge"],
+        "store_s": sum(e[2] - e[1] for e in events("store", t0, t1)),
+    }
+    out["rest_s"] = (t1 - t0) - sum(out.values())
+    ready = [float(c["ready_s"]) for c in clients if isinstance(c.get("ready_s"), (int, float))]
+    ready = [r for r in ready if math.isfinite(r)]
+    out["slowest_ready_in_lead_s"] = max(ready) - set_s if ready else math.nan
     return out
 
 
-def timers(run: Any) -> list[tuple[str, float, float]]:
-    """Time what a run spends storing: (what, when it started, seconds) per call.
+def parts(
+    spans: list[tuple[float, float]], windows: list[dict[str, Any]], duration_s: float
+) -> dict[str, Any]:
+    """Medians of each of `PARTS` over the trials [s] and their shares of the wall [%].
 
-    Wraps the run folder's ``append`` and ``save_meta`` (``store``).
+    Also the coordinator's own part and the load tools' (each the median of its sum per
+    trial), with shares (empty for one client: no window).
     """
-    spent: list[tuple[str, float, float]] = []
+    if not windows:
+        return {}
+    rows = [decompose(s, w, duration_s) for s, w in zip(spans, windows, strict=True)]
+    wall = statistics.median(b - a for a, b in spans)
+    out: dict[str, Any] = {}
+    for key, _, _ in PARTS:
+        value = statistics.median(r[key] for r in rows)
+        out[key] = round(value, 4)
+        out[key.removesuffix("_s") + "_pct"] = round(100 * value / wall, 2)
+    out["slowest_ready_in_lead_s"] = round(
+        statistics.median(r["slowest_ready_in_lead_s"] for r in rows), 4
+    )
+    for whose, name in (("coordinator", "coordinator"), ("load tool", "load_tool")):
+        keys = [k for k, _, w in PARTS if w == whose]
+        value = statistics.median(sum(r[k] for k in keys) for r in rows)
+        out[f"{name}_s"] = round(value, 3)
+        out[f"{name}_pct"] = round(100 * value / wall, 2)
+    return out
 
-    def wrap(owner: Any, name: str, kind: str) -> None:
-        inner: Callable[..., Any] = getattr(owner, name)
 
-        def timed(*a: Any, **k: Any) -> Any:
-            t0, c0 = time.time(), time.perf_counter()
-            try:
-                return inner(*a, **k)
-            finally:
-                spent.append((kind, t0, time.perf_counter() - c0))
+def alone(spans: list[tuple[float, float]], duration_s: float, n: int) -> dict[str, float]:
+    """With one client: its command's time past the duration [s] (start-up, report, exit).
 
-        setattr(owner, name, timed)
-
-    wrap(run.folder, "append", "store")
-    wrap(run.folder, "save_meta", "store")
-    return spent
+    On a machine with one core per client each client's load tool takes about this.
+    """
+    if n != 1:
+        return {}
+    past = [
+        max(e[2] for e in events("arrived", a, b)) - min(e[1] for e in events("arrived", a, b))
+        for a, b in spans
+    ]
+    return {"load_tool_alone_s": round(statistics.median(past) - duration_s, 3)}
 
 
-def storing(
-    spans: list[tuple[float, float]], spent: list[tuple[str, float, float]]
-) -> dict[str, float]:
-    """Median per trial [s] of the storing on its path."""
-    per = [sum(s for k, t, s in spent if k == "store" and a <= t <= b) for a, b in spans]
-    return {"store_s": round(statistics.median(per), 3)}
+def timers(run: Any) -> None:
+    """Time what a run spends storing (``store`` in `EVENTS`).
+
+    Wraps the run folder's ``append`` and ``save_meta``.
+    """
+    probe(run.folder, "append", "store")
+    probe(run.folder, "save_meta", "store")
 
 
 def wrk_parts(
-    spans: list[tuple[float, float]],
-    windows: list[dict[str, Any]],
-    durations: list[float],
-    duration_s: float,
+    windows: list[dict[str, Any]], durations: list[float], duration_s: float
 ) -> dict[str, float]:
-    """The longest wrk's own run past D, and the rest of the clients' run past D [s]."""
+    """The longest wrk's own run past D (its ``duration_us``) [s]."""
     if not windows:
         return {}
-    own = [d - duration_s for d in durations]
-    runs = [max(c["end_s"] - c["start_s"] for c in w["clients"]) - duration_s for w in windows]
-    return {
-        "wrk_beyond_s": round(statistics.median(own), 3),
-        "outside_wrk_s": round(statistics.median(r - o for r, o in zip(runs, own, strict=True)), 3),
-    }
+    return {"wrk_beyond_s": round(statistics.median(d - duration_s for d in durations), 3)}
 
 
 def alternate(args: Any) -> int:
@@ -205,21 +273,31 @@ def alternate(args: Any) -> int:
                 return 1
             result = json.loads((ROOT / "benchmarks" / "results" / "clients.json").read_text())
             many = result["many_clients"]
-            rounds.append({"round": n + 1, "code": name, **many, "load_before": round(load0, 2)})
-            print(
-                f"round {n + 1} {name}: {many['per_trial_overhead_s']:.3f} s per trial = "
-                f"{many['per_trial_overhead_pct']:.2f}%, coordinator "
-                f"{many.get('coordinator_s', 0):.3f} s = {many.get('coordinator_pct', 0):.2f}%, "
-                f"after {many.get('after_s', 0):.3f} s, store {many.get('store_s', 'n/a')}, "
-                f"load average {load0:.2f}",
-                flush=True,
+            load1 = os.getloadavg()[0]
+            rounds.append(
+                {
+                    "round": n + 1,
+                    "code": name,
+                    **many,
+                    "load_tool_alone_s": result["one_client"].get("load_tool_alone_s"),
+                    "one_core_per_client_pct": result.get("one_core_per_client_pct"),
+                    "load_average_1min": [round(load0, 2), round(load1, 2)],
+                }
             )
+            print(f"round {n + 1} {name}, load average {load0:.2f} -> {load1:.2f}:", flush=True)
+            print(shares(many, args.duration), flush=True)
     for name in ("old", "new"):
         mine = [r for r in rounds if r["code"] == name]
+        median = {k: statistics.median(r[k] for r in mine) for k, _, _ in PARTS}
+        median |= {
+            k: statistics.median(r[k] for r in mine)
+            for k in ("per_trial_overhead_pct", "coordinator_pct", "load_tool_pct")
+        }
         print(
-            f"{name}: median over {len(mine)} rounds: "
-            f"{statistics.median(r['per_trial_overhead_pct'] for r in mine):.2f}% in total, "
-            f"{statistics.median(r.get('coordinator_pct', 0) for r in mine):.2f}% coordinator"
+            f"{name}: median over {len(mine)} rounds: {median['per_trial_overhead_pct']:.2f}% "
+            f"in total, coordinator {median['coordinator_pct']:.2f}%, load tool "
+            f"{median['load_tool_pct']:.2f}%; parts [s]: "
+            + ", ".join(f"{k.removesuffix('_s')} {median[k]:.3f}" for k, _, _ in PARTS)
         )
     print(f"saved {save('clients_alternated', {'rounds': rounds, 'options': same})}")
     return 0
@@ -234,6 +312,27 @@ def offsets_s(clients: tuple[str, ...]) -> float:
     return time.perf_counter() - t0
 
 
+def shares(many: dict[str, Any], duration_s: float) -> str:
+    """The multi-client trial's parts, each in seconds and as a share of the wall, as lines."""
+    wall = statistics.median(many["trial_wall_s"])
+    lines = [f"  {many['clients']} clients, median trial wall {wall:.3f} s; per trial:"]
+    for key, what, whose in PARTS:
+        lines.append(
+            f"  {what:<52} {many[key]:7.3f} s {many[key.removesuffix('_s') + '_pct']:6.2f}%"
+            + (f"  ({whose})" if whose != "window" else "")
+        )
+    lines.append(
+        f"  (the slowest client was ready {many['slowest_ready_in_lead_s']:.3f} s into the lead)"
+    )
+    lines.append(
+        f"  overhead (wall - {duration_s:g} s) {many['per_trial_overhead_s']:.3f} s = "
+        f"{many['per_trial_overhead_pct']:.2f}%: the coordinator's parts "
+        f"{many['coordinator_s']:.3f} s = {many['coordinator_pct']:.2f}%, the load tools' "
+        f"{many['load_tool_s']:.3f} s = {many['load_tool_pct']:.2f}%"
+    )
+    return "\n".join(lines)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--clients", type=int, default=8)
@@ -246,6 +345,7 @@ def main() -> int:
     if args.against:
         return alternate(args)
     print(machine(), f"code under test: {CODE}")
+    install_probes()
     load0 = os.getloadavg()[0]
     try:
         with netns.bridge("bcl", args.clients, subnet="10.231.13") as made:
@@ -258,16 +358,19 @@ def main() -> int:
         print(f"bench_clients: {exc}", file=sys.stderr)
         return 2
     load1 = os.getloadavg()[0]
-    added = many["per_trial_overhead_s"] - one["per_trial_overhead_s"]
-    names = ("before_start_s", "start_skew_s", "run_beyond_s", "wrk_beyond_s", "outside_wrk_s")
-    names += ("after_s", "store_s")
-    split = ", ".join(f"{k} {many[k]:.3f}" for k in names)
+    # One core per client: the coordinator's parts as measured, each load tool's start-up
+    # and report as one client alone took them (an upper bound: its spawn is counted too).
+    projected = many["coordinator_s"] + max(0.0, one["load_tool_alone_s"])
     result = {
         "duration_s": args.duration,
         "one_client": one,
         "many_clients": many,
-        "coordination_added_per_trial_s": round(added, 3),
+        "coordination_added_per_trial_s": round(
+            many["per_trial_overhead_s"] - one["per_trial_overhead_s"], 3
+        ),
         "clock_offsets_once_s": round(clock_s, 3),
+        "one_core_per_client_s": round(projected, 3),
+        "one_core_per_client_pct": round(100 * projected / (args.duration + projected), 2),
         "load_average_1min": [round(load0, 2), round(load1, 2)],
         "code": str(CODE),
         "goal": "per-trial (wall - duration) / wall <= 5% at 8 clients",
@@ -279,13 +382,13 @@ def main() -> int:
             f"of load: {r['per_trial_overhead_s']:.3f} s per trial = "
             f"{r['per_trial_overhead_pct']:.2f}% (session opened in {r['session_open_s']:.2f} s)"
         )
+    print(shares(many, args.duration))
     print(
-        f"{args.clients} clients, median per trial: {split}\n"
-        f"the coordinator's own part (the clients' run matched to {args.duration} s): "
-        f"{many.get('coordinator_s', 0):.3f} s = {many.get('coordinator_pct', 0):.2f}%\n"
-        f"coordinating {args.clients} clients adds {added:+.3f} s per trial; their clock "
-        f"offsets take {clock_s:.3f} s once; load average {load0:.2f} -> {load1:.2f}; "
-        f"goal <= 5%: {'met' if result['met'] else 'NOT met'}"
+        f"one client alone: its load tool took {one['load_tool_alone_s']:.3f} s past the "
+        f"{args.duration} s; with one core per client: the coordinator's parts + that = "
+        f"{projected:.3f} s = {result['one_core_per_client_pct']:.2f}%\n"
+        f"the {args.clients} clock offsets take {clock_s:.3f} s once a run; load average "
+        f"{load0:.2f} -> {load1:.2f}; goal <= 5%: {'met' if result['met'] else 'NOT met'}"
     )
     print(f"saved {save('clients', result)}")
     return 0

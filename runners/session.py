@@ -221,6 +221,12 @@ class Session:
         self._placement = ""  # the first client's placement under the current vcpus
         # Each client's histogram as stored, encoded in its thread as it ended (`_run_many`).
         self._encoded: dict[int, EncodedHistogram] = {}
+        # When the last common start was set, and the longest a client then took to be
+        # ready for it [s] (`window.common_start` sizes the next lead by it).
+        self._start_set_s = math.nan
+        self._ready_s: float | None = None
+        # Clients whose window missed the last trial's: their clocks are read again.
+        self._recheck: set[str] = set()
         self._seq = len(run.rows())
         # A key pair for this session when nginx checks tokens: the public key goes into the
         # config, the private key signs the one token every request carries.
@@ -524,7 +530,7 @@ class Session:
         """
         assert self.deployment is not None
         deployment, clients, limit = self.deployment, list(self.clients), self._limit(seconds)
-        start_s = self._common_start(argvs)
+        start_s = self._common_start(argvs, loads)
         assert start_s is not None
         lock, pending = threading.Lock(), [len(clients)]
         samples: dict[str, tuple[bool, float]] = {}
@@ -656,6 +662,7 @@ class Session:
         self._seq += 1
         trial_id = f"{self.run.run_id}-{self._seq:04d}"
         self._retry_lost(trial_id)
+        self._read_clocks_again()
         lost = self._warm_up(trial_id, threads, connections, rate_rps)
         loads = [self._load(c, threads, connections, seconds, True, rate_rps) for c in self.clients]
         argvs = [self._argv(c, load) for c, load in zip(self.clients, loads, strict=True)]
@@ -880,6 +887,8 @@ class Session:
             for (_, err, _), c, r, load in parts
         ]
         invalidate(row, window.window_problems(windows, start_s, seconds, measured.rate_rps))
+        self._ready_s = window.ready_after(windows, self._start_set_s)
+        self._recheck = set(window.off_window(windows, start_s, seconds))
         # Saved with the trial's commands (`_store`): one write of run.json per trial.
         self.run.record_windows(
             str(row["trial_id"]), start_s, [w.to_dict() for w in windows], save=False
@@ -891,17 +900,32 @@ class Session:
         for line in many.client_lines(windows, p99, start_s):
             self._say(line)
 
-    def _common_start(self, argvs: list[list[str]]) -> float | None:
+    def _read_clocks_again(self) -> None:
+        """Read the clock of each client whose window missed the last trial's once more.
+
+        A client that does not answer keeps its offset (the trial then finds it lost).
+        """
+        for client in [c for c in self.clients if c.host.name in self._recheck]:
+            with contextlib.suppress(RunnerError):
+                client.offset = _clock_offset(client.host)
+        self._recheck = set()
+
+    def _common_start(self, argvs: list[list[str]], loads: Sequence[loadgen.Load]) -> float | None:
         """With several clients, make each argv wait for one common start; that start [s].
 
-        Each client waits on its own clock (`runners.window`); None for a single client.
+        Each client waits on its own clock (`runners.window`): the load generator itself
+        where it can (`LoadGenerator.waits_for_start`), else a shell; None for one client.
         """
         offsets = [c.offset for c in self.clients]
         if len(argvs) < 2 or any(o is None for o in offsets):
             return None
         known = [o for o in offsets if o is not None]
-        start_s = window.common_start(known)
-        argvs[:] = [window.barrier(a, start_s, o) for a, o in zip(argvs, known, strict=True)]
+        self._start_set_s = time.time()
+        start_s = window.common_start(known, self._start_set_s, self._ready_s)
+        argvs[:] = [
+            window.barrier(a, start_s, o, waits=self.generator.waits_for_start(load))
+            for a, o, load in zip(argvs, known, loads, strict=True)
+        ]
         return start_s
 
     def _ids(self, trial_id: str, started_at: str, kind: str) -> JsonObject:
@@ -1018,7 +1042,8 @@ def _last_words(stderr: str) -> str:
     lines = [
         ln.strip()
         for ln in stderr.strip().splitlines()
-        if ln.strip() and not ln.startswith((window.START_MARKER, window.END_MARKER))
+        if ln.strip()
+        and not ln.startswith((window.READY_MARKER, window.START_MARKER, window.END_MARKER))
     ]
     return lines[-1] if lines else ""
 

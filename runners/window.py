@@ -3,7 +3,11 @@
 With more than one client, a trial's clients do not start when their commands arrive: the
 coordinator measures each client's clock offset once (`clock_offset`), sets a common start a
 little ahead (`common_start`), and each client waits for that instant on its own clock, then
-stamps when its load generator started and ended (`BARRIER`, read back by `window_of`).
+stamps when its load generator started and ended (read back by `window_of`). A load generator
+that waits itself (wrk with ``report.lua``: `START_ENV`) is launched at once and does its
+start-up before the common start; any other waits in a shell (`BARRIER`) and starts at it.
+The lead is what the clients' start-up needs: ample on a run's first trial, then a multiple
+of the longest time a client took to be ready (its ``READY`` stamp) in the trial before.
 `window_problems` says why the clients did not measure one window (a client that started
 late or ended early, windows that do not overlap, an offset larger than the trial, a client
 short of its share of a constant rate); any problem makes the trial invalid with the reason,
@@ -23,26 +27,38 @@ from dataclasses import asdict, dataclass
 
 from trialtable.jsonvalue import JsonObject
 
-#: Stamps a client writes on standard error around its load generator.
+#: Stamps a client writes on standard error: ready to start, started, ended.
+READY_MARKER = "NGINX_SIZING_WINDOW_READY"
 START_MARKER, END_MARKER = "NGINX_SIZING_WINDOW_START", "NGINX_SIZING_WINDOW_END"
-#: The shell program that waits for ``$1`` (seconds since the epoch, the client's clock),
-#: stamps the start, runs the rest of its arguments and stamps the end.
+#: The environment variable a load generator that waits itself reads the start from
+#: (seconds since the epoch, the client's clock); it then stamps its own window.
+START_ENV = "NGINX_SIZING_START"
+#: The shell program that stamps that it is ready, waits for ``$1`` (seconds since the
+#: epoch, the client's clock), stamps the start, runs the rest of its arguments and stamps
+#: the end.
 BARRIER = (
-    't=$1; shift; d=$(awk -v t="$t" -v n="$(date +%s.%N)" '
+    f't=$1; shift; n=$(date +%s.%N); echo "{READY_MARKER} $n" >&2; '
+    'd=$(awk -v t="$t" -v n="$n" '
     "'BEGIN { x = t - n; if (x > 0) printf \"%.6f\", x; else print 0 }'); "
     'sleep "$d"; '
     f'echo "{START_MARKER} $(date +%s.%N)" >&2; "$@"; rc=$?; '
     f'echo "{END_MARKER} $(date +%s.%N)" >&2; exit $rc'
 )
-#: Shortest lead from setting the start to the start itself [s].
-MIN_LEAD_S = 0.2
+#: Lead from setting the start to the start itself when no client's start-up is known yet
+#: (a run's first multi-client trial) [s] ...
+FIRST_LEAD_S = 0.2
+#: ... and afterwards this multiple of the longest time a client took to be ready in the
+#: trial before (from the start being set to its ``READY`` stamp) ...
+READY_FACTOR = 2.0
+#: ... but never shorter than this [s].
+MIN_LEAD_S = 0.05
 #: A client starting or ending later than this past the common instants is late [s] ...
 LATE_S = 0.25
 #: ... or this fraction of the trial, whichever is larger.
 LATE_FRACTION = 0.05
 #: Fraction of its share of a constant rate a client must reach.
 RATE_SHARE = 0.95
-_STAMP = re.compile(r"^(NGINX_SIZING_WINDOW_START|NGINX_SIZING_WINDOW_END) ([0-9]{1,12}\.[0-9]+)$")
+_STAMP = re.compile(r"^(NGINX_SIZING_WINDOW_(?:READY|START|END)) ([0-9]{1,12}\.[0-9]+)$")
 
 
 @dataclass(frozen=True)
@@ -77,6 +93,9 @@ class Window:
         Its achieved rate [1/s].
     asked_rps : float or None
         Its share of a constant rate [1/s] (None: closed loop, or an even share).
+    ready_s : float
+        When it was ready to start, waiting for the common start [s since the epoch], NaN
+        if not stamped.
     """
 
     host: str
@@ -86,6 +105,7 @@ class Window:
     end_s: float
     rps: float
     asked_rps: float | None = None
+    ready_s: float = math.nan
 
     def to_dict(self) -> JsonObject:
         """The window as ``run.json`` records it (times rounded to the microsecond)."""
@@ -117,15 +137,42 @@ def clock_offset(run_date: Callable[[], str], samples: int = 3) -> Offset:
     return Offset(*best)
 
 
-def common_start(offsets: Sequence[Offset], now: float | None = None) -> float:
-    """The common start [s since the epoch, coordinator clock]: far enough ahead to reach all."""
-    lead = max(MIN_LEAD_S, *(4 * o.uncertainty_s for o in offsets))
+def common_start(
+    offsets: Sequence[Offset], now: float | None = None, ready_s: float | None = None
+) -> float:
+    """The common start [s since the epoch, coordinator clock]: far enough ahead to reach all.
+
+    ``ready_s``: the longest a client took, in the trial before, from the start being set to
+    being ready [s] (None: not known yet, the lead is `FIRST_LEAD_S`). The lead is at least
+    4 times each offset's uncertainty, and at least `MIN_LEAD_S`.
+    """
+    known = ready_s is not None and math.isfinite(ready_s)
+    need = READY_FACTOR * max(ready_s or 0.0, 0.0) if known else FIRST_LEAD_S
+    lead = max(MIN_LEAD_S, need, *(4 * o.uncertainty_s for o in offsets))
     return (time.time() if now is None else now) + lead
 
 
-def barrier(argv: Sequence[str], start_s: float, offset: Offset) -> list[str]:
-    """``argv`` run at ``start_s`` (coordinator clock) on a client with ``offset``."""
-    return ["sh", "-c", BARRIER, "sh", f"{start_s + offset.offset_s:.6f}", *argv]
+def barrier(
+    argv: Sequence[str], start_s: float, offset: Offset, *, waits: bool = False
+) -> list[str]:
+    """``argv`` run at ``start_s`` (coordinator clock) on a client with ``offset``.
+
+    ``waits``: the load generator waits for `START_ENV` itself and stamps its own window
+    (it is launched at once and starts up before the common start); else a shell waits.
+    """
+    at = f"{start_s + offset.offset_s:.6f}"
+    if waits:
+        return ["env", f"{START_ENV}={at}", *argv]
+    return ["sh", "-c", BARRIER, "sh", at, *argv]
+
+
+def ready_after(windows: Sequence[Window], set_s: float) -> float | None:
+    """The longest a client took from ``set_s`` (when the start was set) to be ready [s].
+
+    None when no client stamped that it was ready.
+    """
+    ready = [w.ready_s for w in windows if math.isfinite(w.ready_s)]
+    return max(ready) - set_s if ready else None
 
 
 def window_of(
@@ -136,9 +183,10 @@ def window_of(
     ``asked_rps``: the client's share of a constant rate [1/s], when it has one.
     """
     stamps = {m.group(1): float(m.group(2)) for m in map(_STAMP.match, stderr.splitlines()) if m}
-    start = stamps.get(START_MARKER, math.nan) - offset.offset_s
-    end = stamps.get(END_MARKER, math.nan) - offset.offset_s
-    return Window(host, offset.offset_s, offset.uncertainty_s, start, end, rps, asked_rps)
+    start, end, ready = (
+        stamps.get(k, math.nan) - offset.offset_s for k in (START_MARKER, END_MARKER, READY_MARKER)
+    )
+    return Window(host, offset.offset_s, offset.uncertainty_s, start, end, rps, asked_rps, ready)
 
 
 def window_problems(
@@ -159,19 +207,12 @@ def window_problems(
         client's own ``asked_rps``, when set, is its share, else the rate split evenly.
     """
     out = []
-    late = max(LATE_S, LATE_FRACTION * duration_s)
-    end_s = start_s + duration_s
     share = rate_rps / len(windows) if rate_rps is not None and windows else None
     for w in windows:
-        slack = late + w.uncertainty_s
         if abs(w.offset_s) > duration_s:
             out.append(f"{w.host}'s clock is {w.offset_s:+.1f} s off, more than the trial")
-        if not (math.isfinite(w.start_s) and math.isfinite(w.end_s)):
-            out.append(f"{w.host} did not stamp its window")
-        elif w.start_s > start_s + slack:
-            out.append(f"{w.host} started {w.start_s - start_s:.1f} s after the common start")
-        elif w.end_s < end_s - slack:
-            out.append(f"{w.host} ended {end_s - w.end_s:.1f} s before the common end")
+        if missed := _missed(w, start_s, duration_s):
+            out.append(missed)
         own = w.asked_rps if w.asked_rps is not None else share
         if own is not None and w.rps < RATE_SHARE * own:
             out.append(f"{w.host} achieved {w.rps:.0f} of its {own:.0f} rps share")
@@ -180,6 +221,27 @@ def window_problems(
     if starts and ends and min(ends) <= max(starts):
         out.append("the clients' windows do not overlap")
     return out
+
+
+def off_window(windows: Sequence[Window], start_s: float, duration_s: float) -> list[str]:
+    """The clients whose window missed the common one (started late, ended early, unstamped).
+
+    Their clocks are read again before the next trial: offsets are read once a run, and
+    again only for a client whose window a check failed.
+    """
+    return [w.host for w in windows if _missed(w, start_s, duration_s)]
+
+
+def _missed(w: Window, start_s: float, duration_s: float) -> str | None:
+    """Why ``w`` missed the common window, or None."""
+    slack = max(LATE_S, LATE_FRACTION * duration_s) + w.uncertainty_s
+    if not (math.isfinite(w.start_s) and math.isfinite(w.end_s)):
+        return f"{w.host} did not stamp its window"
+    if w.start_s > start_s + slack:
+        return f"{w.host} started {w.start_s - start_s:.1f} s after the common start"
+    if w.end_s < start_s + duration_s - slack:
+        return f"{w.host} ended {start_s + duration_s - w.end_s:.1f} s before the common end"
+    return None
 
 
 def sample_problem(sampled_s: float, start_s: float, duration_s: float) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -41,6 +42,12 @@ def test_no_overlap_an_early_end_a_lost_stamp_and_a_short_share():
     assert "b achieved 40 of its 100 rps share" in problems
 
 
+def test_the_clients_whose_window_missed_are_named_for_a_clock_check():
+    ws = [_w("a", 100.02, 110.05), _w("b", 102.03, 112.06), _w("c", 100.0, float("nan"))]
+    assert window.off_window(ws, 100.0, 10) == ["b", "c"]
+    assert window.off_window(ws[:1], 100.0, 10) == []
+
+
 def test_an_offset_larger_than_the_trial_is_refused():
     ws = [_w("a", 100.0, 110.0), _w("b", 100.0, 110.0, offset=30.0)]
     assert window_problems(ws, 100.0, 10, None) == ["b's clock is +30.0 s off, more than the trial"]
@@ -60,10 +67,34 @@ def test_the_barrier_waits_for_the_start_on_the_clients_clock():
     r = subprocess.run(argv, capture_output=True, text=True, check=True)
     w = window.window_of("local", r.stderr, Offset(0.0, 0.0), 0.0)
     assert r.stdout == "ran\n"
-    assert start <= w.start_s <= w.end_s
+    assert start <= w.start_s <= w.end_s and w.ready_s <= w.start_s
     # A client whose clock runs 100 s ahead waits for the same instant on its own clock.
     shifted = window.window_of("x", r.stderr, Offset(100.0, 0.0), 0.0)
     assert shifted.start_s == pytest.approx(w.start_s - 100.0)
+
+
+def test_the_lead_is_ample_first_then_what_the_clients_took_to_be_ready():
+    offsets = [Offset(0.0, 0.001), Offset(0.0, 0.002)]
+    assert window.common_start(offsets, 100.0) == 100.0 + window.FIRST_LEAD_S
+    # Twice the slowest client's time to be ready in the trial before ...
+    assert window.common_start(offsets, 100.0, 0.06) == pytest.approx(100.12)
+    # ... never under the floor, nor under 4 times an offset's uncertainty.
+    assert window.common_start(offsets, 100.0, 0.001) == 100.0 + window.MIN_LEAD_S
+    assert window.common_start([Offset(0.0, 0.1)], 100.0, 0.01) == pytest.approx(100.4)
+    assert window.common_start(offsets, 100.0, float("nan")) == 100.0 + window.FIRST_LEAD_S
+
+
+def test_a_tool_that_waits_itself_gets_the_start_in_its_environment():
+    argv = window.barrier(["wrk", "http://x/"], 100.0, Offset(2.5, 0.0), waits=True)
+    assert argv == ["env", f"{window.START_ENV}=102.500000", "wrk", "http://x/"]
+    err = (
+        "noise\nNGINX_SIZING_WINDOW_READY 102.1\nNGINX_SIZING_WINDOW_START 102.5\n"
+        "NGINX_SIZING_WINDOW_END 112.6\n"
+    )
+    w = window.window_of("a", err, Offset(2.5, 0.0), 10.0)
+    assert (w.ready_s, w.start_s, w.end_s) == pytest.approx((99.6, 100.0, 110.1))
+    assert window.ready_after([w, _w("b", 100.0, 110.0)], 99.5) == pytest.approx(0.1)
+    assert window.ready_after([_w("b", 100.0, 110.0)], 99.5) is None
 
 
 def test_a_first_sample_answered_late_into_the_window_is_a_problem():
@@ -75,6 +106,56 @@ def test_a_first_sample_answered_late_into_the_window_is_a_problem():
     assert window.sample_problem(101.2, 100.0, 10) == (
         "nginx's CPU was sampled 1.2 s after the common start"
     )
+
+
+# What report.lua adds for a test: each bucket found wrk's own way (the i-th, from the
+# first), and whether the one-pass reading of wrk's array was used.
+_SLOW_AND_FAST = """
+local report_done = done
+done = function(summary, latency, requests)
+  local slow = {}
+  for i = 1, #latency do
+    local value, count = latency(i)
+    slow[i] = "[" .. num(value) .. "," .. num(count) .. "]"
+  end
+  io.write("\\nSLOW [", table.concat(slow, ","), "]\\n")
+  io.write("FAST ", tostring(fast_buckets(latency, #latency) ~= nil), "\\n")
+  report_done(summary, latency, requests)
+end
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk missing")
+def test_wrk_waits_for_the_start_itself_stamps_its_window_and_reports_every_bucket(
+    tmp_path, leaves_no_nginx
+):
+    from runners.loadgen.wrk import REPORTER, parse_json
+    from tests.loopback import private_nginx
+
+    script = tmp_path / "report.lua"
+    script.write_text(REPORTER.read_text() + _SLOW_AND_FAST)
+
+    def http(prefix: Path, ports: list[int]) -> list[str]:
+        return ["server {", f"listen 127.0.0.1:{ports[0]};", f"root {prefix}/html;", "}"]
+
+    with private_nginx(tmp_path, http) as (port,):
+        start = time.time() + 0.5
+        argv = ["wrk", "-t2", "-c4", "-d1s", "-s", str(script), f"http://127.0.0.1:{port}/body.bin"]
+        r = subprocess.run(
+            window.barrier(argv, start, Offset(0.0, 0.0), waits=True),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert r.returncode == 0, r.stderr
+    w = window.window_of("local", r.stderr, Offset(0.0, 0.0), 0.0)
+    assert w.ready_s <= w.start_s and start <= w.start_s < w.end_s
+    measured = parse_json(r.stdout)
+    slow = json.loads(r.stdout.split("SLOW ", 1)[1].splitlines()[0])
+    assert "FAST true" in r.stdout
+    assert measured.histogram_us == {us: n for us, n in slow}
+    assert measured.requests > 0 and measured.histogram_us
 
 
 # -- real clients in network namespaces ---------------------------------------------------
@@ -150,9 +231,9 @@ def test_four_clients_in_namespaces_share_one_window_and_a_late_one_is_caught(
     calls = []
     on_time = window.barrier
 
-    def late_second(argv, start_s, offset):
+    def late_second(argv, start_s, offset, **kw):
         calls.append(start_s)
-        return on_time(argv, start_s + (2.0 if len(calls) == 2 else 0.0), offset)
+        return on_time(argv, start_s + (2.0 if len(calls) == 2 else 0.0), offset, **kw)
 
     monkeypatch.setattr("runners.window.barrier", late_second)
     row, meta = _sweep(tmp_path / "late", server_and_four_clients)

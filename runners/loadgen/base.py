@@ -185,6 +185,14 @@ class LoadGenerator(ABC):
         """
         return None
 
+    def waits_for_start(self, load: Load) -> bool:
+        """Whether a run of ``load`` waits for `runners.window.START_ENV` itself.
+
+        Such a run is launched at once, does its start-up before that instant and stamps
+        its own window on standard error (`runners.window`); else a shell waits for it.
+        """
+        return False
+
     def warmup_problem(self, stdout: str, stderr: str, code: int) -> str | None:
         """Why a warm-up run failed (one line), or None when it ran."""
         return None if code == 0 else self.no_result(stderr or stdout)

@@ -214,6 +214,10 @@ class Wrk(LoadGenerator):
         script = f"{workdir}/report.lua" if load.record and load.mode == CLOSED else None
         return command(load, binary=binary, script=script)
 
+    def waits_for_start(self, load: Load) -> bool:
+        """Measured closed-loop runs do: ``report.lua`` waits for the start and stamps."""
+        return load.record and load.mode == CLOSED
+
     def parse(self, stdout: str, load: Load) -> Measurement:
         """The reporter's JSON (closed loop) or wrk2's spectrum (open loop)."""
         return parse_wrk2(stdout) if load.mode == OPEN else parse_json(stdout)

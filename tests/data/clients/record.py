@@ -28,9 +28,9 @@ def main() -> None:
     calls: list[float] = []
     on_time = window.barrier
 
-    def second_late_in_trial_two(argv, start_s, offset):  # type: ignore[no-untyped-def]
+    def second_late_in_trial_two(argv, start_s, offset, **kw):  # type: ignore[no-untyped-def]
         calls.append(start_s)
-        return on_time(argv, start_s + (1.5 if len(calls) == 5 else 0.0), offset)
+        return on_time(argv, start_s + (1.5 if len(calls) == 5 else 0.0), offset, **kw)
 
     window.barrier = second_late_in_trial_two  # type: ignore[assignment]
     with netns.bridge("rec", 3, subnet="10.231.15") as made, tempfile.TemporaryDirectory() as tmp:
