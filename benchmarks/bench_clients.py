@@ -3,21 +3,22 @@
 N clients (default 8), each in its own network namespace on one bridge, load nginx in a
 server namespace (`tests.netns`). A session is opened once (host facts, each client's clock
 offset, nginx deployed), then T trials of D seconds, no warm-up and no cooldown, are timed
-one by one around `Session.trial`: the nginx CPU samples, the common start and each client's
-wait for it, the clients' run side by side, parsing, the window checks, the per-client
-progress lines, the row and ``run.json``. The same is done with one client in the same
-set-up. Reported per trial: wall - D (what the runner adds to the load) and its share of the
-wall, for 1 and for N clients; the difference is what coordinating N clients adds. The
-one-off cost of the session (facts, offsets, deployment) and of the N clock offsets alone
-(3 reads of ``date`` each) are reported apart: they are paid once per run, not per trial.
+one by one around `Session.trial`. The same is done with one client in the same set-up.
 Goal: (wall - D) / wall <= 5% per trial at 8 clients. Needs root (namespaces).
 
-Where the time goes is split further: the storing on the trial's own path (the row, the
-histograms and ``run.json``, encoded, written and fsynced: ``store_s``), and the longest
-wrk's own run past D (its ``duration_us``: ``wrk_beyond_s``) against the rest of the
-clients' run past D (wrk's start-up, its report, the shell's stamps: ``outside_wrk_s``).
+Each 8-client trial's wall is split into named parts that add up to it (`PARTS`, from the
+calls the benchmark times and the clients' stamps in ``run.json``), each printed in seconds
+and as a share of the wall: the clock check (offsets read during the trial), the setup, the
+start lead, the load tool's start-up past the common start, the window (D), the load tool's
+run past the window and its report, nginx's second CPU sample, the collection (the last
+output parsed), the merge, the store, and the rest. The coordinator's parts and the load
+tools' are summed apart; the load tools' (eight wrk start-ups and reports on the CPU nginx
+leaves them here) run side by side on separate client machines. For a machine with one core
+per client, the coordinator's parts plus one client's load tool alone (its command's time
+past D, in the one-client trials) are printed too. The N clock offsets (3 reads of ``date``
+each) are timed apart: a run reads them once, not per trial.
 
-``--against DIR`` measures other code (a checkout of an older commit, say) and this tree's
+``--against DIR`` measures other code (a worktree of an older commit, say) and this tree's
 alternately, ``--rounds`` times each, in one session: each round runs this benchmark on
 DIR's packages (``BENCH_CLIENTS_CODE=DIR``), then on this tree's, with the same options.
 
@@ -185,6 +186,11 @@ def decompose(span: tuple[float, float], w: dict[str, Any], duration_s: float) -
         "store_s": sum(e[2] - e[1] for e in events("store", t0, t1)),
     }
     out["rest_s"] = (t1 - t0) - sum(out.values())
+    # Per client, from the last to end: its END stamp and its output's arrival, past cs + D.
+    ends = sorted(float(c["end_s"]) - cs - duration_s for c in clients)
+    arrivals = sorted(e[2] - cs - duration_s for e in events("arrived", t0, t1))
+    out.update({f"end_{i}_s": v for i, v in enumerate(ends)})
+    out.update({f"arrived_{i}_s": v for i, v in enumerate(arrivals)})
     ready = [float(c["ready_s"]) for c in clients if isinstance(c.get("ready_s"), (int, float))]
     ready = [r for r in ready if math.isfinite(r)]
     out["slowest_ready_in_lead_s"] = max(ready) - set_s if ready else math.nan
@@ -203,7 +209,7 @@ def parts(
         return {}
     rows = [decompose(s, w, duration_s) for s, w in zip(spans, windows, strict=True)]
     wall = statistics.median(b - a for a, b in spans)
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {"trials": [{k: round(v, 4) for k, v in r.items()} for r in rows]}
     for key, _, _ in PARTS:
         value = statistics.median(r[key] for r in rows)
         out[key] = round(value, 4)

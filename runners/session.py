@@ -18,6 +18,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -137,6 +138,7 @@ class _Measured:
     loads: list[loadgen.Load]
     server_cpu_s: float
     rate_rps: float | None
+    histogram: dict[int, int] | None = None  # the results' histograms, already summed
 
 
 @dataclass
@@ -147,7 +149,8 @@ class _Ran:
     ``outputs``: each client's (stdout, stderr, exit status), none when nginx was down
     before; ``start_s``: the clients' common start [s since the epoch] (None for one
     client); ``parsed``: each client's `Session._parse` answer when already parsed;
-    ``problems``: why the trial is invalid for the measuring itself.
+    ``problems``: why the trial is invalid for the measuring itself; ``histogram``: the
+    parsed clients' histograms summed as they arrived (None: not summed yet).
     """
 
     alive: bool
@@ -157,6 +160,7 @@ class _Ran:
     start_s: float | None
     parsed: list[loadgen.Measurement | str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    histogram: dict[int, int] | None = None
 
 
 @dataclass
@@ -525,8 +529,9 @@ class Session:
         """Several clients from one common start, nginx sampled around them, no serial step.
 
         The first sample is taken during the lead to the common start, beside the clients
-        waiting for it; the second by the thread of the last client to end, as it ends; each
-        client's output is parsed in its own thread as it arrives.
+        waiting for it; the second as the last client ends, beside that client's parse; each
+        client's output is parsed, and its histogram added to the sum, in its own thread as
+        it arrives (`_take`).
         """
         assert self.deployment is not None
         deployment, clients, limit = self.deployment, list(self.clients), self._limit(seconds)
@@ -535,13 +540,14 @@ class Session:
         lock, pending = threading.Lock(), [len(clients)]
         samples: dict[str, tuple[bool, float]] = {}
         ran: dict[int, tuple[tuple[str, str, int], loadgen.Measurement | str]] = {}
-        sampled_at = [math.nan]
+        sampled_at, summed = [math.nan], dict[int, int]()
 
         def before() -> None:
             samples["before"] = deployment.sample()
             sampled_at[0] = time.time()
 
         def one(i: int) -> None:
+            sampling: Future[tuple[bool, float]] | None = None
             try:
                 out = self._run_one(clients[i], argvs[i], limit, loads[i])
             finally:
@@ -549,17 +555,18 @@ class Session:
                     pending[0] -= 1
                     last = pending[0] == 0
                 if last:  # every client has ended: the second sample, now
-                    samples["after"] = deployment.sample()
-            parsed = self._parse(clients[i], out, loads[i])
-            if not isinstance(parsed, str):  # encoded here, beside the wait for the others
-                hist = encode_histogram(sorted(parsed.histogram_us.items()))
-                self._encoded[id(parsed)] = hist
-            ran[i] = out, parsed
+                    sampling = sampler.submit(deployment.sample)
+            try:
+                ran[i] = out, self._take(clients[i], out, loads[i], (summed, lock))
+            finally:
+                if sampling is not None:
+                    samples["after"] = sampling.result()
 
         calls: list[Callable[[], None]] = [before]
         calls += [functools.partial(one, i) for i in range(len(clients))]
-        for f in side_by_side(calls, self.hosts.distinct()):
-            f.result()
+        with ThreadPoolExecutor(1) as sampler:
+            for f in side_by_side(calls, self.hosts.distinct()):
+                f.result()
         (alive0, cpu0), (alive1, cpu1) = samples["before"], samples["after"]
         late = window.sample_problem(sampled_at[0], start_s, seconds)
         return _Ran(
@@ -570,7 +577,29 @@ class Session:
             start_s,
             [ran[i][1] for i in range(len(clients))],
             [late] if late else [],
+            summed,
         )
+
+    def _take(
+        self,
+        client: _Client,
+        output: tuple[str, str, int],
+        load: loadgen.Load,
+        into: tuple[dict[int, int], threading.Lock],
+    ) -> loadgen.Measurement | str:
+        """A client's output parsed as it arrives, beside the wait for the others.
+
+        Its histogram is encoded as it is stored and added to ``into`` (the sum of the
+        clients' histograms so far, under its lock).
+        """
+        parsed = self._parse(client, output, load)
+        if not isinstance(parsed, str):
+            self._encoded[id(parsed)] = encode_histogram(sorted(parsed.histogram_us.items()))
+            summed, lock = into
+            with lock:
+                for us, n in parsed.histogram_us.items():
+                    summed[us] = summed.get(us, 0) + n
+        return parsed
 
     def _limit(self, seconds: int) -> int:
         """Longest wait for a client's command of a ``seconds`` long run [s]."""
@@ -683,7 +712,7 @@ class Session:
         kept, results, gone = self._results(trial_id, parsed)
         outputs, argvs = [ran.outputs[i] for i in kept], [argvs[i] for i in kept]
         measured = _Measured(
-            results, outputs, [loads[i] for i in kept], ran.cpu1 - ran.cpu0, rate_rps
+            results, outputs, [loads[i] for i in kept], ran.cpu1 - ran.cpu0, rate_rps, ran.histogram
         )
         ids = self._ids(trial_id, started_at, kind)
         row = self._row(ids, measured, vcpus, threads, connections)
@@ -847,7 +876,7 @@ class Session:
     ) -> JsonObject:
         """The judged row of a trial's merged results (client saturation checked)."""
         plan, gen = self.plan, self.generator
-        merged = loadgen.merge(measured.results)
+        merged = loadgen.merge(measured.results, measured.histogram)
         client_pcts, saturated = [], []
         for (out, _, _), client, res in zip(
             measured.outputs, self.clients, measured.results, strict=True

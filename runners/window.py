@@ -49,7 +49,7 @@ BARRIER = (
 FIRST_LEAD_S = 0.2
 #: ... and afterwards this multiple of the longest time a client took to be ready in the
 #: trial before (from the start being set to its ``READY`` stamp) ...
-READY_FACTOR = 2.0
+READY_FACTOR = 1.5
 #: ... but never shorter than this [s].
 MIN_LEAD_S = 0.05
 #: A client starting or ending later than this past the common instants is late [s] ...

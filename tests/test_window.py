@@ -76,8 +76,8 @@ def test_the_barrier_waits_for_the_start_on_the_clients_clock():
 def test_the_lead_is_ample_first_then_what_the_clients_took_to_be_ready():
     offsets = [Offset(0.0, 0.001), Offset(0.0, 0.002)]
     assert window.common_start(offsets, 100.0) == 100.0 + window.FIRST_LEAD_S
-    # Twice the slowest client's time to be ready in the trial before ...
-    assert window.common_start(offsets, 100.0, 0.06) == pytest.approx(100.12)
+    # 1.5 times the slowest client's time to be ready in the trial before ...
+    assert window.common_start(offsets, 100.0, 0.06) == pytest.approx(100.09)
     # ... never under the floor, nor under 4 times an offset's uncertainty.
     assert window.common_start(offsets, 100.0, 0.001) == 100.0 + window.MIN_LEAD_S
     assert window.common_start([Offset(0.0, 0.1)], 100.0, 0.01) == pytest.approx(100.4)

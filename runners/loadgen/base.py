@@ -274,11 +274,12 @@ def latency_summary(histogram_us: Mapping[int, int]) -> dict[str, float]:
     return out
 
 
-def merge(results: Iterable[Measurement]) -> Measurement:
+def merge(results: Iterable[Measurement], summed: Mapping[int, int] | None = None) -> Measurement:
     """Exact merge of runs that ran side by side on several clients.
 
     Counts, bytes, errors and histogram buckets add up; RPS is the sum of each run's rate;
-    percentiles are recomputed from the merged histogram.
+    percentiles are recomputed from the merged histogram. ``summed``: the runs' histograms
+    already added up (as each run ended), taken as the merged one.
     """
     runs = list(results)
     if not runs:
@@ -287,8 +288,8 @@ def merge(results: Iterable[Measurement]) -> Measurement:
         raise RunnerError(
             "cannot merge results without histograms (text output); use the JSON reporter"
         )
-    hist: dict[int, int] = {}
-    for r in runs:
+    hist: dict[int, int] = dict(summed) if summed is not None else {}
+    for r in runs if summed is None else ():
         for v, c in r.histogram_us.items():
             hist[v] = hist.get(v, 0) + c
     merged = Measurement(
