@@ -64,8 +64,8 @@ PARTS = (
     ("window_s", "the window (the trial's duration)", "window"),
     ("run_past_window_s", "load tool run past the window (to its END stamp)", "load tool"),
     ("report_s", "load tool report (END stamp to its output arriving)", "load tool"),
-    ("sample_s", "nginx's second CPU sample", "coordinator"),
-    ("collection_s", "collection (the last output parsed)", "coordinator"),
+    ("sample_s", "nginx's second CPU sample (past the last parse)", "coordinator"),
+    ("collection_s", "collection (the last output's parse)", "coordinator"),
     ("merge_s", "merge (the clients' histograms summed)", "coordinator"),
     ("store_s", "store (row, histograms, run.json, fsynced)", "coordinator"),
     ("rest_s", "the rest (judging, window checks, progress lines)", "coordinator"),
@@ -171,7 +171,11 @@ def decompose(span: tuple[float, float], w: dict[str, Any], duration_s: float) -
     ended = max(float(c["end_s"]) for c in clients)
     started = max(float(c["start_s"]) for c in clients)
     seconds = {k: sum(e[2] - e[1] for e in events(k, t0, t1)) for k in ("clock", "merge")}
-    second = sum(e[2] - e[1] for e in events("sample", arrived - 0.01, t1))
+    # The last parse, and nginx's second sample (taken as the last client ends, before its
+    # parse or beside it): the sample's part is the time it adds to the last parse's.
+    _, parse_start, parsed = max(events("parsed", t0, t1), key=lambda e: e[2])
+    sampled = max((e[2] for e in events("sample", arrived - 0.01, t1)), default=arrived)
+    second = max(sampled, parsed) - arrived - (parsed - parse_start)
     out = {
         "clock_check_s": seconds["clock"],
         "setup_s": set_s - t0 - seconds["clock"],
@@ -181,7 +185,7 @@ def decompose(span: tuple[float, float], w: dict[str, Any], duration_s: float) -
         "run_past_window_s": ended - cs - duration_s - max(0.0, started - cs),
         "report_s": arrived - ended,
         "sample_s": second,
-        "collection_s": max(e[2] for e in events("parsed", t0, t1)) - arrived - second,
+        "collection_s": parsed - parse_start,
         "merge_s": seconds["merge"],
         "store_s": sum(e[2] - e[1] for e in events("store", t0, t1)),
     }
