@@ -42,6 +42,10 @@ def test_wrk_behind_the_contract():
         loadgen.Load(load.url, 2, 8, 1, record=False), binary="wrk", workdir="/tmp/w"
     )
     assert "-s" not in warm
+    # Only a measured closed-loop run (with report.lua) waits for a common start itself.
+    assert gen.waits_for_start(load)
+    assert not gen.waits_for_start(loadgen.Load(load.url, 2, 8, 1, record=False))
+    assert not gen.waits_for_start(loadgen.Load(load.url, 2, 64, 5, rate_rps=2000.0))
     text = (DATA / "wrk" / "static-1k-json.txt").read_text()
     m = gen.parse(text, load)
     assert m.requests == wrk.parse_json(text).requests and m.histogram_us
@@ -155,3 +159,15 @@ def test_percentiles_in_one_pass_keep_wrks_rank_rule():
         hist = {rng.randint(1, 10 ** rng.randint(1, 6)): rng.randint(1, 50) for _ in range(40)}
         ps = (50.0, 90.0, 99.0, 99.9, 0.0, 100.0, rng.uniform(0, 100))
         assert percentiles(hist, ps) == [by_rank(hist, p) for p in ps]
+
+
+def test_a_merge_of_histograms_summed_as_they_arrived_is_the_plain_merge():
+    text = (DATA / "wrk" / "static-1k-json.txt").read_text()
+    runs = [wrk.parse_json(text) for _ in range(3)]
+    summed: dict[int, int] = {}
+    for r in runs:
+        for us, n in r.histogram_us.items():
+            summed[us] = summed.get(us, 0) + n
+    plain, taken = loadgen.merge(runs), loadgen.merge(runs, summed)
+    assert taken.histogram_us == plain.histogram_us and taken.latency_ms == plain.latency_ms
+    assert (taken.requests, taken.rps) == (plain.requests, plain.rps)
