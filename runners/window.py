@@ -50,8 +50,11 @@ FIRST_LEAD_S = 0.2
 #: ... and afterwards this multiple of the longest time a client took to be ready in the
 #: trial before (from the start being set to its ``READY`` stamp) ...
 READY_FACTOR = 1.5
-#: ... but never shorter than this [s].
-MIN_LEAD_S = 0.05
+#: ... but never shorter than this (nginx's first CPU sample is taken in the lead) ...
+MIN_LEAD_S = 0.1
+#: ... nor, from the clients' start-up, longer than this [s] (one stale stamp, e.g. a clock
+#: stepped mid-run, must not push a trial past its clients' timeouts).
+MAX_LEAD_S = 2.0
 #: A client starting or ending later than this past the common instants is late [s] ...
 LATE_S = 0.25
 #: ... or this fraction of the trial, whichever is larger.
@@ -144,10 +147,11 @@ def common_start(
 
     ``ready_s``: the longest a client took, in the trial before, from the start being set to
     being ready [s] (None: not known yet, the lead is `FIRST_LEAD_S`). The lead is at least
-    4 times each offset's uncertainty, and at least `MIN_LEAD_S`.
+    4 times each offset's uncertainty, and at least `MIN_LEAD_S`; what the start-up asks is
+    held to `MAX_LEAD_S`.
     """
     known = ready_s is not None and math.isfinite(ready_s)
-    need = READY_FACTOR * max(ready_s or 0.0, 0.0) if known else FIRST_LEAD_S
+    need = min(READY_FACTOR * max(ready_s or 0.0, 0.0), MAX_LEAD_S) if known else FIRST_LEAD_S
     lead = max(MIN_LEAD_S, need, *(4 * o.uncertainty_s for o in offsets))
     return (time.time() if now is None else now) + lead
 
