@@ -107,6 +107,9 @@ def test_a_speed_is_capped_at_the_bound_with_a_range_reaching_back() -> None:
     speed, sd = capped_speed(2.4, 1.0, step) or (0.0, 0.0)
     assert speed == pytest.approx(1.6)
     assert speed * math.exp(1.959964 * sd) == pytest.approx(2.4)
+    # a speed or baseline that is not a positive finite number is left as it is
+    for speed_in, base_in in ((math.nan, 1.0), (2.4, math.nan), (2.4, 0.0), (2.4, -1.0)):
+        assert capped_speed(speed_in, base_in, step) is None
 
 
 def test_only_stand_in_speeds_past_the_step_are_held() -> None:

@@ -459,6 +459,8 @@ def cap_to_steps(model: CloudModel, steps: Collection[GenerationStep]) -> None:
         sp = model.speeds[key]
         if not sp.stand_in_only or sp.capped_by:
             continue
+        # the baseline as it stands now: held itself by an earlier step, its held speed
+        base = model.speed(base.platform_id, base.threads_per_core, base.workload_class) or base
         capped = capped_speed(sp.speed, base.speed, step)
         if capped is None:
             continue

@@ -160,8 +160,11 @@ def capped_speed(
     -------
     tuple of (float, float) or None
         The capped speed [reference cores] and the log sd [1] at which its 95% range reaches
-        back up to ``speed``; None when ``speed`` is within the step.
+        back up to ``speed``; None when ``speed`` is within the step (or either speed is not
+        a positive finite number).
     """
+    if not (math.isfinite(speed) and math.isfinite(baseline_speed) and baseline_speed > 0):
+        return None
     cap = baseline_speed * step.high
     if speed <= cap:
         return None
