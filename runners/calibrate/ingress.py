@@ -56,16 +56,19 @@ ENDPOINTS = 4
 LUA_INIT = r"""
 local cjson = require("cjson")
 local balancer = require("ngx.balancer")
-local M = {batch = {}, count = 0, balancers = {}}
+local M = {batch = {}, count = 0, balancers = {}, status_port = 10246}
 package.loaded.ingress_feature = M
 local function is_true(v) return v == "true" end
 local function cert_for(host)
-  local name = ngx.re.sub(host, "[.]$", "", "jo"):lower()
   local certs = ngx.shared.ingress_certs
-  local uid = certs:get(name)
-  if uid then return uid end
-  local wild = ngx.re.sub(name, "^[^.]+[.]", "*.", "jo")
-  return wild and certs:get(wild)
+  local name = string.lower(host)
+  if string.sub(name, -1) == "." then name = string.sub(name, 1, -2) end
+  local found = certs:get(name)
+  if found == nil then
+    local rest = string.match(name, "^[^.]+(%..+)$")
+    if rest then found = certs:get("*" .. rest) end
+  end
+  return found
 end
 local function get_balancer()
   local ctx = ngx.ctx
@@ -104,7 +107,7 @@ function M.balance(host, port)
   if not b then M.sync(host, port, M.endpoints); b = get_balancer() end
   b.next = b.next % #b.endpoints + 1
   local peer = b.endpoints[b.next]
-  if peer.key:match("^127.*:10246$") then return end
+  if peer.port == M.status_port then return end  -- the controller's status port: never a peer
   balancer.set_more_tries(1)
   assert(balancer.set_current_peer(peer.host, peer.port))
 end
@@ -113,20 +116,25 @@ function M.header()
     ngx.header["Strict-Transport-Security"] = "max-age=31536000"
   end
 end
+-- the request's metrics as the controller's monitor keeps them: text fields ("-" when unset)
+-- and numbers (-1 when unset), each read from one nginx variable
+local TEXT = {
+  {"host", "host"}, {"namespace", "namespace"}, {"ingress", "ingress_name"},
+  {"service", "service_name"}, {"canary", "proxy_alternative_upstream_name"},
+  {"path", "location_path"}, {"method", "request_method"}, {"status", "status"},
+}
+local NUMBER = {
+  {"requestLength", "request_length"}, {"requestTime", "request_time"},
+  {"responseLength", "bytes_sent"}, {"upstreamLatency", "upstream_connect_time"},
+  {"upstreamHeaderTime", "upstream_header_time"},
+  {"upstreamResponseTime", "upstream_response_time"},
+  {"upstreamResponseLength", "upstream_response_length"},
+}
 local function metrics(var)
-  return {
-    host = var.host or "-", namespace = var.namespace or "-",
-    ingress = var.ingress_name or "-", service = var.service_name or "-",
-    canary = var.proxy_alternative_upstream_name or "-", path = var.location_path or "-",
-    method = var.request_method or "-", status = var.status or "-",
-    requestLength = tonumber(var.request_length) or -1,
-    requestTime = tonumber(var.request_time) or -1,
-    responseLength = tonumber(var.bytes_sent) or -1,
-    upstreamLatency = tonumber(var.upstream_connect_time) or -1,
-    upstreamHeaderTime = tonumber(var.upstream_header_time) or -1,
-    upstreamResponseTime = tonumber(var.upstream_response_time) or -1,
-    upstreamResponseLength = tonumber(var.upstream_response_length) or -1,
-  }
+  local m = {}
+  for _, f in ipairs(TEXT) do m[f[1]] = var[f[2]] or "-" end
+  for _, f in ipairs(NUMBER) do m[f[1]] = tonumber(var[f[2]]) or -1 end
+  return m
 end
 function M.log()
   local on = ngx.shared.ingress_config:get("enablemetrics")
