@@ -50,7 +50,14 @@ from sizing.errors import Infeasible, InputError
 from sizing.fleet.counts import FleetRules, count_for_array
 from sizing.fleet.engine import at_confidence, rank_costs
 from sizing.fleet.question import FleetQuestion
-from sizing.fleet.recommend import HOURS_PER_MONTH, Recommendation, RowTable, shape_of, sustained
+from sizing.fleet.recommend import (
+    HOURS_PER_MONTH,
+    Recommendation,
+    RowTable,
+    prune_dominated,
+    shape_of,
+    sustained,
+)
 from sizing.fleet.spot import count_with_spares_array
 from sizing.model.capacity import Capacity, Workload, instance_capacities, instance_capacity
 from sizing.model.carbon import option_g_per_hour
@@ -300,13 +307,25 @@ def _fleet_count(cpu_rps: Any, rel_sd: Any, curves: Curves, costing: Costing) ->
     return n
 
 
-def _best_now(insts: list[Instance], now: np.ndarray, curves: Curves, costing: Costing) -> int:
+def _best_now(
+    insts: list[Instance],
+    now: np.ndarray,
+    curves: Curves,
+    costing: Costing,
+    prune: Workload | None = None,
+) -> int:
     """The row the engine ranks first (`sizing.fleet.engine.sort_key`).
 
     The least ``now`` (cost, or gCO2e/h under ``--sort carbon`` and then the point cost),
-    then fewer instances, then provider, region and name.
+    then fewer instances, then provider, region and name. With ``prune`` (the question's
+    workload, when the engine leaves dominated types out), a tied type that another tied
+    type dominates (`sizing.fleet.recommend.prune_dominated`) is not the engine's first.
     """
     tied = np.flatnonzero(now == now.min())
+    if prune is not None and len(tied) > 1:
+        among = [insts[int(t)] for t in tied]
+        kept = {id(i) for i in prune_dominated(among, costing.rules.pricing, prune)[0]}
+        tied = np.array([t for t, i in zip(tied, among, strict=True) if id(i) in kept])
     if len(tied) == 1:
         return int(tied[0])
     rows = curves.rows(tied)
@@ -477,7 +496,7 @@ def plan_measurements(
             _candidate(key, mem, (float(now.min()) - after, mine <= after), now, curves, pick)
         )
     candidates.sort(key=lambda c: (-c.value_usd_hour, c.platform_id))
-    best_now = _best_now(insts, now, curves, costing)
+    best_now = _best_now(insts, now, curves, costing, q.workload if q.prune else None)
     best = insts[best_now]
     return MeasurementPlan(
         target_rps=q.target_rps,
