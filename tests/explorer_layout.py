@@ -165,7 +165,18 @@ def check_explorer_fits(d: Any, watch: Any) -> None:
         )
         Select(dropdown.find_element(By.TAG_NAME, "select")).select_by_visible_text(text)
 
+    def table() -> str:
+        return str(
+            d.execute_script(
+                "const t = document.querySelector('.jp-OutputArea table.ns-table');"
+                "return t ? t.innerText : '';"
+            )
+        )
+
     pick("provider", "aws")
+    # the kernel has answered the provider (the table shows AWS alone) before the next pick,
+    # so that the two changes never cross on a busy machine
+    watch.until(lambda: "aws" in table() and "gcp" not in table(), 120, "the AWS answer")
     pick("pricing", "1-year commitment")
     watch.until(lambda: bool(_geometry(d)["reason"]), 120, "the no-answer line")
     for width in reversed(WIDTHS):
