@@ -589,13 +589,7 @@ for f in "$d"/runc/*/*/state.json; do
     kills="$kills $p"
 done
 [ -n "$kills" ] && kill -KILL $kills 2>/dev/null
-i=0
-while [ $i -lt 200 ]; do
-  left=
-  for p in $kills; do alive "$p" && left="$left $p"; done
-  [ -z "$left" ] && break
-  sleep 0.05; i=$((i+1))
-done
+wait_gone 200 $kills
 for p in $kills; do echo "KILLED $p"; done
 for m in $(awk -v d="$d/" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r); do
   umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null

@@ -103,7 +103,8 @@ _CONTENT = (
 # Both read the stat line with the shell's own `read` (the name in parentheses may hold
 # spaces): no process is started, which on a loaded host took 20-30 ms each time.
 # `children` prints a process's children: the kernel's list, else `pgrep` (which reads every
-# process's stat: 170 ms on the same host).
+# process's stat: 170 ms on the same host). `wait_gone N PID...` polls every 0.05 s, at most N
+# times, until every PID is gone; `left` holds those still alive.
 ALIVE_FN = r"""
 alive() {
   { read -r _st < "/proc/$1/stat"; } 2>/dev/null || return 1
@@ -121,6 +122,16 @@ children() {
   { read -r _ch < "/proc/$1/task/$1/children"; } 2>/dev/null
   [ -n "$_ch" ] || _ch=$(pgrep -P "$1" 2>/dev/null)
   echo $_ch
+}
+wait_gone() {
+  _n=$1; shift; _i=0
+  while :; do
+    left=
+    for _p in "$@"; do alive "$_p" && left="$left $_p"; done
+    [ -z "$left" ] && return 0
+    [ $_i -ge "$_n" ] && return 1
+    sleep 0.05; _i=$((_i+1))
+  done
 }
 """
 
@@ -276,14 +287,7 @@ case "${1##*/}" in
     done
     if [ -n "$gens" ]; then
       kill -TERM $gens 2>/dev/null
-      i=0
-      while [ $i -lt 100 ]; do
-        left=
-        for g in $gens; do alive "$g" && left="$left $g"; done
-        [ -z "$left" ] && break
-        sleep 0.05; i=$((i+1))
-      done
-      [ -n "$left" ] && kill -KILL $left 2>/dev/null
+      wait_gone 100 $gens || kill -KILL $left 2>/dev/null
       for g in $gens; do echo "CLIENT $g"; done
     fi;;
 esac
