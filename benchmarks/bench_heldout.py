@@ -11,7 +11,9 @@ scenario and environment, its peak (CPU peak, capped by the network) times the n
 instances that served the published figure, with the 95% range from the answer's own log sd.
 A row whose machine is not in the catalog (bare metal, Azure, an unnamed CPU) is sized on the
 catalog type named in ``model_instance``, set to the row's vCPUs (and link, where given): the
-``mapped`` column says so.
+``mapped`` column says so. A row whose NGINX ran fewer workers than its catalog type has vCPUs
+(``vcpus_nginx`` below them: e.g. one APISIX worker on a 2-vCPU VM) is capped at those
+workers' vCPUs (`workers_cap`).
 
 Each row's configuration becomes the workload's features (`trialtable.features`), priced from
 the feature costs measured on this project's own host (``data/reference/feature-costs.csv``),
@@ -126,6 +128,18 @@ def with_colocated(cpu_peak: float, row: dict[str, str]) -> float:
     return 1.0 / (1.0 / cpu_peak + 1.0 / other)
 
 
+def workers_cap(cpu: float, cpu_peak: float, workers: int, vcpus: int) -> float:
+    """NGINX's peak [1/s] when it runs fewer workers than the instance has vCPUs.
+
+    Each worker runs on at most one vCPU, so NGINX gets at most ``workers / vcpus`` of the
+    instance's CPU peak ``cpu_peak`` [1/s]; ``cpu`` is its peak before the cap (after any
+    same-host client's share). With as many workers as vCPUs (or more) nothing changes.
+    """
+    if workers >= vcpus:
+        return cpu
+    return min(cpu, cpu_peak * workers / vcpus)
+
+
 #: Providers whose environment a fitted source measured (others: an unseen environment).
 SEEN_PROVIDERS = ("aws", "gcp", "bare-metal")
 
@@ -210,6 +224,12 @@ def trace(row_id: str, configured: bool = True) -> list[str]:
     ]
     if same_host(rows[row_id]):
         lines += client_lines(cap, work)
+    workers = int(rows[row_id]["vcpus_nginx"])
+    if workers < inst.vcpus:
+        lines.append(
+            f"workers' cap: {workers} worker(s) of {inst.vcpus} vCPUs: at most "
+            f"{cap.cpu_peak_rps * workers / inst.vcpus:,.0f} RPS"
+        )
     return lines
 
 
@@ -246,6 +266,7 @@ def predict(
         speed = client_speed_of(cap, work)
         cpu, terms["same-VM client"] = client_shared(cpu, cap.cpu_us_per_request, speed)
         net = math.inf
+    cpu = workers_cap(cpu, cap.cpu_peak_rps, vcpus, inst.vcpus)
     cpu = with_colocated(cpu, row)
     terms.update(unknowns(row))
     rel_sd = math.sqrt(sum(v * v for v in terms.values()))

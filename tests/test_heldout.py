@@ -212,3 +212,46 @@ def test_an_unknown_row_to_trace_is_one_line_and_exit_2() -> None:
     )
     assert out.returncode == 2
     assert out.stderr.count("\n") == 1 and "no-such-row" in out.stderr
+
+
+def test_fewer_workers_than_vcpus_cap_nginx_at_their_vcpus() -> None:
+    """One APISIX worker on a 2-vCPU VM: at most half the VM's CPU peak, never more."""
+    bench = _bench()
+    assert bench.workers_cap(1000.0, 1000.0, 1, 2) == pytest.approx(500.0)
+    assert bench.workers_cap(300.0, 1000.0, 1, 2) == 300.0  # the client's share bound first
+    assert bench.workers_cap(800.0, 1000.0, 4, 4) == 800.0
+    assert bench.workers_cap(800.0, 1000.0, 8, 4) == 800.0
+    capped = [r for r in _rows() if r["instance_type"] == r["model_instance"]]
+    assert any(int(r["vcpus_nginx"]) == 1 for r in capped)
+
+
+def _file_of(citation: str) -> tuple[str, str]:
+    """(``owner/name``, path) a row's citation quotes (``owner/name@commit:path:line``, or a
+    GitHub URL: its repository and an empty path)."""
+    head = citation.split()[0]
+    if head.startswith("https://"):
+        parts = head.split("github.com/", 1)[-1].split("/")
+        return "/".join(parts[:2]), ""
+    repo, rest = head.split("@", 1)
+    return repo, rest.split(":")[1] if ":" in rest else ""
+
+
+def test_no_held_out_row_comes_from_a_fitted_published_source() -> None:
+    """A held-out source that is also in data/cloud is held out there (fit=no), and no fitted
+    (fit=yes) measurement quotes a file a held-out row quotes."""
+    cloud = ROOT / "data" / "cloud"
+    with (cloud / "sources.csv").open(newline="", encoding="utf-8") as f:
+        fit = {s["source_id"]: s["fit"] for s in csv.DictReader(f)}
+    with (cloud / "measurements.csv").open(newline="", encoding="utf-8") as f:
+        fitted = {
+            (m["repo"], m["path"].split("#")[0])
+            for m in csv.DictReader(f)
+            if fit.get(m["source_id"]) == "yes"
+        }
+    assert fitted, "the fitted sources name their files"
+    for r in _rows():
+        if r["source_id"] in fit:
+            assert fit[r["source_id"]] == "no", r["row_id"]
+        repo, path = _file_of(r["citation"])
+        assert (repo, path) not in fitted, r["row_id"]
+        assert path or all(repo != fitted_repo for fitted_repo, _ in fitted), r["row_id"]
