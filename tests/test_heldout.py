@@ -116,10 +116,10 @@ def test_the_scores_are_numbers_a_regression_would_move() -> None:
     assert 0 <= s["inside_95"] <= 1 and s["median_width"] >= 1
     # The recorded figures (heldout-deployments.md); a model change that moves them should
     # update the record.
-    assert s["median_abs_ln"] == pytest.approx(0.375, abs=0.05)
+    assert s["median_abs_ln"] == pytest.approx(0.429, abs=0.05)
     # Reading the configuration must not make the model worse on rows it was not fitted to.
     plain = bench_heldout.run(configured=False)["all"]
-    assert plain["median_abs_ln"] == pytest.approx(0.767, abs=0.05)
+    assert plain["median_abs_ln"] == pytest.approx(0.821, abs=0.05)
     assert s["median_abs_ln"] <= plain["median_abs_ln"]
     assert out["sources_once"]["n"] == len({r["source_id"] for r in _rows()})
 
@@ -163,6 +163,11 @@ def test_unknowns_widen_only_the_rows_that_leave_them_unknown() -> None:
         "unseen environment",
     }
     assert bench.unknowns(by_id["ec2bench-2xl-c5"]) == {}
+    assert set(bench.unknowns(by_id["traefik-exoscale-8c-proxy"])) == {
+        "unknown CPU",
+        "unseen environment",
+    }
+    assert bench.unknowns(by_id["apisix-t2a-std-2-1w"]) == {}  # GCP: a fitted source measured it
     assert bench.unknowns(by_id["tuning-i5-600B"]) == {}
     rows = {r["row"]: r for r in bench.run()["rows"]}
     assert rows["xiaomi-nginx-proxy-1KB"]["dominant"] == "unknown CPU"
