@@ -12,6 +12,10 @@ them from the pinned upstream commits; ``README.md`` there names sources and lic
 - ``bandwidth.csv``: "Max Network Bandwidth (Mbps)" per size from Microsoft's size pages,
   where read; any other size's bandwidth is an estimate (`estimate_gbps`), marked in its source.
 
+``network-path.csv`` (read by the model, not the build) holds Microsoft's published limits of
+the VM network path; `connection_cap` turns its connections per second into a cap on requests
+per second for workloads that open connections per request.
+
 The CPU text names the platform by codename (`azure_cpu`): from SpareCores' model where it
 has one, else from the size name's letters and version (marked "inferred"); a CPU that the
 platform table does not place (Cobalt 100, Neoverse N2) gets the platform table's labelled
@@ -27,7 +31,9 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import re
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -319,6 +325,127 @@ def network_gbps(inst: Instance, work: Workload) -> tuple[float, str]:
     return inst.network_gbps, f"Azure {inst.network_gbps:g} Gbps {how}"
 
 
+# ----------------------------------------------------------------------------- network path
+
+#: Microsoft's published limits of the VM network path (``network-path.md`` quotes them).
+NETWORK_PATH = FOLDER / "network-path.csv"
+_PATH_LIMITS = frozenset(
+    {
+        "active_connections",
+        "active_connections_proxy",
+        "flows_each_direction",
+        "connections_per_second",
+        "connection_limit",
+    }
+)
+#: Pages of `NETWORK_PATH` by file, as the basis names them.
+PATH_PAGES = {
+    "virtual-machine-network-throughput.md": "Microsoft, 'Virtual machine network bandwidth'",
+    "network-optimized-vm-network-connection-acceleration.md": (
+        "Microsoft, 'Network optimized virtual machine connection acceleration (Preview)'"
+    ),
+}
+
+
+@dataclass(frozen=True)
+class PathLimit:
+    """One published limit of Azure's VM network path (a row of `NETWORK_PATH`).
+
+    Attributes
+    ----------
+    limit : str
+        What is limited (`_PATH_LIMITS`).
+    vcpus_from, vcpus_to : int
+        The sizes it holds for, by vCPUs [1] (``vcpus_to`` 0: no upper end).
+    value : float
+        The limit [connections, flows or connections/s].
+    applies_to, page, commit : str
+        Which sizes, and where it was read (page of MicrosoftDocs/azure-docs at commit).
+    line : int
+        Line of that page the figure is on.
+    """
+
+    limit: str
+    vcpus_from: int
+    vcpus_to: int
+    value: float
+    applies_to: str
+    page: str
+    commit: str
+    line: int
+
+    def holds_for(self, vcpus: int) -> bool:
+        """The limit's vCPU range holds ``vcpus``."""
+        return self.vcpus_from <= vcpus and (not self.vcpus_to or vcpus <= self.vcpus_to)
+
+    @property
+    def cite(self) -> str:
+        """Its source in words: page title, repository at commit, path and line."""
+        name = self.page.rsplit("/", 1)[-1]
+        title = PATH_PAGES.get(name, name)
+        return f"{title}, MicrosoftDocs/azure-docs@{self.commit} {self.page}:{self.line}"
+
+
+def _path_limit(path: Path, i: int, row: dict[str, str]) -> PathLimit:
+    """One checked row of the network-path file, or InputError naming file and line."""
+    try:
+        limit = PathLimit(
+            row["limit"],
+            int(row["vcpus_from"]),
+            int(row["vcpus_to"] or 0),
+            float(row["value"]),
+            row["applies_to"],
+            row["page"],
+            row["commit"],
+            int(row["line"]),
+        )
+    except (KeyError, TypeError, ValueError):
+        raise InputError(
+            f"{path}:{i}: a network-path row needs every column, numbers where due"
+        ) from None
+    if limit.limit not in _PATH_LIMITS:
+        raise InputError(f"{path}:{i}: unknown limit {limit.limit[:40]!r}")
+    if not (math.isfinite(limit.value) and 0 < limit.value < 1e9 and limit.vcpus_from >= 1):
+        raise InputError(f"{path}:{i}: value or vCPUs out of range")
+    return limit
+
+
+def read_network_path(path: Path = NETWORK_PATH) -> tuple[PathLimit, ...]:
+    """The published limits of ``path`` (`NETWORK_PATH`), checked."""
+    return tuple(_path_limit(path, i, row) for i, row in enumerate(extract_rows(path), start=3))
+
+
+@cache
+def network_path() -> tuple[PathLimit, ...]:
+    """The shipped `NETWORK_PATH`, read once."""
+    return read_network_path()
+
+
+def limit_for(limits: tuple[PathLimit, ...], name: str, vcpus: int) -> PathLimit | None:
+    """The row of ``name`` whose vCPU range holds ``vcpus``; below every range, the lowest."""
+    rows = sorted((r for r in limits if r.limit == name), key=lambda r: r.vcpus_from)
+    held = [r for r in rows if r.holds_for(vcpus)]
+    if held:
+        return held[0]
+    return rows[0] if rows and vcpus < rows[0].vcpus_from else None
+
+
+def network_optimized(size: str) -> bool:
+    """A network-optimized size: ``n`` among the name's feature letters (``D16ns_v6``)."""
+    return "n" in parse_size(size)[1]
+
+
+def new_connections_per_request(work: Workload) -> tuple[float, float]:
+    """New TCP connections per request [1]: the client's side and the upstream side.
+
+    The client's ``1 / requests_per_connection`` (0 for connections reused without end); the
+    upstream's, one per ``proxy_new_connection`` (`trialtable.features`).
+    """
+    rpc = work.requests_per_connection
+    client = 1.0 / rpc if math.isfinite(rpc) else 0.0
+    return client, dict(work.features).get("proxy_new_connection", 0.0)
+
+
 # ----------------------------------------------------------------------------- egress
 
 #: Internet egress tiers per GiB a month by Azure's transfer zone, first 100 GB free:
@@ -369,3 +496,51 @@ def egress_rows(folder: Path | None = None) -> list[dict[str, str]]:
             egress_row(NAME, region, "inter-zone", (0.0, None, 0.0), INTER_ZONE_SOURCE, EGRESS_DATE)
         )
     return out
+
+
+def _path_notes(active: PathLimit | None, proxying: bool) -> str:
+    """What the basis says of Azure's limits that the model does not apply, and why."""
+    held = (
+        f"{active.value:,.0f} active connections per VM{' that proxies' if proxying else ''} "
+        f"({active.cite}), not applied: the model takes no count of open connections and "
+        "Microsoft publishes no time a closed connection's flows stay; "
+        if active
+        else ""
+    )
+    return (
+        f"{held}no packets-per-second figure is published for Azure, so the packet-rate "
+        "estimate is kept; whether this size has Accelerated Networking is not in the bundled "
+        "data (data/upstream/azure/network-path.md)"
+    )
+
+
+def connection_cap(inst: Instance, work: Workload) -> tuple[float, str]:
+    """The cap Azure's connection rate puts on requests per second [1/s], and the basis text.
+
+    A request opens `new_connections_per_request` connections; the VM creates at most the
+    published connections per second of its vCPU row (`NETWORK_PATH`): Microsoft's figure for
+    a network-optimized size, an upper bound for any other (the page says those sizes
+    "enable higher connection creation rates"). Connections kept alive: no cap (inf).
+    """
+    limits = network_path()
+    client, upstream = new_connections_per_request(work)
+    per_request = client + upstream
+    proxying = any(name.startswith("proxy_") for name, _ in work.features)
+    name = "active_connections_proxy" if proxying else "active_connections"
+    notes = _path_notes(limit_for(limits, name, inst.vcpus), proxying)
+    cps = limit_for(limits, "connections_per_second", inst.vcpus)
+    if per_request <= 0 or cps is None:
+        return math.inf, f"Azure network path: no new connections per request, no cap; {notes}"
+    cap = cps.value / per_request
+    kind = (
+        "published for this network-optimized size"
+        if network_optimized(inst.instance_type)
+        else "an upper bound for this size: Microsoft publishes no rate for sizes that are not "
+        "network-optimized and says those 'enable higher connection creation rates'"
+    )
+    row = f"{cps.vcpus_from}-{cps.vcpus_to}" if cps.vcpus_to else f"{cps.vcpus_from}+"
+    return cap, (
+        f"Azure's connection rate {cps.value:,.0f} connections/s ({kind}; {row} vCPU row; "
+        f"{cps.cite}) / {per_request:.3g} new connections per request (client {client:.3g}, "
+        f"upstream {upstream:.3g}) = {cap:,.0f} RPS; {notes}"
+    )

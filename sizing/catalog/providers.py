@@ -24,7 +24,9 @@ name of `CONTRACT`:
 ``SPECIAL_FAMILIES`` : dict of str to str
     For each group of `FAMILY_GROUPS` it sells, a regular expression of its family names.
 
-Optional: ``OPT_IN = True`` keeps its regions out of the default answer (compared only when
+Optional: ``connection_cap(inst, work) -> (float, str)``, the cap the provider's published
+connection path puts on requests per second [1/s] (inf for none) and the basis text;
+``OPT_IN = True`` keeps its regions out of the default answer (compared only when
 named by ``--provider`` or ``--region``); ``FOLDER`` and ``FILES``, the shipped extracts its
 `build` reads, and ``regions()``, their regions, make its rows a catalog of their own, built
 from them on first use beside the shipped one (`sizing.catalog.load.bundled_catalogs`).

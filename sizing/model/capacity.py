@@ -930,7 +930,8 @@ def _network_cap(
     """The network's cap [RPS], the bandwidth [Gbit/s] and the basis line.
 
     Bandwidth over ``wire`` bytes per response; with ``packets`` per request (0: not a cloud
-    VM), also `PACKET_RATE` over them, named in the line when it is the lower.
+    VM), also `PACKET_RATE` over them, named in the line when it is the lower, and the
+    provider's ``connection_cap`` where its module has one (`sizing.catalog.azure`).
     """
     gbps, how = network_gbps(inst, work)
     net = gbps * 1e9 / 8.0 / wire
@@ -942,6 +943,13 @@ def _network_cap(
             f"; the packet rate caps it lower: {pps:,.0f} packets/s / {packets:.1f} "
             f"packets per request (estimate) = {net:,.0f} RPS ({PACKET_RATE[1]})"
         )
+    # A provider that publishes its connection path (Azure) caps new connections too.
+    connection_cap = getattr(provider_of(inst), "connection_cap", None)
+    if packets > 0 and connection_cap is not None:
+        cap, why = connection_cap(inst, work)
+        if cap < net:
+            net, why = cap, f"the connection rate caps it lower: {why}"
+        line += f"; {why}"
     return net, gbps, line
 
 
