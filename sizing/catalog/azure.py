@@ -430,6 +430,7 @@ def limit_for(limits: tuple[PathLimit, ...], name: str, vcpus: int) -> PathLimit
     return rows[0] if rows and vcpus < rows[0].vcpus_from else None
 
 
+@cache
 def network_optimized(size: str) -> bool:
     """A network-optimized size: ``n`` among the name's feature letters (``D16ns_v6``)."""
     return "n" in parse_size(size)[1]
@@ -522,19 +523,28 @@ def connection_cap(inst: Instance, work: Workload) -> tuple[float, str]:
     a network-optimized size, an upper bound for any other (the page says those sizes
     "enable higher connection creation rates"). Connections kept alive: no cap (inf).
     """
-    limits = network_path()
     client, upstream = new_connections_per_request(work)
-    per_request = client + upstream
     proxying = any(name.startswith("proxy_") for name, _ in work.features)
+    optimized = network_optimized(inst.instance_type)
+    return _connection_cap(inst.vcpus, optimized, client, upstream, proxying)
+
+
+@cache
+def _connection_cap(
+    vcpus: int, optimized: bool, client: float, upstream: float, proxying: bool
+) -> tuple[float, str]:
+    """`connection_cap` of a size by what it depends on (regions and sizes share it)."""
+    limits = network_path()
+    per_request = client + upstream
     name = "active_connections_proxy" if proxying else "active_connections"
-    notes = _path_notes(limit_for(limits, name, inst.vcpus), proxying)
-    cps = limit_for(limits, "connections_per_second", inst.vcpus)
+    notes = _path_notes(limit_for(limits, name, vcpus), proxying)
+    cps = limit_for(limits, "connections_per_second", vcpus)
     if per_request <= 0 or cps is None:
         return math.inf, f"Azure network path: no new connections per request, no cap; {notes}"
     cap = cps.value / per_request
     kind = (
         "published for this network-optimized size"
-        if network_optimized(inst.instance_type)
+        if optimized
         else "an upper bound for this size: Microsoft publishes no rate for sizes that are not "
         "network-optimized and says those 'enable higher connection creation rates'"
     )
