@@ -221,6 +221,38 @@ def test_the_ingress_feature_makes_the_proxy_location_an_ingress_one():
     assert "cjson.encode" in conf and "ngx.timer.every(1" in conf
 
 
+def test_the_ingress_variants_differ_only_in_what_they_measure():
+    plan = campaign.setups(1024, "/body.bin")
+    on, off = plan["ingress_nginx"], plan["ingress_nginx_no_metrics"]
+    assert (off.reference, off.scenario, off.modules) == (on.reference, on.scenario, on.modules)
+    assert off.extra.server == on.extra.server and off.extra.upstream == on.extra.upstream
+    worker_on = next(line for line in on.extra.http if line.startswith("init_worker"))
+    worker_off = next(line for line in off.extra.http if line.startswith("init_worker"))
+    assert '"enablemetrics", true' in worker_on and "ngx.timer.every(1" in worker_on
+    assert '"enablemetrics", false' in worker_off and "ngx.timer" not in worker_off
+    # the longer log line: both sides log, the reference the combined line
+    log = plan["access_log_upstreaminfo"]
+    assert log.reference == log.scenario == "reverse_proxy" and log.reference_extra is not None
+    assert log.reference_extra.http == log.extra.http
+    assert log.reference_extra.server[-1] == "access_log access.log combined if=$loggable;"
+    assert log.extra.server[-1] == "access_log access.log upstreaminfo if=$loggable;"
+    assert log.reference_extra.server[:-1] == log.extra.server[:-1]
+
+
+def test_ingress_without_metrics_is_priced_below_with_them():
+    if not {"ingress_nginx", "ingress_nginx_no_metrics"} <= set(SHIPPED):
+        pytest.skip("the ingress_nginx rows are not measured in the shipped table")
+    proxy = Workload(protocol="http", scenario="reverse_proxy")
+    on, _ = _cost(replace(proxy, features=(("ingress_nginx", 1.0),)))
+    off, _ = _cost(replace(proxy, features=(("ingress_nginx_no_metrics", 1.0),)))
+    plain, _ = _cost(proxy)
+    assert plain.us < off.us < on.us
+    # the stand-in's extra sd applies to both rows
+    row = SHIPPED["ingress_nginx_no_metrics"]
+    plain_row = replace(row, name="limit_req")
+    assert on_reference_core(row, 30.0).sd_us > on_reference_core(plain_row, 30.0).sd_us
+
+
 def test_the_ingress_feature_is_priced_instead_of_minimal_handlers():
     if "ingress_nginx" not in SHIPPED:
         pytest.skip("ingress_nginx is not measured in the shipped table")
@@ -283,14 +315,20 @@ def test_one_cheap_feature_measured_for_real(tmp_path, leaves_no_nginx, capsys):
 )
 def test_the_ingress_feature_measured_for_real(tmp_path, leaves_no_nginx, capsys):
     out = tmp_path / "costs.csv"
-    argv = ["features", "--only", "ingress_nginx", "--pairs", "2", "--seconds", "1"]
+    names = "ingress_nginx,ingress_nginx_no_metrics,access_log_upstreaminfo"
+    argv = ["features", "--only", names, "--pairs", "2", "--seconds", "1"]
     assert runners_main([*argv, "--out", str(out)]) == 0
     rows = list(csv.DictReader(io.StringIO(out.read_text())))
-    assert [r["feature"] for r in rows] == ["ingress_nginx"]
-    assert rows[0]["reference"] == "reverse_proxy"
-    # nginx took the config and its Lua (cjson, the balancer) ran: a busy host may still
-    # refuse a trial, but never the config
-    assert "nginx -t" not in rows[0]["note"] and "module not installed" not in rows[0]["note"]
+    assert [r["feature"] for r in rows] == [
+        "access_log_upstreaminfo",
+        "ingress_nginx",
+        "ingress_nginx_no_metrics",
+    ]
+    for r in rows:
+        assert r["reference"] == "reverse_proxy"
+        # nginx took the config and its Lua (cjson, the balancer) ran: a busy host may still
+        # refuse a trial, but never the config
+        assert "nginx -t" not in r["note"] and "module not installed" not in r["note"]
     load_feature_costs(out)
 
 

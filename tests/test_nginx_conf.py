@@ -128,11 +128,76 @@ def test_ingress_configmap():
     assert dict(r.workload.features) == {
         "access_log_container": 1.0,  # the image's access.log is /dev/stdout
         "proxy_keepalive": 1.0,
-        "ingress_nginx": 1.0,  # the controller's Lua, measured as one feature
+        # the controller's Lua, measured as one feature; a ConfigMap does not say whether
+        # --enable-metrics is on: the controller's and the chart's default, off
+        "ingress_nginx_no_metrics": 1.0,
+        # its log-format-upstream (83 characters) is no longer than combined: no extra
     }
-    assert "nginx.tmpl:532 (lua_balancer)" in r.found.provenance["ingress_nginx"]
+    assert "nginx.tmpl:532 (lua_balancer)" in r.found.provenance["ingress_nginx_no_metrics"]
+    assert r.found.settings["metrics"].startswith("off (") and "flags.go:177" in (
+        r.found.settings["metrics"]
+    )
+    assert any(e.startswith("metrics off: a ConfigMap does not say") for e in r.found.estimates)
+    assert any(e.startswith("log-format-upstream: a log format of 83") for e in r.found.estimates)
     assert r.workload.uncosted == (f"enable-opentelemetry ({path})",)
     assert r.workload.requests_per_connection == 10000 and r.workload.http_version == "2"
+
+
+def test_ingress_chart_values_say_whether_metrics_are_on(tmp_path):
+    values = tmp_path / "values.yaml"
+    values.write_text(
+        'controller:\n  config:\n    use-http2: "false"\n  metrics:\n    enabled: true\n'
+    )
+    r = read(ingress_nginx=str(values))
+    assert dict(r.workload.features) == {
+        "access_log_container": 1.0,
+        "access_log_upstreaminfo": 1.0,  # the default upstreaminfo line's extra over combined
+        "proxy_keepalive": 1.0,
+        "ingress_nginx": 1.0,  # monitor.call() in the log phase
+    }
+    assert r.workload.http_version == "1.1"  # controller.config is the ConfigMap's data
+    assert "controller.metrics.enabled" in r.found.settings["metrics"]
+    assert not any(e.startswith("metrics") for e in r.found.estimates)
+    # extraArgs come after the chart's flag (the last one wins); absent: the chart's default
+    values.write_text(
+        "controller:\n  metrics: {enabled: true}\n  extraArgs: {enable-metrics: 'false'}\n"
+    )
+    assert "ingress_nginx_no_metrics" in features_of_ingress(values)
+    values.write_text("controller:\n  extraArgs: {enable-metrics: ''}\n")
+    assert "ingress_nginx" in features_of_ingress(values)
+    values.write_text("controller:\n  replicaCount: 2\n")
+    r = read(ingress_nginx=str(values))
+    assert "ingress_nginx_no_metrics" in dict(r.workload.features)
+    assert "the chart's default false" in r.found.settings["metrics"]
+
+
+def features_of_ingress(path: Path) -> dict[str, float]:
+    return dict(read(ingress_nginx=str(path)).workload.features)
+
+
+def test_a_log_format_is_priced_by_its_length(tmp_path):
+    from trialtable.features import UPSTREAMINFO_FORMAT
+
+    conf = tmp_path / "nginx.conf"
+    longer = UPSTREAMINFO_FORMAT + " $request_id" * 20
+    conf.write_text(
+        "events {}\nhttp {\n"
+        f" log_format upstreaminfo escape=json '{UPSTREAMINFO_FORMAT}';\n"
+        f" log_format long '{longer}';\n"
+        " log_format short '$remote_addr $status';\n"
+        " server {\n  listen 80;\n  access_log /var/log/a.log upstreaminfo;\n"
+        "  location /long { access_log /var/log/b.log long; }\n"
+        "  location /short { access_log /var/log/c.log short; }\n }\n}\n"
+    )
+    r = read(str(conf))
+    assert dict(r.workload.features) == {"access_log": 1.0, "access_log_upstreaminfo": 1.0}
+    assert not any("priced by its length" in e for e in r.found.estimates)
+    got = features(conf, location="/long")
+    assert got["access_log_upstreaminfo"] == pytest.approx((len(longer) - 112) / (290 - 112))
+    assert features(conf, location="/short") == {"access_log": 1.0}
+    cm = tmp_path / "cm.yaml"
+    cm.write_text(f"data:\n  log-format-upstream: '{longer}'\n")
+    assert features_of_ingress(cm)["access_log_upstreaminfo"] == got["access_log_upstreaminfo"]
 
 
 def test_an_access_log_to_stdout_is_the_container_log_path(tmp_path):
@@ -157,14 +222,24 @@ def test_an_ingress_rendered_conf_is_priced_as_the_ingress_feature(tmp_path):
     r = read(str(conf))
     # its Lua handlers are one measured feature, not four minimal ones; the WebSocket map
     # ('' -> '') keeps the upstream connection alive
-    assert dict(r.workload.features) == {"proxy_keepalive": 1.0, "ingress_nginx": 1.0}
-    assert r.found.provenance["ingress_nginx"].endswith(f"({conf}:32)")
-    assert any("priced as the measured ingress_nginx" in e for e in r.found.estimates)
+    # its log phase is a Lua file, which reads --enable-metrics from cfg.json: the default, off
+    assert dict(r.workload.features) == {"proxy_keepalive": 1.0, "ingress_nginx_no_metrics": 1.0}
+    assert r.found.provenance["ingress_nginx_no_metrics"].endswith(f"({conf}:32)")
+    assert any("priced as the measured ingress_nginx_no_metrics" in e for e in r.found.estimates)
+    assert any("/etc/nginx/lua/cfg.json" in e for e in r.found.estimates)
+    # the template before #11806 wrote the log phase inline: monitor.call() in it or not
+    file = "log_by_lua_file /etc/nginx/lua/nginx/ngx_conf_log_block.lua;"
+    inline = tmp_path / "inline.conf"
+    for lua, feature in (("monitor.call()", "ingress_nginx"), ("", "ingress_nginx_no_metrics")):
+        inline.write_text(conf.read_text().replace(file, f"log_by_lua_block {{ {lua} }}"))
+        r = read(str(inline))
+        assert feature in dict(r.workload.features)
+        assert "log phase at" in r.found.settings["metrics"]
     # another upstream name: the handlers stay what they are
     other = tmp_path / "nginx.conf"
     other.write_text(conf.read_text().replace("upstream_balancer", "backend"))
     got = features(other)
-    assert "ingress_nginx" not in got
+    assert not {"ingress_nginx", "ingress_nginx_no_metrics"} & set(got)
     assert {"lua_rewrite", "lua_balancer", "lua_header_filter", "lua_log"} <= set(got)
 
 
@@ -307,6 +382,8 @@ def test_bad_configmaps(tmp_path, capsys):
     assert "--server" in _refused(
         capsys, ["recommend", "--rps", "1", "--ingress-nginx", str(bad), "--server", "x"]
     )
+    values = _conf(tmp_path, "controller:\n  config: [a, b]\n", "values.yaml")
+    assert "values.yaml" in _refused(capsys, ["workload", "--ingress-nginx", str(values)])
 
 
 # -- the command line ------------------------------------------------------------------------

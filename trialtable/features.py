@@ -36,8 +36,26 @@ class Feature:
     directives: tuple[str, ...]
 
 
-#: The ingress-nginx controller's per-request work, measured as one feature.
+#: The ingress-nginx controller's per-request work, measured as one feature (metrics on).
 INGRESS_NGINX = "ingress_nginx"
+#: The same with the controller's metrics off (no ``monitor.call()`` in the log phase).
+INGRESS_NGINX_NO_METRICS = "ingress_nginx_no_metrics"
+#: The extra of ingress-nginx's ``upstreaminfo`` access-log line over the ``combined`` one.
+UPSTREAMINFO_LOG = "access_log_upstreaminfo"
+#: The controller's default ``log-format-upstream`` (kubernetes/ingress-nginx@dbb11b92
+#: internal/ingress/controller/config/config.go:54), rendered as ``log_format upstreaminfo``
+#: (rootfs/etc/nginx/template/nginx.tmpl:351) and used by its access log (nginx.tmpl:367).
+UPSTREAMINFO_FORMAT = (
+    '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent '
+    '"$http_referer" "$http_user_agent" $request_length $request_time [$proxy_upstream_name] '
+    "[$proxy_alternative_upstream_name] $upstream_addr $upstream_response_length "
+    "$upstream_response_time $upstream_status $req_id"
+)
+#: NGINX's predefined ``combined`` format (https://nginx.org/en/docs/http/ngx_http_log_module.html).
+COMBINED_FORMAT = (
+    '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent '
+    '"$http_referer" "$http_user_agent"'
+)
 
 #: Every feature, in the order the answer lists them.
 FEATURES: tuple[Feature, ...] = (
@@ -52,6 +70,13 @@ FEATURES: tuple[Feature, ...] = (
         "one access-log line per request to a container runtime's stdout (access_log "
         "/dev/stdout in a container: a pipe the runtime's shim copies to its log reader)",
         ("access_log",),
+    ),
+    Feature(
+        UPSTREAMINFO_LOG,
+        "the extra of an access-log line in ingress-nginx's upstreaminfo format over the "
+        "combined line (nine more fields: request length and time, upstream name, address, "
+        "response length and time, status, request id), on top of the line's access_log feature",
+        ("log_format",),
     ),
     Feature(
         "proxy_keepalive",
@@ -76,6 +101,17 @@ FEATURES: tuple[Feature, ...] = (
         "the rewrite, balancer, header-filter and log phases (a balancer over an endpoints "
         "table, the monitor's metrics table JSON-encoded), its set/map variables, $req_id and "
         "proxy headers; its access log line is a feature of its own",
+        (
+            "rewrite_by_lua_file",
+            "balancer_by_lua_file",
+            "header_filter_by_lua_file",
+            "log_by_lua_file",
+        ),
+    ),
+    Feature(
+        INGRESS_NGINX_NO_METRICS,
+        f"{INGRESS_NGINX} with the controller's metrics off (--enable-metrics=false): its log "
+        "phase runs the balancer's log step only, no monitor.call() building the metrics",
         (
             "rewrite_by_lua_file",
             "balancer_by_lua_file",

@@ -31,7 +31,7 @@ from typing import IO, Any
 from runners import jwt
 from runners.bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from runners.calibrate import logpath
-from runners.calibrate.ingress import ingress_extra
+from runners.calibrate.ingress import ingress_extra, upstreaminfo_extras
 from runners.cputime import stat_user_system
 from runners.deploy import container
 from runners.deploy.conf import ConfExtra
@@ -49,8 +49,10 @@ from trialtable.features import (
     FEATURE_COSTS,
     FEATURE_NAMES,
     INGRESS_NGINX,
+    INGRESS_NGINX_NO_METRICS,
     MEASURED,
     NOT_MEASURED,
+    UPSTREAMINFO_LOG,
 )
 from trialtable.fields import FieldError, FieldValue
 from trialtable.files import write_atomic
@@ -140,6 +142,9 @@ class Setup:
     runtime : str
         ``containerd``: both nginx run in a container of a private containerd (the feature
         and its reference alike); "": on the host.
+    reference_extra : ConfExtra or None
+        Lines the reference config gets too (None: none), for a feature measured as the
+        difference of two variants of one directive.
     """
 
     reference: str = "static"
@@ -147,6 +152,7 @@ class Setup:
     modules: tuple[str, ...] = ()
     extra: ConfExtra = field(default_factory=ConfExtra)
     runtime: str = ""
+    reference_extra: ConfExtra | None = None
 
 
 def setups(file_bytes: int, path: str) -> dict[str, Setup]:
@@ -160,6 +166,7 @@ def setups(file_bytes: int, path: str) -> dict[str, Setup]:
         return Setup(modules=NJS_MODULES, extra=ConfExtra(http=http, server=where))
 
     proxy = "reverse_proxy"
+    log_ref, log_on = upstreaminfo_extras()
     return {
         "access_log": Setup(extra=ConfExtra(server=("access_log access.log;",))),
         "access_log_buffered": Setup(
@@ -167,6 +174,9 @@ def setups(file_bytes: int, path: str) -> dict[str, Setup]:
         ),
         CONTAINER_LOG: Setup(
             extra=ConfExtra(server=("access_log /dev/stdout;",)), runtime="containerd"
+        ),
+        UPSTREAMINFO_LOG: Setup(
+            reference=proxy, scenario=proxy, extra=log_on, reference_extra=log_ref
         ),
         "proxy_keepalive": Setup(scenario=proxy),
         "proxy_new_connection": Setup(scenario=proxy, extra=ConfExtra(upstream_keepalive=False)),
@@ -203,6 +213,12 @@ def setups(file_bytes: int, path: str) -> dict[str, Setup]:
         "lua_log": lua("log_by_lua_block", "local _ = ngx.var.status"),
         INGRESS_NGINX: Setup(
             reference=proxy, scenario=proxy, modules=LUA_MODULES, extra=ingress_extra(path)
+        ),
+        INGRESS_NGINX_NO_METRICS: Setup(
+            reference=proxy,
+            scenario=proxy,
+            modules=LUA_MODULES,
+            extra=ingress_extra(path, metrics=False),
         ),
         "njs_access": njs("js_access", ("js_access feature.access;",)),
         "njs_content": njs("js_content", (f"location = {path} {{ js_content feature.content; }}",)),
@@ -404,7 +420,8 @@ def _pairs(
     In containers, a flood of the log path (`Containerd.flood`) follows each pair.
     """
     ref_scn = Scenario(protocol="http", file_bytes=settings.file_bytes)
-    ref_dep = _deployment(bench, replace(ref_scn, name=setup.reference), None, runtime)
+    ref_setup = None if setup.reference_extra is None else Setup(extra=setup.reference_extra)
+    ref_dep = _deployment(bench, replace(ref_scn, name=setup.reference), ref_setup, runtime)
     on_dep = _deployment(bench, replace(ref_scn, name=setup.scenario), setup, runtime)
     name = result.feature
     with ref_dep, on_dep:
@@ -613,6 +630,25 @@ def notes_md(
                 "the plain proxy"
             ]
             if any(r["feature"] == INGRESS_NGINX for r in rows)
+            else []
+        ),
+        *(
+            [
+                "- ingress_nginx_no_metrics: the same with the controller's metrics off "
+                "(no monitor.call() in the log phase, no flush timer), against the plain proxy"
+            ]
+            if any(r["feature"] == INGRESS_NGINX_NO_METRICS for r in rows)
+            else []
+        ),
+        *(
+            [
+                "- access_log_upstreaminfo: both sides are the proxy with an unbuffered access "
+                "log to a file and the ingress location's variables; the reference writes the "
+                "combined line, the feature ingress-nginx's upstreaminfo line "
+                "(`runners.calibrate.ingress.upstreaminfo_extras`): the longer line's extra "
+                "alone, its reference request carrying a combined log line"
+            ]
+            if any(r["feature"] == UPSTREAMINFO_LOG for r in rows)
             else []
         ),
         "- Over loopback the sender's kernel time includes delivering each segment to the "

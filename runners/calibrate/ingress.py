@@ -32,18 +32,26 @@ kubernetes/ingress-nginx@dbb11b92ddb77bee9c35e462479129354c84f939 (`REPO`):
   encoded with cjson per request and kept; a timer joins the batch and sends it once a second
   (``monitor.lua:57-97``; here joined and dropped, there being no collector).
 
-Metrics are on here, as in the controller versions the published measurements ran (its
-``--enable-metrics`` flag defaults to false only since #12095, 2024-10, ``pkg/flags/flags.go:177``).
+Metrics are on in ``ingress_nginx``, as in the controller versions the published measurements
+ran (its ``--enable-metrics`` flag defaults to false only since #12095, 2024-10,
+``pkg/flags/flags.go:177``; the Helm chart's ``controller.metrics.enabled`` is false,
+``charts/ingress-nginx/values.yaml:911``, and passes the flag only when true,
+``charts/ingress-nginx/templates/_params.tpl:57-58``). ``ingress_nginx_no_metrics`` is the same
+with metrics off: the worker sets ``enablemetrics`` false and starts no flush timer
+(``rootfs/etc/nginx/lua/ngx_conf_init.lua:10, 37``; ``ngx_conf_init_worker.lua:13``), so the log
+phase runs ``balancer.log()`` only (``ngx_conf_log_block.lua:7-11``).
 The controller stops building metrics beyond 10,000 a second per worker
 (``monitor.lua:16, 100``); one worker here serves more than that, so the batch is unbounded
 and every request builds its metrics, as at the published rates (a few thousand per worker).
-The access log stays off: its line is the ``access_log`` features' (the controller's
-``upstreaminfo`` format, config.go:54, is longer than ``combined``: not measured here).
+The access log stays off: its line is the ``access_log`` features', and the extra of the
+controller's ``upstreaminfo`` line over ``combined`` is ``access_log_upstreaminfo``
+(`upstreaminfo_extras`).
 """
 
 from __future__ import annotations
 
 from runners.deploy.conf import ConfExtra
+from trialtable.features import UPSTREAMINFO_FORMAT
 
 #: Where the controller's behaviour was read.
 REPO = "kubernetes/ingress-nginx@dbb11b92ddb77bee9c35e462479129354c84f939"
@@ -154,12 +162,17 @@ function M.flush(premature)
 end
 """
 
-#: Set once per worker: the metrics switch and the once-a-second flush.
-LUA_WORKER = (
-    'ngx.shared.ingress_config:set("enablemetrics", true) '
-    'local M = require("ingress_feature") M.hsts = true M.endpoints = ' + str(ENDPOINTS) + " "
-    "assert(ngx.timer.every(1, M.flush))"
-)
+
+def lua_worker(metrics: bool) -> str:
+    """Run once per worker: the metrics switch and, with metrics on, the once-a-second flush."""
+    return (
+        f'ngx.shared.ingress_config:set("enablemetrics", {str(metrics).lower()}) '
+        'local M = require("ingress_feature") M.hsts = true M.endpoints = '
+        + str(ENDPOINTS)
+        + " "
+        + ("assert(ngx.timer.every(1, M.flush))" if metrics else "")
+    )
+
 
 #: The ingress location's variables (nginx.tmpl:1152-1156, 1187-1201; template.go:444-450).
 SETS = (
@@ -201,7 +214,7 @@ HEADERS = (
 )
 
 
-def ingress_extra(path: str) -> ConfExtra:
+def ingress_extra(path: str, metrics: bool = True) -> ConfExtra:
     """The feature's config lines: the proxy's location for ``path`` made an ingress one.
 
     Parameters
@@ -209,12 +222,14 @@ def ingress_extra(path: str) -> ConfExtra:
     path : str
         The request path the load asks for (an exact-match location takes it from the
         reference proxy's ``location /``).
+    metrics : bool
+        The controller's metrics on (``ingress_nginx``) or off (``ingress_nginx_no_metrics``).
     """
     http = (
         "lua_shared_dict ingress_config 1m;",
         "lua_shared_dict ingress_certs 1m;",
         "init_by_lua_block {" + LUA_INIT + "}",
-        "init_worker_by_lua_block { " + LUA_WORKER + " }",
+        "init_worker_by_lua_block { " + lua_worker(metrics) + " }",
         "map $http_upgrade $connection_upgrade { default upgrade; '' ''; }",
         'map $http_x_request_id $req_id { default $http_x_request_id; "" $request_id; }',
     )
@@ -237,3 +252,28 @@ def ingress_extra(path: str) -> ConfExtra:
         "require('ingress_feature').balance('@UPSTREAM_HOST@', @UPSTREAM_PORT@) }",
     )
     return ConfExtra(http=http, server=location, upstream=upstream)
+
+
+def upstreaminfo_extras() -> tuple[ConfExtra, ConfExtra]:
+    """The ``access_log_upstreaminfo`` pair's lines: (reference, feature).
+
+    Both sides are the proxy with the ingress location's variables the format reads
+    (``$proxy_upstream_name``, ``$proxy_alternative_upstream_name``, ``$req_id``) and an
+    unbuffered access log to a file; the reference writes the ``combined`` line, the feature
+    the controller's default ``upstreaminfo`` line (`UPSTREAMINFO_FORMAT`; config.go:54,
+    nginx.tmpl:351 and 367, ``if=$loggable`` with its ``map`` too), so their difference is
+    the longer line alone.
+    """
+    http = (
+        'map $http_x_request_id $req_id { default $http_x_request_id; "" $request_id; }',
+        "map $request_uri $loggable { default 1; }",
+        f"log_format upstreaminfo '{UPSTREAMINFO_FORMAT}';",
+    )
+    sets = (
+        f'set $proxy_upstream_name "{BACKEND}";',
+        'set $proxy_alternative_upstream_name "";',
+    )
+    return (
+        ConfExtra(http=http, server=(*sets, "access_log access.log combined if=$loggable;")),
+        ConfExtra(http=http, server=(*sets, "access_log access.log upstreaminfo if=$loggable;")),
+    )

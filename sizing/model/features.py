@@ -25,7 +25,13 @@ from pathlib import Path
 from sizing.errors import InputError
 from sizing.model.costmodel import Coefficient
 from sizing.paths import REFERENCE_DIR
-from trialtable.features import FEATURE_COST_COLUMNS, FEATURE_COSTS, INGRESS_NGINX, MEASURED
+from trialtable.features import (
+    FEATURE_COST_COLUMNS,
+    FEATURE_COSTS,
+    INGRESS_NGINX,
+    INGRESS_NGINX_NO_METRICS,
+    MEASURED,
+)
 from trialtable.fields import FieldError, printable
 from trialtable.files import read_bounded
 from trialtable.profile import feature_coefficient
@@ -48,10 +54,11 @@ HANDLER_REL_SD = (
     "response); a real handler (a balancer choosing a peer, a log handler building a metric) "
     "runs tens of lines, so its cost has an extra sd of 1.5x the measured one",
 )
-#: The ingress_nginx row runs this project's own Lua doing the controller's per-request work.
+#: The ingress_nginx rows (metrics on and off) run this project's own Lua doing the
+#: controller's per-request work.
 STAND_IN_REL_SD = (
     0.25,
-    "estimate: the ingress_nginx row runs this project's own Lua doing the ingress-nginx "
+    "estimate: the ingress_nginx rows run this project's own Lua doing the ingress-nginx "
     "controller's per-request work (runners.calibrate.ingress), not the controller's code "
     "(its round-robin library, plugins, version differences), so its cost has an extra sd "
     "of 25% of the measured one",
@@ -169,7 +176,7 @@ def on_reference_core(cost: FeatureCost, model_ref_us: float) -> CoreCost:
     The speed ratio is ``model_ref_us / cost.ref_us`` (reference-core us per host us); user
     work scales by it, kernel work by it ** `KERNEL_SPEED_EXPONENT` (an estimate whose range,
     exponent 0 to 1, goes into the sd), a Lua or njs handler gets `HANDLER_REL_SD` and the
-    ingress-nginx stand-in `STAND_IN_REL_SD`.
+    ingress-nginx stand-ins `STAND_IN_REL_SD`.
     """
     s = model_ref_us / cost.ref_us
     user = cost.user_us * s
@@ -178,7 +185,7 @@ def on_reference_core(cost: FeatureCost, model_ref_us: float) -> CoreCost:
     parts = [cost.user_sd_us * s, cost.kernel_sd_us * s ** KERNEL_SPEED_EXPONENT[0], exponent_sd]
     if cost.name.startswith(("lua_", "njs_")):
         parts.append(HANDLER_REL_SD[0] * abs(user + kernel))
-    elif cost.name == INGRESS_NGINX:
+    elif cost.name in (INGRESS_NGINX, INGRESS_NGINX_NO_METRICS):
         parts.append(STAND_IN_REL_SD[0] * abs(user + kernel))
     return CoreCost(user, kernel, math.hypot(*parts), s)
 

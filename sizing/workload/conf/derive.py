@@ -21,7 +21,13 @@ from sizing.errors import InputError
 from sizing.workload.conf.load import Config, Statement
 from sizing.workload.conf.reading import Found, Reading
 from sizing.workload.value import Workload
-from trialtable.features import INGRESS_NGINX
+from trialtable.features import (
+    COMBINED_FORMAT,
+    INGRESS_NGINX,
+    INGRESS_NGINX_NO_METRICS,
+    UPSTREAMINFO_FORMAT,
+    UPSTREAMINFO_LOG,
+)
 from trialtable.logpath import CONTAINER_LOG
 
 SOURCE = "your nginx.conf"
@@ -45,6 +51,21 @@ LUA_PHASES = {
 #: features it covers (priced instead of them: `_ingress`).
 INGRESS_FEATURE = INGRESS_NGINX
 INGRESS_COVERS = ("lua_rewrite", "lua_balancer", "lua_header_filter", "lua_log")
+#: The same feature with the controller's metrics off (no ``monitor.call()`` in the log phase).
+INGRESS_NO_METRICS = INGRESS_NGINX_NO_METRICS
+#: The controller's metrics when nothing read says: off, and where that default is set.
+METRICS_DEFAULT = (
+    False,
+    "the controller's --enable-metrics default false (kubernetes/ingress-nginx@dbb11b92 "
+    "pkg/flags/flags.go:177, since #12095, 2024-10) and the Helm chart's "
+    "controller.metrics.enabled false (charts/ingress-nginx/values.yaml:911; before #12095 the "
+    "chart passed --enable-metrics=false for it)",
+)
+#: What a log phase runs with metrics on, when the template writes it inline (before #11806,
+#: 2024-09: ``log_by_lua_block { balancer.log() monitor.call() }``, nginx.tmpl:1268-1273 at
+#: kubernetes/ingress-nginx@ee614407); since then ``log_by_lua_file ngx_conf_log_block.lua``
+#: reads the switch from /etc/nginx/lua/cfg.json (``enable_metrics``), not from nginx.conf.
+MONITOR_CALL = "monitor.call()"
 #: The upstream every proxied location of a controller-rendered nginx.conf passes to, whose
 #: peer its Lua balancer picks (kubernetes/ingress-nginx@dbb11b92 nginx.tmpl:518-532).
 INGRESS_UPSTREAM = "upstream_balancer"
@@ -298,6 +319,29 @@ def _gzip(scope: Scope, found: Found) -> None:
     )
 
 
+#: The most times a long format is priced at the measured upstreaminfo extra (a bound).
+MAX_FORMAT_SHARE = 10.0
+
+
+def format_share(text: str) -> tuple[float, str]:
+    """How many upstreaminfo extras a log format's line is priced at, and the estimate (if one).
+
+    ``access_log_upstreaminfo`` is measured for the controller's format (`UPSTREAMINFO_FORMAT`,
+    1.0) over ``combined`` (0.0); another format is placed between or beyond them by its
+    length in characters, linearly, at most `MAX_FORMAT_SHARE` (an estimate: a line costs by
+    its variables and bytes, which the format's length only roughly tells).
+    """
+    if text == UPSTREAMINFO_FORMAT:
+        return 1.0, ""
+    base, full = len(COMBINED_FORMAT), len(UPSTREAMINFO_FORMAT)
+    share = min(max((len(text) - base) / (full - base), 0.0), MAX_FORMAT_SHARE)
+    return share, (
+        f"a log format of {len(text)} characters priced by its length as {share:.2f} x the "
+        f"measured extra of ingress-nginx's upstreaminfo line ({full} characters) over "
+        f"combined ({base})"
+    )
+
+
 #: Destinations of an access log that are the process's standard output.
 STDOUT = ("/dev/stdout", "/proc/self/fd/1", "/dev/fd/1")
 
@@ -313,7 +357,13 @@ def _access_log(scope: Scope, found: Found) -> None:
     for s in logs:
         name = s.args[1] if len(s.args) > 1 and "=" not in s.args[1] else "combined"
         fmt = formats.get(name)
-        chars = len("".join(fmt.args[1:])) if fmt else 0
+        text = "".join(a for a in fmt.args[1:] if not a.startswith("escape=")) if fmt else ""
+        chars = len(text)
+        share, estimate = format_share(text) if fmt else (0.0, "")
+        if share > 0 and fmt is not None:
+            found.feature(UPSTREAMINFO_LOG, share, fmt.where)
+            if estimate:
+                found.estimates.append(f"access_log at {s.where}: {estimate}")
         found.settings[f"access_log {s.where}"] = " ".join(s.args) + (
             f" (format {name}: {chars} characters, at {fmt.where})" if fmt else f" (format {name})"
         )
@@ -436,12 +486,38 @@ def _ingress(scope: Scope, found: Found) -> None:
     for name in INGRESS_COVERS:
         found.features.pop(name, None)
         found.provenance.pop(name, None)
-    found.feature(INGRESS_FEATURE, count, balancer.where)
+    feature = INGRESS_FEATURE if _monitored(scope, found) else INGRESS_NO_METRICS
+    found.feature(feature, count, balancer.where)
     found.estimates.append(
         f"an ingress-nginx controller's location (proxy_pass to {INGRESS_UPSTREAM}, a Lua "
         f"balancer at {balancer.where}): its Lua, variables and headers priced as the measured "
-        f"{INGRESS_FEATURE} feature, not as minimal handlers"
+        f"{feature} feature, not as minimal handlers"
     )
+
+
+def _monitored(scope: Scope, found: Found) -> bool:
+    """Whether the ingress location's log phase builds the controller's metrics.
+
+    An inline log block says it (`MONITOR_CALL` in it or not); a log file (the template since
+    #11806) does not, and the controller's default is taken (`METRICS_DEFAULT`), as said.
+    """
+    inline = scope.lookup("log_by_lua_block") + scope.lookup("log_by_lua")
+    if inline:
+        on = any(MONITOR_CALL in "".join(s.args) for s in inline)
+        where = ", ".join(s.where for s in inline)
+        said = "in" if on else "not in"
+        found.settings["metrics"] = (
+            f"{'on' if on else 'off'} ({MONITOR_CALL} {said} the log phase at {where})"
+        )
+        return on
+    on, why = METRICS_DEFAULT
+    found.settings["metrics"] = f"{'on' if on else 'off'} (assumed: {why})"
+    found.estimates.append(
+        f"metrics {'on' if on else 'off'}: the log phase is a Lua file, which reads the "
+        "controller's --enable-metrics from /etc/nginx/lua/cfg.json, not from nginx.conf; "
+        "assumed the controller's default"
+    )
+    return on
 
 
 def _settings(scope: Scope, found: Found) -> None:

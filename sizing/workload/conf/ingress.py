@@ -13,26 +13,38 @@ runs its Lua handlers:
 
 With the location's variables, proxy headers and ``$req_id`` they are one measured feature,
 `INGRESS_FEATURE` (``runners.calibrate.ingress`` says what it runs), priced instead of the
-minimal Lua handlers of `LUA` that it covers.
+minimal Lua handlers of `LUA` that it covers; with the controller's metrics off it is
+`INGRESS_NO_METRICS` (no ``monitor.call()`` in the log phase), measured the same way. Whether
+metrics are on is the controller's ``--enable-metrics`` flag, not a ConfigMap key: the chart's
+values (``controller.metrics.enabled``, ``controller.extraArgs``) say it, and a ConfigMap alone
+is read with the default, off (`METRICS_DEFAULT`). The access log's line is the controller's
+``upstreaminfo`` format (or ``log-format-upstream``): the line's feature plus its measured
+extra over the ``combined`` line, `UPSTREAMINFO_LOG`.
 
-The ConfigMap is read with ``yaml.safe_load`` (data, never code), at most `MAX_BYTES`.
+The ConfigMap (or the chart's values) is read with ``yaml.safe_load`` (data, never code), at
+most `MAX_BYTES`.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from sizing.errors import InputError
 from sizing.workload.conf.derive import (
     GZIP_SHARE_ESTIMATE,
     INGRESS_FEATURE,
+    INGRESS_NO_METRICS,
+    METRICS_DEFAULT,
     RESUMPTION_ESTIMATE,
     STDOUT,
+    format_share,
 )
 from sizing.workload.conf.reading import Found, Reading
 from sizing.workload.value import Workload
+from trialtable.features import UPSTREAMINFO_FORMAT, UPSTREAMINFO_LOG
 from trialtable.files import read_bounded
 from trialtable.logpath import CONTAINER_LOG
 
@@ -46,6 +58,11 @@ DEFAULTS_FILE = f"{REPO} internal/ingress/controller/config/config.go"
 ACCESS_LOG = "/var/log/nginx/access.log"
 #: Largest ConfigMap read [B] (Kubernetes caps a ConfigMap at 1 MiB).
 MAX_BYTES = 1024 * 1024
+#: The Helm chart's values that turn the controller's metrics on: ``controller.metrics.enabled``
+#: (default false, values.yaml:907-911) passes ``--enable-metrics`` (_params.tpl:57-58), and
+#: ``controller.extraArgs`` are passed after it (_params.tpl:69-76: the last flag wins).
+CHART = f"{REPO} charts/ingress-nginx"
+METRICS_VALUES = f"{CHART}/values.yaml:907-911, templates/_params.tpl:57-58"
 
 #: The Lua handlers every proxied request runs: the minimal-handler feature it would be read as
 #: in another nginx.conf -> its template line (`INGRESS_FEATURE` covers them all).
@@ -73,6 +90,7 @@ DEFAULTS: dict[str, tuple[str, int]] = {
     "use-http2": ("true", 849),
     "proxy-buffering": ("off", 882),
     "error-log-level": ("notice", 42),
+    "log-format-upstream": ("upstreaminfo", 54),
 }
 #: Keys that add per-request work the model cannot cost.
 UNCOSTED = (
@@ -89,8 +107,27 @@ UNCOSTED = (
 )
 
 
-def load_configmap(path: str | os.PathLike[str]) -> dict[str, str]:
-    """The ``data`` of the ConfigMap at ``path`` (or a plain mapping of its keys)."""
+@dataclass(frozen=True)
+class Controller:
+    """What a ConfigMap or the chart's values say of the controller.
+
+    Attributes
+    ----------
+    data : dict of str to str
+        The ConfigMap's keys (the values' ``controller.config``).
+    metrics : bool or None
+        ``--enable-metrics`` as the values set it; None when the file does not say.
+    metrics_where : str
+        Where it was read (empty when not said).
+    """
+
+    data: dict[str, str]
+    metrics: bool | None = None
+    metrics_where: str = ""
+
+
+def load_controller(path: str | os.PathLike[str]) -> Controller:
+    """The ConfigMap at ``path`` (or a plain mapping of its keys, or the chart's values)."""
     import yaml
 
     where = str(path)
@@ -104,11 +141,44 @@ def load_configmap(path: str | os.PathLike[str]) -> dict[str, str]:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
         raise InputError(f"{where}{line}: not a YAML ConfigMap") from None
-    if isinstance(doc, dict) and "data" in doc:
+    metrics, said = None, ""
+    if isinstance(doc, dict) and isinstance(doc.get("controller"), dict):
+        metrics, said = _values_metrics(doc["controller"], where)
+        doc = doc["controller"].get("config") or {}
+    elif isinstance(doc, dict) and "data" in doc:
         doc = doc["data"] or {}
     if not isinstance(doc, dict) or not all(isinstance(k, str) for k in doc):
         raise InputError(f"{where}: expected a ConfigMap (kind: ConfigMap, data: key: value)")
-    return {k: str(v).strip().lower() if isinstance(v, bool) else str(v) for k, v in doc.items()}
+    data = {k: str(v).strip().lower() if isinstance(v, bool) else str(v) for k, v in doc.items()}
+    return Controller(data, metrics, said)
+
+
+def load_configmap(path: str | os.PathLike[str]) -> dict[str, str]:
+    """The ``data`` of the ConfigMap at ``path`` (or a plain mapping of its keys)."""
+    return load_controller(path).data
+
+
+def _flag_on(value: object) -> bool:
+    """An ``extraArgs`` value as the flag reads it.
+
+    Empty or null passes ``--flag`` alone (on), else ``--flag=value`` (Go's
+    ``strconv.ParseBool``: 1, t, true are on).
+    """
+    return value is None or str(value).strip().lower() in ("", "1", "t", "true")
+
+
+def _values_metrics(controller: dict[Any, Any], where: str) -> tuple[bool, str]:
+    """``--enable-metrics`` as the chart's ``controller`` values pass it, and where read."""
+    extra = controller.get("extraArgs")
+    if isinstance(extra, dict) and "enable-metrics" in extra:
+        return _flag_on(extra["enable-metrics"]), f"{where}: controller.extraArgs.enable-metrics"
+    metrics = controller.get("metrics")
+    if isinstance(metrics, dict) and "enabled" in metrics:
+        on = str(metrics["enabled"]).strip().lower() == "true"
+        return on, f"{where}: controller.metrics.enabled ({METRICS_VALUES})"
+    return False, f"{where}: no controller.metrics.enabled, the chart's default false " + (
+        f"({METRICS_VALUES})"
+    )
 
 
 def _flag(data: dict[str, str], key: str) -> bool:
@@ -117,7 +187,8 @@ def _flag(data: dict[str, str], key: str) -> bool:
 
 def derive_ingress(path: str | os.PathLike[str]) -> Reading:
     """The workload of an ingress-nginx controller configured by the ConfigMap at ``path``."""
-    data = load_configmap(path)
+    controller = load_controller(path)
+    data = controller.data
     where = str(path)
     found = Found(SOURCE)
 
@@ -131,13 +202,17 @@ def derive_ingress(path: str | os.PathLike[str]) -> Reading:
     found.value("protocol", "https", where)
     found.estimates.append("HTTPS: the controller terminates TLS (give --protocol http if not)")
     lines = ", ".join(f"{line} ({feature})" for feature, line in LUA)
-    found.feature(INGRESS_FEATURE, 1.0, "")
-    found.provenance[INGRESS_FEATURE] = f"the controller's template ({TEMPLATE}:{lines})"
+    feature = _metrics(controller, found)
+    found.feature(feature, 1.0, "")
+    found.provenance[feature] = f"the controller's template ({TEMPLATE}:{lines})"
     _ingress_values(data, found, at)
+    _access_log(data, found, at)
     for key in UNCOSTED:
         if key in data and data[key].strip().lower() not in ("", "false", "0"):
             found.not_costed(key, where)
     for key in sorted(set(DEFAULTS) - {"use-gzip", "upstream-keepalive-connections"}):
+        if key == "log-format-upstream":
+            continue  # the line's length is in its feature's note (`_access_log`)
         found.settings[key] = data.get(key, DEFAULTS[key][0] + " (the controller's default)")
     workload = Workload(
         **found.values, features=tuple(found.features.items()), uncosted=tuple(found.uncosted)
@@ -146,8 +221,22 @@ def derive_ingress(path: str | os.PathLike[str]) -> Reading:
     return Reading(where, (where,), chosen, workload, found)
 
 
+def _metrics(controller: Controller, found: Found) -> str:
+    """The controller's per-request feature: with metrics (`INGRESS_FEATURE`) or without."""
+    on, where = controller.metrics, controller.metrics_where
+    if on is None:
+        on, where = METRICS_DEFAULT[0], f"{found.source}: not said, {METRICS_DEFAULT[1]}"
+        found.estimates.append(
+            f"metrics {'on' if on else 'off'}: a ConfigMap does not say whether the controller "
+            "runs with --enable-metrics; assumed its default (give the chart's values, "
+            "controller.metrics.enabled, to say)"
+        )
+    found.settings["metrics"] = f"{'on' if on else 'off'} ({where})"
+    return INGRESS_FEATURE if on else INGRESS_NO_METRICS
+
+
 def _ingress_values(data: dict[str, str], found: Found, at: Callable[[str], str]) -> None:
-    """Keep-alive, HTTP/2, TLS resumption, gzip, access log and upstream keep-alive."""
+    """Keep-alive, HTTP/2, TLS resumption, gzip and upstream keep-alive."""
     if _flag(data, "use-http2"):
         found.value("http_version", "2", at("use-http2"))
     try:
@@ -172,15 +261,27 @@ def _ingress_values(data: dict[str, str], found: Found, at: Callable[[str], str]
             f"gzip on {GZIP_SHARE_ESTIMATE:.0%} of the response bytes: the share of "
             "responses of the gzip-types is unknown"
         )
-    enabled = data.get("enable-access-log", "true").strip().lower() != "false"
-    http_off = data.get("disable-http-access-log", "false").strip().lower() == "true"
-    if enabled and not (_flag(data, "disable-access-log") or http_off):  # nginx.tmpl:361
-        # The default path, /var/log/nginx/access.log, is /dev/stdout in the controller's
-        # image (rootfs/Dockerfile:84); another path is a file.
-        path = data.get("http-access-log-path") or data.get("access-log-path") or ACCESS_LOG
-        feature = CONTAINER_LOG if path in (ACCESS_LOG, *STDOUT) else "access_log"
-        found.feature(feature, 1.0, f"{TEMPLATE}:367 ({at('disable-access-log')})")
-        if _flag(data, "enable-syslog"):
-            found.not_costed("access_log syslog", at("enable-syslog"))
     kept = "proxy_keepalive" if upstream > 0 else "proxy_new_connection"
     found.feature(kept, 1.0, at("upstream-keepalive-connections"))
+
+
+def _access_log(data: dict[str, str], found: Found, at: Callable[[str], str]) -> None:
+    """The access log: its line's feature, and its ``upstreaminfo`` format's extra."""
+    enabled = data.get("enable-access-log", "true").strip().lower() != "false"
+    http_off = data.get("disable-http-access-log", "false").strip().lower() == "true"
+    if not enabled or _flag(data, "disable-access-log") or http_off:  # nginx.tmpl:361
+        return
+    # The default path, /var/log/nginx/access.log, is /dev/stdout in the controller's
+    # image (rootfs/Dockerfile:84); another path is a file.
+    path = data.get("http-access-log-path") or data.get("access-log-path") or ACCESS_LOG
+    feature = CONTAINER_LOG if path in (ACCESS_LOG, *STDOUT) else "access_log"
+    found.feature(feature, 1.0, f"{TEMPLATE}:367 ({at('disable-access-log')})")
+    if _flag(data, "enable-syslog"):
+        found.not_costed("access_log syslog", at("enable-syslog"))
+    own = data.get("log-format-upstream", UPSTREAMINFO_FORMAT)
+    share, estimate = format_share(own)
+    if share > 0:
+        where = f"{TEMPLATE}:351 ({at('log-format-upstream')}, {len(own)} characters)"
+        found.feature(UPSTREAMINFO_LOG, share, where)
+    if estimate:
+        found.estimates.append(f"log-format-upstream: {estimate}")

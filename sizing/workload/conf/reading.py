@@ -142,4 +142,6 @@ def answer_notes(reading: Reading, priced: Collection[str]) -> list[str]:
         out.append("features read with no measured cost (the range widens): " + ", ".join(unpriced))
     if w.uncosted:
         out.append("directives not costed (the range widens): " + ", ".join(w.uncosted))
+    if "metrics" in reading.found.settings:  # an ingress-nginx controller's: which was priced
+        out.append(f"ingress-nginx metrics: {reading.found.settings['metrics']}")
     return [printable(line) for line in out]
