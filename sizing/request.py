@@ -428,7 +428,8 @@ class SizingRequest:
         "",
         Cli(
             "--ingress-nginx",
-            "your ingress-nginx ConfigMap (YAML): the controller's workload and per-request Lua "
+            "your ingress-nginx ConfigMap (YAML), or the Helm chart's values (controller.config, "
+            "controller.metrics.enabled): the controller's workload and per-request Lua "
             "phases, unless a flag is set to something else (default none)",
             parse=path_arg(INPUT_FILE),
             metavar="CONFIGMAP",

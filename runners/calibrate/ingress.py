@@ -36,7 +36,8 @@ Metrics are on in ``ingress_nginx``, as in the controller versions the published
 ran (its ``--enable-metrics`` flag defaults to false only since #12095, 2024-10,
 ``pkg/flags/flags.go:177``; the Helm chart's ``controller.metrics.enabled`` is false,
 ``charts/ingress-nginx/values.yaml:911``, and passes the flag only when true,
-``charts/ingress-nginx/templates/_params.tpl:57-58``). ``ingress_nginx_no_metrics`` is the same
+``charts/ingress-nginx/templates/_params.tpl:57-58``; before #10959, 2024-02, the chart did not
+pass it, so the controller's default, then true, held). ``ingress_nginx_no_metrics`` is the same
 with metrics off: the worker sets ``enablemetrics`` false and starts no flush timer
 (``rootfs/etc/nginx/lua/ngx_conf_init.lua:10, 37``; ``ngx_conf_init_worker.lua:13``), so the log
 phase runs ``balancer.log()`` only (``ngx_conf_log_block.lua:7-11``).

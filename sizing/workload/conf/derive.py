@@ -58,8 +58,9 @@ METRICS_DEFAULT = (
     False,
     "the controller's --enable-metrics default false (kubernetes/ingress-nginx@dbb11b92 "
     "pkg/flags/flags.go:177, since #12095, 2024-10) and the Helm chart's "
-    "controller.metrics.enabled false (charts/ingress-nginx/values.yaml:911; before #12095 the "
-    "chart passed --enable-metrics=false for it)",
+    "controller.metrics.enabled false (charts/ingress-nginx/values.yaml:911, passed to the "
+    "controller since #10959, 2024-02; controllers before #12095 run without the chart have "
+    "metrics on)",
 )
 #: What a log phase runs with metrics on, when the template writes it inline (before #11806,
 #: 2024-09: ``log_by_lua_block { balancer.log() monitor.call() }``, nginx.tmpl:1268-1273 at

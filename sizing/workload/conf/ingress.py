@@ -28,7 +28,7 @@ most `MAX_BYTES`.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -167,7 +167,7 @@ def _flag_on(value: object) -> bool:
     return value is None or str(value).strip().lower() in ("", "1", "t", "true")
 
 
-def _values_metrics(controller: dict[Any, Any], where: str) -> tuple[bool, str]:
+def _values_metrics(controller: Mapping[object, object], where: str) -> tuple[bool, str]:
     """``--enable-metrics`` as the chart's ``controller`` values pass it, and where read."""
     extra = controller.get("extraArgs")
     if isinstance(extra, dict) and "enable-metrics" in extra:
