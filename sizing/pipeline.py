@@ -154,13 +154,16 @@ def question_of(
     )
 
 
-def size(request: SizingRequest) -> Answer:
+def size(request: SizingRequest, first_only: bool = False) -> Answer:
     """Answer a sizing request: the options, the mix when asked, and the decision.
 
     Parameters
     ----------
     request : SizingRequest
         Workload, SLA, fleet rules, pricing, filters and evidence.
+    first_only : bool
+        Only the decision's option is wanted (`sizing.fleet.question.FleetQuestion.first_only`:
+        the other options, the runner-up and the excluded rows are then partial).
 
     Returns
     -------
@@ -186,12 +189,13 @@ def size(request: SizingRequest) -> Answer:
             rows = columnar.select_rows(
                 cols, request.providers or None, request.arch or None, request.families or None
             )
-            q = question_of(request, work, profiles)
+            q = replace(question_of(request, work, profiles), first_only=first_only)
             rec = columnar.recommend_columns(q, cols, rows)
             return _answer(request, rec, "", columnar.instances_of(cols, rows))
     instances = instances_of(request)
     evidence, warning = evidence_of(request, instances, work)
-    rec = answer(question_of(request, work, profiles, evidence), RowTable(instances))
+    q = replace(question_of(request, work, profiles, evidence), first_only=first_only)
+    rec = answer(q, RowTable(instances))
     return _answer(request, rec, warning, tuple(instances))
 
 

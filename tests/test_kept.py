@@ -117,3 +117,40 @@ def test_the_columns_are_read_again_when_a_file_changes(tmp_path, monkeypatch):
     assert again is not None and again is not cols and again.n == cols.n
     monkeypatch.setenv("NGINX_SIZING_CACHE", "off")
     assert load_columns(csv_path) is None  # no cache: none kept either
+
+
+#: What `sizing.analyses.baseline.against_on_demand` reads of the on-demand decision, and more.
+FIRST_KEYS = ("instance_type", "provider", "region", "count", "total_monthly_usd")
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"regions": "all"},
+        {"regions": "all", "pricing": "1y", "sort": "cost"},
+        {"regions": "all", "redundancy": 1, "zones": 3, "zone_loss": 1, "rps": 1e5},
+        {"regions": "all", "max_count": 5},
+        {"regions": "us-east-1,europe-west1", "pricing": "3y"},  # the rows' path
+    ],
+)
+def test_first_only_ranks_the_same_first_option_and_counts_fewer_shapes(monkeypatch, changes):
+    """`sizing.fleet.engine.within_reach`: rows that cannot rank first are not counted."""
+    from sizing.fleet import engine
+    from sizing.pipeline import size
+    from sizing.request import SizingRequest
+
+    counted: list[int] = []
+    keep = engine.kept_capacities
+    monkeypatch.setattr(
+        engine, "kept_capacities", lambda rows, *a: counted.append(len(rows)) or keep(rows, *a)
+    )
+    request = dataclasses.replace(SizingRequest(rps=1e6), **changes)
+    got = []
+    for first_only in (False, True):
+        _fresh(monkeypatch)
+        decision = size(request, first_only=first_only).recommendation.decision
+        got.append({k: decision[k] for k in FIRST_KEYS})
+    assert got[0] == got[1]
+    assert counted[1] <= counted[0]
+    if changes == {"regions": "all"}:
+        assert counted[1] < counted[0] / 2  # most shapes cost more than a fleet found

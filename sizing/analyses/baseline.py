@@ -392,7 +392,8 @@ def against_on_demand(answer: Answer) -> AgainstOnDemand | None:
     if request.pricing == "on-demand" or not mine:
         return None
     try:
-        od = size(replace(request, pricing="on-demand")).recommendation.decision
+        # Only its first option is read: rows that cannot rank first are not counted.
+        od = size(replace(request, pricing="on-demand"), first_only=True).recommendation.decision
     except Infeasible:
         return None
     if not od:

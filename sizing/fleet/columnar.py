@@ -354,6 +354,14 @@ class ColumnTable:
             )
         ]
 
+    def prices(self, rows: np.ndarray, pricing: str) -> list[float]:
+        """See `sizing.fleet.engine.CandidateTable`."""
+        return self.value(PRICING_COLUMNS[pricing])[rows].tolist()
+
+    def take(self, rows: np.ndarray, keep: Sequence[bool]) -> np.ndarray:
+        """See `sizing.fleet.engine.CandidateTable`."""
+        return rows[np.array(keep, dtype=bool)]
+
     def finish(self, rec: Recommendation, found: Ranking, order: Any) -> Recommendation:
         """``rec`` as a `ColumnarRecommendation`: its regions and totals read by column."""
         ranked = self.rows[found.rows[order]]

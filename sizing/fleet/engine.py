@@ -28,6 +28,7 @@ from sizing.fleet.counts import (
     Option,
     Recommendation,
     count_for,
+    count_of_min,
     p_meet,
 )
 from sizing.fleet.decision import decide
@@ -129,6 +130,12 @@ class CandidateTable(Protocol):
 
     def keys(self, rows: Rows) -> Iterable[tuple[str, str, str]]:
         """Each row's provider, region and instance type."""
+
+    def prices(self, rows: Rows, pricing: str) -> list[float]:
+        """Each row's unit price of ``pricing`` [USD/h], as `rank` reads it."""
+
+    def take(self, rows: Rows, keep: Sequence[bool]) -> Rows:
+        """The rows whose ``keep`` is true, in their order."""
 
     def finish(self, rec: Recommendation, found: Ranking, order: Rows) -> Recommendation:
         """The answer as the table hands it out (a columnar one reads its totals by column)."""
@@ -339,6 +346,8 @@ def answer(q: FleetQuestion, table: CandidateTable) -> Recommendation:
     notes = notes_of(q, screen, table.regions(kept))
     if not len(kept):
         raise Infeasible("; ".join([_no_candidate(q, screen), *notes]))
+    if bounded(q):
+        kept = within_reach(q, table, kept)
     reps, shape = table.shapes(kept)
     # The last answer's capacities of the same inputs are reused (sizing.fleet.kept).
     found_caps = kept_capacities(
@@ -388,6 +397,51 @@ def answer(q: FleetQuestion, table: CandidateTable) -> Recommendation:
         question=q,
     )
     return finish(table.finish(rec, found, order))
+
+
+#: How many of the rows with the cheapest floors `within_reach` counts to find its bound.
+FIRST_ROWS = 128
+
+
+def bounded(q: FleetQuestion) -> bool:
+    """Whether `within_reach` may leave rows out.
+
+    Only when the first option alone is asked for, ranked by cost with flat counts (no
+    carbon lead, spot bands, mix or run evidence).
+    """
+    plain = q.sort != "carbon" and not q.band_spares and q.mix == 1
+    return q.first_only and plain and q.evidence is None
+
+
+def within_reach(q: FleetQuestion, table: CandidateTable, rows: Rows) -> Rows:
+    """The rows whose fleet might rank first: the others are never counted.
+
+    A row's fleet costs at least its floor: the rules' smallest fleet (`count_of_min` of one
+    instance) at its price, plus its region's egress [USD/h], by the float operations of
+    `rank_key`, whose first cost no count below it reaches. The fleets of the `FIRST_ROWS`
+    rows of the lowest floors are counted (their shapes' capacities computed afresh); the
+    cheapest of them bounds the first option's cost, and a row whose floor is above that
+    bound costs more than that fleet, so it cannot rank first. Ties are kept.
+    """
+    smallest = count_of_min(1, q.rules)
+    if smallest is None:
+        return rows
+    wheres, where = table.wheres(rows)
+    priced = _egress(q, wheres)
+    usd = [0.0 if e["usd_month"] is None else float(e["usd_month"]) for e in priced.values()]
+    fixed = [usd[w] / HOURS_PER_MONTH for w in list(where)]
+    prices = table.prices(rows, q.rules.pricing)
+    floors = [smallest * p + f for p, f in zip(prices, fixed, strict=True)]
+    first = set(sorted(range(len(floors)), key=floors.__getitem__)[:FIRST_ROWS])
+    reps, shape = table.shapes(table.take(rows, [j in first for j in range(len(floors))]))
+    caps = instance_capacities(reps, q.workload, None, q.profiles, q.model)
+    counts = [shape_counts(q, sustained(c))[:2] for c in caps]
+    bound = math.inf
+    for j, s in zip(sorted(first), list(shape), strict=True):  # `take` keeps the rows' order
+        n, n_conf = counts[s]
+        if n is not None:
+            bound = min(bound, rank_key(q.sort, (n, n_conf), prices[j], usd[where[j]])[0])
+    return table.take(rows, [f <= bound for f in floors])
 
 
 def carbon_lead(

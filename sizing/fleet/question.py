@@ -84,6 +84,12 @@ class FleetQuestion:
     band_spares : bool
         Spot spares from each AWS type's interruption band (`sizing.fleet.spot`) instead of
         the flat reserve: spot prices and no reserve given.
+    first_only : bool
+        Only the first option is asked for (the on-demand comparison of a spot or committed
+        answer): rows whose cheapest possible fleet costs more than a fleet found are not
+        counted (`sizing.fleet.engine.within_reach`), so the other options, the runner-up and
+        the excluded rows are partial. The first option is the one the whole answer ranks
+        first.
     """
 
     target_rps: float
@@ -101,6 +107,7 @@ class FleetQuestion:
     evidence: Any = field(default=None, compare=False)
     model: ModelInputs = POINT
     band_spares: bool = False
+    first_only: bool = False
 
     def __post_init__(self) -> None:
         check_target_rps(self.target_rps)

@@ -267,6 +267,14 @@ class RowTable:
 
         return sorted(range(len(found.rows)), key=key)
 
+    def prices(self, rows: list[int], pricing: str) -> list[float]:
+        """See `sizing.fleet.engine.CandidateTable`."""
+        return [self.rows[k].price(pricing) or math.nan for k in rows]
+
+    def take(self, rows: list[int], keep: Sequence[bool]) -> list[int]:
+        """See `sizing.fleet.engine.CandidateTable`."""
+        return [k for k, ok in zip(rows, keep, strict=True) if ok]
+
     def regions(self, rows: list[int]) -> dict[str, set[str]]:
         """See `sizing.fleet.engine.CandidateTable`."""
         out: dict[str, set[str]] = {}
