@@ -117,23 +117,38 @@ def estimate_reason(provider: str) -> str:
 
 @cache
 def spot_table(path: Path = SPOT_FILE) -> dict[tuple[str, str], Spot]:
-    """``(region, instance_type) -> Spot`` from the extract, every row checked."""
+    """``(region, instance_type) -> Spot`` from the extract, every row checked.
+
+    A few hundred distinct savings and bands serve its 15,000 rows: each is read and checked
+    once (`_spot`), and its rows share it.
+    """
     out: dict[tuple[str, str], Spot] = {}
     lines = read_upstream(path).splitlines()
     body = [line for line in lines if not line.startswith("#")]
     if not body or body[0] != "region,instance_type,savings_pct,interruption_band":
         raise InputError(f"{path}: expected the header region,instance_type,savings_pct,...")
+    made: dict[tuple[str, str], Spot] = {}
     for i, line in enumerate(body[1:], start=3):
-        parts = line.split(",")
         try:
-            region, name, savings, band = parts
-            spot = Spot(int(savings), int(band))
+            region, name, savings, band = line.split(",")
         except ValueError:
             raise InputError(f"{path}:{i}: expected region,type,savings %,band") from None
-        if not -100 < spot.savings_pct < 100 or not 0 <= spot.band < len(BANDS):
-            raise InputError(f"{path}:{i}: savings or band out of range")
+        spot = made.get((savings, band))
+        if spot is None:
+            spot = made[savings, band] = _spot(savings, band, f"{path}:{i}")
         out[region, name] = spot
     return out
+
+
+def _spot(savings: str, band: str, where: str) -> Spot:
+    """The `Spot` of one row's savings and band cells, checked (``where`` names the row)."""
+    try:
+        spot = Spot(int(savings), int(band))
+    except ValueError:
+        raise InputError(f"{where}: expected region,type,savings %,band") from None
+    if not -100 < spot.savings_pct < 100 or not 0 <= spot.band < len(BANDS):
+        raise InputError(f"{where}: savings or band out of range")
+    return spot
 
 
 @cache
