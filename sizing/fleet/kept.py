@@ -11,6 +11,10 @@ one process the same rows again); each row's capacity is the one a fresh computa
 (`sizing.model.capacity.model_capacities` computes every row on its own: what rows share is
 only cached within a call, never mixed between rows).
 
+The on-demand answer asks for its first option only (`sizing.fleet.question.FleetQuestion`'s
+``first_only``): the rows that cannot rank first are not counted at all
+(`sizing.fleet.engine.within_reach`), so it computes few shapes beyond the kept ones.
+
 One set of inputs is kept: another workload, profile set, model input or computing function
 drops what was kept, and only the last answer's rows are kept (a long-lived process holds
 one answer's shapes, never a growing store). Answers with measured evidence are not kept.
