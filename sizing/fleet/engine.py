@@ -441,7 +441,9 @@ def within_reach(q: FleetQuestion, table: CandidateTable, rows: Rows) -> Rows:
         n, n_conf = counts[s]
         if n is not None:
             bound = min(bound, rank_key(q.sort, (n, n_conf), prices[j], usd[where[j]])[0])
-    return table.take(rows, [f <= bound for f in floors])
+    # A price that is not a number >= 0 bounds nothing: its row is kept.
+    out = [not (p >= 0 and f > bound) for p, f in zip(prices, floors, strict=True)]
+    return table.take(rows, out)
 
 
 def carbon_lead(
