@@ -16,9 +16,8 @@ writes, through `trialtable.files.write_atomic`:
   ``Dasv4_Type1``) and ``Basic_`` sizes are dropped; a zero price is missing, not free, and is
   left empty.
 
-``bandwidth.csv`` is written by hand from Microsoft's size pages (``MicrosoftDocs/
-azure-compute-docs``, each row naming the page and its commit): that repository is too large to
-clone here, so its rows are kept as read.
+``bandwidth.csv`` is written by ``bandwidth.py`` from Microsoft's size pages
+(``MicrosoftDocs/azure-compute-docs``, each row naming the page and its commit).
 """
 
 from __future__ import annotations
