@@ -129,13 +129,14 @@ def test_ingress_configmap():
         "access_log_container": 1.0,  # the image's access.log is /dev/stdout
         "proxy_keepalive": 1.0,
         # the controller's Lua, measured as one feature; a ConfigMap does not say whether
-        # --enable-metrics is on: the controller's and the chart's default, off
+        # --enable-metrics is given: the controller's and the chart's default, off
         "ingress_nginx_no_metrics": 1.0,
         # its log-format-upstream (83 characters) is no longer than combined: no extra
     }
     assert "nginx.tmpl:532 (lua_balancer)" in r.found.provenance["ingress_nginx_no_metrics"]
-    assert r.found.settings["metrics"].startswith("off (") and "flags.go:177" in (
-        r.found.settings["metrics"]
+    assert (
+        r.found.settings["metrics"].startswith("off (")
+        and "flags.go:177" in (r.found.settings["metrics"])
     )
     assert any(e.startswith("metrics off: a ConfigMap does not say") for e in r.found.estimates)
     assert any(e.startswith("log-format-upstream: a log format of 83") for e in r.found.estimates)
@@ -384,6 +385,43 @@ def test_bad_configmaps(tmp_path, capsys):
     )
     values = _conf(tmp_path, "controller:\n  config: [a, b]\n", "values.yaml")
     assert "values.yaml" in _refused(capsys, ["workload", "--ingress-nginx", str(values)])
+
+
+#: Nine lists of nine, each the one before by alias: 9**9 strings once expanded.
+ALIAS_BOMB = "".join(
+    f"{k}: &{k} [{', '.join([f'*{p}' if p else '0'] * 9)}]\n"
+    for k, p in zip("abcdefghi", ["", *"abcdefgh"], strict=True)
+)
+
+
+def test_hostile_chart_values_are_refused_in_one_line(tmp_path, capsys):
+    bad = {
+        "bomb.yaml": ALIAS_BOMB,  # a plain mapping of keys: its values are read as strings
+        "bomb-values.yaml": "x:\n"
+        + "".join(f"  {line}\n" for line in ALIAS_BOMB.splitlines())
+        + "controller:\n  metrics: {enabled: *i}\n",
+        "yes.yaml": 'controller:\n  metrics: {enabled: "yes"}\n',  # the controller refuses it
+        "list.yaml": "controller:\n  metrics: {enabled: [1, 2]}\n",
+        "metrics.yaml": "controller:\n  metrics: [1]\n",
+        "extra.yaml": "controller:\n  extraArgs: {enable-metrics: {a: 1}}\n",
+        "escape.yaml": 'controller:\n  extraArgs: {enable-metrics: "\\e[31m"}\n',
+        "config.yaml": "controller:\n  config: 0\n",
+        "value.yaml": "kind: ConfigMap\ndata:\n  keep-alive: [75]\n",
+    }
+    for name, text in bad.items():
+        path = _conf(tmp_path, text, name)
+        err = _refused(capsys, ["recommend", "--rps", "1e5", "--ingress-nginx", str(path)])
+        assert name in err and "\x1b" not in err, err
+
+
+def test_chart_values_read_as_the_chart_passes_them(tmp_path):
+    values = tmp_path / "values.yaml"
+    # a truthy enabled is passed as --enable-metrics=VALUE (1: on); a falsy one is not passed
+    for enabled, feature in (("1", "ingress_nginx"), ("'True'", "ingress_nginx"), ("0", "")):
+        values.write_text(f"controller:\n  metrics: {{enabled: {enabled}}}\n")
+        assert (feature or "ingress_nginx_no_metrics") in features_of_ingress(values), enabled
+    values.write_text("kind: ConfigMap\nmetadata: {name: x}\n")  # a ConfigMap with no data
+    assert "ingress_nginx_no_metrics" in features_of_ingress(values)
 
 
 # -- the command line ------------------------------------------------------------------------

@@ -144,11 +144,18 @@ def load_controller(path: str | os.PathLike[str]) -> Controller:
     metrics, said = None, ""
     if isinstance(doc, dict) and isinstance(doc.get("controller"), dict):
         metrics, said = _values_metrics(doc["controller"], where)
-        doc = doc["controller"].get("config") or {}
-    elif isinstance(doc, dict) and "data" in doc:
-        doc = doc["data"] or {}
+        doc = doc["controller"].get("config")
+    elif isinstance(doc, dict) and ("data" in doc or doc.get("kind") == "ConfigMap"):
+        doc = doc.get("data")
+    doc = {} if doc is None else doc
     if not isinstance(doc, dict) or not all(isinstance(k, str) for k in doc):
         raise InputError(f"{where}: expected a ConfigMap (kind: ConfigMap, data: key: value)")
+    for key, value in doc.items():
+        if isinstance(value, (dict, list, set)):  # str() of aliased nests would not end
+            raise InputError(
+                f"{where}: {key[:40]!r} is a {type(value).__name__}, not a ConfigMap "
+                "value (a string, number or true/false)"
+            )
     data = {k: str(v).strip().lower() if isinstance(v, bool) else str(v) for k, v in doc.items()}
     return Controller(data, metrics, said)
 
@@ -158,24 +165,58 @@ def load_configmap(path: str | os.PathLike[str]) -> dict[str, str]:
     return load_controller(path).data
 
 
-def _flag_on(value: object) -> bool:
+#: Go's ``strconv.ParseBool``, which reads the controller's ``--enable-metrics=VALUE``: its
+#: words, and what each means; any other value stops the controller at start.
+GO_BOOL = {w: True for w in ("1", "t", "T", "TRUE", "true", "True")} | {
+    w: False for w in ("0", "f", "F", "FALSE", "false", "False")
+}
+
+
+def _go_bool(value: object, where: str) -> bool:
+    """A value the chart passes as ``--flag=VALUE``, as the controller reads it, or InputError.
+
+    A YAML true/false is itself; a string or integer is read by `GO_BOOL` (Go's
+    ``strconv.ParseBool``); anything else the controller refuses, and so does this.
+    """
+    if isinstance(value, bool):
+        return value
+    word = str(value) if isinstance(value, (str, int)) else None
+    if word is None or word not in GO_BOOL:
+        shown = repr(word[:40]) if word is not None else f"a {type(value).__name__}"
+        raise InputError(
+            f"{where} is {shown}, not a value the controller's --enable-metrics "
+            "reads (true, false, 1, 0)"
+        )
+    return GO_BOOL[word]
+
+
+def _flag_on(value: object, where: str) -> bool:
     """An ``extraArgs`` value as the flag reads it.
 
-    Empty or null passes ``--flag`` alone (on), else ``--flag=value`` (Go's
-    ``strconv.ParseBool``: 1, t, true are on).
+    Empty or null passes ``--flag`` alone (on), else ``--flag=value`` (`_go_bool`).
     """
-    return value is None or str(value).strip().lower() in ("", "1", "t", "true")
+    return value is None or value == "" or _go_bool(value, where)
 
 
 def _values_metrics(controller: Mapping[object, object], where: str) -> tuple[bool, str]:
-    """``--enable-metrics`` as the chart's ``controller`` values pass it, and where read."""
+    """``--enable-metrics`` as the chart's ``controller`` values pass it, and where read.
+
+    The chart passes ``--enable-metrics=VALUE`` only for a truthy ``metrics.enabled``
+    (``_params.tpl:57-58``), so a false, zero, empty or null one leaves the default, off.
+    """
     extra = controller.get("extraArgs")
     if isinstance(extra, dict) and "enable-metrics" in extra:
-        return _flag_on(extra["enable-metrics"]), f"{where}: controller.extraArgs.enable-metrics"
+        said = f"{where}: controller.extraArgs.enable-metrics"
+        return _flag_on(extra["enable-metrics"], said), said
     metrics = controller.get("metrics")
+    if metrics is not None and not isinstance(metrics, dict):
+        raise InputError(
+            f"{where}: controller.metrics is a {type(metrics).__name__}, not a mapping"
+        )
     if isinstance(metrics, dict) and "enabled" in metrics:
-        on = str(metrics["enabled"]).strip().lower() == "true"
-        return on, f"{where}: controller.metrics.enabled ({METRICS_VALUES})"
+        said = f"{where}: controller.metrics.enabled"
+        on = bool(metrics["enabled"]) and _go_bool(metrics["enabled"], said)
+        return on, f"{said} ({METRICS_VALUES})"
     return False, f"{where}: no controller.metrics.enabled, the chart's default false " + (
         f"({METRICS_VALUES})"
     )
