@@ -98,3 +98,14 @@ def test_a_bad_network_path_file_is_one_line_naming_it(tmp_path):
     bad.write_text("\n".join([*good[:2], "=cmd|x,1,,1,connections,a,b.md,c,1"]) + "\n")
     with pytest.raises(InputError, match=r"network-path.csv:3: unknown limit '=cmd\|x'"):
         azure.read_network_path(bad)
+    for cell, new in (
+        ("0375bb83e151", "\x1b[31m"),
+        ("virtual-machine", "\x1b]0;x\x07"),
+        (",52", ",0"),
+    ):
+        bad.write_text("\n".join([*good[:2], good[2].replace(cell, new)]) + "\n")
+        with pytest.raises(InputError, match=r"network-path.csv:3: page, commit or line is not"):
+            azure.read_network_path(bad)
+    bad.write_text("\n".join([*good[:2], good[5].replace(",2,3,", ",3,2,")]) + "\n")
+    with pytest.raises(InputError, match=r"network-path.csv:3: vcpus_to below vcpus_from"):
+        azure.read_network_path(bad)

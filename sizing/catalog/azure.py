@@ -338,6 +338,9 @@ _PATH_LIMITS = frozenset(
         "connection_limit",
     }
 )
+#: What a row's ``commit`` and ``page`` may hold (a hex hash; a path of a Markdown page).
+_COMMIT = re.compile(r"[0-9a-f]{7,40}")
+_PAGE = re.compile(r"[A-Za-z0-9_./-]{1,200}\.md")
 #: Pages of `NETWORK_PATH` by file, as the basis names them.
 PATH_PAGES = {
     "virtual-machine-network-throughput.md": "Microsoft, 'Virtual machine network bandwidth'",
@@ -407,6 +410,11 @@ def _path_limit(path: Path, i: int, row: dict[str, str]) -> PathLimit:
         raise InputError(f"{path}:{i}: unknown limit {limit.limit[:40]!r}")
     if not (math.isfinite(limit.value) and 0 < limit.value < 1e9 and limit.vcpus_from >= 1):
         raise InputError(f"{path}:{i}: value or vCPUs out of range")
+    if limit.vcpus_to and limit.vcpus_to < limit.vcpus_from:
+        raise InputError(f"{path}:{i}: vcpus_to below vcpus_from")
+    # page and commit are printed in the basis (`PathLimit.cite`): a path and a hash, no more
+    if not (_COMMIT.fullmatch(limit.commit) and _PAGE.fullmatch(limit.page)) or limit.line < 1:
+        raise InputError(f"{path}:{i}: page, commit or line is not a page path, hash and line")
     return limit
 
 
