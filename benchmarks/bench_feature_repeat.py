@@ -125,7 +125,15 @@ def main(argv: list[str] | None = None) -> int:
     else:
         keep = args.keep or Path(tempfile.mkdtemp(prefix="feature-repeat-"))
         paths = run(args.campaigns, args.pairs, args.only, keep)
-    results = judge(read(paths), on_core(paths))
+    from sizing.errors import InputError
+    from trialtable.fields import printable
+
+    try:
+        core = on_core(paths)  # validates each file before `read` takes its numbers
+    except InputError as exc:
+        print(f"{ap.prog}: error: {printable(str(exc))}", file=sys.stderr)
+        return 2
+    results = judge(read(paths), core)
     judged = [r for r in results.values() if r["verdict"] != "below resolution"]
     ok = sum(r["verdict"] == "within" for r in judged)
     ok_core = sum(r["core_worst"] <= GOAL for r in judged)

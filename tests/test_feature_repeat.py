@@ -68,3 +68,16 @@ def test_a_cost_is_judged_against_its_median_and_resolution(tmp_path: Path) -> N
     assert bench.verdict(by["log"])[0] == "below resolution"
     wide = [(10.0, 5.0, 15.0), (14.0, 9.0, 19.0)]
     assert bench.verdict(wide)[0] == "OUTSIDE"
+
+
+def test_read_campaigns_are_judged_on_the_host_and_the_reference_core(tmp_path, capsys) -> None:
+    bench = _bench()
+    shipped = ROOT / "data" / "reference" / "feature-costs.csv"
+    assert bench.main(["--read", str(shipped), str(shipped)]) == 0
+    out = capsys.readouterr().out
+    assert "ingress_nginx_no_metrics" in out and "on the reference core" in out
+    bad = tmp_path / "bad.csv"
+    bad.write_text(shipped.read_text().replace(",measured,", ",measured,nan-", 1))
+    assert bench.main(["--read", str(shipped), str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "bad.csv:2" in err
