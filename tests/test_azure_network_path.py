@@ -63,6 +63,9 @@ def test_keep_alive_has_no_cap_but_the_basis_says_what_is_published():
     assert "Accelerated Networking is not in the bundled data" in why
     _, proxying = azure.connection_cap(N_SIZE, PROXY_NEW)
     assert "250,000 active connections per VM that proxies" in proxying
+    for scenario in ("reverse_proxy", "api_gateway"):  # a proxy by its scenario alone
+        _, why = azure.connection_cap(N_SIZE, Workload(scenario=scenario))
+        assert "250,000 active connections per VM that proxies" in why, scenario
 
 
 def test_the_published_rate_caps_a_network_optimized_size():

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING
 from sizing.catalog.rows import BuildResult, egress_row, num, read_upstream
 from sizing.errors import InputError
 from sizing.paths import DATA_DIR
+from trialtable.profile import PROXIED
 
 if TYPE_CHECKING:
     from sizing.catalog.load import Instance
@@ -532,7 +533,9 @@ def connection_cap(inst: Instance, work: Workload) -> tuple[float, str]:
     "enable higher connection creation rates"). Connections kept alive: no cap (inf).
     """
     client, upstream = new_connections_per_request(work)
-    proxying = any(name.startswith("proxy_") for name, _ in work.features)
+    proxying = work.scenario in PROXIED or any(
+        name.startswith("proxy_") for name, _ in work.features
+    )
     optimized = network_optimized(inst.instance_type)
     return _connection_cap(inst.vcpus, optimized, client, upstream, proxying)
 
