@@ -352,3 +352,15 @@ def test_a_missing_module_is_not_measured_and_starts_nothing(tmp_path):
     result = campaign.measure(bench, "lua_log", campaign.Settings(), lambda _: None)
     assert not result.measured and "module not installed" in result.note
     assert "ngx_http_lua_module.so" in result.note
+
+
+def test_the_notes_say_how_each_measured_feature_was_set_up_and_no_other():
+    row = {"status": "not measured", "measured_at": "", "note": "", "reference": "", "pairs": 0}
+    rows = [{**row, "feature": n} for n in ("ingress_nginx_no_metrics", "access_log")]
+    text = campaign.notes_md(rows, campaign.Settings(), {}, "cmd")
+    assert "- ingress_nginx_no_metrics: the same with the controller's metrics off" in text
+    assert "- ingress_nginx:" not in text and "- access_log_container:" not in text
+    every = [{**row, "feature": n} for n in campaign.SETUP_NOTES]
+    text = campaign.notes_md(every, campaign.Settings(), {}, "cmd")
+    at = [text.index(note) for note in campaign.SETUP_NOTES.values()]
+    assert at == sorted(at) and text.index("- Lua and njs") < at[1]

@@ -576,6 +576,35 @@ def to_csv(rows: Sequence[Mapping[str, object]]) -> str:
     return table_csv(rows, FEATURE_COST_COLUMNS)
 
 
+#: How a feature's pairs were set up, where it differs from the reference's (`notes_md`).
+SETUP_NOTES = {
+    CONTAINER_LOG: "- access_log_container: both nginx (reference and feature) run in containers "
+    "of a private containerd (pods made over its CRI API, as a kubelet makes them; "
+    "`--container-path ctr`: `ctr run --rootfs`), the host's /usr and /etc mounted "
+    "read-only, the node's network, the feature with `access_log /dev/stdout`; the "
+    "row is the nginx worker's own extra, the runtime's CPU per line (shim, reader) "
+    f"and the path's line rate are in {LOG_PATH_FILE}",
+    INGRESS_NGINX: "- ingress_nginx: the proxy's location made an ingress-nginx one "
+    "(`runners.calibrate.ingress`: its variables, proxy headers and $req_id, and "
+    "Lua in the rewrite, balancer, header-filter and log phases doing the "
+    "controller's per-request work, metrics JSON-encoded per request), against "
+    "the plain proxy",
+    INGRESS_NGINX_NO_METRICS: "- ingress_nginx_no_metrics: the same with the controller's "
+    "metrics off (no monitor.call() in the log phase, no flush timer), against the plain proxy",
+    UPSTREAMINFO_LOG: "- access_log_upstreaminfo: both sides are the proxy with an unbuffered "
+    "access log to a file and the ingress location's variables; the reference writes the "
+    "combined line, the feature ingress-nginx's upstreaminfo line "
+    "(`runners.calibrate.ingress.upstreaminfo_extras`): the longer line's extra "
+    "alone, its reference request carrying a combined log line",
+}
+
+
+def _setup_notes(rows: Sequence[dict[str, Any]], names: tuple[str, ...]) -> list[str]:
+    """The `SETUP_NOTES` of those of ``names`` that ``rows`` hold, in that order."""
+    held = {r["feature"] for r in rows}
+    return [SETUP_NOTES[n] for n in names if n in held]
+
+
 def notes_md(
     rows: Sequence[dict[str, Any]], settings: Settings, info: dict[str, Any], command: str
 ) -> str:
@@ -607,50 +636,10 @@ def notes_md(
         "stime = kernel; clock ticks), per request; a feature's cost is the median over pairs "
         "of (feature on - reference), its spread the seeded percentile bootstrap 95% interval "
         "of that median (`*_low_us`, `*_high_us`)",
-        *(
-            [
-                "- access_log_container: both nginx (reference and feature) run in containers "
-                "of a private containerd (pods made over its CRI API, as a kubelet makes them; "
-                "`--container-path ctr`: `ctr run --rootfs`), the host's /usr and /etc mounted "
-                "read-only, the node's network, the feature with `access_log /dev/stdout`; the "
-                "row is the nginx worker's own extra, the runtime's CPU per line (shim, reader) "
-                f"and the path's line rate are in {LOG_PATH_FILE}"
-            ]
-            if any(r["feature"] == CONTAINER_LOG for r in rows)
-            else []
-        ),
+        *_setup_notes(rows, (CONTAINER_LOG,)),
         "- Lua and njs rows measure a minimal handler (one variable read or a fixed response): "
         "real handlers do more",
-        *(
-            [
-                "- ingress_nginx: the proxy's location made an ingress-nginx one "
-                "(`runners.calibrate.ingress`: its variables, proxy headers and $req_id, and "
-                "Lua in the rewrite, balancer, header-filter and log phases doing the "
-                "controller's per-request work, metrics JSON-encoded per request), against "
-                "the plain proxy"
-            ]
-            if any(r["feature"] == INGRESS_NGINX for r in rows)
-            else []
-        ),
-        *(
-            [
-                "- ingress_nginx_no_metrics: the same with the controller's metrics off "
-                "(no monitor.call() in the log phase, no flush timer), against the plain proxy"
-            ]
-            if any(r["feature"] == INGRESS_NGINX_NO_METRICS for r in rows)
-            else []
-        ),
-        *(
-            [
-                "- access_log_upstreaminfo: both sides are the proxy with an unbuffered access "
-                "log to a file and the ingress location's variables; the reference writes the "
-                "combined line, the feature ingress-nginx's upstreaminfo line "
-                "(`runners.calibrate.ingress.upstreaminfo_extras`): the longer line's extra "
-                "alone, its reference request carrying a combined log line"
-            ]
-            if any(r["feature"] == UPSTREAMINFO_LOG for r in rows)
-            else []
-        ),
+        *_setup_notes(rows, (INGRESS_NGINX, INGRESS_NGINX_NO_METRICS, UPSTREAMINFO_LOG)),
         "- Over loopback the sender's kernel time includes delivering each segment to the "
         "receiving socket, so kernel costs hold part of the peer's receive path; the reference "
         "request, measured the same way in the same pairs, carries that too",
