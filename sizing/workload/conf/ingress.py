@@ -160,11 +160,6 @@ def load_controller(path: str | os.PathLike[str]) -> Controller:
     return Controller(data, metrics, said)
 
 
-def load_configmap(path: str | os.PathLike[str]) -> dict[str, str]:
-    """The ``data`` of the ConfigMap at ``path`` (or a plain mapping of its keys)."""
-    return load_controller(path).data
-
-
 #: Go's ``strconv.ParseBool``, which reads the controller's ``--enable-metrics=VALUE``: its
 #: words, and what each means; any other value stops the controller at start.
 GO_BOOL = {w: True for w in ("1", "t", "T", "TRUE", "true", "True")} | {
