@@ -57,6 +57,14 @@ COMBINED_FORMAT = (
     '"$http_referer" "$http_user_agent"'
 )
 
+#: The directives of the controller's per-request Lua (both `INGRESS_NGINX` rows).
+INGRESS_DIRECTIVES = (
+    "rewrite_by_lua_file",
+    "balancer_by_lua_file",
+    "header_filter_by_lua_file",
+    "log_by_lua_file",
+)
+
 #: Every feature, in the order the answer lists them.
 FEATURES: tuple[Feature, ...] = (
     Feature("access_log", "one access-log line written per request (unbuffered)", ("access_log",)),
@@ -101,23 +109,13 @@ FEATURES: tuple[Feature, ...] = (
         "the rewrite, balancer, header-filter and log phases (a balancer over an endpoints "
         "table, the monitor's metrics table JSON-encoded), its set/map variables, $req_id and "
         "proxy headers; its access log line is a feature of its own",
-        (
-            "rewrite_by_lua_file",
-            "balancer_by_lua_file",
-            "header_filter_by_lua_file",
-            "log_by_lua_file",
-        ),
+        INGRESS_DIRECTIVES,
     ),
     Feature(
         INGRESS_NGINX_NO_METRICS,
         f"{INGRESS_NGINX} with the controller's metrics off (--enable-metrics=false): its log "
         "phase runs the balancer's log step only, no monitor.call() building the metrics",
-        (
-            "rewrite_by_lua_file",
-            "balancer_by_lua_file",
-            "header_filter_by_lua_file",
-            "log_by_lua_file",
-        ),
+        INGRESS_DIRECTIVES,
     ),
     Feature("njs_access", "an njs handler in the access phase", ("js_access",)),
     Feature("njs_content", "an njs handler that makes the response", ("js_content",)),
