@@ -407,6 +407,8 @@ def test_hostile_chart_values_are_refused_in_one_line(tmp_path, capsys):
         "escape.yaml": 'controller:\n  extraArgs: {enable-metrics: "\\e[31m"}\n',
         "config.yaml": "controller:\n  config: 0\n",
         "value.yaml": "kind: ConfigMap\ndata:\n  keep-alive: [75]\n",
+        "nan.yaml": "kind: ConfigMap\ndata:\n  keep-alive: nan\n",
+        "inf.yaml": "kind: ConfigMap\ndata:\n  keep-alive-requests: 1e400\n",
     }
     for name, text in bad.items():
         path = _conf(tmp_path, text, name)

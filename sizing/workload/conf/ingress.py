@@ -27,6 +27,7 @@ most `MAX_BYTES`.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -271,13 +272,24 @@ def _metrics(controller: Controller, found: Found) -> str:
     return INGRESS_FEATURE if on else INGRESS_NO_METRICS
 
 
+def _number(data: dict[str, str], key: str, at: Callable[[str], str]) -> float:
+    """The ConfigMap's number at ``key`` (or the controller's default), or InputError."""
+    text = data.get(key, DEFAULTS[key][0])
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise InputError(f"{at(key)} is {text[:40]!r}, not a finite number")
+    return value
+
+
 def _ingress_values(data: dict[str, str], found: Found, at: Callable[[str], str]) -> None:
     """Keep-alive, HTTP/2, TLS resumption, gzip and upstream keep-alive."""
     if _flag(data, "use-http2"):
         found.value("http_version", "2", at("use-http2"))
+    keepalive, requests = _number(data, "keep-alive", at), _number(data, "keep-alive-requests", at)
     try:
-        keepalive = float(data.get("keep-alive", "75"))
-        requests = float(data.get("keep-alive-requests", "1000"))
         upstream = int(data.get("upstream-keepalive-connections", "320"))
     except ValueError as exc:
         raise InputError(f"{found.source}: a keep-alive key is not a number ({exc})") from None
