@@ -409,6 +409,10 @@ def test_hostile_chart_values_are_refused_in_one_line(tmp_path, capsys):
         "value.yaml": "kind: ConfigMap\ndata:\n  keep-alive: [75]\n",
         "nan.yaml": "kind: ConfigMap\ndata:\n  keep-alive: nan\n",
         "inf.yaml": "kind: ConfigMap\ndata:\n  keep-alive-requests: 1e400\n",
+        "digits.yaml": "kind: ConfigMap\ndata:\n  keep-alive: " + "1" * 5000 + "\n",
+        "month.yaml": "kind: ConfigMap\ndata:\n  since: 2001-13-45\n",
+        "hex.yaml": "kind: ConfigMap\ndata:\n  keep-alive: 0x" + "f" * 5000 + "\n",
+        "hex-values.yaml": "controller:\n  metrics: {enabled: 0x" + "f" * 5000 + "}\n",
     }
     for name, text in bad.items():
         path = _conf(tmp_path, text, name)

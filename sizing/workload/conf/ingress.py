@@ -59,6 +59,8 @@ DEFAULTS_FILE = f"{REPO} internal/ingress/controller/config/config.go"
 ACCESS_LOG = "/var/log/nginx/access.log"
 #: Largest ConfigMap read [B] (Kubernetes caps a ConfigMap at 1 MiB).
 MAX_BYTES = 1024 * 1024
+#: Largest integer a ConfigMap value may be (Go's int64, which the controller parses into).
+MAX_INT = 2**63 - 1
 #: The Helm chart's values that turn the controller's metrics on: ``controller.metrics.enabled``
 #: (default false, values.yaml:907-911) passes ``--enable-metrics`` (_params.tpl:57-58), and
 #: ``controller.extraArgs`` are passed after it (_params.tpl:69-76: the last flag wins).
@@ -138,7 +140,8 @@ def load_controller(path: str | os.PathLike[str]) -> Controller:
         raise InputError(f"{where}: {exc.strerror or exc}") from None
     try:
         doc: Any = yaml.safe_load(raw)
-    except (yaml.YAMLError, RecursionError) as exc:
+    # ValueError: an integer of thousands of digits, a date of a 13th month
+    except (yaml.YAMLError, RecursionError, ValueError) as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
         raise InputError(f"{where}{line}: not a YAML ConfigMap") from None
@@ -152,10 +155,12 @@ def load_controller(path: str | os.PathLike[str]) -> Controller:
     if not isinstance(doc, dict) or not all(isinstance(k, str) for k in doc):
         raise InputError(f"{where}: expected a ConfigMap (kind: ConfigMap, data: key: value)")
     for key, value in doc.items():
-        if isinstance(value, (dict, list, set)):  # str() of aliased nests would not end
+        big = isinstance(value, int) and abs(value) > MAX_INT  # str() refuses 4,300+ digits
+        if big or isinstance(value, (dict, list, set)):  # str() of aliased nests would not end
+            what = "a number too large" if big else f"a {type(value).__name__}"
             raise InputError(
-                f"{where}: {key[:40]!r} is a {type(value).__name__}, not a ConfigMap "
-                "value (a string, number or true/false)"
+                f"{where}: {key[:40]!r} is {what}, not a ConfigMap value (a string, number or "
+                "true/false)"
             )
     data = {k: str(v).strip().lower() if isinstance(v, bool) else str(v) for k, v in doc.items()}
     return Controller(data, metrics, said)
@@ -176,7 +181,8 @@ def _go_bool(value: object, where: str) -> bool:
     """
     if isinstance(value, bool):
         return value
-    word = str(value) if isinstance(value, (str, int)) else None
+    small = isinstance(value, int) and abs(value) <= MAX_INT
+    word = str(value) if isinstance(value, str) or small else None
     if word is None or word not in GO_BOOL:
         shown = repr(word[:40]) if word is not None else f"a {type(value).__name__}"
         raise InputError(
