@@ -213,19 +213,36 @@ def large_scaling(vcpus: int) -> tuple[float, float]:
 
 
 def packets_per_request(work: Workload) -> float:
-    """Packets on the wire per keep-alive request, both directions [1] (an estimate).
+    """Packets on the server's NIC per request, both directions [1] (an estimate).
 
-    The request, the server's ACK of it, the response's ``n = ceil(bytes / MSS)`` segments
-    and the client's delayed ACKs (one per two segments): ``2 + n + ceil(n / 2)``, 4 for a
-    response of one segment (Stressgrid's count); weighted over the size mix.
+    Each exchange counts the request, the server's ACK of it, the response's
+    ``n = ceil(bytes / MSS)`` segments and the delayed ACKs (one per two segments):
+    ``2 + n + ceil(n / 2)``, 4 for a response of one segment (Stressgrid's count, which its
+    packet budget was measured with); weighted over the size mix. A client connection's
+    handshake and teardown (`costmodel.connection_packets`) add their share per request
+    (none when connections are kept alive for good); a proxy's NIC also carries the upstream
+    leg, plain HTTP with the body uncompressed, and one upstream connection per request when
+    it opens a new one (``proxy_new_connection``).
     """
     ratio = costmodel.ESTIMATES["gzip_ratio"][0]
+    https = work.protocol == "https"
+    reuse = work.requests_per_connection
+    per_conn = 0.0 if math.isinf(reuse) else costmodel.connection_packets(https) / max(reuse, 1.0)
+    upstream_conn = dict(work.features).get("proxy_new_connection", 0.0)
     total = 0.0
     for s, w in work.sizes:
         wire = bytes_per_response(s * (1 - work.gzip) + s * work.gzip * ratio, work.protocol)
-        n = max(1, math.ceil(wire / MSS_BYTES))
-        total += w * (2 + n + math.ceil(n / 2))
+        total += w * (_exchange_packets(wire) + per_conn)
+        if work.scenario in PROXIED:
+            upstream = _exchange_packets(bytes_per_response(s, "http"))
+            total += w * (upstream + upstream_conn * costmodel.connection_packets(False))
     return total
+
+
+def _exchange_packets(wire_bytes: float) -> float:
+    """One request and its response on the wire: ``2 + n + ceil(n / 2)`` packets [1]."""
+    n = max(1, math.ceil(wire_bytes / MSS_BYTES))
+    return float(2 + n + math.ceil(n / 2))
 
 
 SERVICE_CV2 = (

@@ -234,15 +234,22 @@ def wire_bytes(body_bytes: float, https: bool) -> float:
     return payload + segments * ESTIMATES["segment_overhead_bytes"][0]
 
 
+def connection_packets(https: bool) -> float:
+    """Packets of one connection's handshake and teardown [1] (an estimate of TCP's behaviour).
+
+    SYN, SYN-ACK, ACK, FIN, ACK: 5, plus 4 TLS handshake records over HTTPS.
+    """
+    return 5.0 + (4.0 if https else 0.0)
+
+
 def packets_per_request(body_bytes: float, https: bool, requests_per_connection: float) -> float:
     """Packets a server's NIC handles per request [1] (an estimate of TCP's behaviour).
 
     The request (1), the response's segments, about one ACK received per two segments, and per
-    new connection the handshake and teardown (SYN, SYN-ACK, ACK, FIN, ACK: 5, plus 4 TLS
-    handshake records over HTTPS).
+    new connection its `connection_packets`.
     """
     segments = max(1.0, math.ceil((wire_bytes(body_bytes, https)) / (MSS_BYTES + 66.0)))
-    per_conn = 5.0 + (4.0 if https else 0.0)
+    per_conn = connection_packets(https)
     reuse = requests_per_connection if math.isfinite(requests_per_connection) else math.inf
     return 1.0 + segments + math.ceil(segments / 2.0) + (per_conn / reuse if reuse else 0.0)
 
