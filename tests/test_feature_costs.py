@@ -121,6 +121,8 @@ def test_cli_prints_the_good_file(capsys):
     assert sizing_main(["reference", "--feature-costs"]) == 0
     out = capsys.readouterr().out
     assert "proxy_new_connection" in out and "ref. core us" in out
+    # where the costs were measured: the file, its pairs, CPU, nginx and date
+    assert "\nmeasured:\nfeature-costs.csv (" in out and "pairs on" in out
 
 
 # ----------------------------------------------------------------------------- the model

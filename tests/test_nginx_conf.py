@@ -158,6 +158,7 @@ def test_ingress_chart_values_say_whether_metrics_are_on(tmp_path):
     }
     assert r.workload.http_version == "1.1"  # controller.config is the ConfigMap's data
     assert "controller.metrics.enabled" in r.found.settings["metrics"]
+    assert r.found.source == "your ingress-nginx chart values"
     assert not any(e.startswith("metrics") for e in r.found.estimates)
     # extraArgs come after the chart's flag (the last one wins); absent: the chart's default
     values.write_text(
@@ -242,6 +243,31 @@ def test_an_ingress_rendered_conf_is_priced_as_the_ingress_feature(tmp_path):
     got = features(other)
     assert not {"ingress_nginx", "ingress_nginx_no_metrics"} & set(got)
     assert {"lua_rewrite", "lua_balancer", "lua_header_filter", "lua_log"} <= set(got)
+
+
+def test_a_rendered_controllers_default_log_path_is_the_containers_stdout(tmp_path):
+    # the controller's image links /var/log/nginx/access.log to /dev/stdout (Dockerfile:84)
+    conf = DATA / "ingress-rendered.conf"
+    logged = conf.read_text().replace("access_log off;", "access_log /var/log/nginx/access.log;")
+    rendered = tmp_path / "rendered.conf"
+    rendered.write_text(logged)
+    r = read(str(rendered))
+    got = dict(r.workload.features)
+    assert got.get("access_log_container") == 1.0 and "access_log" not in got
+    assert any("rootfs/Dockerfile:84" in e for e in r.found.estimates)
+    # the same path in a server that is not a controller's is a file
+    other = tmp_path / "nginx.conf"
+    other.write_text(logged.replace("upstream_balancer", "backend"))
+    got = features(other)
+    assert got.get("access_log") == 1.0 and "access_log_container" not in got
+
+
+@pytest.mark.parametrize("key", ["keep-alive", "keep-alive-requests"])
+def test_a_negative_keep_alive_key_is_refused(tmp_path, key):
+    path = tmp_path / "cm.yaml"
+    path.write_text(f'data:\n  {key}: "-5"\n')
+    with pytest.raises(InputError, match=f"{key}.*no negative value"):
+        read(ingress_nginx=str(path))
 
 
 def test_ingress_without_upstream_keepalive(tmp_path):

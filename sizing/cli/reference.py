@@ -77,7 +77,8 @@ def feature_costs_table(path: str | None) -> str:
     from sizing.model.features import load_feature_costs, on_reference_core
 
     rows = []
-    for name, cost in load_feature_costs(path).items():
+    costs = load_feature_costs(path)
+    for name, cost in costs.items():
         core = on_reference_core(cost, reference_request_us(cost.reference, cost.file_bytes))
         rows.append(
             [
@@ -91,4 +92,5 @@ def feature_costs_table(path: str | None) -> str:
             ]
         )
     head = ["feature", "vs", "host user us", "host kernel us", "ref. core us", "sd us", "speed"]
-    return _table(head, rows, {2, 3, 4, 5, 6})
+    measured = sorted({cost.source for cost in costs.values()})
+    return "\n".join([_table(head, rows, {2, 3, 4, 5, 6}), "measured:", *measured])

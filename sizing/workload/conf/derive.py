@@ -345,6 +345,10 @@ def format_share(text: str) -> tuple[float, str]:
 
 #: Destinations of an access log that are the process's standard output.
 STDOUT = ("/dev/stdout", "/proc/self/fd/1", "/dev/fd/1")
+#: The ingress-nginx controller's default access log path (config.go:770), linked to
+#: /dev/stdout in its image (``rootfs/Dockerfile:84``: ``ln -sf /dev/stdout
+#: /var/log/nginx/access.log``, kubernetes/ingress-nginx@dbb11b92).
+CONTROLLER_ACCESS_LOG = "/var/log/nginx/access.log"
 
 
 def _access_log(scope: Scope, found: Found) -> None:
@@ -489,10 +493,31 @@ def _ingress(scope: Scope, found: Found) -> None:
         found.provenance.pop(name, None)
     feature = INGRESS_FEATURE if _monitored(scope, found) else INGRESS_NO_METRICS
     found.feature(feature, count, balancer.where)
+    _controller_stdout(scope, found)
     found.estimates.append(
         f"an ingress-nginx controller's location (proxy_pass to {INGRESS_UPSTREAM}, a Lua "
         f"balancer at {balancer.where}): its Lua, variables and headers priced as the measured "
         f"{feature} feature, not as minimal handlers"
+    )
+
+
+def _controller_stdout(scope: Scope, found: Found) -> None:
+    """A controller location's log to `CONTROLLER_ACCESS_LOG` is the container's stdout.
+
+    The reader took the path for a file (``access_log``); in the controller's image it is a
+    link to /dev/stdout, so the line goes through the container runtime's log path.
+    """
+    logs = [s for s in scope.lookup("access_log") if s.args[:1] == [CONTROLLER_ACCESS_LOG]]
+    if not logs:
+        return
+    for name in ("access_log", "access_log_buffered"):
+        found.features.pop(name, None)
+        found.provenance.pop(name, None)
+    found.feature(CONTAINER_LOG, 1.0, logs[0].where)
+    found.estimates.append(
+        f"access_log {CONTROLLER_ACCESS_LOG} at {logs[0].where}: the controller's image links "
+        "it to /dev/stdout (kubernetes/ingress-nginx@dbb11b92 rootfs/Dockerfile:84), so it is "
+        "priced as a container's stdout through containerd's CRI logger"
     )
 
 

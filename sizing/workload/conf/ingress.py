@@ -35,6 +35,7 @@ from typing import Any
 
 from sizing.errors import InputError
 from sizing.workload.conf.derive import (
+    CONTROLLER_ACCESS_LOG,
     GZIP_SHARE_ESTIMATE,
     INGRESS_FEATURE,
     INGRESS_NO_METRICS,
@@ -50,13 +51,12 @@ from trialtable.files import read_bounded
 from trialtable.logpath import CONTAINER_LOG
 
 SOURCE = "your ingress-nginx ConfigMap"
+#: The same, when the file is the Helm chart's values (its ``controller.config``).
+VALUES_SOURCE = "your ingress-nginx chart values"
 #: Where the controller's behaviour is read.
 REPO = "kubernetes/ingress-nginx@dbb11b92ddb77bee9c35e462479129354c84f939"
 TEMPLATE = f"{REPO} rootfs/etc/nginx/template/nginx.tmpl"
 DEFAULTS_FILE = f"{REPO} internal/ingress/controller/config/config.go"
-#: The controller's default access log path (config.go:770), linked to /dev/stdout in its
-#: image (``rootfs/Dockerfile:84``: ``ln -sf /dev/stdout /var/log/nginx/access.log``).
-ACCESS_LOG = "/var/log/nginx/access.log"
 #: Largest ConfigMap read [B] (Kubernetes caps a ConfigMap at 1 MiB).
 MAX_BYTES = 1024 * 1024
 #: Largest integer a ConfigMap value may be (Go's int64, which the controller parses into).
@@ -122,11 +122,14 @@ class Controller:
         ``--enable-metrics`` as the values set it; None when the file does not say.
     metrics_where : str
         Where it was read (empty when not said).
+    source : str
+        What the file was, as the answer names it (`SOURCE` or `VALUES_SOURCE`).
     """
 
     data: dict[str, str]
     metrics: bool | None = None
     metrics_where: str = ""
+    source: str = SOURCE
 
 
 def load_controller(path: str | os.PathLike[str]) -> Controller:
@@ -145,10 +148,10 @@ def load_controller(path: str | os.PathLike[str]) -> Controller:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
         raise InputError(f"{where}{line}: not a YAML ConfigMap") from None
-    metrics, said = None, ""
+    metrics, said, source = None, "", SOURCE
     if isinstance(doc, dict) and isinstance(doc.get("controller"), dict):
         metrics, said = _values_metrics(doc["controller"], where)
-        doc = doc["controller"].get("config")
+        doc, source = doc["controller"].get("config"), VALUES_SOURCE
     elif isinstance(doc, dict) and ("data" in doc or doc.get("kind") == "ConfigMap"):
         doc = doc.get("data")
     doc = {} if doc is None else doc
@@ -163,7 +166,7 @@ def load_controller(path: str | os.PathLike[str]) -> Controller:
                 "true/false)"
             )
     data = {k: str(v).strip().lower() if isinstance(v, bool) else str(v) for k, v in doc.items()}
-    return Controller(data, metrics, said)
+    return Controller(data, metrics, said, source)
 
 
 #: Go's ``strconv.ParseBool``, which reads the controller's ``--enable-metrics=VALUE``: its
@@ -233,7 +236,7 @@ def derive_ingress(path: str | os.PathLike[str]) -> Reading:
     controller = load_controller(path)
     data = controller.data
     where = str(path)
-    found = Found(SOURCE)
+    found = Found(controller.source)
 
     def at(key: str) -> str:
         if key in data:
@@ -279,7 +282,12 @@ def _metrics(controller: Controller, found: Found) -> str:
 
 
 def _number(data: dict[str, str], key: str, at: Callable[[str], str]) -> float:
-    """The ConfigMap's number at ``key`` (or the controller's default), or InputError."""
+    """The ConfigMap's number at ``key`` (or the controller's default), or InputError.
+
+    Only the keep-alive keys are read as numbers; nginx refuses a negative one (its
+    ``keepalive_timeout`` and ``keepalive_requests`` take none), so the controller would not
+    load the configuration it renders.
+    """
     text = data.get(key, DEFAULTS[key][0])
     try:
         value = float(text)
@@ -287,6 +295,8 @@ def _number(data: dict[str, str], key: str, at: Callable[[str], str]) -> float:
         value = math.nan
     if not math.isfinite(value):
         raise InputError(f"{at(key)} is {text[:40]!r}, not a finite number")
+    if value < 0:
+        raise InputError(f"{at(key)} is {text[:40]!r}: nginx takes no negative value here")
     return value
 
 
@@ -325,10 +335,10 @@ def _access_log(data: dict[str, str], found: Found, at: Callable[[str], str]) ->
     http_off = data.get("disable-http-access-log", "false").strip().lower() == "true"
     if not enabled or _flag(data, "disable-access-log") or http_off:  # nginx.tmpl:361
         return
-    # The default path, /var/log/nginx/access.log, is /dev/stdout in the controller's
-    # image (rootfs/Dockerfile:84); another path is a file.
-    path = data.get("http-access-log-path") or data.get("access-log-path") or ACCESS_LOG
-    feature = CONTAINER_LOG if path in (ACCESS_LOG, *STDOUT) else "access_log"
+    # The default path is /dev/stdout in the controller's image (CONTROLLER_ACCESS_LOG);
+    # another path is a file.
+    path = data.get("http-access-log-path") or data.get("access-log-path") or CONTROLLER_ACCESS_LOG
+    feature = CONTAINER_LOG if path in (CONTROLLER_ACCESS_LOG, *STDOUT) else "access_log"
     found.feature(feature, 1.0, f"{TEMPLATE}:367 ({at('disable-access-log')})")
     if _flag(data, "enable-syslog"):
         found.not_costed("access_log syslog", at("enable-syslog"))
