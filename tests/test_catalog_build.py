@@ -239,39 +239,6 @@ def test_build_command_writes_a_loadable_catalog(upstream, tmp_path, capsys):
     assert (tmp_path / "cat.excluded.csv").read_text().startswith("provider,instance_type")
 
 
-@pytest.mark.skipif(UPSTREAM is None, reason="../shared/facts/upstream is not present")
-def test_providers_built_side_by_side_give_the_serial_build(monkeypatch):
-    assert UPSTREAM is not None
-    folders = {"aws": UPSTREAM / "aws", "gcp": UPSTREAM / "gcp"}
-    forked = []
-    real = catalog_build.ProcessPoolExecutor
-
-    def counting(*args, **kwargs):
-        forked.append(kwargs.get("max_workers"))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(catalog_build, "ProcessPoolExecutor", counting)
-    monkeypatch.setattr(catalog_build, "_single_threaded", lambda: True)
-    monkeypatch.setattr(catalog_build.os, "cpu_count", lambda: 2)
-    side_by_side = catalog_build.build_providers(folders)
-    assert forked == [1]  # gcp in a child, aws here
-    monkeypatch.setattr(catalog_build.os, "cpu_count", lambda: 1)
-    serial = catalog_build.build_providers(folders)
-    assert forked == [1]
-    assert side_by_side.rows == serial.rows and side_by_side.egress == serial.egress
-    assert side_by_side.excluded == serial.excluded
-
-
-@pytest.mark.skipif(UPSTREAM is None, reason="../shared/facts/upstream is not present")
-def test_a_provider_error_in_the_child_is_the_one_line_error(monkeypatch, tmp_path):
-    assert UPSTREAM is not None
-    monkeypatch.setattr(catalog_build, "_single_threaded", lambda: True)
-    monkeypatch.setattr(catalog_build.os, "cpu_count", lambda: 2)
-    # aws is built here, gcp (an empty folder) in the child: its InputError comes back
-    with pytest.raises(InputError, match="does not exist"):
-        catalog_build.build_providers({"aws": UPSTREAM / "aws", "gcp": tmp_path})
-
-
 def test_build_refuses_missing_files(tmp_path, capsys):
     assert (
         main(["catalog", "build", "--aws-dir", str(tmp_path), "--out", str(tmp_path / "x.csv")])

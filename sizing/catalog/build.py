@@ -28,16 +28,11 @@ import io
 import itertools
 import json
 import math
-import multiprocessing
 import operator
-import os
 import re
 import tempfile
-import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
 from json.encoder import encode_basestring_ascii
 from operator import itemgetter
@@ -93,65 +88,17 @@ def build_providers(
         raise InputError(f"give the folder of one provider's public files or more: {flags}")
     result = BuildResult()
     result.inputs = [Path(p) for p in (*folders.values(), burst_table) if p is not None]
-    burst = None if burst_table is None else Path(burst_table)
-    for part in _built([(name, Path(folder), burst) for name, folder in folders.items()]):
+    for name, folder in folders.items():
+        module = providers.get(name)
+        part = module.build(Path(folder), None if burst_table is None else Path(burst_table))
         result.rows += part.rows
         result.excluded += part.excluded
-        result.egress += part.egress
+        # A build may price egress from the files it read; else the module is asked.
+        result.egress += part.egress if part.egress_read else module.egress_rows(Path(folder))
     result.rows = _sorted_rows(result.rows)
     # One line per excluded type (AWS repeats per region).
     result.excluded = sorted(set(result.excluded))
     return result
-
-
-#: One provider's build: its name, upstream folder and the AWS burst table (or None).
-_Job = tuple[str, Path, Path | None]
-
-
-def _build_one(name: str, folder: Path, burst: Path | None) -> BuildResult:
-    """One provider's rows, left-out types and egress rows.
-
-    A build may price egress from the files it read; else its module is asked.
-    """
-    module = providers.get(name)
-    part = module.build(folder, burst)
-    if not part.egress_read:
-        part.egress = module.egress_rows(folder)
-    return part
-
-
-def _built(jobs: Sequence[_Job]) -> list[BuildResult]:
-    """Each provider's `_build_one`, in ``jobs``' order.
-
-    The providers read and parse their own files, so with more than one CPU every provider
-    after the first is built in a forked process beside it (the wall time of the longest
-    instead of the sum). A process with other threads is never forked (a lock another thread
-    held would stay held in the child), and a child that dies is built again here.
-    """
-    if len(jobs) < 2 or (os.cpu_count() or 1) < 2 or not _single_threaded():
-        return [_build_one(*job) for job in jobs]
-    context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(max_workers=len(jobs) - 1, mp_context=context) as pool:
-        futures = [pool.submit(_build_one, *job) for job in jobs[1:]]
-        first = _build_one(*jobs[0])
-        rest = []
-        for job, future in zip(jobs[1:], futures, strict=True):
-            try:
-                rest.append(future.result())
-            except BrokenProcessPool:
-                rest.append(_build_one(*job))
-    return [first, *rest]
-
-
-def _single_threaded() -> bool:
-    """Whether one thread runs here, Python's or native (Linux's count): a fork is safe."""
-    if threading.active_count() != 1:
-        return False
-    try:
-        status = Path("/proc/self/status").read_text()
-    except OSError:
-        return False
-    return any(line.split() == ["Threads:", "1"] for line in status.splitlines())
 
 
 def _sorted_rows(rows: list[dict[str, str]]) -> list[dict[str, str]]:
