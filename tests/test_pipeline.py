@@ -36,6 +36,7 @@ CASES = {
     "mix": ["--rps", "1e6", "--mix", "2"],
     "zones": ["--rps", "1e6", "--zones", "3", "--zone-loss", "1"],
     "profile": ["--rps", "1e6", "--profile", str(PROFILE)],
+    "azure": ["--rps", "1e6", "--provider", "azure"],
 }
 
 
