@@ -119,7 +119,7 @@ def test_the_scores_are_numbers_a_regression_would_move() -> None:
     assert s["median_abs_ln"] == pytest.approx(0.429, abs=0.05)
     # Reading the configuration must not make the model worse on rows it was not fitted to.
     plain = bench_heldout.run(configured=False)["all"]
-    assert plain["median_abs_ln"] == pytest.approx(0.821, abs=0.05)
+    assert plain["median_abs_ln"] == pytest.approx(0.767, abs=0.05)
     assert s["median_abs_ln"] <= plain["median_abs_ln"]
     assert out["sources_once"]["n"] == len({r["source_id"] for r in _rows()})
 
