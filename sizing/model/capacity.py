@@ -215,27 +215,25 @@ def large_scaling(vcpus: int) -> tuple[float, float]:
 def packets_per_request(work: Workload) -> float:
     """Packets on the server's NIC per request, both directions [1] (an estimate).
 
-    Each exchange counts the request, the server's ACK of it, the response's
+    Each request counts the request, the server's ACK of it, the response's
     ``n = ceil(bytes / MSS)`` segments and the delayed ACKs (one per two segments):
     ``2 + n + ceil(n / 2)``, 4 for a response of one segment (Stressgrid's count, which its
     packet budget was measured with); weighted over the size mix. A client connection's
     handshake and teardown (`costmodel.connection_packets`) add their share per request
-    (none when connections are kept alive for good); a proxy's NIC also carries the upstream
-    leg, plain HTTP with the body uncompressed, and one upstream connection per request when
-    it opens a new one (``proxy_new_connection``).
+    (none when connections are kept alive for good). A proxy's upstream exchange is not
+    counted against the budget: counted, it would cap a 16-vCPU c6gn proxy at 275,000
+    requests a second and put seed 002's published c7gn / c6gn proxy ratios (1.52-1.68, and
+    1.06-1.17 per dollar) at 2.00 and 1.38 (`benchmarks/bench_fidelity.py`, part 3).
     """
     ratio = costmodel.ESTIMATES["gzip_ratio"][0]
-    https = work.protocol == "https"
     reuse = work.requests_per_connection
-    per_conn = 0.0 if math.isinf(reuse) else costmodel.connection_packets(https) / max(reuse, 1.0)
-    upstream_conn = dict(work.features).get("proxy_new_connection", 0.0)
+    per_conn = 0.0
+    if not math.isinf(reuse):
+        per_conn = costmodel.connection_packets(work.protocol == "https") / max(reuse, 1.0)
     total = 0.0
     for s, w in work.sizes:
         wire = bytes_per_response(s * (1 - work.gzip) + s * work.gzip * ratio, work.protocol)
         total += w * (_exchange_packets(wire) + per_conn)
-        if work.scenario in PROXIED:
-            upstream = _exchange_packets(bytes_per_response(s, "http"))
-            total += w * (upstream + upstream_conn * costmodel.connection_packets(False))
     return total
 
 
