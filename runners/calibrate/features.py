@@ -545,6 +545,12 @@ def median_interval(
     return statistics.median(vals), low, high
 
 
+def cpu_text(info: dict[str, Any]) -> str:
+    """The host's CPU as the table records it: its name, with its CPUID where read."""
+    name, cpuid = info.get("cpu_model", ""), info.get("cpu_id", "")
+    return f"{name} ({cpuid})" if cpuid else name
+
+
 def row(result: Result, settings: Settings, info: dict[str, Any], when: str) -> JsonObject:
     """One feature's row of the table (`trialtable.features.FEATURE_COSTS`)."""
     out: dict[str, Any] = dict.fromkeys(FEATURE_COST_COLUMNS, "")
@@ -554,7 +560,7 @@ def row(result: Result, settings: Settings, info: dict[str, Any], when: str) -> 
         status=MEASURED if result.measured else NOT_MEASURED,
         pairs=len(result.ref) if result.measured else 0,
         file_bytes=settings.file_bytes,
-        cpu_model=info.get("cpu_model", ""),
+        cpu_model=cpu_text(info),
         nginx_version=info.get("nginx_version", ""),
         measured_at=when,
         note=result.note,

@@ -450,13 +450,18 @@ def reference_request_us(scenario: str, file_bytes: int, model: ModelInputs = PO
 
 
 def features_profile(
-    prof: CostProfile, work: Workload, model: ModelInputs = POINT
+    prof: CostProfile,
+    work: Workload,
+    model: ModelInputs = POINT,
+    target: tuple[Platform, float] | None = None,
 ) -> tuple[CostProfile, dict[str, float]]:
     """``prof`` with the workload's measured configuration features, on the reference core.
 
     Returns the profile and each feature coefficient's user-space share (for the thread
     gain). A feature without a measured cost is left out (`cpu_us_per_request` widens the
-    range for it). Features cost relative to the reference request as ``model`` moves it.
+    range for it). Features cost relative to the reference request as ``model`` moves it;
+    with a ``target`` (the platform and its static speed per core [reference cores]) their
+    user-space work is carried by compute speed (`sizing.model.compute.user_factor`).
     """
     if not work.features:
         return prof, {}
@@ -467,6 +472,7 @@ def features_profile(
         partial(reference_request_us, model=model),
         table=feature_table(),
         proxied=work.scenario in PROXIED,
+        compute=None if target is None else partial(_compute_factor, target, work, model),
     )
     return replace(prof, coefficients={**prof.coefficients, **coefs}), share
 
@@ -694,10 +700,10 @@ class _Speed:
     notes: list[str]
 
 
-def _reference(
+def _core_speed(
     plat: Platform, work: Workload, model: ModelInputs
-) -> tuple[tuple[float, float, str] | None, float, CostProfile, dict[str, float]]:
-    """Fitted cloud speed (None if none or gzip-bound), base thread gain, reference, user share."""
+) -> tuple[tuple[float, float, str] | None, float, float]:
+    """Fitted cloud speed (None if none or gzip-bound), base thread gain, speed per core."""
     tpc = plat.threads_per_core
     # On-the-fly gzip is user-space compute, which no static-serving measurement places:
     # a gzip-bound workload keeps the CoreMark speeds (and the thread gain fitted for them).
@@ -706,8 +712,26 @@ def _reference(
     core = fitted[0] if fitted else plat.vcpu_speed(tpc)
     base_gain = static_thread_gain(tpc, fitted is not None)
     core *= 2.0 / base_gain if tpc == 2 else 1.0
+    return fitted, base_gain, core
+
+
+def _compute_factor(
+    target: tuple[Platform, float], work: Workload, model: ModelInputs, cost: FeatureCost
+) -> tuple[float, float, str]:
+    """`sizing.model.compute.user_factor` of ``target`` against the host that measured ``cost``."""
+    from sizing.model.compute import host_platform, user_factor
+
+    host = model.platform(host_platform(cost.cpu_model))
+    return user_factor(target, (host, _core_speed(host, work, model)[2]))
+
+
+def _reference(
+    plat: Platform, work: Workload, model: ModelInputs
+) -> tuple[tuple[float, float, str] | None, float, CostProfile, dict[str, float]]:
+    """Fitted cloud speed (None if none or gzip-bound), base thread gain, reference, user share."""
+    fitted, base_gain, core = _core_speed(plat, work, model)
     ref = jwt_profile(current_stack(reference_profile(), model), plat, work, core)
-    ref, user_share = features_profile(ref, work, model)
+    ref, user_share = features_profile(ref, work, model, (plat, core))
     if work.protocol == "https" and math.isfinite(work.requests_per_connection):
         ref = crypto_profile(ref, plat, core)
     return fitted, base_gain, ref, user_share

@@ -83,6 +83,9 @@ class FeatureCost:
         The reference request's CPU time in the same pairs (user + kernel).
     source : str
         The table, its host and date.
+    cpu_model : str
+        The measuring host's CPU as recorded (with its CPUID where ``runners features``
+        read one).
     """
 
     name: str
@@ -94,6 +97,7 @@ class FeatureCost:
     kernel_sd_us: float
     ref_us: float
     source: str
+    cpu_model: str = ""
 
 
 def _row(path: Path, line: int, raw: dict[str, str]) -> FeatureCost | None:
@@ -123,6 +127,7 @@ def _row(path: Path, line: int, raw: dict[str, str]) -> FeatureCost | None:
         ref_us=ref,
         source=f"{path.name} ({v['pairs']} pairs on {v['cpu_model']}, {v['nginx_version']}, "
         f"{v['measured_at']})",
+        cpu_model=v["cpu_model"],
     )
 
 
@@ -170,19 +175,25 @@ class CoreCost:
     speed_ratio: float
 
 
-def on_reference_core(cost: FeatureCost, model_ref_us: float) -> CoreCost:
+def on_reference_core(
+    cost: FeatureCost, model_ref_us: float, compute: tuple[float, float] = (1.0, 0.0)
+) -> CoreCost:
     """``cost`` on the reference core, given the cost model's reference request [us].
 
     The speed ratio is ``model_ref_us / cost.ref_us`` (reference-core us per host us); user
-    work scales by it, kernel work by it ** `KERNEL_SPEED_EXPONENT` (an estimate whose range,
-    exponent 0 to 1, goes into the sd), a Lua or njs handler gets `HANDLER_REL_SD` and the
-    ingress-nginx stand-ins `STAND_IN_REL_SD`.
+    work scales by it times ``compute[0]`` (the target platform's compute against the
+    measuring host's, `sizing.model.compute.user_factor`, its relative sd ``compute[1]``), kernel
+    work by it ** `KERNEL_SPEED_EXPONENT` (an estimate whose range, exponent 0 to 1, goes
+    into the sd), a Lua or njs handler gets `HANDLER_REL_SD` and the ingress-nginx
+    stand-ins `STAND_IN_REL_SD`.
     """
     s = model_ref_us / cost.ref_us
-    user = cost.user_us * s
+    k, k_sd = compute
+    user = cost.user_us * s * k
     kernel = cost.kernel_us * s ** KERNEL_SPEED_EXPONENT[0]
     exponent_sd = abs(cost.kernel_us) * abs(s - 1.0) / (2 * Z95)
-    parts = [cost.user_sd_us * s, cost.kernel_sd_us * s ** KERNEL_SPEED_EXPONENT[0], exponent_sd]
+    parts = [cost.user_sd_us * s * k, cost.kernel_sd_us * s ** KERNEL_SPEED_EXPONENT[0]]
+    parts += [exponent_sd, abs(user) * k_sd]
     if cost.name.startswith(("lua_", "njs_")):
         parts.append(HANDLER_REL_SD[0] * abs(user + kernel))
     elif cost.name in (INGRESS_NGINX, INGRESS_NGINX_NO_METRICS):
@@ -214,6 +225,7 @@ def feature_coefficients(
     model_ref_us: Callable[[str, int], float],
     table: Mapping[str, FeatureCost] | None = None,
     proxied: bool = False,
+    compute: Callable[[FeatureCost], tuple[float, float, str]] | None = None,
 ) -> tuple[dict[str, Coefficient], dict[str, float], list[str]]:
     """Reference-core coefficients of the measured ``features``.
 
@@ -228,6 +240,9 @@ def feature_coefficients(
         The measured costs (default: the shipped table).
     proxied : bool
         The workload's scenario already proxies (`behind_proxy`).
+    compute : callable, optional
+        A measured cost -> the factor on its user-space work for the target platform, the
+        factor's relative sd and why (`sizing.model.compute.user_factor`); none: 1.
 
     Returns
     -------
@@ -254,20 +269,25 @@ def feature_coefficients(
             continue
         if proxied:
             cost = behind_proxy(cost, table.get("proxy_keepalive"))
-        core = on_reference_core(cost, model_ref_us(cost.reference, cost.file_bytes))
-        value = core.user_us + core.kernel_us
-        coefs[key] = Coefficient(
-            key,
-            value,
-            core.sd_us,
-            "us/request",
-            "loopback",
-            f"{name}: {cost.user_us:.2f} us user + {cost.kernel_us:.2f} us kernel per request "
-            f"measured vs the {cost.reference} config in {cost.source}; x{core.speed_ratio:.2f} "
-            f"to the reference core (the cost model's {cost.reference} request over the "
-            f"measured one), kernel x{core.speed_ratio ** KERNEL_SPEED_EXPONENT[0]:.2f} "
-            f"({KERNEL_SPEED_EXPONENT[1]})",
-        )
+        k, k_sd, why = compute(cost) if compute is not None else (1.0, 0.0, "")
+        core = on_reference_core(cost, model_ref_us(cost.reference, cost.file_bytes), (k, k_sd))
+        coefs[key] = _coefficient(key, cost, core, why)
         total = abs(core.user_us) + abs(core.kernel_us)
         user_share[key] = abs(core.user_us) / total if total > 0 else 0.0
     return coefs, user_share, unmeasured
+
+
+def _coefficient(key: str, cost: FeatureCost, core: CoreCost, compute_why: str) -> Coefficient:
+    """The model's coefficient of one measured feature, with where its value comes from."""
+    return Coefficient(
+        key,
+        core.user_us + core.kernel_us,
+        core.sd_us,
+        "us/request",
+        "loopback",
+        f"{cost.name}: {cost.user_us:.2f} us user + {cost.kernel_us:.2f} us kernel per request "
+        f"measured vs the {cost.reference} config in {cost.source}; x{core.speed_ratio:.2f} "
+        f"to the reference core (the cost model's {cost.reference} request over the "
+        f"measured one), kernel x{core.speed_ratio ** KERNEL_SPEED_EXPONENT[0]:.2f} "
+        f"({KERNEL_SPEED_EXPONENT[1]})" + (f"; {compute_why}" if compute_why else ""),
+    )
