@@ -451,9 +451,7 @@ def new_connections_per_request(work: Workload) -> tuple[float, float]:
     The client's ``1 / requests_per_connection`` (0 for connections reused without end); the
     upstream's, one per ``proxy_new_connection`` (`trialtable.features`).
     """
-    rpc = work.requests_per_connection
-    client = 1.0 / rpc if math.isfinite(rpc) else 0.0
-    return client, dict(work.features).get("proxy_new_connection", 0.0)
+    return work.connections_per_request, dict(work.features).get("proxy_new_connection", 0.0)
 
 
 # ----------------------------------------------------------------------------- egress

@@ -226,10 +226,7 @@ def packets_per_request(work: Workload) -> float:
     1.06-1.17 per dollar) at 2.00 and 1.38 (`benchmarks/bench_fidelity.py`, part 3).
     """
     ratio = costmodel.ESTIMATES["gzip_ratio"][0]
-    reuse = work.requests_per_connection
-    per_conn = 0.0
-    if not math.isinf(reuse):
-        per_conn = costmodel.connection_packets(work.protocol == "https") / max(reuse, 1.0)
+    per_conn = costmodel.connection_packets(work.protocol == "https") * work.connections_per_request
     total = 0.0
     for s, w in work.sizes:
         wire = bytes_per_response(s * (1 - work.gzip) + s * work.gzip * ratio, work.protocol)

@@ -308,8 +308,7 @@ def cpu_us_per_request(
         grads[name] = grads.get(name, 0.0) + amount
         used[name] = c
 
-    reuse = work.requests_per_connection
-    per_conn = 0.0 if math.isinf(reuse) else 1.0 / reuse
+    per_conn = work.connections_per_request
     gz = work.gzip
     ratio = ESTIMATES["gzip_ratio"][0]
     packets = 0.0
@@ -328,7 +327,7 @@ def cpu_us_per_request(
         )
         for name, x in row.items():
             amounts[name] = amounts.get(name, 0.0) + weight * x
-        packets += weight * packets_per_request(out_bytes, https, reuse)
+        packets += weight * packets_per_request(out_bytes, https, work.requests_per_connection)
         if work.scenario in PROXIED:
             # The upstream leg: plain HTTP over a keep-alive pool, the body uncompressed.
             packets += weight * packets_per_request(size, False, math.inf)

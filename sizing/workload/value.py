@@ -146,6 +146,12 @@ class Workload:
             object.__setattr__(self, "file_bytes", mean)
 
     @property
+    def connections_per_request(self) -> float:
+        """New client connections per request [1]: 0 when connections are reused without end."""
+        rpc = self.requests_per_connection
+        return 0.0 if math.isinf(rpc) else 1.0 / rpc
+
+    @property
     def sizes(self) -> tuple[tuple[int, float], ...]:
         """Response sizes [B] with their shares of requests."""
         return self.size_mix or ((self.file_bytes, 1.0),)
