@@ -38,6 +38,43 @@ OTHER_FORMS = """| Size | vCPU | Max NICs / Expected network bandwidth (Mbps) |
 """
 
 
+#: Forms of the older size pages (MicrosoftDocs/azure-compute-docs, CC BY 4.0; the cells as
+#: published, the storage columns between them left out):
+#: ev3-esv3-series.md@fd6a290d3eba (a unitless combined column, then one in Mbps),
+#: ebdsv5-ebsv5-series.md@76e3d22a34ca ("Network bandwidth", no unit), lsv2-series.md@0eeb1929a473
+#: ("16,000+", a lower bound) and ecasv5-ecadsv5-series.md@9ed072b872e3 (rows with no closing "|").
+OLDER_PAGES = """| Size | vCPU | Max NICs / Network bandwidth |
+|---|---|---|
+| Standard_E2_v3<sup>1</sup>  | 2  | 2/1000  |
+
+| Size | vCPU | Max NICs/ Expected network bandwidth  (Mbps) |
+|---|---|---|
+| Standard_E2s_v3<sup>4</sup>                | 2  | 2/1000 |
+
+| Size | vCPU | Max NICs | Network bandwidth |
+|----------------------|-----|---|-------|
+| Standard_E2bds_v5    | 2   | 2 | 12500 |
+
+| Size Name | Max NICs (Qty.) | Max Network Bandwidth (Mbps) |
+| --- | --- | --- |
+| Standard_L32s_v2 | 8 | 12,800 |
+| Standard_L48s_v2 | 8 | 16,000+ |
+
+| Size | vCPU | Max NICs | Max network bandwidth (Mbps)
+|---|---|---|---|
+| Standard_EC2as_v5  | 2  | 2 | 3000
+"""
+
+
+def test_unitless_columns_and_lower_bounds_are_left_unread():
+    b = _script()
+    assert b.network_rows(OLDER_PAGES) == [
+        ("Standard_E2s_v3", 1000.0),
+        ("Standard_L32s_v2", 12800.0),
+        ("Standard_EC2as_v5", 3000.0),
+    ]
+
+
 def _script():
     spec = importlib.util.spec_from_file_location("bandwidth", azure.FOLDER / "bandwidth.py")
     mod = importlib.util.module_from_spec(spec)

@@ -20,6 +20,9 @@ How cells are read: the value column is found by name ("bandwidth" with a unit o
 or Gbps, the last converted to Mbps; "Max Bandwidth (Mbps)" on the Ddsv5 page); "Up to 12500"
 is read as 12500 (the published maximum); thousands separators and footnote marks are dropped;
 an old combined column "Max NICs / Expected network bandwidth (Mbps)" is read after its "/".
+Not read: a bandwidth column with no unit (the Ev3 table's "Max NICs / Network bandwidth", the
+Ebsv5 tables' "Network bandwidth") and a lower bound ("16,000+", Lsv2): such sizes stay
+estimated.
 A name the catalog does not know but knows without a digit glued after its version
 ("Standard_D2a_v41", footnote 1 on the Dav4 page) is read without it. A size named on two pages
 keeps the first page's value (pages in path order) and the conflict is reported. A column in
