@@ -21,6 +21,16 @@ that closes first holds them, and a proxy that held them would exhaust its ephem
 Prints each case's median user and kernel microseconds per request over the rounds, the new
 connection's extra over the kept-alive proxy on each path, and the TIME_WAIT counts. Needs
 root (namespaces), nginx and wrk; every namespace and nginx it starts is removed on exit.
+
+``--closes-first`` runs instead, in namespaces of its own, the case where the proxy holds the
+TIME_WAIT: ``proxy_http_version 1.1`` with ``proxy_set_header Connection ""`` and no upstream
+``keepalive`` pool, so the upstream keeps each connection open and the proxy closes it after
+the response. ``--trials`` consecutive trials (no pause: the TIME_WAIT sockets of one are still
+there in the next) print the requests per second, the CPU per request and the TIME_WAIT count,
+after the same trials of the default ``proxy_pass`` (the upstream closes first) for comparison.
+``--port-range LOW-HIGH`` narrows the proxy namespace's ``net.ipv4.ip_local_port_range``.
+
+    .venv/bin/python benchmarks/bench_upstream_path.py --closes-first [--trials 4] [--seconds 5]
 """
 
 from __future__ import annotations
@@ -51,6 +61,11 @@ KEEPALIVE = (
     "upstream up {{ server {addr}:8080; keepalive 64; }}",
 )
 NEW_CONNECTION = ("proxy_pass http://{addr}:8080;", "")
+#: The proxy asks for a kept-alive upstream connection and closes it itself (no pool).
+CLOSES_FIRST = (
+    'proxy_pass http://{addr}:8080; proxy_http_version 1.1; proxy_set_header Connection "";',
+    "",
+)
 CASES = {
     ("loop", "keepalive"): KEEPALIVE,
     ("loop", "new connection"): NEW_CONNECTION,
@@ -123,8 +138,11 @@ def cpu_ticks(pid: int) -> tuple[int, int]:
     return int(fields[11]), int(fields[12])
 
 
-def trial(ns: str, worker: int, seconds: int) -> dict[str, float]:
-    """One wrk run through the proxy: its CPU per request and the TIME_WAIT sockets after."""
+def trial(ns: str, worker: int, seconds: int, errors_ok: bool = False) -> dict[str, float]:
+    """One wrk run through the proxy: its CPU per request and the TIME_WAIT sockets after.
+
+    Answers other than 2xx fail the trial unless ``errors_ok`` (then they are counted).
+    """
     tick_us = 1e6 / os.sysconf("SC_CLK_TCK")
     u0, s0 = cpu_ticks(worker)
     out = netns_run(
@@ -138,7 +156,8 @@ def trial(ns: str, worker: int, seconds: int) -> dict[str, float]:
     )
     u1, s1 = cpu_ticks(worker)
     m = re.search(r"(\d+) requests in", out)
-    if not m or int(m.group(1)) == 0 or "Non-2xx" in out:
+    bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    if not m or int(m.group(1)) == 0 or (bad and not errors_ok):
         raise RuntimeError(f"wrk through the proxy did not get clean answers: {out[-300:]}")
     n = int(m.group(1))
     # The proxy's own (peer port the upstream's); the near upstream's own are in the same namespace.
@@ -148,6 +167,7 @@ def trial(ns: str, worker: int, seconds: int) -> dict[str, float]:
         "kernel_us": (s1 - s0) * tick_us / n,
         "rps": n / seconds,
         "time_wait": tw,
+        "errors": int(bad.group(1)) if bad else 0,
     }
 
 
@@ -185,6 +205,40 @@ def one_case(case: tuple[str, str], ns: str, far_ip: str, work: Path, seconds: i
         (proxy.folder / "nginx.pid").unlink(missing_ok=True)
 
 
+def closes_first(trials: int, seconds: int, work: Path, port_range: str = "") -> None:
+    """Consecutive trials of the default proxy, then of one that closes first, over a veth."""
+    with netns.bridge("bcf", 1, subnet="10.231.18") as made:
+        ns = made.clients[0]
+        if port_range:
+            low, _, high = port_range.partition("-")
+            netns_run(ns, "sysctl", "-qw", f"net.ipv4.ip_local_port_range={low} {high}")
+        ports = netns_run(ns, "sysctl", "-n", "net.ipv4.ip_local_port_range").split()
+        print(f"proxy namespace: ephemeral ports {'-'.join(ports)}", flush=True)
+        far = Nginx(made.server, work / "far")
+        far.start(f"{made.server_ip}:{UPSTREAM_PORT}", 'return 200 "upstream answer here\\n";')
+        try:
+            for name, (location, extra) in (
+                ("default proxy_pass", NEW_CONNECTION),
+                ("proxy closes first", CLOSES_FIRST),
+            ):
+                proxy = Nginx(ns, work / name.replace(" ", "-"))
+                proxy.start(f"127.0.0.1:{PROXY_PORT}", location.format(addr=made.server_ip), extra)
+                try:
+                    worker = proxy.worker()
+                    for i in range(trials):
+                        t = trial(ns, worker, seconds, errors_ok=True)
+                        print(
+                            f"{name:19} trial {i + 1}: {t['rps']:8.0f} req/s, user "
+                            f"{t['user_us']:7.1f} us, kernel {t['kernel_us']:8.1f} us per request, "
+                            f"{t['errors']:.0f} errors, TIME_WAIT {t['time_wait']:.0f}",
+                            flush=True,
+                        )
+                finally:
+                    proxy.stop()
+        finally:
+            far.stop()
+
+
 def report(got: dict[tuple[str, str], list[dict[str, float]]]) -> None:
     """Each case's medians, then the new connection's extra on each path."""
     med = {c: {k: statistics.median(t[k] for t in v) for k in v[0]} for c, v in got.items()}
@@ -209,15 +263,20 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=int, default=5)
+    ap.add_argument("--closes-first", action="store_true", help="the TIME_WAIT case instead")
+    ap.add_argument("--trials", type=int, default=4)
+    ap.add_argument("--port-range", default="", metavar="LOW-HIGH")
     args = ap.parse_args(argv)
     print(f"machine: {machine()}; load average {os.getloadavg()[0]:.2f} at start", flush=True)
     with tempfile.TemporaryDirectory(prefix="upstream-path-") as tmp:
         try:
-            got = run(args.rounds, args.seconds, Path(tmp))
+            if args.closes_first:
+                closes_first(args.trials, args.seconds, Path(tmp), args.port_range)
+            else:
+                report(run(args.rounds, args.seconds, Path(tmp)))
         except (netns.Unavailable, RuntimeError, subprocess.TimeoutExpired) as exc:
             print(f"bench_upstream_path: {exc}", file=sys.stderr)
             return 2
-    report(got)
     print(f"load average {os.getloadavg()[0]:.2f} at end")
     return 0
 
