@@ -40,6 +40,7 @@ from sizing.model.costmodel import (
 )
 from sizing.model.inputs import POINT, ModelInputs
 from sizing.model.platforms import Platform, ht_nginx, platform_by_text, platform_of
+from sizing.model.ports import time_wait_cap
 from sizing.workload.value import PROTOCOLS, SCENARIOS, Workload
 from trialtable.profile import PROXIED
 
@@ -1023,6 +1024,7 @@ def model_capacities(
     sized: dict[tuple[Platform, bool, int], _AtWorkers] = {}
     wire = _wire_per_request(work)
     packets = packets_per_request(work)
+    ports = time_wait_cap(work)
     out: list[Capacity] = []
     for inst in instances:
         pkey = (inst.cpu, inst.arch, inst.family, inst.threads_per_core)
@@ -1043,6 +1045,8 @@ def model_capacities(
         outside, log_line = "network", part.log_cap[1]
         if part.log_cap[0] < net:
             net, outside = part.log_cap[0], "log path"
+        if ports[0] < net:
+            net, outside = ports[0], "ports"
         capacity = min(cpu_sla, net)
         basis = [
             *part.head,
@@ -1052,6 +1056,7 @@ def model_capacities(
             width,
             net_line,
             *([log_line] if log_line else []),
+            *([ports[1]] if ports[1] else []),
             f"catalog {inst.instance_type}: {inst.source} ({inst.source_date})",
         ]
         speed = part.speed

@@ -70,6 +70,9 @@ class Workload:
     uncosted : tuple of str
         Directives of the user's config that the model cannot cost, as ``name (file:line)``:
         each widens the capacity's range.
+    upstream_time_wait : int
+        Upstream addresses a proxy closes its new connections to itself, so that it holds
+        their TIME_WAIT (`sizing.model.ports`); 0 (default): none.
     """
 
     scenario: str = "static"
@@ -88,6 +91,7 @@ class Workload:
     jwt: str = "none"
     features: tuple[tuple[str, float], ...] = ()
     uncosted: tuple[str, ...] = ()
+    upstream_time_wait: int = 0
 
     def __post_init__(self) -> None:
         if self.scenario not in SCENARIOS:
@@ -105,6 +109,9 @@ class Workload:
         rpc = self.requests_per_connection
         if not (isinstance(rpc, int | float) and not math.isnan(rpc) and rpc >= 1):
             raise InputError(f"requests per connection must be >= 1, got {rpc!r}")
+        tw = self.upstream_time_wait
+        if not (isinstance(tw, int) and not isinstance(tw, bool) and 0 <= tw <= 1_000_000):
+            raise InputError(f"upstream addresses must be a count >= 0, got {tw!r}")
         for name in ("tls_resumption", "gzip"):
             v = getattr(self, name)
             if not (isinstance(v, int | float) and 0 <= v <= 1):
@@ -176,6 +183,11 @@ class Workload:
             parts.append("with " + ", ".join(f"{n} x{c:g}" for n, c in self.features))
         if self.uncosted:
             parts.append(f"{len(self.uncosted)} directive(s) not costed")
+        if self.upstream_time_wait:
+            parts.append(
+                f"the proxy closes its upstream connections ({self.upstream_time_wait} "
+                "address(es)) and holds their TIME_WAIT"
+            )
         parts.append(f"on {self.environment}")
         return ", ".join(parts)
 
@@ -202,6 +214,8 @@ class Workload:
         if self.features or self.uncosted:
             out["features"] = dict(self.features)
             out["uncosted"] = list(self.uncosted)
+        if self.upstream_time_wait:
+            out["upstream_time_wait"] = self.upstream_time_wait
         return out
 
 

@@ -399,6 +399,11 @@ def _reuses(scope: Scope, upstream: Statement | None) -> str:
         return "no upstream block with keepalive"
     if not _children(upstream, "keepalive"):
         return f"upstream {upstream.args[0]} has no keepalive"
+    return _asks_keepalive(scope)
+
+
+def _asks_keepalive(scope: Scope) -> str:
+    """Why the proxy's upstream request asks to close the connection, or empty when it does not."""
     version = scope.one("proxy_http_version")
     if version is None or version.args != ["1.1"]:
         return "proxy_http_version is not 1.1"
@@ -451,10 +456,31 @@ def _proxy(scope: Scope, found: Found) -> None:
     found.feature("proxy_new_connection" if why else "proxy_keepalive", 1.0 - hit, p.where)
     if why:
         found.estimates.append(f"a new upstream connection per proxied request: {why}")
+        _closes_first(scope, upstream, found, p)
     if upstream is not None:
         for s in upstream.block or ():
             if s.name.startswith("balancer_by_lua"):
                 found.feature("lua_balancer", 1.0 - hit, s.where)
+
+
+def _closes_first(scope: Scope, upstream: Statement | None, found: Found, p: Statement) -> None:
+    """A proxy that asks for a kept-alive connection but keeps none closes each one itself.
+
+    ``proxy_http_version 1.1`` with ``Connection`` cleared and no ``keepalive`` pool: the
+    upstream keeps the connection open, so the proxy ends it and holds its TIME_WAIT, for
+    each upstream address (an ``upstream`` block's ``server`` lines, else the one address
+    ``proxy_pass`` names; a name that resolves to several counts once).
+    """
+    pool = upstream is not None and _children(upstream, "keepalive")
+    if pool or _asks_keepalive(scope):
+        return
+    servers = [s for s in (upstream.block or ()) if s.name == "server"] if upstream else []
+    found.value("upstream_time_wait", max(1, len(servers)), p.where)
+    found.estimates.append(
+        "the proxy closes each upstream connection itself (HTTP/1.1 asked, no keepalive pool): "
+        "its ports, held 60 s each in TIME_WAIT, cap the new connections a second to each "
+        "upstream address (sizing.model.ports)"
+    )
 
 
 def _handlers(scope: Scope, found: Found) -> None:
