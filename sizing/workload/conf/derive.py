@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from sizing.errors import InputError
 from sizing.workload.conf.load import Config, Statement
-from sizing.workload.conf.reading import Found, Reading
+from sizing.workload.conf.reading import Found, Reading, read_count
 from sizing.workload.value import Workload
 from trialtable.features import (
     COMBINED_FORMAT,
@@ -294,10 +294,7 @@ def _keepalive(scope: Scope, found: Found) -> None:
     value, where = 1000.0, "keepalive_requests: NGINX's default 1000"
     if requests is not None:
         where = requests.where
-        try:
-            value = float(requests.args[0])
-        except ValueError:
-            raise InputError(f"{where}: keepalive_requests is not a number") from None
+        value = float(read_count(requests.args[0], f"{where}: keepalive_requests"))
     found.value("requests_per_connection", max(value, 1.0), where)
     found.estimates.append(
         f"requests per connection {value:g}: the most keepalive_requests allows; clients "
