@@ -9,14 +9,22 @@ anywhere.
 from __future__ import annotations
 
 import glob
+import socket
+import threading
+from pathlib import Path
 
 import pytest
 
+from sizing.catalog import prices as prices_module
+from sizing.catalog.build import excluded_csv
+from sizing.cli.main import main as sizing_main
 from sizing.workload.conf import read
 from tests.test_bad_input import one_line, sizing
 from trialtable import nginxconf
 
 PROG = "python -m sizing"
+OFFER = Path(__file__).parent / "data/offer/aws-eu-central-1-excerpt.csv"
+AWS_UPDATE = ["catalog", "update", "--provider", "aws", "--region", "eu-central-1"]
 SERVER = "events {}\nhttp {\n server {\n  listen 8080;\n  %s\n  location / { return 200; }\n }\n}\n"
 
 
@@ -120,3 +128,117 @@ def test_an_escape_in_a_file_name_reaches_no_output(capfd, tmp_path):
     assert not any("\x1b" in p for p in reading.found.provenance.values())
     code, out, err = sizing(capfd, "workload", "--ingress-nginx", str(cm))
     assert code == 0 and "\x1b" not in out + err and "\\x1b[31m<b>cm.yaml" in err
+
+
+# --------------------------------------------------------------------------------- --prices FILE
+
+HEADER = "provider,region,instance_type,pricing,usd_per_hour,source\n"
+ROW = "aws,us-east-1,c7g.large,on-demand,0.05,quote\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        (HEADER, "prices.csv: no price lines under the header"),
+        (
+            HEADER.replace("source", "usd_per_hour") + ROW,
+            "prices.csv:1: column(s) given twice: usd_per_hour",
+        ),
+        (HEADER + 'aws,us-east-1,c7g.large,on-demand,0.05,"quote\n', "malformed CSV"),
+        ("<html>" + "x" * 5000 + "</html>\n", "unknown column(s) <html>" + "x" * 34 + "...;"),
+    ],
+)
+def test_a_price_file_without_prices_or_with_a_doubled_column_is_refused(
+    capfd, tmp_path, text, why
+):
+    prices = tmp_path / "prices.csv"
+    prices.write_text(text)
+    line = refused(capfd, "recommend", "--rps", "1e6", "--prices", str(prices))
+    assert why in line and len(line) < 400, line
+
+
+def test_a_price_file_over_its_bound_is_refused_before_it_is_read(capfd, tmp_path):
+    prices = tmp_path / "prices.csv"
+    with prices.open("w") as fh:
+        fh.truncate(prices_module.MAX_BYTES + 1)  # sparse: nothing written
+    line = refused(capfd, "recommend", "--rps", "1e6", "--prices", str(prices))
+    assert "more than the 16 MB allowed" in line and "Errno" not in line, line
+
+
+def test_a_spreadsheets_byte_order_mark_is_not_a_column(tmp_path):
+    prices = tmp_path / "prices.csv"
+    prices.write_bytes(("\ufeff" + HEADER + ROW).replace("\n", "\r\n").encode())
+    assert prices_module.read_prices(prices) == {
+        ("aws", "us-east-1", "c7g.large"): [("on-demand", 0.05, "quote")]
+    }
+
+
+# -------------------------------------------------------------- catalog update --provider aws
+
+
+def _offer(tmp_path: Path, text: str) -> tuple[int, Path]:
+    bad = tmp_path / "offer.csv"
+    bad.write_text(text)
+    out = tmp_path / "aws-eu-central-1.csv"
+    out.write_text("the previous catalog\n")
+    code = sizing_main([*AWS_UPDATE, "--offer", str(bad), "--out", str(out)])
+    return code, out
+
+
+@pytest.mark.parametrize("keep", [0.5, 0.75])
+def test_an_offer_file_cut_inside_a_row_is_refused(capfd, tmp_path, keep):
+    text = OFFER.read_text()
+    code, out = _offer(tmp_path, text[: int(len(text) * keep)])
+    err = capfd.readouterr().err
+    assert code == 2 and "(a damaged or cut-off file)" in one_line(err, PROG)
+    assert out.read_text() == "the previous catalog\n"
+
+
+def test_an_offer_price_of_many_digits_is_shown_short(capfd, tmp_path):
+    code, _ = _offer(tmp_path, OFFER.read_text().replace('"0.0456000000"', f'"{"9" * 100_000}"'))
+    line = one_line(capfd.readouterr().err, PROG)
+    assert code == 2 and line.endswith("bad price " + "9" * 40), line[:200]
+
+
+class _CutServer(threading.Thread):
+    """One HTTP answer on 127.0.0.1 whose body stops short of what its head promised."""
+
+    def __init__(self, body: bytes, chunked: bool) -> None:
+        super().__init__(daemon=True)
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/index.csv"
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: text/csv\r\n"
+        if chunked:
+            self.answer = head + b"Transfer-Encoding: chunked\r\n\r\n%x\r\n" % len(body) + body
+        else:
+            promised = b"Content-Length: %d\r\n\r\n" % (len(body) + 1000)
+            self.answer = head + promised + body
+
+    def run(self) -> None:
+        conn, _ = self.sock.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(self.answer)
+        self.sock.close()
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_a_download_cut_at_a_line_end_is_refused(capfd, tmp_path, chunked):
+    lines = OFFER.read_bytes().splitlines(keepends=True)
+    server = _CutServer(b"".join(lines[: len(lines) - 2]), chunked)
+    server.start()
+    out = tmp_path / "aws-eu-central-1.csv"
+    out.write_text("the previous catalog\n")
+    code = sizing_main([*AWS_UPDATE, "--offer", server.url, "--out", str(out)])
+    server.join(timeout=10)
+    line = one_line(capfd.readouterr().err, PROG)
+    assert code == 2 and "the download was cut off" in line, line
+    assert out.read_text() == "the previous catalog\n"
+
+
+def test_names_left_out_of_a_catalog_are_written_escaped():
+    text = excluded_csv(
+        [("aws", "c7g.\x1b]0;x\x07medium", "not in the catalog"), ("aws", "=1+2", "x")]
+    )
+    assert "\x1b" not in text and "\x07" not in text
+    assert "c7g.\\x1b]0;x\\x07medium" in text and "'=1+2" in text
