@@ -17,7 +17,10 @@ import pytest
 
 from sizing.catalog import prices as prices_module
 from sizing.catalog.build import excluded_csv
+from sizing.catalog.load import select_instances
 from sizing.cli.main import main as sizing_main
+from sizing.report.execute import to_html
+from sizing.request import SizingRequest
 from sizing.workload.conf import read
 from tests.test_bad_input import one_line, sizing
 from trialtable import nginxconf
@@ -242,3 +245,55 @@ def test_names_left_out_of_a_catalog_are_written_escaped():
     )
     assert "\x1b" not in text and "\x07" not in text
     assert "c7g.\\x1b]0;x\\x07medium" in text and "'=1+2" in text
+
+
+def test_a_price_files_source_and_name_are_kept_as_escaped_text(tmp_path):
+    prices = tmp_path / "p\x1b[2J.csv"
+    prices.write_text(
+        HEADER + "aws,us-east-1,c7g.large,on-demand,0.05,\x1b]0;x\x07=cmd|' /C calc'!A0\n"
+    )
+    (inst,) = prices_module.apply_prices(
+        [i for i in select_instances(region="us-east-1") if i.key[2] == "c7g.large"], prices
+    )
+    assert "\x1b" not in inst.source and "\x07" not in inst.source
+    assert "from p\\x1b[2J.csv (\\x1b]0;x\\x07=cmd|" in inst.source
+
+
+def test_a_reports_price_file_is_found_from_where_the_command_ran(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    request = SizingRequest(rps=1e6, prices="prices.csv").absolute()
+    assert request.prices == str(tmp_path / "prices.csv")  # the notebook runs elsewhere
+
+
+def test_a_report_page_shows_control_characters_escaped(tmp_path):
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    shown = {"text/html": "<p>catalog: \x1b]0;x\x07\x1b[31mRED \u202eevil</p>"}
+    nb.cells = [
+        nbformat.v4.new_code_cell("", outputs=[nbformat.v4.new_output("display_data", shown)])
+    ]
+    ipynb = tmp_path / "r.ipynb"
+    nbformat.write(nb, str(ipynb))
+    page = to_html(ipynb, tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "\x1b" not in page and "\x07" not in page and "\u202e" not in page
+    assert "catalog: \\x1b]0;x\\x07\\x1b[31mRED \\u202eevil" in page
+
+
+# ------------------------------------------------------------------------------ command-line values
+
+
+@pytest.mark.parametrize(
+    ("argv", "why"),
+    [
+        (["--region", "x" * 10_000], "unknown region " + "x" * 40 + "...;"),
+        (
+            ["--provider", "\x1b[31m" + "y" * 10_000],
+            "unknown provider \\x1b[31m" + "y" * 35 + "...;",
+        ),
+        (["--confidence", "9" * 5000], "is 5000 characters long; a value has at most 1000"),
+    ],
+)
+def test_a_long_value_is_shown_cut_in_its_refusal(capfd, argv, why):
+    line = refused(capfd, "recommend", "--rps", "1e6", *argv)
+    assert why in line and len(line) < 2000, line[:300]

@@ -90,7 +90,7 @@ def read_prices(path: str | Path) -> dict[tuple[str, str, str], list[tuple[str, 
             if (*key, pricing) in seen:
                 raise InputError(f"{where}: {printable('/'.join(key))} {pricing} given twice")
             seen.add((*key, pricing))
-            note = (row.get("source") or "").strip() or "your price"
+            note = printable((row.get("source") or "").strip()[:200]) or "your price"
             out.setdefault(key, []).append((pricing, usd, note))
     except csv.Error as exc:
         raise InputError(f"{name}:{reader.line_num}: malformed CSV: {exc}") from None
@@ -119,7 +119,7 @@ def apply_prices(items: Iterable[Instance], path: str | Path) -> list[Instance]:
             notes = []
             for pricing, usd, note in found:
                 change[PRICING_COLUMNS[pricing]] = usd
-                notes.append(f"{pricing} {usd:g} USD/h from {Path(path).name} ({note})")
+                notes.append(f"{pricing} {usd:g} USD/h from {printable(Path(path).name)} ({note})")
             change["source"] = (inst.source + "; " + "; ".join(notes))[:2000]
             inst = replace(inst, **change)  # type: ignore[arg-type]
         out.append(inst)
