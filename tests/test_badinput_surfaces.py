@@ -89,6 +89,20 @@ def test_the_bounded_glob_matches_what_glob_matches(tmp_path):
         assert sorted(nginxconf._glob(full, include)) == sorted(glob.glob(full)), pattern
 
 
+@pytest.mark.parametrize(
+    ("option", "why"),
+    [
+        ("--server", "no server named '" + "s" * 40 + "'; the server names are: example"),
+        ("--location", "no location '" + "s" * 40 + "' in the chosen server; its locations: /"),
+    ],
+)
+def test_a_long_server_or_location_is_shown_cut(capfd, tmp_path, option, why):
+    conf = tmp_path / "nginx.conf"
+    conf.write_text(SERVER % "server_name example;")
+    line = refused(capfd, "workload", "--from-conf", str(conf), option, "s" * 100_000)
+    assert line.endswith(why), line[:300]
+
+
 # ------------------------------------------------------------------ ingress-nginx (--ingress-nginx)
 
 

@@ -158,7 +158,7 @@ def _pick_server(http: Statement, name: str | None) -> Statement:
         if any(fnmatch.fnmatchcase(name, n.lstrip("~")) or n == name for n in _server_names(s)):
             return s
     known = ", ".join(sorted({n for s in servers for n in _server_names(s)})) or "none"
-    raise InputError(f"no server named {name!r}; the server names are: {known[:300]}")
+    raise InputError(f"no server named {name[:40]!r}; the server names are: {known[:300]}")
 
 
 def _locations(block: Statement) -> Iterator[tuple[Statement, ...]]:
@@ -177,7 +177,9 @@ def _pick_location(server: Statement, path: str | None) -> tuple[Statement, ...]
     if path is None:
         return ()
     known = ", ".join(" ".join(c[-1].args) for c in _locations(server)) or "none"
-    raise InputError(f"no location {path!r} in the chosen server; its locations: {known[:300]}")
+    raise InputError(
+        f"no location {path[:40]!r} in the chosen server; its locations: {known[:300]}"
+    )
 
 
 def choose(config: Config, server: str | None, location: str | None) -> tuple[Scope, str]:
