@@ -9,6 +9,8 @@ anywhere.
 from __future__ import annotations
 
 import glob
+import json
+import os
 import socket
 import threading
 from pathlib import Path
@@ -28,6 +30,22 @@ from trialtable import nginxconf
 PROG = "python -m sizing"
 OFFER = Path(__file__).parent / "data/offer/aws-eu-central-1-excerpt.csv"
 AWS_UPDATE = ["catalog", "update", "--provider", "aws", "--region", "eu-central-1"]
+RETAIL = Path(__file__).parent / "data/retail/azure-westeurope-page2.json"
+SKUS = Path(__file__).parent / "data/skus/gcp-europe-west3-skus.json"
+#: Nine lists of nine, each the one before by alias: 9**9 strings once expanded.
+ALIAS_BOMB = "".join(
+    f"{k}: &{k} [{', '.join([f'*{p}' if p else '0'] * 9)}]\n"
+    for k, p in zip("abcdefghi", ["", *"abcdefgh"], strict=True)
+)
+
+
+def _changed(path: Path, change) -> dict:
+    """The JSON document at ``path`` after ``change`` (which edits it in place)."""
+    doc = json.loads(path.read_text())
+    change(doc)
+    return doc
+
+
 SERVER = "events {}\nhttp {\n server {\n  listen 8080;\n  %s\n  location / { return 200; }\n }\n}\n"
 
 
@@ -311,3 +329,174 @@ def test_a_report_page_shows_control_characters_escaped(tmp_path):
 def test_a_long_value_is_shown_cut_in_its_refusal(capfd, argv, why):
     line = refused(capfd, "recommend", "--rps", "1e6", *argv)
     assert why in line and len(line) < 2000, line[:300]
+
+
+# ----------------------------------------- cases that already held: one line and exit 2 each
+
+
+def _write(path: Path, content: str | bytes) -> Path:
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+    return path
+
+
+def _special(tmp_path: Path, kind: str) -> str:
+    """A path that is not a regular file: a folder, a named pipe, a device, a loop of links."""
+    if kind == "folder":
+        return str(tmp_path)
+    if kind == "fifo":
+        os.mkfifo(tmp_path / "fifo")
+        return str(tmp_path / "fifo")
+    if kind == "loop":
+        (tmp_path / "a").symlink_to(tmp_path / "b")
+        (tmp_path / "b").symlink_to(tmp_path / "a")
+        return str(tmp_path / "a")
+    return "/dev/zero"
+
+
+NESTED_YAML = "[" * 600 + "]" * 600  # past the recursion limit: refused, not a crash
+
+CONFIGMAPS = {
+    "bomb in data": ALIAS_BOMB.replace("i:", "data:"),
+    "nested": NESTED_YAML,
+    "binary": bytes(range(256)) * 4,
+    "latin-1": "data:\n  use-gzip: caf\xe9\n".encode("latin-1"),
+    "NUL": b'data:\n  use-gzip: "tr\x00ue"\n',
+    "python tag": "data: !!python/object/apply:os.system ['true']\n",
+    "number key": "data:\n  1: true\n",
+    "list data": "kind: ConfigMap\ndata: [1, 2]\n",
+    "set data": "data: !!set {a, b}\n",
+    "two documents": "data:\n  a: 1\n---\ndata:\n  b: 2\n",
+    "html": "<html><body>404</body></html>\n",
+    "bytes value": "data:\n  keep-alive: !!binary AAAA\n",
+}
+
+
+@pytest.mark.parametrize("case", sorted(CONFIGMAPS))
+def test_hostile_configmaps_are_one_line(capfd, tmp_path, case):
+    cm = _write(tmp_path / "cm.yaml", CONFIGMAPS[case])
+    line = refused(capfd, "workload", "--ingress-nginx", str(cm))
+    assert "cm.yaml" in line and "\x1b" not in line
+
+
+@pytest.mark.parametrize("option", ["--ingress-nginx", "--from-conf"])
+@pytest.mark.parametrize("kind", ["folder", "fifo", "device", "loop"])
+def test_a_configuration_that_is_not_a_file_is_one_line(capfd, tmp_path, option, kind):
+    refused(capfd, "workload", option, _special(tmp_path, kind))
+
+
+CONFS = {
+    "binary": (bytes(range(256)) * 4, "nginx.conf"),
+    "NUL": (b"events {}\nhttp { server { listen 80; server_name a\x00b; } }\n}\n", "nginx.conf:"),
+    "nested": ("http { server { " + "location / { " * 5000 + "}" * 5000, "nginx.conf"),
+    "escape": ("events {}\n\x1b[31mbad_directive 1;\n", '"\\x1b[31mbad_directive"'),
+    "device": ("events {}\nhttp { include /dev/zero; }\n", "/dev/zero: is a device"),
+    "proc": ("events {}\nhttp { include /proc/self/mem; }\n", "/proc/self/mem:"),
+    "missing": ("events {}\nhttp { include /nonexistent/x.conf; }\n", "/nonexistent/x.conf:"),
+    "empty": ("", "no http block"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CONFS))
+def test_hostile_configs_are_one_line(capfd, tmp_path, case):
+    text, why = CONFS[case]
+    conf = _write(tmp_path / "nginx.conf", text)
+    line = refused(capfd, "workload", "--from-conf", str(conf))
+    assert why in line and "\x1b" not in line, line
+
+
+PRICE_LINES = {
+    "NaN": ("nan", "usd_per_hour must be a positive number"),
+    "infinity": ("inf", "usd_per_hour must be a positive number"),
+    "1e999": ("1e999", "usd_per_hour must be a positive number"),
+    "digits": ("9" * 100_000, "usd_per_hour must be a positive number"),
+    "zero": ("0", "usd_per_hour must be a positive number"),
+    "NUL": ("0.0\x005", "usd_per_hour must be a positive number"),
+}
+PRICE_FILES = {
+    "empty": ("", "missing provider, region"),
+    "html": ("<!DOCTYPE html><html><body>Not found</body></html>\n", "unknown column(s)"),
+    "latin-1": ((HEADER + ROW.replace("quote", "caf\xe9")).encode("latin-1"), "cannot be read"),
+    "binary": (bytes(range(256)) * 4, "cannot be read"),
+    "long field": (HEADER + ROW.replace("quote", "x" * 200_000), "malformed CSV"),
+    "short row": (HEADER + "aws,us-east-1\n", "wrong number of fields"),
+    "escape": (HEADER + ROW.replace("on-demand", "\x1b[2Jspot"), "pricing '\\\\x1b[2Jspot'"),
+    "formula type": (HEADER + ROW.replace("c7g.large", "=cmd|' /C calc'!A0"), "not in the catalog"),
+    "twice": (HEADER + ROW + ROW, ":3: aws/us-east-1/c7g.large on-demand given twice"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PRICE_LINES) + sorted(PRICE_FILES))
+def test_hostile_price_files_are_one_line(capfd, tmp_path, case):
+    if case in PRICE_LINES:
+        price, why = PRICE_LINES[case]
+        content: str | bytes = HEADER + ROW.replace("0.05", price)
+    else:
+        content, why = PRICE_FILES[case]
+    prices = _write(tmp_path / "prices.csv", content)
+    line = refused(capfd, "recommend", "--rps", "1e6", "--prices", str(prices))
+    assert why in line and "prices.csv" in line and "\x1b" not in line, line
+
+
+@pytest.mark.parametrize("kind", ["folder", "fifo", "device", "loop"])
+def test_a_price_file_that_is_not_a_file_is_one_line(capfd, tmp_path, kind):
+    refused(capfd, "recommend", "--rps", "1e6", "--prices", _special(tmp_path, kind))
+
+
+def _retail(change) -> str:
+    answer = json.loads(RETAIL.read_text())
+    answer["NextPageLink"] = None
+    change(answer)
+    return json.dumps(answer)
+
+
+def _sku_price(answer: dict, **unit: object) -> None:
+    rate = answer["skus"][0]["pricingInfo"][0]["pricingExpression"]["tieredRates"][0]
+    rate["unitPrice"].update(unit)
+
+
+UPDATES = {
+    "aws NaN": ("aws", OFFER.read_text().replace('"0.0456000000"', '"NaN"'), "bad price NaN"),
+    "aws 1e999": ("aws", OFFER.read_text().replace('"0.0456000000"', '"1e999"'), "bad price"),
+    "aws latin-1": ("aws", OFFER.read_bytes().replace(b"Frankfurt", b"Frankf\xfcrt"), "not UTF-8"),
+    "azure nested": ("azure", "[" * 100_000 + "]" * 100_000, "not complete JSON"),
+    "azure digits": (
+        "azure",
+        _retail(lambda a: a["Items"][0].update(retailPrice=1)).replace(
+            '"retailPrice": 1,', '"retailPrice": ' + "9" * 5000 + ",", 1
+        ),
+        "not complete JSON",
+    ),
+    "azure list price": (
+        "azure",
+        _retail(lambda a: a["Items"][0].update(retailPrice=[1])),
+        "bad retailPrice [1]",
+    ),
+    "azure not a page": ("azure", "[1, 2, 3]", "no Items list"),
+    "gcp units digits": (
+        "gcp",
+        json.dumps(_changed(SKUS, lambda a: _sku_price(a, units="9" * 5000))),
+        "bad pricing",
+    ),
+    "gcp negative nanos": (
+        "gcp",
+        json.dumps(_changed(SKUS, lambda a: _sku_price(a, nanos=-5))),
+        "bad price",
+    ),
+    "gcp nested": ("gcp", '{"skus": ' + "[" * 100_000 + "]" * 100_000 + "}", "not complete"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UPDATES))
+def test_hostile_price_lists_leave_the_old_catalog(capfd, tmp_path, case):
+    provider, content, why = UPDATES[case]
+    given = _write(tmp_path / "answer", content)
+    region = {"aws": "eu-central-1", "azure": "westeurope", "gcp": "europe-west3"}[provider]
+    source = "--from" if provider == "gcp" else "--offer"
+    out = _write(tmp_path / "catalog.csv", "the previous catalog\n")
+    argv = ["catalog", "update", "--provider", provider, "--region", region]
+    line = refused(capfd, *argv, source, str(given), "--out", str(out))
+    assert why in line and len(line) < 300, line[:300]
+    assert out.read_text() == "the previous catalog\n"
