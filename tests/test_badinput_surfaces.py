@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from runners.deploy.userconf import read_user_conf
 from sizing.catalog import prices as prices_module
 from sizing.catalog.build import excluded_csv
 from sizing.catalog.load import select_instances
@@ -500,3 +501,19 @@ def test_hostile_price_lists_leave_the_old_catalog(capfd, tmp_path, case):
     line = refused(capfd, *argv, source, str(given), "--out", str(out))
     assert why in line and len(line) < 300, line[:300]
     assert out.read_text() == "the previous catalog\n"
+
+
+def test_an_include_of_a_name_with_a_nul_byte_is_one_line(capfd, tmp_path):
+    conf = _write(tmp_path / "nginx.conf", 'events {}\nhttp { include "a\x00b.conf"; }\n')
+    line = refused(capfd, "workload", "--from-conf", str(conf))
+    assert 'nginx.conf:2: "include" of a name with a NUL byte' in line, line
+
+
+def test_a_certificate_name_with_a_nul_byte_keeps_the_runs_key(tmp_path):
+    conf = _write(
+        tmp_path / "nginx.conf",
+        'events {}\nhttp { server { listen 443 ssl; ssl_certificate "/tmp/a\x00.pem";\n'
+        "ssl_certificate_key /tmp/k; location / { return 200; } } }\n",
+    )
+    key = read_user_conf(str(conf)).key
+    assert key.name == "" and "a file name with a NUL byte" in key.note, key

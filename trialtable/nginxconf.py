@@ -273,6 +273,8 @@ def _matches(s: Statement, walk: _Walk) -> list[str]:
     """The files an ``include`` names (a glob: at most `MAX_GLOB_MATCHES`, sorted)."""
     if len(s.args) != 1:
         raise ConfError(f'{s.where}: "include" takes one file name or pattern')
+    if "\0" in s.args[0]:
+        raise ConfError(f'{s.where}: "include" of a name with a NUL byte (no file has one)')
     pattern = os.path.join(walk.prefix, s.args[0])
     if not glob.has_magic(pattern):
         return [pattern]
