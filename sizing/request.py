@@ -815,7 +815,7 @@ class SizingRequest:
         return self.growth, parse_growth(self.growth)
 
     def absolute(self) -> SizingRequest:
-        """A copy whose catalog, run, profile and configuration paths are absolute."""
+        """A copy whose catalog, price, run, profile and configuration paths are absolute."""
         from pathlib import Path
 
         def abs_(paths: tuple[str, ...]) -> tuple[str, ...]:
@@ -827,6 +827,7 @@ class SizingRequest:
             profiles=abs_(self.profiles),
             nginx_conf="".join(abs_((self.nginx_conf,) if self.nginx_conf else ())),
             ingress_nginx="".join(abs_((self.ingress_nginx,) if self.ingress_nginx else ())),
+            prices="".join(abs_((self.prices,) if self.prices else ())) or None,
         )
 
     def replace(self, **changes: Any) -> SizingRequest:

@@ -384,8 +384,8 @@ def test_a_glob_of_too_many_files(tmp_path, capsys):
 def test_files_too_large_and_not_files(tmp_path, capsys):
     big = tmp_path / "big.conf"
     with open(big, "wb") as f:
-        f.truncate(17 * 1024 * 1024)  # sparse: refused by its size, never read
-    assert "more than the 16 MB allowed" in _refused(capsys, ["workload", "--from-conf", str(big)])
+        f.truncate(4 * 1024 * 1024 + 1)  # sparse: refused by its size, never read
+    assert "more than the 4 MB allowed" in _refused(capsys, ["workload", "--from-conf", str(big)])
     long = _conf(tmp_path, "# " + "x" * MAX_LINE_BYTES + "\nevents {}\n", "long.conf")
     assert "long.conf:1: a line over 1 MB" in _refused(
         capsys, ["workload", "--from-conf", str(long)]

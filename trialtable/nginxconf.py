@@ -16,6 +16,7 @@ sizing workload --from-conf`` derives a workload from what it reads
 from __future__ import annotations
 
 import errno
+import fnmatch
 import glob
 import itertools
 import os
@@ -36,17 +37,21 @@ from trialtable.errors import ConfError
 from trialtable.files import read_bounded
 
 MiB = 1024 * 1024
-#: Largest file read [B].
-MAX_FILE_BYTES = 16 * MiB
+#: Largest file read [B]: crossplane lexes a character at a time, about 3 s per MB on a busy
+#: core (a 10 MB map took 29 s and 430 MB); a hand-written configuration is kilobytes.
+MAX_FILE_BYTES = 4 * MiB
 #: Longest line of a file [B].
 MAX_LINE_BYTES = MiB
 #: Most files one ``include`` glob may match.
 MAX_GLOB_MATCHES = 1000
+#: Most folder entries one ``include`` glob may look at while it searches (a pattern such as
+#: ``/*/*/*/*/*/x.conf`` would otherwise walk the whole file system before it matches nothing).
+MAX_GLOB_SCANNED = 100_000
 #: Most files read for one configuration (includes counted each time they are read).
 MAX_FILES = 2000
 #: Most bytes read for one configuration, all files together [B] (crossplane lexes about 1 MB
 #: per second of CPU).
-MAX_TOTAL_BYTES = 16 * MiB
+MAX_TOTAL_BYTES = 4 * MiB
 #: Deepest chain of includes.
 MAX_DEPTH = 32
 
@@ -231,7 +236,8 @@ def parse_file(path: str, budget: _Budget) -> list[Statement]:
             raise ConfError(f"{path}: does not parse (unbalanced or nested too deep)") from None
     for error in payload["errors"][:1]:  # crossplane keeps a file's last error in the payload
         reason = str(error["error"]).removesuffix(f" in {path}:{error['line']}")
-        raise ConfError(f"{path}:{error['line'] or '?'}: {reason}")
+        line = f":{error['line']}" if error["line"] else ""
+        raise ConfError(f"{path}{line}: {reason or 'does not parse as an nginx configuration'}")
     return _statements(payload["config"][0]["parsed"], path)
 
 
@@ -267,15 +273,54 @@ def _matches(s: Statement, walk: _Walk) -> list[str]:
     """The files an ``include`` names (a glob: at most `MAX_GLOB_MATCHES`, sorted)."""
     if len(s.args) != 1:
         raise ConfError(f'{s.where}: "include" takes one file name or pattern')
+    if "\0" in s.args[0]:
+        raise ConfError(f'{s.where}: "include" of a name with a NUL byte (no file has one)')
     pattern = os.path.join(walk.prefix, s.args[0])
     if not glob.has_magic(pattern):
         return [pattern]
-    found = list(itertools.islice(glob.iglob(pattern), MAX_GLOB_MATCHES + 1))
+    found = _glob(pattern, s)
     if len(found) > MAX_GLOB_MATCHES:
         raise ConfError(
             f"{s.where}: include {s.args[0]} matches more than {MAX_GLOB_MATCHES} files; refused"
         )
     return sorted(f for f in found if not os.path.isdir(f))
+
+
+def _glob(pattern: str, s: Statement) -> list[str]:
+    """What the absolute ``pattern`` matches, looking at `MAX_GLOB_SCANNED` folder entries at most.
+
+    One folder level at a time, as `glob.glob` matches (a name starting with a dot only by a
+    part starting with one; a folder that cannot be read matches nothing).
+    """
+    root, *parts = Path(pattern).parts
+    found, scanned = [root], 0
+    for i, part in enumerate(parts):
+        last, matched = i == len(parts) - 1, []
+        for base in found:
+            if not glob.has_magic(part):
+                path = os.path.join(base, part)
+                matched += [path] if os.path.lexists(path) else []
+                continue
+            try:
+                with os.scandir(base) as listing:
+                    entries = list(itertools.islice(listing, MAX_GLOB_SCANNED - scanned + 1))
+            except OSError:
+                continue
+            scanned += len(entries)
+            if scanned > MAX_GLOB_SCANNED:
+                raise ConfError(
+                    f"{s.where}: include {s.args[0]} looks through more than "
+                    f"{MAX_GLOB_SCANNED:,} folder entries; refused"
+                )
+            matched += [
+                e.path
+                for e in entries
+                if fnmatch.fnmatchcase(e.name, part)
+                and (part.startswith(".") or not e.name.startswith("."))
+                and (last or os.path.isdir(e.path))
+            ]
+        found = matched
+    return found
 
 
 def _identity(path: str) -> tuple[int, int]:

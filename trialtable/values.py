@@ -178,6 +178,7 @@ def number_or_percent(text: str, what: str, example: str) -> float:
 
     ``what`` and ``example`` word the refusal: ``'x' is not WHAT; expected e.g. EXAMPLE``.
     """
+    _too_long(text)
     try:
         return float(text[:-1]) / 100 if text.endswith("%") else float(text)
     except ValueError:

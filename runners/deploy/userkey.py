@@ -98,6 +98,8 @@ def first_certificate(path: str) -> bytes:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise CertUnreadable(exc.strerror or type(exc).__name__) from None
+    except ValueError:  # a NUL byte in the name the configuration gives
+        raise CertUnreadable("a file name with a NUL byte") from None
     with os.fdopen(fd, "rb") as f:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise CertUnreadable("not a regular file")

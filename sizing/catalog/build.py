@@ -53,7 +53,7 @@ from sizing.catalog.load import (
     write_compact,
 )
 from sizing.catalog.rows import BUILD_COLUMNS, EGRESS_COLUMNS, BuildResult
-from sizing.errors import InputError
+from sizing.errors import InputError, printable
 from trialtable.fields import MAX_NUMBER_TEXT, Field, FieldValue
 from trialtable.files import check_output, write_atomic
 from trialtable.output import FORMULA_PREFIXES, csv_cell, csv_row
@@ -201,7 +201,7 @@ def excluded_csv(excluded: Iterable[tuple[str, str, str]]) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(["provider", "instance_type", "reason"])
-    writer.writerows(csv_row(e) for e in excluded)
+    writer.writerows(csv_row(map(printable, e)) for e in excluded)  # names from a price file
     return buf.getvalue()
 
 

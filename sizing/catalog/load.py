@@ -657,8 +657,8 @@ def unpriced_region(regions: Sequence[str]) -> None:
 
 
 def listing(values: Sequence[str], limit: int = 40) -> str:
-    """``a, b, c`` (control characters escaped), cut after ``limit`` values."""
-    shown = ", ".join(clean(v) for v in values[:limit])
+    """``a, b, c`` (control characters escaped), cut after ``limit`` values of 40 characters."""
+    shown = ", ".join(clean(v if len(v) <= 40 else v[:40] + "...") for v in values[:limit])
     return shown + (f" and {len(values) - limit} more" if len(values) > limit else "")
 
 

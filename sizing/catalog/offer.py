@@ -15,6 +15,7 @@ bad price or a file that changed while read leave the previous catalog untouched
 from __future__ import annotations
 
 import csv
+import http.client
 import io
 import os
 from collections.abc import Iterable, Iterator
@@ -63,7 +64,8 @@ def parse_offer(lines: Iterable[str], where: str) -> tuple[dict[str, float], str
     ------
     InputError
         Naming ``where``: HTML instead of CSV, no header, a missing column, a bad price, a
-        type priced twice, or no price at all (a cut-off file).
+        type priced twice, a row of another length than the header's (a damaged or cut-off
+        file), or no price at all (a cut-off file).
     """
     it = _bounded(lines, where)
     date = ""
@@ -88,7 +90,12 @@ def parse_offer(lines: Iterable[str], where: str) -> tuple[dict[str, float], str
     reader = csv.reader(it)
     try:
         for row in reader:
-            if len(row) != len(header) or any(row[i] != v for i, v in wanted):
+            if len(row) != len(header):
+                raise InputError(
+                    f"{where}: a row of {len(row)} fields under a header of {len(header)} "
+                    "(a damaged or cut-off file)"
+                )
+            if any(row[i] != v for i, v in wanted):
                 continue
             name = row[at["Instance Type"]]
             try:
@@ -96,7 +103,7 @@ def parse_offer(lines: Iterable[str], where: str) -> tuple[dict[str, float], str
             except ValueError:
                 price = -1.0
             if not 0 <= price < 10000 or price != price:
-                raise InputError(f"{where}: bad price {printable(row[at['PricePerUnit']])}")
+                raise InputError(f"{where}: bad price {printable(row[at['PricePerUnit']][:40])}")
             if name in prices and prices[name] != price:
                 raise InputError(f"{where}: {printable(name)} has two on-demand Linux prices")
             if price > 0:
@@ -134,10 +141,15 @@ def read_offer(source: str) -> tuple[dict[str, float], str]:
     try:
         with stream:
             out = parse_offer(stream, where)
+            left = getattr(getattr(stream, "buffer", None), "length", None)  # missing HTTP bytes
     except UnicodeDecodeError:
         raise InputError(f"{where}: not UTF-8 text") from None
-    except OSError as exc:
-        raise InputError(f"{where}: read failed: {exc}") from None
+    except http.client.IncompleteRead:
+        raise InputError(f"{where}: the download was cut off") from None
+    except (OSError, http.client.HTTPException) as exc:
+        raise InputError(f"{where}: read failed: {printable(str(exc))}") from None
+    if left:
+        raise InputError(f"{where}: the download was cut off ({left} B of its length missing)")
     if before is not None:
         after = os.stat(source)
         if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns):

@@ -13,7 +13,7 @@ import dataclasses
 import shlex
 from pathlib import Path
 
-from sizing.errors import InputError
+from sizing.errors import InputError, printable
 from sizing.request import SizingRequest
 from trialtable.pathargs import INPUT_FILE, path_arg
 from trialtable.values import Subcommands
@@ -91,5 +91,5 @@ def conf_document(args: argparse.Namespace) -> tuple[dict[str, object], list[str
     argv += ["--server", args.server] if args.server else []
     argv += ["--location", args.location] if args.location else []
     lines = reading.lines()
-    lines.append("size it: python -m sizing recommend " + shlex.join(argv))
+    lines.append(printable("size it: python -m sizing recommend " + shlex.join(argv)))
     return doc, lines

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from sizing.errors import InputError
 from sizing.workload.conf.load import Config, Statement
-from sizing.workload.conf.reading import Found, Reading
+from sizing.workload.conf.reading import Found, Reading, read_count
 from sizing.workload.value import Workload
 from trialtable.features import (
     COMBINED_FORMAT,
@@ -158,7 +158,7 @@ def _pick_server(http: Statement, name: str | None) -> Statement:
         if any(fnmatch.fnmatchcase(name, n.lstrip("~")) or n == name for n in _server_names(s)):
             return s
     known = ", ".join(sorted({n for s in servers for n in _server_names(s)})) or "none"
-    raise InputError(f"no server named {name!r}; the server names are: {known[:300]}")
+    raise InputError(f"no server named {name[:40]!r}; the server names are: {known[:300]}")
 
 
 def _locations(block: Statement) -> Iterator[tuple[Statement, ...]]:
@@ -177,7 +177,9 @@ def _pick_location(server: Statement, path: str | None) -> tuple[Statement, ...]
     if path is None:
         return ()
     known = ", ".join(" ".join(c[-1].args) for c in _locations(server)) or "none"
-    raise InputError(f"no location {path!r} in the chosen server; its locations: {known[:300]}")
+    raise InputError(
+        f"no location {path[:40]!r} in the chosen server; its locations: {known[:300]}"
+    )
 
 
 def choose(config: Config, server: str | None, location: str | None) -> tuple[Scope, str]:
@@ -294,10 +296,7 @@ def _keepalive(scope: Scope, found: Found) -> None:
     value, where = 1000.0, "keepalive_requests: NGINX's default 1000"
     if requests is not None:
         where = requests.where
-        try:
-            value = float(requests.args[0])
-        except ValueError:
-            raise InputError(f"{where}: keepalive_requests is not a number") from None
+        value = float(read_count(requests.args[0], f"{where}: keepalive_requests"))
     found.value("requests_per_connection", max(value, 1.0), where)
     found.estimates.append(
         f"requests per connection {value:g}: the most keepalive_requests allows; clients "

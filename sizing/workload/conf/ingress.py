@@ -27,7 +27,6 @@ most `MAX_BYTES`.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -44,7 +43,7 @@ from sizing.workload.conf.derive import (
     STDOUT,
     format_share,
 )
-from sizing.workload.conf.reading import Found, Reading
+from sizing.workload.conf.reading import MAX_COUNT, Found, Reading, read_count
 from sizing.workload.value import Workload
 from trialtable.features import UPSTREAMINFO_FORMAT, UPSTREAMINFO_LOG
 from trialtable.files import read_bounded
@@ -60,7 +59,7 @@ DEFAULTS_FILE = f"{REPO} internal/ingress/controller/config/config.go"
 #: Largest ConfigMap read [B] (Kubernetes caps a ConfigMap at 1 MiB).
 MAX_BYTES = 1024 * 1024
 #: Largest integer a ConfigMap value may be (Go's int64, which the controller parses into).
-MAX_INT = 2**63 - 1
+MAX_INT = MAX_COUNT
 #: The Helm chart's values that turn the controller's metrics on: ``controller.metrics.enabled``
 #: (default false, values.yaml:907-911) passes ``--enable-metrics`` (_params.tpl:57-58), and
 #: ``controller.extraArgs`` are passed after it (_params.tpl:69-76: the last flag wins).
@@ -210,6 +209,10 @@ def _values_metrics(controller: Mapping[object, object], where: str) -> tuple[bo
     (``_params.tpl:57-58``), so a false, zero, empty or null one leaves the default, off.
     """
     extra = controller.get("extraArgs")
+    if extra is not None and not isinstance(extra, dict):
+        raise InputError(
+            f"{where}: controller.extraArgs is a {type(extra).__name__}, not a mapping"
+        )
     if isinstance(extra, dict) and "enable-metrics" in extra:
         said = f"{where}: controller.extraArgs.enable-metrics"
         return _flag_on(extra["enable-metrics"], said), said
@@ -282,22 +285,13 @@ def _metrics(controller: Controller, found: Found) -> str:
 
 
 def _number(data: dict[str, str], key: str, at: Callable[[str], str]) -> float:
-    """The ConfigMap's number at ``key`` (or the controller's default), or InputError.
+    """The ConfigMap's count at ``key`` (or the controller's default), or InputError.
 
-    Only the keep-alive keys are read as numbers; nginx refuses a negative one (its
-    ``keepalive_timeout`` and ``keepalive_requests`` take none), so the controller would not
-    load the configuration it renders.
+    The controller reads the keep-alive keys into Go integers and renders them into
+    ``keepalive_timeout`` and ``keepalive_requests``, which take no negative value: a
+    fraction, NaN or a negative number would not load (`read_count`).
     """
-    text = data.get(key, DEFAULTS[key][0])
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value):
-        raise InputError(f"{at(key)} is {text[:40]!r}, not a finite number")
-    if value < 0:
-        raise InputError(f"{at(key)} is {text[:40]!r}: nginx takes no negative value here")
-    return value
+    return float(read_count(data.get(key, DEFAULTS[key][0]), at(key)))
 
 
 def _ingress_values(data: dict[str, str], found: Found, at: Callable[[str], str]) -> None:
@@ -305,10 +299,9 @@ def _ingress_values(data: dict[str, str], found: Found, at: Callable[[str], str]
     if _flag(data, "use-http2"):
         found.value("http_version", "2", at("use-http2"))
     keepalive, requests = _number(data, "keep-alive", at), _number(data, "keep-alive-requests", at)
-    try:
-        upstream = int(data.get("upstream-keepalive-connections", "320"))
-    except ValueError as exc:
-        raise InputError(f"{found.source}: a keep-alive key is not a number ({exc})") from None
+    # A count of 0 or less renders no keepalive (nginx.tmpl: gt UpstreamKeepaliveConnections 0)
+    key = "upstream-keepalive-connections"
+    upstream = read_count(data.get(key, DEFAULTS[key][0]), at(key), low=-MAX_INT - 1)
     if keepalive <= 0:
         found.value("requests_per_connection", 1.0, at("keep-alive"))
     else:

@@ -11,9 +11,33 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from sizing.errors import printable
+from sizing.errors import InputError, printable
 from sizing.workload.value import Workload
+from trialtable.fields import Field, FieldError
 from trialtable.jsonvalue import JsonObject
+
+#: Largest count NGINX (``ngx_atoi``) and the ingress-nginx controller (a Go ``int``) read.
+MAX_COUNT = 2**63 - 1
+
+
+def read_count(text: str, where: str, low: int = 0) -> int:
+    """``text`` as the whole number NGINX or the controller reads, or InputError.
+
+    ``keepalive_requests``, ``keep-alive``, ``upstream-keepalive-connections``: a whole
+    number from ``low`` to `MAX_COUNT` (NaN, infinity, a fraction or 5,000 digits would not
+    load). The message names ``where`` and the value, escaped.
+    """
+    try:
+        value = Field("count", "int", low=low, high=MAX_COUNT).parse(text, where)
+    except FieldError:
+        shown = printable(text.strip()[:40])
+        why = (
+            "nginx takes no negative value here"
+            if low == 0 and shown.startswith("-")
+            else "not a whole number of at most 2**63 - 1 (as nginx reads it)"
+        )
+        raise InputError(f"{where} is {shown!r}: {why}") from None
+    return int(value or 0)
 
 
 @dataclass
@@ -48,8 +72,8 @@ class Found:
     uncosted: list[str] = field(default_factory=list)
 
     def at(self, where: str) -> str:
-        """``your nginx.conf (where)``."""
-        return f"{self.source} ({where})"
+        """``your nginx.conf (where)``, control characters of a file name escaped."""
+        return f"{self.source} ({printable(where)})"
 
     def feature(self, name: str, count: float, where: str) -> None:
         """Add ``count`` runs per request of feature ``name``, read at ``where``."""
@@ -63,7 +87,7 @@ class Found:
 
     def not_costed(self, name: str, where: str) -> None:
         """A directive that may cost per request and has no cost in the model."""
-        entry = f"{name} ({where})"
+        entry = printable(f"{name} ({where})")  # shown in tables, CSV and HTML as data
         if entry not in self.uncosted:
             self.uncosted.append(entry)
 
