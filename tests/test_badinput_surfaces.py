@@ -325,6 +325,8 @@ def test_a_report_page_shows_control_characters_escaped(tmp_path):
             "unknown provider \\x1b[31m" + "y" * 35 + "...;",
         ),
         (["--confidence", "9" * 5000], "is 5000 characters long; a value has at most 1000"),
+        (["--region", ",,,"], ",,,: a comma list that names nothing"),
+        (["--provider", " , "], "a comma list that names nothing"),
     ],
 )
 def test_a_long_value_is_shown_cut_in_its_refusal(capfd, argv, why):

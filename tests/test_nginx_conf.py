@@ -513,3 +513,18 @@ def test_hostile_names_are_shown_escaped(tmp_path, capsys):
     assert "\x1b" not in err and "a\\x1b[31mb" in err
     log = _conf(tmp_path, "x\n", "access.log")
     assert "--server" in _refused(capsys, ["workload", "--from-log", str(log), "--server", "a"])
+
+
+@pytest.mark.parametrize(
+    ("timeout", "closes"),
+    [("0", True), ("0s", True), ("0ms", True), ("0m", True), ("0s0ms", True), ("1ms", False)],
+)
+def test_a_zero_keepalive_timeout_in_any_unit_closes_each_connection(
+    tmp_path: Path, timeout: str, closes: bool
+) -> None:
+    conf = tmp_path / "nginx.conf"
+    conf.write_text(
+        "events {}\nhttp { access_log off; keepalive_timeout " + timeout + ";\n"
+        "  server { listen 80; location / { root /srv; } } }\n"
+    )
+    assert (read(str(conf)).workload.requests_per_connection == 1.0) is closes

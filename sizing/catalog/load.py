@@ -669,6 +669,8 @@ def norm_values(values: str | Sequence[str] | None) -> set[str] | None:
     if isinstance(values, str):
         values = [values]
     out = {v.strip().lower() for item in values for v in item.split(",") if v.strip()}
+    if not out and any(item.strip() for item in values):
+        raise InputError(f"{listing([str(v) for v in values])}: a comma list that names nothing")
     return out or None
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -286,10 +287,14 @@ def _tls_key(scope: Scope, found: Found) -> None:
         )
 
 
+#: A time NGINX reads as zero: zeros with its units ("0", "0s", "0ms", "0m", "0s0ms"...).
+_ZERO_TIME = re.compile(r"(?:0+(?:ms|[smhdwMy])?)+")
+
+
 def _keepalive(scope: Scope, found: Found) -> None:
     """Requests per connection: 1 with keepalive_timeout 0, else keepalive_requests."""
     timeout = scope.one("keepalive_timeout")
-    if timeout is not None and timeout.args[:1] in (["0"], ["0s"]):
+    if timeout is not None and timeout.args and _ZERO_TIME.fullmatch(timeout.args[0]):
         found.value("requests_per_connection", 1.0, timeout.where)
         return
     requests = scope.one("keepalive_requests")
