@@ -149,6 +149,15 @@ def test_no_upstream_keepalive_for_a_negative_count_as_the_template_renders_it(t
     assert dict(read(ingress_nginx=str(cm)).workload.features).get("proxy_new_connection") == 1.0
 
 
+def test_a_key_given_twice_is_refused_and_a_merge_key_may_override(capfd, tmp_path):
+    cm = tmp_path / "cm.yaml"
+    cm.write_text('data:\n  keep-alive: "10"\n  keep-alive: "0"\n')
+    line = refused(capfd, "workload", "--ingress-nginx", str(cm))
+    assert "cm.yaml:3: key 'keep-alive' given twice" in line, line
+    cm.write_text('base: &b\n  keep-alive: "10"\ndata:\n  <<: *b\n  keep-alive: "0"\n')
+    assert read(ingress_nginx=str(cm)).workload.requests_per_connection == 1.0
+
+
 def test_chart_extra_args_that_are_not_a_mapping_are_refused(capfd, tmp_path):
     values = tmp_path / "values.yaml"
     values.write_text("controller:\n  extraArgs: [enable-metrics]\n")

@@ -21,7 +21,8 @@ is read with the default, off (`METRICS_DEFAULT`). The access log's line is the 
 ``upstreaminfo`` format (or ``log-format-upstream``): the line's feature plus its measured
 extra over the ``combined`` line, `UPSTREAMINFO_LOG`.
 
-The ConfigMap (or the chart's values) is read with ``yaml.safe_load`` (data, never code), at
+The ConfigMap (or the chart's values) is read with PyYAML's SafeLoader (data, never code; a key
+given twice in one mapping refused, as Kubernetes refuses it), at
 most `MAX_BYTES`.
 """
 
@@ -131,6 +132,27 @@ class Controller:
     source: str = SOURCE
 
 
+def _unique_keys_loader() -> Any:
+    """``yaml.SafeLoader`` refusing a key given twice in one mapping (as Kubernetes does)."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: set[object] = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue  # "<<": merged keys may be overridden
+                key = self.construct_object(key_node, deep=deep)
+                if isinstance(key, str | int | float | bool) and key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {str(key)[:40]!r} given twice", key_node.start_mark
+                    )
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    return Loader
+
+
 def load_controller(path: str | os.PathLike[str]) -> Controller:
     """The ConfigMap at ``path`` (or a plain mapping of its keys, or the chart's values)."""
     import yaml
@@ -141,12 +163,14 @@ def load_controller(path: str | os.PathLike[str]) -> Controller:
     except OSError as exc:
         raise InputError(f"{where}: {exc.strerror or exc}") from None
     try:
-        doc: Any = yaml.safe_load(raw)
+        doc: Any = yaml.load(raw, Loader=_unique_keys_loader())  # a SafeLoader
     # ValueError: an integer of thousands of digits, a date of a 13th month
     except (yaml.YAMLError, RecursionError, ValueError) as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
-        raise InputError(f"{where}{line}: not a YAML ConfigMap") from None
+        twice = str(getattr(exc, "problem", "")).startswith("key ")
+        why = exc.problem if twice else "not a YAML ConfigMap"  # type: ignore[union-attr]
+        raise InputError(f"{where}{line}: {why}") from None
     metrics, said, source = None, "", SOURCE
     if isinstance(doc, dict) and isinstance(doc.get("controller"), dict):
         metrics, said = _values_metrics(doc["controller"], where)
