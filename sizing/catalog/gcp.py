@@ -30,7 +30,7 @@ import math
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sizing.catalog.rows import (
     HOURS_PER_MONTH,
@@ -350,70 +350,92 @@ def build_gcp(gcp_dir: Path) -> BuildResult:
             continue
         cost = spec.get("cost")
         assert isinstance(cost, dict)
-        cpu_raw = float(spec["cpu"])
-        platform = gcp_cpu(a["cpuPlatform"][0])
-        series = a.get("series", (name.split("-")[0], ""))[0]
-        shared = name in _GCP_SHARED_CORE
         score = coremark[name].get("coremarkScore", ("", ""))[0]
         source = (
             f"{price_repo} pricing.yml ({date or 'date unknown'}); "
             f"{spec_repo} series/{a['cpuPlatform'][1]}"
             + (f", {coremark_files[0].name}" if score else "")
         )
-        # What every region's row of this type shares; each row is a copy with its region
-        # and prices.
-        shared_row = {
-            "provider": "gcp",
-            "region": "",
-            "instance_type": name,
-            "family": _family_of(name),
-            "arch": "arm64" if platform in _ARM_PLATFORMS else "x86_64",
-            "cpu": platform,
-            "vcpus": str(max(1, math.ceil(cpu_raw))),
-            "memory_gib": num(float(spec["ram"])),
-            "network_gbps": num(float(a["bandwidth"][0])),
-            "network_burst": "false",
-            "price_usd_hour": "",
-            "source": source,
-            "source_date": date,
-            "threads_per_core": "" if shared else "1" if series in _GCP_ONE_THREAD else "2",
-            "burstable": "true" if shared else "false",
-            "network_burst_gbps": "",
-            "spot_usd_hour": "",
-            "commit_1y_usd_hour": "",
-            "commit_3y_usd_hour": "",
-            "cpu_baseline": num(cpu_raw) if shared else "",
-            "coremark": score,
-        }
-        n_regions = 0
-        for region in sorted(cost):
-            entry = cost[region]
-            is_region = region in known_regions or (not known_regions and region_re.match(region))
-            if not is_region or not isinstance(entry, dict):
-                continue
-            hour = entry.get("hour")
-            if not isinstance(hour, float) or not hour > 0:
-                continue
-            n_regions += 1
-            row = shared_row.copy()
-            row["region"] = region
-            row["price_usd_hour"] = f"{hour:.10g}"  # rows.num, inline (16,000 rows)
-            row["spot_usd_hour"] = _price(entry.get("hour_spot"), 1.0)
-            row["commit_1y_usd_hour"] = _price(entry.get("month_1y"), HOURS_PER_MONTH)
-            row["commit_3y_usd_hour"] = _price(entry.get("month_3y"), HOURS_PER_MONTH)
-            result.rows.append(row)
-        if not n_regions:
+        shared_row = _shared_row(name, spec, a, score)
+        shared_row["source"], shared_row["source_date"] = source, date
+        if known_regions:
+            regions = [r for r in sorted(cost) if r in known_regions]
+        else:
+            regions = [r for r in sorted(cost) if region_re.match(r)]
+        rows = _region_rows(shared_row, cost, regions)
+        result.rows += rows
+        if not rows:
             result.excluded.append(("gcp", name, "no price in any region"))
     result.egress = _egress_rows(doc, pricing_path, gcp_dir)  # from the file parsed once
     result.egress_read = True
     return result
 
 
-def _price(value: object, per: float = 1.0) -> str:
-    """``value / per`` as catalog text (`sizing.catalog.rows.num`); "" unless a positive float."""
-    if type(value) is float and value > 0:
-        return f"{value / per:.10g}"
-    return ""
+def _shared_row(
+    name: str, spec: dict[str, Any], attrs: dict[str, tuple[str, str]], coremark: str
+) -> dict[str, str]:
+    """What every region's row of a machine type shares (its region, prices and source blank).
+
+    ``spec`` is the type's ``pricing.yml`` entry, ``attrs`` what the series files set for it.
+    """
+    cpu_raw = float(spec["cpu"])
+    platform = gcp_cpu(attrs["cpuPlatform"][0])
+    series = attrs.get("series", (name.split("-")[0], ""))[0]
+    shared = name in _GCP_SHARED_CORE
+    return {
+        "provider": "gcp",
+        "region": "",
+        "instance_type": name,
+        "family": _family_of(name),
+        "arch": "arm64" if platform in _ARM_PLATFORMS else "x86_64",
+        "cpu": platform,
+        "vcpus": str(max(1, math.ceil(cpu_raw))),
+        "memory_gib": num(float(spec["ram"])),
+        "network_gbps": num(float(attrs["bandwidth"][0])),
+        "network_burst": "false",
+        "price_usd_hour": "",
+        "source": "",
+        "source_date": "",
+        "threads_per_core": "" if shared else "1" if series in _GCP_ONE_THREAD else "2",
+        "burstable": "true" if shared else "false",
+        "network_burst_gbps": "",
+        "spot_usd_hour": "",
+        "commit_1y_usd_hour": "",
+        "commit_3y_usd_hour": "",
+        "cpu_baseline": num(cpu_raw) if shared else "",
+        "coremark": coremark,
+    }
+
+
+def _region_rows(
+    shared: dict[str, str], cost: dict[object, object], regions: list[str]
+) -> list[dict[str, str]]:
+    """A copy of ``shared`` with each region's prices, for the ``regions`` of ``cost`` priced.
+
+    A region is priced by a positive ``hour`` [USD/h]; its ``hour_spot`` [USD/h], ``month_1y``
+    and ``month_3y`` [USD a month of `HOURS_PER_MONTH`] each where positive, else "" (the
+    text of `sizing.catalog.rows.num`, written inline: 16,000 rows).
+    """
+    rows = []
+    for region in regions:
+        entry = cost[region]
+        if not isinstance(entry, dict):
+            continue
+        hour = entry.get("hour")
+        if not isinstance(hour, float) or not hour > 0:
+            continue
+        spot, m1, m3 = entry.get("hour_spot"), entry.get("month_1y"), entry.get("month_3y")
+        row = shared.copy()
+        row["region"] = region
+        row["price_usd_hour"] = f"{hour:.10g}"
+        if type(spot) is float and spot > 0:
+            row["spot_usd_hour"] = f"{spot:.10g}"
+        if type(m1) is float and m1 > 0:
+            row["commit_1y_usd_hour"] = f"{m1 / HOURS_PER_MONTH:.10g}"
+        if type(m3) is float and m3 > 0:
+            row["commit_3y_usd_hour"] = f"{m3 / HOURS_PER_MONTH:.10g}"
+        rows.append(row)
+    return rows
 
 
 def _gcp_exclusion(name: str, spec: dict[str, object], attrs: dict[str, tuple[str, str]]) -> str:
