@@ -106,3 +106,12 @@ def test_the_default_answer_never_builds_the_azure_catalog(tmp_path, monkeypatch
     assert not list(tmp_path.glob("azure-*"))
     assert "westeurope" in {i.region for i in select_instances(region="westeurope")}
     assert list(tmp_path.glob("azure-*.compact.jsonl"))
+
+
+def test_shipped_egress_rows_take_the_regions_of_the_price_header(tmp_path):
+    """`egress_rows` of the shipped extract reads its header alone, to the file's regions."""
+    (tmp_path / "prices.csv").write_bytes((azure.FOLDER / "prices.csv").read_bytes())
+    header = azure.read_prices(tmp_path / "prices.csv")[0]
+    assert list(azure.regions()) == header
+    assert azure.egress_rows(tmp_path) == azure.egress_rows() == azure.egress_rows(azure.FOLDER)
+    assert [r["region"] for r in azure.egress_rows() if r["kind"] == "inter-zone"] == header

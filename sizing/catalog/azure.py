@@ -490,9 +490,12 @@ def transfer_zone(region: str) -> int:
 
 def egress_rows(folder: Path | None = None) -> list[dict[str, str]]:
     """``egress.csv`` rows of Azure: internet tiers by transfer zone, and free inter-zone."""
-    regions, _ = read_prices((folder or FOLDER) / "prices.csv")
+    if folder is None or Path(folder) == FOLDER:  # the shipped extract: its header alone
+        names = regions()
+    else:
+        names = tuple(read_prices(folder / "prices.csv")[0])
     out = []
-    for region in regions:
+    for region in names:
         prices = EGRESS_ZONES[transfer_zone(region)]
         edges: tuple[float | None, ...] = (*_TIER_EDGES, None)
         tiers: list[tuple[float, float | None, float]] = [(0.0, 100.0, 0.0)]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from functools import cache, partial
+from functools import cache, lru_cache, partial
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -296,6 +296,11 @@ def sla_utilization(
         else:
             hi = mid
     return lo
+
+
+#: `sla_utilization` of arguments seen before in this process, kept: a ``--region all``
+#: answer asks it about 850 times for some 280 distinct arguments (floats in, a float out).
+_sla_utilization_kept = lru_cache(maxsize=4096, typed=True)(sla_utilization)
 
 
 def service_cv2(work: Workload, terms_by_size: Sequence[tuple[float, float]]) -> float:
@@ -913,7 +918,7 @@ def _at_workers(
     eff = scaling_efficiency(vcpus, sigma, cap=True) * large
     per_worker = part.per_vcpu
     cpu_peak = vcpus * eff * per_worker
-    rho = sla_utilization(per_worker * eff, work.sla_p99_ms, part.cv2, base)
+    rho = _sla_utilization_kept(per_worker * eff, work.sla_p99_ms, part.cv2, base)
     cpu_sla = cpu_peak * rho
     seed_eff = eff / large
     eff_sd = (
