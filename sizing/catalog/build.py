@@ -161,7 +161,7 @@ def _table(rows: list[dict[str, str]]) -> _Table | None:
             return None
         if set(map(type, cells)) != {str}:
             return None
-        if any(v.startswith(FORMULA_PREFIXES) for v in cells):
+        if any(map(str.startswith, cells, itertools.repeat(FORMULA_PREFIXES))):
             safe = {v: csv_cell(v) for v in cells}
             col = tuple(map(safe.__getitem__, col))
             cells = set(safe.values())
@@ -207,8 +207,9 @@ def excluded_csv(excluded: Iterable[tuple[str, str, str]]) -> str:
 
 def iter_summary(result: BuildResult) -> Iterator[str]:
     """Lines that say what was built and what was left out."""
-    by = Counter((r["provider"], r["region"]) for r in result.rows)
-    providers = Counter(r["provider"] for r in result.rows)
+    names = list(map(itemgetter("provider"), result.rows))
+    by = Counter(zip(names, map(itemgetter("region"), result.rows), strict=True))
+    providers = Counter(names)
     regions = {p: sum(1 for (q, _) in by if q == p) for p in providers}
     yield f"{len(result.rows)} rows: " + ", ".join(
         f"{p} {n} in {regions[p]} region(s)" for p, n in sorted(providers.items())
