@@ -41,7 +41,7 @@ import importlib
 import pkgutil
 import re
 from collections.abc import Iterable
-from functools import cache
+from functools import cache, lru_cache
 from operator import attrgetter
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -213,12 +213,12 @@ def family_group(inst: Instance) -> str:
     return _special_group(providers().get(inst.provider), inst.family)
 
 
-@cache
+@lru_cache(maxsize=4096)
 def _special_group(module: ModuleType | None, family: str) -> str:
     """The provider module's special group (``SPECIAL_FAMILIES``) of a family ('' for none).
 
-    Kept per module and name: a ``--region all`` answer asks it of 2,500 shapes of some
-    300 families.
+    Kept per module and name (the last 4,096): a ``--region all`` answer asks it of 2,500
+    shapes of some 300 families.
     """
     for group, pattern in getattr(module, "SPECIAL_FAMILIES", {}).items():
         if re.match(pattern, family):
