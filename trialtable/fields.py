@@ -42,6 +42,11 @@ def printable(text: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
+def cut(text: str, limit: int = 40) -> str:
+    """``text`` cut after ``limit`` characters, ``...`` marking the cut (a refusal's echo)."""
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 class FieldError(ValueError):
     """A value a file kind's table refuses; the message names place and field."""
 
@@ -90,8 +95,7 @@ class Field:
         return f"text of at most {self.max_len} characters"
 
     def _refuse(self, where: str, raw: object) -> FieldError:
-        shown = printable(str(raw))
-        shown = shown if len(shown) <= 40 else shown[:40] + "..."
+        shown = cut(printable(str(raw)))
         return FieldError(
             f"{where}: field {self.name!r}: expected {self.expected()}, got {shown!r}"
         )

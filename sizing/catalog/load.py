@@ -25,7 +25,7 @@ from sizing.catalog.rows import BUILD_COLUMNS, COLUMNS
 from sizing.errors import InputError
 from sizing.paths import CATALOG_DIR
 from sizing.report.render import clean
-from trialtable.fields import Field, FieldError, Fields, FieldValue, csv_rows
+from trialtable.fields import Field, FieldError, Fields, FieldValue, csv_rows, cut
 from trialtable.files import MB, read_bounded, write_atomic
 from trialtable.jsonvalue import JsonObject
 from trialtable.profile import ARCHES as ARCHES  # re-exported
@@ -658,7 +658,7 @@ def unpriced_region(regions: Sequence[str]) -> None:
 
 def listing(values: Sequence[str], limit: int = 40) -> str:
     """``a, b, c`` (control characters escaped), cut after ``limit`` values of 40 characters."""
-    shown = ", ".join(clean(v if len(v) <= 40 else v[:40] + "...") for v in values[:limit])
+    shown = ", ".join(clean(cut(v)) for v in values[:limit])
     return shown + (f" and {len(values) - limit} more" if len(values) > limit else "")
 
 

@@ -722,10 +722,22 @@ def _compute_factor(
     target: tuple[Platform, float], work: Workload, model: ModelInputs, cost: FeatureCost
 ) -> tuple[float, float, str]:
     """`sizing.model.compute.user_factor` of ``target`` against the host that measured ``cost``."""
-    from sizing.model.compute import host_platform, user_factor
+    from sizing.model.compute import user_factor
 
-    host = model.platform(host_platform(cost.cpu_model))
-    return user_factor(target, (host, _core_speed(host, work, model)[2]))
+    return user_factor(target, _host_speed(cost.cpu_model, work, model))
+
+
+@lru_cache(maxsize=256)
+def _host_speed(cpu_model: str, work: Workload, model: ModelInputs) -> tuple[Platform, float]:
+    """The platform of the host a feature was measured on and its static speed per core.
+
+    Kept per host, workload and model inputs: every platform of an answer asks it of every
+    feature, and the rows of a measured table share one host.
+    """
+    from sizing.model.compute import host_platform
+
+    host = model.platform(host_platform(cpu_model))
+    return host, _core_speed(host, work, model)[2]
 
 
 def _reference(
@@ -1047,11 +1059,11 @@ def model_capacities(
             found = sized[(plat, cloud, inst.vcpus)] = _per_vcpus(part, inst.vcpus, work, model)
         cpu_peak, rho, cpu_sla, rel_sd, workers, derating, width = found
         net, gbps, net_line = _network_cap(inst, work, wire, packets if cloud else 0.0)
-        outside, log_line = "network", part.log_cap[1]
-        if part.log_cap[0] < net:
-            net, outside = part.log_cap[0], "log path"
-        if ports[0] < net:
-            net, outside = ports[0], "ports"
+        outside = "network"
+        caps = ((part.log_cap, "log path"), (ports, "ports"))
+        for (cap, _), label in caps:
+            if cap < net:
+                net, outside = cap, label
         capacity = min(cpu_sla, net)
         basis = [
             *part.head,
@@ -1060,8 +1072,7 @@ def model_capacities(
             derating,
             width,
             net_line,
-            *([log_line] if log_line else []),
-            *([ports[1]] if ports[1] else []),
+            *(line for (_, line), _ in caps if line),
             f"catalog {inst.instance_type}: {inst.source} ({inst.source_date})",
         ]
         speed = part.speed

@@ -31,7 +31,7 @@ from typing import Any
 
 from sizing.errors import Infeasible, InputError, ReportError
 from sizing.paths import KERNEL_NAME, NOTEBOOKS_DIR
-from sizing.report.render import clean
+from sizing.report.render import clean, clean_page
 from sizing.units import parse_rps
 from trialtable.files import check_output, write_atomic
 
@@ -49,20 +49,6 @@ __all__ = [
 
 # Scripts the HTML template links from CDNs (require.js, MathJax): the report needs neither.
 _REMOTE_SCRIPT = re.compile(r'<script[^>]*\ssrc="https?://[^"]*"[^>]*>\s*</script>\s*', re.I)
-#: Control characters a page holds as text only from a hostile catalog, price file or file name
-#: (escape codes, C1, bidi overrides; tab, newline and return are the page's own).
-_PAGE_CONTROL = re.compile(
-    r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
-)
-
-
-def _inert(body: str) -> str:
-    r"""``body`` with each `_PAGE_CONTROL` character shown escaped (``\x1b``), as `clean` does.
-
-    In the page's scripts such a character stands in a string literal, where its escape
-    means the same character.
-    """
-    return _PAGE_CONTROL.sub(lambda m: clean(m.group(0)), body)
 
 #: The printed page: A4 landscape with these margins [mm] (top, right, bottom, left).
 PAGE_MM = (297.0, 210.0)
@@ -299,7 +285,7 @@ def to_html(ipynb: str | Path, html: str | Path, *, show_code: bool = False) -> 
         exclude_output_prompt=True,
     )
     body, _ = exporter.from_notebook_node(nb)
-    body = _inert(_REMOTE_SCRIPT.sub("", body))
+    body = clean_page(_REMOTE_SCRIPT.sub("", body))  # a hostile value's controls as text
     body = _with_style(body, f"{_PAGE_CSS}\n@media print {{{PRINT_CSS}}}")
     return write_atomic(html, body, inputs=[ipynb])
 

@@ -18,13 +18,28 @@ from typing import Any
 from sizing.units import fmt_usd_small
 from trialtable.output import csv_cell
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+#: Control characters but tab, newline and return (ESC, C1, line separators, bidi overrides).
+_OTHER_CONTROL = r"\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+_CONTROL = re.compile(rf"[\t\n\r{_OTHER_CONTROL}]")
+_PAGE_CONTROL = re.compile(rf"[{_OTHER_CONTROL}]")
+
+
+def _escaped(m: re.Match[str]) -> str:
+    return m.group(0).encode("unicode_escape").decode("ascii")
 
 
 def clean(value: object) -> str:
     """``value`` as text with control characters (ESC, CR, LF, C1, bidi overrides) escaped."""
-    text = str(value)
-    return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), text)
+    return _CONTROL.sub(_escaped, str(value))
+
+
+def clean_page(text: str) -> str:
+    r"""``text`` (a whole page) with `clean`'s escapes but its own tabs, newlines and returns.
+
+    In the page's scripts such a character stands in a string literal, where its escape
+    (``\x1b``) means the same character.
+    """
+    return _PAGE_CONTROL.sub(_escaped, text)
 
 
 def fmt_rps(v: float) -> str:

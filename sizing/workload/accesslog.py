@@ -106,7 +106,7 @@ from sizing.workload.document import (
     Tls,
     WorkloadDocument,
 )
-from trialtable.fields import Field, FieldError, Fields
+from trialtable.fields import Field, FieldError, Fields, cut
 from trialtable.files import FileRefused, read_bounded, write_atomic
 from trialtable.pathargs import INPUT_FILE, OUTPUT_FILE, path_arg
 from trialtable.values import MAX_SIZE_BYTES, Subcommands, float_between, parse_size
@@ -1087,8 +1087,7 @@ def _number(
 
 
 def _show(value: object) -> str:
-    text = json.dumps(value)
-    return text if len(text) <= 40 else text[:40] + "..."
+    return cut(json.dumps(value))
 
 
 def _object(
