@@ -41,6 +41,7 @@ from typing import Any, NamedTuple
 
 from sizing.catalog import providers
 from sizing.catalog.aws import DEFAULT_BURST_TABLE
+from sizing.catalog.beside import Beside, beside, here
 from sizing.catalog.egress import EGRESS_MAX_BYTES, parse_egress, read_egress
 from sizing.catalog.load import (
     CATALOG,
@@ -88,17 +89,31 @@ def build_providers(
         raise InputError(f"give the folder of one provider's public files or more: {flags}")
     result = BuildResult()
     result.inputs = [Path(p) for p in (*folders.values(), burst_table) if p is not None]
-    for name, folder in folders.items():
-        module = providers.get(name)
-        part = module.build(Path(folder), None if burst_table is None else Path(burst_table))
-        result.rows += part.rows
-        result.excluded += part.excluded
-        # A build may price egress from the files it read; else the module is asked.
-        result.egress += part.egress if part.egress_read else module.egress_rows(Path(folder))
+    burst = None if burst_table is None else Path(burst_table)
+    jobs = [(name, Path(folder), burst) for name, folder in folders.items()]
+    # Side by side: each provider but the last in a child of its own, the last here.
+    parts = [*(beside(_provider_part, *job) for job in jobs[:-1]), here(_provider_part, *jobs[-1])]
+    try:
+        for part in map(Beside.result, parts):  # in the folders' order, errors too
+            result.rows += part.rows
+            result.excluded += part.excluded
+            result.egress += part.egress
+    finally:
+        for p in parts:
+            p.cancel()
     result.rows = _sorted_rows(result.rows)
     # One line per excluded type (AWS repeats per region).
     result.excluded = sorted(set(result.excluded))
     return result
+
+
+def _provider_part(name: str, folder: Path, burst_table: Path | None) -> BuildResult:
+    """One provider's rows, exclusions and egress prices from its folder."""
+    module = providers.get(name)
+    part = module.build(folder, burst_table)
+    if not part.egress_read:  # a build may price egress from the files it read; else asked
+        part.egress = module.egress_rows(folder)
+    return part
 
 
 def _sorted_rows(rows: list[dict[str, str]]) -> list[dict[str, str]]:
@@ -256,24 +271,31 @@ def write_catalog(result: BuildResult, out: str | Path) -> tuple[Path, ...]:
         except OSError as exc:
             raise InputError(f"cannot write {target}: it {exc.strerror}") from None
     table = _table(result.rows)
-    text = catalog_csv(result.rows) if table is None else _csv_text(table)
-    data = text.encode("utf-8")  # once: written, and hashed for the compact form
-    compact_text = None if table is None else _compact_text(table, path.name, data)
+    # The compact form is made beside the CSV text, the list and the egress check.
+    compact_job = None if table is None else beside(_compact_parts, table, path.name)
+    try:
+        text = catalog_csv(result.rows) if table is None else _csv_text(table)
+        data = text.encode("utf-8")  # once: written, and hashed for the compact form
+        excluded_text = excluded_csv(result.excluded)
+        egress_text = egress_csv(result.egress) if result.egress else None
+        if egress_text is not None:  # the egress prices too, by the reader that uses them
+            _check_egress(egress_text, egress)
+        compact_text = None if compact_job is None else _with_hash(compact_job.result(), data)
+    finally:
+        if compact_job is not None:
+            compact_job.cancel()
     items = None
-    egress_text = egress_csv(result.egress) if result.egress else None
     try:
         if compact_text is None:  # checked by reading it back, privately
             with tempfile.TemporaryDirectory() as tmp:
                 checked = read_catalog(write_atomic(Path(tmp) / path.name, data))
             items = [replace(i, catalog_file=str(path)) for i in checked]
-        if egress_text is not None:  # the egress prices too, by the reader that uses them
-            _check_egress(egress_text, egress)
         write_atomic(path, data, inputs=inputs)
         if compact_text is None:
             compact = write_compact(path, items)
         else:
             compact = write_atomic(compact_path(path), compact_text, inputs=[path])
-        write_atomic(excluded, excluded_csv(result.excluded), inputs=inputs)
+        write_atomic(excluded, excluded_text, inputs=inputs)
         if egress_text is not None:
             write_atomic(egress, egress_text, inputs=inputs)
     except OSError as exc:
@@ -292,21 +314,22 @@ def _check_egress(text: str, path: Path) -> None:
         read_egress(write_atomic(Path(tmp) / path.name, text))
 
 
-def _compact_text(table: _Table, csv_name: str, csv_data: bytes) -> str | None:
-    """The compact form of the catalog CSV ``csv_data`` (its UTF-8 bytes) holds, or None.
+def _compact_parts(table: _Table, csv_name: str) -> tuple[dict[str, Any], str] | None:
+    """The compact form of the catalog CSV ``table`` is written as, but its hash; or None.
 
     What `sizing.catalog.load.write_compact` writes for the instances `read_catalog` reads
     from that CSV: one JSON line of header (schema, the CSV's SHA-256, fields, sources, the
     line of each provider/region group, regions, rows), then one line per group, in
     first-seen order. Each distinct cell of a column is read (`_read_cells`) and written as
-    JSON once.
+    JSON once. Given as the header (its ``csv_sha256`` to fill in, `_with_hash`) and the
+    group lines.
 
     None when any value might be refused or read otherwise than plainly: the caller then
     writes the CSV to a private folder and reads it back with `read_catalog`.
     """
     n = len(table.columns[0])
-    if not 0 < n <= MAX_ROWS or len(csv_data) > CATALOG_MAX_BYTES:
-        return None  # the reader's limits: it says why, on the old path
+    if not 0 < n <= MAX_ROWS:
+        return None  # the reader's limit: it says why, on the old path
     for cells in table.distinct:
         joined = "".join(cells)
         if "\0" in joined or "\r" in joined or "\n" in joined:
@@ -345,17 +368,24 @@ def _compact_text(table: _Table, csv_name: str, csv_data: bytes) -> str | None:
     header = {
         "schema": COMPACT_SCHEMA,
         "csv": csv_name,
-        "csv_sha256": hashlib.sha256(csv_data).hexdigest(),
+        "csv_sha256": None,  # filled in by `_with_hash`
         "fields": list(FIELD_NAMES),
         "sources": list(sources),
         "groups": {g: i + 2 for i, g in enumerate(groups)},
         "regions": sorted(set(regions)),
         "rows": n,
     }
-    lines = [json.dumps(header, separators=(",", ":"))]
-    for found in groups.values():
-        lines.append("[[" + "],[".join(map(rows.__getitem__, found)) + "]]")
-    return "\n".join(lines) + "\n"
+    lines = ["[[" + "],[".join(map(rows.__getitem__, found)) + "]]" for found in groups.values()]
+    return header, "\n".join(lines) + "\n"
+
+
+def _with_hash(parts: tuple[dict[str, Any], str] | None, csv_data: bytes) -> str | None:
+    """The compact form's text: `_compact_parts` with the hash of the CSV's bytes; or None."""
+    if parts is None or len(csv_data) > CATALOG_MAX_BYTES:
+        return None  # refused or read otherwise; over the reader's limit: it says why
+    header, body = parts
+    header = {**header, "csv_sha256": hashlib.sha256(csv_data).hexdigest()}
+    return json.dumps(header, separators=(",", ":")) + "\n" + body
 
 
 def _any_greater(a: list[Any], b: list[Any]) -> bool:

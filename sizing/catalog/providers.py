@@ -97,7 +97,19 @@ class Instance(Protocol):
 
 #: Modules of `sizing.catalog` that are not providers.
 NOT_PROVIDERS = frozenset(
-    {"build", "cache", "columns", "egress", "load", "offer", "prices", "providers", "rows", "spot"}
+    {
+        "beside",
+        "build",
+        "cache",
+        "columns",
+        "egress",
+        "load",
+        "offer",
+        "prices",
+        "providers",
+        "rows",
+        "spot",
+    }
 ) | {"retail", "skus"}
 #: Every name a provider module must define.
 CONTRACT = (

@@ -1,0 +1,72 @@
+"""Work in a forked child beside this process (`sizing.catalog.beside`): results, errors, kills."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from sizing.catalog import beside as beside_mod
+from sizing.catalog.beside import beside, here
+from sizing.errors import InputError
+
+
+def _pid_and(value: int) -> tuple[int, int]:
+    return os.getpid(), value * 2
+
+
+def _refuse(text: str) -> None:
+    raise InputError(text)
+
+
+def _die() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _unpicklable() -> object:
+    return lambda: None
+
+
+def test_result_comes_from_another_process() -> None:
+    pid, doubled = beside(_pid_and, 21).result()
+    assert doubled == 42
+    if beside_mod.usable_cpus() >= 2:
+        assert pid != os.getpid()
+
+
+def test_error_is_raised_where_the_result_is_asked_for() -> None:
+    job = beside(_refuse, "pricing.yml line 3: not a number")
+    with pytest.raises(InputError, match=r"pricing\.yml line 3: not a number"):
+        job.result()
+
+
+def test_a_killed_child_is_an_error_naming_its_signal(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(beside_mod, "usable_cpus", lambda: 2)
+    with pytest.raises(RuntimeError, match=f"signal {int(signal.SIGKILL)}"):
+        beside(_die).result()
+
+
+def test_a_result_that_does_not_pickle_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(beside_mod, "usable_cpus", lambda: 2)
+    with pytest.raises(RuntimeError, match=r"(?i)pickle"):
+        beside(_unpicklable).result()
+
+
+def test_cancel_reaps_the_child(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(beside_mod, "usable_cpus", lambda: 2)
+    job = beside(signal.pause)
+    pid = job._pid
+    assert pid is not None
+    job.cancel()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # reaped: no longer this process's child
+    with pytest.raises(RuntimeError, match="cancelled"):
+        job.result()
+
+
+def test_one_cpu_runs_it_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(beside_mod, "usable_cpus", lambda: 1)
+    assert beside(_pid_and, 1).result() == (os.getpid(), 2)
+    with pytest.raises(InputError):
+        here(_refuse, "x").result()
