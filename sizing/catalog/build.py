@@ -12,6 +12,10 @@ form as `sizing.catalog.load.write_compact` would write it. Any cell those rules
 otherwise sends the build the long way: the CSV written to a private folder, read back by
 `read_catalog` (whose message names the line and field), and compacted by `write_compact`.
 
+On a machine with a second CPU the parts go side by side (`sizing.catalog.beside`): each
+provider but the last is built in a child process, and half the compact form's rows are made
+in one while this process writes the CSV text and the other half.
+
 Kept and marked: shared-core and credit-based types (AWS t2, t3, t3a, t4g; GCP e2-micro,
 e2-small, e2-medium, f1-micro, g1-small) are ``burstable=true``; their ``cpu_baseline`` gives
 the sustained vCPUs where the file publishes it. The recommendation leaves them out unless
@@ -270,20 +274,11 @@ def write_catalog(result: BuildResult, out: str | Path) -> tuple[Path, ...]:
             check_output(target, inputs=inputs)
         except OSError as exc:
             raise InputError(f"cannot write {target}: it {exc.strerror}") from None
-    table = _table(result.rows)
-    # The compact form is made beside the CSV text, the list and the egress check.
-    compact_job = None if table is None else beside(_compact_parts, table, path.name)
-    try:
-        text = catalog_csv(result.rows) if table is None else _csv_text(table)
-        data = text.encode("utf-8")  # once: written, and hashed for the compact form
-        excluded_text = excluded_csv(result.excluded)
-        egress_text = egress_csv(result.egress) if result.egress else None
-        if egress_text is not None:  # the egress prices too, by the reader that uses them
-            _check_egress(egress_text, egress)
-        compact_text = None if compact_job is None else _with_hash(compact_job.result(), data)
-    finally:
-        if compact_job is not None:
-            compact_job.cancel()
+    data, compact_text = _csv_and_compact(result.rows, path.name)
+    excluded_text = excluded_csv(result.excluded)
+    egress_text = egress_csv(result.egress) if result.egress else None
+    if egress_text is not None:  # the egress prices too, by the reader that uses them
+        _check_egress(egress_text, egress)
     items = None
     try:
         if compact_text is None:  # checked by reading it back, privately
@@ -305,6 +300,30 @@ def write_catalog(result: BuildResult, out: str | Path) -> tuple[Path, ...]:
     return path, compact, excluded, egress
 
 
+def _csv_and_compact(rows: list[dict[str, str]], csv_name: str) -> tuple[bytes, str | None]:
+    """The catalog CSV's bytes and its compact form's text (None: to be read back first).
+
+    The compact form's first rows are made in a child beside this process (`beside`), which
+    writes the CSV text and the other rows meanwhile.
+    """
+    table = _table(rows)
+    plan = None if table is None else _compact_plan(table, csv_name)
+    if table is None or plan is None:
+        return (catalog_csv(rows) if table is None else _csv_text(table)).encode("utf-8"), None
+    n = len(table.columns[0])
+    cut = int(n * _CHILD_SHARE)
+    head = beside(_compact_rows, table, 0, cut, plan.sources)
+    try:
+        data = _csv_text(table).encode("utf-8")
+        tail = _compact_rows(table, cut, n, plan.sources)
+        first = head.result()
+    finally:
+        head.cancel()
+    if first is None or tail is None or len(data) > CATALOG_MAX_BYTES:
+        return data, None  # refused or read otherwise; over the reader's limit: it says why
+    return data, _compact_text(plan, first + tail, data)
+
+
 def _check_egress(text: str, path: Path) -> None:
     """Read the egress prices ``text`` as `read_egress` reads the file ``path`` (InputError)."""
     if len(text.encode("utf-8")) <= EGRESS_MAX_BYTES:
@@ -314,28 +333,72 @@ def _check_egress(text: str, path: Path) -> None:
         read_egress(write_atomic(Path(tmp) / path.name, text))
 
 
-def _compact_parts(table: _Table, csv_name: str) -> tuple[dict[str, Any], str] | None:
-    """The compact form of the catalog CSV ``table`` is written as, but its hash; or None.
+#: The share of the compact form's rows made in a child beside this process, which writes
+#: the CSV text and the rest of the rows meanwhile.
+_CHILD_SHARE = 0.5
+
+
+class _Compact(NamedTuple):
+    """What the compact form's rows need from the whole table, and its header but the hash."""
+
+    header: dict[str, Any]
+    groups: dict[str, range | list[int]]
+    sources: dict[str, int]
+
+
+def _compact_plan(table: _Table, csv_name: str) -> _Compact | None:
+    """The compact form's header but its hash, its groups and sources; None to go the long way.
 
     What `sizing.catalog.load.write_compact` writes for the instances `read_catalog` reads
-    from that CSV: one JSON line of header (schema, the CSV's SHA-256, fields, sources, the
-    line of each provider/region group, regions, rows), then one line per group, in
-    first-seen order. Each distinct cell of a column is read (`_read_cells`) and written as
-    JSON once. Given as the header (its ``csv_sha256`` to fill in, `_with_hash`) and the
-    group lines.
-
-    None when any value might be refused or read otherwise than plainly: the caller then
-    writes the CSV to a private folder and reads it back with `read_catalog`.
+    from the catalog CSV of ``table``: one JSON line of header (schema, the CSV's SHA-256,
+    fields, sources, the line of each provider/region group, regions, rows), then one line per
+    group, in first-seen order, each row made by `_compact_rows`. None when the rows are past
+    the reader's limit or hold a duplicate instance (the reader says why, on the long way:
+    the CSV written to a private folder and read back by `read_catalog`).
     """
     n = len(table.columns[0])
     if not 0 < n <= MAX_ROWS:
-        return None  # the reader's limit: it says why, on the old path
-    for cells in table.distinct:
+        return None
+    values = {}
+    for name in ("provider", "region", "instance_type", "source"):
+        at = BUILD_COLUMNS.index(name)
+        read = _read_cells(CATALOG[name], table.distinct[at])
+        if read is None:
+            return None
+        values[name] = list(map(read.__getitem__, table.columns[at]))
+    providers = [p.lower() for p in values["provider"]]
+    regions = values["region"]
+    if len(set(zip(providers, regions, values["instance_type"], strict=True))) != n:
+        return None  # a duplicate instance
+    sources = {s: i for i, s in enumerate(dict.fromkeys(values["source"]))}
+    groups = _groups(list(map("/".join, zip(providers, regions, strict=True))))
+    header = {
+        "schema": COMPACT_SCHEMA,
+        "csv": csv_name,
+        "csv_sha256": None,  # filled in by `_compact_text`
+        "fields": list(FIELD_NAMES),
+        "sources": list(sources),
+        "groups": {g: i + 2 for i, g in enumerate(groups)},
+        "regions": sorted(set(regions)),
+        "rows": n,
+    }
+    return _Compact(header, groups, sources)
+
+
+def _compact_rows(table: _Table, lo: int, hi: int, sources: dict[str, int]) -> list[str] | None:
+    """The compact form's rows ``lo`` to ``hi`` of ``table``, each a JSON array's inside; or None.
+
+    Each distinct cell of a column is read (`_read_cells`) and written as JSON once. None when
+    any value might be refused or read otherwise than plainly.
+    """
+    columns = [col[lo:hi] for col in table.columns]
+    distinct = [set(col) for col in columns]
+    for cells in distinct:
         joined = "".join(cells)
         if "\0" in joined or "\r" in joined or "\n" in joined:
             return None  # a NUL (the CSV reader refuses it) or a line break inside a cell
     reads: dict[str, dict[str, Any]] = {}
-    for name, cells in zip(BUILD_COLUMNS, table.distinct, strict=True):
+    for name, cells in zip(BUILD_COLUMNS, distinct, strict=True):
         read = _read_cells(CATALOG[name], cells)
         if read is None:
             return None
@@ -343,7 +406,7 @@ def _compact_parts(table: _Table, csv_name: str) -> tuple[dict[str, Any], str] |
     reads["provider"] = {cell: value.lower() for cell, value in reads["provider"].items()}
     for name in ("cpu", "source_date"):  # read as "" when empty
         reads[name] = {cell: value or "" for cell, value in reads[name].items()}
-    column = dict(zip(BUILD_COLUMNS, table.columns, strict=True))
+    column = dict(zip(BUILD_COLUMNS, columns, strict=True))
 
     def values(name: str) -> list[Any]:
         return list(map(reads[name].__getitem__, column[name]))
@@ -352,40 +415,23 @@ def _compact_parts(table: _Table, csv_name: str) -> tuple[dict[str, Any], str] |
         return None  # a burst peak below the baseline
     if _any_greater(values("cpu_baseline"), values("vcpus")):
         return None  # more sustained vCPUs than vCPUs
-    providers, regions = values("provider"), values("region")
-    if len(set(zip(providers, regions, values("instance_type"), strict=True))) != n:
-        return None  # a duplicate instance
-    sources = {s: i for i, s in enumerate(dict.fromkeys(values("source")))}
     reads["source"] = {cell: sources[value] for cell, value in reads["source"].items()}
     json_columns = [
-        ['""'] * n  # the catalog file: not kept in the compact form
+        ['""'] * (hi - lo)  # the catalog file: not kept in the compact form
         if name == "catalog_file"
         else _json_column(reads[name], column[name], CATALOG[name].kind)
         for name in FIELD_NAMES
     ]
-    rows = list(map(",".join, zip(*json_columns, strict=True)))
-    groups = _groups(list(map("/".join, zip(providers, regions, strict=True))))
-    header = {
-        "schema": COMPACT_SCHEMA,
-        "csv": csv_name,
-        "csv_sha256": None,  # filled in by `_with_hash`
-        "fields": list(FIELD_NAMES),
-        "sources": list(sources),
-        "groups": {g: i + 2 for i, g in enumerate(groups)},
-        "regions": sorted(set(regions)),
-        "rows": n,
-    }
-    lines = ["[[" + "],[".join(map(rows.__getitem__, found)) + "]]" for found in groups.values()]
-    return header, "\n".join(lines) + "\n"
+    return list(map(",".join, zip(*json_columns, strict=True)))
 
 
-def _with_hash(parts: tuple[dict[str, Any], str] | None, csv_data: bytes) -> str | None:
-    """The compact form's text: `_compact_parts` with the hash of the CSV's bytes; or None."""
-    if parts is None or len(csv_data) > CATALOG_MAX_BYTES:
-        return None  # refused or read otherwise; over the reader's limit: it says why
-    header, body = parts
-    header = {**header, "csv_sha256": hashlib.sha256(csv_data).hexdigest()}
-    return json.dumps(header, separators=(",", ":")) + "\n" + body
+def _compact_text(plan: _Compact, rows: list[str], csv_data: bytes) -> str:
+    """The compact form's text: the plan's header with the hash of the CSV's bytes, the groups."""
+    header = {**plan.header, "csv_sha256": hashlib.sha256(csv_data).hexdigest()}
+    lines = [json.dumps(header, separators=(",", ":"))]
+    for found in plan.groups.values():
+        lines.append("[[" + "],[".join(map(rows.__getitem__, found)) + "]]")
+    return "\n".join(lines) + "\n"
 
 
 def _any_greater(a: list[Any], b: list[Any]) -> bool:
