@@ -720,6 +720,8 @@ echo "cpu_model=$m"
 c() { sed -n "s/^$1[[:space:]]*:[[:space:]]*//p" /proc/cpuinfo | head -n 1; }
 v=$(c vendor_id) f=$(c "cpu family") mo=$(c model) st=$(c stepping)
 [ -z "$v$f" ] || echo "cpu_id=$v family $f model $mo stepping $st"
+i=$(c "CPU implementer") p=$(c "CPU part")
+[ -n "$v$f" ] || [ -z "$i$p" ] || echo "cpu_id=ARM implementer $i part $p"
 echo "mem_kb=$(sed -n 's/^MemTotal:[[:space:]]*\([0-9]*\).*/\1/p' /proc/meminfo)"
 for s in net.core.somaxconn net.ipv4.ip_local_port_range net.ipv4.tcp_tw_reuse \
          net.ipv4.tcp_max_syn_backlog fs.file-max; do
@@ -752,10 +754,11 @@ def facts(host: Host, tools: Sequence[str] = ()) -> dict[str, Any]:
     """Host facts for ``run.json`` and the resolved path of each tool (empty if missing).
 
     Returns a dict with ``cpu_model``, ``cpu_id`` (x86: ``<vendor> family <n> model <n>
-    stepping <n>``), ``cores``, ``cpus_allowed`` (list of int), ``arch``,
-    ``kernel``, the nginx, OpenSSL and wrk versions, ``user``, ``nobody_group`` (the group
-    nginx workers run in under root), ``sysctl`` (somaxconn, local port range and a few
-    more), and ``tools`` (name -> path or "").
+    stepping <n>``; arm64: ``ARM implementer <0x..> part <0x..>``), ``cores``,
+    ``cpus_allowed`` (list of int), ``arch``, ``kernel``, the nginx, OpenSSL and wrk
+    versions, ``user``, ``nobody_group`` (the group nginx workers run in under root),
+    ``sysctl`` (somaxconn, local port range and a few more), and ``tools`` (name -> path or
+    "").
     """
     out = host.sh(_FACTS, *tools, what="reading host facts", timeout=30)
     info: dict[str, Any] = {"host": host.name, "tools": {}, "sysctl": {}}

@@ -83,3 +83,35 @@ def test_a_lua_handler_costs_more_on_a_core_slower_at_compute_than_at_static_ser
     before = features_profile(prof, work)[0].coefficients[key]
     after = features_profile(prof, work, target=(p["altra"], 1.3))[0].coefficients[key]
     assert after.value > before.value and "Geekbench 6" in after.source
+
+
+def test_an_arm64_host_is_placed_by_its_part_or_its_name() -> None:
+    """An arm64 host is not taken for x86: by Arm's part number, or a name of arm64 only."""
+    by_part = host_platform("(ARM implementer 0x41 part 0xd40)")
+    assert by_part.platform_id == "graviton3" and "part 0xd40" in by_part.matched_by
+    assert host_platform("Neoverse-V2 (ARM implementer 0x41 part 0xd4f)").platform_id == (
+        "graviton4"
+    )
+    assert host_platform("Neoverse-V1").platform_id == "graviton3"
+    unknown = host_platform("(ARM implementer 0x41 part 0xfff)")
+    assert unknown.arch == "arm64" and unknown.platform_id.endswith("-default")
+
+
+def test_the_facts_script_reads_an_arm64_hosts_part(tmp_path) -> None:
+    """The facts' CPU-id lines, run by the shell on a recorded arm64 /proc/cpuinfo excerpt."""
+    import subprocess
+
+    from runners import hosts
+
+    lines = hosts._FACTS.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("c() {"))
+    snippet = "\n".join(lines[start : start + 5]).replace("/proc/cpuinfo", str(tmp_path / "ci"))
+    # The fields of a Graviton3 (c7g) /proc/cpuinfo, as the arm64 kernel prints them.
+    (tmp_path / "ci").write_text(
+        "processor\t: 0\nBogoMIPS\t: 2100.00\nFeatures\t: fp asimd evtstrm\n"
+        "CPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x1\n"
+        "CPU part\t: 0xd40\nCPU revision\t: 1\n"
+    )
+    out = subprocess.run(["sh", "-c", snippet], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "cpu_id=ARM implementer 0x41 part 0xd40"
+    assert host_platform(f"Neoverse-V1 ({out.stdout.strip()[7:]})").platform_id == "graviton3"

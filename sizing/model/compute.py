@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from sizing.errors import InputError
-from sizing.model.platforms import Platform, platform_by_text
+from sizing.model.platforms import Platform, arch_of_text, platform_by_text
 from sizing.paths import DATA_DIR
 from trialtable.files import read_bounded
 
@@ -36,6 +36,8 @@ COMPUTE_REL_SD = (
 )
 #: ``<vendor> family <n> model <n> stepping <n>`` in a host's CPU text (`runners.hosts.facts`).
 _CPUID = re.compile(r"\b(\w+) family (\d+) model (\d+) stepping (\d+)\b")
+#: ``ARM implementer <0x..> part <0x..>``, the same for an arm64 host.
+_ARM_ID = re.compile(r"\bARM implementer (0x[0-9a-fA-F]+) part (0x[0-9a-fA-F]+)\b")
 
 
 @dataclass(frozen=True)
@@ -66,15 +68,20 @@ def single_core_scores() -> dict[str, Score]:
     return out
 
 
-def host_platform(cpu_text: str, arch: str = "x86_64") -> Platform:
+def host_platform(cpu_text: str) -> Platform:
     """The platform of the host a feature was measured on, from its CPU text.
 
-    The text may end with the host's CPUID (``AuthenticAMD family 25 model 1 stepping 1``,
-    as ``runners features`` records it); a cloud VM often names its CPU only vaguely.
+    The text may end with the host's CPU id as ``runners features`` records it: x86's CPUID
+    (``AuthenticAMD family 25 model 1 stepping 1``) or Arm's part (``ARM implementer 0x41
+    part 0xd40``), which also says the host is arm64; a cloud VM often names its CPU only
+    vaguely. Without either, a text naming arm64 platforms only (``Neoverse-V1``) is arm64.
     """
-    m = _CPUID.search(cpu_text)
-    cpuid = (m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4))) if m else None
-    return platform_by_text(cpu_text, arch, cpuid)
+    if m := _CPUID.search(cpu_text):
+        cpuid = (m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4)))
+        return platform_by_text(cpu_text, "x86_64", cpuid)
+    if m := _ARM_ID.search(cpu_text):
+        return platform_by_text(cpu_text, "arm64", arm_part=(int(m[1], 16), int(m[2], 16)))
+    return platform_by_text(cpu_text, arch_of_text(cpu_text))
 
 
 def user_factor(

@@ -563,6 +563,24 @@ CPUID_PLATFORMS: dict[tuple[str, int, int], str] = {
 }
 
 
+#: Arm (implementer, part), as /proc/cpuinfo's "CPU implementer" and "CPU part" give them ->
+#: platform, for an arm64 host whose CPU text names none (/proc/cpuinfo has no model name
+#: there). Source: Arm's published MIDR part numbers (Neoverse N1 0xd0c, V1 0xd40, V2 0xd4f);
+#: each placed as its name is in `KEYWORDS`.
+ARM_PARTS: dict[tuple[int, int], str] = {
+    (0x41, 0xD0C): "altra",  # Neoverse N1
+    (0x41, 0xD40): "graviton3",  # Neoverse V1
+    (0x41, 0xD4F): "graviton4",  # Neoverse V2
+}
+
+
+def arch_of_text(text: str) -> str:
+    """``arm64`` when a CPU text names arm64 platforms only, else ``x86_64``."""
+    known = platforms()
+    arches = {known[i].arch for i in match_cpu_text(text)}
+    return "arm64" if arches == {"arm64"} else "x86_64"
+
+
 def platform_by_cpuid(vendor: str, family: int, model: int, stepping: int = 0) -> str | None:
     """The platform id of an x86 CPUID vendor/family/model, or None when not in the table."""
     pid = CPUID_PLATFORMS.get((vendor, family, model))
@@ -572,16 +590,27 @@ def platform_by_cpuid(vendor: str, family: int, model: int, stepping: int = 0) -
 
 
 def platform_by_text(
-    text: str, arch: str, cpuid: tuple[str, int, int, int] | None = None
+    text: str,
+    arch: str,
+    cpuid: tuple[str, int, int, int] | None = None,
+    arm_part: tuple[int, int] | None = None,
 ) -> Platform:
     """The platform a CPU text names (e.g. a profile's ``cpu_model``), or the arch default.
 
-    ``cpuid`` (vendor, family, model, stepping) is used when the text names no platform.
+    ``cpuid`` (x86: vendor, family, model, stepping) or ``arm_part`` (arm64: implementer,
+    part) is used when the text names no platform.
     """
     known = platforms()
     ids = [i for i in match_cpu_text(text) if known[i].arch == arch]
     if ids:
         return _combine([known[i] for i in ids], f"cpu text {text!r}")
+    if arm_part is not None and arch == "arm64" and ARM_PARTS.get(arm_part) in known:
+        implementer, part = arm_part
+        return replace(
+            known[ARM_PARTS[arm_part]],
+            matched_by=f"Arm implementer {implementer:#x} part {part:#x}"
+            f" (cpu text {text!r} names no platform)",
+        )
     if cpuid is not None and arch == "x86_64":
         pid = platform_by_cpuid(*cpuid)
         if pid is not None and pid in known:
