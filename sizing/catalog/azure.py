@@ -451,7 +451,7 @@ def new_connections_per_request(work: Workload) -> tuple[float, float]:
     The client's ``1 / requests_per_connection`` (0 for connections reused without end); the
     upstream's, one per ``proxy_new_connection`` (`trialtable.features`).
     """
-    return work.connections_per_request, dict(work.features).get("proxy_new_connection", 0.0)
+    return work.connections_per_request, work.feature("proxy_new_connection")
 
 
 # ----------------------------------------------------------------------------- egress

@@ -502,7 +502,7 @@ def container_log_cap(work: Workload, speed: float, model: ModelInputs) -> tuple
     from sizing.model.logpath import log_cap, shipped_log_path
     from trialtable.logpath import CONTAINER_LOG
 
-    lines = dict(work.features).get(CONTAINER_LOG, 0.0)
+    lines = work.feature(CONTAINER_LOG)
     cost, lp = shipped_feature_costs().get(CONTAINER_LOG), shipped_log_path()
     if lines <= 0 or cost is None or lp is None:
         return math.inf, ""

@@ -36,7 +36,7 @@ def time_wait_cap(work: Workload) -> tuple[float, str]:
     ``inf`` and no line unless the workload's proxy closes its new upstream connections
     itself (``Workload.upstream_time_wait`` addresses, each with `HELD_PORTS` / 60 s).
     """
-    per_request = dict(work.features).get("proxy_new_connection", 0.0)
+    per_request = work.feature("proxy_new_connection")
     if work.upstream_time_wait <= 0 or per_request <= 0:
         return math.inf, ""
     per_address = HELD_PORTS[0] / TIME_WAIT_S

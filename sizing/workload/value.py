@@ -158,6 +158,10 @@ class Workload:
         rpc = self.requests_per_connection
         return 0.0 if math.isinf(rpc) else 1.0 / rpc
 
+    def feature(self, name: str) -> float:
+        """How many times the feature ``name`` runs per request [1] (0 when it is not on)."""
+        return dict(self.features).get(name, 0.0)
+
     @property
     def sizes(self) -> tuple[tuple[int, float], ...]:
         """Response sizes [B] with their shares of requests."""
