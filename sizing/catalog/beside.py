@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import signal
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
@@ -50,6 +49,8 @@ class Beside(Generic[T]):
     def cancel(self) -> None:
         """Stop the child (this process's own) and reap it, its answer unread."""
         if self._pid is not None and self._done is None:
+            import signal  # only here: its import builds enums (a few ms of every build)
+
             os.kill(self._pid, signal.SIGKILL)
             self._done = (False, RuntimeError("cancelled"))
             self._reap()
