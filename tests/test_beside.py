@@ -28,11 +28,16 @@ def _unpicklable() -> object:
     return lambda: None
 
 
-def test_result_comes_from_another_process() -> None:
+def _forks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every part in a child, whatever the machine and the test runner's threads."""
+    monkeypatch.setattr(beside_mod, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(beside_mod, "_other_threads", lambda: False)
+
+
+def test_result_comes_from_another_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    _forks(monkeypatch)
     pid, doubled = beside(_pid_and, 21).result()
-    assert doubled == 42
-    if beside_mod.usable_cpus() >= 2:
-        assert pid != os.getpid()
+    assert doubled == 42 and pid != os.getpid()
 
 
 def test_error_is_raised_where_the_result_is_asked_for() -> None:
@@ -42,19 +47,19 @@ def test_error_is_raised_where_the_result_is_asked_for() -> None:
 
 
 def test_a_killed_child_is_an_error_naming_its_signal(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(beside_mod, "usable_cpus", lambda: 2)
+    _forks(monkeypatch)
     with pytest.raises(RuntimeError, match=f"signal {int(signal.SIGKILL)}"):
         beside(_die).result()
 
 
 def test_a_result_that_does_not_pickle_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(beside_mod, "usable_cpus", lambda: 2)
+    _forks(monkeypatch)
     with pytest.raises(RuntimeError, match=r"(?i)pickle"):
         beside(_unpicklable).result()
 
 
 def test_cancel_reaps_the_child(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(beside_mod, "usable_cpus", lambda: 2)
+    _forks(monkeypatch)
     job = beside(signal.pause)
     pid = job._pid
     assert pid is not None
@@ -70,3 +75,17 @@ def test_one_cpu_runs_it_here(monkeypatch: pytest.MonkeyPatch) -> None:
     assert beside(_pid_and, 1).result() == (os.getpid(), 2)
     with pytest.raises(InputError):
         here(_refuse, "x").result()
+
+
+def test_a_process_with_other_threads_runs_it_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    monkeypatch.setattr(beside_mod, "usable_cpus", lambda: 2)
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait, daemon=True)
+    other.start()
+    try:
+        assert beside(_pid_and, 3).result() == (os.getpid(), 6)
+    finally:
+        stop.set()
+        other.join()

@@ -5,7 +5,8 @@ form beside the CSV). On a machine with two CPUs or more, `beside` forks a child
 part while this process does another; the child sends its result (or the exception it
 raised) back through a pipe, pickled, and exits at once (`os._exit`: no ``atexit``, no
 flushing of the parent's buffers). Where there is no `os.fork`, or one usable CPU, the part
-runs here, at once, and the answer is the same.
+runs here, at once, and the answer is the same; so it does in a process with other threads
+(`_other_threads`).
 
 The child is this process's own: `Beside.result` reads its answer, then reaps it; an
 answer that does not come (the child killed) is an error naming its signal.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import sys
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
@@ -78,7 +80,7 @@ class Beside(Generic[T]):
 
 def beside(fn: Callable[..., T], *args: Any) -> Beside[T]:
     """``fn(*args)`` in a forked child when there is a second CPU, else here and now."""
-    if not hasattr(os, "fork") or usable_cpus() < 2:
+    if not hasattr(os, "fork") or usable_cpus() < 2 or _other_threads():
         return here(fn, *args)
     read_fd, write_fd = os.pipe()
     pid = os.fork()
@@ -93,6 +95,16 @@ def beside(fn: Callable[..., T], *args: Any) -> Beside[T]:
             os._exit(code)
     os.close(write_fd)
     return Beside(pid, read_fd, None)
+
+
+def _other_threads() -> bool:
+    """Whether this process runs another Python thread (a notebook's kernel does).
+
+    A fork copies only the calling thread: a lock another thread held (an import's, a
+    logger's) would stay held in the child for ever, so such a process does the part itself.
+    """
+    threading = sys.modules.get("threading")  # never imported: no other Python thread
+    return threading is not None and threading.active_count() > 1
 
 
 def here(fn: Callable[..., T], *args: Any) -> Beside[T]:
