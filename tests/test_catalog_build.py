@@ -348,7 +348,7 @@ def test_every_file_is_what_the_general_path_writes(tmp_path, monkeypatch, n):
     result = BuildResult(rows=[dict(r) for r in rows], excluded=[("aws", "x", "=why")])
     result.egress = egress
     fast = _written(result, tmp_path / "fast")
-    monkeypatch.setattr(catalog_build, "_table", lambda rows: None)  # the general path
+    monkeypatch.setattr(catalog_build, "_table", lambda rows, names=None: None)  # the general path
     general = _written(result, tmp_path / "general")
     assert fast == general
     assert len(catalog.read_catalog(tmp_path / "fast" / "instances.csv")) == len(rows)

@@ -159,17 +159,17 @@ class _Table(NamedTuple):
     distinct: list[set[str]]  # each column's distinct cells
 
 
-def _table(rows: list[dict[str, str]]) -> _Table | None:
-    """The rows as a `_Table`.
+def _table(rows: list[dict[str, str]], names: tuple[str, ...] = BUILD_COLUMNS) -> _Table | None:
+    """The rows' columns ``names`` (two or more; default all) as a `_Table`.
 
     None unless every row has exactly the keys `BUILD_COLUMNS` and every cell is text.
     """
     if not rows:
-        return _Table([() for _ in BUILD_COLUMNS], [set() for _ in BUILD_COLUMNS])
+        return _Table([() for _ in names], [set() for _ in names])
     if set(map(len, rows)) != {len(BUILD_COLUMNS)}:
         return None
     try:  # every column there, and (as many keys as columns) no other
-        cells_by_row = list(map(itemgetter(*BUILD_COLUMNS), rows))
+        cells_by_row = list(map(itemgetter(*names), rows))
     except KeyError:
         return None
     table = _Table([], [])
@@ -189,16 +189,17 @@ def _table(rows: list[dict[str, str]]) -> _Table | None:
     return table
 
 
-def _csv_text(table: _Table) -> str:
-    """The catalog CSV of a `_Table` (header first, Unix line ends), as `csv.writer` writes it.
+def _csv_text(table: _Table, header: bool = True) -> str:
+    """The catalog CSV of a `_Table` (Unix line ends), as `csv.writer` writes it.
 
-    A column whose cells hold no comma, quote, line break or NUL is joined as it is; the
-    distinct cells of any other column are written by `csv.writer` one at a time.
+    The header first, unless ``header`` is False (the table's lines alone). A column whose
+    cells hold no comma, quote, line break or NUL is joined as it is; the distinct cells of
+    any other column are written by `csv.writer` one at a time.
     """
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(BUILD_COLUMNS)
-    header = buf.getvalue()
+    head = buf.getvalue() if header else ""
     columns = []
     for col, cells in zip(table.columns, table.distinct, strict=True):
         if any(c in "".join(cells) for c in ',"\r\n\0'):
@@ -211,8 +212,8 @@ def _csv_text(table: _Table) -> str:
             col = tuple(map(written.__getitem__, col))
         columns.append(col)
     if not table.columns[0]:
-        return header
-    return header + "\n".join(map(",".join, zip(*columns, strict=True))) + "\n"
+        return head
+    return head + "\n".join(map(",".join, zip(*columns, strict=True))) + "\n"
 
 
 def excluded_csv(excluded: Iterable[tuple[str, str, str]]) -> str:
@@ -303,25 +304,43 @@ def write_catalog(result: BuildResult, out: str | Path) -> tuple[Path, ...]:
 def _csv_and_compact(rows: list[dict[str, str]], csv_name: str) -> tuple[bytes, str | None]:
     """The catalog CSV's bytes and its compact form's text (None: to be read back first).
 
-    The compact form's first rows are made in a child beside this process (`beside`), which
-    writes the CSV text and the other rows meanwhile.
+    The rows are made in two halves, the first in a child beside this process (`beside`):
+    each half's CSV lines and compact-form rows (`_half`); the compact form's header, groups
+    and sources come from the whole table's key columns first (`_compact_plan`).
     """
-    table = _table(rows)
-    plan = None if table is None else _compact_plan(table, csv_name)
-    if table is None or plan is None:
-        return (catalog_csv(rows) if table is None else _csv_text(table)).encode("utf-8"), None
-    n = len(table.columns[0])
+    n = len(rows)
+    keys = _table(rows, _KEY_COLUMNS)
+    plan = None if keys is None else _compact_plan(keys, csv_name)
+    sources = None if plan is None else plan.sources
     cut = int(n * _CHILD_SHARE)
-    head = beside(_compact_rows, table, 0, cut, plan.sources)
+    head = beside(_half, rows, 0, cut, sources, True)
     try:
-        data = _csv_text(table).encode("utf-8")
-        tail = _compact_rows(table, cut, n, plan.sources)
+        tail = _half(rows, cut, n, sources, False)
         first = head.result()
     finally:
         head.cancel()
-    if first is None or tail is None or len(data) > CATALOG_MAX_BYTES:
+    if first is None or tail is None:  # rows of other keys or values: the general writer
+        return catalog_csv(rows).encode("utf-8"), None
+    data = (first[0] + tail[0]).encode("utf-8")
+    if plan is None or first[1] is None or tail[1] is None or len(data) > CATALOG_MAX_BYTES:
         return data, None  # refused or read otherwise; over the reader's limit: it says why
-    return data, _compact_text(plan, first + tail, data)
+    return data, _compact_text(plan, first[1] + tail[1], data)
+
+
+def _half(
+    rows: list[dict[str, str]], lo: int, hi: int, sources: dict[str, int] | None, first: bool
+) -> tuple[str, list[str] | None] | None:
+    """Rows ``lo`` to ``hi`` as CSV lines and compact-form rows; None if not plain rows.
+
+    The CSV lines have the header first if ``first``; the compact-form rows are None without
+    ``sources`` or where one might be read otherwise; None in all when the rows are not plain
+    catalog rows (`_table`).
+    """
+    table = _table(rows[lo:hi])
+    if table is None:
+        return None
+    compact = None if sources is None else _compact_rows(table, 0, hi - lo, sources)
+    return _csv_text(table, header=first), compact
 
 
 def _check_egress(text: str, path: Path) -> None:
@@ -333,8 +352,8 @@ def _check_egress(text: str, path: Path) -> None:
         read_egress(write_atomic(Path(tmp) / path.name, text))
 
 
-#: The share of the compact form's rows made in a child beside this process, which writes
-#: the CSV text and the rest of the rows meanwhile.
+#: The share of the rows whose CSV lines and compact-form rows a child makes beside this
+#: process, which makes the rest meanwhile.
 _CHILD_SHARE = 0.5
 
 
@@ -346,26 +365,30 @@ class _Compact(NamedTuple):
     sources: dict[str, int]
 
 
-def _compact_plan(table: _Table, csv_name: str) -> _Compact | None:
+#: The columns the compact form's header, groups and sources are made from.
+_KEY_COLUMNS = ("provider", "region", "instance_type", "source")
+
+
+def _compact_plan(keys: _Table, csv_name: str) -> _Compact | None:
     """The compact form's header but its hash, its groups and sources; None to go the long way.
 
-    What `sizing.catalog.load.write_compact` writes for the instances `read_catalog` reads
-    from the catalog CSV of ``table``: one JSON line of header (schema, the CSV's SHA-256,
-    fields, sources, the line of each provider/region group, regions, rows), then one line per
-    group, in first-seen order, each row made by `_compact_rows`. None when the rows are past
-    the reader's limit or hold a duplicate instance (the reader says why, on the long way:
-    the CSV written to a private folder and read back by `read_catalog`).
+    ``keys`` holds the rows' `_KEY_COLUMNS`. What `sizing.catalog.load.write_compact` writes
+    for the instances `read_catalog` reads from the catalog CSV: one JSON line of header
+    (schema, the CSV's SHA-256, fields, sources, the line of each provider/region group,
+    regions, rows), then one line per group, in first-seen order, each row made by
+    `_compact_rows`. None when the rows are past the reader's limit or hold a duplicate
+    instance (the reader says why, on the long way: the CSV written to a private folder and
+    read back by `read_catalog`).
     """
-    n = len(table.columns[0])
+    n = len(keys.columns[0])
     if not 0 < n <= MAX_ROWS:
         return None
     values = {}
-    for name in ("provider", "region", "instance_type", "source"):
-        at = BUILD_COLUMNS.index(name)
-        read = _read_cells(CATALOG[name], table.distinct[at])
+    for name, col, cells in zip(_KEY_COLUMNS, keys.columns, keys.distinct, strict=True):
+        read = _read_cells(CATALOG[name], cells)
         if read is None:
             return None
-        values[name] = list(map(read.__getitem__, table.columns[at]))
+        values[name] = list(map(read.__getitem__, col))
     providers = [p.lower() for p in values["provider"]]
     regions = values["region"]
     if len(set(zip(providers, regions, values["instance_type"], strict=True))) != n:
