@@ -231,14 +231,21 @@ def _power_of(provider: str, platform_id: str) -> tuple[float, float, str, bool]
 
 
 @cache
+def _median_embodied(provider: str) -> float:
+    """The median embodied kgCO2e per server vCPU of the provider's types (else of all)."""
+    table = embodied()
+    mine = [v for (p, _), v in table.items() if p == provider] or list(table.values())
+    return statistics.median(mine)
+
+
+@cache
 def _embodied_of(provider: str, instance_type: str) -> tuple[float, str, bool]:
     """Embodied kgCO2e per server vCPU of a type, the source line, and whether a stand-in."""
     table = embodied()
     found = table.get((provider, instance_type.lower()))
     if found is not None:
         return found, f"{found:.1f} kgCO2e per server vCPU ({CCF}'s {instance_type} server)", False
-    mine = [v for (p, _), v in table.items() if p == provider] or list(table.values())
-    med = statistics.median(mine)
+    med = _median_embodied(provider)
     return (
         med,
         (
