@@ -89,3 +89,28 @@ def test_a_process_with_other_threads_runs_it_here(monkeypatch: pytest.MonkeyPat
     finally:
         stop.set()
         other.join()
+
+
+def test_a_child_cut_off_mid_answer_is_an_error_not_a_bad_pickle(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Some bytes of the answer arrived, then the child died: its signal is named."""
+    _forks(monkeypatch)
+    monkeypatch.setattr(beside_mod, "_answer", _write_half_and_die)
+    with pytest.raises(RuntimeError, match=f"signal {int(signal.SIGKILL)}"):
+        beside(_pid_and, 1).result()
+
+
+def _write_half_and_die(fd: int, fn: object, args: object) -> None:
+    os.write(fd, b"\x80\x05\x95partial")
+    _die()
+
+
+def test_cancel_closes_the_pipe(monkeypatch: pytest.MonkeyPatch) -> None:
+    _forks(monkeypatch)
+    job = beside(signal.pause)
+    fd = job._fd
+    assert fd is not None
+    job.cancel()
+    with pytest.raises(OSError):
+        os.fstat(fd)  # closed (and not reused yet: nothing opened since)

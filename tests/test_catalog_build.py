@@ -1,3 +1,4 @@
+import csv
 import gc
 import os
 import random
@@ -636,3 +637,20 @@ def test_a_catalog_over_the_readers_size_limit_is_refused_as_the_reader_refuses_
         catalog_build.write_catalog(result, out / "instances.csv")
     assert "\n" not in str(caught.value)
     assert list(out.iterdir()) == []
+
+
+@pytest.mark.parametrize("share", [0.37, 0.5, 0.93])
+def test_the_halves_write_what_one_process_writes(monkeypatch, share):
+    """The shipped catalog's rows cut anywhere (mid-group too): the same CSV and compact form."""
+    from sizing.catalog import beside as beside_mod
+
+    with catalog.DEFAULT_CATALOG.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    monkeypatch.setattr(beside_mod, "usable_cpus", lambda: 1)  # all of it here, in one piece
+    monkeypatch.setattr(catalog_build, "_CHILD_SHARE", 0.0)
+    whole = catalog_build._csv_and_compact(rows, "instances.csv")
+    assert whole[1] is not None  # the fast path, not the general writer
+    monkeypatch.setattr(beside_mod, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(beside_mod, "_other_threads", lambda: False)
+    monkeypatch.setattr(catalog_build, "_CHILD_SHARE", share)
+    assert catalog_build._csv_and_compact(rows, "instances.csv") == whole

@@ -56,13 +56,18 @@ class Beside(Generic[T]):
             os.kill(self._pid, signal.SIGKILL)
             self._done = (False, RuntimeError("cancelled"))
             self._reap()
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
 
     def _collect(self) -> tuple[bool, Any]:
+        """Read the child's whole answer, reap it, then unpickle what a clean exit wrote."""
         assert self._fd is not None
-        with os.fdopen(self._fd, "rb") as pipe:
+        fd, self._fd = self._fd, None
+        with os.fdopen(fd, "rb") as pipe:
             data = pipe.read()
         status = self._reap()
-        if not data:
+        if status != 0 or not data:  # killed (a signal), failed, or cut off mid-answer
             why = (
                 f"signal {os.WTERMSIG(status)}"
                 if os.WIFSIGNALED(status)
@@ -79,11 +84,25 @@ class Beside(Generic[T]):
 
 
 def beside(fn: Callable[..., T], *args: Any) -> Beside[T]:
-    """``fn(*args)`` in a forked child when there is a second CPU, else here and now."""
+    """``fn(*args)`` in a forked child when there is a second CPU, else here and now.
+
+    Where no pipe or child can be had (a process limit), the part runs here too.
+    """
     if not hasattr(os, "fork") or usable_cpus() < 2 or _other_threads():
         return here(fn, *args)
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
+    for stream in (sys.stdout, sys.stderr):  # nothing buffered is written twice
+        if stream is not None:
+            stream.flush()
+    try:
+        read_fd, write_fd = os.pipe()
+    except OSError:
+        return here(fn, *args)
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_fd)
+        os.close(write_fd)
+        return here(fn, *args)
     if pid == 0:  # the child: answer, then leave without running the parent's exit work
         code = 0
         try:

@@ -96,8 +96,11 @@ def build_providers(
     burst = None if burst_table is None else Path(burst_table)
     jobs = [(name, Path(folder), burst) for name, folder in folders.items()]
     # Side by side: each provider but the last in a child of its own, the last here.
-    parts = [*(beside(_provider_part, *job) for job in jobs[:-1]), here(_provider_part, *jobs[-1])]
+    parts: list[Beside[BuildResult]] = []
     try:
+        for job in jobs[:-1]:  # each child kept as it starts: stopped below on any error
+            parts.append(beside(_provider_part, *job))
+        parts.append(here(_provider_part, *jobs[-1]))
         for part in map(Beside.result, parts):  # in the folders' order, errors too
             result.rows += part.rows
             result.excluded += part.excluded
@@ -278,14 +281,14 @@ def write_catalog(result: BuildResult, out: str | Path) -> tuple[Path, ...]:
     data, compact_text = _csv_and_compact(result.rows, path.name)
     excluded_text = excluded_csv(result.excluded)
     egress_text = egress_csv(result.egress) if result.egress else None
-    if egress_text is not None:  # the egress prices too, by the reader that uses them
-        _check_egress(egress_text, egress)
     items = None
     try:
         if compact_text is None:  # checked by reading it back, privately
             with tempfile.TemporaryDirectory() as tmp:
                 checked = read_catalog(write_atomic(Path(tmp) / path.name, data))
             items = [replace(i, catalog_file=str(path)) for i in checked]
+        if egress_text is not None:  # the egress prices too, by the reader that uses them
+            _check_egress(egress_text, egress)
         write_atomic(path, data, inputs=inputs)
         if compact_text is None:
             compact = write_compact(path, items)
