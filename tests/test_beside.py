@@ -58,14 +58,16 @@ def test_a_result_that_does_not_pickle_is_an_error(monkeypatch: pytest.MonkeyPat
         beside(_unpicklable).result()
 
 
-def test_cancel_reaps_the_child(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cancel_reaps_the_child_and_closes_its_pipe(monkeypatch: pytest.MonkeyPatch) -> None:
     _forks(monkeypatch)
     job = beside(signal.pause)
-    pid = job._pid
-    assert pid is not None
+    pid, fd = job._pid, job._fd
+    assert pid is not None and fd is not None
     job.cancel()
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)  # reaped: no longer this process's child
+    with pytest.raises(OSError):
+        os.fstat(fd)  # closed (and not reused yet: nothing opened since)
     with pytest.raises(RuntimeError, match="cancelled"):
         job.result()
 
@@ -104,13 +106,3 @@ def test_a_child_cut_off_mid_answer_is_an_error_not_a_bad_pickle(
 def _write_half_and_die(fd: int, fn: object, args: object) -> None:
     os.write(fd, b"\x80\x05\x95partial")
     _die()
-
-
-def test_cancel_closes_the_pipe(monkeypatch: pytest.MonkeyPatch) -> None:
-    _forks(monkeypatch)
-    job = beside(signal.pause)
-    fd = job._fd
-    assert fd is not None
-    job.cancel()
-    with pytest.raises(OSError):
-        os.fstat(fd)  # closed (and not reused yet: nothing opened since)
