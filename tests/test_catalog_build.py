@@ -650,6 +650,9 @@ def test_the_halves_write_what_one_process_writes(monkeypatch, share):
     monkeypatch.setattr(catalog_build, "_CHILD_SHARE", 0.0)
     whole = catalog_build._csv_and_compact(rows, "instances.csv")
     assert whole[1] is not None  # the fast path, not the general writer
+    # In one piece, the shipped files themselves (as `catalog build` wrote them).
+    shipped = catalog.compact_path(catalog.DEFAULT_CATALOG).read_text(encoding="utf-8")
+    assert whole == (catalog.DEFAULT_CATALOG.read_bytes(), shipped)
     monkeypatch.setattr(beside_mod, "usable_cpus", lambda: 2)
     monkeypatch.setattr(beside_mod, "_other_threads", lambda: False)
     monkeypatch.setattr(catalog_build, "_CHILD_SHARE", share)

@@ -342,7 +342,7 @@ def _half(
     table = _table(rows[lo:hi])
     if table is None:
         return None
-    compact = None if sources is None else _compact_rows(table, 0, hi - lo, sources)
+    compact = None if sources is None else _compact_rows(table, sources)
     return _csv_text(table, header=first), compact
 
 
@@ -411,14 +411,13 @@ def _compact_plan(keys: _Table, csv_name: str) -> _Compact | None:
     return _Compact(header, groups, sources)
 
 
-def _compact_rows(table: _Table, lo: int, hi: int, sources: dict[str, int]) -> list[str] | None:
-    """The compact form's rows ``lo`` to ``hi`` of ``table``, each a JSON array's inside; or None.
+def _compact_rows(table: _Table, sources: dict[str, int]) -> list[str] | None:
+    """The compact form's rows of ``table``, each a JSON array's inside; or None.
 
     Each distinct cell of a column is read (`_read_cells`) and written as JSON once. None when
     any value might be refused or read otherwise than plainly.
     """
-    columns = [col[lo:hi] for col in table.columns]
-    distinct = [set(col) for col in columns]
+    columns, distinct = table.columns, table.distinct
     for cells in distinct:
         joined = "".join(cells)
         if "\0" in joined or "\r" in joined or "\n" in joined:
@@ -443,7 +442,7 @@ def _compact_rows(table: _Table, lo: int, hi: int, sources: dict[str, int]) -> l
         return None  # more sustained vCPUs than vCPUs
     reads["source"] = {cell: sources[value] for cell, value in reads["source"].items()}
     json_columns = [
-        ['""'] * (hi - lo)  # the catalog file: not kept in the compact form
+        ['""'] * len(columns[0])  # the catalog file: not kept in the compact form
         if name == "catalog_file"
         else _json_column(reads[name], column[name], CATALOG[name].kind)
         for name in FIELD_NAMES

@@ -107,10 +107,12 @@ NOT_PROVIDERS = frozenset(
         "offer",
         "prices",
         "providers",
+        "retail",
         "rows",
+        "skus",
         "spot",
     }
-) | {"retail", "skus"}
+)
 #: Every name a provider module must define.
 CONTRACT = (
     "NAME",
