@@ -78,6 +78,8 @@ def features_of(row: dict[str, str]) -> tuple[tuple[str, float], ...]:
         names.append(INGRESS_FEATURE)  # the controller's per-request work, measured as one
     elif row["lua"].startswith("yes"):
         names += [name for name, _line in LUA]
+    if row["open_file_cache"].startswith("off"):
+        names.append("open_file_cache_off")
     return tuple((name, 1.0) for name in names)
 
 

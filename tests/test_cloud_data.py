@@ -333,6 +333,8 @@ def test_a_row_of_a_source_the_sources_file_lacks_is_refused_in_one_line(tmp_pat
         ({"url": "", "repo_commit": ""}, "url", "a source needs a url or a repo_commit"),
         ({"harness": " "}, "harness", "must not be empty"),
         ({"fit": "yes\x1b[31m"}, "fit", "\\x1b"),
+        ({"features": "open_file_cache"}, "features", "'open_file_cache' is not a feature"),
+        ({"features": "access_log access_log"}, "features", "'access_log' is not a feature named"),
     ],
 )
 def test_a_bad_sources_file_is_refused_in_one_line(tmp_path, change, field, words):
@@ -344,6 +346,15 @@ def test_a_bad_sources_file_is_refused_in_one_line(tmp_path, change, field, word
     assert "\x1b" not in msg
     assert msg.startswith(f"{src}:2: field {field!r}")
     assert words in msg
+
+
+def test_a_source_names_the_features_its_nginx_ran_with(tmp_path):
+    p = write(tmp_path, GOOD)
+    assert load_cloud_measurements(p).loc[0, "features"] == ""
+    _sources(tmp_path)
+    assert load_cloud_measurements(p).loc[0, "features"] == ""
+    _sources(tmp_path, features=" open_file_cache_off  access_log ")
+    assert load_cloud_measurements(p).loc[0, "features"] == "open_file_cache_off access_log"
 
 
 def test_an_empty_connection_count_reads_as_none(tmp_path):

@@ -9,7 +9,13 @@ import sys
 import pytest
 
 from sizing.catalog.load import load_catalog
-from sizing.fitting.cloudfit import _rounded, fit_cloud_model, observations, predict
+from sizing.fitting.cloudfit import (
+    _rounded,
+    fit_cloud_model,
+    observations,
+    predict,
+    reference_cost_us,
+)
 from sizing.fitting.cloudtruth import load_cloud_measurements
 from sizing.model import capacity
 from sizing.model.cloud import CLOUD_MODEL_PATH, CloudModel, load_cloud_model
@@ -30,6 +36,25 @@ def test_shipped_cloud_model_matches_a_fresh_fit(obs):
     fresh = json.loads(json.dumps(_rounded(fit_cloud_model(obs).to_dict())))
     shipped = json.loads(CLOUD_MODEL_PATH.read_text())
     assert shipped == fresh, "run: python -m sizing precompute"
+
+
+def test_a_fitted_sources_configuration_is_charged_not_fitted(obs):
+    """A source's config features (sources.csv) are priced as a user's, not fitted into a term.
+
+    aws-ec2-benchmark's NGINX ran without open_file_cache: its measured cost per request is
+    taken off the environment term that source fits, and the speeds do not move.
+    """
+    extra = reference_cost_us(252, "http", "open_file_cache_off") - reference_cost_us(252, "http")
+    assert 3.0 < extra < 12.0
+    assert set(obs.loc[obs["source_id"] == "aws-ec2-benchmark-nginx", "features"]) == {
+        "open_file_cache_off"
+    }
+    charged, plain = fit_cloud_model(obs), fit_cloud_model(obs.assign(features=""))
+    k8s = [m.environments["kubernetes"].request_us for m in (plain, charged)]
+    assert k8s[0] - k8s[1] == pytest.approx(extra, rel=1e-6)
+    assert {k: s.speed for k, s in charged.speeds.items()} == pytest.approx(
+        {k: s.speed for k, s in plain.speeds.items()}
+    )
 
 
 def test_round_trip_and_refusal(tmp_path):

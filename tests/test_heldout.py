@@ -19,7 +19,7 @@ COLUMNS = [
     "platform_mapping", "instances", "link_gbps", "vcpus_nginx", "cpu_model", "environment",
     "protocol", "body_bytes", "scenario", "access_log", "client_keepalive", "upstream_keepalive",
     "lua", "gzip", "client_placement", "measured_rps", "latency", "server_bound",
-    "server_bound_evidence", "colocated", "colocated_rps",
+    "server_bound_evidence", "colocated", "colocated_rps", "open_file_cache",
 ]  # fmt: skip
 
 
@@ -116,10 +116,10 @@ def test_the_scores_are_numbers_a_regression_would_move() -> None:
     assert 0 <= s["inside_95"] <= 1 and s["median_width"] >= 1
     # The recorded figures (heldout-deployments.md); a model change that moves them should
     # update the record.
-    assert s["median_abs_ln"] == pytest.approx(0.375, abs=0.05)
+    assert s["median_abs_ln"] == pytest.approx(0.397, abs=0.05)
     # Reading the configuration must not make the model worse on rows it was not fitted to.
     plain = bench_heldout.run(configured=False)["all"]
-    assert plain["median_abs_ln"] == pytest.approx(0.821, abs=0.05)
+    assert plain["median_abs_ln"] == pytest.approx(0.767, abs=0.05)
     assert s["median_abs_ln"] <= plain["median_abs_ln"]
     assert out["sources_once"]["n"] == len({r["source_id"] for r in _rows()})
 
@@ -177,8 +177,12 @@ def test_unknowns_widen_only_the_rows_that_leave_them_unknown() -> None:
 def test_a_container_stdout_log_is_priced_as_the_container_log_path() -> None:
     bench = _bench()
     by_id = {r["row_id"]: r for r in _rows()}
-    assert dict(bench.features_of(by_id["ec2bench-2xl-c8g"])) == {"access_log_container": 1.0}
-    assert "access_log_container" not in dict(bench.features_of(by_id["monolake-c5a-http-128"]))
+    assert dict(bench.features_of(by_id["ec2bench-2xl-c8g"])) == {
+        "access_log_container": 1.0,
+        "open_file_cache_off": 1.0,  # nginx:alpine's config caches no descriptor
+    }
+    proxy = dict(bench.features_of(by_id["monolake-c5a-http-128"]))
+    assert "access_log_container" not in proxy and "open_file_cache_off" not in proxy
 
 
 def test_a_program_sharing_the_machine_takes_its_measured_share() -> None:

@@ -48,7 +48,8 @@ def test_debian_default_reads_its_includes_and_logs_every_request():
     assert "sites-enabled/default:" in r.chosen and "location /" in r.chosen
     w = r.workload
     assert (w.scenario, w.protocol, w.http_version) == ("static", "http", "1.1")
-    assert dict(w.features) == {"access_log": 1.0}
+    # No open_file_cache in Debian's config: each request opens its file.
+    assert dict(w.features) == {"access_log": 1.0, "open_file_cache_off": 1.0}
     assert w.gzip == 0.5 and w.requests_per_connection == 1000
     assert r.found.provenance["access_log"] == f"your nginx.conf ({DEBIAN}:40)"
     assert r.found.settings["sendfile"].startswith("on at ")
@@ -82,6 +83,37 @@ def test_proxy_with_upstream_keepalive_and_cache():
     assert any("hit share is unknown" in e for e in cached.found.estimates)
 
 
+def test_a_file_opened_per_request_is_a_feature_where_files_are_served(tmp_path):
+    conf = tmp_path / "nginx.conf"
+    conf.write_text(
+        "events {}\nhttp {\n access_log off;\n server {\n  listen 80;\n  location / { }\n"
+        "  location /cached { open_file_cache max=1000; }\n"
+        "  location /off { open_file_cache off; }\n"
+        "  location /ok { return 200 ok; }\n"
+        "  location /lua { content_by_lua_block { ngx.say(1) } }\n"
+        "  location /api { proxy_pass http://10.0.0.1; }\n"
+        "  location /outer { return 404; location /outer/inner { } }\n }\n"
+        " server {\n  listen 81;\n  server_name moved;\n  return 301 https://example.com$uri;\n"
+        "  location / { }\n }\n"
+        " server {\n  listen 82;\n  server_name gone;\n  rewrite ^ /x redirect;\n }\n}\n"
+    )
+    assert features(conf) == {"open_file_cache_off": 1.0}
+    assert features(conf, location="/off") == {"open_file_cache_off": 1.0}
+    assert features(conf, location="/cached") == {}
+    assert features(conf, location="/ok") == {}
+    assert features(conf, location="/lua") == {"lua_content": 1.0}
+    assert "open_file_cache_off" not in features(conf, location="/api")
+    # A nested location does not inherit its parent's return; a redirecting server opens nothing.
+    assert features(conf, location="/outer/inner") == {"open_file_cache_off": 1.0}
+    assert features(conf, server="moved") == {} and features(conf, server="gone") == {}
+    why = read(str(conf)).found.estimates
+    assert any(e.startswith("no open_file_cache in effect at ") for e in why)
+    http_cache = "access_log off; open_file_cache max=10;"
+    conf.write_text(conf.read_text().replace("access_log off;", http_cache))
+    assert features(conf) == {}
+    assert features(conf, location="/off") == {"open_file_cache_off": 1.0}
+
+
 def test_proxy_without_upstream_keepalive_and_server_choice():
     conf = DATA / "proxy-new-connection.conf"
     r = read(str(conf))
@@ -90,7 +122,7 @@ def test_proxy_without_upstream_keepalive_and_server_choice():
     assert any("no upstream block with keepalive" in e for e in r.found.estimates)
     assert r.found.settings["proxy_buffering"].startswith("off at ")
     old = read(str(conf), server="old.example.com").workload
-    assert old.features == () and old.requests_per_connection == 1
+    assert old.features == () and old.requests_per_connection == 1  # a redirect opens no file
     assert old.uncosted == (f"rewrite ({conf}:33)",)
     with pytest.raises(InputError, match=r"no server named 'nope'.*www\.example\.com"):
         read(str(conf), server="nope")
@@ -118,8 +150,8 @@ def test_inheritance_location_over_server_over_http(tmp_path):
         " server {\n  listen 80;\n  limit_conn a 10;\n  location / { access_log x.log; }\n"
         "  location /quiet { limit_conn a 1; limit_conn a 2; }\n }\n}\n"
     )
-    assert features(conf) == {"access_log": 1.0, "limit_conn": 1.0}
-    assert features(conf, location="/quiet") == {"limit_conn": 2.0}
+    assert features(conf) == {"access_log": 1.0, "limit_conn": 1.0, "open_file_cache_off": 1.0}
+    assert features(conf, location="/quiet") == {"limit_conn": 2.0, "open_file_cache_off": 1.0}
 
 
 def test_ingress_configmap():
@@ -192,11 +224,15 @@ def test_a_log_format_is_priced_by_its_length(tmp_path):
         "  location /short { access_log /var/log/c.log short; }\n }\n}\n"
     )
     r = read(str(conf))
-    assert dict(r.workload.features) == {"access_log": 1.0, "access_log_upstreaminfo": 1.0}
+    assert dict(r.workload.features) == {
+        "access_log": 1.0,
+        "access_log_upstreaminfo": 1.0,
+        "open_file_cache_off": 1.0,
+    }
     assert not any("priced by its length" in e for e in r.found.estimates)
     got = features(conf, location="/long")
     assert got["access_log_upstreaminfo"] == pytest.approx((len(longer) - 112) / (290 - 112))
-    assert features(conf, location="/short") == {"access_log": 1.0}
+    assert features(conf, location="/short") == {"access_log": 1.0, "open_file_cache_off": 1.0}
     cm = tmp_path / "cm.yaml"
     cm.write_text(f"data:\n  log-format-upstream: '{longer}'\n")
     assert features_of_ingress(cm)["access_log_upstreaminfo"] == got["access_log_upstreaminfo"]
@@ -208,8 +244,8 @@ def test_an_access_log_to_stdout_is_the_container_log_path(tmp_path):
         "events {}\nhttp {\n server {\n  listen 80;\n  access_log /dev/stdout;\n"
         "  location /file { access_log /var/log/x.log; }\n }\n}\n"
     )
-    assert features(conf) == {"access_log_container": 1.0}
-    assert features(conf, location="/file") == {"access_log": 1.0}
+    assert features(conf) == {"access_log_container": 1.0, "open_file_cache_off": 1.0}
+    assert features(conf, location="/file") == {"access_log": 1.0, "open_file_cache_off": 1.0}
     ingress = tmp_path / "cm.yaml"
     ingress.write_text(
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"
@@ -464,7 +500,7 @@ def test_workload_from_conf_writes_the_workload_file(tmp_path, capsys):
     assert cli.main(["workload", "--from-conf", str(DEBIAN), "--out", str(out)]) == 0
     doc = json.loads(out.read_text())
     assert doc["source"] == "nginx.conf" and doc["kind"] == "nginx-sizing workload"
-    assert doc["workload"]["features"] == {"access_log": 1.0}
+    assert doc["workload"]["features"] == {"access_log": 1.0, "open_file_cache_off": 1.0}
     assert doc["configuration"]["chosen"].startswith("server _ ")
     said = capsys.readouterr().out
     assert "feature access_log x1 per request from your nginx.conf" in said
@@ -500,7 +536,7 @@ def test_request_parameters_carry_the_configuration():
     assert params["nginx_conf"] == str(DEBIAN) and params["ingress_nginx"] == ""
     again = SizingRequest.from_parameters(params)
     assert again == request
-    assert dict(again.workload().features) == {"access_log": 1.0}
+    assert dict(again.workload().features) == {"access_log": 1.0, "open_file_cache_off": 1.0}
     assert SizingRequest().configuration() is None
 
 

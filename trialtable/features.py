@@ -121,6 +121,13 @@ FEATURES: tuple[Feature, ...] = (
     Feature("njs_content", "an njs handler that makes the response", ("js_content",)),
     Feature("limit_req", "a request-rate limit checked", ("limit_req",)),
     Feature("limit_conn", "a connection limit checked", ("limit_conn",)),
+    Feature(
+        "open_file_cache_off",
+        "a static file opened, checked and closed on every request (no open_file_cache, "
+        "NGINX's default: the directive's absence, or 'off', turns this on): open, fstat and "
+        "close where a cached descriptor would do",
+        ("open_file_cache",),
+    ),
 )
 
 #: Feature names, in order.

@@ -234,6 +234,8 @@ def setups(file_bytes: int, path: str) -> dict[str, Setup]:
                 server=("limit_conn feature_conn 60000;",),
             )
         ),
+        # The reference config caches descriptors in its http block; the server turns it off.
+        "open_file_cache_off": Setup(extra=ConfExtra(server=("open_file_cache off;",))),
     }
 
 

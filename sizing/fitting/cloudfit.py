@@ -32,6 +32,7 @@ import json
 import math
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -73,14 +74,28 @@ __all__ = [
 ]
 
 
-def reference_cost_us(body_bytes: float, protocol: str) -> float:
+@cache
+def reference_cost_us(body_bytes: float, protocol: str, features: str = "") -> float:
     """CPU time of one request on the reference core, bare metal, keep-alive [us].
 
     The seed-004 coefficients (`sizing.model.costmodel.reference_profile`) without any
-    packet or environment term.
+    packet or environment term, plus the measured cost of the source's configuration
+    ``features`` (space-separated names, each once per request; `sizing.fitting.cloudtruth`),
+    as `sizing` charges a user's: what the source's config costs is then not fitted into the
+    platform speeds or the environment's term.
     """
-    work = Workload(protocol=protocol, file_bytes=int(body_bytes))
-    return cpu_us_per_request(work, reference_profile(), over_nic=False).us
+    from sizing.model.capacity import features_profile
+
+    feats = tuple((name, 1.0) for name in features.split())
+    work = Workload(protocol=protocol, file_bytes=int(body_bytes), features=feats)
+    prof, _ = features_profile(reference_profile(), work)
+    return cpu_us_per_request(work, prof, over_nic=False).us
+
+
+def _cost_us(r: Any) -> float:
+    """`reference_cost_us` of an observation (a row of `observations`)."""
+    features = r.features if isinstance(r.features, str) else ""
+    return reference_cost_us(float(r.body_bytes), str(r.protocol), features)
 
 
 def _threads_per_core(catalog_tpc: Mapping[str, int], inst: str, platform: str) -> int:
@@ -124,12 +139,16 @@ def observations(
     over connection settings. ``rps`` rows of a harness whose client ran elsewhere give it as
     ``vcpus x 1e6 / highest RPS`` (every vCPU busy serving at the highest load measured).
     ``rps`` rows of a client on the same VM give nothing (the VM's time was shared).
-    Machines with more than ``max_vcpus`` vCPUs are left out (`MAX_VCPUS`).
+    Machines with more than ``max_vcpus`` vCPUs are left out (`MAX_VCPUS`). Each row keeps
+    its source's configuration ``features`` (empty where the table has none).
     """
     df = df[df["vcpus"] <= max_vcpus]
+    if "features" not in df.columns:
+        df = df.assign(features="")
     tpc = dict(catalog_tpc) if catalog_tpc is not None else catalog_threads_per_core()
     keys = ["source_id", "server", "provider", "instance_type", "cpu_platform", "vcpus"]
     keys += ["workload_class", "body_bytes", "protocol", "container", "client_placement"]
+    keys += ["features"]
     rows: list[dict[str, Any]] = []
     for key, grp in df.groupby(keys, sort=True, dropna=False):
         rec: dict[str, Any] = dict(zip(keys, key, strict=True))
@@ -488,7 +507,7 @@ def _nginx_residuals(train: pd.DataFrame, model: CloudModel) -> dict[str, list[t
         env = model.environments.get(str(r.environment))
         if sp is None or env is None:
             continue
-        level = reference_cost_us(float(r.body_bytes), str(r.protocol)) + env.request_us
+        level = _cost_us(r) + env.request_us
         pred = level / sp.speed
         resid.setdefault(key, []).append((str(r.instance_type), math.log(pred / float(r.t_us))))
     return resid
@@ -578,7 +597,7 @@ def _environments(train: pd.DataFrame, model: CloudModel) -> dict[str, EnvTerm]:
         sp = model.speed(str(r.cpu_platform), int(r.threads_per_core), str(r.wclass))
         if sp is None:
             continue
-        cost = reference_cost_us(float(r.body_bytes), str(r.protocol))
+        cost = _cost_us(r)
         extra.setdefault(str(r.environment), []).append(float(r.t_us) * sp.speed - cost)
         srcs.setdefault(str(r.environment), set()).add(str(r.source_id))
     out: dict[str, EnvTerm] = {
@@ -610,13 +629,20 @@ def _environments(train: pd.DataFrame, model: CloudModel) -> dict[str, EnvTerm]:
     k, k_sd, k_why = K8S_EXTRA_US
     if "vm" not in out and "kubernetes" in out:
         kube = out["kubernetes"]
+        floor = (
+            f"; held at 0: the fitted kubernetes term ({kube.request_us:.1f} us) is below the "
+            "pod path's central value, so a VM is not charged below bare metal"
+            if kube.request_us < k
+            else ""
+        )
         out["vm"] = EnvTerm(
             "vm",
             max(kube.request_us - k, 0.0),
             math.hypot(kube.request_stderr, k_sd),
             VM_PACKET_US[0],
             VM_PACKET_US[1],
-            f"the kubernetes term less the pod network path ({k_why}); kubernetes: {kube.source}",
+            f"the kubernetes term less the pod network path ({k_why}){floor}; kubernetes: "
+            f"{kube.source}",
             0,
             True,
         )
@@ -708,8 +734,7 @@ def predict(model: CloudModel, obs: pd.DataFrame) -> pd.DataFrame:
             level, level_sd, ok = model.levels[key] * size, 0.0, True
         elif nginx_env:
             env = model.environments[str(r.environment)]
-            c = reference_cost_us(float(r.body_bytes), str(r.protocol))
-            level = c + env.request_us
+            level = _cost_us(r) + env.request_us
             level_sd, ok = env.request_stderr / level, True
         else:
             level, level_sd, ok = 1.0, 0.0, False

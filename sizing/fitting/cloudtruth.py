@@ -6,7 +6,10 @@ The file ``data/cloud/measurements.csv`` holds one row per published value (see
 is refused with one line naming the file, line and field.
 
 ``data/cloud/sources.csv`` (next to the measurements) describes each source and says whether
-the fit uses it (``fit``: ``yes`` or ``no``). Rows of a source marked ``no`` are held out: by
+the fit uses it (``fit``: ``yes`` or ``no``), and, in an optional ``features`` column, the
+configuration features its NGINX ran with (names of `trialtable.features`, space-separated, each
+once per request), which the fit charges as `sizing` charges a user's. Rows of a source marked
+``no`` are held out: by
 default `load_cloud_measurements` leaves them out, so they stay unseen by the fit and can
 check it out of sample (``include_held_out=True`` returns them too, with ``fit`` saying which).
 
@@ -25,6 +28,7 @@ import pandas as pd
 from sizing.catalog import providers
 from sizing.errors import InputError, printable
 from sizing.paths import DATA_DIR
+from trialtable.features import FEATURE_NAMES
 from trialtable.fields import Field, FieldError, Fields, csv_rows
 from trialtable.files import MB
 from trialtable.schema import PROTOCOLS
@@ -227,10 +231,23 @@ def load_sources(path: str | Path) -> dict[str, dict[str, str]]:
                 raise InputError(f"{_where(p, line, 'url')}: a source needs a url or a repo_commit")
             _choice(p, line, "kind", rec["kind"], SOURCE_KINDS)
             _choice(p, line, "fit", rec["fit"], FIT)
+            rec["features"] = _features(p, line, rec.get("features", ""))
             out[sid] = rec
     except FieldError as exc:
         raise InputError(str(exc)) from None
     return out
+
+
+def _features(path: Path, line: int, text: str) -> str:
+    """A source's ``features`` cell, checked: known feature names, each once."""
+    names = text.split()
+    for name in names:
+        if name not in FEATURE_NAMES or names.count(name) > 1:
+            raise InputError(
+                f"{_where(path, line, 'features')}: {printable(name)[:60]!r} is not a feature "
+                f"named once; expected names of: {', '.join(FEATURE_NAMES)}"
+            )
+    return " ".join(names)
 
 
 def load_cloud_measurements(
@@ -252,7 +269,8 @@ def load_cloud_measurements(
     -------
     pandas.DataFrame
         One row per published value, with the columns of `COLUMNS` (and ``threads``, None
-        where not given, and ``fit``, ``yes`` or ``no``); ``value`` is a float, the counts are
+        where not given, ``fit``, ``yes`` or ``no``, and its source's ``features``, empty
+        where none are named); ``value`` is a float, the counts are
         ints (``connections`` None where the source does not state it).
 
     Raises
@@ -274,16 +292,16 @@ def load_cloud_measurements(
             rec = parse_row(p, line, row)
             sid = str(rec["source_id"])
             if sources is None:
-                rec["fit"] = "yes"
+                rec["fit"], rec["features"] = "yes", ""
             elif sid not in sources:
                 raise InputError(
                     f"{_where(p, line, 'source_id')}: {printable(sid)!r} is not a source "
                     f"of {src_path}"
                 )
             else:
-                rec["fit"] = sources[sid]["fit"]
+                rec["fit"], rec["features"] = sources[sid]["fit"], sources[sid]["features"]
             if include_held_out or rec["fit"] == "yes":
                 rows.append(rec)
     except FieldError as exc:
         raise InputError(str(exc)) from None
-    return pd.DataFrame(rows, columns=[*COLUMNS, *OPTIONAL_COLUMNS, "fit"])
+    return pd.DataFrame(rows, columns=[*COLUMNS, *OPTIONAL_COLUMNS, "fit", "features"])

@@ -89,6 +89,14 @@ UNCOSTED = frozenset(
         "flv", "mp4", "proxy_store", "userid", "split_clients",
     }
 )  # fmt: skip
+#: Directives that answer a request without opening a file (a static location's content).
+ANSWERS = frozenset(
+    {"return", "js_content", "stub_status", "empty_gif"}
+    | {f"content_by_lua{k}" for k in _LUA_KINDS}
+)
+#: A ``rewrite`` whose replacement starts so, or with one of these flags, redirects the client.
+REDIRECT_PREFIXES = ("http://", "https://", "$scheme")
+REDIRECT_FLAGS = ("redirect", "permanent")
 #: Settings read and reported (not costed per request), with NGINX's defaults.
 SETTINGS = {
     "worker_processes": "1",
@@ -226,6 +234,7 @@ def derive(config: Config, server: str | None = None, location: str | None = Non
     _proxy(scope, found)
     _handlers(scope, found)
     _ingress(scope, found)
+    _file_cache(scope, found)
     _settings(scope, found)
     for s in scope.statements():
         if s.name in UNCOSTED:
@@ -574,6 +583,38 @@ def _monitored(scope: Scope, found: Found) -> bool:
         "assumed the controller's default"
     )
     return on
+
+
+def _answers(block: Statement) -> bool:
+    """``block`` answers every request itself: a ``return``, a content handler, a redirect."""
+    for s in block.block or ():
+        if s.name in ANSWERS:
+            return True
+        if s.name == "rewrite" and len(s.args) >= 2:
+            if s.args[1].startswith(REDIRECT_PREFIXES) or s.args[-1] in REDIRECT_FLAGS:
+                return True
+    return False
+
+
+def _file_cache(scope: Scope, found: Found) -> None:
+    """A static file opened on every request: no ``open_file_cache`` (NGINX's default is off).
+
+    Only where the location serves files: not a proxy, and neither the server nor the chosen
+    location answers first (such answers are not inherited by nested locations).
+    """
+    if found.values.get("scenario", "static") != "static":
+        return
+    if any(_answers(b) for b in (scope.blocks[2], scope.blocks[-1])):
+        return
+    s = scope.one("open_file_cache")
+    if s is not None and s.args[:1] != ["off"]:
+        return
+    where = s.where if s else scope.blocks[-1].where
+    found.feature("open_file_cache_off", 1.0, where)
+    found.estimates.append(
+        f"no open_file_cache in effect at {found.at(where)} (NGINX's default is off): each "
+        "request opens, checks and closes its file, priced as the measured open_file_cache_off"
+    )
 
 
 def _settings(scope: Scope, found: Found) -> None:
