@@ -78,8 +78,10 @@ def features_of(row: dict[str, str]) -> tuple[tuple[str, float], ...]:
         names.append(INGRESS_FEATURE)  # the controller's per-request work, measured as one
     elif row["lua"].startswith("yes"):
         names += [name for name, _line in LUA]
-    if row["open_file_cache"].startswith("off"):
-        names.append("open_file_cache_off")
+    # The file-serving directives left at NGINX's defaults (a static row's config).
+    for directive in ("open_file_cache", "sendfile", "tcp_nopush"):
+        if f"{directive} off" in row["nginx_defaults"]:
+            names.append(f"{directive}_off")
     return tuple((name, 1.0) for name in names)
 
 

@@ -19,7 +19,7 @@ COLUMNS = [
     "platform_mapping", "instances", "link_gbps", "vcpus_nginx", "cpu_model", "environment",
     "protocol", "body_bytes", "scenario", "access_log", "client_keepalive", "upstream_keepalive",
     "lua", "gzip", "client_placement", "measured_rps", "latency", "server_bound",
-    "server_bound_evidence", "colocated", "colocated_rps", "open_file_cache",
+    "server_bound_evidence", "colocated", "colocated_rps", "nginx_defaults",
 ]  # fmt: skip
 
 
@@ -179,7 +179,9 @@ def test_a_container_stdout_log_is_priced_as_the_container_log_path() -> None:
     by_id = {r["row_id"]: r for r in _rows()}
     assert dict(bench.features_of(by_id["ec2bench-2xl-c8g"])) == {
         "access_log_container": 1.0,
-        "open_file_cache_off": 1.0,  # nginx:alpine's config caches no descriptor
+        # nginx:alpine's config caches no descriptor and leaves tcp_nopush off
+        "open_file_cache_off": 1.0,
+        "tcp_nopush_off": 1.0,
     }
     proxy = dict(bench.features_of(by_id["monolake-c5a-http-128"]))
     assert "access_log_container" not in proxy and "open_file_cache_off" not in proxy

@@ -38,6 +38,11 @@ def features(path: Path, **kw: str) -> dict[str, float]:
     return dict(read(str(path), **kw).workload.features)
 
 
+#: What a static HTTP/1.1 location pays under NGINX's defaults (no open_file_cache; sendfile off
+#: is named among the uncosted directives instead).
+DEFAULTS = {"open_file_cache_off": 1.0}
+
+
 # -- what each fixture says -------------------------------------------------------------------
 
 
@@ -86,7 +91,8 @@ def test_proxy_with_upstream_keepalive_and_cache():
 def test_a_file_opened_per_request_is_a_feature_where_files_are_served(tmp_path):
     conf = tmp_path / "nginx.conf"
     conf.write_text(
-        "events {}\nhttp {\n access_log off;\n server {\n  listen 80;\n  location / { }\n"
+        "events {}\nhttp {\n access_log off;\n sendfile on;\n tcp_nopush on;\n"
+        " server {\n  listen 80;\n  location / { }\n"
         "  location /cached { open_file_cache max=1000; }\n"
         "  location /off { open_file_cache off; }\n"
         "  location /ok { return 200 ok; }\n"
@@ -107,11 +113,31 @@ def test_a_file_opened_per_request_is_a_feature_where_files_are_served(tmp_path)
     assert features(conf, location="/outer/inner") == {"open_file_cache_off": 1.0}
     assert features(conf, server="moved") == {} and features(conf, server="gone") == {}
     why = read(str(conf)).found.estimates
-    assert any(e.startswith("no open_file_cache in effect at ") for e in why)
+    assert any(e.startswith("open_file_cache off at ") for e in why)
     http_cache = "access_log off; open_file_cache max=10;"
     conf.write_text(conf.read_text().replace("access_log off;", http_cache))
     assert features(conf) == {}
     assert features(conf, location="/off") == {"open_file_cache_off": 1.0}
+
+
+def test_sendfile_and_tcp_nopush_where_a_plain_http_file_is_sent(tmp_path):
+    conf = tmp_path / "nginx.conf"
+    conf.write_text(
+        "events {}\nhttp {\n access_log off;\n open_file_cache max=10;\n"
+        " server {\n  listen 80;\n  location / { }\n"
+        "  location /sf { sendfile on; }\n"
+        "  location /both { sendfile on; tcp_nopush on; }\n }\n"
+        " server {\n  listen 443 ssl;\n  server_name tls;\n  location / { }\n }\n}\n"
+    )
+    assert features(conf) == {}  # NGINX's default, sendfile off: named, not priced
+    uncosted = read(str(conf)).workload.uncosted
+    assert len(uncosted) == 1 and uncosted[0].startswith("sendfile off (cheaper than sendfile")
+    assert features(conf, location="/sf") == {"tcp_nopush_off": 1.0}
+    assert read(str(conf), location="/sf").workload.uncosted == ()
+    assert features(conf, location="/both") == {}
+    assert features(conf, server="tls") == {}  # over TLS nginx does not use sendfile
+    why = read(str(conf), location="/sf").found.estimates
+    assert any(e.startswith("tcp_nopush off at ") for e in why)
 
 
 def test_proxy_without_upstream_keepalive_and_server_choice():
@@ -150,8 +176,8 @@ def test_inheritance_location_over_server_over_http(tmp_path):
         " server {\n  listen 80;\n  limit_conn a 10;\n  location / { access_log x.log; }\n"
         "  location /quiet { limit_conn a 1; limit_conn a 2; }\n }\n}\n"
     )
-    assert features(conf) == {"access_log": 1.0, "limit_conn": 1.0, "open_file_cache_off": 1.0}
-    assert features(conf, location="/quiet") == {"limit_conn": 2.0, "open_file_cache_off": 1.0}
+    assert features(conf) == {"access_log": 1.0, "limit_conn": 1.0, **DEFAULTS}
+    assert features(conf, location="/quiet") == {"limit_conn": 2.0, **DEFAULTS}
 
 
 def test_ingress_configmap():
@@ -227,12 +253,12 @@ def test_a_log_format_is_priced_by_its_length(tmp_path):
     assert dict(r.workload.features) == {
         "access_log": 1.0,
         "access_log_upstreaminfo": 1.0,
-        "open_file_cache_off": 1.0,
+        **DEFAULTS,
     }
     assert not any("priced by its length" in e for e in r.found.estimates)
     got = features(conf, location="/long")
     assert got["access_log_upstreaminfo"] == pytest.approx((len(longer) - 112) / (290 - 112))
-    assert features(conf, location="/short") == {"access_log": 1.0, "open_file_cache_off": 1.0}
+    assert features(conf, location="/short") == {"access_log": 1.0, **DEFAULTS}
     cm = tmp_path / "cm.yaml"
     cm.write_text(f"data:\n  log-format-upstream: '{longer}'\n")
     assert features_of_ingress(cm)["access_log_upstreaminfo"] == got["access_log_upstreaminfo"]
@@ -244,8 +270,8 @@ def test_an_access_log_to_stdout_is_the_container_log_path(tmp_path):
         "events {}\nhttp {\n server {\n  listen 80;\n  access_log /dev/stdout;\n"
         "  location /file { access_log /var/log/x.log; }\n }\n}\n"
     )
-    assert features(conf) == {"access_log_container": 1.0, "open_file_cache_off": 1.0}
-    assert features(conf, location="/file") == {"access_log": 1.0, "open_file_cache_off": 1.0}
+    assert features(conf) == {"access_log_container": 1.0, **DEFAULTS}
+    assert features(conf, location="/file") == {"access_log": 1.0, **DEFAULTS}
     ingress = tmp_path / "cm.yaml"
     ingress.write_text(
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"

@@ -128,6 +128,19 @@ FEATURES: tuple[Feature, ...] = (
         "close where a cached descriptor would do",
         ("open_file_cache",),
     ),
+    Feature(
+        "sendfile_off",
+        "a static file's body read into memory and written to the socket over plain HTTP/1.1 "
+        "(sendfile off, NGINX's default), where sendfile would hand the kernel the page cache",
+        ("sendfile",),
+    ),
+    Feature(
+        "tcp_nopush_off",
+        "with sendfile on over plain HTTP/1.1, the response header sent in a segment of its own "
+        "before the file (tcp_nopush off, NGINX's default), where tcp_nopush would send them "
+        "together",
+        ("tcp_nopush",),
+    ),
 )
 
 #: Feature names, in order.

@@ -234,8 +234,10 @@ def setups(file_bytes: int, path: str) -> dict[str, Setup]:
                 server=("limit_conn feature_conn 60000;",),
             )
         ),
-        # The reference config caches descriptors in its http block; the server turns it off.
+        # The reference config sets these three in its http block; the server turns each off.
         "open_file_cache_off": Setup(extra=ConfExtra(server=("open_file_cache off;",))),
+        "sendfile_off": Setup(extra=ConfExtra(server=("sendfile off;",))),
+        "tcp_nopush_off": Setup(extra=ConfExtra(server=("tcp_nopush off;",))),
     }
 
 

@@ -84,6 +84,10 @@ table, tr, .js-plotly-plot, .plotly-graph-div, .ns-card, .jp-OutputArea-child,
 .ns-first { max-width: none !important; }
 .jp-OutputArea-child:has(.ns-first) { break-inside: auto; page-break-inside: auto; }
 .ns-first .ns-card { break-inside: avoid; page-break-inside: avoid; }
+#T_options-table, .jp-OutputArea-child:has(#T_options-table) {
+  break-inside: auto; page-break-inside: auto; }
+#T_options-table thead { display: table-header-group; }
+.ns-text { font-size: 10.5px !important; }
 .jp-Cell:not(:has(h1, h2, h3, h4, p, pre, table, dl, ul, img, svg, .plotly-graph-div)) {
   display: none !important; }
 """

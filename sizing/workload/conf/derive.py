@@ -94,6 +94,10 @@ ANSWERS = frozenset(
     {"return", "js_content", "stub_status", "empty_gif"}
     | {f"content_by_lua{k}" for k in _LUA_KINDS}
 )
+#: How an uncosted ``sendfile off`` (NGINX's default) is named: `runners features` measured it
+#: cheaper than sendfile for a 1 KB file (data/reference/feature-costs.csv, ``sendfile_off``),
+#: and its copies grow with the body, so one per-request cost would be wrong either way.
+SENDFILE_OFF = "sendfile off (cheaper than sendfile at 1 KB as measured, dearer for big files)"
 #: A ``rewrite`` whose replacement starts so, or with one of these flags, redirects the client.
 REDIRECT_PREFIXES = ("http://", "https://", "$scheme")
 REDIRECT_FLAGS = ("redirect", "permanent")
@@ -234,7 +238,7 @@ def derive(config: Config, server: str | None = None, location: str | None = Non
     _proxy(scope, found)
     _handlers(scope, found)
     _ingress(scope, found)
-    _file_cache(scope, found)
+    _files(scope, found)
     _settings(scope, found)
     for s in scope.statements():
         if s.name in UNCOSTED:
@@ -596,24 +600,42 @@ def _answers(block: Statement) -> bool:
     return False
 
 
-def _file_cache(scope: Scope, found: Found) -> None:
-    """A static file opened on every request: no ``open_file_cache`` (NGINX's default is off).
+def _files(scope: Scope, found: Found) -> None:
+    """How a static location sends its files, where NGINX's defaults cost per request.
 
     Only where the location serves files: not a proxy, and neither the server nor the chosen
-    location answers first (such answers are not inherited by nested locations).
+    location answers first (such answers are not inherited by nested locations). Without
+    ``open_file_cache`` each request opens its file; over plain HTTP/1.1 (TLS and HTTP/2 do
+    not use sendfile here) with sendfile on, ``tcp_nopush off`` sends the header in a segment
+    of its own. ``sendfile off`` is named, not priced: measured at 1 KB it costs less than
+    sendfile (`SENDFILE_OFF`), and the copies it makes grow with the body.
     """
     if found.values.get("scenario", "static") != "static":
         return
     if any(_answers(b) for b in (scope.blocks[2], scope.blocks[-1])):
         return
-    s = scope.one("open_file_cache")
+    _off(scope, found, "open_file_cache", "each request opens, checks and closes its file")
+    plain = found.values.get("protocol", "http") == "http"
+    if not plain or found.values.get("http_version", "1.1") != "1.1":
+        return
+    sendfile = scope.one("sendfile")
+    if sendfile is None or sendfile.args[:1] == ["off"]:
+        where = sendfile.where if sendfile else scope.blocks[-1].where
+        found.not_costed(SENDFILE_OFF, where)
+    else:
+        _off(scope, found, "tcp_nopush", "each header leaves in a segment before the file")
+
+
+def _off(scope: Scope, found: Found, directive: str, what: str) -> None:
+    """Charge ``<directive>_off`` where ``directive`` is off or absent (NGINX's default)."""
+    s = scope.one(directive)
     if s is not None and s.args[:1] != ["off"]:
         return
     where = s.where if s else scope.blocks[-1].where
-    found.feature("open_file_cache_off", 1.0, where)
+    found.feature(f"{directive}_off", 1.0, where)
     found.estimates.append(
-        f"no open_file_cache in effect at {found.at(where)} (NGINX's default is off): each "
-        "request opens, checks and closes its file, priced as the measured open_file_cache_off"
+        f"{directive} off at {found.at(where)} (NGINX's default where none is set): {what}, "
+        f"priced as the measured {directive}_off"
     )
 
 
