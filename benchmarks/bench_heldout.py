@@ -78,11 +78,31 @@ def features_of(row: dict[str, str]) -> tuple[tuple[str, float], ...]:
         names.append(INGRESS_FEATURE)  # the controller's per-request work, measured as one
     elif row["lua"].startswith("yes"):
         names += [name for name, _line in LUA]
-    # The file-serving directives left at NGINX's defaults (a static row's config).
-    for directive in ("open_file_cache", "sendfile", "tcp_nopush"):
-        if f"{directive} off" in row["nginx_defaults"]:
-            names.append(f"{directive}_off")
+    names += file_defaults(row)
     return tuple((name, 1.0) for name in names)
+
+
+#: The file-serving defaults a row's ``nginx_defaults`` may list -> the priced feature (None:
+#: named as the answer names it, not priced; `sizing.workload.conf.derive.SENDFILE_OFF`).
+FILE_DEFAULTS = {
+    "open_file_cache off": "open_file_cache_off",
+    "tcp_nopush off": "tcp_nopush_off",
+    "sendfile off": None,
+}
+
+
+def file_defaults(row: dict[str, str]) -> list[str]:
+    """The priced features of a row's ``nginx_defaults``: its list before any ``(``, checked."""
+    cell = row["nginx_defaults"]
+    if cell.startswith("n/a"):
+        return []
+    listed = [t.strip() for t in cell.split(" (", 1)[0].split(",")]
+    unknown = [t for t in listed if t not in FILE_DEFAULTS]
+    if unknown:
+        raise ValueError(
+            f"{row['row_id']}: nginx_defaults {unknown[0]!r} is not one of {list(FILE_DEFAULTS)}"
+        )
+    return [f for t in listed if (f := FILE_DEFAULTS[t]) is not None]
 
 
 def same_host(row: dict[str, str]) -> bool:

@@ -183,6 +183,12 @@ def test_a_container_stdout_log_is_priced_as_the_container_log_path() -> None:
         "open_file_cache_off": 1.0,
         "tcp_nopush_off": 1.0,
     }
+    assert bench.file_defaults(by_id["tuning-i5-600B"]) == ["open_file_cache_off"]
+    odd = by_id["tuning-i5-600B"] | {"nginx_defaults": "open_file_cache of (typo)"}
+    with pytest.raises(ValueError, match="is not one of"):
+        bench.file_defaults(odd)
+    quiet = odd | {"nginx_defaults": "sendfile off (named, not priced)"}
+    assert bench.file_defaults(quiet) == []
     proxy = dict(bench.features_of(by_id["monolake-c5a-http-128"]))
     assert "access_log_container" not in proxy and "open_file_cache_off" not in proxy
 

@@ -94,10 +94,12 @@ ANSWERS = frozenset(
     {"return", "js_content", "stub_status", "empty_gif"}
     | {f"content_by_lua{k}" for k in _LUA_KINDS}
 )
-#: How an uncosted ``sendfile off`` (NGINX's default) is named: `runners features` measured it
+#: Why ``sendfile off`` (NGINX's default) is named, not priced: `runners features` measured it
 #: cheaper than sendfile for a 1 KB file (data/reference/feature-costs.csv, ``sendfile_off``),
 #: and its copies grow with the body, so one per-request cost would be wrong either way.
-SENDFILE_OFF = "sendfile off (cheaper than sendfile at 1 KB as measured, dearer for big files)"
+SENDFILE_OFF = (
+    "not priced: measured cheaper than sendfile for a 1 KB file, and its copies grow with the body"
+)
 #: A ``rewrite`` whose replacement starts so, or with one of these flags, redirects the client.
 REDIRECT_PREFIXES = ("http://", "https://", "$scheme")
 REDIRECT_FLAGS = ("redirect", "permanent")
@@ -605,34 +607,49 @@ def _files(scope: Scope, found: Found) -> None:
 
     Only where the location serves files: not a proxy, and neither the server nor the chosen
     location answers first (such answers are not inherited by nested locations). Without
-    ``open_file_cache`` each request opens its file; over plain HTTP/1.1 (TLS and HTTP/2 do
-    not use sendfile here) with sendfile on, ``tcp_nopush off`` sends the header in a segment
-    of its own. ``sendfile off`` is named, not priced: measured at 1 KB it costs less than
-    sendfile (`SENDFILE_OFF`), and the copies it makes grow with the body.
+    ``open_file_cache`` each request opens its file. Over plain HTTP/1.1 (nginx sends files
+    over TLS without sendfile unless kTLS is on; HTTP/2 is read only over TLS here), for the
+    responses not gzipped on the fly (those are built in memory): with sendfile on,
+    ``tcp_nopush off`` sends the header in a segment of its own; ``sendfile off`` is named,
+    not priced (`SENDFILE_OFF`).
     """
     if found.values.get("scenario", "static") != "static":
         return
     if any(_answers(b) for b in (scope.blocks[2], scope.blocks[-1])):
         return
-    _off(scope, found, "open_file_cache", "each request opens, checks and closes its file")
+    _off(scope, found, "open_file_cache", 1.0, "each request opens, checks and closes its file")
     plain = found.values.get("protocol", "http") == "http"
-    if not plain or found.values.get("http_version", "1.1") != "1.1":
+    sent = 1.0 - float(found.values.get("gzip", 0.0))
+    if not plain or found.values.get("http_version", "1.1") != "1.1" or sent <= 0:
         return
     sendfile = scope.one("sendfile")
-    if sendfile is None or sendfile.args[:1] == ["off"]:
+    if sendfile is None or _is_off(sendfile):
         where = sendfile.where if sendfile else scope.blocks[-1].where
-        found.not_costed(SENDFILE_OFF, where)
+        found.not_costed("sendfile off", where)
+        found.estimates.append(f"sendfile off at {found.at(where)}: {SENDFILE_OFF}")
     else:
-        _off(scope, found, "tcp_nopush", "each header leaves in a segment before the file")
+        what = "each header leaves in a segment before the file"
+        _off(
+            scope,
+            found,
+            "tcp_nopush",
+            sent,
+            what + (" (the gzipped share aside)" if sent < 1 else ""),
+        )
 
 
-def _off(scope: Scope, found: Found, directive: str, what: str) -> None:
-    """Charge ``<directive>_off`` where ``directive`` is off or absent (NGINX's default)."""
+def _is_off(s: Statement) -> bool:
+    """An on/off directive set off (nginx reads the flag in any case)."""
+    return bool(s.args) and s.args[0].lower() == "off"
+
+
+def _off(scope: Scope, found: Found, directive: str, count: float, what: str) -> None:
+    """Charge ``<directive>_off`` ``count`` times where it is off or absent (NGINX's default)."""
     s = scope.one(directive)
-    if s is not None and s.args[:1] != ["off"]:
+    if s is not None and not _is_off(s):
         return
     where = s.where if s else scope.blocks[-1].where
-    found.feature(f"{directive}_off", 1.0, where)
+    found.feature(f"{directive}_off", count, where)
     found.estimates.append(
         f"{directive} off at {found.at(where)} (NGINX's default where none is set): {what}, "
         f"priced as the measured {directive}_off"
