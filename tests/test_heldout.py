@@ -116,7 +116,7 @@ def test_the_scores_are_numbers_a_regression_would_move() -> None:
     assert 0 <= s["inside_95"] <= 1 and s["median_width"] >= 1
     # The recorded figures (heldout-deployments.md); a model change that moves them should
     # update the record.
-    assert s["median_abs_ln"] == pytest.approx(0.397, abs=0.05)
+    assert s["median_abs_ln"] == pytest.approx(0.406, abs=0.05)
     # Reading the configuration must not make the model worse on rows it was not fitted to.
     plain = bench_heldout.run(configured=False)["all"]
     assert plain["median_abs_ln"] == pytest.approx(0.767, abs=0.05)

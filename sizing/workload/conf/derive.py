@@ -622,9 +622,8 @@ def _files(scope: Scope, found: Found) -> None:
     sent = 1.0 - float(found.values.get("gzip", 0.0))
     if not plain or found.values.get("http_version", "1.1") != "1.1" or sent <= 0:
         return
-    sendfile = scope.one("sendfile")
-    if sendfile is None or _is_off(sendfile):
-        where = sendfile.where if sendfile else scope.blocks[-1].where
+    where = _left_off(scope, "sendfile")
+    if where is not None:
         found.not_costed("sendfile off", where)
         found.estimates.append(f"sendfile off at {found.at(where)}: {SENDFILE_OFF}")
     else:
@@ -643,12 +642,19 @@ def _is_off(s: Statement) -> bool:
     return bool(s.args) and s.args[0].lower() == "off"
 
 
-def _off(scope: Scope, found: Found, directive: str, count: float, what: str) -> None:
-    """Charge ``<directive>_off`` ``count`` times where it is off or absent (NGINX's default)."""
+def _left_off(scope: Scope, directive: str) -> str | None:
+    """Where ``directive`` is off, or the location where it is absent (off by default); None: on."""
     s = scope.one(directive)
     if s is not None and not _is_off(s):
+        return None
+    return s.where if s else scope.blocks[-1].where
+
+
+def _off(scope: Scope, found: Found, directive: str, count: float, what: str) -> None:
+    """Charge ``<directive>_off`` ``count`` times where it is off or absent (NGINX's default)."""
+    where = _left_off(scope, directive)
+    if where is None:
         return
-    where = s.where if s else scope.blocks[-1].where
     found.feature(f"{directive}_off", count, where)
     found.estimates.append(
         f"{directive} off at {found.at(where)} (NGINX's default where none is set): {what}, "
