@@ -136,6 +136,24 @@ def test_new_upstream_connection_costs_more_than_a_kept_alive_one():
     assert any("feature-costs.csv" in c.source for c in new.sources.values())
 
 
+def test_a_reference_measured_with_a_feature_on_is_priced_with_it():
+    # try_files_check's pairs ran without open_file_cache on both sides: the host's speed
+    # ratio is read against the model's static request plus that feature, not the bare one.
+    from sizing.model.capacity import reference_request_us
+    from sizing.model.features import reference_us
+
+    cost, under = SHIPPED["try_files_check"], SHIPPED["open_file_cache_off"]
+    bare = reference_request_us("static", cost.file_bytes)
+    core = on_reference_core(under, reference_request_us("static", under.file_bytes))
+    assert reference_us(cost, reference_request_us, SHIPPED) == pytest.approx(
+        bare + core.user_us + core.kernel_us
+    )
+    assert reference_us(under, reference_request_us, SHIPPED) == bare
+    tried = campaign.setups(1024, "/f").get("try_files_check")
+    off = campaign.setups(1024, "/f")["open_file_cache_off"]
+    assert tried is not None and tried.reference_extra == off.extra
+
+
 def test_a_feature_counts_times_per_request():
     one, _ = _cost(Workload(protocol="http", features=(("access_log", 1.0),)))
     half, _ = _cost(Workload(protocol="http", features=(("access_log", 0.5),)))

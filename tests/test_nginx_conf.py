@@ -41,6 +41,9 @@ def features(path: Path, **kw: str) -> dict[str, float]:
 #: What a static HTTP/1.1 location pays under NGINX's defaults (no open_file_cache; sendfile off
 #: is named among the uncosted directives instead).
 DEFAULTS = {"open_file_cache_off": 1.0}
+#: What Debian's default site pays per request: its log line, its file looked up
+#: (``try_files $uri $uri/ =404``) and opened.
+DEBIAN_FEATURES = {"access_log": 1.0, "open_file_cache_off": 1.0, "try_files_check": 1.0}
 
 
 # -- what each fixture says -------------------------------------------------------------------
@@ -53,8 +56,8 @@ def test_debian_default_reads_its_includes_and_logs_every_request():
     assert "sites-enabled/default:" in r.chosen and "location /" in r.chosen
     w = r.workload
     assert (w.scenario, w.protocol, w.http_version) == ("static", "http", "1.1")
-    # No open_file_cache in Debian's config: each request opens its file.
-    assert dict(w.features) == {"access_log": 1.0, "open_file_cache_off": 1.0}
+    # No open_file_cache in Debian's config: each request looks its file up and opens it.
+    assert dict(w.features) == DEBIAN_FEATURES
     assert w.gzip == 0.5 and w.requests_per_connection == 1000
     assert r.found.provenance["access_log"] == f"your nginx.conf ({DEBIAN}:40)"
     assert r.found.settings["sendfile"].startswith("on at ")
@@ -145,6 +148,64 @@ def test_sendfile_and_tcp_nopush_where_a_plain_http_file_is_sent(tmp_path):
     assert features(conf, server="tls") == {}  # over TLS (no kTLS) nginx does not use sendfile
     why = read(str(conf), location="/sf").found.estimates
     assert any(e.startswith("tcp_nopush off at ") for e in why)
+
+
+def test_try_files_sizes_where_a_request_no_file_answers_goes(tmp_path):
+    conf = tmp_path / "nginx.conf"
+    conf.write_text(
+        "events {}\nhttp {\n access_log off;\n sendfile on;\n tcp_nopush on;\n"
+        " upstream app { server 10.0.0.1:3000; keepalive 8; }\n"
+        " server {\n  listen 80;\n  location / { try_files $uri $uri/ @app; }\n"
+        "  location @app { proxy_pass http://app; proxy_http_version 1.1; "
+        'proxy_set_header Connection ""; }\n'
+        "  location /php/ { try_files $uri /index.php?$args; }\n"
+        "  location ~ \\.php$ { fastcgi_pass 127.0.0.1:9000; }\n"
+        "  location /spa/ { try_files $uri /spa/index.html; }\n"
+        "  location /gone/ { try_files $uri @nowhere; }\n"
+        "  location /cached/ { open_file_cache max=10; try_files $uri @app; }\n"
+        "  location /if/ { if ($request_method = POST) { proxy_pass http://app; } }\n }\n}\n"
+    )
+    r = read(str(conf))
+    # A request no file answers looks up both candidates, then goes to @app: sized so.
+    assert r.workload.scenario == "reverse_proxy" and "to location @app at" in r.chosen
+    assert features(conf) == {"proxy_keepalive": 1.0, "try_files_check": 2.0}
+    php = read(str(conf), location="/php/")  # a URI fallback goes where NGINX would send it
+    assert php.workload.scenario == "reverse_proxy" and "\\.php$ at" in php.chosen
+    assert php.workload.uncosted == (f"fastcgi_pass ({conf}:12)",)
+    assert features(conf, location="/php/") == {"try_files_check": 1.0}
+    # A fallback its own location serves, or none that exists: a static location.
+    assert features(conf, location="/spa/") == {"open_file_cache_off": 1.0, "try_files_check": 1.0}
+    assert features(conf, location="/gone/") == {"open_file_cache_off": 1.0, "try_files_check": 1.0}
+    assert features(conf, location="/cached/") == {"proxy_keepalive": 1.0}  # the cache answers
+    under_if = read(str(conf), location="/if/")
+    assert under_if.workload.scenario == "reverse_proxy"
+    assert any(e.startswith("proxy_pass under if at ") for e in under_if.found.estimates)
+    assert under_if.workload.uncosted == (f"if ({conf}:16)",)
+
+
+def test_flags_read_in_any_case_as_nginx_does(tmp_path):
+    conf = tmp_path / "nginx.conf"
+    conf.write_text(
+        "events {}\nhttp {\n access_log off;\n open_file_cache max=9;\n gzip ON;\n"
+        " ssl_session_tickets OFF;\n server {\n  listen 443 ssl;\n  http2 On;\n"
+        "  location / { }\n }\n}\n"
+    )
+    w = read(str(conf)).workload
+    assert (w.protocol, w.http_version, w.gzip, w.tls_resumption) == ("https", "2", 0.5, 0.0)
+    assert w.uncosted == ()
+
+
+def test_http3_is_named_not_costed(tmp_path):
+    conf = tmp_path / "nginx.conf"
+    conf.write_text(
+        "events {}\nhttp {\n access_log off;\n open_file_cache max=9;\n server {\n"
+        "  listen 443 ssl;\n  listen 443 quic reuseport;\n  http2 on;\n  http3 on;\n"
+        "  location / { }\n }\n}\n"
+    )
+    r = read(str(conf))
+    assert r.workload.uncosted == (f"listen quic (HTTP/3) ({conf}:7)",)
+    assert any(e.startswith("HTTP/3 at ") for e in r.found.estimates)
+    assert not any("with and without TLS" in e for e in r.found.estimates)
 
 
 def test_proxy_without_upstream_keepalive_and_server_choice():
@@ -533,7 +594,7 @@ def test_workload_from_conf_writes_the_workload_file(tmp_path, capsys):
     assert cli.main(["workload", "--from-conf", str(DEBIAN), "--out", str(out)]) == 0
     doc = json.loads(out.read_text())
     assert doc["source"] == "nginx.conf" and doc["kind"] == "nginx-sizing workload"
-    assert doc["workload"]["features"] == {"access_log": 1.0, "open_file_cache_off": 1.0}
+    assert doc["workload"]["features"] == DEBIAN_FEATURES
     assert doc["configuration"]["chosen"].startswith("server _ ")
     said = capsys.readouterr().out
     assert "feature access_log x1 per request from your nginx.conf" in said
@@ -569,7 +630,7 @@ def test_request_parameters_carry_the_configuration():
     assert params["nginx_conf"] == str(DEBIAN) and params["ingress_nginx"] == ""
     again = SizingRequest.from_parameters(params)
     assert again == request
-    assert dict(again.workload().features) == {"access_log": 1.0, "open_file_cache_off": 1.0}
+    assert dict(again.workload().features) == DEBIAN_FEATURES
     assert SizingRequest().configuration() is None
 
 

@@ -141,7 +141,17 @@ FEATURES: tuple[Feature, ...] = (
         "together",
         ("tcp_nopush",),
     ),
+    Feature(
+        "try_files_check",
+        "one try_files candidate looked up on the file system per request (a stat, where no "
+        "open_file_cache holds the answer) before the file is served or the fallback taken",
+        ("try_files",),
+    ),
 )
+
+#: Features whose pairs' reference ran with other features on (the row is the cost on top of
+#: them): the model prices that reference request with them (`sizing.model.features`).
+REFERENCE_WITH: dict[str, tuple[str, ...]] = {"try_files_check": ("open_file_cache_off",)}
 
 #: Feature names, in order.
 FEATURE_NAMES: tuple[str, ...] = tuple(f.name for f in FEATURES)

@@ -238,6 +238,12 @@ def setups(file_bytes: int, path: str) -> dict[str, Setup]:
         "open_file_cache_off": Setup(extra=ConfExtra(server=("open_file_cache off;",))),
         "sendfile_off": Setup(extra=ConfExtra(server=("sendfile off;",))),
         "tcp_nopush_off": Setup(extra=ConfExtra(server=("tcp_nopush off;",))),
+        # Against the reference with no open_file_cache (NGINX's default; REFERENCE_WITH),
+        # where the check is a stat: with the cache on, the lookup is the cache's.
+        "try_files_check": Setup(
+            extra=ConfExtra(server=("open_file_cache off;", "try_files $uri =404;")),
+            reference_extra=ConfExtra(server=("open_file_cache off;",)),
+        ),
     }
 
 
@@ -606,6 +612,9 @@ SETUP_NOTES = {
     "combined line, the feature ingress-nginx's upstreaminfo line "
     "(`runners.calibrate.ingress.upstreaminfo_extras`): the longer line's extra "
     "alone, its reference request carrying a combined log line",
+    "try_files_check": "- try_files_check: both sides without open_file_cache (NGINX's "
+    "default, where the lookup is a stat), the feature with `try_files $uri =404` in its "
+    "server: one candidate looked up, the file found",
 }
 
 
@@ -650,6 +659,7 @@ def notes_md(
         "- Lua and njs rows measure a minimal handler (one variable read or a fixed response): "
         "real handlers do more",
         *_setup_notes(rows, (INGRESS_NGINX, INGRESS_NGINX_NO_METRICS, UPSTREAMINFO_LOG)),
+        *_setup_notes(rows, ("try_files_check",)),
         "- Over loopback the sender's kernel time includes delivering each segment to the "
         "receiving socket, so kernel costs hold part of the peer's receive path; the reference "
         "request, measured the same way in the same pairs, carries that too",

@@ -74,16 +74,17 @@ def run_precompute(args: argparse.Namespace) -> int:
 def feature_costs_table(path: str | None) -> str:
     """The measured feature costs and what each costs on the reference core, as a table."""
     from sizing.model.capacity import reference_request_us
-    from sizing.model.features import load_feature_costs, on_reference_core
+    from sizing.model.features import load_feature_costs, on_reference_core, reference_us
+    from trialtable.features import REFERENCE_WITH
 
     rows = []
     costs = load_feature_costs(path)
     for name, cost in costs.items():
-        core = on_reference_core(cost, reference_request_us(cost.reference, cost.file_bytes))
+        core = on_reference_core(cost, reference_us(cost, reference_request_us, costs))
         rows.append(
             [
                 name,
-                cost.reference,
+                " + ".join((cost.reference, *REFERENCE_WITH.get(name, ()))),
                 f"{cost.user_us:.2f}",
                 f"{cost.kernel_us:.2f}",
                 f"{core.user_us + core.kernel_us:.2f}",

@@ -31,6 +31,7 @@ from trialtable.features import (
     INGRESS_NGINX,
     INGRESS_NGINX_NO_METRICS,
     MEASURED,
+    REFERENCE_WITH,
 )
 from trialtable.fields import FieldError, printable
 from trialtable.files import read_bounded
@@ -201,6 +202,23 @@ def on_reference_core(
     return CoreCost(user, kernel, math.hypot(*parts), s)
 
 
+def reference_us(
+    cost: FeatureCost, model_ref_us: Callable[[str, int], float], table: Mapping[str, FeatureCost]
+) -> float:
+    """The cost model's price of the request ``cost``'s pairs measured it against [us].
+
+    The scenario's reference request, plus the features that reference ran with
+    (`trialtable.features.REFERENCE_WITH`), each on the reference core.
+    """
+    base = model_ref_us(cost.reference, cost.file_bytes)
+    extra = 0.0
+    for name in REFERENCE_WITH.get(cost.name, ()):
+        if (under := table.get(name)) is not None:
+            core = on_reference_core(under, model_ref_us(under.reference, under.file_bytes))
+            extra += core.user_us + core.kernel_us
+    return base + extra
+
+
 def behind_proxy(cost: FeatureCost, keepalive: FeatureCost | None) -> FeatureCost:
     """A ``proxy_*`` feature's cost for a workload whose scenario already proxies.
 
@@ -270,7 +288,7 @@ def feature_coefficients(
         if proxied:
             cost = behind_proxy(cost, table.get("proxy_keepalive"))
         k, k_sd, why = compute(cost) if compute is not None else (1.0, 0.0, "")
-        core = on_reference_core(cost, model_ref_us(cost.reference, cost.file_bytes), (k, k_sd))
+        core = on_reference_core(cost, reference_us(cost, model_ref_us, table), (k, k_sd))
         coefs[key] = _coefficient(key, cost, core, why)
         total = abs(core.user_us) + abs(core.kernel_us)
         user_share[key] = abs(core.user_us) / total if total > 0 else 0.0

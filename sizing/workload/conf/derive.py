@@ -103,6 +103,8 @@ SENDFILE_OFF = (
 #: A ``rewrite`` whose replacement starts so, or with one of these flags, redirects the client.
 REDIRECT_PREFIXES = ("http://", "https://", "$scheme")
 REDIRECT_FLAGS = ("redirect", "permanent")
+#: The longest ``try_files`` fallback URI or location regex followed (longer: not followed).
+MAX_URI = 1000
 #: Settings read and reported (not costed per request), with NGINX's defaults.
 SETTINGS = {
     "worker_processes": "1",
@@ -217,6 +219,86 @@ def choose(config: Config, server: str | None, location: str | None) -> tuple[Sc
     return Scope((main, http, srv, *chain)), text
 
 
+@dataclass(frozen=True)
+class Tried:
+    """A ``try_files`` of the chosen location, where it runs and whether its fallback was taken.
+
+    ``checks``: the candidates it looks up per sized request (every one when the fallback is
+    sized, else the first, which a file answers).
+    """
+
+    statement: Statement
+    scope: Scope
+    checks: int
+
+
+def _fallback_target(server: Statement, target: str) -> tuple[Statement, ...] | None:
+    """The location a ``try_files`` fallback (``@name`` or a URI) goes to, if one can tell."""
+    if target.startswith("@"):
+        return next(((s,) for s in _children(server, "location") if s.args == [target]), None)
+    path = target.split("?", 1)[0]
+    if not path.startswith("/") or "$" in path or len(path) > MAX_URI:
+        return None
+    return _match_location(server, path)
+
+
+def _match_location(server: Statement, path: str) -> tuple[Statement, ...] | None:
+    """The server's top-level location NGINX picks for ``path`` (nested ones not searched).
+
+    ``=`` exact; the longest prefix, final when ``^~``; else the first regex that matches; else
+    that prefix. A regex Python cannot read as NGINX's PCRE does is passed over.
+    """
+    prefix: tuple[int, Statement] | None = None
+    regexes = []
+    for loc in _children(server, "location"):
+        mod, arg = (loc.args[0], loc.args[-1]) if len(loc.args) == 2 else ("", loc.args[-1])
+        if mod == "=" and arg == path:
+            return (loc,)
+        if mod in ("", "^~") and path.startswith(arg) and (prefix is None or len(arg) > prefix[0]):
+            prefix = (len(arg), loc)
+        elif mod in ("~", "~*") and len(arg) <= MAX_URI:
+            regexes.append((loc, arg, re.IGNORECASE if mod == "~*" else 0))
+    if prefix is not None and prefix[1].args[0] == "^~":
+        return (prefix[1],)
+    for loc, pattern, flags in regexes:
+        try:
+            if re.search(pattern, path, flags):
+                return (loc,)
+        except re.error:
+            continue
+    return (prefix[1],) if prefix else None
+
+
+def follow(scope: Scope, chosen: str) -> tuple[Scope, str, Tried | None]:
+    """Where the requests of a static location with ``try_files`` are sized.
+
+    A location that passes nothing on and answers nothing itself, whose ``try_files`` falls
+    back to another location (``@app``, or a URI such as ``/index.php?$args``), serves only
+    the requests a file answers; the others go on. Sized as the fallback's location: requests
+    a file answers cost less, so the answer is on the safe side, and says so.
+    """
+    block = scope.blocks[-1]
+    tries = _children(block, "try_files")
+    if not tries or _passes(block) or _answers(block):
+        return scope, chosen, None
+    t = tries[-1]
+    files = max(1, len(t.args) - 1)
+    target = _fallback_target(scope.blocks[2], t.args[-1]) if t.args else None
+    if target is None or target[-1] is block:
+        return scope, chosen, Tried(t, scope, 1)
+    text = (
+        f"{chosen}; its try_files at {t.where} sends a request no file answers to location "
+        f"{' '.join(target[-1].args)} at {target[-1].where}: sized as that location (a request "
+        "a file answers costs less)"
+    )
+    return Scope((*scope.blocks[:3], *target)), text, Tried(t, scope, files)
+
+
+def _passes(block: Statement) -> bool:
+    """``block`` hands requests to an upstream (``proxy_pass``, ``fastcgi_pass`` ...)."""
+    return any(s.name.endswith("_pass") for s in block.block or ())
+
+
 def derive(config: Config, server: str | None = None, location: str | None = None) -> Reading:
     r"""The workload of the chosen server and location of ``config``.
 
@@ -231,7 +313,7 @@ def derive(config: Config, server: str | None = None, location: str | None = Non
         A location's path as written (``/``, ``/api/``, ``~ \.php$``'s last word); default
         ``/``.
     """
-    scope, chosen = choose(config, server, location)
+    scope, chosen, tried = follow(*choose(config, server, location))
     found = Found(SOURCE)
     _protocol(scope, found)
     _keepalive(scope, found)
@@ -241,6 +323,7 @@ def derive(config: Config, server: str | None = None, location: str | None = Non
     _handlers(scope, found)
     _ingress(scope, found)
     _files(scope, found)
+    _try_files(tried, found)
     _settings(scope, found)
     for s in scope.statements():
         if s.name in UNCOSTED:
@@ -257,21 +340,29 @@ def _protocol(scope: Scope, found: Found) -> None:
     """Protocol, HTTP/2, TLS key and resumption, from listen and ssl_* directives."""
     server = scope.blocks[2]
     listens = _children(server, "listen")
-    ssl = [s for s in listens if "ssl" in s.args]
+    ssl = [s for s in listens if "ssl" in s.args or "quic" in s.args]  # QUIC is always TLS
     ssl_on = scope.one("ssl")
-    on = ssl[0] if ssl else ssl_on if ssl_on and ssl_on.args == ["on"] else None
+    on = ssl[0] if ssl else ssl_on if ssl_on and _is_on(ssl_on) else None
     found.value("protocol", "https" if on else "http", on.where if on else server.where)
     if on is None:
         return
     if len(ssl) < len(listens):
         found.estimates.append("the server listens with and without TLS: sized as HTTPS")
     h2 = next((s for s in listens if "http2" in s.args), None) or scope.one("http2")
-    if h2 is not None and (h2.name == "listen" or h2.args == ["on"]):
+    if h2 is not None and (h2.name == "listen" or _is_on(h2)):
         found.value("http_version", "2", h2.where)
+    quic = next((s for s in listens if "quic" in s.args), None)
+    if quic is not None:
+        found.not_costed("listen quic (HTTP/3)", quic.where)
+        found.estimates.append(
+            f"HTTP/3 at {found.at(quic.where)}: the clients that use it are sized as over TCP; "
+            "QUIC encrypts each packet in user space and cannot use sendfile or TSO, so they "
+            "likely cost more (not measured)"
+        )
     _tls_key(scope, found)
     cache, tickets = scope.one("ssl_session_cache"), scope.one("ssl_session_tickets")
     cached = cache is not None and cache.args not in (["off"], ["none"])
-    ticketed = tickets is None or tickets.args == ["on"]  # NGINX's default: on
+    ticketed = tickets is None or _is_on(tickets)  # NGINX's default: on
     if cached or ticketed:
         where = (cache if cached and cache else tickets or server).where
         found.value("tls_resumption", RESUMPTION_ESTIMATE, where)
@@ -326,7 +417,7 @@ def _keepalive(scope: Scope, found: Found) -> None:
 
 def _gzip(scope: Scope, found: Found) -> None:
     on = scope.one("gzip")
-    if on is None or on.args != ["on"]:
+    if on is None or not _is_on(on):
         return
     types = [t for s in scope.lookup("gzip_types") for t in s.args]
     share = 1.0 if "*" in types else GZIP_SHARE_ESTIMATE
@@ -451,11 +542,17 @@ def _empty_without_upgrade(scope: Scope, value: str) -> bool:
 
 def _proxy(scope: Scope, found: Found) -> None:
     """proxy_pass: kept-alive upstream or a new connection per request; proxy_cache."""
-    passes = [s for s in scope.blocks[-1].block or () if s.name == "proxy_pass"]
+    block = scope.blocks[-1]
+    passes = [s for s in block.block or () if s.name == "proxy_pass"]
     if not passes:
-        found.value("scenario", "static", scope.blocks[-1].where)
-        if any(s.name.endswith("_pass") for s in scope.blocks[-1].block or ()):
-            found.value("scenario", "reverse_proxy", scope.blocks[-1].where)
+        passes = [s for i in _children(block, "if") for s in _children(i, "proxy_pass")]
+        if passes:
+            found.estimates.append(
+                f"proxy_pass under if at {found.at(passes[-1].where)}: sized as if every "
+                "request were proxied (those its condition leaves are served otherwise)"
+            )
+    if not passes:
+        found.value("scenario", "reverse_proxy" if _passes(block) else "static", block.where)
         return
     p = passes[-1]
     target = p.args[0] if p.args else ""
@@ -637,9 +734,29 @@ def _files(scope: Scope, found: Found) -> None:
         )
 
 
+def _try_files(tried: Tried | None, found: Found) -> None:
+    """``try_files`` looks each candidate up on the file system unless open_file_cache holds it."""
+    if tried is None:
+        return
+    where = _left_off(tried.scope, "open_file_cache")
+    if where is None:
+        return
+    found.feature("try_files_check", float(tried.checks), tried.statement.where)
+    found.estimates.append(
+        f"try_files at {found.at(tried.statement.where)} with open_file_cache off: "
+        f"{tried.checks} candidate(s) looked up per request, priced as the measured "
+        "try_files_check"
+    )
+
+
 def _is_off(s: Statement) -> bool:
     """An on/off directive set off (nginx reads the flag in any case)."""
     return bool(s.args) and s.args[0].lower() == "off"
+
+
+def _is_on(s: Statement) -> bool:
+    """An on/off directive set on (``ssl``, ``http2``, ``gzip`` ...: in any case, as nginx)."""
+    return bool(s.args) and s.args[0].lower() == "on"
 
 
 def _left_off(scope: Scope, directive: str) -> str | None:
