@@ -687,6 +687,8 @@ class _CpuPart:
     notes: list[str]
     profile: str
     log_cap: tuple[float, str] = (math.inf, "")
+    #: What a core's second thread adds for this request (1: one thread per core).
+    gain: float = 1.0
 
 
 @dataclass
@@ -876,9 +878,11 @@ def _cpu_part(
     )
     notes += cost.notes
     speed, speed_line = src.speed, src.line
+    gain = base_gain if tpc == 2 else 1.0
     if tpc == 2 and user_share:
         factor, why = thread_gain(cost, user_share, base_gain)
         speed, speed_line = speed * factor, speed_line + (f"; {why}" if why else "")
+        gain *= factor
     basis = f"one worker of profile {used.name}" if prof is not None else "the reference core"
     return _CpuPart(
         plat=plat,
@@ -893,6 +897,7 @@ def _cpu_part(
         notes=notes,
         profile=prof.name if prof is not None else "",
         log_cap=container_log_cap(work, src.speed, model),
+        gain=gain,
     )
 
 
@@ -908,8 +913,11 @@ def _per_vcpus(
 
     Past `costmodel.SEED_MAX_WORKERS` workers, where each added worker costs every worker
     some speed (`large_scaling`), NGINX is run with the worker count of the table's points
-    (or all vCPUs) that serves most under the SLA: more vCPUs never serve less.
+    (or all vCPUs) that serves most under the SLA: more vCPUs never serve less. A workload
+    that names fewer workers than ``vcpus`` (``worker_processes``) runs those (`_configured`).
     """
+    if 0 < work.workers < vcpus:
+        return _configured(part, vcpus, work, model)
     best = _at_workers(part, vcpus, work, model)
     for workers in (costmodel.SEED_MAX_WORKERS, *sorted(LARGE_SCALING[0])):
         if workers < vcpus:
@@ -918,6 +926,29 @@ def _per_vcpus(
                 note = f"; {workers} of the {vcpus} vCPUs run workers (more serve less)"
                 best = (*alt[:4], alt[4] + note, *alt[5:])
     return best
+
+
+def _configured(part: _CpuPart, vcpus: int, work: Workload, model: ModelInputs) -> _AtWorkers:
+    """`_per_vcpus` with the workload's ``workers`` on an instance of more vCPUs.
+
+    The other vCPUs serve nothing (the kernel's share of the network work that runs on them
+    is not counted: the safe side). With two threads per core the scheduler spreads the
+    workers over the cores first: a worker alone on its core runs at ``2 / gain`` of a vCPU
+    whose sibling is busy (``gain``: what the second thread adds for this request).
+    """
+    w = work.workers
+    tpc = part.plat.threads_per_core
+    paired = 2 * max(0, w - vcpus // tpc) if tpc == 2 else 0
+    alone = w - paired
+    boost = (alone * 2.0 / part.gain + paired) / w if tpc == 2 else 1.0
+    found = _at_workers(replace(part, per_vcpu=part.per_vcpu * boost), w, work, model)
+    note = f"; only {w} of the {vcpus} vCPUs run workers (worker_processes)"
+    if tpc == 2 and alone:
+        note += (
+            f", {alone} alone on a core: x{2.0 / part.gain:.2f} the speed of a vCPU whose "
+            "sibling is busy"
+        )
+    return (*found[:4], found[4] + note, *found[5:])
 
 
 def _at_workers(

@@ -28,6 +28,10 @@ ENVIRONMENTS = ("bare-metal", "vm", "kubernetes")
 JWT_KINDS = ("none", "rs256", "es256")
 
 
+#: The most NGINX worker processes a workload may name (nginx's own limit is memory).
+MAX_WORKERS = 4096
+
+
 @dataclass(frozen=True)
 class Workload:
     """The traffic one fleet serves.
@@ -73,6 +77,9 @@ class Workload:
     upstream_time_wait : int
         Upstream addresses a proxy closes its new connections to itself, so that it holds
         their TIME_WAIT (`sizing.model.ports`); 0 (default): none.
+    workers : int
+        NGINX worker processes per instance (``worker_processes``); 0 (default): one per vCPU
+        (``auto``). Fewer than an instance's vCPUs leave the others idle.
     """
 
     scenario: str = "static"
@@ -92,6 +99,7 @@ class Workload:
     features: tuple[tuple[str, float], ...] = ()
     uncosted: tuple[str, ...] = ()
     upstream_time_wait: int = 0
+    workers: int = 0
 
     def __post_init__(self) -> None:
         if self.scenario not in SCENARIOS:
@@ -112,6 +120,9 @@ class Workload:
         tw = self.upstream_time_wait
         if not (isinstance(tw, int) and not isinstance(tw, bool) and 0 <= tw <= 1_000_000):
             raise InputError(f"upstream addresses must be a count >= 0, got {tw!r}")
+        w = self.workers
+        if not (isinstance(w, int) and not isinstance(w, bool) and 0 <= w <= MAX_WORKERS):
+            raise InputError(f"workers must be a count from 0 (one per vCPU) to {MAX_WORKERS}")
         for name in ("tls_resumption", "gzip"):
             v = getattr(self, name)
             if not (isinstance(v, int | float) and 0 <= v <= 1):
@@ -192,6 +203,8 @@ class Workload:
                 f"the proxy closes its upstream connections ({self.upstream_time_wait} "
                 "address(es)) and holds their TIME_WAIT"
             )
+        if self.workers:
+            parts.append(f"{self.workers} NGINX worker(s) per instance")
         parts.append(f"on {self.environment}")
         return ", ".join(parts)
 
@@ -220,6 +233,8 @@ class Workload:
             out["uncosted"] = list(self.uncosted)
         if self.upstream_time_wait:
             out["upstream_time_wait"] = self.upstream_time_wait
+        if self.workers:
+            out["workers"] = self.workers
         return out
 
 

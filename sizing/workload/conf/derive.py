@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from sizing.errors import InputError
 from sizing.workload.conf.load import Config, Statement
-from sizing.workload.conf.reading import Found, Reading, read_count
+from sizing.workload.conf.reading import Found, Reading, read_count, read_workers
 from sizing.workload.value import Workload
 from trialtable.features import (
     COMBINED_FORMAT,
@@ -324,6 +324,7 @@ def derive(config: Config, server: str | None = None, location: str | None = Non
     _ingress(scope, found)
     _files(scope, found)
     _try_files(tried, found)
+    _workers(scope, found)
     _settings(scope, found)
     for s in scope.statements():
         if s.name in UNCOSTED:
@@ -747,6 +748,22 @@ def _try_files(tried: Tried | None, found: Found) -> None:
         f"{tried.checks} candidate(s) looked up per request, priced as the measured "
         "try_files_check"
     )
+
+
+def _workers(scope: Scope, found: Found) -> None:
+    """``worker_processes``: how many of an instance's vCPUs NGINX serves on (``auto``: all)."""
+    s = next(iter(_children(scope.blocks[0], "worker_processes")), None)
+    if s is None:
+        found.value("workers", 1, "worker_processes: NGINX's default 1")
+        found.estimates.append(
+            "worker_processes not set: NGINX runs one worker process (its default), so each "
+            "instance serves on one vCPU; 'worker_processes auto;' runs one per vCPU"
+        )
+        return
+    if s.args == ["auto"]:
+        return
+    count = read_workers(s.args[0] if s.args else "", f"{s.where}: worker_processes")
+    found.value("workers", count, s.where)
 
 
 def _is_off(s: Statement) -> bool:

@@ -44,7 +44,7 @@ from sizing.workload.conf.derive import (
     STDOUT,
     format_share,
 )
-from sizing.workload.conf.reading import MAX_COUNT, Found, Reading, read_count
+from sizing.workload.conf.reading import MAX_COUNT, Found, Reading, read_count, read_workers
 from sizing.workload.value import Workload
 from trialtable.features import UPSTREAMINFO_FORMAT, UPSTREAMINFO_LOG
 from trialtable.files import read_bounded
@@ -342,6 +342,9 @@ def _ingress_values(data: dict[str, str], found: Found, at: Callable[[str], str]
             f"gzip on {GZIP_SHARE_ESTIMATE:.0%} of the response bytes: the share of "
             "responses of the gzip-types is unknown"
         )
+    workers, where = data.get("worker-processes", "auto").strip(), at("worker-processes")
+    if workers != "auto":
+        found.value("workers", read_workers(workers, where), where)
     kept = "proxy_keepalive" if upstream > 0 else "proxy_new_connection"
     found.feature(kept, 1.0, at("upstream-keepalive-connections"))
 

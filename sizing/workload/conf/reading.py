@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sizing.errors import InputError, printable
-from sizing.workload.value import Workload
+from sizing.workload.value import MAX_WORKERS, Workload
 from trialtable.fields import Field, FieldError
 from trialtable.jsonvalue import JsonObject
 
@@ -38,6 +38,17 @@ def read_count(text: str, where: str, low: int = 0) -> int:
         )
         raise InputError(f"{where} is {shown!r}: {why}") from None
     return int(value or 0)
+
+
+def read_workers(text: str, where: str) -> int:
+    """A count of NGINX workers (``worker_processes``, the controller's ``worker-processes``).
+
+    A whole number from 1 to `MAX_WORKERS`, else InputError naming ``where``.
+    """
+    count = read_count(text, where, low=1)
+    if count > MAX_WORKERS:
+        raise InputError(f"{where} is {count}: more than {MAX_WORKERS} workers")
+    return count
 
 
 @dataclass
