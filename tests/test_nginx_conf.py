@@ -20,6 +20,7 @@ from sizing.cli import main as cli
 from sizing.errors import InputError
 from sizing.request import SizingRequest
 from sizing.workload.conf import read
+from sizing.workload.conf.derive import _tame
 from sizing.workload.conf.load import MAX_GLOB_MATCHES, MAX_LINE_BYTES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -176,6 +177,8 @@ def test_try_files_sizes_where_a_request_no_file_answers_goes(tmp_path):
     # A fallback its own location serves, or none that exists: a static location.
     assert features(conf, location="/spa/") == {"open_file_cache_off": 1.0, "try_files_check": 1.0}
     assert features(conf, location="/gone/") == {"open_file_cache_off": 1.0, "try_files_check": 1.0}
+    why = read(str(conf), location="/gone/").found.estimates
+    assert any("its fallback '@nowhere' is not followed" in e for e in why)
     assert features(conf, location="/cached/") == {"proxy_keepalive": 1.0}  # the cache answers
     under_if = read(str(conf), location="/if/")
     assert under_if.workload.scenario == "reverse_proxy"
@@ -206,6 +209,21 @@ def test_http3_is_named_not_costed(tmp_path):
     assert r.workload.uncosted == (f"listen quic (HTTP/3) ({conf}:7)",)
     assert any(e.startswith("HTTP/3 at ") for e in r.found.estimates)
     assert not any("with and without TLS" in e for e in r.found.estimates)
+
+
+def test_a_costly_location_regex_is_passed_over_not_tried(tmp_path):
+    conf = tmp_path / "nginx.conf"
+    conf.write_text(
+        "events {}\nhttp {\n access_log off;\n server {\n  listen 80;\n"
+        f"  location / {{ try_files $uri /{'a' * 60}!; }}\n"
+        "  location ~ ^/(a+)+$ { proxy_pass http://10.0.0.1; }\n"
+        "  location ~ a*a*a*a*b { proxy_pass http://10.0.0.2; }\n }\n}\n"
+    )
+    r = read(str(conf))  # returns at once: neither pattern is run on the 61-character path
+    assert r.workload.scenario == "static"  # NGINX's longest prefix, / itself
+    assert not _tame("^/(a+)+$") and not _tame("a*a*a*a*b") and not _tame("x" * 201)
+    assert _tame(r"\.php$") and _tame(r"^/index\.php(/|$)") and _tame(r"\.(jpe?g|png)$")
+    assert _tame(r"\(a+\)+")  # escaped parentheses are characters, not a group
 
 
 def test_proxy_without_upstream_keepalive_and_server_choice():

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from sizing.errors import InputError
+from sizing.errors import InputError, printable
 from sizing.workload.conf.load import Config, Statement
 from sizing.workload.conf.reading import Found, Reading, read_count, read_workers
 from sizing.workload.value import Workload
@@ -104,7 +104,13 @@ SENDFILE_OFF = (
 REDIRECT_PREFIXES = ("http://", "https://", "$scheme")
 REDIRECT_FLAGS = ("redirect", "permanent")
 #: The longest ``try_files`` fallback URI or location regex followed (longer: not followed).
-MAX_URI = 1000
+MAX_URI = 200
+#: A location regex is tried on a fallback URI only if it has at most this many repeats
+#: (``*``, ``+``, ``{``) and none on a group: a config is data, and a pattern that could
+#: backtrack for minutes on a short path (``(a+)+$``) is passed over instead.
+MAX_REPEATS = 3
+_REPEAT = re.compile(r"(?<!\\)[*+{]")
+_GROUP_REPEAT = re.compile(r"(?<!\\)\)[*+?{]")
 #: Settings read and reported (not costed per request), with NGINX's defaults.
 SETTINGS = {
     "worker_processes": "1",
@@ -224,12 +230,14 @@ class Tried:
     """A ``try_files`` of the chosen location, where it runs and whether its fallback was taken.
 
     ``checks``: the candidates it looks up per sized request (every one when the fallback is
-    sized, else the first, which a file answers).
+    sized, else the first, which a file answers); ``unfollowed``: a fallback that could not be
+    followed.
     """
 
     statement: Statement
     scope: Scope
     checks: int
+    unfollowed: str = ""
 
 
 def _fallback_target(server: Statement, target: str) -> tuple[Statement, ...] | None:
@@ -256,7 +264,7 @@ def _match_location(server: Statement, path: str) -> tuple[Statement, ...] | Non
             return (loc,)
         if mod in ("", "^~") and path.startswith(arg) and (prefix is None or len(arg) > prefix[0]):
             prefix = (len(arg), loc)
-        elif mod in ("~", "~*") and len(arg) <= MAX_URI:
+        elif mod in ("~", "~*") and _tame(arg):
             regexes.append((loc, arg, re.IGNORECASE if mod == "~*" else 0))
     if prefix is not None and prefix[1].args[0] == "^~":
         return (prefix[1],)
@@ -267,6 +275,15 @@ def _match_location(server: Statement, path: str) -> tuple[Statement, ...] | Non
         except re.error:
             continue
     return (prefix[1],) if prefix else None
+
+
+def _tame(pattern: str) -> bool:
+    """``pattern`` is short, repeats little and repeats no group (`MAX_REPEATS`)."""
+    return (
+        len(pattern) <= MAX_URI
+        and len(_REPEAT.findall(pattern)) <= MAX_REPEATS
+        and not _GROUP_REPEAT.search(pattern)
+    )
 
 
 def follow(scope: Scope, chosen: str) -> tuple[Scope, str, Tried | None]:
@@ -285,7 +302,8 @@ def follow(scope: Scope, chosen: str) -> tuple[Scope, str, Tried | None]:
     files = max(1, len(t.args) - 1)
     target = _fallback_target(scope.blocks[2], t.args[-1]) if t.args else None
     if target is None or target[-1] is block:
-        return scope, chosen, Tried(t, scope, 1)
+        lost = t.args[-1] if target is None and t.args and t.args[-1][:1] != "=" else ""
+        return scope, chosen, Tried(t, scope, 1, lost)
     text = (
         f"{chosen}; its try_files at {t.where} sends a request no file answers to location "
         f"{' '.join(target[-1].args)} at {target[-1].where}: sized as that location (a request "
@@ -739,6 +757,13 @@ def _try_files(tried: Tried | None, found: Found) -> None:
     """``try_files`` looks each candidate up on the file system unless open_file_cache holds it."""
     if tried is None:
         return
+    if tried.unfollowed:
+        found.estimates.append(
+            f"try_files at {found.at(tried.statement.where)}: its fallback "
+            f"{printable(tried.unfollowed[:60])!r} is not followed (a URI in variables, no "
+            "location that matches, or a regex passed over as too costly to try): sized as "
+            "this location"
+        )
     where = _left_off(tried.scope, "open_file_cache")
     if where is None:
         return
