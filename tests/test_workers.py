@@ -10,6 +10,7 @@ from sizing.catalog.load import load_catalog
 from sizing.errors import InputError
 from sizing.model.capacity import instance_capacity
 from sizing.workload.conf import read
+from sizing.workload.conf.reading import answer_notes
 from sizing.workload.value import MAX_WORKERS, Workload
 
 CATALOG = {i.instance_type: i for i in load_catalog()}
@@ -32,6 +33,10 @@ def test_worker_processes_as_nginx_reads_it(tmp_path):
     unset = read(str(_conf(tmp_path, "")))  # NGINX's compiled-in default is one worker
     assert unset.workload.workers == 1
     assert any(e.startswith("worker_processes not set") for e in unset.found.estimates)
+    said = "1 NGINX worker(s) from your nginx.conf (worker_processes: NGINX's default 1)"
+    assert any(n.startswith(said) for n in answer_notes(unset, ()))
+    auto = read(str(_conf(tmp_path, "worker_processes auto;\n")))
+    assert not any("worker(s)" in n for n in answer_notes(auto, ()))
 
 
 @pytest.mark.parametrize("value", ["0", "-2", "two", "1.5", str(MAX_WORKERS + 1)])

@@ -177,6 +177,12 @@ def answer_notes(reading: Reading, priced: Collection[str]) -> list[str]:
         out.append("features read with no measured cost (the range widens): " + ", ".join(unpriced))
     if w.uncosted:
         out.append("directives not costed (the range widens): " + ", ".join(w.uncosted))
+    if w.workers:
+        where = reading.found.provenance.get("workers", reading.found.source)
+        out.append(
+            f"{w.workers} NGINX worker(s) from {where}: an instance serves on at most "
+            f"{w.workers} of its vCPUs ('worker_processes auto;' uses them all)"
+        )
     if "metrics" in reading.found.settings:  # an ingress-nginx controller's: which was priced
         out.append(f"ingress-nginx metrics: {reading.found.settings['metrics']}")
     return [printable(line) for line in out]
