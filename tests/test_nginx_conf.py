@@ -32,6 +32,7 @@ CONFS = (
     "proxy-new-connection.conf",
     "lua-njs.conf",
     "ingress-rendered.conf",
+    "app-fallback.conf",
 )
 
 
@@ -209,6 +210,22 @@ def test_http3_is_named_not_costed(tmp_path):
     assert r.workload.uncosted == (f"listen quic (HTTP/3) ({conf}:7)",)
     assert any(e.startswith("HTTP/3 at ") for e in r.found.estimates)
     assert not any("with and without TLS" in e for e in r.found.estimates)
+
+
+def test_applications_behind_their_static_files():
+    conf = DATA / "app-fallback.conf"
+    node = read(str(conf), server="app.example.com")
+    assert node.workload.scenario == "reverse_proxy" and "location @node at" in node.chosen
+    assert dict(node.workload.features) == {
+        "access_log": 1.0,
+        "proxy_keepalive": 1.0,
+        "try_files_check": 1.0,
+    }
+    php = read(str(conf), server="php.example.com")
+    assert php.workload.scenario == "reverse_proxy" and "location ~ \\.php$ at" in php.chosen
+    assert dict(php.workload.features) == {"access_log": 1.0, "try_files_check": 2.0}
+    assert php.workload.uncosted == (f"fastcgi_pass ({conf}:54)",)
+    assert node.workload.workers == php.workload.workers == 0  # worker_processes auto
 
 
 def test_a_costly_location_regex_is_passed_over_not_tried(tmp_path):
