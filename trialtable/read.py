@@ -148,9 +148,9 @@ def read_rows(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
         )
     text = data.decode("utf-8")
     # A field may be as long as the file is allowed to be (a run on 100,000 vCPUs lists them
-    # all in server_cpus): csv's default limit of 128 kB would refuse a row runners wrote.
-    if csv.field_size_limit() < TRIALS_MAX_BYTES:
-        csv.field_size_limit(TRIALS_MAX_BYTES)
+    # all in server_cpus): csv's default limit of 128 kB would refuse a row runners wrote. The
+    # limit is the csv module's, for every reader in the process: it is put back after.
+    limit = csv.field_size_limit(max(csv.field_size_limit(), TRIALS_MAX_BYTES))
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
         header = next(reader)
@@ -158,6 +158,8 @@ def read_rows(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
         records = list(reader)
     except csv.Error as exc:
         raise _error(folder, f"trials.csv:{reader.line_num}", f"is not CSV ({exc})") from None
+    finally:
+        csv.field_size_limit(limit)
     run_id = folder.resolve().name
     rows = []
     for n, fields in enumerate(records, start=2):
