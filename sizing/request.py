@@ -131,6 +131,13 @@ def share(text: str) -> float:
     return value
 
 
+def gzip_level(text: str) -> int:
+    """A zlib level, 1-9 (``gzip_comp_level``)."""
+    if text.strip() not in tuple("123456789"):
+        raise argparse.ArgumentTypeError(f"{text[:20]!r}: a gzip level is a whole number 1-9")
+    return int(text)
+
+
 def family_groups(text: str) -> tuple[str, ...]:
     """``hpc,gpu`` -> the family groups (`sizing.catalog.providers.FAMILY_GROUPS`, or all)."""
     from sizing.catalog.providers import FAMILY_GROUPS
@@ -359,6 +366,16 @@ class SizingRequest:
             "share of the response bytes NGINX gzip-compresses on the fly (default 0)",
             parse=share,
             metavar="FRACTION",
+            commands=WORKLOAD,
+        ),
+    )
+    gzip_level: int = option(
+        1,
+        Cli(
+            "--gzip-level",
+            "zlib level of that compression, 1-9 (gzip_comp_level; default 1, NGINX's)",
+            parse=gzip_level,
+            metavar="N",
             commands=WORKLOAD,
         ),
     )
@@ -770,6 +787,7 @@ class SizingRequest:
             tls_resumption=self.tls_resumption,
             tls_key=self.tls_key,
             gzip=self.gzip,
+            gzip_level=self.gzip_level,
             size_mix=self.size_mix,
             http_version=self.http_version,
             burst_network=self.network == "burst",

@@ -24,11 +24,12 @@ from sizing.catalog import aws, egress, load
 from sizing.catalog.rows import BUILD_COLUMNS
 from sizing.errors import InputError
 from sizing.fitting import cloudtruth
-from sizing.model import crypto
+from sizing.model import crypto, gzip
 from sizing.paths import DATA_DIR
 from sizing.workload import accesslog
 from trialtable.fields import MAX_NUMBER_TEXT, Field, FieldError
 from trialtable.folder import HISTOGRAM, RunFolder, RunFolderError, new_run_id, outstanding
+from trialtable.zlib import ZLIB_LEVELS
 
 FAST = settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
@@ -185,6 +186,11 @@ KINDS = {
         DATA_DIR / "catalog" / "egress.csv",
         [egress.EGRESS[n] for n in ("from_gib", "to_gib", "usd_per_gib")],
         egress.read_egress,
+    ),
+    "zlib levels": (
+        gzip.ZLIB_LEVELS_PATH,
+        [ZLIB_LEVELS[n] for n in ("level", "cpu_vs_level1", "output_vs_level1")],
+        gzip.load_levels,
     ),
     "burst": (
         aws.DEFAULT_BURST_TABLE,

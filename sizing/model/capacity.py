@@ -161,7 +161,7 @@ def bytes_per_response(file_bytes: float, protocol: str) -> float:
 
 
 def _wire_per_request(work: Workload) -> float:
-    ratio = costmodel.ESTIMATES["gzip_ratio"][0]
+    ratio = costmodel.gzip_ratio(work)
     return sum(
         w * bytes_per_response(s * (1 - work.gzip) + s * work.gzip * ratio, work.protocol)
         for s, w in work.sizes
@@ -226,7 +226,7 @@ def packets_per_request(work: Workload) -> float:
     requests a second and put seed 002's published c7gn / c6gn proxy ratios (1.52-1.68, and
     1.06-1.17 per dollar) at 2.00 and 1.38 (`benchmarks/bench_fidelity.py`, part 3).
     """
-    ratio = costmodel.ESTIMATES["gzip_ratio"][0]
+    ratio = costmodel.gzip_ratio(work)
     per_conn = costmodel.connection_packets(work.protocol == "https") * work.connections_per_request
     total = 0.0
     for s, w in work.sizes:

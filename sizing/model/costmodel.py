@@ -114,6 +114,13 @@ ESTIMATES: dict[str, tuple[float, str]] = {
 }
 
 
+def gzip_ratio(work: Workload) -> float:
+    """The share of its size a response gzipped on the fly keeps, at the workload's level."""
+    from sizing.model.gzip import level_effect
+
+    return ESTIMATES["gzip_ratio"][0] * level_effect(work.gzip_level).output
+
+
 #: Log-scale sd the CPU time's range widens by per directive or feature the model cannot cost.
 UNCOSTED_SD = (
     0.10,
@@ -310,7 +317,7 @@ def cpu_us_per_request(
 
     per_conn = work.connections_per_request
     gz = work.gzip
-    ratio = ESTIMATES["gzip_ratio"][0]
+    ratio = gzip_ratio(work)
     packets = 0.0
     amounts: dict[str, float] = {}
     for size, weight in work.sizes:
@@ -331,6 +338,12 @@ def cpu_us_per_request(
         if work.scenario in PROXIED:
             # The upstream leg: plain HTTP over a keep-alive pool, the body uncompressed.
             packets += weight * packets_per_request(size, False, math.inf)
+    if amounts.get("gzip_byte_ns") and work.gzip_level != 1:
+        from sizing.model.gzip import level_effect
+
+        effect = level_effect(work.gzip_level)
+        amounts["gzip_byte_ns"] *= effect.cpu
+        notes.append(f"gzip_byte_ns x{effect.cpu:.2f}: {effect.source}")
     for name, amount in amounts.items():
         if name == "tls_body_us" and prof.coef(name) is None:
             # Only a calibrated profile separates it (HTTPS reads and encrypts a body that

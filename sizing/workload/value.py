@@ -77,6 +77,9 @@ class Workload:
     upstream_time_wait : int
         Upstream addresses a proxy closes its new connections to itself, so that it holds
         their TIME_WAIT (`sizing.model.ports`); 0 (default): none.
+    gzip_level : int
+        zlib's level for ``gzip`` (``gzip_comp_level``, 1-9; default 1, NGINX's): its CPU per
+        byte and output size against level 1 are measured (`sizing.model.gzip`).
     workers : int
         NGINX worker processes per instance (``worker_processes``); 0 (default): one per vCPU
         (``auto``). Fewer than an instance's vCPUs leave the others idle.
@@ -100,6 +103,7 @@ class Workload:
     uncosted: tuple[str, ...] = ()
     upstream_time_wait: int = 0
     workers: int = 0
+    gzip_level: int = 1
 
     def __post_init__(self) -> None:
         if self.scenario not in SCENARIOS:
@@ -120,6 +124,9 @@ class Workload:
         tw = self.upstream_time_wait
         if not (isinstance(tw, int) and not isinstance(tw, bool) and 0 <= tw <= 1_000_000):
             raise InputError(f"upstream addresses must be a count >= 0, got {tw!r}")
+        g = self.gzip_level
+        if not (isinstance(g, int) and not isinstance(g, bool) and 1 <= g <= 9):
+            raise InputError(f"the gzip level must be a whole number from 1 to 9, got {g!r}")
         w = self.workers
         if not (isinstance(w, int) and not isinstance(w, bool) and 0 <= w <= MAX_WORKERS):
             raise InputError(f"workers must be a count from 0 (one per vCPU) to {MAX_WORKERS}")
@@ -191,7 +198,8 @@ class Workload:
             if self.protocol == "https":
                 parts.append(f"{self.tls_key} key, {self.tls_resumption:.0%} resumed")
         if self.gzip:
-            parts.append(f"gzip on {self.gzip:.0%} of bytes")
+            level = f" at level {self.gzip_level}" if self.gzip_level != 1 else ""
+            parts.append(f"gzip on {self.gzip:.0%} of bytes{level}")
         if self.jwt != "none":
             parts.append(f"JWT {self.jwt.upper()} checked per request")
         if self.features:
@@ -235,6 +243,8 @@ class Workload:
             out["upstream_time_wait"] = self.upstream_time_wait
         if self.workers:
             out["workers"] = self.workers
+        if self.gzip_level != 1:
+            out["gzip_level"] = self.gzip_level
         return out
 
 

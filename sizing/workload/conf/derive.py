@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from sizing.errors import InputError, printable
 from sizing.workload.conf.load import Config, Statement
-from sizing.workload.conf.reading import Found, Reading, read_count, read_workers
+from sizing.workload.conf.reading import Found, Reading, read_count, read_level, read_workers
 from sizing.workload.value import Workload
 from trialtable.features import (
     COMBINED_FORMAT,
@@ -442,10 +442,13 @@ def _gzip(scope: Scope, found: Found) -> None:
     share = 1.0 if "*" in types else GZIP_SHARE_ESTIMATE
     found.value("gzip", share, on.where)
     level = scope.one("gzip_comp_level")
+    if level is not None:
+        found.value(
+            "gzip_level", read_level(level.args[0] if level.args else "", level.where), level.where
+        )
     found.estimates.append(
         f"gzip on {share:.0%} of the response bytes: the share of responses of the types "
-        f"{' '.join(types) or 'text/html (default)'} is unknown; level "
-        f"{level.args[0] if level else '1 (default)'}"
+        f"{' '.join(types) or 'text/html (default)'} is unknown"
     )
 
 

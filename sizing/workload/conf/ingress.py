@@ -44,7 +44,14 @@ from sizing.workload.conf.derive import (
     STDOUT,
     format_share,
 )
-from sizing.workload.conf.reading import MAX_COUNT, Found, Reading, read_count, read_workers
+from sizing.workload.conf.reading import (
+    MAX_COUNT,
+    Found,
+    Reading,
+    read_count,
+    read_level,
+    read_workers,
+)
 from sizing.workload.value import Workload
 from trialtable.features import UPSTREAMINFO_FORMAT, UPSTREAMINFO_LOG
 from trialtable.files import read_bounded
@@ -338,6 +345,8 @@ def _ingress_values(data: dict[str, str], found: Found, at: Callable[[str], str]
         )
     if _flag(data, "use-gzip"):
         found.value("gzip", GZIP_SHARE_ESTIMATE, at("use-gzip"))
+        level = data.get("gzip-level", DEFAULTS["gzip-level"][0])
+        found.value("gzip_level", read_level(level, at("gzip-level")), at("gzip-level"))
         found.estimates.append(
             f"gzip on {GZIP_SHARE_ESTIMATE:.0%} of the response bytes: the share of "
             "responses of the gzip-types is unknown"

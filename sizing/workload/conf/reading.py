@@ -51,6 +51,14 @@ def read_workers(text: str, where: str) -> int:
     return count
 
 
+def read_level(text: str, where: str) -> int:
+    """A gzip level (``gzip_comp_level``, the controller's ``gzip-level``): 1-9, as zlib's."""
+    level = read_count(text, f"{where}: gzip level", low=1)
+    if level > 9:
+        raise InputError(f"{where}: gzip level is {level}: zlib's levels are 1 to 9")
+    return level
+
+
 @dataclass
 class Found:
     """What a reader collects while it reads (mutable; `Reading` is its frozen result).
