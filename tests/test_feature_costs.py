@@ -154,6 +154,14 @@ def test_a_reference_measured_with_a_feature_on_is_priced_with_it():
     assert tried is not None and tried.reference_extra == off.extra
 
 
+def test_the_header_in_a_segment_of_its_own_is_one_packet_more():
+    from sizing.model.capacity import packets_per_request
+
+    plain = packets_per_request(Workload(protocol="http"))
+    apart = Workload(protocol="http", features=(("tcp_nopush_off", 0.5),))
+    assert packets_per_request(apart) == plain + 0.5
+
+
 def test_a_feature_counts_times_per_request():
     one, _ = _cost(Workload(protocol="http", features=(("access_log", 1.0),)))
     half, _ = _cost(Workload(protocol="http", features=(("access_log", 0.5),)))

@@ -224,7 +224,9 @@ def packets_per_request(work: Workload) -> float:
     (none when connections are kept alive for good). A proxy's upstream exchange is not
     counted against the budget: counted, it would cap a 16-vCPU c6gn proxy at 275,000
     requests a second and put seed 002's published c7gn / c6gn proxy ratios (1.52-1.68, and
-    1.06-1.17 per dollar) at 2.00 and 1.38 (`benchmarks/bench_fidelity.py`, part 3).
+    1.06-1.17 per dollar) at 2.00 and 1.38 (`benchmarks/bench_fidelity.py`, part 3). With
+    ``tcp_nopush`` off (the ``tcp_nopush_off`` feature) the header leaves in a segment of its
+    own before the file: one packet more for each response it applies to.
     """
     ratio = costmodel.gzip_ratio(work)
     per_conn = costmodel.connection_packets(work.protocol == "https") * work.connections_per_request
@@ -232,7 +234,7 @@ def packets_per_request(work: Workload) -> float:
     for s, w in work.sizes:
         wire = bytes_per_response(s * (1 - work.gzip) + s * work.gzip * ratio, work.protocol)
         total += w * (_exchange_packets(wire) + per_conn)
-    return total
+    return total + work.feature("tcp_nopush_off")
 
 
 def _exchange_packets(wire_bytes: float) -> float:
