@@ -158,6 +158,10 @@ def workers_cap(cpu: float, cpu_peak: float, workers: int, vcpus: int) -> float:
     Each worker runs on at most one vCPU, so NGINX gets at most ``workers / vcpus`` of the
     instance's CPU peak ``cpu_peak`` [1/s]; ``cpu`` is its peak before the cap (after any
     same-host client's share). With as many workers as vCPUs (or more) nothing changes.
+    `sizing.model.capacity` caps a workload's ``workers`` otherwise (a worker alone on a
+    hyper-threaded core runs faster there); the rows capped here are one worker on
+    Graviton and Altra, a thread per core, where the two agree, and the cap must come after
+    the share a load generator on the same VM takes, which the model does not size.
     """
     if workers >= vcpus:
         return cpu

@@ -133,9 +133,14 @@ def share(text: str) -> float:
 
 def gzip_level(text: str) -> int:
     """A zlib level, 1-9 (``gzip_comp_level``)."""
-    if text.strip() not in tuple("123456789"):
-        raise argparse.ArgumentTypeError(f"{text[:20]!r}: a gzip level is a whole number 1-9")
-    return int(text)
+    from trialtable.zlib import GZIP_LEVELS
+
+    word = text.strip()
+    if not (word.isascii() and word.isdigit() and len(word) < 3 and int(word) in GZIP_LEVELS):
+        raise argparse.ArgumentTypeError(
+            f"{text[:20]!r}: a gzip level is a whole number {GZIP_LEVELS[0]}-{GZIP_LEVELS[-1]}"
+        )
+    return int(word)
 
 
 def family_groups(text: str) -> tuple[str, ...]:

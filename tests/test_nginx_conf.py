@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -20,8 +21,8 @@ from sizing.cli import main as cli
 from sizing.errors import InputError
 from sizing.request import SizingRequest
 from sizing.workload.conf import read
-from sizing.workload.conf.derive import _tame
 from sizing.workload.conf.load import MAX_GLOB_MATCHES, MAX_LINE_BYTES
+from sizing.workload.conf.locations import tame
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "conf"
@@ -165,6 +166,10 @@ def test_try_files_sizes_where_a_request_no_file_answers_goes(tmp_path):
         "  location /spa/ { try_files $uri /spa/index.html; }\n"
         "  location /gone/ { try_files $uri @nowhere; }\n"
         "  location /cached/ { open_file_cache max=10; try_files $uri @app; }\n"
+        "  location /kept/ { open_file_cache max=9; open_file_cache_errors on; "
+        "try_files $uri @app; }\n"
+        "  location /wp/ { try_files $uri $uri/ /wp/index.php$is_args$args; }\n"
+        "  location =/wp/index.php { proxy_pass http://app; }\n"
         "  location /if/ { if ($request_method = POST) { proxy_pass http://app; } }\n }\n}\n"
     )
     r = read(str(conf))
@@ -180,11 +185,17 @@ def test_try_files_sizes_where_a_request_no_file_answers_goes(tmp_path):
     assert features(conf, location="/gone/") == {"open_file_cache_off": 1.0, "try_files_check": 1.0}
     why = read(str(conf), location="/gone/").found.estimates
     assert any("its fallback '@nowhere' is not followed" in e for e in why)
-    assert features(conf, location="/cached/") == {"proxy_keepalive": 1.0}  # the cache answers
+    # open_file_cache keeps a miss only with open_file_cache_errors on.
+    assert features(conf, location="/cached/") == {"proxy_keepalive": 1.0, "try_files_check": 1.0}
+    assert features(conf, location="/kept/") == {"proxy_keepalive": 1.0}
+    # $is_args$args are the URI's arguments; a modifier may be glued to its path (=/x).
+    wp = read(str(conf), location="/wp/")
+    assert "to location =/wp/index.php at" in wp.chosen
+    assert dict(wp.workload.features) == {"proxy_new_connection": 1.0, "try_files_check": 2.0}
     under_if = read(str(conf), location="/if/")
     assert under_if.workload.scenario == "reverse_proxy"
     assert any(e.startswith("proxy_pass under if at ") for e in under_if.found.estimates)
-    assert under_if.workload.uncosted == (f"if ({conf}:16)",)
+    assert under_if.workload.uncosted == (f"if ({conf}:19)",)
 
 
 def test_flags_read_in_any_case_as_nginx_does(tmp_path):
@@ -228,19 +239,44 @@ def test_applications_behind_their_static_files():
     assert node.workload.workers == php.workload.workers == 0  # worker_processes auto
 
 
-def test_a_costly_location_regex_is_passed_over_not_tried(tmp_path):
+COSTLY = [
+    "^/(a+)+$",
+    "a*a*a*a*b",
+    "^/" + "a?" * 34 + "a" * 34 + "$",  # optional characters count as repeats
+    r"(a|aa|\\)+$",  # a group closed after an escaped backslash
+    "(?x)^/(a|aa) +$",  # verbose mode: the repeat after a space
+    "a{4294967296}",  # beyond the matcher's count: no traceback
+]
+
+
+@pytest.mark.parametrize("pattern", COSTLY)
+def test_a_costly_location_regex_is_passed_over_not_tried(tmp_path, pattern):
     conf = tmp_path / "nginx.conf"
+    regex = pattern.replace("\\", "\\\\").replace('"', '\\"')
     conf.write_text(
         "events {}\nhttp {\n access_log off;\n server {\n  listen 80;\n"
         f"  location / {{ try_files $uri /{'a' * 60}!; }}\n"
-        "  location ~ ^/(a+)+$ { proxy_pass http://10.0.0.1; }\n"
-        "  location ~ a*a*a*a*b { proxy_pass http://10.0.0.2; }\n }\n}\n"
+        f'  location ~ "{regex}" {{ proxy_pass http://10.0.0.1; }}\n }}\n}}\n'
     )
-    r = read(str(conf))  # returns at once: neither pattern is run on the 61-character path
+    assert not tame(pattern)
+    signal.signal(signal.SIGALRM, _too_long)
+    signal.alarm(20)  # a pattern tried by mistake would run for minutes: fail instead
+    try:
+        r = read(str(conf))
+    finally:
+        signal.alarm(0)
     assert r.workload.scenario == "static"  # NGINX's longest prefix, / itself
-    assert not _tame("^/(a+)+$") and not _tame("a*a*a*a*b") and not _tame("x" * 201)
-    assert _tame(r"\.php$") and _tame(r"^/index\.php(/|$)") and _tame(r"\.(jpe?g|png)$")
-    assert _tame(r"\(a+\)+")  # escaped parentheses are characters, not a group
+
+
+def _too_long(*_: object) -> None:
+    raise AssertionError("a location regex was tried and ran for 20 s")
+
+
+def test_the_regexes_of_common_configs_are_tried():
+    assert tame(r"\.php$") and tame(r"^/index\.php(/|$)") and tame(r"\.(jpe?g|png)$")
+    assert tame(r"\(a+\)+")  # escaped parentheses are characters, not a group
+    assert tame(r"/\.(?!well-known).*") and tame("[^/]\\.php(/|$)")
+    assert not tame("x" * 201)
 
 
 def test_proxy_without_upstream_keepalive_and_server_choice():

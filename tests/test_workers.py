@@ -78,5 +78,10 @@ def test_fewer_workers_than_vcpus_leave_the_others_idle():
     assert _peak("c6i.4xlarge", 4) == pytest.approx(alone / 2, rel=0.03)
     peaks = [_peak("c6i.4xlarge", w) for w in range(1, 17)]
     assert peaks == sorted(peaks)
+    # A ninth worker shares a core with a second one: 7 alone and 2 paired. With g what the
+    # second thread adds (16 workers over 8, the scaling alike), 9 serve (14 / g + 2) / (16 / g)
+    # of what 8 alone do.
+    g = full / alone
+    assert _peak("c6i.4xlarge", 9) / alone == pytest.approx((14 / g + 2) / (16 / g), rel=0.005)
     lines = instance_capacity(CATALOG["c6i.4xlarge"], Workload(protocol="http", workers=4)).basis
     assert any("only 4 of the 16 vCPUs run workers (worker_processes)" in b for b in lines)

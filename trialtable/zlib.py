@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from trialtable.fields import Field, Fields
 
+#: zlib's levels, as NGINX's ``gzip_comp_level`` takes them.
+GZIP_LEVELS = range(1, 10)
 ZLIB_LEVELS = Fields(
     "zlib levels",
     (
-        Field("level", "int", "", 1, 9),
+        Field("level", "int", "", GZIP_LEVELS[0], GZIP_LEVELS[-1]),
         Field("ns_per_byte", "float", "ns/byte", 0.01, 1e4),
         Field("ns_low", "float", "ns/byte", 0.01, 1e4),
         Field("ns_high", "float", "ns/byte", 0.01, 1e4),

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from trialtable.files import write_atomic
 from trialtable.output import table_csv
-from trialtable.zlib import ZLIB_LEVEL_COLUMNS
+from trialtable.zlib import GZIP_LEVELS, ZLIB_LEVEL_COLUMNS
 
 ROOT = Path(__file__).resolve().parents[2]
 #: A response's size in the corpus [B] (nginx compresses each response on its own).
@@ -72,11 +72,12 @@ def compress_all(pieces: Sequence[bytes], level: int) -> tuple[float, int]:
 def measure(pieces: Sequence[bytes], repeats: int = REPEATS) -> list[dict[str, object]]:
     """One row per level 1-9: median ns per input byte, its range, output ratio, vs level 1."""
     total = sum(len(p) for p in pieces)
-    times: dict[int, list[float]] = {level: [] for level in range(1, 10)}
+    times: dict[int, list[float]] = {level: [] for level in GZIP_LEVELS}
     sizes: dict[int, int] = {}
     for r in range(repeats):
-        order = list(range(1, 10))
-        for level in order[r % 9 :] + order[: r % 9]:
+        order = list(GZIP_LEVELS)
+        turn = r % len(order)
+        for level in order[turn:] + order[:turn]:
             seconds, sizes[level] = compress_all(pieces, level)
             times[level].append(seconds * 1e9 / total)
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -97,7 +98,7 @@ def measure(pieces: Sequence[bytes], repeats: int = REPEATS) -> list[dict[str, o
             "cpu_model": _cpu_model(),
             "measured_at": when,
         }
-        for level in range(1, 10)
+        for level in GZIP_LEVELS
     ]
 
 

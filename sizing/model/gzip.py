@@ -19,12 +19,10 @@ from sizing.errors import InputError
 from sizing.paths import REFERENCE_DIR
 from trialtable.fields import FieldError, printable
 from trialtable.files import read_bounded
-from trialtable.zlib import ZLIB_LEVELS
+from trialtable.zlib import GZIP_LEVELS, ZLIB_LEVELS
 
 #: The measured table.
 ZLIB_LEVELS_PATH = REFERENCE_DIR / "zlib-levels.csv"
-#: zlib's levels, as NGINX's ``gzip_comp_level`` takes them.
-LEVELS = range(1, 10)
 MAX_BYTES = 256 * 1024
 
 
@@ -44,7 +42,10 @@ def level_effect(level: int) -> LevelEffect:
         return LevelEffect(1.0, 1.0, "zlib level 1, the cost model's")
     row = _table().get(level)
     if row is None:
-        raise InputError(f"gzip level {level}: not in {ZLIB_LEVELS_PATH.name} (levels 1-9)")
+        raise InputError(
+            f"gzip level {level}: not in {ZLIB_LEVELS_PATH.name} "
+            f"(levels {GZIP_LEVELS[0]}-{GZIP_LEVELS[-1]})"
+        )
     return row
 
 

@@ -17,6 +17,7 @@ from trialtable.schema import PROTOCOLS as PROTOCOLS  # re-exported
 from trialtable.schema import SCENARIOS as TRIAL_SCENARIOS
 from trialtable.tls import DEFAULT_TLS_KEY
 from trialtable.tls import TLS_KEYS as TLS_KEYS  # re-exported: sizing.request reads it here
+from trialtable.zlib import GZIP_LEVELS
 
 #: The scenarios a fleet serves: the trial table's, less its lab tests (``cps``: one request
 #: per connection; ``throughput``: large bodies), which a workload states by its own fields.
@@ -125,7 +126,7 @@ class Workload:
         if not (isinstance(tw, int) and not isinstance(tw, bool) and 0 <= tw <= 1_000_000):
             raise InputError(f"upstream addresses must be a count >= 0, got {tw!r}")
         g = self.gzip_level
-        if not (isinstance(g, int) and not isinstance(g, bool) and 1 <= g <= 9):
+        if not (isinstance(g, int) and not isinstance(g, bool) and g in GZIP_LEVELS):
             raise InputError(f"the gzip level must be a whole number from 1 to 9, got {g!r}")
         w = self.workers
         if not (isinstance(w, int) and not isinstance(w, bool) and 0 <= w <= MAX_WORKERS):

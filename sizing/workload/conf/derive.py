@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from sizing.errors import InputError, printable
 from sizing.workload.conf.load import Config, Statement
+from sizing.workload.conf.locations import fallback_target
 from sizing.workload.conf.reading import Found, Reading, read_count, read_level, read_workers
 from sizing.workload.value import Workload
 from trialtable.features import (
@@ -103,14 +104,6 @@ SENDFILE_OFF = (
 #: A ``rewrite`` whose replacement starts so, or with one of these flags, redirects the client.
 REDIRECT_PREFIXES = ("http://", "https://", "$scheme")
 REDIRECT_FLAGS = ("redirect", "permanent")
-#: The longest ``try_files`` fallback URI or location regex followed (longer: not followed).
-MAX_URI = 200
-#: A location regex is tried on a fallback URI only if it has at most this many repeats
-#: (``*``, ``+``, ``{``) and none on a group: a config is data, and a pattern that could
-#: backtrack for minutes on a short path (``(a+)+$``) is passed over instead.
-MAX_REPEATS = 3
-_REPEAT = re.compile(r"(?<!\\)[*+{]")
-_GROUP_REPEAT = re.compile(r"(?<!\\)\)[*+?{]")
 #: Settings read and reported (not costed per request), with NGINX's defaults.
 SETTINGS = {
     "worker_processes": "1",
@@ -229,61 +222,16 @@ def choose(config: Config, server: str | None, location: str | None) -> tuple[Sc
 class Tried:
     """A ``try_files`` of the chosen location, where it runs and whether its fallback was taken.
 
-    ``checks``: the candidates it looks up per sized request (every one when the fallback is
-    sized, else the first, which a file answers); ``unfollowed``: a fallback that could not be
-    followed.
+    ``checks``: the candidates it looks up per sized request (every one, each a miss, when the
+    fallback is sized: ``followed``; else the first, which a file answers); ``unfollowed``: a
+    fallback that could not be followed.
     """
 
     statement: Statement
     scope: Scope
     checks: int
+    followed: bool = False
     unfollowed: str = ""
-
-
-def _fallback_target(server: Statement, target: str) -> tuple[Statement, ...] | None:
-    """The location a ``try_files`` fallback (``@name`` or a URI) goes to, if one can tell."""
-    if target.startswith("@"):
-        return next(((s,) for s in _children(server, "location") if s.args == [target]), None)
-    path = target.split("?", 1)[0]
-    if not path.startswith("/") or "$" in path or len(path) > MAX_URI:
-        return None
-    return _match_location(server, path)
-
-
-def _match_location(server: Statement, path: str) -> tuple[Statement, ...] | None:
-    """The server's top-level location NGINX picks for ``path`` (nested ones not searched).
-
-    ``=`` exact; the longest prefix, final when ``^~``; else the first regex that matches; else
-    that prefix. A regex Python cannot read as NGINX's PCRE does is passed over.
-    """
-    prefix: tuple[int, Statement] | None = None
-    regexes = []
-    for loc in _children(server, "location"):
-        mod, arg = (loc.args[0], loc.args[-1]) if len(loc.args) == 2 else ("", loc.args[-1])
-        if mod == "=" and arg == path:
-            return (loc,)
-        if mod in ("", "^~") and path.startswith(arg) and (prefix is None or len(arg) > prefix[0]):
-            prefix = (len(arg), loc)
-        elif mod in ("~", "~*") and _tame(arg):
-            regexes.append((loc, arg, re.IGNORECASE if mod == "~*" else 0))
-    if prefix is not None and prefix[1].args[0] == "^~":
-        return (prefix[1],)
-    for loc, pattern, flags in regexes:
-        try:
-            if re.search(pattern, path, flags):
-                return (loc,)
-        except re.error:
-            continue
-    return (prefix[1],) if prefix else None
-
-
-def _tame(pattern: str) -> bool:
-    """``pattern`` is short, repeats little and repeats no group (`MAX_REPEATS`)."""
-    return (
-        len(pattern) <= MAX_URI
-        and len(_REPEAT.findall(pattern)) <= MAX_REPEATS
-        and not _GROUP_REPEAT.search(pattern)
-    )
 
 
 def follow(scope: Scope, chosen: str) -> tuple[Scope, str, Tried | None]:
@@ -300,16 +248,16 @@ def follow(scope: Scope, chosen: str) -> tuple[Scope, str, Tried | None]:
         return scope, chosen, None
     t = tries[-1]
     files = max(1, len(t.args) - 1)
-    target = _fallback_target(scope.blocks[2], t.args[-1]) if t.args else None
+    target = fallback_target(scope.blocks[2], t.args[-1]) if t.args else None
     if target is None or target[-1] is block:
         lost = t.args[-1] if target is None and t.args and t.args[-1][:1] != "=" else ""
-        return scope, chosen, Tried(t, scope, 1, lost)
+        return scope, chosen, Tried(t, scope, 1, unfollowed=lost)
     text = (
         f"{chosen}; its try_files at {t.where} sends a request no file answers to location "
         f"{' '.join(target[-1].args)} at {target[-1].where}: sized as that location (a request "
         "a file answers costs less)"
     )
-    return Scope((*scope.blocks[:3], *target)), text, Tried(t, scope, files)
+    return Scope((*scope.blocks[:3], *target)), text, Tried(t, scope, files, followed=True)
 
 
 def _passes(block: Statement) -> bool:
@@ -767,14 +715,20 @@ def _try_files(tried: Tried | None, found: Found) -> None:
             "location that matches, or a regex passed over as too costly to try): sized as "
             "this location"
         )
-    where = _left_off(tried.scope, "open_file_cache")
-    if where is None:
+    cache_off = _left_off(tried.scope, "open_file_cache") is not None
+    errors = tried.scope.one("open_file_cache_errors")
+    if not cache_off and (not tried.followed or (errors is not None and _is_on(errors))):
         return
+    why = (
+        "with open_file_cache off"
+        if cache_off
+        else "open_file_cache keeps no failed lookup (open_file_cache_errors off), and each "
+        "candidate before the fallback misses"
+    )
     found.feature("try_files_check", float(tried.checks), tried.statement.where)
     found.estimates.append(
-        f"try_files at {found.at(tried.statement.where)} with open_file_cache off: "
-        f"{tried.checks} candidate(s) looked up per request, priced as the measured "
-        "try_files_check"
+        f"try_files at {found.at(tried.statement.where)} {why}: {tried.checks} candidate(s) "
+        "looked up per request, priced as the measured try_files_check"
     )
 
 
@@ -782,7 +736,8 @@ def _workers(scope: Scope, found: Found) -> None:
     """``worker_processes``: how many of an instance's vCPUs NGINX serves on (``auto``: all)."""
     s = next(iter(_children(scope.blocks[0], "worker_processes")), None)
     if s is None:
-        found.value("workers", 1, "worker_processes: NGINX's default 1")
+        default = SETTINGS["worker_processes"]
+        found.value("workers", int(default), f"worker_processes: NGINX's default {default}")
         found.estimates.append(
             "worker_processes not set: NGINX runs one worker process (its default), so each "
             "instance serves on one vCPU; 'worker_processes auto;' runs one per vCPU"

@@ -15,6 +15,7 @@ from sizing.errors import InputError, printable
 from sizing.workload.value import MAX_WORKERS, Workload
 from trialtable.fields import Field, FieldError
 from trialtable.jsonvalue import JsonObject
+from trialtable.zlib import GZIP_LEVELS
 
 #: Largest count NGINX (``ngx_atoi``) and the ingress-nginx controller (a Go ``int``) read.
 MAX_COUNT = 2**63 - 1
@@ -54,8 +55,11 @@ def read_workers(text: str, where: str) -> int:
 def read_level(text: str, where: str) -> int:
     """A gzip level (``gzip_comp_level``, the controller's ``gzip-level``): 1-9, as zlib's."""
     level = read_count(text, f"{where}: gzip level", low=1)
-    if level > 9:
-        raise InputError(f"{where}: gzip level is {level}: zlib's levels are 1 to 9")
+    if level not in GZIP_LEVELS:
+        raise InputError(
+            f"{where}: gzip level is {level}: zlib's levels are {GZIP_LEVELS[0]} to "
+            f"{GZIP_LEVELS[-1]}"
+        )
     return level
 
 
