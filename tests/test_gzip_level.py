@@ -79,3 +79,11 @@ def test_the_measurement_times_every_level_on_pieces_of_the_corpus():
     rows = zlibspeed.measure(pieces, repeats=1)
     assert [r["level"] for r in rows] == list(range(1, 10)) and rows[0]["cpu_vs_level1"] == 1.0
     assert all(0 < float(str(r["output_ratio"])) < 1 for r in rows)
+
+
+def test_the_measurement_refuses_bad_options_in_one_line(capsys):
+    assert zlibspeed.main(["--out", "/nonexistent/folder/z.csv"]) == 2
+    assert capsys.readouterr().err.strip() == "zlibspeed: /nonexistent/folder is not a folder"
+    with pytest.raises(SystemExit) as exc:
+        zlibspeed.main(["--out", "z.csv", "--repeats", "0"])
+    assert exc.value.code == 2 and "--repeats" in capsys.readouterr().err.splitlines()[-1]

@@ -52,6 +52,7 @@ from trialtable.features import (
     INGRESS_NGINX_NO_METRICS,
     MEASURED,
     NOT_MEASURED,
+    REFERENCE_WITH,
     UPSTREAMINFO_LOG,
 )
 from trialtable.fields import FieldError, FieldValue
@@ -167,7 +168,7 @@ def setups(file_bytes: int, path: str) -> dict[str, Setup]:
 
     proxy = "reverse_proxy"
     log_ref, log_on = upstreaminfo_extras()
-    return {
+    table: dict[str, Setup] = {
         "access_log": Setup(extra=ConfExtra(server=("access_log access.log;",))),
         "access_log_buffered": Setup(
             extra=ConfExtra(server=("access_log access.log combined buffer=64k flush=1s;",))
@@ -238,13 +239,27 @@ def setups(file_bytes: int, path: str) -> dict[str, Setup]:
         "open_file_cache_off": Setup(extra=ConfExtra(server=("open_file_cache off;",))),
         "sendfile_off": Setup(extra=ConfExtra(server=("sendfile off;",))),
         "tcp_nopush_off": Setup(extra=ConfExtra(server=("tcp_nopush off;",))),
-        # Against the reference with no open_file_cache (NGINX's default; REFERENCE_WITH),
-        # where the check is a stat: with the cache on, the lookup is the cache's.
-        "try_files_check": Setup(
-            extra=ConfExtra(server=("open_file_cache off;", "try_files $uri =404;")),
-            reference_extra=ConfExtra(server=("open_file_cache off;",)),
-        ),
+        # Both sides with no open_file_cache (REFERENCE_WITH), where the check is a stat: with
+        # the cache on, the lookup is the cache's.
+        "try_files_check": Setup(extra=ConfExtra(server=("try_files $uri =404;",))),
     }
+    return _with_references(table)
+
+
+def _with_references(table: dict[str, Setup]) -> dict[str, Setup]:
+    """``table`` with each `REFERENCE_WITH` feature's pairs run on top of the features named.
+
+    Their lines go into both sides' configs: the reference's, and before the feature's own.
+    """
+    for name, under in REFERENCE_WITH.items():
+        server = tuple(line for u in under for line in table[u].extra.server)
+        setup = table[name]
+        table[name] = replace(
+            setup,
+            extra=replace(setup.extra, server=(*server, *setup.extra.server)),
+            reference_extra=ConfExtra(server=server),
+        )
+    return table
 
 
 def njs_script(file_bytes: int) -> str:
@@ -513,14 +528,15 @@ def run_campaign(
             print(text, file=progress, flush=True)
 
     bench, info = open_bench(host, settings.cpu)
-    info["loadavg_before"] = _loadavg(host)
+    info["loadavg_before"] = loadavg(host)
     results = [measure(bench, name, settings, say) for name in settings.features]
-    info["loadavg_after"] = _loadavg(host)
+    info["loadavg_after"] = loadavg(host)
     info["packages"] = _packages(host)
     return results, info
 
 
-def _loadavg(host: Host) -> str:
+def loadavg(host: Host) -> str:
+    """The host's load average over 1, 5 and 15 minutes, as /proc/loadavg gives it."""
     return " ".join(host.run(["cat", "/proc/loadavg"], check=False).stdout.split()[:3])
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import platform
 import statistics
 import sys
 import time
@@ -29,8 +28,12 @@ import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
+from runners.calibrate.features import loadavg
+from runners.hosts import LocalHost, facts
 from trialtable.files import write_atomic
 from trialtable.output import table_csv
+from trialtable.pathargs import OUTPUT_FILE, check_namespace, path_arg
+from trialtable.values import int_between
 from trialtable.zlib import GZIP_LEVELS, ZLIB_LEVEL_COLUMNS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,7 +54,7 @@ def corpus(root: Path = ROOT) -> list[bytes]:
     pieces: list[bytes] = []
     for _kind, rel in CORPUS:
         path = root / rel
-        files = sorted(path.glob("*.md")) if path.is_dir() else [path]
+        files = sorted(path.glob("*.md")) if path.is_dir() else [path] if path.is_file() else []
         data = b"".join(f.read_bytes() for f in files)
         pieces += [
             data[i : i + PIECE_BYTES] for i in range(0, len(data) - PIECE_BYTES + 1, PIECE_BYTES)
@@ -69,7 +72,9 @@ def compress_all(pieces: Sequence[bytes], level: int) -> tuple[float, int]:
     return time.process_time() - start, out
 
 
-def measure(pieces: Sequence[bytes], repeats: int = REPEATS) -> list[dict[str, object]]:
+def measure(
+    pieces: Sequence[bytes], repeats: int = REPEATS, cpu_model: str = ""
+) -> list[dict[str, object]]:
     """One row per level 1-9: median ns per input byte, its range, output ratio, vs level 1."""
     total = sum(len(p) for p in pieces)
     times: dict[int, list[float]] = {level: [] for level in GZIP_LEVELS}
@@ -95,7 +100,7 @@ def measure(pieces: Sequence[bytes], repeats: int = REPEATS) -> list[dict[str, o
             "piece_bytes": PIECE_BYTES,
             "corpus_bytes": total,
             "zlib_version": zlib.ZLIB_RUNTIME_VERSION,
-            "cpu_model": _cpu_model(),
+            "cpu_model": cpu_model,
             "measured_at": when,
         }
         for level in GZIP_LEVELS
@@ -133,43 +138,36 @@ def notes(rows: Sequence[dict[str, object]], command: str, before: str, after: s
     return "\n".join(lines) + "\n"
 
 
-def _loadavg() -> str:
-    try:
-        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "unknown"
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Measure every level and write the table; 2 on a bad option or a missing corpus."""
     p = argparse.ArgumentParser(prog="python -m runners.calibrate.zlibspeed", description=__doc__)
-    p.add_argument("--out", type=Path, required=True, help="the CSV to write")
-    p.add_argument("--repeats", type=int, default=REPEATS, help=f"timings per level ({REPEATS})")
+    p.add_argument(
+        "--out", type=path_arg(OUTPUT_FILE), required=True, help="the CSV to write (notes in .md)"
+    )
+    p.add_argument(
+        "--repeats",
+        type=int_between(1, 1000),
+        default=REPEATS,
+        help=f"timings per level ({REPEATS})",
+    )
     args = p.parse_args(argv)
-    if args.repeats < 1:
-        print("zlibspeed: --repeats must be at least 1", file=sys.stderr)
+    check_namespace(p, args)
+    out = Path(args.out)
+    if not out.parent.is_dir():
+        print(f"zlibspeed: {out.parent} is not a folder", file=sys.stderr)
         return 2
     pieces = corpus()
     if not pieces:
         print("zlibspeed: the corpus is missing (run from a checkout with .venv)", file=sys.stderr)
         return 2
-    load_before = _loadavg()
-    rows = measure(pieces, args.repeats)
-    write_atomic(args.out, table_csv(rows, ZLIB_LEVEL_COLUMNS))
+    host = LocalHost()
+    load_before = loadavg(host)
+    rows = measure(pieces, args.repeats, facts(host)["cpu_model"])
+    write_atomic(out, table_csv(rows, ZLIB_LEVEL_COLUMNS))
     command = "python -m runners.calibrate.zlibspeed " + " ".join(
         sys.argv[1:] if argv is None else argv
     )
-    write_atomic(args.out.with_suffix(".md"), notes(rows, command, load_before, _loadavg()))
+    write_atomic(out.with_suffix(".md"), notes(rows, command, load_before, loadavg(host)))
     for r in rows:
         print(
             f"level {r['level']}: {r['ns_per_byte']} ns/byte (x{r['cpu_vs_level1']}), "

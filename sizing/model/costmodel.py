@@ -296,7 +296,6 @@ def cpu_us_per_request(
         The NIC is a cloud VM's virtual NIC: a profile whose packet path did not include one
         gets ``vnic_packet_us`` per packet added.
     """
-    https = work.protocol == "https"
     terms: dict[str, float] = {}
     used: dict[str, Coefficient] = {}
     notes: list[str] = []
@@ -315,35 +314,7 @@ def cpu_us_per_request(
         grads[name] = grads.get(name, 0.0) + amount
         used[name] = c
 
-    per_conn = work.connections_per_request
-    gz = work.gzip
-    ratio = gzip_ratio(work)
-    packets = 0.0
-    amounts: dict[str, float] = {}
-    for size, weight in work.sizes:
-        # On-the-fly gzip sends the compressed bytes (and cannot use sendfile).
-        out_bytes = size * (1.0 - gz) + size * gz * ratio
-        row = cost_terms(
-            size,
-            https=https,
-            wire_bytes=out_bytes,
-            connections=NewConnections(per_conn, work.tls_key, work.tls_resumption),
-            gzip=gz,
-            scenario=work.scenario,
-            http_version=work.http_version,
-        )
-        for name, x in row.items():
-            amounts[name] = amounts.get(name, 0.0) + weight * x
-        packets += weight * packets_per_request(out_bytes, https, work.requests_per_connection)
-        if work.scenario in PROXIED:
-            # The upstream leg: plain HTTP over a keep-alive pool, the body uncompressed.
-            packets += weight * packets_per_request(size, False, math.inf)
-    if amounts.get("gzip_byte_ns") and work.gzip_level != 1:
-        from sizing.model.gzip import level_effect
-
-        effect = level_effect(work.gzip_level)
-        amounts["gzip_byte_ns"] *= effect.cpu
-        notes.append(f"gzip_byte_ns x{effect.cpu:.2f}: {effect.source}")
+    amounts, packets = _amounts(work, notes)
     for name, amount in amounts.items():
         if name == "tls_body_us" and prof.coef(name) is None:
             # Only a calibrated profile separates it (HTTPS reads and encrypts a body that
@@ -397,6 +368,43 @@ def _add_features(
         else:
             add(name, times)
     return unpriced
+
+
+def _amounts(work: Workload, notes: list[str]) -> tuple[dict[str, float], float]:
+    """Each coefficient's amount per request over the size mix, and the packets per request.
+
+    On-the-fly gzip sends the compressed bytes (and cannot use sendfile); its CPU per byte
+    follows the workload's level (`sizing.model.gzip`, named in ``notes``). A proxy's upstream
+    leg adds its packets: plain HTTP over a keep-alive pool, the body uncompressed.
+    """
+    https = work.protocol == "https"
+    gz, ratio = work.gzip, gzip_ratio(work)
+    conns = NewConnections(work.connections_per_request, work.tls_key, work.tls_resumption)
+    packets = 0.0
+    amounts: dict[str, float] = {}
+    for size, weight in work.sizes:
+        out_bytes = size * (1.0 - gz) + size * gz * ratio
+        row = cost_terms(
+            size,
+            https=https,
+            wire_bytes=out_bytes,
+            connections=conns,
+            gzip=gz,
+            scenario=work.scenario,
+            http_version=work.http_version,
+        )
+        for name, x in row.items():
+            amounts[name] = amounts.get(name, 0.0) + weight * x
+        packets += weight * packets_per_request(out_bytes, https, work.requests_per_connection)
+        if work.scenario in PROXIED:
+            packets += weight * packets_per_request(size, False, math.inf)
+    if amounts.get("gzip_byte_ns") and work.gzip_level != 1:
+        from sizing.model.gzip import level_effect
+
+        effect = level_effect(work.gzip_level)
+        amounts["gzip_byte_ns"] *= effect.cpu
+        notes.append(f"gzip_byte_ns x{effect.cpu:.2f}: {effect.source}")
+    return amounts, packets
 
 
 def _widened(rel_sd: float, unpriced: list[str], notes: list[str]) -> float:

@@ -222,16 +222,22 @@ def choose(config: Config, server: str | None, location: str | None) -> tuple[Sc
 class Tried:
     """A ``try_files`` of the chosen location, where it runs and whether its fallback was taken.
 
-    ``checks``: the candidates it looks up per sized request (every one, each a miss, when the
-    fallback is sized: ``followed``; else the first, which a file answers); ``unfollowed``: a
-    fallback that could not be followed.
+    ``followed``: the fallback is what is sized; ``unfollowed``: a fallback that could not be
+    followed.
     """
 
     statement: Statement
     scope: Scope
-    checks: int
     followed: bool = False
     unfollowed: str = ""
+
+    @property
+    def checks(self) -> int:
+        """Candidates looked up per sized request.
+
+        Every one (each a miss) when the fallback is sized, else the first, which a file answers.
+        """
+        return max(1, len(self.statement.args) - 1) if self.followed else 1
 
 
 def follow(scope: Scope, chosen: str) -> tuple[Scope, str, Tried | None]:
@@ -247,17 +253,16 @@ def follow(scope: Scope, chosen: str) -> tuple[Scope, str, Tried | None]:
     if not tries or _passes(block) or _answers(block):
         return scope, chosen, None
     t = tries[-1]
-    files = max(1, len(t.args) - 1)
     target = fallback_target(scope.blocks[2], t.args[-1]) if t.args else None
     if target is None or target[-1] is block:
         lost = t.args[-1] if target is None and t.args and t.args[-1][:1] != "=" else ""
-        return scope, chosen, Tried(t, scope, 1, unfollowed=lost)
+        return scope, chosen, Tried(t, scope, unfollowed=lost)
     text = (
         f"{chosen}; its try_files at {t.where} sends a request no file answers to location "
         f"{' '.join(target[-1].args)} at {target[-1].where}: sized as that location (a request "
         "a file answers costs less)"
     )
-    return Scope((*scope.blocks[:3], *target)), text, Tried(t, scope, files, followed=True)
+    return Scope((*scope.blocks[:3], *target)), text, Tried(t, scope, followed=True)
 
 
 def _passes(block: Statement) -> bool:
